@@ -1,0 +1,287 @@
+/*
+ * mroce/wire.h - the MetaRoCE wire format: header layouts, opcodes, flags,
+ * NAK codes, and the codec that turns bytes into a parsed packet and back.
+ *
+ * This is the first stage of a packet's path: everything that arrives from
+ * the network goes through mroce_pkt_decode() before any other code looks at
+ * it, and everything the engine sends is produced by mroce_pkt_encode().  The
+ * layouts here are normative: docs/spec/wire-format.md describes the same
+ * bytes, and tests/vectors/wire_vectors.txt pins them down with hex vectors
+ * shared by the codec tests, the Wireshark dissector and the conformance
+ * suite.  All multi-byte fields are big-endian (network order).
+ *
+ * The codec has no OS dependencies and never allocates.  Decoding never reads
+ * outside the buffer it is given; any inconsistency is reported as a negative
+ * MROCE_WIRE_E* code so the caller can count the drop by reason.
+ */
+#ifndef MROCE_WIRE_H
+#define MROCE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Default UDP destination port (WIRE-1).  Not IANA-assigned; configurable.
+ * Deliberately not 4791 (RoCEv2) nor 4793 (Ultra Ethernet). */
+#define MROCE_UDP_PORT 4794
+
+/* Protocol version carried in the first byte of every packet (WIRE-3). */
+#define MROCE_VERSION 1
+
+/* Section sizes, in bytes. */
+#define MROCE_BASE_HDR_LEN 28   /* every packet */
+#define MROCE_REQ_HDR_LEN 32    /* SEND, WRITE, READ_REQ, FETCH_ADD, CMP_SWAP */
+#define MROCE_ATOMIC_HDR_LEN 16 /* FETCH_ADD, CMP_SWAP, after the REQ header */
+#define MROCE_RESP_HDR_LEN 16   /* READ_RESP, ATOMIC_RESP */
+#define MROCE_ACK_HDR_LEN 32    /* ACK, before its SACK words */
+#define MROCE_NAK_HDR_LEN 16    /* NAK */
+#define MROCE_CONN_HDR_LEN 32   /* CONNECT_REQ, CONNECT_RESP */
+#define MROCE_CRC_LEN 4         /* CRC32C trailer on every packet */
+#define MROCE_MAX_SACK_WORDS 8  /* 256 PSNs beyond the cumulative point */
+#define MROCE_ATOMIC_LEN 8      /* atomics operate on 64-bit words */
+
+/* Largest header any data packet carries: base + REQ + ATOMIC. */
+#define MROCE_MAX_DATA_HDR_LEN \
+    (MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN + MROCE_ATOMIC_HDR_LEN)
+/* Largest packet the codec accepts (fits a 9000-byte jumbo frame payload
+ * and loopback's 64 KiB with room); the payload MTU is negotiated below it. */
+#define MROCE_MAX_PKT_LEN 65000
+
+/*
+ * Opcodes (WIRE-5).  X-macro so the enum and the printable names cannot
+ * drift.  Columns: name, value, consumes a PSN (reliable data), has REQ hdr.
+ */
+#define MROCE_OPCODES(X)                   \
+    X(SEND, 0x10, 1, 1)                    \
+    X(WRITE, 0x11, 1, 1)                   \
+    X(READ_REQ, 0x12, 1, 1)                \
+    X(READ_RESP, 0x13, 1, 0)               \
+    X(FETCH_ADD, 0x14, 1, 1)               \
+    X(CMP_SWAP, 0x15, 1, 1)                \
+    X(ATOMIC_RESP, 0x16, 1, 0)             \
+    X(ACK, 0x20, 0, 0)                     \
+    X(NAK, 0x21, 0, 0)                     \
+    X(CONNECT_REQ, 0x30, 0, 0)             \
+    X(CONNECT_RESP, 0x31, 0, 0)            \
+    X(DISCONNECT, 0x32, 0, 0)              \
+    X(DISCONNECT_ACK, 0x33, 0, 0)
+
+enum mroce_opcode {
+#define MROCE_X_ENUM(name, val, psn, req) MROCE_OP_##name = (val),
+    MROCE_OPCODES(MROCE_X_ENUM)
+#undef MROCE_X_ENUM
+};
+
+/* Base-header flags (WIRE-6). */
+enum mroce_pkt_flag {
+    MROCE_F_FIRST = 0x0001,     /* first packet of a message */
+    MROCE_F_LAST = 0x0002,      /* last packet of a message */
+    MROCE_F_IMM = 0x0004,       /* imm field valid (SEND/WRITE with immediate) */
+    MROCE_F_ACK_REQ = 0x0008,   /* receiver should acknowledge without delay */
+    MROCE_F_SOLICITED = 0x0010, /* solicited event requested */
+    MROCE_F_RETX = 0x0020,      /* this transmission is a retransmission */
+    MROCE_F_PROBE = 0x0040,     /* tail-loss probe */
+    MROCE_F_CREDIT = 0x0080,    /* sender asks for receiver-driven credits */
+};
+#define MROCE_F_KNOWN 0x00ff /* any other bit set: packet is malformed */
+
+/* NAK codes (WIRE-9).  X-macro: name, value. */
+#define MROCE_NAK_CODES(X)        \
+    X(RNR, 0x01)                  \
+    X(INVALID_REQUEST, 0x02)      \
+    X(REMOTE_ACCESS_KEY, 0x03)    \
+    X(REMOTE_ACCESS_BOUNDS, 0x04) \
+    X(REMOTE_ACCESS_PERM, 0x05)   \
+    X(REMOTE_OP_ERROR, 0x06)      \
+    X(INVALID_OPCODE, 0x07)
+
+enum mroce_nak_code {
+#define MROCE_X_ENUM(name, val) MROCE_NAK_##name = (val),
+    MROCE_NAK_CODES(MROCE_X_ENUM)
+#undef MROCE_X_ENUM
+};
+
+/* ACK echo flags. */
+enum mroce_ack_echo_flag {
+    MROCE_ECHO_CE = 0x01,  /* the echoed packet arrived marked CE */
+    MROCE_ECHO_DUP = 0x02, /* the echoed packet was a duplicate */
+};
+
+/* CONNECT flags. */
+enum mroce_conn_flag {
+    MROCE_CONN_CREDIT = 0x00000001, /* sender supports receiver credits */
+};
+
+/* Credit value meaning "receiver-driven mode off, no limit". */
+#define MROCE_CREDIT_UNLIMITED 0xffffffffu
+
+/* Decoded base header. */
+struct mroce_base_hdr {
+    uint8_t version;  /* MROCE_VERSION */
+    uint8_t opcode;   /* enum mroce_opcode */
+    uint16_t flags;   /* enum mroce_pkt_flag */
+    uint32_t dst_qpn; /* destination queue pair; 0 = endpoint listener */
+    uint64_t token;   /* destination's connection token (0 in CONNECT_REQ) */
+    uint32_t psn;     /* packet sequence number (data opcodes) */
+    uint32_t tsval;   /* sender's clock, low 32 bits of nanoseconds */
+    uint16_t entropy; /* path entropy the sender used (== UDP source port) */
+    uint16_t pkt_len; /* bytes from base header start to end of CRC */
+};
+
+/* Request header: SEND, WRITE, READ_REQ and the two atomics. */
+struct mroce_req_hdr {
+    uint32_t msn;     /* requester's message sequence number */
+    uint32_t rsn;     /* receive sequence number (SEND, WRITE+IMM) */
+    uint64_t raddr;   /* remote address of the message start */
+    uint32_t rkey;    /* remote key (WRITE, READ, atomics) */
+    uint32_t msg_len; /* total message length (READ: bytes asked) */
+    uint32_t offset;  /* this packet's payload offset in the message */
+    uint32_t imm;     /* immediate data when MROCE_F_IMM */
+};
+
+/* Atomic operands: FETCH_ADD uses swap_add as the addend. */
+struct mroce_atomic_hdr {
+    uint64_t swap_add; /* value to swap in, or to add */
+    uint64_t compare;  /* CMP_SWAP compare value; 0 for FETCH_ADD */
+};
+
+/* Response header: READ_RESP and ATOMIC_RESP. */
+struct mroce_resp_hdr {
+    uint32_t req_msn; /* msn of the request this answers */
+    uint32_t msg_len; /* total response length */
+    uint32_t offset;  /* this packet's payload offset in the response */
+    uint32_t reserved;
+};
+
+/* ACK header, followed by sack_words 32-bit words of SACK bitmap. */
+struct mroce_ack_hdr {
+    uint32_t cum_psn;      /* every PSN before this one was received */
+    uint32_t echo_psn;     /* PSN of the packet that triggered this ACK */
+    uint32_t echo_ts;      /* that packet's tsval */
+    uint16_t echo_entropy; /* that packet's entropy */
+    uint8_t echo_flags;    /* enum mroce_ack_echo_flag */
+    uint8_t sack_words;    /* 0..MROCE_MAX_SACK_WORDS */
+    uint32_t ce_count;     /* cumulative CE-marked data packets received */
+    uint32_t rx_count;     /* cumulative data packets received */
+    uint32_t credit;       /* bytes the sender may have in flight */
+    uint32_t ack_delay;    /* ns the receiver held the echoed packet */
+    uint32_t sack[MROCE_MAX_SACK_WORDS]; /* bit i of word j: cum+1+32j+i */
+};
+
+/* NAK header. */
+struct mroce_nak_hdr {
+    uint32_t nak_psn; /* PSN of the offending request packet */
+    uint32_t msn;     /* its message sequence number */
+    uint8_t code;     /* enum mroce_nak_code */
+    uint8_t rnr_delay; /* RNR: suggested wait, units of 10 us (1..255) */
+    uint16_t reserved;
+    uint32_t cum_psn; /* receiver's cumulative PSN at the time */
+};
+
+/* CONNECT_REQ / CONNECT_RESP body. */
+struct mroce_conn_hdr {
+    uint32_t src_qpn;      /* sender's queue pair number */
+    uint32_t start_psn;    /* first PSN the sender will use */
+    uint64_t token;        /* token the peer must put in packets to sender */
+    uint16_t mtu;          /* largest payload the sender accepts */
+    uint16_t npaths;       /* entropies the sender sprays over (advisory) */
+    uint32_t rx_window;    /* PSNs the sender tracks beyond cum_psn */
+    uint32_t max_rd_atomic; /* READ/atomics the sender serves at once */
+    uint32_t flags;        /* enum mroce_conn_flag */
+};
+
+/* A decoded packet.  payload points into the caller's buffer. */
+struct mroce_pkt {
+    struct mroce_base_hdr base;
+    union {
+        struct {
+            struct mroce_req_hdr req;
+            struct mroce_atomic_hdr atomic; /* atomics only */
+        } rq;
+        struct mroce_resp_hdr resp;
+        struct mroce_ack_hdr ack;
+        struct mroce_nak_hdr nak;
+        struct mroce_conn_hdr conn;
+    } u;
+    const uint8_t *payload; /* data, or NULL */
+    uint32_t payload_len;
+};
+
+/* Decode errors (negative).  X-macro: name, value, description. */
+#define MROCE_WIRE_ERRORS(X)                                  \
+    X(TRUNCATED, -1, "shorter than its headers or pkt_len")   \
+    X(VERSION, -2, "unknown version")                         \
+    X(OPCODE, -3, "unknown opcode")                           \
+    X(FLAGS, -4, "reserved flag bits set")                    \
+    X(LENGTH, -5, "pkt_len disagrees with datagram length")   \
+    X(CRC, -6, "CRC32C mismatch")                             \
+    X(FIELD, -7, "field out of range for this opcode")
+
+enum mroce_wire_error {
+#define MROCE_X_ENUM(name, val, desc) MROCE_WIRE_E##name = (val),
+    MROCE_WIRE_ERRORS(MROCE_X_ENUM)
+#undef MROCE_X_ENUM
+};
+
+/*
+ * mroce_pkt_decode parses and checks buf[0..len).  Checks, in order: length
+ * covers the base header, version, opcode, flags, pkt_len == len, the CRC,
+ * then the opcode's headers fit and their fields are self-consistent
+ * (payload fits: offset + payload_len <= msg_len for data; atomics carry no
+ * payload and msg_len == 8; ATOMIC_RESP payload is exactly 8; ACK sack_words
+ * <= MROCE_MAX_SACK_WORDS; FIRST iff offset == 0; LAST iff offset +
+ * payload_len == msg_len).  Returns 0 or a negative enum mroce_wire_error.
+ * Never reads outside buf[0..len).
+ */
+int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len);
+
+/*
+ * mroce_pkt_hdr_len returns the header length (base + opcode headers, without
+ * payload and CRC) that an encoded packet of this opcode occupies, or 0 for an
+ * unknown opcode.  For ACK it includes pkt->u.ack.sack_words words.
+ */
+size_t mroce_pkt_hdr_len(const struct mroce_pkt *pkt);
+
+/*
+ * mroce_pkt_encode_hdr writes the headers of pkt (base.pkt_len is computed
+ * from the header length, pkt->payload_len and the CRC) into buf and returns
+ * the header length, or 0 if cap is too small for headers + payload + CRC.
+ * The caller then places payload_len bytes at buf + hdr_len (this lets the
+ * engine read straight from registered memory into the output buffer) and
+ * calls mroce_pkt_seal().  pkt->payload is ignored.
+ */
+size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
+                            size_t cap);
+
+/* mroce_pkt_seal appends the CRC32C over buf[0..len) at buf+len and returns
+ * len + MROCE_CRC_LEN. */
+size_t mroce_pkt_seal(uint8_t *buf, size_t len);
+
+/* mroce_pkt_encode: headers, copy of pkt->payload, and CRC in one call.
+ * Returns the packet length or 0 if cap is too small. */
+size_t mroce_pkt_encode(const struct mroce_pkt *pkt, uint8_t *buf, size_t cap);
+
+/* CRC32C (Castagnoli, reflected, init and final xor 0xffffffff). */
+uint32_t mroce_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* Printable names; "?" for unknown values. */
+const char *mroce_opcode_name(unsigned opcode);
+const char *mroce_nak_code_name(unsigned code);
+const char *mroce_wire_error_name(int err);
+
+/* 1 if the opcode consumes a PSN (reliable data class), else 0. */
+int mroce_opcode_has_psn(unsigned opcode);
+
+/* Serial-number arithmetic on 32-bit PSNs (RFC 1982 style). */
+static inline int32_t mroce_psn_diff(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MROCE_WIRE_H */

@@ -1,0 +1,68 @@
+/*
+ * cc.h - congestion control interface and the built-in algorithms.
+ *
+ * One window per connection, shared by all of its paths (CC-1).  The
+ * completer feeds events (acks with RTT samples and ECN counts, losses,
+ * timeouts); the requester reads cwnd before sending.  Algorithms are ops
+ * tables so others plug in: the engine ships delay+ECN (default) and a
+ * fixed window; the simulator adds a DCQCN-style baseline through the same
+ * interface.  No OS calls, no floating point on the per-ack path.
+ */
+#ifndef MROCE_CC_H
+#define MROCE_CC_H
+
+#include <mroce/engine.h>
+
+struct mroce_cc;
+
+/* An acknowledgement event. */
+struct mroce_cc_ack {
+    uint32_t acked_bytes; /* bytes newly acknowledged */
+    uint32_t acked_pkts;  /* packets newly acknowledged */
+    uint32_t ce_pkts;     /* of the packets the receiver counted since the
+                             previous ACK, how many were CE-marked */
+    uint32_t rx_pkts;     /* ... and how many in all */
+    mroce_tstamp rtt;     /* RTT sample, 0 if none in this ACK */
+    uint32_t inflight;    /* bytes in flight after this ACK */
+    mroce_tstamp now;
+};
+
+struct mroce_cc_ops {
+    const char *name;
+    void (*init)(struct mroce_cc *cc);
+    void (*on_ack)(struct mroce_cc *cc, const struct mroce_cc_ack *ev);
+    void (*on_loss)(struct mroce_cc *cc, uint32_t lost_bytes, mroce_tstamp now);
+    void (*on_timeout)(struct mroce_cc *cc, mroce_tstamp now);
+};
+
+/* State shared by all algorithms, plus scratch for the algorithm. */
+struct mroce_cc {
+    const struct mroce_cc_ops *ops;
+    uint32_t cwnd;          /* bytes the connection may have in flight */
+    uint32_t mtu;           /* bytes per full packet */
+    uint32_t min_cwnd;      /* floor: one MTU */
+    uint32_t max_cwnd;      /* ceiling: window * MTU */
+    uint32_t init_cwnd;
+    mroce_tstamp base_rtt;  /* lowest RTT seen, 0 = none yet */
+    mroce_tstamp srtt;      /* connection smoothed RTT (kept by the engine) */
+    mroce_tstamp target_qdelay; /* queuing delay to aim for above base_rtt */
+    mroce_tstamp last_decrease; /* to decrease at most once per RTT */
+    uint32_t alpha;         /* ECN estimate, 16.16 fixed point */
+    uint32_t ai_acc;        /* additive-increase byte accumulator */
+    uint32_t ce_acc, rx_acc; /* ECN counts over the current RTT */
+    mroce_tstamp round_start; /* start of the current ECN observation round */
+    uint64_t scratch[4];    /* for plug-in algorithms */
+};
+
+/* Built-in algorithms. */
+extern const struct mroce_cc_ops mroce_cc_delay_ecn;
+extern const struct mroce_cc_ops mroce_cc_fixed;
+
+/* mroce_cc_init fills the common fields and calls ops->init. */
+void mroce_cc_init(struct mroce_cc *cc, const struct mroce_cc_ops *ops,
+                   uint32_t mtu, uint32_t init_cwnd, uint32_t max_cwnd,
+                   mroce_tstamp target_qdelay);
+/* The ops table for an enum mroce_cc_algo value, or NULL. */
+const struct mroce_cc_ops *mroce_cc_ops_get(unsigned algo);
+
+#endif /* MROCE_CC_H */

@@ -1,0 +1,486 @@
+/*
+ * completer.c - ACKs and NAKs in: acknowledged packets, RTT, loss detection,
+ * congestion feedback and send completions; plus the QP's loss timers.
+ *
+ * A gap in the acknowledged PSNs is never by itself a loss: with spraying,
+ * packets on different paths overtake each other.  A packet is declared lost
+ * only by (LOSS-*):
+ *   path  - a packet sent later on the same path was acknowledged (a path
+ *           keeps order, so the earlier one is gone);
+ *   ooo   - the highest acknowledged PSN is ooo_thresh beyond it and it has
+ *           been out for at least the lowest RTT;
+ *   probe - no ACK for a probe timeout: the newest outstanding packet is
+ *           resent to solicit a SACK that exposes the real losses;
+ *   rto   - no progress for a retransmission timeout (exponential backoff;
+ *           retry_cnt timeouts in a row fail the QP).
+ * Send completions are produced strictly in posting order.
+ */
+#include "engine_int.h"
+
+static mroce_tstamp rto_base(const mroce_qp *qp)
+{
+    if (!qp->srtt)
+        return qp->attr.min_rto * 5;
+    mroce_tstamp r = qp->srtt + 4 * qp->rttvar + qp->attr.max_ack_delay;
+    return r < qp->attr.min_rto ? qp->attr.min_rto : r;
+}
+
+static mroce_tstamp cur_rto(const mroce_qp *qp)
+{
+    mroce_tstamp r = rto_base(qp);
+    for (int i = 0; i < qp->backoff && r < qp->attr.max_rto; i++)
+        r *= 2;
+    return r > qp->attr.max_rto ? qp->attr.max_rto : r;
+}
+
+void mroce_comp_arm_loss_timer(mroce_qp *qp, mroce_tstamp now)
+{
+    (void)now;
+    if (qp->snd_una == qp->snd_nxt || qp->inflight_pkts == 0) {
+        qp->loss_deadline = MROCE_TSTAMP_INF;
+        return;
+    }
+    mroce_tstamp rto = cur_rto(qp);
+    mroce_tstamp pto = qp->srtt ? 2 * qp->srtt + qp->attr.max_ack_delay : rto;
+    if (pto > rto)
+        pto = rto;
+    qp->loss_deadline = qp->last_progress + (qp->probes_sent ? rto : pto);
+}
+
+static void update_rtt(mroce_qp *qp, mroce_tstamp rtt)
+{
+    if (!qp->min_rtt || rtt < qp->min_rtt)
+        qp->min_rtt = rtt;
+    if (!qp->srtt) {
+        qp->srtt = rtt;
+        qp->rttvar = rtt / 2;
+    } else {
+        mroce_tstamp d = qp->srtt > rtt ? qp->srtt - rtt : rtt - qp->srtt;
+        qp->rttvar = (3 * qp->rttvar + d) / 4;
+        qp->srtt = (7 * qp->srtt + rtt) / 8;
+    }
+    qp->cc.srtt = qp->srtt;
+    qp->cnt.rtt_last = rtt;
+}
+
+static void rjob_acked(mroce_qp *qp, uint32_t slot)
+{
+    if (slot >= qp->nrjobs)
+        return;
+    struct mroce_rjob *j = &qp->rjobs[slot];
+    if (!j->active)
+        return;
+    j->acked_pkts++;
+    if (j->acked_pkts >= j->npkts && j->sent_pkts >= j->npkts)
+        j->active = 0; /* the atomic result may now be forgotten */
+}
+
+static void swqe_acked(mroce_qp *qp, uint32_t msn)
+{
+    struct mroce_swqe *w = &qp->sq[msn & qp->sq_mask];
+    if (w->state == SWQE_POSTED && w->msn == msn)
+        w->acked_pkts++;
+}
+
+/* Declare an in-flight packet lost; may retire its path, whose remaining
+ * in-flight packets are then lost too (they went into the dead path). */
+static void lose(mroce_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
+{
+    struct mroce_txent *e = &qp->tx[idx];
+    uint16_t path = e->path;
+    uint32_t psn = qp->snd_una + ((idx - qp->snd_una) & qp->tx_mask);
+    *lost_bytes += e->len;
+    mroce_req_declare_lost(qp, psn, cause);
+    if (mroce_path_on_loss(&qp->paths, path)) {
+        qp->cnt.paths_retired++;
+        struct mroce_path *p = &qp->path_slots[path];
+        while (p->list_head != MROCE_PATH_NONE) {
+            uint32_t i = p->list_head;
+            uint32_t q = qp->snd_una + ((i - qp->snd_una) & qp->tx_mask);
+            *lost_bytes += qp->tx[i].len;
+            mroce_req_declare_lost(qp, q, LOSS_PATH);
+        }
+    }
+}
+
+/* Acknowledge PSN psn; returns 1 if newly acknowledged. */
+static int ack_one(mroce_qp *qp, uint32_t psn, uint32_t echo_psn,
+                   mroce_tstamp rtt, uint32_t *acked_bytes,
+                   uint32_t *lost_bytes)
+{
+    uint32_t idx = psn & qp->tx_mask;
+    struct mroce_txent *e = &qp->tx[idx];
+    if (e->state == TX_ACKED || e->state == TX_FREE)
+        return 0;
+    if (e->state == TX_INFLIGHT) {
+        /* Per-path inference: everything sent earlier on this path that is
+         * still in flight was lost.  Skipped when this packet was resent,
+         * since we cannot tell which transmission arrived. */
+        struct mroce_path *p = &qp->path_slots[e->path];
+        if (!e->retx)
+            while (p->list_head != idx && p->list_head != MROCE_PATH_NONE &&
+                   qp->tx[p->list_head].path_seq < e->path_seq)
+                lose(qp, p->list_head, LOSS_PATH, lost_bytes);
+        if (e->state == TX_INFLIGHT) {
+            mroce_req_unflight(qp, idx);
+            mroce_path_on_ack(&qp->paths, e->path,
+                              psn == echo_psn && !e->retx ? rtt : 0,
+                              qp->min_rtt);
+            qp->path_slots[e->path].acked_pkts++;
+        }
+    }
+    e->state = TX_ACKED;
+    e->probe = 0;
+    *acked_bytes += e->len;
+    if (e->kind == TXK_REQ)
+        swqe_acked(qp, e->ref);
+    else
+        rjob_acked(qp, e->ref);
+    return 1;
+}
+
+/* Out-of-order threshold: packets far below the highest acked PSN that have
+ * been out at least the lowest RTT are lost; younger ones re-checked later. */
+static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes)
+{
+    qp->reo_deadline = MROCE_TSTAMP_INF;
+    mroce_tstamp guard = qp->min_rtt ? qp->min_rtt : qp->attr.min_rto;
+    uint32_t end = qp->snd_high_acked - qp->attr.ooo_thresh;
+    for (uint32_t psn = qp->snd_una; mroce_psn_diff(psn, end) < 0; psn++) {
+        struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+        if (e->state != TX_INFLIGHT)
+            continue;
+        if (now - e->sent_time >= guard)
+            lose(qp, psn & qp->tx_mask, LOSS_OOO, lost_bytes);
+        else if (e->sent_time + guard < qp->reo_deadline)
+            qp->reo_deadline = e->sent_time + guard;
+    }
+}
+
+static void advance_una(mroce_qp *qp)
+{
+    while (qp->snd_una != qp->snd_nxt) {
+        struct mroce_txent *e = &qp->tx[qp->snd_una & qp->tx_mask];
+        if (e->state != TX_ACKED)
+            break;
+        e->state = TX_FREE;
+        qp->snd_una++;
+    }
+}
+
+void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
+                       mroce_tstamp now)
+{
+    const struct mroce_ack_hdr *a = &pkt->u.ack;
+    if (mroce_psn_diff(a->cum_psn, qp->snd_nxt) > 0) {
+        qp->cnt.drop_invalid++; /* acknowledges what we never sent */
+        return;
+    }
+    /* RTT from the echoed timestamp; the receiver's hold time removed. */
+    mroce_tstamp rtt = 0;
+    uint32_t raw = (uint32_t)now - a->echo_ts;
+    if (raw < 0x80000000u && !(a->echo_flags & MROCE_ECHO_DUP)) {
+        rtt = raw > a->ack_delay ? raw - a->ack_delay : raw;
+        if (rtt == 0)
+            rtt = 1;
+        update_rtt(qp, rtt);
+    }
+    /* Which path did the echoed packet take?  Only if it is this very
+     * transmission (its timestamp matches). */
+    int echo_slot = -1;
+    if (mroce_psn_diff(a->echo_psn, qp->snd_una) >= 0 &&
+        mroce_psn_diff(a->echo_psn, qp->snd_nxt) < 0) {
+        const struct mroce_txent *e = &qp->tx[a->echo_psn & qp->tx_mask];
+        if (e->state == TX_INFLIGHT && (uint32_t)e->sent_time == a->echo_ts &&
+            qp->path_slots[e->path].entropy == a->echo_entropy)
+            echo_slot = e->path;
+    }
+    if (echo_slot >= 0) {
+        int ce = (a->echo_flags & MROCE_ECHO_CE) != 0;
+        mroce_path_on_ecn_echo(&qp->paths, (uint16_t)echo_slot, ce);
+        if (ce)
+            qp->path_slots[echo_slot].ecn_marks++;
+    }
+
+    uint32_t acked_bytes = 0, lost_bytes = 0, acked = 0;
+    uint32_t high = qp->snd_una;
+    for (uint32_t psn = qp->snd_una; mroce_psn_diff(psn, a->cum_psn) < 0; psn++) {
+        acked += (uint32_t)ack_one(qp, psn, a->echo_psn, rtt, &acked_bytes,
+                                   &lost_bytes);
+        high = psn + 1;
+    }
+    for (int j = 0; j < a->sack_words; j++) {
+        uint32_t w = a->sack[j];
+        while (w) {
+            int i = __builtin_ctz(w);
+            w &= w - 1;
+            uint32_t psn = a->cum_psn + 1 + (uint32_t)(32 * j + i);
+            if (mroce_psn_diff(psn, qp->snd_una) < 0 ||
+                mroce_psn_diff(psn, qp->snd_nxt) >= 0)
+                continue;
+            acked += (uint32_t)ack_one(qp, psn, a->echo_psn, rtt, &acked_bytes,
+                                       &lost_bytes);
+            if (mroce_psn_diff(psn + 1, high) > 0)
+                high = psn + 1;
+        }
+    }
+    if (mroce_psn_diff(high, qp->snd_high_acked) > 0)
+        qp->snd_high_acked = high;
+    advance_una(qp);
+    if (mroce_psn_diff(qp->snd_high_acked, qp->snd_una) < 0)
+        qp->snd_high_acked = qp->snd_una;
+
+    if (acked) {
+        qp->last_progress = now;
+        qp->probes_sent = 0;
+        qp->backoff = 0;
+        qp->consec_timeouts = 0;
+    }
+    ooo_scan(qp, now, &lost_bytes);
+
+    /* ECN counts are cumulative; ACKs may arrive out of order. */
+    uint32_t dce = 0, drx = 0;
+    if (mroce_psn_diff(a->rx_count, qp->last_rx) > 0) {
+        drx = a->rx_count - qp->last_rx;
+        dce = mroce_psn_diff(a->ce_count, qp->last_ce) > 0
+                  ? a->ce_count - qp->last_ce : 0;
+        qp->last_rx = a->rx_count;
+        qp->last_ce = a->ce_count;
+    }
+    struct mroce_cc_ack ev = {
+        .acked_bytes = acked_bytes, .acked_pkts = acked, .ce_pkts = dce,
+        .rx_pkts = drx, .rtt = rtt, .inflight = qp->inflight_bytes, .now = now,
+    };
+    if (!qp->cc.base_rtt || (rtt && rtt < qp->cc.base_rtt))
+        qp->cc.base_rtt = rtt ? rtt : qp->cc.base_rtt;
+    qp->cc.ops->on_ack(&qp->cc, &ev);
+    if (lost_bytes)
+        qp->cc.ops->on_loss(&qp->cc, lost_bytes, now);
+    if (a->credit != MROCE_CREDIT_UNLIMITED) {
+        uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+        qp->peer_credit = a->credit < floor ? floor : a->credit;
+    } else {
+        qp->peer_credit = MROCE_CREDIT_UNLIMITED;
+    }
+    mroce_comp_complete_sends(qp);
+    mroce_comp_arm_loss_timer(qp, now);
+    mroce_qp_try_close(qp, now);
+}
+
+static enum mroce_wc_status nak_status(uint8_t code)
+{
+    switch (code) {
+    case MROCE_NAK_REMOTE_ACCESS_KEY:
+    case MROCE_NAK_REMOTE_ACCESS_BOUNDS:
+    case MROCE_NAK_REMOTE_ACCESS_PERM:
+        return MROCE_WC_REM_ACCESS_ERR;
+    case MROCE_NAK_REMOTE_OP_ERROR:
+        return MROCE_WC_REM_OP_ERR;
+    default:
+        return MROCE_WC_REM_INV_REQ_ERR;
+    }
+}
+
+void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
+                       mroce_tstamp now)
+{
+    const struct mroce_nak_hdr *n = &pkt->u.nak;
+    uint32_t psn = n->nak_psn;
+    if (mroce_psn_diff(psn, qp->snd_una) < 0 ||
+        mroce_psn_diff(psn, qp->snd_nxt) >= 0) {
+        qp->cnt.drop_stale++;
+        return;
+    }
+    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    if (e->kind != TXK_REQ || e->state == TX_ACKED || e->state == TX_FREE) {
+        qp->cnt.drop_stale++;
+        return;
+    }
+    struct mroce_swqe *w = &qp->sq[e->ref & qp->sq_mask];
+    if (w->state != SWQE_POSTED || w->msn != e->ref) {
+        qp->cnt.drop_stale++;
+        return;
+    }
+    if (n->code == MROCE_NAK_RNR) {
+        qp->cnt.rnr_naks_rx++;
+        mroce_tstamp delay = (mroce_tstamp)(n->rnr_delay ? n->rnr_delay : 1) * 10000;
+        /* Count one RNR round per message per delay period: every packet
+         * of a multi-packet SEND may be NAKed. */
+        if (!w->rnr_tries || now >= w->rnr_last + delay / 2) {
+            w->rnr_tries++;
+            w->rnr_last = now;
+        }
+        if (w->rnr_tries > qp->attr.rnr_retry) {
+            w->status = MROCE_WC_RNR_RETRY_EXC_ERR;
+            mroce_qp_enter_error(qp);
+            return;
+        }
+        /* Hold every packet of this message until the delay passes. */
+        for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++) {
+            struct mroce_txent *t = &qp->tx[p & qp->tx_mask];
+            if (t->kind == TXK_REQ && t->ref == e->ref &&
+                (t->state == TX_INFLIGHT || t->state == TX_LOST)) {
+                if (t->state == TX_INFLIGHT)
+                    mroce_req_unflight(qp, p & qp->tx_mask);
+                t->state = TX_RNR;
+            }
+        }
+        if (now + delay < qp->rnr_deadline)
+            qp->rnr_deadline = now + delay;
+        mroce_comp_arm_loss_timer(qp, now);
+        return;
+    }
+    w->status = (uint8_t)nak_status(n->code);
+    mroce_qp_enter_error(qp);
+}
+
+void mroce_comp_complete_sends(mroce_qp *qp)
+{
+    while (qp->sq_head != qp->sq_tx) {
+        struct mroce_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
+        int rd = w->opcode == MROCE_WR_READ || w->opcode == MROCE_WR_FETCH_ADD ||
+                 w->opcode == MROCE_WR_CMP_SWAP;
+        if (rd ? !w->resp_done : w->acked_pkts < w->npkts)
+            break;
+        if (rd) {
+            qp->rd_outstanding--;
+            /* The response proves the request arrived: retire its packet
+             * so it is never resent for a finished work request. */
+            struct mroce_txent *e = &qp->tx[w->first_psn & qp->tx_mask];
+            if (mroce_psn_diff(w->first_psn, qp->snd_una) >= 0 &&
+                mroce_psn_diff(w->first_psn, qp->snd_nxt) < 0 &&
+                e->kind == TXK_REQ && e->ref == w->msn && e->state != TX_ACKED &&
+                e->state != TX_FREE) {
+                if (e->state == TX_INFLIGHT)
+                    mroce_req_unflight(qp, w->first_psn & qp->tx_mask);
+                e->state = TX_ACKED;
+                e->probe = 0;
+            }
+        }
+        if (w->flags & MROCE_SEND_SIGNALED) {
+            struct mroce_wc wc;
+            memset(&wc, 0, sizeof(wc));
+            wc.wr_id = w->wr_id;
+            wc.status = MROCE_WC_SUCCESS;
+            switch (w->opcode) {
+            case MROCE_WR_WRITE:
+            case MROCE_WR_WRITE_WITH_IMM: wc.opcode = MROCE_WC_WRITE; break;
+            case MROCE_WR_READ: wc.opcode = MROCE_WC_READ; break;
+            case MROCE_WR_FETCH_ADD: wc.opcode = MROCE_WC_FETCH_ADD; break;
+            case MROCE_WR_CMP_SWAP: wc.opcode = MROCE_WC_CMP_SWAP; break;
+            default: wc.opcode = MROCE_WC_SEND; break;
+            }
+            wc.byte_len = w->length;
+            wc.qp_num = qp->qpn;
+            mroce_cq_push(qp->attr.send_cq, &wc);
+            qp->cnt.completions++;
+        }
+        mroce_qp_release_swqe(qp, w);
+        w->state = SWQE_DONE;
+        qp->sq_head++;
+    }
+    advance_una(qp);
+}
+
+/* Complete everything outstanding: finished work with its real status,
+ * the rest with WR_FLUSH_ERR, in posting order (CONN error state). */
+void mroce_comp_flush(mroce_qp *qp)
+{
+    mroce_comp_complete_sends(qp);
+    while (qp->sq_head != qp->sq_tail) {
+        struct mroce_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
+        struct mroce_wc wc;
+        memset(&wc, 0, sizeof(wc));
+        wc.wr_id = w->wr_id;
+        wc.status = w->status != MROCE_WC_SUCCESS
+                        ? (enum mroce_wc_status)w->status
+                        : MROCE_WC_WR_FLUSH_ERR;
+        wc.opcode = MROCE_WC_SEND;
+        wc.qp_num = qp->qpn;
+        mroce_cq_push(qp->attr.send_cq, &wc);
+        qp->cnt.completions++;
+        mroce_qp_release_swqe(qp, w);
+        w->state = SWQE_DONE;
+        qp->sq_head++;
+    }
+    qp->sq_tx = qp->sq_tail;
+    qp->tx_off = 0;
+    qp->rd_outstanding = 0;
+    /* Receives whose message finished keep their success; the others are
+     * flushed.  Completion order stays the posting order. */
+    for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
+        struct mroce_rwqe *r = &qp->rq[i & qp->rq_mask];
+        if (!r->done) {
+            r->done = 1;
+            r->status = MROCE_WC_WR_FLUSH_ERR;
+        }
+    }
+    mroce_resp_complete_recvs(qp);
+    /* Nothing is in flight any more. */
+    for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
+        qp->tx[p & qp->tx_mask].state = TX_FREE;
+    for (uint16_t i = 0; i < qp->paths.npaths; i++)
+        qp->path_slots[i].list_head = qp->path_slots[i].list_tail =
+            MROCE_PATH_NONE;
+    qp->snd_una = qp->snd_nxt;
+    qp->inflight_bytes = qp->inflight_pkts = 0;
+    qp->retxq_head = qp->retxq_tail;
+    for (uint32_t i = 0; i < qp->nrjobs; i++)
+        qp->rjobs[i].active = 0;
+    qp->rjobs_unsent = 0;
+    qp->loss_deadline = qp->reo_deadline = qp->rnr_deadline = MROCE_TSTAMP_INF;
+}
+
+void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
+{
+    uint32_t lost_bytes = 0;
+    if (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CLOSING)
+        return;
+    if (qp->rnr_deadline <= now) {
+        qp->rnr_deadline = MROCE_TSTAMP_INF;
+        for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
+            if (qp->tx[p & qp->tx_mask].state == TX_RNR)
+                mroce_req_declare_lost(qp, p, LOSS_RNR);
+    }
+    if (qp->reo_deadline <= now)
+        ooo_scan(qp, now, &lost_bytes);
+    if (qp->loss_deadline <= now) {
+        if (qp->snd_una == qp->snd_nxt || qp->inflight_pkts == 0) {
+            qp->loss_deadline = MROCE_TSTAMP_INF;
+        } else if (!qp->probes_sent) {
+            /* Tail-loss probe: resend the newest packet still in flight. */
+            for (uint32_t p = qp->snd_nxt; p != qp->snd_una;) {
+                p--;
+                struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
+                if (e->state == TX_INFLIGHT) {
+                    e->probe = 1;
+                    qp->retxq[qp->retxq_tail++ & qp->tx_mask] = p;
+                    break;
+                }
+            }
+            qp->probes_sent = 1;
+            qp->cnt.probes++;
+            qp->loss_deadline = now + cur_rto(qp);
+        } else {
+            qp->cnt.timeouts++;
+            if (++qp->consec_timeouts > qp->attr.retry_cnt) {
+                struct mroce_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
+                if (qp->sq_head != qp->sq_tail)
+                    w->status = MROCE_WC_RETRY_EXC_ERR;
+                mroce_qp_enter_error(qp);
+                return;
+            }
+            if (qp->backoff < 30)
+                qp->backoff++;
+            for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
+                if (qp->tx[p & qp->tx_mask].state == TX_INFLIGHT)
+                    lose(qp, p & qp->tx_mask, LOSS_RTO, &lost_bytes);
+            qp->cc.ops->on_timeout(&qp->cc, now);
+            lost_bytes = 0;
+            qp->last_progress = now;
+            qp->loss_deadline = now + cur_rto(qp);
+        }
+    }
+    if (lost_bytes)
+        qp->cc.ops->on_loss(&qp->cc, lost_bytes, now);
+}

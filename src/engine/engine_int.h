@@ -1,0 +1,337 @@
+/*
+ * engine_int.h - the engine's internal objects and the functions its stages
+ * call on each other.
+ *
+ * The engine is split by pipeline stage, as the Linux rxe driver splits a
+ * software NIC:
+ *   ep.c         endpoint: receive demux, transmit scheduling across QPs,
+ *                timers across QPs
+ *   mr.c, cq.c   memory regions (keys, rights, bounds) and completion queues
+ *   qp.c         queue pair lifecycle: handshake, close, error and flush
+ *   requester.c  work requests -> packets (new data, retransmissions, probes)
+ *   responder.c  data packets -> placement, receive completions, READ and
+ *                atomic execution, ACK/NAK generation
+ *   completer.c  ACKs/NAKs -> acknowledged packets, loss detection, send
+ *                completions, retransmission timers
+ *   rxwin.c      the receive window of PSNs (duplicate detection, SACK)
+ *   path.c, cc.c multipath spraying and congestion control
+ * Nothing here calls the OS: memory comes from ep->mem, time from callers.
+ */
+#ifndef MROCE_ENGINE_INT_H
+#define MROCE_ENGINE_INT_H
+
+#include <mroce/engine.h>
+#include <mroce/wire.h>
+#include <string.h>
+
+#include "cc.h"
+#include "path.h"
+#include "rxwin.h"
+
+#define MROCE_NONE32 0xffffffffu
+#define MROCE_ACK_FREQ 4 /* ACK at least every this many data packets */
+
+/* --- allocation through the caller's allocator --- */
+static inline void *mroce_calloc(const struct mroce_mem *m, size_t n, size_t sz)
+{
+    return m->calloc(n, sz, m->user);
+}
+static inline void mroce_free(const struct mroce_mem *m, void *p)
+{
+    if (p)
+        m->free(p, m->user);
+}
+
+/* --- memory regions --- */
+struct mroce_mr {
+    mroce_ep *ep;     /* owner */
+    uint8_t *addr;    /* start of the registered range (caller's memory) */
+    uint64_t len;
+    unsigned access;  /* enum mroce_access */
+    uint32_t key;     /* lkey == rkey: slot index << 8 | generation */
+    uint32_t refs;    /* outstanding work requests referencing it */
+};
+
+/* --- completion queues --- */
+struct mroce_cq {
+    mroce_ep *ep;
+    struct mroce_wc *ring; /* grows (never drops a completion) */
+    uint32_t cap, head, count;
+    uint32_t users;        /* QPs bound to it */
+    mroce_cq *next;        /* ep's list of CQs */
+};
+
+/* --- send queue entry (one work request) --- */
+enum { SWQE_POSTED = 1, SWQE_DONE = 2 };
+struct mroce_swqe {
+    uint64_t wr_id;
+    uint64_t remote_addr;
+    uint64_t compare_add, swap;
+    uint64_t atomic_result;  /* native-order original value (atomics) */
+    uint32_t rkey, imm;
+    uint32_t length;         /* total bytes of the message */
+    uint32_t msn;
+    uint32_t rsn;            /* SEND / WRITE_WITH_IMM */
+    uint32_t npkts;          /* request packets */
+    uint32_t sent_pkts;      /* request packets transmitted at least once */
+    uint32_t acked_pkts;     /* request packets acknowledged */
+    uint32_t resp_bytes;     /* READ / atomic response bytes placed */
+    uint8_t opcode;          /* enum mroce_wr_opcode */
+    uint8_t flags;           /* enum mroce_send_flags */
+    uint8_t num_sge;
+    uint8_t state;           /* SWQE_* */
+    uint8_t status;          /* enum mroce_wc_status once known */
+    uint8_t rnr_tries;       /* RNR NAK rounds received for this WR */
+    uint8_t resp_done;       /* READ/atomic: whole response placed */
+    uint32_t first_psn;      /* PSN of its first request packet */
+    mroce_tstamp rnr_last;   /* when the last RNR round was counted */
+    struct mroce_sge sge[MROCE_MAX_SGE];
+    mroce_mr *mrs[MROCE_MAX_SGE]; /* referenced regions (refcounted) */
+};
+
+/* --- receive queue entry --- */
+struct mroce_rwqe {
+    uint64_t wr_id;
+    uint32_t capacity;       /* sum of sge lengths */
+    uint32_t msg_len;        /* set by the first packet that arrives */
+    uint32_t placed;         /* bytes placed so far */
+    uint32_t imm;
+    uint8_t num_sge;
+    uint8_t has_imm;
+    uint8_t is_write;        /* consumed by WRITE_WITH_IMM */
+    uint8_t done;            /* message complete (or failed) */
+    uint8_t status;          /* enum mroce_wc_status */
+    uint8_t started;         /* a packet has been seen */
+    struct mroce_sge sge[MROCE_MAX_SGE];
+    mroce_mr *mrs[MROCE_MAX_SGE];
+};
+
+/* --- responder jobs: READ and atomic responses we owe the peer --- */
+struct mroce_rjob {
+    uint8_t active;
+    uint8_t is_atomic;
+    uint32_t req_msn;
+    uint32_t len;            /* response bytes */
+    uint32_t sent_off;       /* bytes handed to the packetiser */
+    uint32_t npkts, sent_pkts, acked_pkts;
+    uint64_t seq;            /* arrival order, for FIFO transmission */
+    const uint8_t *src;      /* READ: source in a registered region */
+    uint64_t atomic_result;  /* atomics: original value, kept until acked */
+};
+
+/* --- one transmitted packet awaiting acknowledgement (indexed by PSN) --- */
+enum { TX_FREE = 0, TX_INFLIGHT, TX_LOST, TX_ACKED, TX_RNR };
+enum { TXK_REQ = 0, TXK_RESP = 1 };
+struct mroce_txent {
+    mroce_tstamp sent_time;
+    uint32_t path_seq;
+    uint32_t path_prev, path_next; /* in-flight list of its path (PSN idx) */
+    uint32_t ref;            /* REQ: msn of the WR; RESP: rjob slot */
+    uint32_t offset;         /* payload offset in the message */
+    uint16_t len;            /* payload length */
+    uint16_t path;           /* path slot */
+    uint8_t kind;            /* TXK_* */
+    uint8_t state;           /* TX_* */
+    uint8_t retx;            /* times retransmitted */
+    uint8_t probe;           /* next transmission is a tail-loss probe */
+    uint8_t cause;           /* enum mroce_loss_cause when state == LOST */
+};
+
+/* Reasons a packet is declared lost (counters retx_*). */
+enum mroce_loss_cause { LOSS_PATH, LOSS_OOO, LOSS_RTO, LOSS_PROBE, LOSS_RNR };
+
+/* Pending control packets (bit set in qp->ctrl). */
+enum {
+    CTRL_CONN_REQ = 1,
+    CTRL_CONN_RESP = 2,
+    CTRL_DISC = 4,
+    CTRL_DISC_ACK = 8,
+    CTRL_NAK = 16,
+};
+
+struct mroce_qp {
+    mroce_ep *ep;
+    struct mroce_qp_attr attr;
+    uint32_t qpn;
+    uint8_t state;            /* enum mroce_qp_state */
+    uint8_t ctrl;             /* CTRL_* packets to send */
+    uint8_t on_ready;         /* in ep's ready list */
+    uint8_t peer_credit_mode; /* peer asked for credits */
+    uint32_t slot;            /* index in ep->qps */
+    uint32_t live_idx;        /* index in ep->live */
+    mroce_qp *ready_prev, *ready_next; /* ep ready list */
+    mroce_qp *listen_next;    /* ep listen FIFO */
+
+    /* peer */
+    struct mroce_addr peer;
+    uint32_t peer_qpn;
+    uint64_t local_token;     /* packets to us must carry this */
+    uint64_t peer_token;      /* we put this in packets to the peer */
+    uint32_t local_start_psn, peer_start_psn;
+    uint16_t mtu;             /* negotiated payload MTU */
+    uint32_t peer_window;     /* PSNs the peer tracks */
+    uint32_t peer_rd_atomic;  /* READ/atomics the peer serves at once */
+
+    /* send queue */
+    struct mroce_swqe *sq;
+    uint32_t sq_mask;
+    uint32_t sq_head;         /* oldest not completed */
+    uint32_t sq_tx;           /* next WQE with packets never sent */
+    uint32_t sq_tail;         /* next free (== next msn) */
+    uint32_t tx_off;          /* offset of the next new packet in sq_tx */
+    uint32_t next_rsn;        /* rsn for the next receive-consuming message */
+    uint32_t rd_outstanding;  /* READ/atomic WQEs sent, not completed */
+    uint8_t *inline_buf;      /* MROCE_MAX_INLINE bytes per SQ slot */
+
+    /* receive queue */
+    struct mroce_rwqe *rq;
+    uint32_t rq_mask;
+    uint32_t rq_head;         /* oldest not completed (== its rsn) */
+    uint32_t rq_tail;         /* posted so far */
+
+    /* responder jobs */
+    struct mroce_rjob *rjobs;
+    uint32_t nrjobs;
+    uint32_t rjobs_unsent;    /* jobs with packets never sent (fast check) */
+    uint64_t rjob_seq;
+
+    /* transmit side: PSN space of packets we send */
+    struct mroce_txent *tx;
+    uint32_t tx_mask;
+    uint32_t snd_una, snd_nxt;
+    uint32_t snd_high_acked;  /* highest PSN acknowledged + 1 (serial) */
+    uint32_t inflight_bytes;
+    uint32_t inflight_pkts;
+    uint32_t *retxq;          /* FIFO of PSNs declared lost */
+    uint32_t retxq_head, retxq_tail;
+    uint32_t peer_credit;     /* bytes the peer allows in flight */
+    uint32_t last_ce, last_rx; /* peer's cumulative ECN counters seen */
+
+    /* paths and congestion control */
+    struct mroce_path *path_slots;
+    struct mroce_pathset paths;
+    struct mroce_cc cc;
+    mroce_tstamp srtt, rttvar, min_rtt;
+
+    /* timers */
+    mroce_tstamp last_progress;  /* last ACK that acknowledged something */
+    mroce_tstamp loss_deadline;  /* TLP / RTO */
+    mroce_tstamp reo_deadline;   /* out-of-order threshold re-check */
+    mroce_tstamp rnr_deadline;   /* retransmit RNR-NAKed packets */
+    mroce_tstamp ctrl_deadline;  /* CONNECT_REQ / DISCONNECT retransmit */
+    mroce_tstamp conn_start;     /* handshake start (timeout) */
+    mroce_tstamp ctrl_rto;       /* current control retransmit interval */
+    uint8_t probes_sent;
+    uint8_t backoff;
+    uint8_t consec_timeouts;
+    uint8_t ctrl_tries;
+
+    /* receive side: PSN space of packets the peer sends */
+    struct mroce_rxwin rxwin;
+    uint32_t ack_pending;        /* data packets not yet acknowledged */
+    uint8_t ack_now;             /* send an ACK as soon as possible */
+    uint8_t echo_flags;
+    uint16_t echo_entropy;
+    uint32_t echo_psn, echo_ts;
+    mroce_tstamp echo_arrival;
+    mroce_tstamp ack_deadline;
+    uint32_t ce_count, rx_count; /* cumulative, echoed in ACKs */
+    mroce_tstamp credit_seen;    /* last F_CREDIT data packet */
+
+    /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
+    struct mroce_nak_hdr nak;
+    uint16_t nak_entropy;
+    uint8_t fatal_nak;           /* nak holds a fatal NAK for nak.nak_psn */
+
+    struct mroce_qp_counters cnt;
+};
+
+struct mroce_ep {
+    struct mroce_ep_config cfg;
+    struct mroce_mem mem;
+    mroce_qp **qps;              /* slot -> QP (NULL = free) */
+    uint32_t nqps_slots;
+    uint32_t nqps;
+    mroce_qp **live;             /* dense list of QPs, for timer scans */
+    mroce_mr **mrs;              /* slot -> MR */
+    uint32_t nmr_slots;
+    mroce_qp *ready_head, *ready_tail; /* QPs that may have packets */
+    mroce_qp *listen_head;       /* LISTEN QPs, FIFO */
+    mroce_cq *cqs;               /* every CQ, freed with the endpoint */
+    uint32_t credit_qps;         /* QPs receiving credit-mode data */
+    struct mroce_ep_counters cnt;
+};
+
+/* ep.c */
+void mroce_ep_unready(mroce_ep *ep, mroce_qp *qp);
+void mroce_ep_mark_ready(mroce_ep *ep, mroce_qp *qp);
+mroce_qp *mroce_ep_find_qp(mroce_ep *ep, uint32_t qpn);
+uint64_t mroce_ep_rand64(mroce_ep *ep);
+uint32_t mroce_ep_credit_share(mroce_ep *ep, mroce_qp *qp, mroce_tstamp now);
+
+/* mr.c */
+mroce_mr *mroce_mr_lookup(mroce_ep *ep, uint32_t key);
+/* Validate [addr, addr+len) against key with rights; returns the MR or
+ * NULL and sets *nak to the NAK code describing why. */
+mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t rkey, uint64_t addr,
+                                uint64_t len, unsigned access, uint8_t *nak);
+void mroce_mr_free_all(mroce_ep *ep);
+/* Copy between a message offset and an SGE list. */
+void mroce_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
+                      uint8_t *dst, uint32_t len);
+void mroce_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
+                       const uint8_t *src, uint32_t len);
+
+/* cq.c */
+int mroce_cq_push(mroce_cq *cq, const struct mroce_wc *wc);
+void mroce_cq_free_all(mroce_ep *ep);
+
+/* qp.c */
+void mroce_qp_enter_error(mroce_qp *qp);
+void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
+                          const struct mroce_rx_info *info, mroce_tstamp now);
+void mroce_ep_on_connect_req(mroce_ep *ep, const struct mroce_pkt *pkt,
+                             const struct mroce_rx_info *info,
+                             mroce_tstamp now);
+int mroce_qp_write_ctrl(mroce_qp *qp, uint8_t *buf, size_t cap,
+                        struct mroce_tx_info *info, mroce_tstamp now);
+void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now);
+void mroce_qp_try_close(mroce_qp *qp, mroce_tstamp now);
+void mroce_qp_release_swqe(mroce_qp *qp, struct mroce_swqe *w);
+void mroce_qp_release_rwqe(mroce_qp *qp, struct mroce_rwqe *r);
+mroce_tstamp mroce_qp_expiry(const mroce_qp *qp);
+/* Fill the base header fields common to every packet we send. */
+void mroce_qp_base_hdr(const mroce_qp *qp, struct mroce_pkt *p, uint8_t op,
+                       uint32_t psn, mroce_tstamp now);
+
+/* requester.c */
+int mroce_req_write_data(mroce_qp *qp, uint8_t *buf, size_t cap,
+                         struct mroce_tx_info *info, mroce_tstamp now);
+int mroce_req_has_data(const mroce_qp *qp);
+void mroce_req_declare_lost(mroce_qp *qp, uint32_t psn, int cause);
+/* Take tx entry idx out of flight: off its path list, out of the counts. */
+void mroce_req_unflight(mroce_qp *qp, uint32_t idx);
+void mroce_req_path_list_remove(mroce_qp *qp, uint32_t idx);
+
+/* responder.c */
+void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
+                        const struct mroce_rx_info *info, mroce_tstamp now);
+int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
+                         struct mroce_tx_info *info, mroce_tstamp now);
+int mroce_resp_write_nak(mroce_qp *qp, uint8_t *buf, size_t cap,
+                         struct mroce_tx_info *info, mroce_tstamp now);
+void mroce_resp_complete_recvs(mroce_qp *qp);
+void mroce_resp_ack_timer(mroce_qp *qp, mroce_tstamp now);
+
+/* completer.c */
+void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
+                       mroce_tstamp now);
+void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
+                       mroce_tstamp now);
+void mroce_comp_complete_sends(mroce_qp *qp);
+void mroce_comp_arm_loss_timer(mroce_qp *qp, mroce_tstamp now);
+void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now);
+void mroce_comp_flush(mroce_qp *qp);
+void mroce_comp_on_resp_done(mroce_qp *qp);
+
+#endif /* MROCE_ENGINE_INT_H */

@@ -1,0 +1,309 @@
+/*
+ * ep.c - the endpoint: one local address, the objects created on it, and the
+ * three entry points a datapath drives: receive, transmit and timers.
+ *
+ * Receive: every datagram is decoded and checked by the codec (drops are
+ * counted by reason), demultiplexed by destination QPN, checked against the
+ * QP's token, and handed to the responder (data), the completer (ACK/NAK) or
+ * the connection logic (handshake, close).
+ * Transmit: QPs that may have something to send sit on a ready list; each
+ * call serves the head QP one packet and moves it to the tail, so QPs share
+ * the link round-robin at O(1) per packet.
+ * Timers: the endpoint's expiry is the earliest of its QPs' deadlines.
+ */
+#include "engine_int.h"
+
+static void *default_calloc(size_t n, size_t sz, void *user)
+{
+    (void)n;
+    (void)sz;
+    (void)user;
+    return NULL; /* the engine has no allocator of its own */
+}
+static void default_free(void *p, void *user)
+{
+    (void)p;
+    (void)user;
+}
+
+void mroce_ep_config_default(struct mroce_ep_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->mem.calloc = default_calloc;
+    cfg->mem.free = default_free;
+    cfg->max_qps = 1024;
+}
+
+int mroce_ep_new(mroce_ep **pep, const struct mroce_ep_config *cfg)
+{
+    if (!pep || !cfg || !cfg->mem.calloc || !cfg->mem.free || !cfg->rand ||
+        cfg->max_qps == 0 || cfg->max_qps > 65535)
+        return MROCE_EINVAL;
+    mroce_ep *ep = cfg->mem.calloc(1, sizeof(*ep), cfg->mem.user);
+    if (!ep)
+        return MROCE_ENOMEM;
+    ep->cfg = *cfg;
+    ep->mem = cfg->mem;
+    ep->qps = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->qps));
+    if (!ep->qps) {
+        mroce_free(&ep->mem, ep);
+        return MROCE_ENOMEM;
+    }
+    ep->live = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->live));
+    if (!ep->live) {
+        mroce_free(&ep->mem, ep->qps);
+        mroce_free(&ep->mem, ep);
+        return MROCE_ENOMEM;
+    }
+    ep->nqps_slots = cfg->max_qps;
+    *pep = ep;
+    return 0;
+}
+
+void mroce_ep_del(mroce_ep *ep)
+{
+    if (!ep)
+        return;
+    while (ep->nqps)
+        mroce_qp_del(ep->live[ep->nqps - 1]);
+    mroce_mr_free_all(ep);
+    mroce_cq_free_all(ep);
+    mroce_free(&ep->mem, ep->qps);
+    mroce_free(&ep->mem, ep->live);
+    struct mroce_mem mem = ep->mem;
+    mroce_free(&mem, ep);
+}
+
+uint64_t mroce_ep_rand64(mroce_ep *ep)
+{
+    uint64_t v = 0;
+    ep->cfg.rand((uint8_t *)&v, sizeof(v), ep->cfg.rand_user);
+    return v;
+}
+
+mroce_qp *mroce_ep_find_qp(mroce_ep *ep, uint32_t qpn)
+{
+    uint32_t slot = qpn & 0xffff;
+    if (slot >= ep->nqps_slots)
+        return NULL;
+    mroce_qp *qp = ep->qps[slot];
+    return qp && qp->qpn == qpn ? qp : NULL;
+}
+
+void mroce_ep_mark_ready(mroce_ep *ep, mroce_qp *qp)
+{
+    if (qp->on_ready)
+        return;
+    qp->on_ready = 1;
+    qp->ready_next = NULL;
+    qp->ready_prev = ep->ready_tail;
+    if (ep->ready_tail)
+        ep->ready_tail->ready_next = qp;
+    else
+        ep->ready_head = qp;
+    ep->ready_tail = qp;
+}
+
+static void ready_remove(mroce_ep *ep, mroce_qp *qp)
+{
+    if (!qp->on_ready)
+        return;
+    if (qp->ready_prev)
+        qp->ready_prev->ready_next = qp->ready_next;
+    else
+        ep->ready_head = qp->ready_next;
+    if (qp->ready_next)
+        qp->ready_next->ready_prev = qp->ready_prev;
+    else
+        ep->ready_tail = qp->ready_prev;
+    qp->on_ready = 0;
+    qp->ready_next = qp->ready_prev = NULL;
+}
+
+void mroce_ep_unready(mroce_ep *ep, mroce_qp *qp) { ready_remove(ep, qp); }
+
+/* Receiver-driven credits: split the endpoint's budget evenly over the QPs
+ * that received credit-mode data in the last millisecond. */
+uint32_t mroce_ep_credit_share(mroce_ep *ep, mroce_qp *qp, mroce_tstamp now)
+{
+    if (!ep->cfg.rx_credit_bytes || !qp->peer_credit_mode)
+        return MROCE_CREDIT_UNLIMITED;
+    uint32_t active = 0;
+    for (uint32_t i = 0; i < ep->nqps; i++) {
+        mroce_qp *q = ep->live[i];
+        if (q->peer_credit_mode && q->credit_seen + 1000000 >= now)
+            active++;
+    }
+    if (!active)
+        active = 1;
+    uint32_t share = ep->cfg.rx_credit_bytes / active;
+    uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+    return share < floor ? floor : share;
+}
+
+static void count_decode_error(mroce_ep *ep, int err)
+{
+    switch (err) {
+    case MROCE_WIRE_ETRUNCATED: ep->cnt.drop_truncated++; break;
+    case MROCE_WIRE_EVERSION: ep->cnt.drop_version++; break;
+    case MROCE_WIRE_EOPCODE: ep->cnt.drop_opcode++; break;
+    case MROCE_WIRE_EFLAGS: ep->cnt.drop_flags++; break;
+    case MROCE_WIRE_ELENGTH: ep->cnt.drop_length++; break;
+    case MROCE_WIRE_ECRC: ep->cnt.drop_crc++; break;
+    default: ep->cnt.drop_field++; break;
+    }
+}
+
+int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
+                  const struct mroce_rx_info *info, mroce_tstamp now)
+{
+    struct mroce_pkt pkt;
+    ep->cnt.rx_pkts++;
+    if (!buf || !info) {
+        ep->cnt.drop_truncated++;
+        return 0;
+    }
+    int rc = mroce_pkt_decode(&pkt, buf, len);
+    if (rc < 0) {
+        count_decode_error(ep, rc);
+        return 0;
+    }
+    if (pkt.base.opcode == MROCE_OP_CONNECT_REQ) {
+        mroce_ep_on_connect_req(ep, &pkt, info, now);
+        return 0;
+    }
+    mroce_qp *qp = mroce_ep_find_qp(ep, pkt.base.dst_qpn);
+    if (!qp) {
+        ep->cnt.drop_no_qp++;
+        return 0;
+    }
+    qp->cnt.rx_pkts++;
+    qp->cnt.rx_bytes += len;
+    /* Anti-injection (CONN/SEC): the token must be the one we handed out. */
+    if (qp->state == MROCE_QPS_RESET || qp->state == MROCE_QPS_LISTEN ||
+        pkt.base.token != qp->local_token) {
+        qp->cnt.drop_token++;
+        return 0;
+    }
+    switch (pkt.base.opcode) {
+    case MROCE_OP_ACK:
+        if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
+            qp->cnt.rx_acks++;
+            mroce_comp_on_ack(qp, &pkt, now);
+        } else {
+            qp->cnt.drop_state++;
+        }
+        break;
+    case MROCE_OP_NAK:
+        if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
+            qp->cnt.rx_naks++;
+            mroce_comp_on_nak(qp, &pkt, now);
+        } else {
+            qp->cnt.drop_state++;
+        }
+        break;
+    case MROCE_OP_CONNECT_RESP:
+    case MROCE_OP_DISCONNECT:
+    case MROCE_OP_DISCONNECT_ACK:
+        mroce_qp_on_ctrl_pkt(qp, &pkt, info, now);
+        break;
+    default:
+        if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
+            qp->cnt.rx_data_pkts++;
+            mroce_resp_on_data(qp, &pkt, info, now);
+        } else {
+            qp->cnt.drop_state++;
+        }
+        break;
+    }
+    if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
+        mroce_ep_mark_ready(ep, qp);
+    return 0;
+}
+
+/* One packet from one QP, in priority order: control, NAK, urgent ACK,
+ * data (retransmissions, responses, new requests), then a coalesced ACK that
+ * is due.  Returns length, 0 if the QP has nothing now, or an error. */
+static int qp_write_pkt(mroce_qp *qp, uint8_t *buf, size_t cap,
+                        struct mroce_tx_info *info, mroce_tstamp now)
+{
+    int n;
+    if (qp->ctrl & (CTRL_CONN_REQ | CTRL_CONN_RESP | CTRL_DISC | CTRL_DISC_ACK))
+        return mroce_qp_write_ctrl(qp, buf, cap, info, now);
+    if (qp->ctrl & CTRL_NAK)
+        return mroce_resp_write_nak(qp, buf, cap, info, now);
+    if (qp->ack_now)
+        return mroce_resp_write_ack(qp, buf, cap, info, now);
+    if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
+        n = mroce_req_write_data(qp, buf, cap, info, now);
+        if (n != 0)
+            return n;
+    }
+    return 0;
+}
+
+int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
+                       struct mroce_tx_info *info, mroce_tstamp now)
+{
+    if (!ep || !buf || !info)
+        return MROCE_EINVAL;
+    while (ep->ready_head) {
+        mroce_qp *qp = ep->ready_head;
+        int n = qp_write_pkt(qp, buf, cap, info, now);
+        if (n < 0)
+            return n;
+        ready_remove(ep, qp);
+        if (n > 0) {
+            /* Round robin: back of the line if it may have more. */
+            if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
+                mroce_ep_mark_ready(ep, qp);
+            info->qp_num = qp->qpn;
+            info->ecn = MROCE_ECN_ECT0;
+            qp->cnt.tx_pkts++;
+            qp->cnt.tx_bytes += (uint64_t)n;
+            ep->cnt.tx_pkts++;
+            return n;
+        }
+    }
+    return 0;
+}
+
+int mroce_ep_want_write(const mroce_ep *ep)
+{
+    return ep && ep->ready_head != NULL;
+}
+
+mroce_tstamp mroce_ep_expiry(const mroce_ep *ep)
+{
+    mroce_tstamp t = MROCE_TSTAMP_INF;
+    if (!ep)
+        return t;
+    for (uint32_t i = 0; i < ep->nqps; i++) {
+        mroce_tstamp e = mroce_qp_expiry(ep->live[i]);
+        if (e < t)
+            t = e;
+    }
+    return t;
+}
+
+void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now)
+{
+    if (!ep)
+        return;
+    for (uint32_t i = 0; i < ep->nqps; i++) {
+        mroce_qp *qp = ep->live[i];
+        if (mroce_qp_expiry(qp) > now)
+            continue;
+        mroce_qp_ctrl_timer(qp, now);
+        mroce_resp_ack_timer(qp, now);
+        mroce_comp_timers(qp, now);
+        if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
+            mroce_ep_mark_ready(ep, qp);
+    }
+}
+
+void mroce_ep_get_counters(const mroce_ep *ep, struct mroce_ep_counters *c)
+{
+    if (ep && c)
+        *c = ep->cnt;
+}

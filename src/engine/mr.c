@@ -1,0 +1,142 @@
+/*
+ * mr.c - memory regions: registration, keys, and the checks that keep every
+ * remote access inside registered memory with the right permission.
+ *
+ * The responder calls mroce_mr_check_remote() on every WRITE, READ and atomic
+ * packet before it touches memory (SEM-*, SEC-*).  Keys are a slot index and
+ * an 8-bit random generation, so a stale key from a deregistered region is
+ * unlikely to name a new one.  The SGE helpers copy between a message offset
+ * and a scatter-gather list; their callers have checked the lists at post
+ * time, so they only need to respect the lists' lengths.
+ */
+#include "engine_int.h"
+
+mroce_mr *mroce_mr_lookup(mroce_ep *ep, uint32_t key)
+{
+    uint32_t slot = key >> 8;
+    if (slot >= ep->nmr_slots)
+        return NULL;
+    mroce_mr *mr = ep->mrs[slot];
+    return mr && mr->key == key ? mr : NULL;
+}
+
+mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t rkey, uint64_t addr,
+                                uint64_t len, unsigned access, uint8_t *nak)
+{
+    mroce_mr *mr = mroce_mr_lookup(ep, rkey);
+    if (!mr) {
+        *nak = MROCE_NAK_REMOTE_ACCESS_KEY;
+        return NULL;
+    }
+    uint64_t start = (uint64_t)(uintptr_t)mr->addr;
+    /* Overflow-safe containment: addr >= start and addr+len <= start+len. */
+    if (addr < start || addr - start > mr->len || len > mr->len - (addr - start)) {
+        *nak = MROCE_NAK_REMOTE_ACCESS_BOUNDS;
+        return NULL;
+    }
+    if ((mr->access & access) != access) {
+        *nak = MROCE_NAK_REMOTE_ACCESS_PERM;
+        return NULL;
+    }
+    return mr;
+}
+
+int mroce_mr_reg(mroce_ep *ep, void *addr, size_t len, unsigned access,
+                 mroce_mr **pmr)
+{
+    if (!ep || !pmr || (!addr && len) || (access & ~15u))
+        return MROCE_EINVAL;
+    /* Remote write or atomic access needs local write, as in verbs. */
+    if ((access & (MROCE_ACCESS_REMOTE_WRITE | MROCE_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & MROCE_ACCESS_LOCAL_WRITE))
+        return MROCE_EINVAL;
+    uint32_t slot = 0;
+    while (slot < ep->nmr_slots && ep->mrs[slot])
+        slot++;
+    if (slot == ep->nmr_slots) {
+        uint32_t n = ep->nmr_slots ? ep->nmr_slots * 2 : 64;
+        if (n > (1u << 24))
+            return MROCE_ENOMEM;
+        mroce_mr **t = mroce_calloc(&ep->mem, n, sizeof(*t));
+        if (!t)
+            return MROCE_ENOMEM;
+        if (ep->nmr_slots)
+            memcpy(t, ep->mrs, ep->nmr_slots * sizeof(*t));
+        mroce_free(&ep->mem, ep->mrs);
+        ep->mrs = t;
+        ep->nmr_slots = n;
+    }
+    mroce_mr *mr = mroce_calloc(&ep->mem, 1, sizeof(*mr));
+    if (!mr)
+        return MROCE_ENOMEM;
+    uint8_t gen = 0;
+    ep->cfg.rand(&gen, 1, ep->cfg.rand_user);
+    mr->ep = ep;
+    mr->addr = addr;
+    mr->len = len;
+    mr->access = access;
+    mr->key = slot << 8 | gen;
+    ep->mrs[slot] = mr;
+    *pmr = mr;
+    return 0;
+}
+
+int mroce_mr_dereg(mroce_mr *mr)
+{
+    if (!mr)
+        return MROCE_EINVAL;
+    if (mr->refs)
+        return MROCE_EBUSY;
+    mroce_ep *ep = mr->ep;
+    ep->mrs[mr->key >> 8] = NULL;
+    mroce_free(&ep->mem, mr);
+    return 0;
+}
+
+void mroce_mr_free_all(mroce_ep *ep)
+{
+    for (uint32_t i = 0; i < ep->nmr_slots; i++)
+        mroce_free(&ep->mem, ep->mrs[i]);
+    mroce_free(&ep->mem, ep->mrs);
+    ep->mrs = NULL;
+    ep->nmr_slots = 0;
+}
+
+uint32_t mroce_mr_lkey(const mroce_mr *mr) { return mr ? mr->key : 0; }
+uint32_t mroce_mr_rkey(const mroce_mr *mr) { return mr ? mr->key : 0; }
+
+void mroce_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
+                      uint8_t *dst, uint32_t len)
+{
+    for (int i = 0; i < n && len; i++) {
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        uint32_t k = sge[i].length - off;
+        if (k > len)
+            k = len;
+        memcpy(dst, (const uint8_t *)(uintptr_t)sge[i].addr + off, k);
+        dst += k;
+        len -= k;
+        off = 0;
+    }
+}
+
+void mroce_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
+                       const uint8_t *src, uint32_t len)
+{
+    for (int i = 0; i < n && len; i++) {
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        uint32_t k = sge[i].length - off;
+        if (k > len)
+            k = len;
+        memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, src, k);
+        src += k;
+        len -= k;
+        off = 0;
+    }
+}

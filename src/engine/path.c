@@ -1,0 +1,363 @@
+/*
+ * path.c - the path set of one queue pair: entropy allocation, deficit round
+ * robin spraying, per-path RTT/ECN health, weights and retirement (PATH-*).
+ *
+ * A "path" is just a UDP source port (entropy) that ECMP hashes onto some
+ * link; this module never learns which link.  It only watches what comes
+ * back per entropy: RTT samples, ECN echoes, acknowledgements and losses.
+ * Hot paths (CE echoes, RTT above base_rtt + 2*target_qdelay) lose weight
+ * and so get a smaller share of the spray; a path that loses
+ * MROCE_PATH_RETIRE_LOSSES packets in a row with no ack in between is
+ * retired: the slot keeps its index and counters but gets a fresh entropy,
+ * which ECMP hashes (very likely) onto a different link.
+ *
+ * Per-packet functions (pick, on_sent, on_ack, on_ecn_echo) are O(1) apart
+ * from pick's amortised deficit loop; only init and retire scan the set.
+ * No OS calls, no allocation, no floating point: randomness comes from the
+ * endpoint's callback.
+ *
+ * Ownership: list_head/list_tail belong to the engine's tx ring.  This file
+ * initialises them to MROCE_PATH_NONE and never touches them again; in
+ * particular retirement leaves them alone, because the engine must walk the
+ * retired slot's list to declare its in-flight packets lost and then empties
+ * it itself.
+ */
+#include "path.h"
+
+/* Random draws per fresh entropy before falling back to a linear probe.  The
+ * fallback only matters when the span is nearly full or the random callback
+ * is broken (e.g. returns constants); it keeps init/retire from spinning
+ * forever in a sans-IO engine that must always return. */
+#define PATH_MAX_DRAWS 64
+
+/* A 16-bit random number from the endpoint's callback. */
+static uint32_t path_rand16(const struct mroce_pathset *ps)
+{
+    uint8_t b[2] = {0, 0};
+    ps->rand(b, sizeof b, ps->rand_user);
+    return ((uint32_t)b[0] << 8) | b[1];
+}
+
+/* 1 if entropy e is held by one of the first n slots. */
+static int path_entropy_used(const struct mroce_pathset *ps, uint32_t n,
+                             uint32_t e)
+{
+    uint32_t k;
+    for (k = 0; k < n; k++)
+        if (ps->paths[k].entropy == e)
+            return 1;
+    return 0;
+}
+
+/*
+ * A uniformly random entropy in [base, base+span) not held by the first n
+ * slots, or -1 if every value is taken.  Rejection sampling twice over: draws
+ * at or above the largest multiple of span below 2^16 are redrawn so the
+ * modulo is unbiased, and draws that hit an entropy in use are redrawn so
+ * entropies stay distinct (two slots on one entropy would be one path
+ * counted twice).
+ */
+static int32_t path_fresh_entropy(const struct mroce_pathset *ps, uint32_t n)
+{
+    uint32_t span = ps->entropy_span, base = ps->entropy_base;
+    uint32_t limit = 65536u - 65536u % span;
+    uint32_t start = 0, k;
+    int draws;
+
+    for (draws = 0; draws < PATH_MAX_DRAWS; draws++) {
+        uint32_t r = path_rand16(ps);
+        if (r >= limit)
+            continue;
+        start = r % span;
+        if (!path_entropy_used(ps, n, base + start))
+            return (int32_t)(base + start);
+    }
+    /* Fallback: probe upwards from the last draw; terminates in span steps. */
+    for (k = 0; k < span; k++) {
+        uint32_t e = base + (start + k) % span;
+        if (!path_entropy_used(ps, n, e))
+            return (int32_t)e;
+    }
+    return -1;
+}
+
+/* Fresh health state for a slot (init and retirement).  Counters, next_seq
+ * and the engine-owned list links are deliberately not touched here. */
+static void path_reset_state(struct mroce_path *p)
+{
+    p->weight = MROCE_PATH_WMAX;
+    p->deficit = 0;
+    p->consec_losses = 0;
+    p->ce_last = 0;
+    p->ecn_ewma = 0;
+    p->srtt = 0;
+    p->rttvar = 0;
+    p->min_rtt = 0;
+}
+
+int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
+                       uint16_t npaths, uint16_t base, uint16_t span,
+                       mroce_tstamp target_qdelay,
+                       void (*rand)(uint8_t *, size_t, void *), void *rand_user)
+{
+    uint32_t i;
+
+    if (ps == NULL || paths == NULL || rand == NULL || npaths == 0 ||
+        npaths > 256 || span < npaths || (uint32_t)base + span > 65536u)
+        return MROCE_EINVAL;
+
+    ps->paths = paths;
+    ps->npaths = npaths;
+    ps->cursor = 0;
+    ps->entropy_base = base;
+    ps->entropy_span = span;
+    ps->target_qdelay = target_qdelay;
+    ps->rand = rand;
+    ps->rand_user = rand_user;
+
+    for (i = 0; i < npaths; i++) {
+        struct mroce_path *p = &paths[i];
+        /* span >= npaths, so a free value always exists for slot i. */
+        p->entropy = (uint16_t)path_fresh_entropy(ps, i);
+        path_reset_state(p);
+        p->pad[0] = p->pad[1] = 0;
+        p->next_seq = 0;
+        p->list_head = MROCE_PATH_NONE;
+        p->list_tail = MROCE_PATH_NONE;
+        p->retirements = 0;
+        p->tx_pkts = 0;
+        p->tx_bytes = 0;
+        p->acked_pkts = 0;
+        p->lost_pkts = 0;
+        p->ecn_marks = 0;
+    }
+    return 0;
+}
+
+/*
+ * Smooth deficit round robin: the cursor visits slots in order, each visit
+ * adds the slot's weight to its deficit, and a slot whose deficit reaches
+ * WMAX sends one packet and pays WMAX.  Every slot is visited equally often,
+ * so a slot's share is weight/WMAX of a healthy slot's, and packets of a
+ * low-weight slot are spread out rather than bunched.  With every weight at
+ * WMAX each visit sends: one step per pick.  Since deficit < WMAX between
+ * visits and weight <= WMAX, a slot sends at most one packet per visit; with
+ * weights >= 1 some slot sends within WMAX sweeps, so the loop is amortised
+ * O(WMAX) per pick in the worst case.  The cursor moves past the chosen slot
+ * so consecutive packets go to different paths.
+ */
+uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
+{
+    uint32_t n = ps->npaths, c = ps->cursor, guard, k;
+
+    if (n <= 1)
+        return 0; /* nothing else to choose, even if it is `avoid` */
+    if (c >= n)
+        c = 0;
+    /* Visits needed: at most WMAX sweeps for the slowest weight, plus the
+     * skipped `avoid` slot.  The guard only trips if a weight is 0, which
+     * this module never produces. */
+    for (guard = (MROCE_PATH_WMAX + 1) * n; guard != 0; guard--) {
+        struct mroce_path *p = &ps->paths[c];
+        uint32_t i = c, d;
+        c = (c + 1 == n) ? 0 : c + 1;
+        if (i == avoid)
+            continue; /* no credit either: it is simply not visited */
+        d = (uint32_t)p->deficit + p->weight;
+        if (d >= MROCE_PATH_WMAX) {
+            p->deficit = (uint8_t)(d - MROCE_PATH_WMAX);
+            ps->cursor = (uint16_t)c;
+            return (uint16_t)i;
+        }
+        p->deficit = (uint8_t)d;
+    }
+    ps->cursor = (uint16_t)c;
+    for (k = 0; k < n; k++)
+        if (k != avoid)
+            return (uint16_t)k;
+    return 0;
+}
+
+uint32_t mroce_path_on_sent(struct mroce_pathset *ps, uint16_t i,
+                            uint32_t bytes)
+{
+    struct mroce_path *p;
+
+    if (i >= ps->npaths)
+        return 0;
+    p = &ps->paths[i];
+    p->tx_pkts++;
+    p->tx_bytes += bytes;
+    return p->next_seq++;
+}
+
+static void path_weight_down(struct mroce_path *p)
+{
+    p->weight = (uint8_t)(p->weight - (p->weight > 1));
+}
+
+static void path_weight_up(struct mroce_path *p)
+{
+    p->weight = (uint8_t)(p->weight + (p->weight < MROCE_PATH_WMAX));
+}
+
+/*
+ * RTT: RFC 6298 with alpha = 1/8, beta = 1/4, in integer nanoseconds (the
+ * first sample sets srtt = R, rttvar = R/2).  srtt stays >= 1 once set, so 0
+ * keeps meaning "no sample".
+ *
+ * Weight: a sample above base_rtt + 2*target_qdelay means this path's queue
+ * is well past the connection's target: weight - 1.  Otherwise the ack is
+ * clean and earns weight + 1, unless the path's latest ECN echo was CE; that
+ * gate is what lets a CE-marked path actually lose weight, since the ack
+ * that carries the CE echo would otherwise give back the point at once.
+ * Acks without a sample (rtt == 0, ambiguous) say nothing about delay and
+ * leave the weight alone; an unknown base_rtt (0) cannot make a path hot.
+ */
+void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
+                       mroce_tstamp base_rtt)
+{
+    struct mroce_path *p;
+
+    if (i >= ps->npaths)
+        return;
+    p = &ps->paths[i];
+    p->acked_pkts++;
+    p->consec_losses = 0;
+    if (rtt == 0)
+        return;
+
+    if (p->srtt == 0) {
+        p->srtt = rtt;
+        p->rttvar = rtt / 2;
+        p->min_rtt = rtt;
+    } else {
+        mroce_tstamp delta = p->srtt > rtt ? p->srtt - rtt : rtt - p->srtt;
+        p->rttvar = (3 * p->rttvar + delta) / 4;
+        p->srtt = (7 * p->srtt + rtt) / 8;
+        if (rtt < p->min_rtt)
+            p->min_rtt = rtt;
+    }
+
+    if (base_rtt != 0 && rtt > base_rtt + 2 * ps->target_qdelay)
+        path_weight_down(p);
+    else if (!p->ce_last)
+        path_weight_up(p);
+}
+
+/*
+ * ECN echo: the EWMA (g = 1/16, 16.16 fixed point) is kept for reporting;
+ * the decay rounds up so a quiet path's estimate really reaches 0, and the
+ * estimate never exceeds 1.0 (65536).  A CE echo costs one weight point
+ * and blocks the clean-ack increase until a clean echo arrives.
+ */
+void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce)
+{
+    struct mroce_path *p;
+    uint32_t is_ce = ce != 0;
+
+    if (i >= ps->npaths)
+        return;
+    p = &ps->paths[i];
+    p->ecn_ewma = p->ecn_ewma - ((p->ecn_ewma + 15) >> 4) + (is_ce << 12);
+    p->ce_last = (uint8_t)is_ce;
+    p->ecn_marks += is_ce;
+    if (is_ce)
+        path_weight_down(p);
+}
+
+int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i)
+{
+    struct mroce_path *p;
+
+    if (i >= ps->npaths)
+        return 0;
+    p = &ps->paths[i];
+    p->lost_pkts++;
+    if (p->consec_losses < 255)
+        p->consec_losses++;
+    if (p->consec_losses >= MROCE_PATH_RETIRE_LOSSES) {
+        mroce_path_retire(ps, i);
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * The new entropy must differ from every other slot's and from the slot's
+ * own old one (re-drawing the same port would steer straight back onto the
+ * dead link), so all npaths slots, this one included, count as "in use".
+ * If the span has no value left (span == npaths) the slot keeps its entropy
+ * and only its state is reset.  next_seq continues rather than restarting:
+ * path_seq stays monotonic per slot, so packets sent under the old entropy
+ * always compare as older than those sent under the new one.  list_head and
+ * list_tail are left to the engine (see the top of this file).
+ */
+void mroce_path_retire(struct mroce_pathset *ps, uint16_t i)
+{
+    struct mroce_path *p;
+    int32_t e;
+
+    if (i >= ps->npaths)
+        return;
+    p = &ps->paths[i];
+    e = path_fresh_entropy(ps, ps->npaths);
+    if (e >= 0)
+        p->entropy = (uint16_t)e;
+    path_reset_state(p);
+    p->retirements++;
+}
+
+mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps)
+{
+    mroce_tstamp best = 0;
+    uint32_t k;
+
+    for (k = 0; k < ps->npaths; k++) {
+        mroce_tstamp m = ps->paths[k].min_rtt;
+        if (m != 0 && (best == 0 || m < best))
+            best = m;
+    }
+    return best;
+}
+
+mroce_tstamp mroce_pathset_max_srtt(const struct mroce_pathset *ps)
+{
+    mroce_tstamp worst = 0;
+    uint32_t k;
+
+    for (k = 0; k < ps->npaths; k++)
+        if (ps->paths[k].srtt > worst)
+            worst = ps->paths[k].srtt;
+    return worst;
+}
+
+/* Slots are never empty (a retired slot holds its new entropy at once), so
+ * every slot reports active = 1; out-of-range slots report all zeros. */
+void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
+                          struct mroce_path_stats *st)
+{
+    const struct mroce_path *p;
+
+    st->entropy = 0;
+    st->active = 0;
+    st->weight = 0;
+    st->tx_pkts = st->tx_bytes = st->acked_pkts = 0;
+    st->lost_pkts = st->ecn_marks = 0;
+    st->srtt = st->min_rtt = 0;
+    st->retirements = 0;
+    if (i >= ps->npaths)
+        return;
+    p = &ps->paths[i];
+    st->entropy = p->entropy;
+    st->active = 1;
+    st->weight = p->weight;
+    st->tx_pkts = p->tx_pkts;
+    st->tx_bytes = p->tx_bytes;
+    st->acked_pkts = p->acked_pkts;
+    st->lost_pkts = p->lost_pkts;
+    st->ecn_marks = p->ecn_marks;
+    st->srtt = p->srtt;
+    st->min_rtt = p->min_rtt;
+    st->retirements = p->retirements;
+}

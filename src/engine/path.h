@@ -1,0 +1,111 @@
+/*
+ * path.h - per-connection path set: the entropies one queue pair sprays over,
+ * their health, and the choice of path for each packet.
+ *
+ * Sits between the requester (which asks "which path for this packet?") and
+ * the completer (which reports acknowledgements, RTT samples, ECN echoes and
+ * losses per path).  A path that keeps losing packets is retired: its slot
+ * gets a fresh entropy, so traffic is steered off a dead link without any
+ * switch configuration (PATH-*).  No OS calls; randomness comes from the
+ * endpoint's callback.
+ */
+#ifndef MROCE_PATH_H
+#define MROCE_PATH_H
+
+#include <mroce/engine.h>
+
+#define MROCE_PATH_WMAX 8          /* weight of a healthy path */
+#define MROCE_PATH_RETIRE_LOSSES 3 /* consecutive losses that retire a path */
+#define MROCE_PATH_NONE 0xffffu    /* "no path" in path-list links */
+
+/* One path slot. */
+struct mroce_path {
+    uint16_t entropy;       /* UDP source port used for this path */
+    uint8_t weight;         /* 1..MROCE_PATH_WMAX: share of the spray */
+    uint8_t deficit;        /* deficit round robin accumulator */
+    uint8_t consec_losses;  /* losses since the last ack on this path */
+    uint8_t ce_last;        /* latest ECN echo was CE: acks earn no weight */
+    uint8_t pad[2];
+    uint32_t next_seq;      /* path_seq to give the next packet sent here */
+    uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
+    mroce_tstamp srtt;      /* smoothed RTT of this path, 0 = no sample */
+    mroce_tstamp rttvar;    /* RTT variation */
+    mroce_tstamp min_rtt;   /* lowest sample on this path */
+    uint32_t list_head;     /* oldest in-flight tx entry on this path (owned
+                               by the engine's tx ring), MROCE_PATH_NONE... */
+    uint32_t list_tail;     /* newest in-flight tx entry on this path */
+    uint32_t retirements;   /* entropies this slot has retired */
+    uint32_t tx_pkts;       /* counters for mroce_qp_path_stats() */
+    uint64_t tx_bytes;
+    uint32_t acked_pkts;
+    uint32_t lost_pkts;
+    uint32_t ecn_marks;
+};
+
+/* The set of paths of one queue pair. */
+struct mroce_pathset {
+    struct mroce_path *paths; /* npaths slots, owned by the QP */
+    uint16_t npaths;
+    uint16_t cursor;          /* deficit round robin position */
+    uint16_t entropy_base;    /* entropies are in [base, base + span) */
+    uint16_t entropy_span;
+    mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
+    void (*rand)(uint8_t *buf, size_t len, void *user);
+    void *rand_user;
+};
+
+/*
+ * mroce_pathset_init sets up npaths slots (1..256) with distinct random
+ * entropies in [base, base+span) (span >= npaths), weight MROCE_PATH_WMAX.
+ * Returns 0 or MROCE_EINVAL.
+ */
+int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
+                       uint16_t npaths, uint16_t base, uint16_t span,
+                       mroce_tstamp target_qdelay,
+                       void (*rand)(uint8_t *, size_t, void *), void *rand_user);
+
+/* mroce_path_pick returns the slot index for the next packet (deficit round
+ * robin over weights; amortised O(1)).  `avoid` is a slot to skip if any
+ * other exists (retransmissions avoid their original path); pass
+ * MROCE_PATH_NONE for none. */
+uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid);
+
+/* mroce_path_on_sent records a transmission on slot i; returns the path_seq
+ * given to the packet. */
+uint32_t mroce_path_on_sent(struct mroce_pathset *ps, uint16_t i,
+                            uint32_t bytes);
+
+/* mroce_path_on_ack records an acknowledged packet on slot i: resets the
+ * consecutive-loss count; rtt is an RTT sample for this path or 0 when the
+ * ack is ambiguous (retransmitted packet); base_rtt is the connection's
+ * lowest RTT seen (0 = unknown). */
+void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
+                       mroce_tstamp base_rtt);
+
+/* mroce_path_on_ecn_echo records whether an echoed packet sent on slot i was
+ * CE-marked (ce = 1) or not; updates the EWMA and the weight.  Call it
+ * before mroce_path_on_ack() for the packets the same ACK acknowledges: a CE
+ * echo costs one weight point and suppresses the clean-ack increase until a
+ * clean echo arrives. */
+void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce);
+
+/* mroce_path_on_loss records a loss on slot i.  Returns 1 if the slot was
+ * retired (it now has a fresh entropy; the caller must declare the slot's
+ * in-flight packets lost), else 0. */
+int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i);
+
+/* mroce_path_retire replaces slot i's entropy with a fresh one not in use
+ * by any other slot and resets its state (counters kept, retirements+1).
+ * It does not touch list_head/list_tail: the engine walks and empties the
+ * slot's in-flight list itself. */
+void mroce_path_retire(struct mroce_pathset *ps, uint16_t i);
+
+/* Lowest min_rtt and highest srtt over slots with samples (0 if none). */
+mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps);
+mroce_tstamp mroce_pathset_max_srtt(const struct mroce_pathset *ps);
+
+/* Fill a public stats record for slot i. */
+void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
+                          struct mroce_path_stats *st);
+
+#endif /* MROCE_PATH_H */

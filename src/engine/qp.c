@@ -1,0 +1,542 @@
+/*
+ * qp.c - queue pair lifecycle: creation, the in-band handshake, orderly
+ * close, the error state and its flush, and the QP's timer deadline.
+ *
+ * State machine (CONN-*): RESET -> LISTEN (passive) or CONNECTING (active)
+ * -> RTS -> CLOSING -> CLOSED, and ERROR from anywhere.  Handshake packets
+ * are retransmitted on a backoff timer until answered or handshake_timeout.
+ * A QP in ERROR completes everything outstanding with WR_FLUSH_ERR, in
+ * posting order, and drops what arrives.
+ */
+#include "engine_int.h"
+
+static uint32_t pow2_at_least(uint32_t v, uint32_t lo)
+{
+    uint32_t p = lo;
+    while (p < v && p < (1u << 30))
+        p <<= 1;
+    return p;
+}
+
+void mroce_qp_attr_default(struct mroce_qp_attr *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->max_send_wr = 256;
+    a->max_recv_wr = 256;
+    a->mtu = 4096;
+    a->npaths = 64;
+    a->window = 1024;
+    a->max_rd_atomic = 16;
+    a->retry_cnt = 7;
+    a->rnr_retry = 7;
+    a->cc_algo = MROCE_CC_DELAY_ECN;
+    a->min_rto = 200000;
+    a->max_rto = 100000000;
+    a->max_ack_delay = 10000;
+    a->handshake_timeout = 1000000000;
+    a->ooo_thresh = 64;
+    a->init_cwnd = 64 * 1024;
+    a->target_qdelay = 5000;
+    a->entropy_base = 49152;
+    a->entropy_span = 16384;
+}
+
+int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
+{
+    if (!ep || !in || !pqp || !in->send_cq || !in->recv_cq)
+        return MROCE_EINVAL;
+    struct mroce_qp_attr a = *in;
+    if (a.max_send_wr == 0 || a.max_send_wr > 65536 || a.max_recv_wr == 0 ||
+        a.max_recv_wr > 65536 || a.mtu < 256 ||
+        a.mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN ||
+        a.npaths == 0 || a.npaths > 256 || a.window < 64 ||
+        a.window > 32768 || a.max_rd_atomic == 0 || a.max_rd_atomic > 256 ||
+        a.entropy_span < a.npaths ||
+        (uint32_t)a.entropy_base + a.entropy_span > 65536 ||
+        a.min_rto == 0 || a.max_rto < a.min_rto || a.init_cwnd == 0 ||
+        a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 ||
+        in->send_cq->ep != ep || in->recv_cq->ep != ep)
+        return MROCE_EINVAL;
+    if (ep->nqps == ep->nqps_slots)
+        return MROCE_EFULL;
+    a.max_send_wr = pow2_at_least(a.max_send_wr, 1);
+    a.max_recv_wr = pow2_at_least(a.max_recv_wr, 1);
+    a.window = pow2_at_least(a.window, 64);
+
+    const struct mroce_mem *m = &ep->mem;
+    mroce_qp *qp = mroce_calloc(m, 1, sizeof(*qp));
+    if (!qp)
+        return MROCE_ENOMEM;
+    qp->ep = ep;
+    qp->attr = a;
+    qp->sq = mroce_calloc(m, a.max_send_wr, sizeof(*qp->sq));
+    qp->inline_buf = mroce_calloc(m, a.max_send_wr, MROCE_MAX_INLINE);
+    qp->rq = mroce_calloc(m, a.max_recv_wr, sizeof(*qp->rq));
+    qp->nrjobs = 2 * a.max_rd_atomic;
+    qp->rjobs = mroce_calloc(m, qp->nrjobs, sizeof(*qp->rjobs));
+    qp->tx = mroce_calloc(m, a.window, sizeof(*qp->tx));
+    qp->retxq = mroce_calloc(m, a.window, sizeof(*qp->retxq));
+    qp->path_slots = mroce_calloc(m, a.npaths, sizeof(*qp->path_slots));
+    uint64_t *bits = mroce_calloc(m, a.window / 64, sizeof(uint64_t));
+    if (!qp->sq || !qp->inline_buf || !qp->rq || !qp->rjobs || !qp->tx ||
+        !qp->retxq || !qp->path_slots || !bits) {
+        mroce_free(m, bits);
+        qp->rxwin.bits = NULL;
+        goto fail;
+    }
+    qp->rxwin.bits = bits;
+    qp->rxwin.size = a.window;
+    if (mroce_pathset_init(&qp->paths, qp->path_slots, a.npaths,
+                           a.entropy_base, a.entropy_span, a.target_qdelay,
+                           ep->cfg.rand, ep->cfg.rand_user) < 0)
+        goto fail;
+    qp->sq_mask = a.max_send_wr - 1;
+    qp->rq_mask = a.max_recv_wr - 1;
+    qp->tx_mask = a.window - 1;
+    qp->mtu = a.mtu;
+    qp->peer_credit = MROCE_CREDIT_UNLIMITED;
+    qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
+        qp->rnr_deadline = qp->ctrl_deadline = MROCE_TSTAMP_INF;
+    const struct mroce_cc_ops *ops = mroce_cc_ops_get(a.cc_algo);
+    uint64_t maxc = (uint64_t)a.window * (a.mtu + MROCE_MAX_DATA_HDR_LEN);
+    mroce_cc_init(&qp->cc, ops, a.mtu, a.init_cwnd,
+                  maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
+                  a.target_qdelay);
+
+    /* Slot and QPN: low 16 bits index the slot, high bits are random so a
+     * recycled slot gets a different number. */
+    uint32_t slot = 0;
+    while (ep->qps[slot])
+        slot++;
+    uint32_t gen = (uint32_t)mroce_ep_rand64(ep) & 0xff;
+    qp->slot = slot;
+    qp->qpn = (gen << 16) | slot;
+    if (qp->qpn == 0)
+        qp->qpn = 1u << 16;
+    ep->qps[slot] = qp;
+    qp->live_idx = ep->nqps;
+    ep->live[ep->nqps++] = qp;
+    a.send_cq->users++;
+    a.recv_cq->users++;
+    qp->state = MROCE_QPS_RESET;
+    *pqp = qp;
+    return 0;
+fail:
+    mroce_free(m, qp->sq);
+    mroce_free(m, qp->inline_buf);
+    mroce_free(m, qp->rq);
+    mroce_free(m, qp->rjobs);
+    mroce_free(m, qp->tx);
+    mroce_free(m, qp->retxq);
+    mroce_free(m, qp->path_slots);
+    mroce_free(m, qp->rxwin.bits);
+    mroce_free(m, qp);
+    return MROCE_ENOMEM;
+}
+
+void mroce_qp_release_swqe(mroce_qp *qp, struct mroce_swqe *w)
+{
+    (void)qp;
+    for (int i = 0; i < w->num_sge; i++)
+        if (w->mrs[i]) {
+            w->mrs[i]->refs--;
+            w->mrs[i] = NULL;
+        }
+}
+
+void mroce_qp_release_rwqe(mroce_qp *qp, struct mroce_rwqe *r)
+{
+    (void)qp;
+    for (int i = 0; i < r->num_sge; i++)
+        if (r->mrs[i]) {
+            r->mrs[i]->refs--;
+            r->mrs[i] = NULL;
+        }
+}
+
+void mroce_qp_del(mroce_qp *qp)
+{
+    if (!qp)
+        return;
+    mroce_ep *ep = qp->ep;
+    const struct mroce_mem *m = &ep->mem;
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
+        mroce_qp_release_swqe(qp, &qp->sq[i & qp->sq_mask]);
+    for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++)
+        mroce_qp_release_rwqe(qp, &qp->rq[i & qp->rq_mask]);
+    mroce_ep_unready(ep, qp);
+    if (qp->state == MROCE_QPS_LISTEN) {
+        mroce_qp **pp = &ep->listen_head;
+        while (*pp && *pp != qp)
+            pp = &(*pp)->listen_next;
+        if (*pp)
+            *pp = qp->listen_next;
+    }
+    ep->qps[qp->slot] = NULL;
+    mroce_qp *last = ep->live[--ep->nqps];
+    ep->live[qp->live_idx] = last;
+    last->live_idx = qp->live_idx;
+    qp->attr.send_cq->users--;
+    qp->attr.recv_cq->users--;
+    mroce_free(m, qp->sq);
+    mroce_free(m, qp->inline_buf);
+    mroce_free(m, qp->rq);
+    mroce_free(m, qp->rjobs);
+    mroce_free(m, qp->tx);
+    mroce_free(m, qp->retxq);
+    mroce_free(m, qp->path_slots);
+    mroce_free(m, qp->rxwin.bits);
+    mroce_free(m, qp);
+}
+
+uint32_t mroce_qp_num(const mroce_qp *qp) { return qp ? qp->qpn : 0; }
+uint32_t mroce_qp_remote_qpn(const mroce_qp *qp) { return qp ? qp->peer_qpn : 0; }
+enum mroce_qp_state mroce_qp_state(const mroce_qp *qp)
+{
+    return qp ? (enum mroce_qp_state)qp->state : MROCE_QPS_ERROR;
+}
+const struct mroce_qp_attr *mroce_qp_get_attr(const mroce_qp *qp)
+{
+    return qp ? &qp->attr : NULL;
+}
+
+void mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c)
+{
+    if (!qp || !c)
+        return;
+    *c = qp->cnt;
+    c->srtt = qp->srtt;
+    c->min_rtt = qp->min_rtt;
+    c->cwnd = qp->cc.cwnd;
+}
+
+int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps, int n)
+{
+    if (!qp || n < 0 || (n && !ps))
+        return MROCE_EINVAL;
+    for (int i = 0; i < n && i < qp->paths.npaths; i++)
+        mroce_path_get_stats(&qp->paths, (uint16_t)i, &ps[i]);
+    return qp->paths.npaths;
+}
+
+/* Start PSN and token for our direction (CONN: random, never 0 token). */
+static void choose_local_identity(mroce_qp *qp)
+{
+    do
+        qp->local_token = mroce_ep_rand64(qp->ep);
+    while (qp->local_token == 0);
+    qp->local_start_psn = (uint32_t)mroce_ep_rand64(qp->ep);
+    qp->snd_una = qp->snd_nxt = qp->snd_high_acked = qp->local_start_psn;
+}
+
+static mroce_tstamp initial_ctrl_rto(const mroce_qp *qp)
+{
+    return qp->attr.min_rto * 5;
+}
+
+int mroce_qp_connect(mroce_qp *qp, const struct mroce_addr *to,
+                     uint32_t remote_qpn, mroce_tstamp now)
+{
+    if (!qp || !to || to->len > sizeof(to->data))
+        return MROCE_EINVAL;
+    if (qp->state != MROCE_QPS_RESET)
+        return MROCE_ESTATE;
+    qp->peer = *to;
+    qp->peer_qpn = remote_qpn;
+    choose_local_identity(qp);
+    qp->state = MROCE_QPS_CONNECTING;
+    qp->conn_start = now;
+    qp->ctrl_rto = initial_ctrl_rto(qp);
+    qp->ctrl_deadline = now + qp->ctrl_rto;
+    qp->ctrl |= CTRL_CONN_REQ;
+    mroce_ep_mark_ready(qp->ep, qp);
+    return 0;
+}
+
+int mroce_qp_listen(mroce_qp *qp, mroce_tstamp now)
+{
+    (void)now;
+    if (!qp)
+        return MROCE_EINVAL;
+    if (qp->state != MROCE_QPS_RESET)
+        return MROCE_ESTATE;
+    qp->state = MROCE_QPS_LISTEN;
+    mroce_qp **pp = &qp->ep->listen_head;
+    while (*pp)
+        pp = &(*pp)->listen_next;
+    *pp = qp;
+    qp->listen_next = NULL;
+    return 0;
+}
+
+/* Adopt the peer's half of the handshake. */
+static void adopt_peer(mroce_qp *qp, const struct mroce_conn_hdr *c)
+{
+    qp->peer_token = c->token;
+    qp->peer_start_psn = c->start_psn;
+    qp->mtu = c->mtu < qp->attr.mtu ? c->mtu : qp->attr.mtu;
+    qp->cc.mtu = qp->mtu;
+    qp->peer_window = c->rx_window < qp->attr.window ? c->rx_window
+                                                     : qp->attr.window;
+    if (qp->peer_window < 64)
+        qp->peer_window = 64;
+    qp->peer_rd_atomic = c->max_rd_atomic ? c->max_rd_atomic : 1;
+    mroce_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window,
+                     c->start_psn);
+}
+
+void mroce_ep_on_connect_req(mroce_ep *ep, const struct mroce_pkt *pkt,
+                             const struct mroce_rx_info *info,
+                             mroce_tstamp now)
+{
+    const struct mroce_conn_hdr *c = &pkt->u.conn;
+    /* A retransmitted request for a connection we already accepted gets the
+     * same answer again. */
+    for (uint32_t i = 0; i < ep->nqps; i++) {
+        mroce_qp *q = ep->live[i];
+        if (q->state != MROCE_QPS_LISTEN && q->state != MROCE_QPS_RESET &&
+            q->state != MROCE_QPS_CONNECTING && q->peer_qpn == c->src_qpn &&
+            q->peer_token == c->token && q->peer.len == info->from.len &&
+            !memcmp(q->peer.data, info->from.data, q->peer.len)) {
+            if (q->state == MROCE_QPS_RTS) {
+                q->ctrl |= CTRL_CONN_RESP;
+                mroce_ep_mark_ready(ep, q);
+            }
+            return;
+        }
+    }
+    mroce_qp **pp = &ep->listen_head;
+    if (pkt->base.dst_qpn != 0)
+        while (*pp && (*pp)->qpn != pkt->base.dst_qpn)
+            pp = &(*pp)->listen_next;
+    mroce_qp *qp = *pp;
+    if (!qp || c->src_qpn == 0 || c->token == 0) {
+        ep->cnt.drop_no_listener++;
+        return;
+    }
+    *pp = qp->listen_next;
+    qp->listen_next = NULL;
+    qp->peer = info->from;
+    qp->peer_qpn = c->src_qpn;
+    choose_local_identity(qp);
+    adopt_peer(qp, c);
+    qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
+    qp->state = MROCE_QPS_RTS;
+    qp->ctrl |= CTRL_CONN_RESP;
+    qp->cnt.rx_pkts++;
+    (void)now;
+    mroce_ep_mark_ready(ep, qp);
+}
+
+void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
+                          const struct mroce_rx_info *info, mroce_tstamp now)
+{
+    (void)info;
+    switch (pkt->base.opcode) {
+    case MROCE_OP_CONNECT_RESP:
+        if (qp->state == MROCE_QPS_CONNECTING) {
+            const struct mroce_conn_hdr *c = &pkt->u.conn;
+            if (qp->peer_qpn != 0 && qp->peer_qpn != c->src_qpn) {
+                qp->cnt.drop_invalid++;
+                return;
+            }
+            qp->peer_qpn = c->src_qpn;
+            adopt_peer(qp, c);
+            qp->state = MROCE_QPS_RTS;
+            qp->ctrl &= (uint8_t)~CTRL_CONN_REQ;
+            qp->ctrl_deadline = MROCE_TSTAMP_INF;
+        } else if (qp->state != MROCE_QPS_RTS ||
+                   pkt->u.conn.token != qp->peer_token) {
+            qp->cnt.drop_state++;
+            return;
+        }
+        /* Confirm (or re-confirm, if our confirmation was lost). */
+        qp->echo_psn = qp->rxwin.cum;
+        qp->echo_ts = pkt->base.tsval;
+        qp->echo_entropy = pkt->base.entropy;
+        qp->echo_flags = 0;
+        qp->echo_arrival = now;
+        qp->ack_now = 1;
+        break;
+    case MROCE_OP_DISCONNECT:
+        if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING ||
+            qp->state == MROCE_QPS_CLOSED) {
+            qp->ctrl |= CTRL_DISC_ACK;
+            if (qp->state != MROCE_QPS_CLOSED) {
+                qp->state = MROCE_QPS_CLOSED;
+                qp->ctrl_deadline = MROCE_TSTAMP_INF;
+                mroce_comp_flush(qp);
+            }
+        } else {
+            qp->cnt.drop_state++;
+        }
+        break;
+    case MROCE_OP_DISCONNECT_ACK:
+        if (qp->state == MROCE_QPS_CLOSING && (qp->ctrl_tries > 0)) {
+            qp->state = MROCE_QPS_CLOSED;
+            qp->ctrl_deadline = MROCE_TSTAMP_INF;
+            mroce_comp_flush(qp);
+        } else {
+            qp->cnt.drop_state++;
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+void mroce_qp_base_hdr(const mroce_qp *qp, struct mroce_pkt *p, uint8_t op,
+                       uint32_t psn, mroce_tstamp now)
+{
+    p->base.version = MROCE_VERSION;
+    p->base.opcode = op;
+    p->base.flags = 0;
+    p->base.dst_qpn = qp->peer_qpn;
+    p->base.token = qp->peer_token;
+    p->base.psn = psn;
+    p->base.tsval = (uint32_t)now;
+    p->base.entropy = qp->path_slots[0].entropy;
+    p->payload = NULL;
+    p->payload_len = 0;
+}
+
+int mroce_qp_write_ctrl(mroce_qp *qp, uint8_t *buf, size_t cap,
+                        struct mroce_tx_info *info, mroce_tstamp now)
+{
+    struct mroce_pkt p;
+    uint8_t bit;
+    if (qp->ctrl & CTRL_CONN_REQ) {
+        bit = CTRL_CONN_REQ;
+        mroce_qp_base_hdr(qp, &p, MROCE_OP_CONNECT_REQ, qp->snd_nxt, now);
+        p.base.token = 0;
+    } else if (qp->ctrl & CTRL_CONN_RESP) {
+        bit = CTRL_CONN_RESP;
+        mroce_qp_base_hdr(qp, &p, MROCE_OP_CONNECT_RESP, qp->snd_nxt, now);
+    } else if (qp->ctrl & CTRL_DISC) {
+        bit = CTRL_DISC;
+        mroce_qp_base_hdr(qp, &p, MROCE_OP_DISCONNECT, qp->snd_nxt, now);
+    } else {
+        bit = CTRL_DISC_ACK;
+        mroce_qp_base_hdr(qp, &p, MROCE_OP_DISCONNECT_ACK, qp->snd_nxt, now);
+    }
+    if (bit == CTRL_CONN_REQ || bit == CTRL_CONN_RESP) {
+        struct mroce_conn_hdr *c = &p.u.conn;
+        memset(c, 0, sizeof(*c));
+        c->src_qpn = qp->qpn;
+        c->start_psn = qp->local_start_psn;
+        c->token = qp->local_token;
+        c->mtu = qp->attr.mtu;
+        c->npaths = qp->attr.npaths;
+        c->rx_window = qp->attr.window;
+        c->max_rd_atomic = qp->nrjobs;
+        c->flags = qp->attr.credit_mode ? MROCE_CONN_CREDIT : 0;
+    }
+    size_t n = mroce_pkt_encode(&p, buf, cap);
+    if (n == 0)
+        return MROCE_ENOBUF;
+    qp->ctrl &= (uint8_t)~bit;
+    info->to = qp->peer;
+    info->entropy = p.base.entropy;
+    return (int)n;
+}
+
+/* Retransmit CONNECT_REQ / DISCONNECT until answered. */
+void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now)
+{
+    if (qp->ctrl_deadline > now)
+        return;
+    if (qp->state == MROCE_QPS_CONNECTING) {
+        if (now - qp->conn_start >= qp->attr.handshake_timeout) {
+            qp->ctrl_deadline = MROCE_TSTAMP_INF;
+            qp->cnt.timeouts++;
+            mroce_qp_enter_error(qp);
+            return;
+        }
+        qp->ctrl |= CTRL_CONN_REQ;
+    } else if (qp->state == MROCE_QPS_CLOSING && qp->ctrl_tries > 0) {
+        if (qp->ctrl_tries > qp->attr.retry_cnt) {
+            /* Peer gone: close anyway; nothing of ours is outstanding. */
+            qp->state = MROCE_QPS_CLOSED;
+            qp->ctrl_deadline = MROCE_TSTAMP_INF;
+            mroce_comp_flush(qp);
+            return;
+        }
+        qp->ctrl |= CTRL_DISC;
+        qp->ctrl_tries++;
+    } else {
+        qp->ctrl_deadline = MROCE_TSTAMP_INF;
+        return;
+    }
+    qp->ctrl_rto = qp->ctrl_rto * 2 > qp->attr.max_rto ? qp->attr.max_rto
+                                                       : qp->ctrl_rto * 2;
+    qp->ctrl_deadline = now + qp->ctrl_rto;
+}
+
+int mroce_qp_disconnect(mroce_qp *qp, mroce_tstamp now)
+{
+    if (!qp)
+        return MROCE_EINVAL;
+    if (qp->state != MROCE_QPS_RTS)
+        return MROCE_ESTATE;
+    qp->state = MROCE_QPS_CLOSING;
+    mroce_qp_try_close(qp, now);
+    return 0;
+}
+
+/* In CLOSING, send DISCONNECT once our send work and owed responses are
+ * done. */
+void mroce_qp_try_close(mroce_qp *qp, mroce_tstamp now)
+{
+    if (qp->state != MROCE_QPS_CLOSING || qp->ctrl_tries > 0)
+        return;
+    if (qp->sq_head != qp->sq_tail || qp->snd_una != qp->snd_nxt)
+        return;
+    qp->ctrl |= CTRL_DISC;
+    qp->ctrl_tries = 1;
+    qp->ctrl_rto = qp->srtt ? 2 * qp->srtt + qp->attr.min_rto
+                            : initial_ctrl_rto(qp);
+    qp->ctrl_deadline = now + qp->ctrl_rto;
+    mroce_ep_mark_ready(qp->ep, qp);
+}
+
+int mroce_qp_set_error(mroce_qp *qp)
+{
+    if (!qp)
+        return MROCE_EINVAL;
+    mroce_qp_enter_error(qp);
+    return 0;
+}
+
+void mroce_qp_enter_error(mroce_qp *qp)
+{
+    if (qp->state == MROCE_QPS_ERROR)
+        return;
+    if (qp->state == MROCE_QPS_LISTEN) {
+        mroce_qp **pp = &qp->ep->listen_head;
+        while (*pp && *pp != qp)
+            pp = &(*pp)->listen_next;
+        if (*pp)
+            *pp = qp->listen_next;
+    }
+    qp->state = MROCE_QPS_ERROR;
+    qp->ctrl = 0;
+    qp->ack_now = 0;
+    qp->ack_pending = 0;
+    qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
+        qp->rnr_deadline = qp->ctrl_deadline = MROCE_TSTAMP_INF;
+    mroce_comp_flush(qp);
+}
+
+mroce_tstamp mroce_qp_expiry(const mroce_qp *qp)
+{
+    mroce_tstamp t = qp->ack_deadline;
+    if (qp->loss_deadline < t)
+        t = qp->loss_deadline;
+    if (qp->reo_deadline < t)
+        t = qp->reo_deadline;
+    if (qp->rnr_deadline < t)
+        t = qp->rnr_deadline;
+    if (qp->ctrl_deadline < t)
+        t = qp->ctrl_deadline;
+    return t;
+}

@@ -1,0 +1,537 @@
+/*
+ * requester.c - work requests in, packets out.
+ *
+ * mroce_qp_post_send() validates a work request against the local rules
+ * (lkeys, bounds, rights, sizes) and queues it.  mroce_req_write_data() then
+ * produces the QP's next data packet, in priority order: packets declared
+ * lost (and tail-loss probes), responses we owe the peer (READ data, atomic
+ * results), then new request packets.  Each new packet gets the next PSN and
+ * a path from the path set; its payload is read straight from registered
+ * memory into the caller's buffer (no intermediate copy), and it is recorded
+ * in the transmit ring until acknowledged (REL-*, PATH-*).
+ */
+#include "engine_int.h"
+
+static int wr_opcode_valid(unsigned op)
+{
+    return op <= MROCE_WR_CMP_SWAP;
+}
+
+static int is_rd_atomic(unsigned op)
+{
+    return op == MROCE_WR_READ || op == MROCE_WR_FETCH_ADD ||
+           op == MROCE_WR_CMP_SWAP;
+}
+
+static int is_atomic(unsigned op)
+{
+    return op == MROCE_WR_FETCH_ADD || op == MROCE_WR_CMP_SWAP;
+}
+
+static int consumes_recv(unsigned op)
+{
+    return op == MROCE_WR_SEND || op == MROCE_WR_SEND_WITH_IMM ||
+           op == MROCE_WR_WRITE_WITH_IMM;
+}
+
+/* Validate one work request and fill the WQE; 0 or a negative error. */
+static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
+                        struct mroce_swqe *w, uint8_t *inl)
+{
+    if (!wr_opcode_valid(wr->opcode) || wr->num_sge < 0 ||
+        wr->num_sge > MROCE_MAX_SGE || (wr->num_sge && !wr->sg_list) ||
+        (wr->send_flags & ~15u))
+        return MROCE_EINVAL;
+    memset(w, 0, sizeof(*w));
+    w->wr_id = wr->wr_id;
+    w->opcode = (uint8_t)wr->opcode;
+    w->flags = (uint8_t)wr->send_flags;
+    w->remote_addr = wr->remote_addr;
+    w->rkey = wr->rkey;
+    w->imm = wr->imm_data;
+    w->compare_add = wr->compare_add;
+    w->swap = wr->swap;
+    uint64_t total = 0;
+    for (int i = 0; i < wr->num_sge; i++)
+        total += wr->sg_list[i].length;
+    if (total > 0x7fffffffu)
+        return MROCE_ERANGE;
+    if (is_atomic(wr->opcode) &&
+        (wr->num_sge != 1 || total != MROCE_ATOMIC_LEN ||
+         (wr->remote_addr & 7)))
+        return MROCE_EINVAL;
+    if (wr->send_flags & MROCE_SEND_INLINE) {
+        if (wr->opcode != MROCE_WR_SEND && wr->opcode != MROCE_WR_SEND_WITH_IMM &&
+            wr->opcode != MROCE_WR_WRITE && wr->opcode != MROCE_WR_WRITE_WITH_IMM)
+            return MROCE_EINVAL;
+        if (total > MROCE_MAX_INLINE)
+            return MROCE_ERANGE;
+        /* Copy now: the caller may reuse its buffer as soon as we return. */
+        uint32_t off = 0;
+        for (int i = 0; i < wr->num_sge; i++) {
+            if (wr->sg_list[i].length && !wr->sg_list[i].addr)
+                return MROCE_EINVAL;
+            memcpy(inl + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+                   wr->sg_list[i].length);
+            off += wr->sg_list[i].length;
+        }
+        w->num_sge = 1;
+        w->sge[0].addr = (uint64_t)(uintptr_t)inl;
+        w->sge[0].length = off;
+        w->length = off;
+        return 0;
+    }
+    unsigned need = is_rd_atomic(wr->opcode) ? MROCE_ACCESS_LOCAL_WRITE : 0;
+    for (int i = 0; i < wr->num_sge; i++) {
+        const struct mroce_sge *s = &wr->sg_list[i];
+        mroce_mr *mr = mroce_mr_lookup(qp->ep, s->lkey);
+        if (!mr)
+            return MROCE_EACCESS;
+        uint64_t start = (uint64_t)(uintptr_t)mr->addr;
+        if (s->addr < start || s->addr - start > mr->len ||
+            s->length > mr->len - (s->addr - start))
+            return MROCE_EACCESS;
+        if ((mr->access & need) != need)
+            return MROCE_EACCESS;
+        w->sge[i] = *s;
+        w->mrs[i] = mr;
+    }
+    w->num_sge = (uint8_t)wr->num_sge;
+    w->length = (uint32_t)total;
+    return 0;
+}
+
+int mroce_qp_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
+                       struct mroce_send_wr **bad_wr, mroce_tstamp now)
+{
+    (void)now;
+    if (bad_wr)
+        *bad_wr = wr;
+    if (!qp || !wr)
+        return MROCE_EINVAL;
+    if (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CONNECTING)
+        return MROCE_ESTATE;
+    for (; wr; wr = wr->next) {
+        if (bad_wr)
+            *bad_wr = wr;
+        if (qp->sq_tail - qp->sq_head > qp->sq_mask)
+            return MROCE_EFULL;
+        uint32_t slot = qp->sq_tail & qp->sq_mask;
+        struct mroce_swqe *w = &qp->sq[slot];
+        int rc = prepare_swqe(qp, wr, w,
+                              qp->inline_buf + (size_t)slot * MROCE_MAX_INLINE);
+        if (rc < 0) {
+            memset(w, 0, sizeof(*w));
+            return rc;
+        }
+        for (int i = 0; i < w->num_sge; i++)
+            if (w->mrs[i])
+                w->mrs[i]->refs++;
+        w->msn = qp->sq_tail;
+        if (consumes_recv(w->opcode))
+            w->rsn = qp->next_rsn++;
+        if (is_rd_atomic(w->opcode))
+            w->npkts = 1;
+        else
+            w->npkts = w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
+        w->state = SWQE_POSTED;
+        w->status = MROCE_WC_SUCCESS;
+        qp->sq_tail++;
+    }
+    if (bad_wr)
+        *bad_wr = NULL;
+    if (qp->state == MROCE_QPS_RTS)
+        mroce_ep_mark_ready(qp->ep, qp);
+    return 0;
+}
+
+/* --- path lists: each path's in-flight packets in send order --- */
+
+static void path_list_append(mroce_qp *qp, uint32_t idx)
+{
+    struct mroce_txent *e = &qp->tx[idx];
+    struct mroce_path *p = &qp->path_slots[e->path];
+    e->path_next = MROCE_PATH_NONE;
+    e->path_prev = p->list_tail;
+    if (p->list_tail != MROCE_PATH_NONE)
+        qp->tx[p->list_tail].path_next = idx;
+    else
+        p->list_head = idx;
+    p->list_tail = idx;
+}
+
+void mroce_req_path_list_remove(mroce_qp *qp, uint32_t idx)
+{
+    struct mroce_txent *e = &qp->tx[idx];
+    struct mroce_path *p = &qp->path_slots[e->path];
+    if (e->path_prev != MROCE_PATH_NONE)
+        qp->tx[e->path_prev].path_next = e->path_next;
+    else
+        p->list_head = e->path_next;
+    if (e->path_next != MROCE_PATH_NONE)
+        qp->tx[e->path_next].path_prev = e->path_prev;
+    else
+        p->list_tail = e->path_prev;
+    e->path_prev = e->path_next = MROCE_PATH_NONE;
+}
+
+static uint32_t wire_len(const struct mroce_txent *e)
+{
+    return (uint32_t)e->len + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+}
+
+/* Take an in-flight packet out of flight (it was acked, lost or NAKed). */
+void mroce_req_unflight(mroce_qp *qp, uint32_t idx)
+{
+    struct mroce_txent *e = &qp->tx[idx];
+    mroce_req_path_list_remove(qp, idx);
+    qp->inflight_bytes -= wire_len(e);
+    qp->inflight_pkts--;
+}
+
+void mroce_req_declare_lost(mroce_qp *qp, uint32_t psn, int cause)
+{
+    uint32_t idx = psn & qp->tx_mask;
+    struct mroce_txent *e = &qp->tx[idx];
+    if (e->state != TX_INFLIGHT && e->state != TX_RNR)
+        return;
+    if (e->state == TX_INFLIGHT)
+        mroce_req_unflight(qp, idx);
+    e->state = TX_LOST;
+    e->cause = (uint8_t)cause;
+    qp->retxq[qp->retxq_tail++ & qp->tx_mask] = psn;
+}
+
+int mroce_req_has_data(const mroce_qp *qp)
+{
+    if (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CLOSING)
+        return 0;
+    if (qp->retxq_head != qp->retxq_tail)
+        return 1;
+    return qp->rjobs_unsent || qp->sq_tx != qp->sq_tail;
+}
+
+/* Room for one more packet of `bytes` payload under the window, the
+ * congestion window and the receiver's credit? */
+static int can_send_new(const mroce_qp *qp, uint32_t bytes)
+{
+    if ((uint32_t)(qp->snd_nxt - qp->snd_una) >= qp->peer_window)
+        return 0;
+    if (qp->inflight_pkts == 0)
+        return 1; /* always allow one packet so the connection moves */
+    uint32_t lim = qp->cc.cwnd < qp->peer_credit ? qp->cc.cwnd : qp->peer_credit;
+    return qp->inflight_bytes + bytes + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN <=
+           lim;
+}
+
+static uint8_t wr_to_opcode(unsigned op)
+{
+    switch (op) {
+    case MROCE_WR_SEND:
+    case MROCE_WR_SEND_WITH_IMM:
+        return MROCE_OP_SEND;
+    case MROCE_WR_WRITE:
+    case MROCE_WR_WRITE_WITH_IMM:
+        return MROCE_OP_WRITE;
+    case MROCE_WR_READ:
+        return MROCE_OP_READ_REQ;
+    case MROCE_WR_FETCH_ADD:
+        return MROCE_OP_FETCH_ADD;
+    default:
+        return MROCE_OP_CMP_SWAP;
+    }
+}
+
+/* Encode the packet described by tx entry idx (first transmission or not)
+ * into buf.  Returns its length, 0 if the entry no longer needs sending, or
+ * MROCE_ENOBUF. */
+static int build_pkt(mroce_qp *qp, uint32_t psn, uint8_t *buf, size_t cap,
+                     int ack_req, mroce_tstamp now)
+{
+    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    struct mroce_pkt p;
+    const uint8_t *src = NULL;
+    const struct mroce_sge *sgl = NULL;
+    int nsge = 0;
+    uint8_t be8[8];
+
+    if (e->kind == TXK_REQ) {
+        struct mroce_swqe *w = &qp->sq[e->ref & qp->sq_mask];
+        if (w->msn != e->ref || w->state != SWQE_POSTED)
+            return 0; /* its work request has already completed */
+        mroce_qp_base_hdr(qp, &p, wr_to_opcode(w->opcode), psn, now);
+        struct mroce_req_hdr *r = &p.u.rq.req;
+        r->msn = w->msn;
+        r->rsn = w->rsn;
+        r->raddr = w->remote_addr;
+        r->rkey = w->rkey;
+        r->msg_len = w->length;
+        r->offset = e->offset;
+        r->imm = 0;
+        if (w->opcode == MROCE_WR_SEND_WITH_IMM ||
+            w->opcode == MROCE_WR_WRITE_WITH_IMM) {
+            p.base.flags |= MROCE_F_IMM;
+            r->imm = w->imm;
+        }
+        if (w->opcode == MROCE_WR_SEND || w->opcode == MROCE_WR_SEND_WITH_IMM) {
+            r->raddr = 0;
+            r->rkey = 0;
+        }
+        if (w->flags & MROCE_SEND_SOLICITED)
+            p.base.flags |= MROCE_F_SOLICITED;
+        if (is_atomic(w->opcode)) {
+            p.u.rq.atomic.swap_add = w->opcode == MROCE_WR_FETCH_ADD
+                                         ? w->compare_add
+                                         : w->swap;
+            p.u.rq.atomic.compare =
+                w->opcode == MROCE_WR_CMP_SWAP ? w->compare_add : 0;
+        }
+        if (w->opcode == MROCE_WR_READ || is_atomic(w->opcode)) {
+            if (is_atomic(w->opcode))
+                r->msg_len = MROCE_ATOMIC_LEN;
+            p.payload_len = 0;
+        } else {
+            p.payload_len = e->len;
+            sgl = w->sge;
+            nsge = w->num_sge;
+        }
+        if (e->offset == 0)
+            p.base.flags |= MROCE_F_FIRST;
+        if (e->offset + e->len == r->msg_len || p.payload_len == 0)
+            p.base.flags |= MROCE_F_LAST;
+    } else {
+        struct mroce_rjob *j = &qp->rjobs[e->ref];
+        mroce_qp_base_hdr(qp, &p, j->is_atomic ? MROCE_OP_ATOMIC_RESP
+                                               : MROCE_OP_READ_RESP,
+                          psn, now);
+        p.u.resp.req_msn = j->req_msn;
+        p.u.resp.msg_len = j->len;
+        p.u.resp.offset = e->offset;
+        p.u.resp.reserved = 0;
+        p.payload_len = e->len;
+        if (j->is_atomic) {
+            for (int i = 0; i < 8; i++)
+                be8[i] = (uint8_t)(j->atomic_result >> (56 - 8 * i));
+            src = be8;
+        } else {
+            src = j->src + e->offset;
+        }
+        if (e->offset == 0)
+            p.base.flags |= MROCE_F_FIRST;
+        if (e->offset + e->len == j->len)
+            p.base.flags |= MROCE_F_LAST;
+    }
+    if (e->retx)
+        p.base.flags |= MROCE_F_RETX;
+    if (e->probe)
+        p.base.flags |= MROCE_F_PROBE | MROCE_F_ACK_REQ;
+    if (ack_req && (p.base.flags & MROCE_F_LAST))
+        p.base.flags |= MROCE_F_ACK_REQ;
+    if (qp->attr.credit_mode)
+        p.base.flags |= MROCE_F_CREDIT;
+    p.base.entropy = qp->path_slots[e->path].entropy;
+    size_t h = mroce_pkt_encode_hdr(&p, buf, cap);
+    if (h == 0)
+        return MROCE_ENOBUF;
+    if (sgl)
+        mroce_sge_gather(sgl, nsge, e->offset, buf + h, e->len);
+    else if (src && e->len)
+        memcpy(buf + h, src, e->len);
+    return (int)mroce_pkt_seal(buf, h + e->len);
+}
+
+/* Pick the path before building, since the header carries its entropy. */
+static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, uint8_t *buf,
+                      size_t cap, int ack_req, mroce_tstamp now)
+{
+    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    uint16_t saved = e->path;
+    e->path = mroce_path_pick(&qp->paths, avoid);
+    int n = build_pkt(qp, psn, buf, cap, ack_req, now);
+    uint16_t picked = e->path;
+    e->path = saved;
+    if (n <= 0)
+        return n;
+    if (qp->inflight_pkts == 0)
+        qp->last_progress = now;
+    e->path = picked;
+    e->path_seq = mroce_path_on_sent(&qp->paths, picked, e->len);
+    e->sent_time = now;
+    e->state = TX_INFLIGHT;
+    path_list_append(qp, psn & qp->tx_mask);
+    qp->inflight_bytes += wire_len(e);
+    qp->inflight_pkts++;
+    qp->cnt.tx_data_pkts++;
+    if (qp->loss_deadline == MROCE_TSTAMP_INF)
+        mroce_comp_arm_loss_timer(qp, now);
+    return n;
+}
+
+/* Retransmit the oldest packet declared lost (or a probe). */
+static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
+{
+    while (qp->retxq_head != qp->retxq_tail) {
+        uint32_t psn = qp->retxq[qp->retxq_head & qp->tx_mask];
+        struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+        int probe = e->probe && e->state == TX_INFLIGHT;
+        if (mroce_psn_diff(psn, qp->snd_una) < 0 ||
+            mroce_psn_diff(psn, qp->snd_nxt) >= 0 ||
+            (e->state != TX_LOST && !probe)) {
+            qp->retxq_head++; /* acked meanwhile: nothing to do */
+            e->probe = 0;
+            continue;
+        }
+        if (!probe && !can_send_new(qp, e->len))
+            return 0;
+        uint16_t old = e->path;
+        uint8_t old_state = e->state;
+        if (probe)
+            mroce_req_unflight(qp, psn & qp->tx_mask);
+        e->retx++;
+        int n = send_entry(qp, psn, old, buf, cap, 1, now);
+        if (n < 0) {
+            e->retx--;
+            if (probe) {
+                e->state = old_state;
+                e->path = old;
+                path_list_append(qp, psn & qp->tx_mask);
+                qp->inflight_bytes += wire_len(e);
+                qp->inflight_pkts++;
+            }
+            return n;
+        }
+        qp->retxq_head++;
+        if (n == 0) {
+            /* Stale request whose WR completed: treat as acknowledged. */
+            e->state = TX_ACKED;
+            e->probe = 0;
+            continue;
+        }
+        qp->cnt.retx_pkts++;
+        if (probe)
+            qp->cnt.retx_probe++;
+        else
+            switch (e->cause) {
+            case LOSS_PATH: qp->cnt.retx_path++; break;
+            case LOSS_OOO: qp->cnt.retx_ooo++; break;
+            case LOSS_RTO: qp->cnt.retx_rto++; break;
+            case LOSS_PROBE: qp->cnt.retx_probe++; break;
+            default: qp->cnt.retx_rnr++; break;
+            }
+        e->probe = 0;
+        return n;
+    }
+    return 0;
+}
+
+/* Allocate the next PSN for a new packet of kind/ref/offset/len. */
+static uint32_t new_entry(mroce_qp *qp, uint8_t kind, uint32_t ref,
+                          uint32_t off, uint32_t len)
+{
+    uint32_t psn = qp->snd_nxt++;
+    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    memset(e, 0, sizeof(*e));
+    e->kind = kind;
+    e->ref = ref;
+    e->offset = off;
+    e->len = (uint16_t)len;
+    e->path_prev = e->path_next = MROCE_PATH_NONE;
+    return psn;
+}
+
+static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
+{
+    struct mroce_rjob *best = NULL;
+    uint32_t bi = 0;
+    if (!qp->rjobs_unsent)
+        return 0;
+    for (uint32_t i = 0; i < qp->nrjobs; i++) {
+        struct mroce_rjob *j = &qp->rjobs[i];
+        if (j->active && j->sent_pkts < j->npkts && (!best || j->seq < best->seq)) {
+            best = j;
+            bi = i;
+        }
+    }
+    if (!best)
+        return 0;
+    uint32_t len = best->len - best->sent_off;
+    if (len > qp->mtu)
+        len = qp->mtu;
+    if (!can_send_new(qp, len))
+        return 0;
+    uint32_t psn = new_entry(qp, TXK_RESP, bi, best->sent_off, len);
+    int n = send_entry(qp, psn, MROCE_PATH_NONE, buf, cap, 1, now);
+    if (n <= 0) {
+        qp->snd_nxt--;
+        qp->tx[psn & qp->tx_mask].state = TX_FREE;
+        return n;
+    }
+    best->sent_off += len;
+    if (++best->sent_pkts == best->npkts)
+        qp->rjobs_unsent--;
+    return n;
+}
+
+static int write_new_req(mroce_qp *qp, uint8_t *buf, size_t cap,
+                         mroce_tstamp now)
+{
+    if (qp->sq_tx == qp->sq_tail || qp->state != MROCE_QPS_RTS)
+        return 0;
+    struct mroce_swqe *w = &qp->sq[qp->sq_tx & qp->sq_mask];
+    if (w->sent_pkts == 0) {
+        /* The responder keeps 2x its max_rd_atomic job slots (so a slot
+         * freed late by a lost ACK does not stall us); use half. */
+        uint32_t lim = qp->peer_rd_atomic / 2 ? qp->peer_rd_atomic / 2 : 1;
+        if (is_rd_atomic(w->opcode) && qp->rd_outstanding >= lim)
+            return 0;
+        if ((w->flags & MROCE_SEND_FENCE) && qp->rd_outstanding)
+            return 0;
+    }
+    uint32_t len = 0;
+    if (!is_rd_atomic(w->opcode)) {
+        len = w->length - qp->tx_off;
+        if (len > qp->mtu)
+            len = qp->mtu;
+    }
+    if (!can_send_new(qp, len))
+        return 0;
+    uint32_t psn = new_entry(qp, TXK_REQ, w->msn, qp->tx_off, len);
+    /* Ask for an immediate ACK on a message's last packet when nothing else
+     * is queued behind it, so its completion is not held by ACK delay. */
+    int last_queued = qp->sq_tx + 1 == qp->sq_tail;
+    int n = send_entry(qp, psn, MROCE_PATH_NONE, buf, cap, last_queued, now);
+    if (n <= 0) {
+        qp->snd_nxt--;
+        qp->tx[psn & qp->tx_mask].state = TX_FREE;
+        return n;
+    }
+    if (w->sent_pkts == 0) {
+        w->first_psn = psn;
+        if (is_rd_atomic(w->opcode))
+            qp->rd_outstanding++;
+    }
+    w->sent_pkts++;
+    qp->tx_off += len;
+    if (w->sent_pkts == w->npkts) {
+        qp->sq_tx++;
+        qp->tx_off = 0;
+    }
+    return n;
+}
+
+int mroce_req_write_data(mroce_qp *qp, uint8_t *buf, size_t cap,
+                         struct mroce_tx_info *info, mroce_tstamp now)
+{
+    if (cap < (size_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN)
+        return MROCE_ENOBUF;
+    int n = write_retx(qp, buf, cap, now);
+    if (n == 0)
+        n = write_resp(qp, buf, cap, now);
+    if (n == 0)
+        n = write_new_req(qp, buf, cap, now);
+    if (n > 0) {
+        info->to = qp->peer;
+        info->entropy = (uint16_t)(buf[24] << 8 | buf[25]);
+    }
+    return n;
+}

@@ -1,0 +1,459 @@
+/*
+ * responder.c - data packets in: placement, execution, receive completions,
+ * and the ACKs and NAKs that answer them.
+ *
+ * Every data packet that reaches here has passed the codec (CRC, lengths,
+ * field consistency) and the token check.  The receive window classifies its
+ * PSN: duplicates are never placed or executed twice (this is what makes
+ * atomics exactly-once), out-of-window packets are dropped.  A new packet is
+ * checked against the rules for its opcode (registered memory, bounds,
+ * rights, posted receives) and either placed in memory, executed, or answered
+ * with a NAK; only after placement is its PSN marked received, so an ACK
+ * never covers data that is not in memory (REL-*, SEM-*, SEC-*).
+ */
+#include "engine_int.h"
+
+int mroce_qp_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
+                       struct mroce_recv_wr **bad_wr)
+{
+    if (bad_wr)
+        *bad_wr = wr;
+    if (!qp || !wr)
+        return MROCE_EINVAL;
+    if (qp->state == MROCE_QPS_ERROR || qp->state == MROCE_QPS_CLOSED)
+        return MROCE_ESTATE;
+    for (; wr; wr = wr->next) {
+        if (bad_wr)
+            *bad_wr = wr;
+        if (wr->num_sge < 0 || wr->num_sge > MROCE_MAX_SGE ||
+            (wr->num_sge && !wr->sg_list))
+            return MROCE_EINVAL;
+        if (qp->rq_tail - qp->rq_head > qp->rq_mask)
+            return MROCE_EFULL;
+        struct mroce_rwqe *r = &qp->rq[qp->rq_tail & qp->rq_mask];
+        memset(r, 0, sizeof(*r));
+        uint64_t total = 0;
+        for (int i = 0; i < wr->num_sge; i++) {
+            const struct mroce_sge *s = &wr->sg_list[i];
+            mroce_mr *mr = mroce_mr_lookup(qp->ep, s->lkey);
+            uint64_t start = mr ? (uint64_t)(uintptr_t)mr->addr : 0;
+            if (!mr || !(mr->access & MROCE_ACCESS_LOCAL_WRITE) ||
+                s->addr < start || s->addr - start > mr->len ||
+                s->length > mr->len - (s->addr - start)) {
+                for (int k = 0; k < i; k++)
+                    r->mrs[k] = NULL;
+                return MROCE_EACCESS;
+            }
+            r->sge[i] = *s;
+            r->mrs[i] = mr;
+            total += s->length;
+        }
+        if (total > 0x7fffffffu)
+            return MROCE_ERANGE;
+        for (int i = 0; i < wr->num_sge; i++)
+            r->mrs[i]->refs++;
+        r->wr_id = wr->wr_id;
+        r->num_sge = (uint8_t)wr->num_sge;
+        r->capacity = (uint32_t)total;
+        qp->rq_tail++;
+    }
+    if (bad_wr)
+        *bad_wr = NULL;
+    return 0;
+}
+
+/* Complete receives in posting order as their messages finish. */
+void mroce_resp_complete_recvs(mroce_qp *qp)
+{
+    while (qp->rq_head != qp->rq_tail) {
+        struct mroce_rwqe *r = &qp->rq[qp->rq_head & qp->rq_mask];
+        if (!r->done)
+            break;
+        struct mroce_wc wc;
+        memset(&wc, 0, sizeof(wc));
+        wc.wr_id = r->wr_id;
+        wc.status = (enum mroce_wc_status)r->status;
+        wc.opcode = r->has_imm ? MROCE_WC_RECV_WITH_IMM : MROCE_WC_RECV;
+        wc.byte_len = r->is_write ? r->msg_len : r->placed;
+        if (r->has_imm) {
+            wc.imm_data = r->imm;
+            wc.wc_flags = MROCE_WC_WITH_IMM;
+        }
+        wc.qp_num = qp->qpn;
+        mroce_cq_push(qp->attr.recv_cq, &wc);
+        qp->cnt.completions++;
+        mroce_qp_release_rwqe(qp, r);
+        qp->rq_head++;
+    }
+}
+
+static void queue_nak(mroce_qp *qp, const struct mroce_pkt *pkt, uint8_t code,
+                      int fatal)
+{
+    if (qp->fatal_nak && !fatal)
+        return; /* a fatal NAK outranks an RNR one */
+    qp->nak.nak_psn = pkt->base.psn;
+    qp->nak.msn = pkt->u.rq.req.msn;
+    qp->nak.code = code;
+    qp->nak.rnr_delay = code == MROCE_NAK_RNR ? 2 : 0; /* 20 us */
+    qp->nak.reserved = 0;
+    qp->nak_entropy = pkt->base.entropy;
+    qp->fatal_nak = (uint8_t)fatal;
+    qp->ctrl |= CTRL_NAK;
+    if (code == MROCE_NAK_RNR)
+        qp->cnt.rnr_naks_tx++;
+}
+
+/* Find the receive a SEND / WRITE_WITH_IMM consumes; NULL means RNR (or a
+ * stale rsn, reported through *stale). */
+static struct mroce_rwqe *recv_for(mroce_qp *qp, uint32_t rsn, int *stale)
+{
+    *stale = 0;
+    int32_t d = mroce_psn_diff(rsn, qp->rq_head);
+    if (d < 0) {
+        *stale = 1;
+        return NULL;
+    }
+    if ((uint32_t)d >= qp->rq_tail - qp->rq_head)
+        return NULL;
+    return &qp->rq[rsn & qp->rq_mask];
+}
+
+/* Account a packet's bytes to a receive; the message is complete when all
+ * of its bytes have arrived (duplicates never reach here). */
+static int recv_account(mroce_qp *qp, struct mroce_rwqe *r,
+                        const struct mroce_pkt *pkt, int is_write)
+{
+    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    if (!r->started) {
+        r->started = 1;
+        r->msg_len = h->msg_len;
+        r->is_write = (uint8_t)is_write;
+    } else if (r->msg_len != h->msg_len || r->is_write != is_write) {
+        return -1; /* packets of one message disagree: protocol error */
+    }
+    if (pkt->base.flags & MROCE_F_IMM) {
+        r->has_imm = 1;
+        r->imm = h->imm;
+    }
+    r->placed += pkt->payload_len;
+    if (r->placed >= r->msg_len) {
+        r->done = 1;
+        r->status = MROCE_WC_SUCCESS;
+    }
+    return 0;
+}
+
+static int on_send(mroce_qp *qp, const struct mroce_pkt *pkt)
+{
+    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    int stale;
+    struct mroce_rwqe *r = recv_for(qp, h->rsn, &stale);
+    if (!r) {
+        if (stale) {
+            qp->cnt.drop_stale++;
+            return -1;
+        }
+        queue_nak(qp, pkt, MROCE_NAK_RNR, 0);
+        return -1;
+    }
+    if (r->done && r->status != MROCE_WC_SUCCESS)
+        return -1;
+    if (h->msg_len > r->capacity) {
+        /* Receive too small: the receive completes in error, the requester
+         * is told with a fatal NAK (SEM). */
+        r->done = 1;
+        r->started = 1;
+        r->status = MROCE_WC_LOC_LEN_ERR;
+        queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
+        return -1;
+    }
+    mroce_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
+                      pkt->payload_len);
+    if (recv_account(qp, r, pkt, 0) < 0) {
+        queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
+        return -1;
+    }
+    return 0;
+}
+
+static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
+{
+    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    struct mroce_rwqe *r = NULL;
+    if (pkt->base.flags & MROCE_F_IMM) {
+        int stale;
+        r = recv_for(qp, h->rsn, &stale);
+        if (!r) {
+            if (stale)
+                qp->cnt.drop_stale++;
+            else
+                queue_nak(qp, pkt, MROCE_NAK_RNR, 0);
+            return -1;
+        }
+    }
+    uint8_t code = 0;
+    uint64_t addr = h->raddr + h->offset;
+    if (addr < h->raddr) {
+        queue_nak(qp, pkt, MROCE_NAK_REMOTE_ACCESS_BOUNDS, 1);
+        return -1;
+    }
+    mroce_mr *mr = mroce_mr_check_remote(qp->ep, h->rkey, addr,
+                                         pkt->payload_len,
+                                         MROCE_ACCESS_REMOTE_WRITE, &code);
+    if (!mr) {
+        queue_nak(qp, pkt, code, 1);
+        return -1;
+    }
+    /* The whole message must fit too, so a bad length fails on its first
+     * packet to arrive rather than part-way. */
+    if (!mroce_mr_check_remote(qp->ep, h->rkey, h->raddr, h->msg_len,
+                               MROCE_ACCESS_REMOTE_WRITE, &code)) {
+        queue_nak(qp, pkt, code, 1);
+        return -1;
+    }
+    if (pkt->payload_len)
+        memcpy(mr->addr + (addr - (uint64_t)(uintptr_t)mr->addr), pkt->payload,
+               pkt->payload_len);
+    if (r && recv_account(qp, r, pkt, 1) < 0) {
+        queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
+        return -1;
+    }
+    return 0;
+}
+
+static struct mroce_rjob *alloc_rjob(mroce_qp *qp)
+{
+    for (uint32_t i = 0; i < qp->nrjobs; i++)
+        if (!qp->rjobs[i].active) {
+            struct mroce_rjob *j = &qp->rjobs[i];
+            memset(j, 0, sizeof(*j));
+            j->active = 1;
+            j->seq = qp->rjob_seq++;
+            qp->rjobs_unsent++; /* every job has at least one packet */
+            return j;
+        }
+    return NULL;
+}
+
+static int on_read(mroce_qp *qp, const struct mroce_pkt *pkt)
+{
+    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    uint8_t code = 0;
+    mroce_mr *mr = mroce_mr_check_remote(qp->ep, h->rkey, h->raddr, h->msg_len,
+                                         MROCE_ACCESS_REMOTE_READ, &code);
+    if (!mr) {
+        queue_nak(qp, pkt, code, 1);
+        return -1;
+    }
+    struct mroce_rjob *j = alloc_rjob(qp);
+    if (!j) {
+        /* Peer exceeded max_rd_atomic: drop unmarked; it will retry. */
+        qp->cnt.drop_state++;
+        return -1;
+    }
+    j->req_msn = h->msn;
+    j->len = h->msg_len;
+    j->npkts = h->msg_len ? (h->msg_len + qp->mtu - 1) / qp->mtu : 1;
+    j->src = mr->addr + (h->raddr - (uint64_t)(uintptr_t)mr->addr);
+    return 0;
+}
+
+static int on_atomic(mroce_qp *qp, const struct mroce_pkt *pkt)
+{
+    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    uint8_t code = 0;
+    if (h->raddr & 7) {
+        queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
+        return -1;
+    }
+    mroce_mr *mr = mroce_mr_check_remote(qp->ep, h->rkey, h->raddr,
+                                         MROCE_ATOMIC_LEN,
+                                         MROCE_ACCESS_REMOTE_ATOMIC, &code);
+    if (!mr) {
+        queue_nak(qp, pkt, code, 1);
+        return -1;
+    }
+    struct mroce_rjob *j = alloc_rjob(qp);
+    if (!j) {
+        qp->cnt.drop_state++;
+        return -1;
+    }
+    uint8_t *p = mr->addr + (h->raddr - (uint64_t)(uintptr_t)mr->addr);
+    uint64_t old;
+    memcpy(&old, p, 8);
+    uint64_t nv = old;
+    if (pkt->base.opcode == MROCE_OP_FETCH_ADD)
+        nv = old + pkt->u.rq.atomic.swap_add;
+    else if (old == pkt->u.rq.atomic.compare)
+        nv = pkt->u.rq.atomic.swap_add;
+    memcpy(p, &nv, 8);
+    /* The result lives in the job until the requester acknowledges the
+     * ATOMIC_RESP's PSN: a retransmitted request is a duplicate PSN and is
+     * never executed again (SEM exactly-once). */
+    j->is_atomic = 1;
+    j->req_msn = h->msn;
+    j->len = MROCE_ATOMIC_LEN;
+    j->npkts = 1;
+    j->atomic_result = old;
+    return 0;
+}
+
+/* READ_RESP / ATOMIC_RESP arriving at the requester. */
+static int on_response(mroce_qp *qp, const struct mroce_pkt *pkt)
+{
+    const struct mroce_resp_hdr *h = &pkt->u.resp;
+    struct mroce_swqe *w = &qp->sq[h->req_msn & qp->sq_mask];
+    int want_atomic = pkt->base.opcode == MROCE_OP_ATOMIC_RESP;
+    int is_atomic = w->opcode == MROCE_WR_FETCH_ADD ||
+                    w->opcode == MROCE_WR_CMP_SWAP;
+    if (w->state != SWQE_POSTED || w->msn != h->req_msn ||
+        mroce_psn_diff(h->req_msn, qp->sq_tx) >= 0 || w->sent_pkts == 0 ||
+        (want_atomic ? !is_atomic : w->opcode != MROCE_WR_READ) ||
+        h->msg_len != (want_atomic ? MROCE_ATOMIC_LEN : w->length)) {
+        qp->cnt.drop_invalid++;
+        return -1;
+    }
+    if (want_atomic) {
+        uint64_t v = 0;
+        for (int i = 0; i < 8; i++)
+            v = v << 8 | pkt->payload[i];
+        w->atomic_result = v;
+        mroce_sge_scatter(w->sge, w->num_sge, 0, (const uint8_t *)&v, 8);
+        w->resp_bytes = 8;
+    } else {
+        mroce_sge_scatter(w->sge, w->num_sge, h->offset, pkt->payload,
+                          pkt->payload_len);
+        w->resp_bytes += pkt->payload_len;
+    }
+    if (w->resp_bytes >= w->length)
+        w->resp_done = 1;
+    return 0;
+}
+
+void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
+                        const struct mroce_rx_info *info, mroce_tstamp now)
+{
+    uint32_t psn = pkt->base.psn;
+    int ce = info->ecn == MROCE_ECN_CE;
+    if (pkt->base.flags & MROCE_F_CREDIT)
+        qp->credit_seen = now;
+    if (qp->fatal_nak && psn == qp->nak.nak_psn) {
+        qp->ctrl |= CTRL_NAK; /* our NAK was lost: say it again */
+        return;
+    }
+    int cls = mroce_rxwin_classify(&qp->rxwin, psn);
+    if (cls == RXWIN_AHEAD) {
+        qp->cnt.drop_window++;
+        return;
+    }
+    if (ce)
+        qp->cnt.rx_ecn_ce++;
+    if (cls == RXWIN_DUP) {
+        qp->cnt.rx_dups++;
+        qp->echo_psn = psn;
+        qp->echo_ts = pkt->base.tsval;
+        qp->echo_entropy = pkt->base.entropy;
+        qp->echo_flags = (uint8_t)(MROCE_ECHO_DUP | (ce ? MROCE_ECHO_CE : 0));
+        qp->echo_arrival = now;
+        qp->ack_now = 1;
+        return;
+    }
+    int rc;
+    switch (pkt->base.opcode) {
+    case MROCE_OP_SEND: rc = on_send(qp, pkt); break;
+    case MROCE_OP_WRITE: rc = on_write(qp, pkt); break;
+    case MROCE_OP_READ_REQ: rc = on_read(qp, pkt); break;
+    case MROCE_OP_FETCH_ADD:
+    case MROCE_OP_CMP_SWAP: rc = on_atomic(qp, pkt); break;
+    default: rc = on_response(qp, pkt); break;
+    }
+    if (rc < 0)
+        return; /* NAKed or dropped: not marked, nothing acknowledged */
+    uint32_t old_cum = qp->rxwin.cum;
+    int gap = mroce_psn_diff(qp->rxwin.high, old_cum) > 0;
+    mroce_rxwin_mark(&qp->rxwin, psn);
+    qp->rx_count++;
+    if (ce)
+        qp->ce_count++;
+    if (qp->ack_pending++ == 0) {
+        qp->echo_arrival = now;
+        qp->ack_deadline = now + qp->attr.max_ack_delay;
+    }
+    qp->echo_psn = psn;
+    qp->echo_ts = pkt->base.tsval;
+    qp->echo_entropy = pkt->base.entropy;
+    qp->echo_flags = ce ? MROCE_ECHO_CE : 0;
+    /* Immediate ACK: asked for, congestion signal, a hole just filled at the
+     * cumulative point (the sender learns its repair worked), or enough
+     * packets coalesced. */
+    if ((pkt->base.flags & MROCE_F_ACK_REQ) || ce ||
+        (gap && psn == old_cum) || qp->ack_pending >= MROCE_ACK_FREQ)
+        qp->ack_now = 1;
+    if (pkt->base.opcode == MROCE_OP_SEND || pkt->base.opcode == MROCE_OP_WRITE)
+        mroce_resp_complete_recvs(qp);
+    else if (pkt->base.opcode == MROCE_OP_READ_RESP ||
+             pkt->base.opcode == MROCE_OP_ATOMIC_RESP)
+        mroce_comp_complete_sends(qp);
+}
+
+int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
+                         struct mroce_tx_info *info, mroce_tstamp now)
+{
+    struct mroce_pkt p;
+    mroce_qp_base_hdr(qp, &p, MROCE_OP_ACK, qp->snd_nxt, now);
+    p.base.entropy = qp->echo_entropy; /* answer on the path it came by */
+    struct mroce_ack_hdr *a = &p.u.ack;
+    a->cum_psn = qp->rxwin.cum;
+    a->echo_psn = qp->echo_psn;
+    a->echo_ts = qp->echo_ts;
+    a->echo_entropy = qp->echo_entropy;
+    a->echo_flags = qp->echo_flags;
+    a->sack_words = (uint8_t)mroce_rxwin_sack(&qp->rxwin, a->sack,
+                                              MROCE_MAX_SACK_WORDS);
+    a->ce_count = qp->ce_count;
+    a->rx_count = qp->rx_count;
+    a->credit = mroce_ep_credit_share(qp->ep, qp, now);
+    mroce_tstamp d = now > qp->echo_arrival ? now - qp->echo_arrival : 0;
+    a->ack_delay = d > 0xffffffffu ? 0xffffffffu : (uint32_t)d;
+    size_t n = mroce_pkt_encode(&p, buf, cap);
+    if (n == 0)
+        return MROCE_ENOBUF;
+    qp->ack_now = 0;
+    qp->ack_pending = 0;
+    qp->ack_deadline = MROCE_TSTAMP_INF;
+    qp->echo_flags = 0;
+    qp->cnt.tx_acks++;
+    if (a->echo_flags & MROCE_ECHO_CE)
+        qp->cnt.tx_ecn_echo++;
+    info->to = qp->peer;
+    info->entropy = p.base.entropy;
+    return (int)n;
+}
+
+int mroce_resp_write_nak(mroce_qp *qp, uint8_t *buf, size_t cap,
+                         struct mroce_tx_info *info, mroce_tstamp now)
+{
+    struct mroce_pkt p;
+    mroce_qp_base_hdr(qp, &p, MROCE_OP_NAK, qp->snd_nxt, now);
+    p.base.entropy = qp->nak_entropy;
+    p.u.nak = qp->nak;
+    p.u.nak.cum_psn = qp->rxwin.cum;
+    size_t n = mroce_pkt_encode(&p, buf, cap);
+    if (n == 0)
+        return MROCE_ENOBUF;
+    qp->ctrl &= (uint8_t)~CTRL_NAK;
+    qp->cnt.tx_naks++;
+    info->to = qp->peer;
+    info->entropy = p.base.entropy;
+    return (int)n;
+}
+
+void mroce_resp_ack_timer(mroce_qp *qp, mroce_tstamp now)
+{
+    if (qp->ack_deadline <= now) {
+        qp->ack_deadline = MROCE_TSTAMP_INF;
+        if (qp->ack_pending)
+            qp->ack_now = 1;
+    }
+}

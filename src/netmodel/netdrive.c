@@ -1,0 +1,528 @@
+/*
+ * netdrive.c - the discrete-event loop that runs engines over the network
+ * model (netdrive.h).
+ *
+ * Each step picks the earliest of: the fabric's next event, and for every
+ * endpoint min(its expiry, the time its uplink can take a packet if it wants
+ * to write).  The per-endpoint times are cached in an indexed min-heap keyed
+ * by (time, host), so the loop never scans all hosts per packet; an entry is
+ * refreshed only after the driver has called into that endpoint.  Hosts due
+ * at a step are taken out of the heap before any is served, so a host that
+ * stays due (an infinitely fast link, max_burst reached) is served once per
+ * step and the loop still makes progress through the other hosts.
+ */
+#include "netdrive.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_POS UINT32_MAX
+
+struct dhost {
+    mroce_ep *ep;
+    mroce_tstamp expiry;  /* cached mroce_ep_expiry() */
+    mroce_tstamp floor;   /* expiries are not retried before this (stuck) */
+    mroce_tstamp key;     /* heap key: when this host next needs service */
+    uint32_t pos;         /* index in d->hheap, NO_POS if not in it */
+    uint8_t stalled;      /* write_pkt gave nothing although want_write said
+                             yes: ignore want_write until something changes */
+    uint8_t dirty;        /* in d->dirty: re-read after deliveries */
+};
+
+struct mroce_netdrive {
+    struct mroce_netdrive_config cfg;
+    mroce_net *net;
+    struct dhost *h;
+    uint32_t nhosts;
+    uint32_t *hheap;      /* host ids, min-heap on (key, id) */
+    uint32_t nhheap;
+    uint32_t *scratch;    /* hosts due this step */
+    uint32_t *dirty;      /* hosts that received packets this step */
+    uint32_t ndirty;
+    mroce_tstamp now;
+    mroce_netdrive_hook_fn tx_hook, rx_hook;
+    void *tx_user, *rx_user;
+    uint64_t rand_state;
+    struct mroce_netdrive_counters c;
+};
+
+/* ---- indexed host heap ---- */
+
+static int hh_before(const mroce_netdrive *d, uint32_t a, uint32_t b)
+{
+    return d->h[a].key < d->h[b].key || (d->h[a].key == d->h[b].key && a < b);
+}
+
+static void hh_set(mroce_netdrive *d, uint32_t i, uint32_t id)
+{
+    d->hheap[i] = id;
+    d->h[id].pos = i;
+}
+
+static void hh_sift_up(mroce_netdrive *d, uint32_t i)
+{
+    uint32_t id = d->hheap[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (!hh_before(d, id, d->hheap[parent]))
+            break;
+        hh_set(d, i, d->hheap[parent]);
+        i = parent;
+    }
+    hh_set(d, i, id);
+}
+
+static void hh_sift_down(mroce_netdrive *d, uint32_t i)
+{
+    uint32_t id = d->hheap[i], n = d->nhheap;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && hh_before(d, d->hheap[c + 1], d->hheap[c]))
+            c++;
+        if (!hh_before(d, d->hheap[c], id))
+            break;
+        hh_set(d, i, d->hheap[c]);
+        i = c;
+    }
+    hh_set(d, i, id);
+}
+
+/* Insert host id, or restore heap order after its key changed. */
+static void hh_update(mroce_netdrive *d, uint32_t id)
+{
+    uint32_t i = d->h[id].pos;
+    if (i == NO_POS) {
+        i = d->nhheap++;
+        hh_set(d, i, id);
+        hh_sift_up(d, i);
+        return;
+    }
+    if (i > 0 && hh_before(d, id, d->hheap[(i - 1) / 2]))
+        hh_sift_up(d, i);
+    else
+        hh_sift_down(d, i);
+}
+
+static void hh_remove(mroce_netdrive *d, uint32_t id)
+{
+    uint32_t i = d->h[id].pos, last;
+    if (i == NO_POS)
+        return;
+    d->h[id].pos = NO_POS;
+    last = d->hheap[--d->nhheap];
+    if (i == d->nhheap)
+        return;
+    hh_set(d, i, last);
+    hh_update(d, last);
+}
+
+/* ---- per-host state ---- */
+
+/* Re-read the endpoint and reposition it in the heap. */
+static void refresh(mroce_netdrive *d, uint32_t id)
+{
+    struct dhost *x = &d->h[id];
+    mroce_tstamp key = mroce_ep_expiry(x->ep);
+    if (key < x->floor)
+        key = x->floor;
+    x->expiry = key;
+    if (!x->stalled && mroce_ep_want_write(x->ep)) {
+        mroce_tstamp r = mroce_net_uplink_ready(d->net, id,
+                                                d->cfg.uplink_queue_bytes);
+        if (r < key)
+            key = r;
+    }
+    /* kick_all() runs after every run_while predicate: make the common
+     * "nothing changed" case cost no heap work. */
+    if (x->pos != NO_POS && key == x->key)
+        return;
+    x->key = key;
+    hh_update(d, id);
+}
+
+void mroce_netdrive_kick(mroce_netdrive *d, uint32_t host)
+{
+    if (host >= d->nhosts || !d->h[host].ep)
+        return;
+    d->h[host].stalled = 0;
+    refresh(d, host);
+}
+
+void mroce_netdrive_kick_all(mroce_netdrive *d)
+{
+    for (uint32_t i = 0; i < d->nhosts; i++)
+        mroce_netdrive_kick(d, i);
+}
+
+/* ---- addresses and randomness ---- */
+
+void mroce_netdrive_addr(uint32_t host, struct mroce_addr *addr)
+{
+    memset(addr, 0, sizeof(*addr));
+    addr->len = 4;
+    addr->data[0] = (uint8_t)(host >> 24);
+    addr->data[1] = (uint8_t)(host >> 16);
+    addr->data[2] = (uint8_t)(host >> 8);
+    addr->data[3] = (uint8_t)host;
+}
+
+int mroce_netdrive_host_of(const struct mroce_addr *addr)
+{
+    uint32_t h;
+    if (addr->len != 4)
+        return -1;
+    h = (uint32_t)addr->data[0] << 24 | (uint32_t)addr->data[1] << 16 |
+        (uint32_t)addr->data[2] << 8 | addr->data[3];
+    return h > INT32_MAX ? -1 : (int)h;
+}
+
+void mroce_netdrive_rand(uint8_t *buf, size_t len, void *user)
+{
+    mroce_netdrive *d = user;
+    while (len > 0) {
+        uint64_t z;
+        size_t n = len < 8 ? len : 8;
+        d->rand_state += 0x9e3779b97f4a7c15ull; /* splitmix64 */
+        z = d->rand_state;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        memcpy(buf, &z, n);
+        buf += n;
+        len -= n;
+    }
+}
+
+/* ---- lifetime ---- */
+
+void mroce_netdrive_config_default(struct mroce_netdrive_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    mroce_net_config_default(&cfg->net);
+    cfg->uplink_queue_bytes = 8192;
+    cfg->max_burst = 64;
+    cfg->start_time = 0;
+    cfg->pred_may_post = 1;
+}
+
+int mroce_netdrive_new(mroce_netdrive **pd,
+                       const struct mroce_netdrive_config *cfg)
+{
+    mroce_netdrive *d;
+    int rc;
+    *pd = NULL;
+    if (cfg->max_burst == 0)
+        return MROCE_EINVAL;
+    d = calloc(1, sizeof(*d));
+    if (!d)
+        return MROCE_ENOMEM;
+    d->cfg = *cfg;
+    rc = mroce_net_new(&d->net, &cfg->net);
+    if (rc < 0) {
+        free(d);
+        return rc;
+    }
+    d->nhosts = cfg->net.hosts;
+    d->h = calloc(d->nhosts, sizeof(*d->h));
+    d->hheap = calloc(d->nhosts, sizeof(*d->hheap));
+    d->scratch = calloc(d->nhosts, sizeof(*d->scratch));
+    d->dirty = calloc(d->nhosts, sizeof(*d->dirty));
+    if (!d->h || !d->hheap || !d->scratch || !d->dirty) {
+        mroce_netdrive_del(d);
+        return MROCE_ENOMEM;
+    }
+    for (uint32_t i = 0; i < d->nhosts; i++)
+        d->h[i].pos = NO_POS;
+    d->now = cfg->start_time;
+    /* A stream of its own, distinct from the fabric's. */
+    d->rand_state = cfg->net.seed ^ 0x647269766572ull;
+    *pd = d;
+    return 0;
+}
+
+void mroce_netdrive_del(mroce_netdrive *d)
+{
+    if (!d)
+        return;
+    mroce_net_del(d->net);
+    free(d->h);
+    free(d->hheap);
+    free(d->scratch);
+    free(d->dirty);
+    free(d);
+}
+
+mroce_net *mroce_netdrive_net(mroce_netdrive *d)
+{
+    return d->net;
+}
+
+int mroce_netdrive_attach(mroce_netdrive *d, uint32_t host, mroce_ep *ep)
+{
+    struct dhost *x;
+    if (host >= d->nhosts)
+        return MROCE_EINVAL;
+    x = &d->h[host];
+    if (!ep) {
+        hh_remove(d, host);
+        x->ep = NULL;
+        return 0;
+    }
+    if (x->ep)
+        return MROCE_EBUSY;
+    x->ep = ep;
+    x->stalled = 0;
+    x->floor = 0;
+    refresh(d, host);
+    return 0;
+}
+
+mroce_ep *mroce_netdrive_ep(const mroce_netdrive *d, uint32_t host)
+{
+    return host < d->nhosts ? d->h[host].ep : NULL;
+}
+
+void mroce_netdrive_set_tx_hook(mroce_netdrive *d, mroce_netdrive_hook_fn fn,
+                                void *user)
+{
+    d->tx_hook = fn;
+    d->tx_user = user;
+}
+
+void mroce_netdrive_set_rx_hook(mroce_netdrive *d, mroce_netdrive_hook_fn fn,
+                                void *user)
+{
+    d->rx_hook = fn;
+    d->rx_user = user;
+}
+
+void mroce_netdrive_get_counters(const mroce_netdrive *d,
+                                 struct mroce_netdrive_counters *c)
+{
+    *c = d->c;
+}
+
+/* ---- the loop ---- */
+
+mroce_tstamp mroce_netdrive_now(const mroce_netdrive *d)
+{
+    return d->now;
+}
+
+mroce_tstamp mroce_netdrive_next_time(const mroce_netdrive *d)
+{
+    mroce_tstamp t = mroce_net_next_event_time(d->net);
+    if (d->nhheap && d->h[d->hheap[0]].key < t)
+        t = d->h[d->hheap[0]].key;
+    return t != MROCE_TSTAMP_INF && t < d->now ? d->now : t;
+}
+
+static void on_deliver(void *user, const struct mroce_net_pkt *pk)
+{
+    mroce_netdrive *d = user;
+    struct dhost *x = &d->h[pk->dst];
+    struct mroce_rx_info info;
+    uint8_t *buf = pk->buf;
+    size_t len = pk->len;
+    uint8_t ecn = pk->ecn;
+
+    if (!x->ep) {
+        d->c.rx_no_host++;
+        return;
+    }
+    if (d->rx_hook) {
+        struct mroce_netdrive_pkt hp = {
+            pk->src, pk->dst, pk->entropy, pk->ecn, pk->spine, 0,
+            pk->buf, pk->len, d->now,
+        };
+        if (d->rx_hook(d->rx_user, &hp) == MROCE_NETDRIVE_DROP) {
+            d->c.rx_hook_drops++;
+            return;
+        }
+        len = hp.len < MROCE_NET_MAX_PKT ? hp.len : MROCE_NET_MAX_PKT;
+        ecn = hp.ecn;
+    }
+    mroce_netdrive_addr(pk->src, &info.from);
+    info.ecn = ecn;
+    mroce_ep_recv(x->ep, buf, len, &info, d->now);
+    d->c.rx_pkts++;
+    x->stalled = 0;
+    if (!x->dirty) {
+        x->dirty = 1;
+        d->dirty[d->ndirty++] = pk->dst;
+    }
+}
+
+/* Let host id hand packets to its uplink while the uplink has room. */
+static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
+{
+    struct dhost *x = &d->h[id];
+    for (uint32_t burst = 0; burst < d->cfg.max_burst; burst++) {
+        struct mroce_tx_info info;
+        uint8_t *buf;
+        int n, dst;
+        uint16_t entropy;
+        uint8_t ecn;
+        size_t len;
+
+        if (mroce_net_uplink_ready(d->net, id, d->cfg.uplink_queue_bytes) > t)
+            return;
+        if (!mroce_ep_want_write(x->ep))
+            return;
+        buf = mroce_net_tx_buf(d->net);
+        if (!buf) {
+            d->c.tx_errors++;
+            x->stalled = 1;
+            return;
+        }
+        memset(&info, 0, sizeof(info));
+        n = mroce_ep_write_pkt(x->ep, buf, MROCE_NET_MAX_PKT, &info, t);
+        if (n <= 0) {
+            if (n < 0)
+                d->c.tx_errors++;
+            else
+                d->c.write_stalls++;
+            x->stalled = 1;
+            return;
+        }
+        dst = mroce_netdrive_host_of(&info.to);
+        if (dst < 0 || (uint32_t)dst >= d->nhosts) {
+            d->c.tx_bad_addr++;
+            continue; /* the staged buffer is reused for the next packet */
+        }
+        entropy = info.entropy;
+        ecn = info.ecn;
+        len = (size_t)n;
+        if (d->tx_hook) {
+            struct mroce_netdrive_pkt hp = {
+                id, (uint32_t)dst, entropy, ecn,
+                (uint16_t)mroce_net_spine_of(d->net, id, (uint32_t)dst,
+                                             entropy),
+                info.qp_num, buf, len, t,
+            };
+            if (d->tx_hook(d->tx_user, &hp) == MROCE_NETDRIVE_DROP) {
+                d->c.tx_hook_drops++;
+                continue;
+            }
+            entropy = hp.entropy;
+            ecn = hp.ecn;
+            len = hp.len < MROCE_NET_MAX_PKT ? hp.len : MROCE_NET_MAX_PKT;
+        }
+        d->c.tx_pkts++;
+        mroce_net_send_staged(d->net, id, (uint32_t)dst, entropy, ecn, len, t);
+    }
+}
+
+/* One step at t, the value of mroce_netdrive_next_time() (not INF).
+ * Returns 0 if it ran no endpoint or hook code: only internal fabric events
+ * (a packet reaching its downlink), which no predicate can observe. */
+static int step_at(mroce_netdrive *d, mroce_tstamp t)
+{
+    uint32_t ndue = 0;
+    size_t ndeliv;
+
+    d->now = t;
+    d->c.steps++;
+
+    /* 1. Packets due now; receivers are re-read once, after all of them. */
+    ndeliv = mroce_net_deliver_due(d->net, t, on_deliver, d);
+    for (uint32_t i = 0; i < d->ndirty; i++) {
+        uint32_t id = d->dirty[i];
+        d->h[id].dirty = 0;
+        if (d->h[id].ep)
+            refresh(d, id);
+    }
+    d->ndirty = 0;
+
+    /* 2. Take every due host out of the heap first (see top of file). */
+    while (d->nhheap && d->h[d->hheap[0]].key <= t) {
+        uint32_t id = d->hheap[0];
+        hh_remove(d, id);
+        d->scratch[ndue++] = id;
+    }
+
+    /* 3. Serve them: timers, then sending. */
+    for (uint32_t i = 0; i < ndue; i++) {
+        uint32_t id = d->scratch[i];
+        struct dhost *x = &d->h[id];
+        if (x->expiry <= t) {
+            mroce_ep_handle_expiry(x->ep, t);
+            d->c.expiries++;
+            x->stalled = 0;
+            if (mroce_ep_expiry(x->ep) <= t) {
+                /* A timer that stays due would spin this instant forever;
+                 * look at it again 1 ns later instead. */
+                d->c.expiry_stuck++;
+                x->floor = t + 1;
+            }
+        }
+        if (!x->stalled)
+            drain(d, id, t);
+        refresh(d, id);
+    }
+    return ndeliv > 0 || ndue > 0;
+}
+
+int mroce_netdrive_step(mroce_netdrive *d)
+{
+    mroce_tstamp t = mroce_netdrive_next_time(d);
+    if (t == MROCE_TSTAMP_INF)
+        return 0;
+    step_at(d, t);
+    return 1;
+}
+
+void mroce_netdrive_run_until(mroce_netdrive *d, mroce_tstamp t)
+{
+    mroce_tstamp nt;
+    mroce_netdrive_kick_all(d);
+    while ((nt = mroce_netdrive_next_time(d)) <= t && nt != MROCE_TSTAMP_INF)
+        step_at(d, nt);
+    if (t != MROCE_TSTAMP_INF && t > d->now)
+        d->now = t;
+}
+
+int mroce_netdrive_run_while(mroce_netdrive *d, int (*pred)(void *user),
+                             void *user, mroce_tstamp limit)
+{
+    int touched = 1;
+    mroce_netdrive_kick_all(d);
+    for (;;) {
+        mroce_tstamp nt;
+        /* A step that ran no endpoint or hook cannot change what pred sees
+         * (about half the steps: packets reaching a downlink), so pred and
+         * the re-read after it are skipped then. */
+        if (touched) {
+            if (!pred(user))
+                return 1;
+            if (d->cfg.pred_may_post)
+                mroce_netdrive_kick_all(d);
+        }
+        nt = mroce_netdrive_next_time(d);
+        if (nt == MROCE_TSTAMP_INF || nt > limit) {
+            if (limit != MROCE_TSTAMP_INF && limit > d->now)
+                d->now = limit;
+            return 0;
+        }
+        touched = step_at(d, nt);
+    }
+}
+
+int mroce_netdrive_run_idle(mroce_netdrive *d, mroce_tstamp limit)
+{
+    mroce_tstamp nt;
+    mroce_netdrive_kick_all(d);
+    for (;;) {
+        nt = mroce_netdrive_next_time(d);
+        if (nt == MROCE_TSTAMP_INF)
+            return 1;
+        if (nt > limit) {
+            if (limit != MROCE_TSTAMP_INF && limit > d->now)
+                d->now = limit;
+            return 0;
+        }
+        step_at(d, nt);
+    }
+}

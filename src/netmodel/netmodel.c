@@ -1,0 +1,735 @@
+/*
+ * netmodel.c - the fabric of the deterministic network model (netmodel.h).
+ *
+ * A packet costs two events: "arrive" (end of propagation: it crosses its
+ * spine and joins the destination's downlink queue) and "deliver" (its last
+ * bit leaves the downlink).  The uplink needs no event: it is a FIFO with no
+ * drops, so a packet's departure time is known when it is sent.  The
+ * downlink does need one, because packets from different senders reach it
+ * in an order only the event queue knows.  Queue occupancy is derived from
+ * the time a link stays busy rather than from a byte counter, so it does not
+ * depend on how simultaneous events happen to be ordered.
+ *
+ * Everything the hot path touches is preallocated: packets come from a free
+ * list grown in chunks, and the event heap is kept at least as large as the
+ * number of packets that exist, so pushing an event can never fail.
+ */
+#include "netmodel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PS_PER_NS 1000u
+#define PKTS_PER_CHUNK 32u
+#define MAX_HOSTS (1u << 20)  /* the spine hash packs src/dst in 20 bits */
+#define MAX_SPINES 65535u
+#define P_ONE (1ull << 53)    /* probability 1.0 as a threshold on 53 bits */
+
+enum { ST_ARRIVE = 0, ST_DELIVER = 1 };
+
+struct pkt {
+    struct pkt *next; /* free list */
+    uint32_t src, dst;
+    uint32_t len;
+    uint16_t entropy;
+    uint16_t spine;
+    uint8_t ecn;
+    uint8_t stage;
+    uint8_t data[MROCE_NET_MAX_PKT];
+};
+
+struct chunk {
+    struct chunk *next;
+    size_t n;
+    struct pkt pkts[];
+};
+
+/* A serializing link.  ppb is picoseconds per byte in 48.16 fixed point
+ * (exact for the usual rates: 100 Gb/s = 80 ps/B); 0 = infinitely fast. */
+struct link {
+    uint64_t busy_ps; /* when the last queued bit leaves */
+    uint64_t ppb;
+};
+
+struct host {
+    struct link up, down;
+    struct mroce_net_host_counters c;
+};
+
+struct spine {
+    uint64_t delay_ps;
+    uint64_t loss_th;
+    int blackhole;
+    double loss;
+    struct mroce_net_spine_counters c;
+};
+
+struct ev {
+    uint64_t t;   /* ps */
+    uint64_t seq; /* tie-break: scheduling order, for determinism */
+    struct pkt *p;
+};
+
+struct mroce_net {
+    struct mroce_net_config cfg;
+    struct host *hosts;
+    struct spine *spines;
+
+    struct ev *heap;
+    size_t nheap, capheap;
+    uint64_t seq;
+
+    struct pkt *free_list;
+    struct chunk *chunks;
+    size_t npkts;      /* packets allocated (pool size) */
+    size_t in_flight;  /* packets in the event heap */
+    struct pkt *staged;
+
+    uint64_t delay_ps;
+    uint64_t loss_th, dup_th, corrupt_th, reorder_th;
+    uint64_t hash_seed;
+    /* One stream per kind of decision, so that enabling one fault does not
+     * shift the random sequence another one sees. */
+    uint64_t r_loss, r_dup, r_corrupt, r_reorder, r_spine;
+
+    struct mroce_net_counters c;
+};
+
+/* ---- randomness: splitmix64 (small state, passes BigCrush) ---- */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s += 0x9e3779b97f4a7c15ull;
+    return mix64(*s);
+}
+
+/* Uniform in [0, n) without a division (Lemire's multiply-shift; the bias is
+ * below 2^-32 for the ranges used here, irrelevant for a test network). */
+static uint64_t rng_range(uint64_t *s, uint64_t n)
+{
+    uint64_t r = rng_next(s) >> 32;
+    if (n <= UINT32_MAX)
+        return (r * n) >> 32;
+    return rng_next(s) % n;
+}
+
+static int rng_hit(uint64_t *s, uint64_t th)
+{
+    return (rng_next(s) >> 11) < th;
+}
+
+static int prob_ok(double p)
+{
+    return p >= 0.0 && p <= 1.0; /* also rejects NaN */
+}
+
+static uint64_t prob_th(double p)
+{
+    return (uint64_t)(p * (double)P_ONE);
+}
+
+/* ---- time ---- */
+
+static uint64_t ns_to_ps(mroce_tstamp ns)
+{
+    return ns >= UINT64_MAX / PS_PER_NS ? UINT64_MAX : ns * PS_PER_NS;
+}
+
+static mroce_tstamp ps_to_ns_ceil(uint64_t ps)
+{
+    return ps / PS_PER_NS + (ps % PS_PER_NS != 0);
+}
+
+static uint64_t rate_ppb(uint64_t rate_bps)
+{
+    if (rate_bps == 0)
+        return 0;
+    return (uint64_t)(8e12 * 65536.0 / (double)rate_bps + 0.5);
+}
+
+/* Time to serialize len bytes, rounded up to a picosecond. */
+static uint64_t ser_ps(const struct link *l, uint64_t len)
+{
+    if (l->ppb == 0)
+        return 0;
+    if (len > (UINT64_MAX - 0xffff) / l->ppb)
+        return UINT64_MAX;
+    return (len * l->ppb + 0xffff) >> 16;
+}
+
+/* Bytes (rounded up) that take ps to serialize: a queue's occupancy. */
+static uint32_t bytes_of(const struct link *l, uint64_t ps)
+{
+    uint64_t b;
+    if (l->ppb == 0 || ps == 0)
+        return 0;
+    if (ps > (UINT64_MAX >> 16))
+        b = (ps / l->ppb) << 16;
+    else
+        b = ((ps << 16) + l->ppb - 1) / l->ppb;
+    return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+}
+
+/* Queue len bytes on a FIFO link at time t; returns when they have left. */
+static uint64_t link_tx(struct link *l, uint64_t t, uint32_t len)
+{
+    uint64_t start = l->busy_ps > t ? l->busy_ps : t;
+    uint64_t s = ser_ps(l, len);
+    l->busy_ps = start > UINT64_MAX - s ? UINT64_MAX : start + s;
+    return l->busy_ps;
+}
+
+/* ---- event heap (binary min-heap on (t, seq)) ---- */
+
+static int ev_before(const struct ev *a, const struct ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+/* Never fails: capacity tracks the pool size (see pool_grow). */
+static void heap_push(mroce_net *net, uint64_t t, struct pkt *p)
+{
+    struct ev e = { t, net->seq++, p };
+    size_t i = net->nheap++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!ev_before(&e, &net->heap[parent]))
+            break;
+        net->heap[i] = net->heap[parent];
+        i = parent;
+    }
+    net->heap[i] = e;
+}
+
+static struct ev heap_pop(mroce_net *net)
+{
+    struct ev top = net->heap[0];
+    struct ev last = net->heap[--net->nheap];
+    size_t n = net->nheap, i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && ev_before(&net->heap[c + 1], &net->heap[c]))
+            c++;
+        if (!ev_before(&net->heap[c], &last))
+            break;
+        net->heap[i] = net->heap[c];
+        i = c;
+    }
+    if (n > 0)
+        net->heap[i] = last;
+    return top;
+}
+
+/* ---- packet pool ---- */
+
+static int pool_grow(mroce_net *net)
+{
+    size_t n = PKTS_PER_CHUNK;
+    struct chunk *ch;
+    if (net->cfg.max_pkts) {
+        if (net->npkts >= net->cfg.max_pkts)
+            return -1;
+        if (n > net->cfg.max_pkts - net->npkts)
+            n = net->cfg.max_pkts - net->npkts;
+    }
+    /* Grow the heap first so that every existing packet has a slot. */
+    if (net->capheap < net->npkts + n) {
+        size_t cap = net->capheap ? net->capheap : 64;
+        struct ev *h;
+        while (cap < net->npkts + n)
+            cap *= 2;
+        h = realloc(net->heap, cap * sizeof(*h));
+        if (!h)
+            return -1;
+        net->heap = h;
+        net->capheap = cap;
+    }
+    ch = malloc(sizeof(*ch) + n * sizeof(struct pkt));
+    if (!ch)
+        return -1;
+    ch->n = n;
+    ch->next = net->chunks;
+    net->chunks = ch;
+    for (size_t i = 0; i < n; i++) {
+        ch->pkts[i].next = net->free_list;
+        net->free_list = &ch->pkts[i];
+    }
+    net->npkts += n;
+    return 0;
+}
+
+static struct pkt *pkt_get(mroce_net *net)
+{
+    struct pkt *p = net->free_list;
+    if (!p) {
+        if (pool_grow(net) < 0)
+            return NULL;
+        p = net->free_list;
+    }
+    net->free_list = p->next;
+    return p;
+}
+
+static void pkt_put(mroce_net *net, struct pkt *p)
+{
+    p->next = net->free_list;
+    net->free_list = p;
+}
+
+/* ---- lifetime ---- */
+
+void mroce_net_config_default(struct mroce_net_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->seed = 1;
+    cfg->hosts = 2;
+    cfg->spines = 4;
+    cfg->delay = 2000;
+    cfg->rate_bps = 100000000000ull;
+    cfg->queue_limit = 1u << 20;
+    cfg->ecn_thresh = 64u << 10;
+    cfg->reorder_max = 10000;
+}
+
+static int rate_ok(uint64_t rate)
+{
+    return rate == 0 || rate >= 1000;
+}
+
+int mroce_net_new(mroce_net **pnet, const struct mroce_net_config *cfg)
+{
+    mroce_net *net;
+    *pnet = NULL;
+    if (cfg->hosts < 1 || cfg->hosts > MAX_HOSTS || cfg->spines < 1 ||
+        cfg->spines > MAX_SPINES || !rate_ok(cfg->rate_bps) ||
+        !prob_ok(cfg->loss) || !prob_ok(cfg->dup) || !prob_ok(cfg->corrupt) ||
+        !prob_ok(cfg->reorder))
+        return MROCE_EINVAL;
+    net = calloc(1, sizeof(*net));
+    if (!net)
+        return MROCE_ENOMEM;
+    net->cfg = *cfg;
+    net->hosts = calloc(cfg->hosts, sizeof(*net->hosts));
+    net->spines = calloc(cfg->spines, sizeof(*net->spines));
+    if (!net->hosts || !net->spines) {
+        mroce_net_del(net);
+        return MROCE_ENOMEM;
+    }
+    for (uint32_t i = 0; i < cfg->hosts; i++)
+        net->hosts[i].up.ppb = net->hosts[i].down.ppb = rate_ppb(cfg->rate_bps);
+    net->delay_ps = ns_to_ps(cfg->delay);
+    net->loss_th = prob_th(cfg->loss);
+    net->dup_th = prob_th(cfg->dup);
+    net->corrupt_th = prob_th(cfg->corrupt);
+    net->reorder_th = prob_th(cfg->reorder);
+    /* Distinct, well-mixed seeds per stream from the one user seed. */
+    net->hash_seed = mix64(cfg->seed ^ 0x6e65746d6f64656cull);
+    net->r_loss = mix64(cfg->seed + 1);
+    net->r_dup = mix64(cfg->seed + 2);
+    net->r_corrupt = mix64(cfg->seed + 3);
+    net->r_reorder = mix64(cfg->seed + 4);
+    net->r_spine = mix64(cfg->seed + 5);
+    *pnet = net;
+    return 0;
+}
+
+void mroce_net_del(mroce_net *net)
+{
+    struct chunk *ch, *next;
+    if (!net)
+        return;
+    for (ch = net->chunks; ch; ch = next) {
+        next = ch->next;
+        free(ch);
+    }
+    free(net->heap);
+    free(net->hosts);
+    free(net->spines);
+    free(net);
+}
+
+const struct mroce_net_config *mroce_net_config_get(const mroce_net *net)
+{
+    return &net->cfg;
+}
+
+/* ---- sending ---- */
+
+uint32_t mroce_net_spine_of(const mroce_net *net, uint32_t src, uint32_t dst,
+                            uint16_t entropy)
+{
+    /* src and dst are < 2^20, so the three fields do not overlap. */
+    uint64_t h = mix64(net->hash_seed ^ ((uint64_t)src << 40) ^
+                       ((uint64_t)dst << 16) ^ entropy);
+    return (uint32_t)(((h >> 32) * net->cfg.spines) >> 32);
+}
+
+/* Send one copy from the end of the uplink (time t) towards the spine. */
+static void inject(mroce_net *net, struct pkt *p, uint64_t t)
+{
+    if (net->corrupt_th && rng_hit(&net->r_corrupt, net->corrupt_th) &&
+        p->len > 0) {
+        uint64_t bit = rng_range(&net->r_corrupt, (uint64_t)p->len * 8);
+        p->data[bit >> 3] ^= (uint8_t)(1u << (bit & 7));
+        net->c.corrupted++;
+    }
+    t += net->delay_ps + net->spines[p->spine].delay_ps;
+    if (net->reorder_th && net->cfg.reorder_max &&
+        rng_hit(&net->r_reorder, net->reorder_th)) {
+        uint64_t extra = 1 + rng_range(&net->r_reorder, net->cfg.reorder_max);
+        t += ns_to_ps(extra);
+        net->c.reordered++;
+    }
+    p->stage = ST_ARRIVE;
+    heap_push(net, t, p);
+    net->in_flight++;
+}
+
+uint8_t *mroce_net_tx_buf(mroce_net *net)
+{
+    if (!net->staged)
+        net->staged = pkt_get(net);
+    return net->staged ? net->staged->data : NULL;
+}
+
+int mroce_net_send_staged(mroce_net *net, uint32_t src, uint32_t dst,
+                          uint16_t entropy, uint8_t ecn, size_t len,
+                          mroce_tstamp now)
+{
+    struct pkt *p = net->staged;
+    uint64_t t;
+    if (src >= net->cfg.hosts || dst >= net->cfg.hosts || !p)
+        return MROCE_EINVAL;
+    if (len > MROCE_NET_MAX_PKT) {
+        net->c.drop_oversize++;
+        return MROCE_ERANGE;
+    }
+    net->staged = NULL;
+    p->src = src;
+    p->dst = dst;
+    p->len = (uint32_t)len;
+    p->entropy = entropy;
+    p->ecn = ecn & 3;
+    net->c.tx_pkts++;
+    net->c.tx_bytes += len;
+    net->hosts[src].c.up_pkts++;
+    net->hosts[src].c.up_bytes += len;
+    t = link_tx(&net->hosts[src].up, ns_to_ps(now), p->len);
+
+    if (net->loss_th && rng_hit(&net->r_loss, net->loss_th)) {
+        net->c.drop_loss++;
+        pkt_put(net, p);
+        return 0;
+    }
+    p->spine = (uint16_t)mroce_net_spine_of(net, src, dst, entropy);
+    if (net->dup_th && rng_hit(&net->r_dup, net->dup_th)) {
+        /* Copy before the original can be corrupted: each copy gets its
+         * own corruption and reordering draws. */
+        struct pkt *q = pkt_get(net);
+        if (q) {
+            memcpy(q, p, offsetof(struct pkt, data) + p->len);
+            net->c.dups++;
+            inject(net, p, t);
+            inject(net, q, t);
+            return 0;
+        }
+        net->c.drop_nomem++;
+    }
+    inject(net, p, t);
+    return 0;
+}
+
+int mroce_net_send(mroce_net *net, uint32_t src, uint32_t dst,
+                   uint16_t entropy, uint8_t ecn, const uint8_t *buf,
+                   size_t len, mroce_tstamp now)
+{
+    uint8_t *b;
+    if (src >= net->cfg.hosts || dst >= net->cfg.hosts)
+        return MROCE_EINVAL;
+    if (len > MROCE_NET_MAX_PKT) {
+        net->c.drop_oversize++;
+        return MROCE_ERANGE;
+    }
+    b = mroce_net_tx_buf(net);
+    if (!b) {
+        net->c.drop_nomem++;
+        return MROCE_ENOMEM;
+    }
+    if (len)
+        memmove(b, buf, len); /* buf may be the staged buffer itself */
+    return mroce_net_send_staged(net, src, dst, entropy, ecn, len, now);
+}
+
+/* ---- events ---- */
+
+/* The packet reaches the spine/downlink: spine faults, drop-tail, ECN. */
+static void arrive(mroce_net *net, uint64_t t, struct pkt *p)
+{
+    struct spine *sp = &net->spines[p->spine];
+    struct host *h = &net->hosts[p->dst];
+    uint32_t occ = 0;
+    uint64_t fill;
+
+    sp->c.pkts++;
+    sp->c.bytes += p->len;
+    if (sp->blackhole) {
+        sp->c.drops++;
+        net->c.drop_blackhole++;
+        goto drop;
+    }
+    if (sp->loss_th && rng_hit(&net->r_spine, sp->loss_th)) {
+        sp->c.drops++;
+        net->c.drop_spine_loss++;
+        goto drop;
+    }
+    if (h->down.busy_ps > t)
+        occ = bytes_of(&h->down, h->down.busy_ps - t);
+    fill = (uint64_t)occ + p->len;
+    if (net->cfg.queue_limit != MROCE_NET_UNLIMITED &&
+        fill > net->cfg.queue_limit) {
+        h->c.down_drops++;
+        net->c.drop_queue++;
+        goto drop;
+    }
+    if ((p->ecn == MROCE_ECN_ECT0 || p->ecn == MROCE_ECN_ECT1) &&
+        net->cfg.ecn_thresh != MROCE_NET_UNLIMITED &&
+        occ > net->cfg.ecn_thresh) {
+        p->ecn = MROCE_ECN_CE;
+        net->c.ce_marked++;
+        h->c.down_ce_marks++;
+        sp->c.ce_marks++;
+    }
+    if (fill > h->c.down_max_queue)
+        h->c.down_max_queue = fill;
+    p->stage = ST_DELIVER;
+    heap_push(net, link_tx(&h->down, t, p->len), p);
+    return;
+drop:
+    net->in_flight--;
+    pkt_put(net, p);
+}
+
+mroce_tstamp mroce_net_next_event_time(const mroce_net *net)
+{
+    return net->nheap ? ps_to_ns_ceil(net->heap[0].t) : MROCE_TSTAMP_INF;
+}
+
+size_t mroce_net_deliver_due(mroce_net *net, mroce_tstamp now,
+                             mroce_net_deliver_fn cb, void *user)
+{
+    uint64_t lim = ns_to_ps(now);
+    size_t n = 0;
+    while (net->nheap && net->heap[0].t <= lim) {
+        struct ev e = heap_pop(net);
+        struct pkt *p = e.p;
+        struct mroce_net_pkt out;
+        struct host *h;
+        if (p->stage == ST_ARRIVE) {
+            arrive(net, e.t, p);
+            continue;
+        }
+        h = &net->hosts[p->dst];
+        h->c.down_pkts++;
+        h->c.down_bytes += p->len;
+        net->c.rx_pkts++;
+        net->c.rx_bytes += p->len;
+        net->in_flight--;
+        n++;
+        out.src = p->src;
+        out.dst = p->dst;
+        out.entropy = p->entropy;
+        out.ecn = p->ecn;
+        out.spine = p->spine;
+        out.buf = p->data;
+        out.len = p->len;
+        out.time = ps_to_ns_ceil(e.t);
+        out.time_ps = e.t;
+        if (cb)
+            cb(user, &out);
+        pkt_put(net, p); /* after cb: cb may send and so take packets */
+    }
+    return n;
+}
+
+size_t mroce_net_in_flight(const mroce_net *net)
+{
+    return net->in_flight;
+}
+
+/* ---- uplink back-pressure ---- */
+
+uint32_t mroce_net_uplink_backlog(const mroce_net *net, uint32_t host,
+                                  mroce_tstamp now)
+{
+    const struct link *l;
+    uint64_t t = ns_to_ps(now);
+    if (host >= net->cfg.hosts)
+        return 0;
+    l = &net->hosts[host].up;
+    return l->busy_ps > t ? bytes_of(l, l->busy_ps - t) : 0;
+}
+
+mroce_tstamp mroce_net_uplink_ready(const mroce_net *net, uint32_t host,
+                                    uint32_t queue_bytes)
+{
+    const struct link *l;
+    uint64_t slack;
+    if (host >= net->cfg.hosts)
+        return MROCE_TSTAMP_INF;
+    l = &net->hosts[host].up;
+    if (l->ppb == 0)
+        return 0;
+    /* backlog < q  <=>  ceil(rest * 65536 / ppb) <= q - 1
+     *              <=>  rest <= floor((q - 1) * ppb / 65536),
+     * the same rounding as mroce_net_uplink_backlog(). */
+    if (queue_bytes == 0)
+        queue_bytes = 1;
+    /* The driver asks this for every packet: avoid the division that the
+     * overflow check needs unless the link is slower than ~120 kb/s. */
+    if (l->ppb > UINT32_MAX && (uint64_t)(queue_bytes - 1) > UINT64_MAX / l->ppb)
+        return 0;
+    slack = ((uint64_t)(queue_bytes - 1) * l->ppb) >> 16;
+    return l->busy_ps > slack ? ps_to_ns_ceil(l->busy_ps - slack) : 0;
+}
+
+/* ---- settings ---- */
+
+int mroce_net_set_loss(mroce_net *net, double p)
+{
+    if (!prob_ok(p))
+        return MROCE_EINVAL;
+    net->cfg.loss = p;
+    net->loss_th = prob_th(p);
+    return 0;
+}
+
+int mroce_net_set_dup(mroce_net *net, double p)
+{
+    if (!prob_ok(p))
+        return MROCE_EINVAL;
+    net->cfg.dup = p;
+    net->dup_th = prob_th(p);
+    return 0;
+}
+
+int mroce_net_set_corrupt(mroce_net *net, double p)
+{
+    if (!prob_ok(p))
+        return MROCE_EINVAL;
+    net->cfg.corrupt = p;
+    net->corrupt_th = prob_th(p);
+    return 0;
+}
+
+int mroce_net_set_reorder(mroce_net *net, double p, mroce_tstamp max_extra)
+{
+    if (!prob_ok(p))
+        return MROCE_EINVAL;
+    net->cfg.reorder = p;
+    net->cfg.reorder_max = max_extra;
+    net->reorder_th = prob_th(p);
+    return 0;
+}
+
+void mroce_net_set_delay(mroce_net *net, mroce_tstamp delay)
+{
+    net->cfg.delay = delay;
+    net->delay_ps = ns_to_ps(delay);
+}
+
+void mroce_net_set_queue(mroce_net *net, uint32_t queue_limit,
+                         uint32_t ecn_thresh)
+{
+    net->cfg.queue_limit = queue_limit;
+    net->cfg.ecn_thresh = ecn_thresh;
+}
+
+int mroce_net_set_rate(mroce_net *net, uint64_t rate_bps)
+{
+    if (!rate_ok(rate_bps))
+        return MROCE_EINVAL;
+    net->cfg.rate_bps = rate_bps;
+    for (uint32_t i = 0; i < net->cfg.hosts; i++)
+        net->hosts[i].up.ppb = net->hosts[i].down.ppb = rate_ppb(rate_bps);
+    return 0;
+}
+
+int mroce_net_set_host_rate(mroce_net *net, uint32_t host, uint64_t up_bps,
+                            uint64_t down_bps)
+{
+    if (host >= net->cfg.hosts || !rate_ok(up_bps) || !rate_ok(down_bps))
+        return MROCE_EINVAL;
+    net->hosts[host].up.ppb = rate_ppb(up_bps);
+    net->hosts[host].down.ppb = rate_ppb(down_bps);
+    return 0;
+}
+
+int mroce_net_set_spine_delay(mroce_net *net, uint32_t spine,
+                              mroce_tstamp extra)
+{
+    if (spine >= net->cfg.spines)
+        return MROCE_EINVAL;
+    net->spines[spine].delay_ps = ns_to_ps(extra);
+    return 0;
+}
+
+int mroce_net_set_spine_loss(mroce_net *net, uint32_t spine, double p)
+{
+    if (spine >= net->cfg.spines || !prob_ok(p))
+        return MROCE_EINVAL;
+    net->spines[spine].loss = p;
+    net->spines[spine].loss_th = prob_th(p);
+    return 0;
+}
+
+int mroce_net_set_spine_blackhole(mroce_net *net, uint32_t spine, int on)
+{
+    if (spine >= net->cfg.spines)
+        return MROCE_EINVAL;
+    net->spines[spine].blackhole = !!on;
+    return 0;
+}
+
+/* ---- counters ---- */
+
+void mroce_net_get_counters(const mroce_net *net,
+                            struct mroce_net_counters *c)
+{
+    *c = net->c;
+}
+
+int mroce_net_get_spine_counters(const mroce_net *net, uint32_t spine,
+                                 struct mroce_net_spine_counters *c)
+{
+    if (spine >= net->cfg.spines)
+        return MROCE_EINVAL;
+    *c = net->spines[spine].c;
+    return 0;
+}
+
+int mroce_net_get_host_counters(const mroce_net *net, uint32_t host,
+                                struct mroce_net_host_counters *c)
+{
+    if (host >= net->cfg.hosts)
+        return MROCE_EINVAL;
+    *c = net->hosts[host].c;
+    return 0;
+}
+
+void mroce_net_reset_counters(mroce_net *net)
+{
+    memset(&net->c, 0, sizeof(net->c));
+    for (uint32_t i = 0; i < net->cfg.hosts; i++)
+        memset(&net->hosts[i].c, 0, sizeof(net->hosts[i].c));
+    for (uint32_t i = 0; i < net->cfg.spines; i++)
+        memset(&net->spines[i].c, 0, sizeof(net->spines[i].c));
+}

@@ -1,0 +1,496 @@
+/*
+ * test_path.c - unit tests for the path set (src/engine/path.c): entropy
+ * allocation, deficit round robin shares, `avoid`, RTT estimation, weights,
+ * ECN EWMA, retirement and stats.
+ *
+ * Randomness comes from a seeded splitmix64 so every run is identical; a
+ * constant "broken" generator checks that allocation still terminates with
+ * distinct entropies.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "path.h"
+#include "testutil.h"
+
+/* ---- deterministic randomness --------------------------------------- */
+
+struct prng {
+    uint64_t s;
+};
+
+/* The endpoint-style rand callback: user is a struct prng. */
+static void prng_rand(uint8_t *buf, size_t len, void *user)
+{
+    struct prng *r = user;
+    size_t k;
+    for (k = 0; k < len; k++)
+        buf[k] = (uint8_t)testutil_rand64(&r->s);
+}
+
+/* A broken generator: always the same bytes. */
+static void const_rand(uint8_t *buf, size_t len, void *user)
+{
+    (void)user;
+    memset(buf, 0x5a, len);
+}
+
+/* ---- helpers --------------------------------------------------------- */
+
+static struct mroce_path slots[256];
+
+static int all_distinct_in_range(const struct mroce_pathset *ps)
+{
+    unsigned i, j;
+    for (i = 0; i < ps->npaths; i++) {
+        uint32_t e = ps->paths[i].entropy;
+        if (e < ps->entropy_base ||
+            e >= (uint32_t)ps->entropy_base + ps->entropy_span)
+            return 0;
+        for (j = 0; j < i; j++)
+            if (ps->paths[j].entropy == e)
+                return 0;
+    }
+    return 1;
+}
+
+static void setup(struct mroce_pathset *ps, struct prng *r, uint16_t n)
+{
+    int rc = mroce_pathset_init(ps, slots, n, 49152, 16384, 5000, prng_rand,
+                                r);
+    CHECK(rc == 0);
+}
+
+/* ---- tests ----------------------------------------------------------- */
+
+static void test_init_args(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {1};
+
+    CHECK(mroce_pathset_init(&ps, slots, 0, 49152, 16384, 0, prng_rand, &r) ==
+          MROCE_EINVAL);
+    CHECK(mroce_pathset_init(&ps, slots, 257, 1000, 16384, 0, prng_rand,
+                             &r) == MROCE_EINVAL);
+    CHECK(mroce_pathset_init(&ps, slots, 8, 49152, 7, 0, prng_rand, &r) ==
+          MROCE_EINVAL);
+    CHECK(mroce_pathset_init(&ps, slots, 8, 65530, 16, 0, prng_rand, &r) ==
+          MROCE_EINVAL); /* range would pass 65535 */
+    CHECK(mroce_pathset_init(&ps, slots, 8, 49152, 16, 0, NULL, &r) ==
+          MROCE_EINVAL);
+    CHECK(mroce_pathset_init(&ps, NULL, 8, 49152, 16, 0, prng_rand, &r) ==
+          MROCE_EINVAL);
+    CHECK(mroce_pathset_init(&ps, slots, 8, 65520, 16, 0, prng_rand, &r) ==
+          0); /* ends exactly at 65535 */
+    CHECK(all_distinct_in_range(&ps));
+}
+
+static void test_entropies(void)
+{
+    struct mroce_pathset ps;
+    uint64_t seed;
+    unsigned i, ok = 1, fresh = 1;
+
+    for (seed = 1; seed <= 20; seed++) {
+        struct prng r = {seed};
+        setup(&ps, &r, 256);
+        ok &= (unsigned)all_distinct_in_range(&ps);
+        for (i = 0; i < 256; i++)
+            fresh &= ps.paths[i].weight == MROCE_PATH_WMAX &&
+                     ps.paths[i].list_head == MROCE_PATH_NONE &&
+                     ps.paths[i].list_tail == MROCE_PATH_NONE &&
+                     ps.paths[i].srtt == 0 && ps.paths[i].next_seq == 0;
+    }
+    CHECK(ok);
+    CHECK(fresh);
+
+    /* span == npaths: the set must be a permutation of the whole range. */
+    {
+        struct prng r = {99};
+        CHECK(mroce_pathset_init(&ps, slots, 256, 1000, 256, 0, prng_rand,
+                                 &r) == 0);
+        CHECK(all_distinct_in_range(&ps));
+    }
+    /* Odd span (modulo bias path) and a tiny set. */
+    {
+        struct prng r = {7};
+        CHECK(mroce_pathset_init(&ps, slots, 5, 3000, 7, 0, prng_rand, &r) ==
+              0);
+        CHECK(all_distinct_in_range(&ps));
+    }
+    /* A constant generator must still give distinct entropies and return. */
+    CHECK(mroce_pathset_init(&ps, slots, 64, 49152, 16384, 0, const_rand,
+                             NULL) == 0);
+    CHECK(all_distinct_in_range(&ps));
+}
+
+static void test_round_robin(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {2};
+    unsigned k, ok = 1;
+
+    setup(&ps, &r, 16);
+    for (k = 0; k < 64; k++)
+        ok &= mroce_path_pick(&ps, MROCE_PATH_NONE) == k % 16;
+    CHECK(ok);
+    CHECK(ps.cursor == 0);
+
+    /* One slot: always slot 0, whatever `avoid` says. */
+    setup(&ps, &r, 1);
+    CHECK(mroce_path_pick(&ps, MROCE_PATH_NONE) == 0);
+    CHECK(mroce_path_pick(&ps, 0) == 0);
+}
+
+/* Weights w get shares proportional to w: 10k picks, each within 5%. */
+static void check_shares(uint16_t n, const uint8_t *w, unsigned picks)
+{
+    struct mroce_pathset ps;
+    struct prng r = {3};
+    unsigned cnt[256] = {0}, k, wsum = 0, ok = 1;
+
+    setup(&ps, &r, n);
+    for (k = 0; k < n; k++) {
+        ps.paths[k].weight = w[k];
+        wsum += w[k];
+    }
+    for (k = 0; k < picks; k++) {
+        uint16_t i = mroce_path_pick(&ps, MROCE_PATH_NONE);
+        if (i >= n) {
+            ok = 0;
+            break;
+        }
+        cnt[i]++;
+    }
+    CHECK(ok);
+    for (k = 0; k < n; k++) {
+        double expect = (double)picks * w[k] / wsum;
+        double err = (cnt[k] - expect) / expect;
+        if (err > 0.05 || err < -0.05) {
+            fprintf(stderr, "slot %u weight %u: %u picks, expected %.1f\n", k,
+                    w[k], cnt[k], expect);
+            ok = 0;
+        }
+    }
+    CHECK(ok);
+}
+
+static void test_shares(void)
+{
+    static const uint8_t w3[3] = {8, 4, 1};
+    uint8_t w64[64];
+    unsigned k;
+
+    check_shares(3, w3, 10000);
+    for (k = 0; k < 64; k++)
+        w64[k] = (uint8_t)(1 + k % 8);
+    check_shares(64, w64, 10000);
+    for (k = 0; k < 64; k++)
+        w64[k] = 1;
+    w64[5] = 8;
+    check_shares(64, w64, 10000);
+}
+
+/* Low-weight slots are spread out: weight 4 among weight 8s sends every
+ * other sweep, never twice in a row. */
+static void test_smooth(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {4};
+    unsigned k, ok = 1;
+    uint16_t prev = MROCE_PATH_NONE;
+
+    setup(&ps, &r, 2);
+    ps.paths[1].weight = 1;
+    for (k = 0; k < 100; k++) {
+        uint16_t i = mroce_path_pick(&ps, MROCE_PATH_NONE);
+        if (i == 1 && prev == 1)
+            ok = 0;
+        prev = i;
+    }
+    CHECK(ok);
+}
+
+static void test_avoid(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {5};
+    unsigned k, ok = 1, cnt[8] = {0};
+
+    setup(&ps, &r, 8);
+    for (k = 0; k < 1000; k++) {
+        uint16_t avoid = (uint16_t)(k % 8);
+        uint16_t i = mroce_path_pick(&ps, avoid);
+        ok &= i != avoid && i < 8;
+        cnt[i]++;
+    }
+    CHECK(ok);
+    for (k = 0; k < 8; k++)
+        CHECK(cnt[k] > 0);
+
+    /* Avoiding the slot the cursor points at gives the next one. */
+    setup(&ps, &r, 4);
+    CHECK(mroce_path_pick(&ps, 0) == 1);
+    CHECK(mroce_path_pick(&ps, 2) == 3);
+    /* Two slots, one avoided: always the other, even at low weight. */
+    setup(&ps, &r, 2);
+    ps.paths[1].weight = 1;
+    ok = 1;
+    for (k = 0; k < 20; k++)
+        ok &= mroce_path_pick(&ps, 0) == 1;
+    CHECK(ok);
+    /* Out-of-range avoid is ignored. */
+    CHECK(mroce_path_pick(&ps, 7) < 2);
+}
+
+static void test_on_sent(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {6};
+
+    setup(&ps, &r, 4);
+    CHECK(mroce_path_on_sent(&ps, 2, 1000) == 0);
+    CHECK(mroce_path_on_sent(&ps, 2, 500) == 1);
+    CHECK(mroce_path_on_sent(&ps, 3, 10) == 0);
+    CHECK(mroce_path_on_sent(&ps, 2, 1) == 2);
+    CHECK(ps.paths[2].tx_pkts == 3 && ps.paths[2].tx_bytes == 1501);
+    CHECK(ps.paths[3].tx_pkts == 1 && ps.paths[0].tx_pkts == 0);
+}
+
+static void test_retire(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {8};
+    uint16_t old;
+    unsigned k;
+
+    setup(&ps, &r, 64);
+    for (k = 0; k < 10; k++)
+        (void)mroce_path_on_sent(&ps, 7, 100);
+    mroce_path_on_ack(&ps, 7, 10000, 10000);
+    ps.paths[7].list_head = 42; /* engine-owned: must survive retirement */
+    ps.paths[7].list_tail = 43;
+    old = ps.paths[7].entropy;
+
+    /* An ack between losses resets the count. */
+    CHECK(mroce_path_on_loss(&ps, 7) == 0);
+    CHECK(mroce_path_on_loss(&ps, 7) == 0);
+    mroce_path_on_ack(&ps, 7, 0, 10000);
+    CHECK(ps.paths[7].consec_losses == 0);
+    CHECK(mroce_path_on_loss(&ps, 7) == 0);
+    CHECK(mroce_path_on_loss(&ps, 7) == 0);
+    CHECK(ps.paths[7].entropy == old && ps.paths[7].retirements == 0);
+    /* Third consecutive loss retires. */
+    ps.paths[7].weight = 3;
+    CHECK(mroce_path_on_loss(&ps, 7) == 1);
+    CHECK(ps.paths[7].entropy != old);
+    CHECK(all_distinct_in_range(&ps));
+    CHECK(ps.paths[7].retirements == 1);
+    CHECK(ps.paths[7].weight == MROCE_PATH_WMAX);
+    CHECK(ps.paths[7].consec_losses == 0);
+    CHECK(ps.paths[7].srtt == 0 && ps.paths[7].min_rtt == 0 &&
+          ps.paths[7].rttvar == 0 && ps.paths[7].ecn_ewma == 0);
+    CHECK(ps.paths[7].list_head == 42 && ps.paths[7].list_tail == 43);
+    CHECK(ps.paths[7].lost_pkts == 5 && ps.paths[7].acked_pkts == 2);
+    CHECK(ps.paths[7].tx_pkts == 10);
+    CHECK(mroce_path_on_sent(&ps, 7, 1) == 10); /* path_seq continues */
+
+    /* Many retirements: entropy always fresh and distinct. */
+    {
+        unsigned ok = 1;
+        for (k = 0; k < 500; k++) {
+            uint16_t i = (uint16_t)(k % 64), before = ps.paths[i].entropy;
+            mroce_path_retire(&ps, i);
+            ok &= ps.paths[i].entropy != before;
+            ok &= (unsigned)all_distinct_in_range(&ps);
+        }
+        CHECK(ok);
+    }
+
+    /* span == npaths + 1: exactly one free value, which must be chosen. */
+    {
+        struct prng r2 = {9};
+        unsigned ok = 1;
+        CHECK(mroce_pathset_init(&ps, slots, 16, 2000, 17, 0, prng_rand,
+                                 &r2) == 0);
+        for (k = 0; k < 50; k++) {
+            uint16_t i = (uint16_t)((k * 5) % 16), before =
+                                                       ps.paths[i].entropy;
+            mroce_path_retire(&ps, i);
+            ok &= ps.paths[i].entropy != before;
+            ok &= (unsigned)all_distinct_in_range(&ps);
+        }
+        CHECK(ok);
+    }
+    /* span == npaths: nothing free, slot keeps its entropy, state resets. */
+    {
+        struct prng r3 = {10};
+        CHECK(mroce_pathset_init(&ps, slots, 16, 2000, 16, 0, prng_rand,
+                                 &r3) == 0);
+        old = ps.paths[3].entropy;
+        ps.paths[3].weight = 1;
+        mroce_path_retire(&ps, 3);
+        CHECK(ps.paths[3].entropy == old);
+        CHECK(ps.paths[3].weight == MROCE_PATH_WMAX);
+        CHECK(ps.paths[3].retirements == 1);
+        CHECK(all_distinct_in_range(&ps));
+    }
+    /* With a constant generator retirement still finds a fresh value. */
+    CHECK(mroce_pathset_init(&ps, slots, 32, 49152, 16384, 0, const_rand,
+                             NULL) == 0);
+    old = ps.paths[0].entropy;
+    for (k = 0; k < MROCE_PATH_RETIRE_LOSSES; k++)
+        (void)mroce_path_on_loss(&ps, 0);
+    CHECK(ps.paths[0].entropy != old);
+    CHECK(all_distinct_in_range(&ps));
+}
+
+static void test_rtt(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {11};
+    struct mroce_path *p = &slots[0];
+    unsigned k;
+
+    setup(&ps, &r, 4);
+    mroce_path_on_ack(&ps, 0, 0, 0); /* no sample: no estimate */
+    CHECK(p->srtt == 0 && p->min_rtt == 0);
+    mroce_path_on_ack(&ps, 0, 10000, 0);
+    CHECK(p->srtt == 10000 && p->rttvar == 5000 && p->min_rtt == 10000);
+    mroce_path_on_ack(&ps, 0, 20000, 0);
+    CHECK(p->srtt == 11250);  /* 7/8 * 10000 + 1/8 * 20000 */
+    CHECK(p->rttvar == 6250); /* 3/4 * 5000 + 1/4 * 10000 */
+    CHECK(p->min_rtt == 10000);
+    for (k = 0; k < 100; k++)
+        mroce_path_on_ack(&ps, 0, 20000, 0);
+    CHECK(p->srtt >= 19990 && p->srtt <= 20000);
+    CHECK(p->rttvar < 100);
+    for (k = 0; k < 100; k++)
+        mroce_path_on_ack(&ps, 0, 8000, 0);
+    CHECK(p->srtt >= 8000 && p->srtt <= 8010);
+    CHECK(p->min_rtt == 8000);
+
+    /* Set-wide minimum and maximum over slots with samples. */
+    mroce_path_on_ack(&ps, 2, 30000, 0);
+    CHECK(mroce_pathset_min_rtt(&ps) == 8000);
+    CHECK(mroce_pathset_max_srtt(&ps) == 30000);
+    setup(&ps, &r, 4);
+    CHECK(mroce_pathset_min_rtt(&ps) == 0 && mroce_pathset_max_srtt(&ps) == 0);
+}
+
+static void test_weight(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {12};
+    struct mroce_path *p = &slots[1];
+    unsigned k;
+
+    setup(&ps, &r, 4); /* target_qdelay 5000: hot above base + 10000 */
+    mroce_path_on_ack(&ps, 1, 20000, 10000); /* == threshold: clean */
+    CHECK(p->weight == MROCE_PATH_WMAX);
+    mroce_path_on_ack(&ps, 1, 20001, 10000);
+    CHECK(p->weight == MROCE_PATH_WMAX - 1);
+    for (k = 0; k < 20; k++)
+        mroce_path_on_ack(&ps, 1, 50000, 10000);
+    CHECK(p->weight == 1);
+    mroce_path_on_ack(&ps, 1, 0, 10000); /* no sample: unchanged */
+    CHECK(p->weight == 1);
+    mroce_path_on_ack(&ps, 1, 50000, 0); /* unknown base: not hot */
+    CHECK(p->weight == 2);
+    for (k = 0; k < 20; k++)
+        mroce_path_on_ack(&ps, 1, 11000, 10000);
+    CHECK(p->weight == MROCE_PATH_WMAX);
+
+    /* CE echo: -1, and clean acks earn nothing until a clean echo. */
+    mroce_path_on_ecn_echo(&ps, 1, 1);
+    CHECK(p->weight == MROCE_PATH_WMAX - 1 && p->ecn_marks == 1);
+    mroce_path_on_ack(&ps, 1, 11000, 10000);
+    CHECK(p->weight == MROCE_PATH_WMAX - 1);
+    for (k = 0; k < 3; k++) {
+        mroce_path_on_ecn_echo(&ps, 1, 1);
+        mroce_path_on_ack(&ps, 1, 11000, 10000);
+    }
+    CHECK(p->weight == MROCE_PATH_WMAX - 4 && p->ecn_marks == 4);
+    for (k = 0; k < 20; k++)
+        mroce_path_on_ecn_echo(&ps, 1, 1);
+    CHECK(p->weight == 1);
+    mroce_path_on_ecn_echo(&ps, 1, 0);
+    CHECK(p->weight == 1);
+    mroce_path_on_ack(&ps, 1, 11000, 10000);
+    CHECK(p->weight == 2);
+
+    /* Reduced weight reduces the share in pick. */
+    {
+        unsigned c1 = 0;
+        for (k = 0; k < 8000; k++)
+            c1 += mroce_path_pick(&ps, MROCE_PATH_NONE) == 1;
+        /* weights 8,2,8,8: slot 1 gets 2/26 */
+        CHECK(c1 > 8000 * 2 / 26 - 20 && c1 < 8000 * 2 / 26 + 20);
+    }
+}
+
+static void test_ecn_ewma(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {13};
+    struct mroce_path *p = &slots[2];
+    unsigned k, ok = 1;
+
+    setup(&ps, &r, 4);
+    mroce_path_on_ecn_echo(&ps, 2, 1);
+    CHECK(p->ecn_ewma == 4096); /* g = 1/16 of 1.0 */
+    mroce_path_on_ecn_echo(&ps, 2, 0);
+    CHECK(p->ecn_ewma == 3840); /* 15/16 */
+    for (k = 0; k < 500; k++) {
+        mroce_path_on_ecn_echo(&ps, 2, 1);
+        ok &= p->ecn_ewma <= 65536;
+    }
+    CHECK(ok);
+    CHECK(p->ecn_ewma > 65000);
+    for (k = 0; k < 500; k++)
+        mroce_path_on_ecn_echo(&ps, 2, 0);
+    CHECK(p->ecn_ewma == 0);
+    /* Half marked: settles around 0.5. */
+    for (k = 0; k < 1000; k++)
+        mroce_path_on_ecn_echo(&ps, 2, (int)(k & 1));
+    CHECK(p->ecn_ewma > 30000 && p->ecn_ewma < 36000);
+}
+
+static void test_stats(void)
+{
+    struct mroce_pathset ps;
+    struct mroce_path_stats st;
+    struct prng r = {14};
+
+    setup(&ps, &r, 4);
+    (void)mroce_path_on_sent(&ps, 3, 4096);
+    (void)mroce_path_on_sent(&ps, 3, 4096);
+    mroce_path_on_ack(&ps, 3, 12000, 10000);
+    mroce_path_on_ecn_echo(&ps, 3, 1);
+    (void)mroce_path_on_loss(&ps, 3);
+    mroce_path_get_stats(&ps, 3, &st);
+    CHECK(st.entropy == ps.paths[3].entropy && st.active == 1);
+    CHECK(st.weight == MROCE_PATH_WMAX - 1);
+    CHECK(st.tx_pkts == 2 && st.tx_bytes == 8192 && st.acked_pkts == 1);
+    CHECK(st.lost_pkts == 1 && st.ecn_marks == 1);
+    CHECK(st.srtt == 12000 && st.min_rtt == 12000 && st.retirements == 0);
+    mroce_path_get_stats(&ps, 4, &st);
+    CHECK(st.active == 0 && st.tx_pkts == 0 && st.entropy == 0);
+}
+
+int main(void)
+{
+    test_init_args();
+    test_entropies();
+    test_round_robin();
+    test_shares();
+    test_smooth();
+    test_avoid();
+    test_on_sent();
+    test_retire();
+    test_rtt();
+    test_weight();
+    test_ecn_ewma();
+    test_stats();
+    return TESTUTIL_SUMMARY("test_path");
+}
