@@ -33,6 +33,7 @@
 #include <mroce/wire.h>
 
 #include "testbed.h"
+#include "../engine/engine_int.h"
 
 #define SPINES 8
 #define WRITE_CHUNK (1u << 20)  /* bytes per WRITE work request */
@@ -206,6 +207,12 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
             r->share_after[i] = 0;
         }
         r->share_during[s]++;
+        if (getenv("MROCE_DEMO_TRACE"))
+            fprintf(stderr, "dead +%.1fus psn %u ent %u flags %x\n",
+                    (double)(pkt->now - r->t_blackhole) / 1e3,
+                    (unsigned)(pkt->buf[16] << 24 | pkt->buf[17] << 16 |
+                               pkt->buf[18] << 8 | pkt->buf[19]),
+                    pkt->entropy, (unsigned)(pkt->buf[3]));
         r->t_last_dead = pkt->now;
         r->dead_pkts_after++;
     } else {
@@ -397,6 +404,18 @@ int main(int argc, char **argv)
             retired_seen = ca.paths_retired;
         }
         mroce_qp_get_counters(qa, &ca);
+        if (getenv("MROCE_DEMO_TRACE") && r.dead >= 0 && now - r.t_blackhole < 1300000) {
+            const struct mroce_qp *q = qa;
+            static mroce_tstamp lastp;
+            if (now - lastp >= 5000) {
+                lastp = now;
+                fprintf(stderr, "t+%.1f una %u nxt %u inflight %u/%u cwnd %u ldl %.1f pr %u bo %u retx %llu ret %llu\n",
+                        (double)(now - r.t_blackhole) / 1e3, q->snd_una, q->snd_nxt,
+                        q->inflight_pkts, q->inflight_bytes, q->cc.cwnd,
+                        q->loss_deadline == MROCE_TSTAMP_INF ? -1.0 : (double)(q->loss_deadline - r.t_blackhole) / 1e3,
+                        q->probes_sent, q->backoff, (unsigned long long)ca.retx_pkts, (unsigned long long)ca.paths_retired);
+            }
+        }
         if (ca.paths_retired != retired_seen) {
             retired_seen = ca.paths_retired;
             if (r.dead >= 0)

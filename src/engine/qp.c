@@ -94,7 +94,13 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     qp->rq_mask = a.max_recv_wr - 1;
     qp->tx_mask = a.window - 1;
     qp->mtu = a.mtu;
-    qp->peer_credit = MROCE_CREDIT_UNLIMITED;
+    /* Receiver-driven mode starts from a small unsolicited allowance and
+     * waits for the receiver's grant, so N senders starting at once do not
+     * fill the receiver's queue before the first ACK (CC). */
+    qp->peer_credit = a.credit_mode
+                          ? 4 * ((uint32_t)a.mtu + MROCE_MAX_DATA_HDR_LEN +
+                                 MROCE_CRC_LEN)
+                          : MROCE_CREDIT_UNLIMITED;
     qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
         qp->rnr_deadline = qp->ctrl_deadline = MROCE_TSTAMP_INF;
     const struct mroce_cc_ops *ops = mroce_cc_ops_get(a.cc_algo);

@@ -376,10 +376,12 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
     qp->rx_count++;
     if (ce)
         qp->ce_count++;
-    if (qp->ack_pending++ == 0) {
-        qp->echo_arrival = now;
+    if (qp->ack_pending++ == 0)
         qp->ack_deadline = now + qp->attr.max_ack_delay;
-    }
+    /* ack_delay is measured from the echoed packet's own arrival: using the
+     * first coalesced packet's would make the sender subtract too much and
+     * see RTTs below the real path delay. */
+    qp->echo_arrival = now;
     qp->echo_psn = psn;
     qp->echo_ts = pkt->base.tsval;
     qp->echo_entropy = pkt->base.entropy;

@@ -20,7 +20,6 @@
 
 struct dhost {
     mroce_ep *ep;
-    mroce_tstamp expiry;  /* cached mroce_ep_expiry() */
     mroce_tstamp floor;   /* expiries are not retried before this (stuck) */
     mroce_tstamp key;     /* heap key: when this host next needs service */
     uint32_t pos;         /* index in d->hheap, NO_POS if not in it */
@@ -127,7 +126,6 @@ static void refresh(mroce_netdrive *d, uint32_t id)
     mroce_tstamp key = mroce_ep_expiry(x->ep);
     if (key < x->floor)
         key = x->floor;
-    x->expiry = key;
     if (!x->stalled && mroce_ep_want_write(x->ep)) {
         mroce_tstamp r = mroce_net_uplink_ready(d->net, id,
                                                 d->cfg.uplink_queue_bytes);
@@ -426,28 +424,33 @@ static int step_at(mroce_netdrive *d, mroce_tstamp t)
     d->now = t;
     d->c.steps++;
 
-    /* 1. Packets due now; receivers are re-read once, after all of them. */
+    /* 1. Packets due now.  Receivers are served in this step whatever
+     * their heap key, so they are not re-read until after that. */
     ndeliv = mroce_net_deliver_due(d->net, t, on_deliver, d);
     for (uint32_t i = 0; i < d->ndirty; i++) {
         uint32_t id = d->dirty[i];
         d->h[id].dirty = 0;
-        if (d->h[id].ep)
-            refresh(d, id);
+        if (d->h[id].ep) {
+            hh_remove(d, id);
+            d->scratch[ndue++] = id;
+        }
     }
     d->ndirty = 0;
 
-    /* 2. Take every due host out of the heap first (see top of file). */
+    /* 2. Take every other due host out of the heap before serving any
+     * (see top of file). */
     while (d->nhheap && d->h[d->hheap[0]].key <= t) {
         uint32_t id = d->hheap[0];
         hh_remove(d, id);
         d->scratch[ndue++] = id;
     }
 
-    /* 3. Serve them: timers, then sending. */
+    /* 3. Serve them: timers, then sending, then re-read. */
     for (uint32_t i = 0; i < ndue; i++) {
         uint32_t id = d->scratch[i];
         struct dhost *x = &d->h[id];
-        if (x->expiry <= t) {
+        /* Fresh, not the cached value: a receive may have set a timer. */
+        if (mroce_ep_expiry(x->ep) <= t && x->floor <= t) {
             mroce_ep_handle_expiry(x->ep, t);
             d->c.expiries++;
             x->stalled = 0;
