@@ -72,7 +72,7 @@ static void rjob_acked(mroce_qp *qp, uint32_t slot)
         return;
     j->acked_pkts++;
     if (j->acked_pkts >= j->npkts && j->sent_pkts >= j->npkts)
-        j->active = 0; /* the atomic result may now be forgotten */
+        mroce_resp_free_rjob(qp, j); /* the atomic result may be forgotten */
 }
 
 static void swqe_acked(mroce_qp *qp, uint32_t msn)
@@ -198,8 +198,6 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
     if (echo_slot >= 0) {
         int ce = (a->echo_flags & MROCE_ECHO_CE) != 0;
         mroce_path_on_ecn_echo(&qp->paths, (uint16_t)echo_slot, ce);
-        if (ce)
-            qp->path_slots[echo_slot].ecn_marks++;
     }
 
     uint32_t acked_bytes = 0, lost_bytes = 0, acked = 0;
@@ -301,6 +299,24 @@ void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
         qp->cnt.drop_stale++;
         return;
     }
+    /* REL-28: the NAK's Cum PSN acknowledges everything before it, as an
+     * ACK without SACK words would, before the code is acted on.  Without
+     * this, WRs that finished just before a fatal NAK (their coalesced ACK
+     * not sent yet) would be flushed instead of completing successfully.
+     * No RTT sample (DUP echo, LOSS-3), no ECN news (counts unchanged). */
+    struct mroce_pkt ack;
+    memset(&ack, 0, sizeof(ack));
+    ack.base.opcode = MROCE_OP_ACK;
+    ack.u.ack.cum_psn = n->cum_psn;
+    ack.u.ack.echo_psn = qp->snd_una - 1;
+    ack.u.ack.echo_flags = MROCE_ECHO_DUP;
+    ack.u.ack.rx_count = qp->last_rx;
+    ack.u.ack.ce_count = qp->last_ce;
+    ack.u.ack.credit = qp->peer_credit;
+    mroce_comp_on_ack(qp, &ack, now);
+    if (w->state != SWQE_POSTED || w->msn != e->ref || e->state == TX_ACKED ||
+        e->state == TX_FREE)
+        return; /* Cum PSN covered the NAKed PSN itself: the ACK wins */
     if (n->code == MROCE_NAK_RNR) {
         qp->cnt.rnr_naks_rx++;
         mroce_tstamp delay = (mroce_tstamp)(n->rnr_delay ? n->rnr_delay : 1) * 10000;
@@ -426,8 +442,7 @@ void mroce_comp_flush(mroce_qp *qp)
     qp->inflight_bytes = qp->inflight_pkts = 0;
     qp->retxq_head = qp->retxq_tail;
     for (uint32_t i = 0; i < qp->nrjobs; i++)
-        qp->rjobs[i].active = 0;
-    qp->rjobs_unsent = 0;
+        mroce_resp_free_rjob(qp, &qp->rjobs[i]);
     qp->loss_deadline = qp->reo_deadline = qp->rnr_deadline = MROCE_TSTAMP_INF;
 }
 
@@ -475,6 +490,16 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
             for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
                 if (qp->tx[p & qp->tx_mask].state == TX_INFLIGHT)
                     lose(qp, p & qp->tx_mask, LOSS_RTO, &lost_bytes);
+            /* Resend in PSN order, oldest first.  The queue is in order of
+             * detection, so a hole at the cumulative point that was lost
+             * again can sit behind hundreds of PSNs the receiver already
+             * holds but cannot SACK (beyond cum + 256); with cwnd cut to one
+             * MTU each RTO would then resend one of those, its DUP ACK
+             * acknowledging nothing, until retry_cnt ran out. */
+            qp->retxq_head = qp->retxq_tail;
+            for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
+                if (qp->tx[p & qp->tx_mask].state == TX_LOST)
+                    qp->retxq[qp->retxq_tail++ & qp->tx_mask] = p;
             qp->cc.ops->on_timeout(&qp->cc, now);
             lost_bytes = 0;
             qp->last_progress = now;

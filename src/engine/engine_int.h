@@ -102,6 +102,7 @@ struct mroce_rwqe {
     uint8_t done;            /* message complete (or failed) */
     uint8_t status;          /* enum mroce_wc_status */
     uint8_t started;         /* a packet has been seen */
+    uint32_t last_psn;       /* highest PSN of its packets seen so far */
     struct mroce_sge sge[MROCE_MAX_SGE];
     mroce_mr *mrs[MROCE_MAX_SGE];
 };
@@ -110,6 +111,13 @@ struct mroce_rwqe {
 struct mroce_rjob {
     uint8_t active;
     uint8_t is_atomic;
+    uint8_t waiting;         /* accepted, not yet executed: earlier PSNs
+                                are still missing (SEM ordering) */
+    uint8_t op;              /* atomics: MROCE_OP_FETCH_ADD / CMP_SWAP */
+    uint32_t psn;            /* PSN of the request */
+    uint8_t *target;         /* atomics: the checked 8-byte word */
+    mroce_mr *mr;            /* region read or updated (referenced) */
+    uint64_t swap_add, compare; /* atomics: operands */
     uint32_t req_msn;
     uint32_t len;            /* response bytes */
     uint32_t sent_off;       /* bytes handed to the packetiser */
@@ -192,7 +200,8 @@ struct mroce_qp {
     /* responder jobs */
     struct mroce_rjob *rjobs;
     uint32_t nrjobs;
-    uint32_t rjobs_unsent;    /* jobs with packets never sent (fast check) */
+    uint32_t rjobs_unsent;    /* executed jobs with packets never sent */
+    uint32_t rjobs_waiting;   /* jobs accepted but not yet executed */
     uint64_t rjob_seq;
 
     /* transmit side: PSN space of packets we send */
@@ -321,6 +330,7 @@ int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
 int mroce_resp_write_nak(mroce_qp *qp, uint8_t *buf, size_t cap,
                          struct mroce_tx_info *info, mroce_tstamp now);
 void mroce_resp_complete_recvs(mroce_qp *qp);
+void mroce_resp_free_rjob(mroce_qp *qp, struct mroce_rjob *j);
 void mroce_resp_ack_timer(mroce_qp *qp, mroce_tstamp now);
 
 /* completer.c */

@@ -170,6 +170,8 @@ void mroce_qp_del(mroce_qp *qp)
         mroce_qp_release_swqe(qp, &qp->sq[i & qp->sq_mask]);
     for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++)
         mroce_qp_release_rwqe(qp, &qp->rq[i & qp->rq_mask]);
+    for (uint32_t i = 0; i < qp->nrjobs; i++)
+        mroce_resp_free_rjob(qp, &qp->rjobs[i]);
     mroce_ep_unready(ep, qp);
     if (qp->state == MROCE_QPS_LISTEN) {
         mroce_qp **pp = &ep->listen_head;
@@ -235,6 +237,8 @@ static void choose_local_identity(mroce_qp *qp)
     qp->snd_una = qp->snd_nxt = qp->snd_high_acked = qp->local_start_psn;
 }
 
+static void cap_handshake_deadline(mroce_qp *qp);
+
 static mroce_tstamp initial_ctrl_rto(const mroce_qp *qp)
 {
     return qp->attr.min_rto * 5;
@@ -254,6 +258,7 @@ int mroce_qp_connect(mroce_qp *qp, const struct mroce_addr *to,
     qp->conn_start = now;
     qp->ctrl_rto = initial_ctrl_rto(qp);
     qp->ctrl_deadline = now + qp->ctrl_rto;
+    cap_handshake_deadline(qp);
     qp->ctrl |= CTRL_CONN_REQ;
     mroce_ep_mark_ready(qp->ep, qp);
     return 0;
@@ -348,6 +353,7 @@ void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
             }
             qp->peer_qpn = c->src_qpn;
             adopt_peer(qp, c);
+            qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
             qp->state = MROCE_QPS_RTS;
             qp->ctrl &= (uint8_t)~CTRL_CONN_REQ;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
@@ -446,6 +452,15 @@ int mroce_qp_write_ctrl(mroce_qp *qp, uint8_t *buf, size_t cap,
     return (int)n;
 }
 
+/* CONN-6: the handshake fails handshake_timeout after connect, not at the
+ * next (doubled, up to max_rto) retransmission time after that. */
+static void cap_handshake_deadline(mroce_qp *qp)
+{
+    if (qp->state == MROCE_QPS_CONNECTING &&
+        qp->conn_start + qp->attr.handshake_timeout < qp->ctrl_deadline)
+        qp->ctrl_deadline = qp->conn_start + qp->attr.handshake_timeout;
+}
+
 /* Retransmit CONNECT_REQ / DISCONNECT until answered. */
 void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now)
 {
@@ -476,6 +491,7 @@ void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now)
     qp->ctrl_rto = qp->ctrl_rto * 2 > qp->attr.max_rto ? qp->attr.max_rto
                                                        : qp->ctrl_rto * 2;
     qp->ctrl_deadline = now + qp->ctrl_rto;
+    cap_handshake_deadline(qp);
 }
 
 int mroce_qp_disconnect(mroce_qp *qp, mroce_tstamp now)

@@ -111,18 +111,21 @@ int mroce_qp_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
         return MROCE_EINVAL;
     if (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CONNECTING)
         return MROCE_ESTATE;
+    int rc = 0;
     for (; wr; wr = wr->next) {
         if (bad_wr)
             *bad_wr = wr;
-        if (qp->sq_tail - qp->sq_head > qp->sq_mask)
-            return MROCE_EFULL;
+        if (qp->sq_tail - qp->sq_head > qp->sq_mask) {
+            rc = MROCE_EFULL;
+            break;
+        }
         uint32_t slot = qp->sq_tail & qp->sq_mask;
         struct mroce_swqe *w = &qp->sq[slot];
-        int rc = prepare_swqe(qp, wr, w,
-                              qp->inline_buf + (size_t)slot * MROCE_MAX_INLINE);
+        rc = prepare_swqe(qp, wr, w,
+                          qp->inline_buf + (size_t)slot * MROCE_MAX_INLINE);
         if (rc < 0) {
             memset(w, 0, sizeof(*w));
-            return rc;
+            break;
         }
         for (int i = 0; i < w->num_sge; i++)
             if (w->mrs[i])
@@ -138,11 +141,13 @@ int mroce_qp_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
         w->status = MROCE_WC_SUCCESS;
         qp->sq_tail++;
     }
-    if (bad_wr)
+    if (rc == 0 && bad_wr)
         *bad_wr = NULL;
-    if (qp->state == MROCE_QPS_RTS)
+    /* Also when a later WR of the chain was refused: the ones before it are
+     * queued and must be sent. */
+    if (qp->state == MROCE_QPS_RTS && qp->sq_tx != qp->sq_tail)
         mroce_ep_mark_ready(qp->ep, qp);
-    return 0;
+    return rc;
 }
 
 /* --- path lists: each path's in-flight packets in send order --- */
@@ -213,15 +218,24 @@ int mroce_req_has_data(const mroce_qp *qp)
 
 /* Room for one more packet of `bytes` payload under the window, the
  * congestion window and the receiver's credit? */
-static int can_send_new(const mroce_qp *qp, uint32_t bytes)
+static int can_send(const mroce_qp *qp, uint32_t bytes)
 {
-    if ((uint32_t)(qp->snd_nxt - qp->snd_una) >= qp->peer_window)
-        return 0;
     if (qp->inflight_pkts == 0)
         return 1; /* always allow one packet so the connection moves */
     uint32_t lim = qp->cc.cwnd < qp->peer_credit ? qp->cc.cwnd : qp->peer_credit;
     return qp->inflight_bytes + bytes + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN <=
            lim;
+}
+
+/* A new PSN must also fit the peer's receive window.  Retransmissions reuse
+ * a PSN already inside it and so only need can_send(): with the window full
+ * of lost packets, applying the window to them would stall the QP for good
+ * (nothing in flight, so no timer either). */
+static int can_send_new(const mroce_qp *qp, uint32_t bytes)
+{
+    if ((uint32_t)(qp->snd_nxt - qp->snd_una) >= qp->peer_window)
+        return 0;
+    return can_send(qp, bytes);
 }
 
 static uint8_t wr_to_opcode(unsigned op)
@@ -381,7 +395,7 @@ static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
             e->probe = 0;
             continue;
         }
-        if (!probe && !can_send_new(qp, e->len))
+        if (!probe && !can_send(qp, e->len))
             return 0;
         uint16_t old = e->path;
         uint8_t old_state = e->state;
@@ -447,7 +461,8 @@ static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
         return 0;
     for (uint32_t i = 0; i < qp->nrjobs; i++) {
         struct mroce_rjob *j = &qp->rjobs[i];
-        if (j->active && j->sent_pkts < j->npkts && (!best || j->seq < best->seq)) {
+        if (j->active && !j->waiting && j->sent_pkts < j->npkts &&
+            (!best || j->seq < best->seq)) {
             best = j;
             bi = i;
         }
@@ -475,7 +490,10 @@ static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
 static int write_new_req(mroce_qp *qp, uint8_t *buf, size_t cap,
                          mroce_tstamp now)
 {
-    if (qp->sq_tx == qp->sq_tail || qp->state != MROCE_QPS_RTS)
+    /* CLOSING too: work posted before mroce_qp_disconnect() is still sent
+     * (CONN-15); new posts are refused in CLOSING. */
+    if (qp->sq_tx == qp->sq_tail ||
+        (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CLOSING))
         return 0;
     struct mroce_swqe *w = &qp->sq[qp->sq_tx & qp->sq_mask];
     if (w->sent_pkts == 0) {
@@ -486,6 +504,11 @@ static int write_new_req(mroce_qp *qp, uint8_t *buf, size_t cap,
             return 0;
         if ((w->flags & MROCE_SEND_FENCE) && qp->rd_outstanding)
             return 0;
+        /* Count packets with the negotiated MTU: a WR posted while
+         * CONNECTING was counted with our own, and a smaller peer MTU would
+         * otherwise end the message early (and complete it successfully). */
+        if (!is_rd_atomic(w->opcode))
+            w->npkts = w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
     }
     uint32_t len = 0;
     if (!is_rd_atomic(w->opcode)) {

@@ -62,12 +62,20 @@ int mroce_qp_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
     return 0;
 }
 
-/* Complete receives in posting order as their messages finish. */
+/* Complete receives in posting order as their messages finish.  A
+ * successful receive is reported only once every PSN up to its message's
+ * last has arrived, so its completion implies that every message posted
+ * before it (a WRITE carrying the data it announces, say) is in memory too,
+ * as on an RDMA reliable connection (SEM-24). */
 void mroce_resp_complete_recvs(mroce_qp *qp)
 {
+    int live = qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING;
     while (qp->rq_head != qp->rq_tail) {
         struct mroce_rwqe *r = &qp->rq[qp->rq_head & qp->rq_mask];
         if (!r->done)
+            break;
+        if (live && r->status == MROCE_WC_SUCCESS &&
+            mroce_psn_diff(qp->rxwin.cum, r->last_psn) <= 0)
             break;
         struct mroce_wc wc;
         memset(&wc, 0, sizeof(wc));
@@ -119,19 +127,33 @@ static struct mroce_rwqe *recv_for(mroce_qp *qp, uint32_t rsn, int *stale)
     return &qp->rq[rsn & qp->rq_mask];
 }
 
-/* Account a packet's bytes to a receive; the message is complete when all
- * of its bytes have arrived (duplicates never reach here). */
-static int recv_account(mroce_qp *qp, struct mroce_rwqe *r,
-                        const struct mroce_pkt *pkt, int is_write)
+/* Bind a receive to the first packet of its message that arrives; later
+ * packets must agree (SEM-19).  Checked before anything is placed. */
+static int recv_bind(struct mroce_rwqe *r, const struct mroce_pkt *pkt,
+                     int is_write)
 {
     const struct mroce_req_hdr *h = &pkt->u.rq.req;
     if (!r->started) {
         r->started = 1;
         r->msg_len = h->msg_len;
         r->is_write = (uint8_t)is_write;
+        r->last_psn = pkt->base.psn;
     } else if (r->msg_len != h->msg_len || r->is_write != is_write) {
         return -1; /* packets of one message disagree: protocol error */
     }
+    return 0;
+}
+
+/* Account a placed packet's bytes to its receive; the message is complete
+ * when all of its bytes have arrived (duplicates never reach here). */
+static int recv_account(mroce_qp *qp, struct mroce_rwqe *r,
+                        const struct mroce_pkt *pkt, int is_write)
+{
+    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    (void)qp;
+    (void)is_write;
+    if (mroce_psn_diff(pkt->base.psn, r->last_psn) > 0)
+        r->last_psn = pkt->base.psn;
     if (pkt->base.flags & MROCE_F_IMM) {
         r->has_imm = 1;
         r->imm = h->imm;
@@ -166,14 +188,18 @@ static int on_send(mroce_qp *qp, const struct mroce_pkt *pkt)
         r->started = 1;
         r->status = MROCE_WC_LOC_LEN_ERR;
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
+        /* SEM-21: it completes now (in receive order), not whenever some
+         * later message happens to complete receives. */
+        mroce_resp_complete_recvs(qp);
+        return -1;
+    }
+    if (recv_bind(r, pkt, 0) < 0) {
+        queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
     }
     mroce_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
                       pkt->payload_len);
-    if (recv_account(qp, r, pkt, 0) < 0) {
-        queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
-        return -1;
-    }
+    recv_account(qp, r, pkt, 0);
     return 0;
 }
 
@@ -212,28 +238,97 @@ static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
         queue_nak(qp, pkt, code, 1);
         return -1;
     }
-    if (pkt->payload_len)
-        memcpy(mr->addr + (addr - (uint64_t)(uintptr_t)mr->addr), pkt->payload,
-               pkt->payload_len);
-    if (r && recv_account(qp, r, pkt, 1) < 0) {
+    if (r && recv_bind(r, pkt, 1) < 0) {
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
     }
+    if (pkt->payload_len)
+        memcpy(mr->addr + (addr - (uint64_t)(uintptr_t)mr->addr), pkt->payload,
+               pkt->payload_len);
+    if (r)
+        recv_account(qp, r, pkt, 1);
     return 0;
 }
 
-static struct mroce_rjob *alloc_rjob(mroce_qp *qp)
+/* Responder jobs (READ data and atomic results we owe).  A job is accepted
+ * when its request packet arrives (access checked, PSN marked received) but
+ * executed only once every earlier PSN has arrived too, so a READ or atomic
+ * sees every WRITE posted before it, as on an RDMA reliable connection
+ * (SEM ordering).  It keeps a reference on its memory region until the
+ * requester has acknowledged the whole response. */
+static struct mroce_rjob *alloc_rjob(mroce_qp *qp, const struct mroce_pkt *pkt,
+                                     mroce_mr *mr)
 {
     for (uint32_t i = 0; i < qp->nrjobs; i++)
         if (!qp->rjobs[i].active) {
             struct mroce_rjob *j = &qp->rjobs[i];
             memset(j, 0, sizeof(*j));
             j->active = 1;
+            j->waiting = 1;
             j->seq = qp->rjob_seq++;
-            qp->rjobs_unsent++; /* every job has at least one packet */
+            j->psn = pkt->base.psn;
+            j->req_msn = pkt->u.rq.req.msn;
+            j->mr = mr;
+            mr->refs++;
+            qp->rjobs_waiting++;
             return j;
         }
     return NULL;
+}
+
+void mroce_resp_free_rjob(mroce_qp *qp, struct mroce_rjob *j)
+{
+    if (!j->active)
+        return;
+    if (j->waiting)
+        qp->rjobs_waiting--;
+    else if (j->sent_pkts < j->npkts)
+        qp->rjobs_unsent--;
+    if (j->mr)
+        j->mr->refs--;
+    j->mr = NULL;
+    j->active = 0;
+    j->waiting = 0;
+}
+
+static void exec_rjob(mroce_qp *qp, struct mroce_rjob *j)
+{
+    if (j->is_atomic) {
+        uint64_t old;
+        memcpy(&old, j->target, 8);
+        uint64_t nv = old;
+        if (j->op == MROCE_OP_FETCH_ADD)
+            nv = old + j->swap_add;
+        else if (old == j->compare)
+            nv = j->swap_add;
+        memcpy(j->target, &nv, 8);
+        /* The result lives in the job until the requester acknowledges the
+         * ATOMIC_RESP's PSN; a retransmitted request is a duplicate PSN and
+         * is never executed again (SEM exactly-once). */
+        j->atomic_result = old;
+    }
+    j->waiting = 0;
+    qp->rjobs_waiting--;
+    qp->rjobs_unsent++; /* every job has at least one packet to send */
+}
+
+/* Execute, in PSN order, every waiting job all of whose predecessors have
+ * now arrived. */
+static void run_ready_rjobs(mroce_qp *qp)
+{
+    while (qp->rjobs_waiting) {
+        struct mroce_rjob *best = NULL;
+        for (uint32_t i = 0; i < qp->nrjobs; i++) {
+            struct mroce_rjob *j = &qp->rjobs[i];
+            if (j->active && j->waiting &&
+                mroce_psn_diff(qp->rxwin.cum, j->psn) > 0 &&
+                (!best || mroce_psn_diff(j->psn, best->psn) < 0))
+                best = j;
+        }
+        if (!best)
+            return;
+        exec_rjob(qp, best);
+    }
 }
 
 static int on_read(mroce_qp *qp, const struct mroce_pkt *pkt)
@@ -246,13 +341,12 @@ static int on_read(mroce_qp *qp, const struct mroce_pkt *pkt)
         queue_nak(qp, pkt, code, 1);
         return -1;
     }
-    struct mroce_rjob *j = alloc_rjob(qp);
+    struct mroce_rjob *j = alloc_rjob(qp, pkt, mr);
     if (!j) {
         /* Peer exceeded max_rd_atomic: drop unmarked; it will retry. */
         qp->cnt.drop_state++;
         return -1;
     }
-    j->req_msn = h->msn;
     j->len = h->msg_len;
     j->npkts = h->msg_len ? (h->msg_len + qp->mtu - 1) / qp->mtu : 1;
     j->src = mr->addr + (h->raddr - (uint64_t)(uintptr_t)mr->addr);
@@ -274,28 +368,18 @@ static int on_atomic(mroce_qp *qp, const struct mroce_pkt *pkt)
         queue_nak(qp, pkt, code, 1);
         return -1;
     }
-    struct mroce_rjob *j = alloc_rjob(qp);
+    struct mroce_rjob *j = alloc_rjob(qp, pkt, mr);
     if (!j) {
         qp->cnt.drop_state++;
         return -1;
     }
-    uint8_t *p = mr->addr + (h->raddr - (uint64_t)(uintptr_t)mr->addr);
-    uint64_t old;
-    memcpy(&old, p, 8);
-    uint64_t nv = old;
-    if (pkt->base.opcode == MROCE_OP_FETCH_ADD)
-        nv = old + pkt->u.rq.atomic.swap_add;
-    else if (old == pkt->u.rq.atomic.compare)
-        nv = pkt->u.rq.atomic.swap_add;
-    memcpy(p, &nv, 8);
-    /* The result lives in the job until the requester acknowledges the
-     * ATOMIC_RESP's PSN: a retransmitted request is a duplicate PSN and is
-     * never executed again (SEM exactly-once). */
     j->is_atomic = 1;
-    j->req_msn = h->msn;
+    j->op = pkt->base.opcode;
+    j->target = mr->addr + (h->raddr - (uint64_t)(uintptr_t)mr->addr);
+    j->swap_add = pkt->u.rq.atomic.swap_add;
+    j->compare = pkt->u.rq.atomic.compare;
     j->len = MROCE_ATOMIC_LEN;
     j->npkts = 1;
-    j->atomic_result = old;
     return 0;
 }
 
@@ -392,10 +476,14 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
     if ((pkt->base.flags & MROCE_F_ACK_REQ) || ce ||
         (gap && psn == old_cum) || qp->ack_pending >= MROCE_ACK_FREQ)
         qp->ack_now = 1;
-    if (pkt->base.opcode == MROCE_OP_SEND || pkt->base.opcode == MROCE_OP_WRITE)
+    /* Any packet may have moved cum_psn, which releases waiting READs and
+     * atomics and receive completions held for ordering. */
+    if (qp->rjobs_waiting)
+        run_ready_rjobs(qp);
+    if (qp->rq_head != qp->rq_tail)
         mroce_resp_complete_recvs(qp);
-    else if (pkt->base.opcode == MROCE_OP_READ_RESP ||
-             pkt->base.opcode == MROCE_OP_ATOMIC_RESP)
+    if (pkt->base.opcode == MROCE_OP_READ_RESP ||
+        pkt->base.opcode == MROCE_OP_ATOMIC_RESP)
         mroce_comp_complete_sends(qp);
 }
 
