@@ -236,6 +236,12 @@ struct mroce_qp_attr {
     mroce_tstamp target_qdelay; /* CC delay target above base RTT; 5 us */
     uint16_t entropy_base;  /* entropies are drawn from [base, base+span) */
     uint16_t entropy_span;  /* default 49152 + 16384 (the ephemeral range) */
+    uint8_t path_burst;     /* consecutive packets per path pick, 1..64;
+                               1 (per-packet spraying); a batching datapath
+                               (UDP GSO) uses more */
+    uint32_t pd;            /* protection domain: remote accesses through
+                               this QP may only use regions of the same PD
+                               (mroce_mr_reg_pd); 0 by default */
 };
 void mroce_qp_attr_default(struct mroce_qp_attr *attr);
 
@@ -319,6 +325,10 @@ void mroce_ep_get_counters(const mroce_ep *ep, struct mroce_ep_counters *c);
 /* --- memory regions --- */
 int mroce_mr_reg(mroce_ep *ep, void *addr, size_t len, unsigned access,
                  mroce_mr **pmr);
+/* The same in protection domain pd (mroce_mr_reg uses domain 0): only QPs
+ * created with attr.pd == pd may use it, locally or remotely. */
+int mroce_mr_reg_pd(mroce_ep *ep, uint32_t pd, void *addr, size_t len,
+                    unsigned access, mroce_mr **pmr);
 int mroce_mr_dereg(mroce_mr *mr);
 uint32_t mroce_mr_lkey(const mroce_mr *mr);
 uint32_t mroce_mr_rkey(const mroce_mr *mr);

@@ -320,9 +320,14 @@ void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
     if (n->code == MROCE_NAK_RNR) {
         qp->cnt.rnr_naks_rx++;
         mroce_tstamp delay = (mroce_tstamp)(n->rnr_delay ? n->rnr_delay : 1) * 10000;
-        /* Count one RNR round per message per delay period: every packet
-         * of a multi-packet SEND may be NAKed. */
-        if (!w->rnr_tries || now >= w->rnr_last + delay / 2) {
+        /* Count one RNR round per message: every packet of a multi-packet
+         * SEND may be NAKed, and on a slow link one round's NAKs can span
+         * more than the delay.  A new round is a NAK for a packet the RNR
+         * timer released (cause RNR) after the last counted round; NAKs for
+         * the rest of the burst, or for first transmissions of the message's
+         * later packets, belong to the round already counted. */
+        if (!w->rnr_tries ||
+            (e->cause == LOSS_RNR && e->sent_time >= w->rnr_last)) {
             w->rnr_tries++;
             w->rnr_last = now;
         }

@@ -50,6 +50,7 @@ struct mroce_mr {
     unsigned access;  /* enum mroce_access */
     uint32_t key;     /* lkey == rkey: slot index << 8 | generation */
     uint32_t refs;    /* outstanding work requests referencing it */
+    uint32_t pd;      /* protection domain */
 };
 
 /* --- completion queues --- */
@@ -282,8 +283,9 @@ uint32_t mroce_ep_credit_share(mroce_ep *ep, mroce_qp *qp, mroce_tstamp now);
 mroce_mr *mroce_mr_lookup(mroce_ep *ep, uint32_t key);
 /* Validate [addr, addr+len) against key with rights; returns the MR or
  * NULL and sets *nak to the NAK code describing why. */
-mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t rkey, uint64_t addr,
-                                uint64_t len, unsigned access, uint8_t *nak);
+mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t pd, uint32_t rkey,
+                                uint64_t addr, uint64_t len, unsigned access,
+                                uint8_t *nak);
 void mroce_mr_free_all(mroce_ep *ep);
 /* Copy between a message offset and an SGE list. */
 void mroce_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,

@@ -20,11 +20,13 @@ mroce_mr *mroce_mr_lookup(mroce_ep *ep, uint32_t key)
     return mr && mr->key == key ? mr : NULL;
 }
 
-mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t rkey, uint64_t addr,
-                                uint64_t len, unsigned access, uint8_t *nak)
+mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t pd, uint32_t rkey,
+                                uint64_t addr, uint64_t len, unsigned access,
+                                uint8_t *nak)
 {
     mroce_mr *mr = mroce_mr_lookup(ep, rkey);
-    if (!mr) {
+    /* A region of another protection domain does not exist for this QP. */
+    if (!mr || mr->pd != pd) {
         *nak = MROCE_NAK_REMOTE_ACCESS_KEY;
         return NULL;
     }
@@ -43,6 +45,12 @@ mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t rkey, uint64_t addr,
 
 int mroce_mr_reg(mroce_ep *ep, void *addr, size_t len, unsigned access,
                  mroce_mr **pmr)
+{
+    return mroce_mr_reg_pd(ep, 0, addr, len, access, pmr);
+}
+
+int mroce_mr_reg_pd(mroce_ep *ep, uint32_t pd, void *addr, size_t len,
+                    unsigned access, mroce_mr **pmr)
 {
     if (!ep || !pmr || (!addr && len) || (access & ~15u))
         return MROCE_EINVAL;
@@ -75,6 +83,7 @@ int mroce_mr_reg(mroce_ep *ep, void *addr, size_t len, unsigned access,
     mr->addr = addr;
     mr->len = len;
     mr->access = access;
+    mr->pd = pd;
     mr->key = slot << 8 | gen;
     ep->mrs[slot] = mr;
     *pmr = mr;

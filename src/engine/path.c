@@ -109,6 +109,9 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
     ps->paths = paths;
     ps->npaths = npaths;
     ps->cursor = 0;
+    ps->last = 0;
+    ps->burst = 1;
+    ps->burst_left = 0;
     ps->entropy_base = base;
     ps->entropy_span = span;
     ps->target_qdelay = target_qdelay;
@@ -146,7 +149,24 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
  * O(WMAX) per pick in the worst case.  The cursor moves past the chosen slot
  * so consecutive packets go to different paths.
  */
+static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid);
+
+/* Bursts: a datapath that batches (UDP GSO sends one burst of segments with
+ * one source port) asks for `burst` consecutive packets per path.  A burst
+ * counts as one deficit-round-robin pick, so weights keep their meaning. */
 uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
+{
+    if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths) {
+        ps->burst_left--;
+        return ps->last;
+    }
+    uint16_t i = path_pick_one(ps, avoid);
+    ps->last = i;
+    ps->burst_left = ps->burst > 1 ? (uint8_t)(ps->burst - 1) : 0;
+    return i;
+}
+
+static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid)
 {
     uint32_t n = ps->npaths, c = ps->cursor, guard, k;
 

@@ -47,6 +47,9 @@ struct mroce_pathset {
     struct mroce_path *paths; /* npaths slots, owned by the QP */
     uint16_t npaths;
     uint16_t cursor;          /* deficit round robin position */
+    uint16_t last;            /* slot of the current burst */
+    uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
+    uint8_t burst_left;       /* packets left in the current burst */
     uint16_t entropy_base;    /* entropies are in [base, base + span) */
     uint16_t entropy_span;
     mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */

@@ -39,6 +39,7 @@ void mroce_qp_attr_default(struct mroce_qp_attr *a)
     a->target_qdelay = 5000;
     a->entropy_base = 49152;
     a->entropy_span = 16384;
+    a->path_burst = 1;
 }
 
 int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
@@ -55,6 +56,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
         (uint32_t)a.entropy_base + a.entropy_span > 65536 ||
         a.min_rto == 0 || a.max_rto < a.min_rto || a.init_cwnd == 0 ||
         a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 ||
+        a.path_burst == 0 || a.path_burst > 64 ||
         in->send_cq->ep != ep || in->recv_cq->ep != ep)
         return MROCE_EINVAL;
     if (ep->nqps == ep->nqps_slots)
@@ -90,6 +92,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
                            a.entropy_base, a.entropy_span, a.target_qdelay,
                            ep->cfg.rand, ep->cfg.rand_user) < 0)
         goto fail;
+    qp->paths.burst = a.path_burst;
     qp->sq_mask = a.max_send_wr - 1;
     qp->rq_mask = a.max_recv_wr - 1;
     qp->tx_mask = a.window - 1;

@@ -85,7 +85,7 @@ static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
     for (int i = 0; i < wr->num_sge; i++) {
         const struct mroce_sge *s = &wr->sg_list[i];
         mroce_mr *mr = mroce_mr_lookup(qp->ep, s->lkey);
-        if (!mr)
+        if (!mr || mr->pd != qp->attr.pd)
             return MROCE_EACCESS;
         uint64_t start = (uint64_t)(uintptr_t)mr->addr;
         if (s->addr < start || s->addr - start > mr->len ||

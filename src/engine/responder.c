@@ -37,7 +37,8 @@ int mroce_qp_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
             const struct mroce_sge *s = &wr->sg_list[i];
             mroce_mr *mr = mroce_mr_lookup(qp->ep, s->lkey);
             uint64_t start = mr ? (uint64_t)(uintptr_t)mr->addr : 0;
-            if (!mr || !(mr->access & MROCE_ACCESS_LOCAL_WRITE) ||
+            if (!mr || mr->pd != qp->attr.pd ||
+                !(mr->access & MROCE_ACCESS_LOCAL_WRITE) ||
                 s->addr < start || s->addr - start > mr->len ||
                 s->length > mr->len - (s->addr - start)) {
                 for (int k = 0; k < i; k++)
@@ -224,7 +225,7 @@ static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
         queue_nak(qp, pkt, MROCE_NAK_REMOTE_ACCESS_BOUNDS, 1);
         return -1;
     }
-    mroce_mr *mr = mroce_mr_check_remote(qp->ep, h->rkey, addr,
+    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, addr,
                                          pkt->payload_len,
                                          MROCE_ACCESS_REMOTE_WRITE, &code);
     if (!mr) {
@@ -233,7 +234,7 @@ static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
     }
     /* The whole message must fit too, so a bad length fails on its first
      * packet to arrive rather than part-way. */
-    if (!mroce_mr_check_remote(qp->ep, h->rkey, h->raddr, h->msg_len,
+    if (!mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr, h->msg_len,
                                MROCE_ACCESS_REMOTE_WRITE, &code)) {
         queue_nak(qp, pkt, code, 1);
         return -1;
@@ -335,7 +336,7 @@ static int on_read(mroce_qp *qp, const struct mroce_pkt *pkt)
 {
     const struct mroce_req_hdr *h = &pkt->u.rq.req;
     uint8_t code = 0;
-    mroce_mr *mr = mroce_mr_check_remote(qp->ep, h->rkey, h->raddr, h->msg_len,
+    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr, h->msg_len,
                                          MROCE_ACCESS_REMOTE_READ, &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
@@ -361,7 +362,7 @@ static int on_atomic(mroce_qp *qp, const struct mroce_pkt *pkt)
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
     }
-    mroce_mr *mr = mroce_mr_check_remote(qp->ep, h->rkey, h->raddr,
+    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
                                          MROCE_ATOMIC_LEN,
                                          MROCE_ACCESS_REMOTE_ATOMIC, &code);
     if (!mr) {
