@@ -89,7 +89,13 @@ static void lose(mroce_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
     struct mroce_txent *e = &qp->tx[idx];
     uint16_t path = e->path;
     uint32_t psn = qp->snd_una + ((idx - qp->snd_una) & qp->tx_mask);
-    *lost_bytes += e->len;
+    /* Only a path's first loss since its last ack is a congestion signal
+     * (CC-12).  Congestion drops at a shared queue hit all paths alike;
+     * losses that repeat on one entropy (and those swept up when it is
+     * retired) mean the path is broken, and cutting cwnd for each of them
+     * would starve the paths that still work. */
+    if (qp->path_slots[path].consec_losses == 0)
+        *lost_bytes += e->len;
     mroce_req_declare_lost(qp, psn, cause);
     if (mroce_path_on_loss(&qp->paths, path)) {
         qp->cnt.paths_retired++;
@@ -97,7 +103,6 @@ static void lose(mroce_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
         while (p->list_head != MROCE_PATH_NONE) {
             uint32_t i = p->list_head;
             uint32_t q = qp->snd_una + ((i - qp->snd_una) & qp->tx_mask);
-            *lost_bytes += qp->tx[i].len;
             mroce_req_declare_lost(qp, q, LOSS_PATH);
         }
     }
@@ -126,7 +131,6 @@ static int ack_one(mroce_qp *qp, uint32_t psn, uint32_t echo_psn,
             mroce_path_on_ack(&qp->paths, e->path,
                               psn == echo_psn && !e->retx ? rtt : 0,
                               qp->min_rtt);
-            qp->path_slots[e->path].acked_pkts++;
         }
     }
     e->state = TX_ACKED;
@@ -139,22 +143,45 @@ static int ack_one(mroce_qp *qp, uint32_t psn, uint32_t echo_psn,
     return 1;
 }
 
-/* Out-of-order threshold: packets far below the highest acked PSN that have
- * been out at least the lowest RTT are lost; younger ones re-checked later. */
-static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes)
+/* Out-of-order loss (LOSS-7).  A packet below the highest acknowledged PSN
+ * is lost once it has been out
+ *   - at least the lowest RTT, if it is ooo_thresh or more PSNs behind;
+ *   - at least a probe timeout (2*srtt + max_ack_delay), if it is closer:
+ *     the SACK a probe would solicit is already here.  Without this a window
+ *     smaller than ooo_thresh (a 100G/5us BDP is ~15 packets) holds packets
+ *     sent into a dead path until an RTO.
+ * Reordering across sprayed paths is bounded by the spread of path delays,
+ * well inside both guards.  ACK-driven scans start where the previous one
+ * ended (O(new PSNs) per ACK); packets still too young are re-checked by a
+ * full scan when reo_deadline fires. */
+static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
+                     int full)
 {
-    qp->reo_deadline = MROCE_TSTAMP_INF;
     mroce_tstamp guard = qp->min_rtt ? qp->min_rtt : qp->attr.min_rto;
+    mroce_tstamp tguard = qp->srtt ? 2 * qp->srtt + qp->attr.max_ack_delay
+                                   : MROCE_TSTAMP_INF;
+    if (tguard < guard)
+        tguard = guard;
     uint32_t end = qp->snd_high_acked - qp->attr.ooo_thresh;
-    for (uint32_t psn = qp->snd_una; mroce_psn_diff(psn, end) < 0; psn++) {
+    uint32_t psn = qp->snd_una;
+    if (full)
+        qp->reo_deadline = MROCE_TSTAMP_INF;
+    else if (mroce_psn_diff(qp->ooo_cursor, psn) > 0 &&
+             mroce_psn_diff(qp->ooo_cursor, qp->snd_high_acked) <= 0)
+        psn = qp->ooo_cursor;
+    for (; mroce_psn_diff(psn, qp->snd_high_acked) < 0; psn++) {
         struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
         if (e->state != TX_INFLIGHT)
             continue;
-        if (now - e->sent_time >= guard)
+        mroce_tstamp g = mroce_psn_diff(psn, end) < 0 ? guard : tguard;
+        if (g == MROCE_TSTAMP_INF)
+            continue;
+        if (now - e->sent_time >= g)
             lose(qp, psn & qp->tx_mask, LOSS_OOO, lost_bytes);
-        else if (e->sent_time + guard < qp->reo_deadline)
-            qp->reo_deadline = e->sent_time + guard;
+        else if (e->sent_time + g < qp->reo_deadline)
+            qp->reo_deadline = e->sent_time + g;
     }
+    qp->ooo_cursor = qp->snd_high_acked;
 }
 
 static void advance_una(mroce_qp *qp)
@@ -234,7 +261,7 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
         qp->backoff = 0;
         qp->consec_timeouts = 0;
     }
-    ooo_scan(qp, now, &lost_bytes);
+    ooo_scan(qp, now, &lost_bytes, 0);
 
     /* ECN counts are cumulative; ACKs may arrive out of order. */
     uint32_t dce = 0, drx = 0;
@@ -463,7 +490,7 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
                 mroce_req_declare_lost(qp, p, LOSS_RNR);
     }
     if (qp->reo_deadline <= now)
-        ooo_scan(qp, now, &lost_bytes);
+        ooo_scan(qp, now, &lost_bytes, 1);
     if (qp->loss_deadline <= now) {
         if (qp->snd_una == qp->snd_nxt || qp->inflight_pkts == 0) {
             qp->loss_deadline = MROCE_TSTAMP_INF;

@@ -315,6 +315,8 @@ void mroce_ep_on_connect_req(mroce_ep *ep, const struct mroce_pkt *pkt,
             if (q->state == MROCE_QPS_RTS) {
                 q->ctrl |= CTRL_CONN_RESP;
                 mroce_ep_mark_ready(ep, q);
+            } else {
+                q->cnt.drop_state++; /* closing or failed: no answer */
             }
             return;
         }
@@ -380,6 +382,11 @@ void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
             if (qp->state != MROCE_QPS_CLOSED) {
                 qp->state = MROCE_QPS_CLOSED;
                 qp->ctrl_deadline = MROCE_TSTAMP_INF;
+                /* CLOSED sends nothing but DISCONNECT_ACK (CONN-19). */
+                qp->ctrl = CTRL_DISC_ACK;
+                qp->ack_now = 0;
+                qp->ack_pending = 0;
+                qp->ack_deadline = MROCE_TSTAMP_INF;
                 mroce_comp_flush(qp);
             }
         } else {

@@ -75,15 +75,23 @@ void mroce_resp_complete_recvs(mroce_qp *qp)
         struct mroce_rwqe *r = &qp->rq[qp->rq_head & qp->rq_mask];
         if (!r->done)
             break;
-        if (live && r->status == MROCE_WC_SUCCESS &&
-            mroce_psn_diff(qp->rxwin.cum, r->last_psn) <= 0)
-            break;
+        if (r->status == MROCE_WC_SUCCESS &&
+            mroce_psn_diff(qp->rxwin.cum, r->last_psn) <= 0) {
+            if (live)
+                break; /* placed, but an earlier message is not yet */
+            /* Failing: without its predecessors it cannot be reported as
+             * a success (SEM-24). */
+            r->status = MROCE_WC_WR_FLUSH_ERR;
+        }
         struct mroce_wc wc;
         memset(&wc, 0, sizeof(wc));
         wc.wr_id = r->wr_id;
         wc.status = (enum mroce_wc_status)r->status;
         wc.opcode = r->has_imm ? MROCE_WC_RECV_WITH_IMM : MROCE_WC_RECV;
-        wc.byte_len = r->is_write ? r->msg_len : r->placed;
+        /* Overlapping segments from a faulty peer can count bytes twice:
+         * never report more than the message, which fits the buffers. */
+        wc.byte_len = r->is_write || r->placed > r->msg_len ? r->msg_len
+                                                            : r->placed;
         if (r->has_imm) {
             wc.imm_data = r->imm;
             wc.wc_flags = MROCE_WC_WITH_IMM;
@@ -180,8 +188,10 @@ static int on_send(mroce_qp *qp, const struct mroce_pkt *pkt)
         queue_nak(qp, pkt, MROCE_NAK_RNR, 0);
         return -1;
     }
-    if (r->done && r->status != MROCE_WC_SUCCESS)
+    if (r->done && r->status != MROCE_WC_SUCCESS) {
+        qp->cnt.drop_stale++; /* its receive already failed */
         return -1;
+    }
     if (h->msg_len > r->capacity) {
         /* Receive too small: the receive completes in error, the requester
          * is told with a fatal NAK (SEM). */
