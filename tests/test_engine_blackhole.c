@@ -3,33 +3,44 @@
  * spraying (PATH-*, LOSS-*): what the engine does when one spine of the
  * fabric dies or turns lossy in the middle of a transfer.
  *
- * 1. Blackhole: 2 hosts, 8 spines, 100 Gbit/s.  Host 0 WRITEs 16 MiB (plus a
- *    few SENDs) to host 1 over 64 paths.  When half of the bytes have been
- *    sent, the spine carrying most of the QP's paths is blackholed, and an
- *    rx hook makes sure that no packet that crossed it is ever delivered
- *    from then on.  Checked: the transfer completes, every completion is a
- *    success in posting order, the data are identical; every path slot that
- *    hashed onto the dead spine at the failure has been retired; the last
- *    data packet into the dead spine leaves plenty of the transfer after it
- *    (so "no more traffic" is a real observation, not the end of the run);
- *    and the recovery time (blackhole -> last data packet sent into the dead
- *    spine) is below RECOVERY_MAX_RTTS round-trip times, for several seeds.
- * 2. Degraded spine: the same transfer with 30% random loss on the busiest
- *    spine from the start.  Paths on it lose three packets in a row now and
- *    then and are retired onto (most likely) other spines, so its share of
- *    the data packets must fall well below the even share of 1/8.
+ * 1. Blackhole: 2 hosts, 8 spines, 100 Gbit/s, no other faults.  Host 0
+ *    WRITEs 16 MiB (plus a few SENDs) to host 1.  When half of the bytes
+ *    have been sent, the spine carrying most of the QP's paths is
+ *    blackholed, and an rx hook makes sure that no packet that crossed it is
+ *    ever delivered from then on.  Checked: the transfer completes, every
+ *    completion is a success in posting order, the data are identical; every
+ *    path slot that hashed onto the dead spine at the failure has been
+ *    retired; the last data packet into the dead spine leaves thousands of
+ *    packets of the transfer after it (so "no more traffic" is an
+ *    observation, not the end of the run); and the recovery time (blackhole
+ *    -> last data packet sent into the dead spine, in units of the srtt at
+ *    the failure) is bounded.  Run with 16 paths (six seeds, bound
+ *    RECOVERY_MAX_RTTS) and with the default 64 (two seeds, loose bound).
+ * 2. Degraded spine: 32 MiB over 64 paths with 30% random loss on the
+ *    busiest spine from the start.  Paths on it lose three packets in a row
+ *    now and then and are retired onto (most likely) other spines, so its
+ *    share of the data packets in the second half must fall below half of
+ *    the even share of 1/8, and below its first-half share.
  *
- * The bound.  A dead path is retired after 3 consecutive losses, and a loss
- * on a dead path is found by the out-of-order rule once a later packet is
- * acknowledged and the lost one is older than a probe timeout (2 srtt +
- * max_ack_delay, ~4 RTTs here).  At 100 Gbit/s and ~5 us RTT the link
- * carries W ~ 15 packets per RTT, spread over N = 64 paths, so one path sees
- * a packet every N/W ~ 4.3 RTTs: three losses take ~9 RTTs to happen and
- * ~13 to be detected, ~17 RTTs in all.  A retired slot's fresh entropy lands
- * on the dead spine again with probability 1/8 and needs the same again, so
- * typical runs end at 15-45 RTTs.  50 RTTs allows one such re-landing with
- * room; an engine that needed timeouts (min_rto = 200 us = 40 RTTs) or that
- * stopped spraying would blow through it.
+ * The bound.  A dead path is retired after 3 consecutive losses (PATH-10).
+ * With the reference loss detection a loss on a dead path is found only by
+ * LOSS-7 (a PSN ooo_thresh = 64 beyond it acknowledged) or by a timeout
+ * (LOSS-11; min_rto 200 us is ~40 RTTs here).  At 100 Gbit/s and ~5 us RTT
+ * the link carries W ~ 15 packets per RTT.  Over N = 16 paths each path
+ * sees about one packet per RTT, 64 PSNs pass in ~4 RTTs, and three losses
+ * per dead path are found in roughly 5-15 RTTs; a retired slot's fresh
+ * entropy lands on the dead spine again with probability 1/8 and costs the
+ * same again.  Measured: 7-30 RTTs; 50 RTTs leaves room for one more
+ * re-landing, and a recovery that needed a timeout would exceed it.
+ *
+ * Why 64 paths get a loose bound (1000 RTTs, measured ~80-400): with N > W
+ * a path sees a packet only every N/W ~ 4 RTTs, packets sent into the dead
+ * spine fill the small window before 64 later PSNs can be acknowledged, so
+ * LOSS-7 rarely fires and recovery waits for probes and 200 us timeouts;
+ * meanwhile every loss cuts cwnd by 0.7 (CC-12), which makes the window
+ * smaller still.  That is the reference behaviour of the spec at these
+ * settings (a smaller ooo_thresh or fewer paths avoid it); this test pins
+ * only that it ends, retires every dead slot and stops using the spine.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -719,14 +719,12 @@ static void test_lossy_handshake(uint64_t seed)
     CHECK_EQ_INT(gbuf_new(&b, e.tb->h[1].ep, 65536, acc), 0);
     struct mroce_sge sa = {addr_of(a.p), 20000, mroce_mr_lkey(a.mr)};
     struct mroce_sge sb = {addr_of(b.p + 32768), 3000, mroce_mr_lkey(b.mr)};
-    struct mroce_sge rb = {addr_of(b.p + 40000), 3000, mroce_mr_lkey(b.mr)};
     struct mroce_sge ra = {addr_of(a.p + 40000), 3000, mroce_mr_lkey(a.mr)};
     struct mroce_recv_wr rwa = {.wr_id = 1, .sg_list = &ra, .num_sge = 1};
     CHECK_EQ_INT(mroce_qp_post_recv(e.qa, &rwa, NULL), 0);
     struct mroce_send_wr wa = swr(1, MROCE_WR_WRITE, &sa, addr_of(b.p),
                                   mroce_mr_rkey(b.mr));
     struct mroce_send_wr wb = swr(2, MROCE_WR_SEND, &sb, 0, 0);
-    (void)rb;
     CHECK_EQ_INT(mroce_qp_post_send(e.qa, &wa, NULL, env_now(&e)), 0);
     CHECK_EQ_INT(mroce_qp_post_send(e.qb, &wb, NULL, env_now(&e)), 0);
     struct mroce_wc wc[2];

@@ -537,6 +537,26 @@ static void test_serialization(void)
     log_free(&lg);
     mroce_net_del(net);
 
+    /* Runtime changes: every link to 25 Gb/s, delay 500 ns. */
+    mroce_net_config_default(&cfg);
+    net = mk(&cfg);
+    CHECK_EQ_INT(mroce_net_set_rate(net, 25000000000ull), 0);
+    CHECK_EQ_INT(mroce_net_set_rate(net, 999), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_net_set_host_rate(net, 2, 0, 0), MROCE_EINVAL);
+    mroce_net_set_delay(net, 500);
+    CHECK_EQ(mroce_net_config_get(net)->delay, 500);
+    for (uint32_t i = 0; i < 3; i++) {
+        fill(buf, 4000, i);
+        mroce_net_send(net, 0, 1, 1000, MROCE_ECN_ECT0, buf, 4000, 0);
+    }
+    log_init(&lg);
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    CHECK_EQ(lg.n, 3);
+    CHECK_EQ(lg.r[0].time_ps, (1280 + 500 + 1280) * NS);
+    CHECK_EQ(lg.r[2].time_ps - lg.r[0].time_ps, 2 * 1280 * NS);
+    log_free(&lg);
+    mroce_net_del(net);
+
     /* Infinite rate: latency is exactly the propagation delay. */
     mroce_net_config_default(&cfg);
     cfg.rate_bps = 0;
@@ -635,6 +655,32 @@ static void test_incast(void)
     /* Drop-tail spares the queue head: the first 2 * 24 arrivals fit. */
     CHECK_EQ(lg.r[0].id, 0);
     log_free(&lg);
+
+    /* Runtime queue settings: no limit, no marking. */
+    {
+        struct mroce_net_config cfg;
+        mroce_net *net;
+        uint8_t buf[4000];
+        mroce_net_config_default(&cfg);
+        cfg.hosts = 3;
+        net = mk(&cfg);
+        mroce_net_set_queue(net, MROCE_NET_UNLIMITED, MROCE_NET_UNLIMITED);
+        for (uint32_t s = 0; s < 2; s++)
+            for (uint32_t i = 0; i < 100; i++) {
+                fill(buf, sizeof(buf), i);
+                mroce_net_send(net, s, 2, 5, MROCE_ECN_ECT0, buf, sizeof(buf),
+                               0);
+            }
+        mroce_net_deliver_due(net, MROCE_TSTAMP_INF, NULL, NULL);
+        mroce_net_get_counters(net, &c);
+        mroce_net_get_host_counters(net, 2, &hc);
+        CHECK_EQ(c.rx_pkts, 200);
+        CHECK(c.drop_queue == 0 && c.ce_marked == 0);
+        /* The last arrival (second of pair 99) finds 199 arrived and 99
+         * gone: 100 packets ahead, plus itself. */
+        CHECK_EQ(hc.down_max_queue, 101 * 4000);
+        mroce_net_del(net);
+    }
 
     /* Not-ECT packets are never marked (but still dropped). */
     ok = 1;

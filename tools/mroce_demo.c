@@ -18,8 +18,12 @@
  * destination byte for byte and prints a report: goodput in model time, each
  * spine's share of host 0's data packets before the failure, while it was
  * being repaired and after the last packet sent into the dead spine, the
- * retransmissions by cause, duplicates discarded, paths retired and how long
- * (in RTTs) the repair took.
+ * retransmissions by cause, duplicates discarded, paths retired (those whose
+ * entropy was on the dead spine apart from those retired for random loss)
+ * and how long, in RTTs (srtt at the failure), the repair took: to the last
+ * retirement of a dead-spine entropy and to the last packet sent into it.
+ * --cc none runs with a fixed window instead of delay+ECN congestion control,
+ * which separates the loss recovery from the window's reaction to it.
  *
  * Exit status: 0 if every work request succeeded and the data match; 1 on a
  * mismatch, a failed or unfinished transfer; 2 on a usage error.  Everything
@@ -33,7 +37,6 @@
 #include <mroce/wire.h>
 
 #include "testbed.h"
-#include "../engine/engine_int.h"
 
 #define SPINES 8
 #define WRITE_CHUNK (1u << 20)  /* bytes per WRITE work request */
@@ -46,6 +49,7 @@ struct opts {
     double loss, reorder, dup;
     uint64_t size;
     unsigned paths;
+    int cc;          /* enum mroce_cc_algo */
     int blackhole;
     int quiet;
 };
@@ -60,7 +64,9 @@ struct run {
     uint64_t share_after[SPINES];  /* after the last packet to dead spine */
     mroce_tstamp t_blackhole;
     mroce_tstamp t_last_dead;     /* last data packet sent into the dead spine */
-    mroce_tstamp t_last_retire;   /* last path retirement after the failure */
+    mroce_tstamp t_last_retire;   /* last retirement of a dead-spine path */
+    uint64_t dead_retired;        /* retirements of entropies on the dead spine */
+    uint64_t other_retired;       /* retirements for other reasons (loss) */
     uint64_t dead_pkts_after;     /* data packets sent into the dead spine */
 };
 
@@ -68,7 +74,8 @@ static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s [--seed N] [--loss P] [--size BYTES[K|M|G]] [--paths N]\n"
-            "          [--reorder P] [--dup P] [--no-blackhole] [--quiet]\n"
+            "          [--reorder P] [--dup P] [--cc delay|none] [--no-blackhole]\n"
+            "          [--quiet]\n"
             "  Runs a multipath RDMA transfer over the deterministic network\n"
             "  model with loss, reordering, duplication and a spine failure,\n"
             "  verifies the data and reports how the transport coped.\n",
@@ -115,6 +122,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     o->dup = 0.005;
     o->size = 64ull << 20;
     o->paths = 64;
+    o->cc = MROCE_CC_DELAY_ECN;
     o->blackhole = 1;
     o->quiet = 0;
     for (int i = 1; i < argc; i++) {
@@ -152,6 +160,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
             rc = parse_size(v, &o->size);
             /* at most 16 GiB: 16384 WRITEs fit one send queue */
             if (!rc && (o->size == 0 || o->size > (16ull << 30)))
+                rc = -1;
+        } else if (!strcmp(a, "--cc")) {
+            if (!strcmp(v, "delay"))
+                o->cc = MROCE_CC_DELAY_ECN;
+            else if (!strcmp(v, "none"))
+                o->cc = MROCE_CC_NONE;
+            else
                 rc = -1;
         } else if (!strcmp(a, "--paths")) {
             char *end;
@@ -207,12 +222,6 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
             r->share_after[i] = 0;
         }
         r->share_during[s]++;
-        if (getenv("MROCE_DEMO_TRACE"))
-            fprintf(stderr, "dead +%.1fus psn %u ent %u flags %x\n",
-                    (double)(pkt->now - r->t_blackhole) / 1e3,
-                    (unsigned)(pkt->buf[16] << 24 | pkt->buf[17] << 16 |
-                               pkt->buf[18] << 8 | pkt->buf[19]),
-                    pkt->entropy, (unsigned)(pkt->buf[3]));
         r->t_last_dead = pkt->now;
         r->dead_pkts_after++;
     } else {
@@ -292,11 +301,13 @@ int main(int argc, char **argv)
     struct mroce_qp_attr at;
     mroce_qp_attr_default(&at);
     at.npaths = (uint16_t)o.paths;
+    at.cc_algo = (uint8_t)o.cc;
     at.max_send_wr = (uint32_t)nwr;
     at.max_recv_wr = (uint32_t)nsends;
     mroce_qp *qa, *qb;
     if (mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 1000000000) < 0) {
         fprintf(stderr, "mroce-demo: handshake failed\n");
+        printf("VERDICT: FAIL - the handshake did not complete\n");
         mroce_tb_del(tb);
         return 1;
     }
@@ -379,9 +390,12 @@ int main(int argc, char **argv)
     uint64_t total_tx = o.size + send_bytes;
     uint64_t done_sends = 0, done_recvs = 0, bad_wc = 0, order_err = 0;
     uint64_t retired_seen = 0;
+    struct mroce_path_stats slots[256]; /* path slots at the last retirement */
+    memset(slots, 0, sizeof(slots));
     mroce_tstamp srtt_at_bh = 0, minrtt_at_bh = 0, t_end = 0;
     int dead_paths_at_bh = 0;
     const char *fail = NULL;
+    char failbuf[128];
     struct mroce_qp_counters ca;
     while (done_sends < nwr || done_recvs < nsends) {
         if (!mroce_netdrive_step(d)) {
@@ -402,30 +416,35 @@ int main(int argc, char **argv)
             srtt_at_bh = ca.srtt;
             minrtt_at_bh = ca.min_rtt;
             retired_seen = ca.paths_retired;
+            mroce_qp_path_stats(qa, slots, 256);
         }
         mroce_qp_get_counters(qa, &ca);
-        if (getenv("MROCE_DEMO_TRACE") && r.dead >= 0 && now - r.t_blackhole < 1300000) {
-            const struct mroce_qp *q = qa;
-            static mroce_tstamp lastp;
-            if (now - lastp >= 5000) {
-                lastp = now;
-                fprintf(stderr, "t+%.1f una %u nxt %u inflight %u/%u cwnd %u ldl %.1f pr %u bo %u retx %llu ret %llu\n",
-                        (double)(now - r.t_blackhole) / 1e3, q->snd_una, q->snd_nxt,
-                        q->inflight_pkts, q->inflight_bytes, q->cc.cwnd,
-                        q->loss_deadline == MROCE_TSTAMP_INF ? -1.0 : (double)(q->loss_deadline - r.t_blackhole) / 1e3,
-                        q->probes_sent, q->backoff, (unsigned long long)ca.retx_pkts, (unsigned long long)ca.paths_retired);
-            }
-        }
         if (ca.paths_retired != retired_seen) {
+            /* Which slots retired, and was the entropy they gave up on the
+             * dead spine (the repair) or elsewhere (random loss)? */
             retired_seen = ca.paths_retired;
-            if (r.dead >= 0)
-                r.t_last_retire = now;
+            struct mroce_path_stats cur[256];
+            int np = mroce_qp_path_stats(qa, cur, 256);
+            for (int i = 0; r.dead >= 0 && i < np; i++) {
+                if (cur[i].retirements == slots[i].retirements)
+                    continue;
+                if ((int)mroce_net_spine_of(net, 0, 1, slots[i].entropy) ==
+                    r.dead) {
+                    r.dead_retired += cur[i].retirements - slots[i].retirements;
+                    r.t_last_retire = now;
+                } else {
+                    r.other_retired += cur[i].retirements - slots[i].retirements;
+                }
+            }
+            memcpy(slots, cur, sizeof(slots));
         }
         struct mroce_wc wc[64];
         int n = mroce_cq_poll(tb->h[0].scq, 64, wc);
         for (int i = 0; i < n; i++) {
-            if (wc[i].status != MROCE_WC_SUCCESS)
-                bad_wc++;
+            if (wc[i].status != MROCE_WC_SUCCESS && !bad_wc++)
+                snprintf(failbuf, sizeof(failbuf), "send WR %" PRIu64
+                         " completed with %s", wc[i].wr_id,
+                         mroce_wc_status_str(wc[i].status));
             if (wc[i].wr_id != done_sends)
                 order_err++;
             done_sends++;
@@ -433,14 +452,17 @@ int main(int argc, char **argv)
         }
         n = mroce_cq_poll(tb->h[1].rcq, 64, wc);
         for (int i = 0; i < n; i++) {
-            if (wc[i].status != MROCE_WC_SUCCESS || wc[i].byte_len != SEND_LEN)
-                bad_wc++;
+            if ((wc[i].status != MROCE_WC_SUCCESS ||
+                 wc[i].byte_len != SEND_LEN) && !bad_wc++)
+                snprintf(failbuf, sizeof(failbuf), "receive %" PRIu64
+                         " completed with %s, %u bytes", wc[i].wr_id,
+                         mroce_wc_status_str(wc[i].status), wc[i].byte_len);
             if (wc[i].wr_id != done_recvs)
                 order_err++;
             done_recvs++;
         }
         if (bad_wc) {
-            fail = "a work request completed in error";
+            fail = failbuf;
             break;
         }
     }
@@ -513,19 +535,21 @@ int main(int argc, char **argv)
                cb.rx_dups);
         printf("  paths retired          %" PRIu64, ca.paths_retired);
         if (r.dead >= 0)
-            printf(" (%d of %u paths hashed onto spine %d at the failure)",
-                   dead_paths_at_bh, o.paths, r.dead);
+            printf(": %" PRIu64 " entropies on spine %d (%d of %u paths were"
+                   " on it at the failure), %" PRIu64 " for other losses",
+                   r.dead_retired, r.dead, dead_paths_at_bh, o.paths,
+                   r.other_retired);
         printf("\n");
         if (r.dead >= 0) {
             mroce_tstamp rtt = srtt_at_bh ? srtt_at_bh : 1;
             if (r.t_last_retire)
-                printf("  last retirement        %.1f us after the failure ="
+                printf("  last dead retirement   %.1f us after the failure ="
                        " %.1f RTTs (srtt %.2f us at the failure, min %.2f)\n",
                        (double)(r.t_last_retire - r.t_blackhole) / 1e3,
                        (double)(r.t_last_retire - r.t_blackhole) / (double)rtt,
                        (double)srtt_at_bh / 1e3, (double)minrtt_at_bh / 1e3);
             else
-                printf("  last retirement        none after the failure\n");
+                printf("  last dead retirement   none after the failure\n");
             if (r.dead_pkts_after)
                 printf("  last packet to spine %d %.1f us after the failure ="
                        " %.1f RTTs (%" PRIu64 " packets sent into it)\n",
@@ -549,9 +573,11 @@ int main(int argc, char **argv)
                "Gbit/s%s\n", total_tx, gbps,
                r.dead >= 0 ? " through a spine failure" : "");
     else
-        printf("VERDICT: FAIL - %s%s%s\n",
-               fail ? fail : "",
-               (mism_w || mism_s) ? " data mismatch" : "",
+        printf("VERDICT: FAIL -%s%s%s%s%s\n",
+               fail ? " " : "", fail ? fail : "",
+               (mism_w || mism_s) ? (fail ? "; data mismatch" : " data mismatch")
+                                  : "",
+               order_err && (fail || mism_w || mism_s) ? ";" : "",
                order_err ? " completions out of order" : "");
 
     mroce_qp_del(qa);

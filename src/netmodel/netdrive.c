@@ -22,10 +22,11 @@ struct dhost {
     mroce_ep *ep;
     mroce_tstamp floor;   /* expiries are not retried before this (stuck) */
     mroce_tstamp key;     /* heap key: when this host next needs service */
+    mroce_tstamp stalled_at; /* when stalled was set */
     uint32_t pos;         /* index in d->hheap, NO_POS if not in it */
     uint8_t stalled;      /* write_pkt gave nothing although want_write said
                              yes: ignore want_write until something changes */
-    uint8_t dirty;        /* in d->dirty: re-read after deliveries */
+    uint8_t dirty;        /* in d->dirty: received this step, so served */
 };
 
 struct mroce_netdrive {
@@ -152,6 +153,22 @@ void mroce_netdrive_kick_all(mroce_netdrive *d)
 {
     for (uint32_t i = 0; i < d->nhosts; i++)
         mroce_netdrive_kick(d, i);
+}
+
+/* The re-read run_while does after each predicate call.  Unlike a kick it
+ * keeps a stall set at this very instant: otherwise an endpoint whose
+ * want_write says yes while write_pkt has nothing would be retried, stall
+ * and be re-read again forever without time advancing. */
+static void reread_all(mroce_netdrive *d)
+{
+    for (uint32_t i = 0; i < d->nhosts; i++) {
+        struct dhost *x = &d->h[i];
+        if (!x->ep)
+            continue;
+        if (x->stalled && d->now > x->stalled_at)
+            x->stalled = 0;
+        refresh(d, i);
+    }
 }
 
 /* ---- addresses and randomness ---- */
@@ -332,8 +349,9 @@ static void on_deliver(void *user, const struct mroce_net_pkt *pk)
     }
     if (d->rx_hook) {
         struct mroce_netdrive_pkt hp = {
-            pk->src, pk->dst, pk->entropy, pk->ecn, pk->spine, 0,
-            pk->buf, pk->len, d->now,
+            .src = pk->src, .dst = pk->dst, .entropy = pk->entropy,
+            .ecn = pk->ecn, .spine = pk->spine, .qp_num = 0,
+            .buf = pk->buf, .len = pk->len, .now = d->now,
         };
         if (d->rx_hook(d->rx_user, &hp) == MROCE_NETDRIVE_DROP) {
             d->c.rx_hook_drops++;
@@ -373,6 +391,7 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
         if (!buf) {
             d->c.tx_errors++;
             x->stalled = 1;
+            x->stalled_at = t;
             return;
         }
         memset(&info, 0, sizeof(info));
@@ -383,6 +402,7 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
             else
                 d->c.write_stalls++;
             x->stalled = 1;
+            x->stalled_at = t;
             return;
         }
         dst = mroce_netdrive_host_of(&info.to);
@@ -395,10 +415,11 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
         len = (size_t)n;
         if (d->tx_hook) {
             struct mroce_netdrive_pkt hp = {
-                id, (uint32_t)dst, entropy, ecn,
-                (uint16_t)mroce_net_spine_of(d->net, id, (uint32_t)dst,
-                                             entropy),
-                info.qp_num, buf, len, t,
+                .src = id, .dst = (uint32_t)dst, .entropy = entropy,
+                .ecn = ecn,
+                .spine = (uint16_t)mroce_net_spine_of(d->net, id,
+                                                      (uint32_t)dst, entropy),
+                .qp_num = info.qp_num, .buf = buf, .len = len, .now = t,
             };
             if (d->tx_hook(d->tx_user, &hp) == MROCE_NETDRIVE_DROP) {
                 d->c.tx_hook_drops++;
@@ -501,7 +522,7 @@ int mroce_netdrive_run_while(mroce_netdrive *d, int (*pred)(void *user),
             if (!pred(user))
                 return 1;
             if (d->cfg.pred_may_post)
-                mroce_netdrive_kick_all(d);
+                reread_all(d);
         }
         nt = mroce_netdrive_next_time(d);
         if (nt == MROCE_TSTAMP_INF || nt > limit) {

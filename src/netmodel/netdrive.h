@@ -24,7 +24,16 @@
  * it: mroce_netdrive_run_until()/run_while()/run_idle() re-read every endpoint
  * on entry, run_while() also after each predicate call (unless
  * pred_may_post = 0); after anything else (hooks, between step() calls)
- * call mroce_netdrive_kick().
+ * call mroce_netdrive_kick().  With many hosts, pred_may_post = 0 plus
+ * explicit kicks saves O(hosts) work per step.
+ *
+ * Stalls: mroce_ep_want_write() is a hint.  When it says yes but
+ * mroce_ep_write_pkt() returns nothing (e.g. the window is full), the
+ * endpoint is not asked again until it receives a packet, its timer fires,
+ * it is kicked, or (run_while with pred_may_post) time has moved on - so a
+ * wrong hint costs a call, never a spin.  Likewise a timer that is still due
+ * right after mroce_ep_handle_expiry() is retried 1 ns later
+ * (expiry_stuck).
  *
  * Determinism: with the same seed, attachment order and calls, runs are
  * identical; mroce_netdrive_rand() gives endpoints a seeded random source.
@@ -60,8 +69,10 @@ struct mroce_netdrive_config {
 };
 void mroce_netdrive_config_default(struct mroce_netdrive_config *cfg);
 
-/* A packet as shown to the hooks.  Hooks may modify buf (up to
- * MROCE_NET_MAX_PKT bytes), len, ecn and, on tx, entropy. */
+/* A packet as shown to the hooks.  Hooks may modify the bytes at buf (up
+ * to MROCE_NET_MAX_PKT of them), len, ecn and, on tx, entropy; not buf
+ * itself.  A hook may call mroce_netdrive_kick() but must not step the
+ * driver. */
 struct mroce_netdrive_pkt {
     uint32_t src, dst;
     uint16_t entropy;
@@ -105,7 +116,9 @@ mroce_net *mroce_netdrive_net(mroce_netdrive *d);
 
 /* --- hosts --- */
 /* Put ep at host (0..hosts-1); ep NULL detaches.  MROCE_EINVAL bad host,
- * MROCE_EBUSY host already has an endpoint. */
+ * MROCE_EBUSY host already has an endpoint.  Detach an endpoint before
+ * deleting it if the driver is to run on; packets for a host without an
+ * endpoint are discarded (rx_no_host). */
 int mroce_netdrive_attach(mroce_netdrive *d, uint32_t host, mroce_ep *ep);
 mroce_ep *mroce_netdrive_ep(const mroce_netdrive *d, uint32_t host);
 /* The model address of a host, and back (-1: not a model address). */
