@@ -338,6 +338,9 @@ int mroce_cq_new(mroce_ep *ep, uint32_t depth, mroce_cq **pcq);
 int mroce_cq_del(mroce_cq *cq); /* MROCE_EBUSY while a QP uses it */
 /* Returns the number of completions written to wc (0..n). */
 int mroce_cq_poll(mroce_cq *cq, int n, struct mroce_wc *wc);
+/* Completions waiting (0 for NULL); lets a datapath signal "CQ became
+ * non-empty" without taking entries out. */
+uint32_t mroce_cq_count(const mroce_cq *cq);
 
 /* --- queue pairs --- */
 int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *attr,
@@ -366,6 +369,22 @@ void mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c);
 int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps,
                         int n);
 const struct mroce_qp_attr *mroce_qp_get_attr(const mroce_qp *qp);
+
+/* Attributes mroce_qp_modify() may change, by mask bit. */
+enum mroce_qp_mod {
+    MROCE_QP_MOD_RETRY = 1,   /* retry_cnt, rnr_retry: any state */
+    MROCE_QP_MOD_TIMEOUT = 2, /* min_rto, max_rto, handshake_timeout: any
+                                 state; used from the next timer on */
+    MROCE_QP_MOD_CC = 4,      /* cc_algo, init_cwnd, target_qdelay: RESET */
+    MROCE_QP_MOD_PATHS = 8,   /* npaths, path_burst: RESET */
+    MROCE_QP_MOD_MTU = 16,    /* mtu: RESET */
+};
+/* Changes the attributes named by mask (enum mroce_qp_mod) to attr's
+ * values, checked as mroce_qp_new() checks them.  MROCE_EINVAL (bad value
+ * or mask), MROCE_ESTATE (a RESET-only attribute after connect/listen),
+ * MROCE_ENOMEM.  Nothing changes on error. */
+int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *attr,
+                    unsigned mask);
 
 #ifdef __cplusplus
 }

@@ -127,6 +127,8 @@ static int ack_one(mroce_qp *qp, uint32_t psn, uint32_t echo_psn,
                    qp->tx[p->list_head].path_seq < e->path_seq)
                 lose(qp, p->list_head, LOSS_PATH, lost_bytes);
         if (e->state == TX_INFLIGHT) {
+            if (!e->retx && e->sent_time > qp->rack_time)
+                qp->rack_time = e->sent_time;
             mroce_req_unflight(qp, idx);
             mroce_path_on_ack(&qp->paths, e->path,
                               psn == echo_psn && !e->retx ? rtt : 0,
@@ -169,6 +171,7 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
     else if (mroce_psn_diff(qp->ooo_cursor, psn) > 0 &&
              mroce_psn_diff(qp->ooo_cursor, qp->snd_high_acked) <= 0)
         psn = qp->ooo_cursor;
+    uint32_t first_wait = qp->snd_high_acked;
     for (; mroce_psn_diff(psn, qp->snd_high_acked) < 0; psn++) {
         struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
         if (e->state != TX_INFLIGHT)
@@ -176,12 +179,21 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
         mroce_tstamp g = mroce_psn_diff(psn, end) < 0 ? guard : tguard;
         if (g == MROCE_TSTAMP_INF)
             continue;
+        /* Only what was sent before something that has been acknowledged
+         * can be judged (RACK): a retransmission is younger than the ACKs
+         * that made it; look again once later traffic is acknowledged. */
+        if (e->sent_time >= qp->rack_time) {
+            /* Waits for an ACK, not for time: later ACK scans start here. */
+            if (first_wait == qp->snd_high_acked)
+                first_wait = psn;
+            continue;
+        }
         if (now - e->sent_time >= g)
             lose(qp, psn & qp->tx_mask, LOSS_OOO, lost_bytes);
         else if (e->sent_time + g < qp->reo_deadline)
             qp->reo_deadline = e->sent_time + g;
     }
-    qp->ooo_cursor = qp->snd_high_acked;
+    qp->ooo_cursor = first_wait;
 }
 
 static void advance_una(mroce_qp *qp)
@@ -212,6 +224,11 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
             rtt = 1;
         update_rtt(qp, rtt);
     }
+    /* RACK: the echoed timestamp says a packet sent at that time arrived,
+     * whichever transmission it was, so it is unambiguous even for
+     * retransmissions (under heavy loss most packets in flight are). */
+    if (raw < 0x80000000u && now - raw > qp->rack_time)
+        qp->rack_time = now - raw;
     /* Which path did the echoed packet take?  Only if it is this very
      * transmission (its timestamp matches). */
     int echo_slot = -1;

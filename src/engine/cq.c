@@ -77,6 +77,11 @@ int mroce_cq_poll(mroce_cq *cq, int n, struct mroce_wc *wc)
     return k;
 }
 
+uint32_t mroce_cq_count(const mroce_cq *cq)
+{
+    return cq ? cq->count : 0;
+}
+
 void mroce_cq_free_all(mroce_ep *ep)
 {
     while (ep->cqs) {

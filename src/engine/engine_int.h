@@ -211,6 +211,8 @@ struct mroce_qp {
     uint32_t snd_una, snd_nxt;
     uint32_t snd_high_acked;  /* highest PSN acknowledged + 1 (serial) */
     uint32_t ooo_cursor;      /* where the next ACK-driven loss scan starts */
+    mroce_tstamp rack_time;   /* latest send time of an unambiguously
+                                 acknowledged packet (RACK) */
     uint32_t inflight_bytes;
     uint32_t inflight_pkts;
     uint32_t *retxq;          /* FIFO of PSNs declared lost */

@@ -559,6 +559,89 @@ void mroce_qp_enter_error(mroce_qp *qp)
     mroce_comp_flush(qp);
 }
 
+int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
+                    unsigned mask)
+{
+    if (!qp || !in || (mask & ~31u))
+        return MROCE_EINVAL;
+    const unsigned reset_only =
+        MROCE_QP_MOD_CC | MROCE_QP_MOD_PATHS | MROCE_QP_MOD_MTU;
+    if ((mask & reset_only) && qp->state != MROCE_QPS_RESET)
+        return MROCE_ESTATE;
+    /* Validate everything first, so an error changes nothing. */
+    if ((mask & MROCE_QP_MOD_TIMEOUT) &&
+        (in->min_rto == 0 || in->max_rto < in->min_rto ||
+         in->handshake_timeout == 0))
+        return MROCE_EINVAL;
+    if ((mask & MROCE_QP_MOD_CC) &&
+        (in->cc_algo > MROCE_CC_NONE || in->init_cwnd == 0))
+        return MROCE_EINVAL;
+    if ((mask & MROCE_QP_MOD_PATHS) &&
+        (in->npaths == 0 || in->npaths > 256 ||
+         qp->attr.entropy_span < in->npaths || in->path_burst == 0 ||
+         in->path_burst > 64))
+        return MROCE_EINVAL;
+    if ((mask & MROCE_QP_MOD_MTU) &&
+        (in->mtu < 256 ||
+         in->mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN))
+        return MROCE_EINVAL;
+    if (mask & MROCE_QP_MOD_PATHS) {
+        /* In RESET nothing is in flight, so the slots can be rebuilt. */
+        struct mroce_path *slots = qp->path_slots;
+        if (in->npaths > qp->attr.npaths) {
+            slots = mroce_calloc(&qp->ep->mem, in->npaths, sizeof(*slots));
+            if (!slots)
+                return MROCE_ENOMEM;
+        }
+        if (mroce_pathset_init(&qp->paths, slots, in->npaths,
+                               qp->attr.entropy_base, qp->attr.entropy_span,
+                               qp->attr.target_qdelay, qp->ep->cfg.rand,
+                               qp->ep->cfg.rand_user) < 0) {
+            if (slots != qp->path_slots)
+                mroce_free(&qp->ep->mem, slots);
+            return MROCE_EINVAL;
+        }
+        if (slots != qp->path_slots) {
+            mroce_free(&qp->ep->mem, qp->path_slots);
+            qp->path_slots = slots;
+        }
+        qp->paths.burst = in->path_burst;
+        qp->attr.npaths = in->npaths;
+        qp->attr.path_burst = in->path_burst;
+    }
+    if (mask & MROCE_QP_MOD_RETRY) {
+        qp->attr.retry_cnt = in->retry_cnt;
+        qp->attr.rnr_retry = in->rnr_retry;
+    }
+    if (mask & MROCE_QP_MOD_TIMEOUT) {
+        qp->attr.min_rto = in->min_rto;
+        qp->attr.max_rto = in->max_rto;
+        qp->attr.handshake_timeout = in->handshake_timeout;
+    }
+    if (mask & MROCE_QP_MOD_MTU) {
+        qp->attr.mtu = in->mtu;
+        qp->mtu = in->mtu;
+        if (qp->attr.credit_mode) /* the unsolicited allowance is in MTUs */
+            qp->peer_credit = 4 * ((uint32_t)in->mtu + MROCE_MAX_DATA_HDR_LEN +
+                                   MROCE_CRC_LEN);
+    }
+    if (mask & MROCE_QP_MOD_CC) {
+        qp->attr.cc_algo = in->cc_algo;
+        qp->attr.init_cwnd = in->init_cwnd;
+        qp->attr.target_qdelay = in->target_qdelay;
+        qp->paths.target_qdelay = in->target_qdelay;
+    }
+    if (mask & (MROCE_QP_MOD_CC | MROCE_QP_MOD_MTU)) {
+        uint64_t maxc = (uint64_t)qp->attr.window *
+                        (qp->attr.mtu + MROCE_MAX_DATA_HDR_LEN);
+        mroce_cc_init(&qp->cc, mroce_cc_ops_get(qp->attr.cc_algo),
+                      qp->attr.mtu, qp->attr.init_cwnd,
+                      maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
+                      qp->attr.target_qdelay);
+    }
+    return 0;
+}
+
 mroce_tstamp mroce_qp_expiry(const mroce_qp *qp)
 {
     mroce_tstamp t = qp->ack_deadline;
