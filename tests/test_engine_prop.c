@@ -12,7 +12,11 @@
  * bit corruption, per-spine delays, ECN thresholds, drop-tail queues, now
  * and then a blackholed spine) and a random mix of every work request type
  * (sizes 0 B..16 MiB log-uniform, multi-SGE, inline, signaled or not,
- * fences) in both directions of every pair.  Properties checked:
+ * fences) in both directions of every pair; also start PSNs just below
+ * 2^32, a flapping blackhole, a lossy ("gray") spine, a slow receiver,
+ * receive queues a few entries deep, receives posted late (RNR), work posted
+ * after an idle pause, path bursts, infinitely fast links.
+ * Properties checked:
  *   - every message is delivered exactly once and byte-identical; send and
  *     receive completions arrive in posting order, all SUCCESS, with the
  *     right opcode, length and immediate;
@@ -26,13 +30,20 @@
  *     fields of the work request it belongs to, retransmissions included;
  *   - the run completes within a model-time bound, then goes idle; QPs end
  *     in RTS with nothing outstanding and no error.
- * A failing scenario prints how to replay it.
+ * A failing scenario prints how to replay it; its first failure is usually
+ * the one that matters (later ones tend to follow from it).
  *
- * Usage:
- *   build/test_engine_prop                 CI subset (seeds 1..CI_SEEDS)
- *   build/test_engine_prop --seeds 10000   the full sweep
- *   build/test_engine_prop --start S --seeds N    seeds S..S+N-1
- *   build/test_engine_prop --seed N [-v]   one scenario (-v: packet trace)
+ * Usage (the binary is built as build/tests/test_engine_prop):
+ *   test_engine_prop                  CI subset: seeds 1..CI_SEEDS (ctest)
+ *   test_engine_prop --seeds 10000    THE FULL SWEEP (about 1.5 min, 1 core)
+ *   test_engine_prop --start S --seeds N     seeds S..S+N-1
+ *   test_engine_prop --seed N [-v]    one scenario; -v traces every packet
+ *                                     sent and delivered, and each posting
+ *                                     and completion
+ * Scenarios do not depend on each other: seed N is the same scenario in any
+ * of these runs.  The summary counts what the network and the engine did
+ * (retransmissions by cause, duplicates, drops by reason), so a run that
+ * passes can also be seen to have exercised something.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -48,7 +59,7 @@
 #include "testbed.h"
 #include "testutil.h"
 
-#define CI_SEEDS 400     /* default run; about 30 s on one core */
+#define CI_SEEDS 1000    /* default run: ~10 s (~40 s under ASan) on one core */
 #define MAXH 4
 #define MAXPAIRS 4
 #define MAXQS (2 * MAXPAIRS)
@@ -112,7 +123,6 @@ struct wrs {
     int recv;            /* consumes the peer's receive #recv, else -1 */
     uint32_t imm;
     uint64_t cmp_add, swap;
-    uint8_t done;        /* completion seen (or implied by a later one) */
     uint8_t resp_seen;   /* the peer sent a READ/ATOMIC response for it */
     uint64_t resp_val;   /* ATOMIC_RESP value */
 };
@@ -142,6 +152,7 @@ struct qs {
     int posted, next_cpl;     /* send queue: posted, next to complete */
     int rposted, next_rcpl;   /* receive queue */
     int rinitial;             /* receives posted before the run */
+    int phase2;               /* WRs from this index wait for t_phase */
     struct pktrec *rec;       /* by PSN - start_psn */
     uint32_t nrec, caprec;
     uint32_t start_psn;
@@ -157,7 +168,7 @@ struct region {
 struct hostmem {
     uint8_t *mem;    /* the arena the engine reads and writes */
     uint8_t *shadow; /* the expected contents */
-    size_t size, cursor;
+    size_t size;
     struct region reg[MAXREG];
     int nreg;
 };
@@ -192,6 +203,9 @@ struct scen {
     uint64_t slow_bps;
     int psn_wrap;            /* start PSNs just below 2^32 */
     int late_recv, big, lossy;
+    int tight_rq;            /* small receive queues, refilled on completion */
+    int phased;              /* part of the work waits until t_phase */
+    mroce_tstamp t_phase;
     mroce_tstamp spine_delay[8];
     uint64_t budget, used;
     int nhosts, npairs, nqs;
@@ -204,9 +218,9 @@ struct scen {
     int host_words[MAXH][4], nhost_words[MAXH];
     struct mroce_testbed *tb;
     mroce_tstamp t0, t_late, limit;
-    int late_done;
+    int late_done, phase_done;
     int fails;
-    int aborted;
+    int aborted, dumped;
     struct stats st;
     uint8_t tmp[MROCE_NET_MAX_PKT];
 };
@@ -449,9 +463,16 @@ static void gen_attr(struct scen *S, struct mroce_qp_attr *a)
         a->ooo_thresh = 4 + log_uniform(r, 252);
     if (chance(r, 40))
         a->init_cwnd = 4096 + log_uniform(r, 1u << 20);
+    if (chance(r, 20))
+        a->path_burst = (uint8_t)(2 + below(r, 63));
     /* 30% uniform loss makes eight timeouts in a row on one packet merely
      * unlikely, not impossible: give lossy scenarios retries enough that
-     * running out of them would mean a stuck engine, not bad luck. */
+     * running out of them would mean a stuck engine, not bad luck.  A dead
+     * spine out of two leaves only ~1/4 of entropies with a live round trip
+     * (the ACK takes the reverse of the data's entropy), and the engine
+     * tries about one new entropy per backed-off RTO (a slot retires after
+     * 3 losses, cwnd is one packet after a timeout): it gets there, but may
+     * need well over 30 RTOs. */
     a->retry_cnt = S->blackhole >= 0 ? 200 : S->lossy ? 30 : 7;
     a->handshake_timeout = 20000000000ull;
 }
@@ -469,7 +490,9 @@ static void gen(struct scen *S)
     c->delay = 500 + below(r, 10000);
     static const uint64_t rates[] = {10000000000ull, 25000000000ull,
                                      100000000000ull, 400000000000ull};
-    c->rate_bps = rates[below(r, 4)];
+    c->rate_bps = chance(r, 5) ? 0 : rates[below(r, 4)]; /* 0: infinitely fast */
+    static const uint32_t upq[] = {2048, 8192, 8192, 65536};
+    S->ncfg.uplink_queue_bytes = upq[below(r, 4)];
     unsigned lc = below(r, 100);
     c->loss = lc < 40 ? 0 : lc < 70 ? 0.02 * unif(r) : lc < 90 ? 0.02 + 0.08 * unif(r)
                                                      : 0.1 + 0.2 * unif(r);
@@ -496,7 +519,7 @@ static void gen(struct scen *S)
         S->gray_loss *= 0.5;
     /* A slow receiver makes incast queues: drops, CE marks, RTT swings. */
     S->slow_host = chance(r, 15) ? (int)below(r, (uint32_t)S->nhosts) : -1;
-    S->slow_bps = c->rate_bps / (2 + below(r, 20));
+    S->slow_bps = (c->rate_bps ? c->rate_bps : 100000000000ull) / (2 + below(r, 20));
     if (S->slow_bps < 1000000000ull)
         S->slow_bps = 1000000000ull;
     /* Serial arithmetic: PSNs that cross 2^32 during the run. */
@@ -513,7 +536,15 @@ static void gen(struct scen *S)
      * the protocol working as specified, not a bug. */
     S->late_recv = c->loss == 0 && c->corrupt == 0 && S->blackhole < 0 &&
                    S->gray_spine < 0 && chance(r, 15);
-    if (S->late_recv)
+    /* Receive queues a few entries deep, refilled as receives complete:
+     * the sender runs ahead, meets RNR NAKs with data in flight, and the
+     * RQ ring wraps.  Lossless for the reason above, and no slow host: a
+     * long message ahead may hold the RQ for a while, so RNR retries are
+     * set to their maximum. */
+    S->tight_rq = c->loss == 0 && c->corrupt == 0 && S->blackhole < 0 &&
+                  S->gray_spine < 0 && S->slow_host < 0 && c->rate_bps >= 25000000000ull &&
+                  !S->big && chance(r, 60);
+    if (S->late_recv || S->tight_rq)
         c->queue_limit = MROCE_NET_UNLIMITED;
 
     for (int hi = 0; hi < S->nhosts; hi++) {
@@ -548,16 +579,29 @@ static void gen(struct scen *S)
         struct qs *x = &S->q[i];
         uint32_t need = (uint32_t)x->nrv ? (uint32_t)x->nrv : 1;
         x->attr.max_recv_wr = pow2_ceil(need);
-        x->rinitial = S->late_recv ? (int)below(r, (uint32_t)x->nrv + 1) : x->nrv;
+        if (S->tight_rq) {
+            x->attr.max_recv_wr = 1u << (1 + below(r, 4)); /* 2..16 */
+            x->attr.rnr_retry = 255;
+        }
+        int cap = x->nrv < (int)x->attr.max_recv_wr ? x->nrv : (int)x->attr.max_recv_wr;
+        x->rinitial = S->late_recv ? (int)below(r, (uint32_t)cap + 1) : cap;
     }
     S->t_late = 20000 + below(r, 40000);
+    /* Phased work: the rest of each queue's WRs is posted only after a
+     * pause, usually long enough for everything to have gone idle (timers
+     * and path state then restart from quiet). */
+    S->phased = chance(r, 25);
+    S->t_phase = 50000 + log_uniform(r, 5000000);
+    for (int i = 0; i < S->nqs; i++)
+        S->q[i].phase2 = S->phased ? (int)below(r, (uint32_t)S->q[i].nwr + 1)
+                                   : S->q[i].nwr;
 
     snprintf(S->desc, sizeof(S->desc),
              "hosts %d spines %u delay %" PRIu64 " rate %" PRIu64
              "G loss %.3f dup %.3f corrupt %.3f reorder %.3f/%" PRIu64
              " qlim %d ecn %d blackhole %d/%" PRIu64 "..%" PRId64
              " gray %d/%.2f slow %d/%" PRIu64 "M wrap %d credit %u late_recv %d "
-             "big %d budget %" PRIu64 " pairs %d",
+             "tight_rq %d phased %d/%" PRIu64 " big %d budget %" PRIu64 " pairs %d",
              S->nhosts, c->spines, (uint64_t)c->delay,
              (uint64_t)(c->rate_bps / 1000000000ull), c->loss,
              c->dup, c->corrupt, c->reorder, (uint64_t)c->reorder_max,
@@ -566,7 +610,8 @@ static void gen(struct scen *S)
              S->blackhole, (uint64_t)S->bh_on,
              S->bh_off == MROCE_TSTAMP_INF ? (int64_t)-1 : (int64_t)S->bh_off,
              S->gray_spine, S->gray_loss, S->slow_host, S->slow_bps / 1000000,
-             S->psn_wrap, S->ecfg.rx_credit_bytes, S->late_recv, S->big,
+             S->psn_wrap, S->ecfg.rx_credit_bytes, S->late_recv, S->tight_rq,
+             S->phased, (uint64_t)S->t_phase, S->big,
              S->budget, S->npairs);
 }
 
@@ -797,7 +842,8 @@ static void record_tx(struct scen *S, struct qs *x, const struct mroce_pkt *pk)
             return;
         }
         w->resp_seen = 1;
-        if (memcmp(pk->payload, bshadow(S, w->rbuf) + off, pk->payload_len))
+        if (pk->payload_len &&
+            memcmp(pk->payload, bshadow(S, w->rbuf) + off, pk->payload_len))
             fail(S, "q%d READ_RESP msn %u off %u carries wrong bytes", xi, msn, off);
         return;
     }
@@ -899,19 +945,21 @@ static void check_ack_psn(struct scen *S, struct qs *x, struct qs *y, uint32_t p
              xi, psn, mroce_opcode_name(rc->op), rc->msn, rc->off, rc->len, yi, bad);
 }
 
-static void check_ack(struct scen *S, struct qs *x, const struct mroce_ack_hdr *a)
+/* An ACK (or a NAK, whose cum_psn acknowledges too) from x. */
+static void check_ack(struct scen *S, struct qs *x, uint32_t cum,
+                      const struct mroce_ack_hdr *a)
 {
     struct qs *y = &S->q[x->peer];
     S->st.acks_checked++;
-    if (mroce_psn_diff(a->cum_psn, y->cum_checked) < 0) {
-        fail(S, "q%d ACK cum %u went backwards (was %u)", (int)(x - S->q),
-             a->cum_psn, y->cum_checked);
+    if (mroce_psn_diff(cum, y->cum_checked) < 0) {
+        fail(S, "q%d ACK cum %u went backwards (was %u)", (int)(x - S->q), cum,
+             y->cum_checked);
         return;
     }
-    for (uint32_t p = y->cum_checked; p != a->cum_psn; p++)
+    for (uint32_t p = y->cum_checked; p != cum; p++)
         check_ack_psn(S, x, y, p);
-    y->cum_checked = a->cum_psn;
-    for (int j = 0; j < a->sack_words; j++)
+    y->cum_checked = cum;
+    for (int j = 0; a && j < a->sack_words; j++)
         for (int i = 0; i < 32; i++)
             if (a->sack[j] >> i & 1)
                 check_ack_psn(S, x, y, a->cum_psn + 1 + (uint32_t)(32 * j + i));
@@ -956,9 +1004,10 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
         S->st.pkts++;
         record_tx(S, x, &pk);
     } else if (pk.base.opcode == MROCE_OP_ACK) {
-        check_ack(S, x, &pk.u.ack);
+        check_ack(S, x, pk.u.ack.cum_psn, &pk.u.ack);
     } else if (pk.base.opcode == MROCE_OP_NAK) {
-        if (pk.u.nak.code != MROCE_NAK_RNR || !S->late_recv)
+        check_ack(S, x, pk.u.nak.cum_psn, NULL);
+        if (pk.u.nak.code != MROCE_NAK_RNR || !(S->late_recv || S->tight_rq))
             fail(S, "q%d sent NAK %s for PSN %u", (int)(x - S->q),
                  mroce_nak_code_name(pk.u.nak.code), pk.u.nak.nak_psn);
     }
@@ -1021,7 +1070,8 @@ static int post_sends(struct scen *S, struct qs *x, mroce_tstamp now)
 {
     int xi = (int)(x - S->q), posted = 0;
     mroce_qp *qp = x->qp;
-    while (x->posted < x->nwr) {
+    int lim = S->phase_done ? x->nwr : x->phase2;
+    while (x->posted < lim) {
         uint32_t room = qp->sq_mask + 1 - (qp->sq_tail - qp->sq_head);
         if (room == 0)
             break;
@@ -1030,8 +1080,8 @@ static int post_sends(struct scen *S, struct qs *x, mroce_tstamp now)
         int n = 1 + (int)below(&S->rng_run, 8);
         if ((uint32_t)n > room)
             n = (int)room;
-        if (n > x->nwr - x->posted)
-            n = x->nwr - x->posted;
+        if (n > lim - x->posted)
+            n = lim - x->posted;
         for (int k = 0; k < n; k++) {
             struct wrs *w = &x->wr[x->posted + k];
             memset(&sw[k], 0, sizeof(sw[k]));
@@ -1139,10 +1189,8 @@ static void on_send_wc(struct scen *S, int host, const struct mroce_wc *wc)
              op_name(w->op), wc->opcode, wc->byte_len);
     /* Completions are in order, so everything before it is done too: its
      * data must already be in place. */
-    for (int k = x->next_cpl; k <= e; k++) {
-        x->wr[k].done = 1;
+    for (int k = x->next_cpl; k <= e; k++)
         check_wr_data(S, xi, k, "completed");
-    }
     x->next_cpl = e + 1;
 }
 
@@ -1211,13 +1259,22 @@ static int app_poll(struct scen *S)
               S->bh_state ? "off" : "on");
         S->bh_state++;
     }
-    if (S->late_recv && !S->late_done && now >= S->t_late) {
+    if (S->late_recv && !S->late_done && now >= S->t_late)
         S->late_done = 1;
+    if (!S->phase_done && now >= S->t_phase)
+        S->phase_done = 1;
+    /* Keep each receive queue as full as its size allows. */
+    if (!S->late_recv || S->late_done)
         for (int i = 0; i < S->nqs; i++) {
-            post_recvs(S, &S->q[i], S->q[i].nrv);
-            mroce_netdrive_kick(S->tb->d, (uint32_t)S->q[i].host);
+            struct qs *x = &S->q[i];
+            int upto = x->next_rcpl + (int)(x->qp->rq_mask + 1);
+            if (upto > x->nrv)
+                upto = x->nrv;
+            if (upto > x->rposted) {
+                post_recvs(S, x, upto);
+                mroce_netdrive_kick(S->tb->d, (uint32_t)x->host);
+            }
         }
-    }
     int done = 1;
     for (int i = 0; i < S->nqs; i++) {
         struct qs *x = &S->q[i];
@@ -1538,9 +1595,12 @@ static int connect_all(struct scen *S)
     return 0;
 }
 
-/* Engine state of every QP, printed when a run stalls or overruns. */
+/* Engine state of every QP, printed when a run stalls or overruns (and,
+ * with -v, after any abort). */
 static void dump_qps(struct scen *S)
 {
+    if (S->dumped++)
+        return;
     for (int i = 0; i < S->nqs; i++) {
         const mroce_qp *qp = S->q[i].qp;
         uint32_t st[5] = {0, 0, 0, 0, 0};
@@ -1570,11 +1630,12 @@ static void run_scenario(struct scen *S)
         printf("scenario %" PRIu64 ": %s\n", S->seed, S->desc);
         for (int i = 0; i < S->nqs; i++) {
             struct qs *x = &S->q[i];
-            printf("  q%d host %d peer q%d: mtu %u npaths %u window %u rd_atomic %u "
-                   "sq %u cc %u min_rto %" PRIu64 " ack_delay %" PRIu64
+            printf("  q%d host %d peer q%d: mtu %u npaths %u burst %u window %u "
+                   "rd_atomic %u sq %u rq %u cc %u min_rto %" PRIu64 " ack_delay %" PRIu64
                    " ooo %u cwnd %u: %d WRs, %d receives (%d at start)\n",
                    i, x->host, x->peer, x->attr.mtu, x->attr.npaths,
-                   x->attr.window, x->attr.max_rd_atomic, x->attr.max_send_wr,
+                   x->attr.path_burst, x->attr.window, x->attr.max_rd_atomic,
+                   x->attr.max_send_wr, x->attr.max_recv_wr,
                    x->attr.cc_algo, x->attr.min_rto, x->attr.max_ack_delay,
                    x->attr.ooo_thresh, x->attr.init_cwnd, x->nwr, x->nrv,
                    x->rinitial);
@@ -1614,6 +1675,9 @@ static void run_scenario(struct scen *S)
     mroce_netdrive *d = S->tb->d;
     S->t0 = mroce_netdrive_now(d);
     S->t_late += S->t0;
+    S->t_phase += S->t0;
+    if (!S->phased)
+        S->phase_done = 1;
     /* Model-time bound: generous for retry backoff under heavy loss, but
      * finite: a run that needs longer is stuck. */
     S->limit = S->t0 + (S->lossy ? 60000000000ull : 10000000000ull) +
@@ -1625,8 +1689,13 @@ static void run_scenario(struct scen *S)
         if (app_poll(S))
             break;
         mroce_tstamp nt = mroce_netdrive_next_time(d);
+        /* Idle, but the application has something timed to do. */
         if (nt == MROCE_TSTAMP_INF && S->late_recv && !S->late_done) {
             mroce_netdrive_run_until(d, S->t_late);
+            continue;
+        }
+        if (nt == MROCE_TSTAMP_INF && !S->phase_done) {
+            mroce_netdrive_run_until(d, S->t_phase);
             continue;
         }
         if (nt == MROCE_TSTAMP_INF) {
@@ -1725,6 +1794,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+    const char *self = argv[0];
     uint64_t start = 1, count = CI_SEEDS;
     int verbose = 0, one = 0;
     for (int i = 1; i < argc; i++) {
@@ -1757,9 +1827,9 @@ int main(int argc, char **argv)
         add_stats(&tot, &S->st);
         if (S->fails) {
             failed++;
-            printf("seed %" PRIu64 ": FAILED (%s)\n  replay: build/test_engine_prop "
-                   "--seed %" PRIu64 "   (add -v for a trace)\n",
-                   s, S->desc, s);
+            printf("seed %" PRIu64 ": FAILED (%s)\n  replay: %s --seed %" PRIu64
+                   "   (add -v for a trace)\n",
+                   s, S->desc, self, s);
         } else {
             passed++;
             if (one)
