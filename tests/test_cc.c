@@ -94,6 +94,30 @@ static void test_fixed(void)
     CHECK(cc.base_rtt == BASE); /* still tracked for the engine */
 }
 
+/* A new connection slow-starts: clean acks add the acked bytes (cwnd
+ * doubles per window) until the first delay above target, after which
+ * growth is additive. */
+static void test_slow_start(void)
+{
+    struct mroce_cc cc;
+    mroce_tstamp now = T0;
+    unsigned k;
+
+    setup(&cc);
+    cc.srtt = BASE;
+    for (k = 0; k < INIT / MTU; k++)
+        on_ack(&cc, MTU, BASE, now += 1000);
+    CHECK(cc.cwnd == 2 * INIT); /* one window of acks doubled it */
+    on_ack(&cc, MTU, 3 * BASE + QDELAY, now += 10 * BASE);
+    uint32_t w = cc.cwnd;
+    CHECK(w < 2 * INIT); /* the first queueing delay cut it */
+    for (k = 0; k < (w + MTU - 1) / MTU - 1; k++)
+        on_ack(&cc, MTU, BASE, now += 1000);
+    CHECK(cc.cwnd == w); /* and slow start is over: additive from here */
+    on_ack(&cc, MTU, BASE, now += 1000);
+    CHECK(cc.cwnd == w + MTU);
+}
+
 /* Below target: +1 MTU per cwnd of acked bytes, nothing more. */
 static void test_additive_increase(void)
 {
@@ -103,6 +127,7 @@ static void test_additive_increase(void)
 
     setup(&cc);
     cc.srtt = BASE;
+    cc.scratch[0] = 0; /* past slow start, as after a first decrease */
     for (k = 0; k < INIT / MTU - 1; k++)
         on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == INIT); /* one MTU short of a window */
@@ -411,6 +436,7 @@ int main(void)
 {
     test_ops_and_init();
     test_fixed();
+    test_slow_start();
     test_additive_increase();
     test_delay_decrease();
     test_ecn();

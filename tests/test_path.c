@@ -456,6 +456,25 @@ static void test_ecn_ewma(void)
     CHECK(p->ecn_ewma > 30000 && p->ecn_ewma < 36000);
 }
 
+/* Losses lower a path's weight (a degraded link gets less traffic even
+ * when it never loses three in a row); clean sampled acks restore it. */
+static void test_loss_weight(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {21};
+
+    setup(&ps, &r, 4);
+    struct mroce_path *p = &ps.paths[1];
+    (void)mroce_path_on_loss(&ps, 1);
+    mroce_path_on_ack(&ps, 1, 10000, 10000);
+    (void)mroce_path_on_loss(&ps, 1);
+    CHECK(p->weight == MROCE_PATH_WMAX - 1); /* -1 +1 -1 */
+    CHECK(p->consec_losses == 1);             /* not retired */
+    for (int k = 0; k < 3; k++)
+        mroce_path_on_ack(&ps, 1, 10000, 10000);
+    CHECK(p->weight == MROCE_PATH_WMAX);
+}
+
 static void test_stats(void)
 {
     struct mroce_pathset ps;
@@ -470,7 +489,7 @@ static void test_stats(void)
     (void)mroce_path_on_loss(&ps, 3);
     mroce_path_get_stats(&ps, 3, &st);
     CHECK(st.entropy == ps.paths[3].entropy && st.active == 1);
-    CHECK(st.weight == MROCE_PATH_WMAX - 1);
+    CHECK(st.weight == MROCE_PATH_WMAX - 2); /* one for CE, one for loss */
     CHECK(st.tx_pkts == 2 && st.tx_bytes == 8192 && st.acked_pkts == 1);
     CHECK(st.lost_pkts == 1 && st.ecn_marks == 1);
     CHECK(st.srtt == 12000 && st.min_rtt == 12000 && st.retirements == 0);
@@ -491,6 +510,7 @@ int main(void)
     test_rtt();
     test_weight();
     test_ecn_ewma();
+    test_loss_weight();
     test_stats();
     return TESTUTIL_SUMMARY("test_path");
 }

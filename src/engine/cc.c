@@ -24,8 +24,9 @@
  * allowed (0 would be ambiguous with a decrease at time 0). */
 #define CC_NEVER MROCE_TSTAMP_INF
 
-/* Slow restart: while cwnd < ssthresh, clean acks grow cwnd by the acked
- * bytes (doubling per RTT).  Set to init_cwnd by a timeout, 0 otherwise. */
+/* Slow start: while cwnd < ssthresh, clean acks grow cwnd by the acked
+ * bytes (doubling per RTT).  max_cwnd at the start of a connection,
+ * init_cwnd after a timeout, 0 once any decrease has happened. */
 #define CC_SSTHRESH(cc) ((cc)->scratch[0])
 
 static uint32_t cc_clamp(const struct mroce_cc *cc, uint64_t w)
@@ -142,7 +143,10 @@ const struct mroce_cc_ops mroce_cc_fixed = {
 
 static void de_init(struct mroce_cc *cc)
 {
-    CC_SSTHRESH(cc) = 0; /* start at init_cwnd, no slow start */
+    /* Slow start from init_cwnd: clean ACKs double cwnd per RTT until the
+     * first congestion signal (delay above target, ECN, loss) ends it; a
+     * delay target catches the queue long before it overflows. */
+    CC_SSTHRESH(cc) = cc->max_cwnd;
 }
 
 /*

@@ -168,6 +168,8 @@ struct mroce_qp {
     uint8_t peer_credit_mode; /* peer asked for credits */
     uint32_t slot;            /* index in ep->qps */
     uint32_t live_idx;        /* index in ep->live */
+    uint32_t heap_idx;        /* index in ep->theap, MROCE_NONE32 if absent */
+    mroce_tstamp expiry_key;  /* its deadline as the heap last saw it */
     mroce_qp *ready_prev, *ready_next; /* ep ready list */
     mroce_qp *listen_next;    /* ep listen FIFO */
 
@@ -265,7 +267,9 @@ struct mroce_ep {
     mroce_qp **qps;              /* slot -> QP (NULL = free) */
     uint32_t nqps_slots;
     uint32_t nqps;
-    mroce_qp **live;             /* dense list of QPs, for timer scans */
+    mroce_qp **live;             /* dense list of QPs */
+    mroce_qp **theap;            /* timer heap of QPs with a deadline */
+    uint32_t theap_n;
     mroce_mr **mrs;              /* slot -> MR */
     uint32_t nmr_slots;
     mroce_qp *ready_head, *ready_tail; /* QPs that may have packets */
@@ -277,6 +281,9 @@ struct mroce_ep {
 
 /* ep.c */
 void mroce_ep_unready(mroce_ep *ep, mroce_qp *qp);
+/* timers.c: re-key qp after its deadlines may have changed; remove it. */
+void mroce_ep_timer_update(mroce_ep *ep, mroce_qp *qp);
+void mroce_ep_timer_remove(mroce_ep *ep, mroce_qp *qp);
 void mroce_ep_mark_ready(mroce_ep *ep, mroce_qp *qp);
 mroce_qp *mroce_ep_find_qp(mroce_ep *ep, uint32_t qpn);
 uint64_t mroce_ep_rand64(mroce_ep *ep);

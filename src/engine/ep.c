@@ -50,7 +50,10 @@ int mroce_ep_new(mroce_ep **pep, const struct mroce_ep_config *cfg)
         return MROCE_ENOMEM;
     }
     ep->live = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->live));
-    if (!ep->live) {
+    ep->theap = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->theap));
+    if (!ep->live || !ep->theap) {
+        mroce_free(&ep->mem, ep->live);
+        mroce_free(&ep->mem, ep->theap);
         mroce_free(&ep->mem, ep->qps);
         mroce_free(&ep->mem, ep);
         return MROCE_ENOMEM;
@@ -70,6 +73,7 @@ void mroce_ep_del(mroce_ep *ep)
     mroce_cq_free_all(ep);
     mroce_free(&ep->mem, ep->qps);
     mroce_free(&ep->mem, ep->live);
+    mroce_free(&ep->mem, ep->theap);
     struct mroce_mem mem = ep->mem;
     mroce_free(&mem, ep);
 }
@@ -218,6 +222,7 @@ int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
     }
     if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
         mroce_ep_mark_ready(ep, qp);
+    mroce_ep_timer_update(ep, qp);
     return 0;
 }
 
@@ -262,6 +267,7 @@ int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
             qp->cnt.tx_pkts++;
             qp->cnt.tx_bytes += (uint64_t)n;
             ep->cnt.tx_pkts++;
+            mroce_ep_timer_update(ep, qp); /* a send may arm the loss timer */
             return n;
         }
     }
@@ -271,35 +277,6 @@ int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
 int mroce_ep_want_write(const mroce_ep *ep)
 {
     return ep && ep->ready_head != NULL;
-}
-
-mroce_tstamp mroce_ep_expiry(const mroce_ep *ep)
-{
-    mroce_tstamp t = MROCE_TSTAMP_INF;
-    if (!ep)
-        return t;
-    for (uint32_t i = 0; i < ep->nqps; i++) {
-        mroce_tstamp e = mroce_qp_expiry(ep->live[i]);
-        if (e < t)
-            t = e;
-    }
-    return t;
-}
-
-void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now)
-{
-    if (!ep)
-        return;
-    for (uint32_t i = 0; i < ep->nqps; i++) {
-        mroce_qp *qp = ep->live[i];
-        if (mroce_qp_expiry(qp) > now)
-            continue;
-        mroce_qp_ctrl_timer(qp, now);
-        mroce_resp_ack_timer(qp, now);
-        mroce_comp_timers(qp, now);
-        if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
-            mroce_ep_mark_ready(ep, qp);
-    }
 }
 
 void mroce_ep_get_counters(const mroce_ep *ep, struct mroce_ep_counters *c)

@@ -294,6 +294,10 @@ int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i)
         return 0;
     p = &ps->paths[i];
     p->lost_pkts++;
+    /* A lossy path gets less of the spray too (PATH-6): a degraded link
+     * that loses a fraction of its packets rarely loses three in a row, so
+     * retirement alone would keep feeding it. */
+    path_weight_down(p);
     if (p->consec_losses < 255)
         p->consec_losses++;
     if (p->consec_losses >= MROCE_PATH_RETIRE_LOSSES) {

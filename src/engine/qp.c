@@ -128,6 +128,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     a.send_cq->users++;
     a.recv_cq->users++;
     qp->state = MROCE_QPS_RESET;
+    qp->heap_idx = MROCE_NONE32;
     *pqp = qp;
     return 0;
 fail:
@@ -183,6 +184,7 @@ void mroce_qp_del(mroce_qp *qp)
         if (*pp)
             *pp = qp->listen_next;
     }
+    mroce_ep_timer_remove(ep, qp);
     ep->qps[qp->slot] = NULL;
     mroce_qp *last = ep->live[--ep->nqps];
     ep->live[qp->live_idx] = last;
@@ -264,6 +266,7 @@ int mroce_qp_connect(mroce_qp *qp, const struct mroce_addr *to,
     cap_handshake_deadline(qp);
     qp->ctrl |= CTRL_CONN_REQ;
     mroce_ep_mark_ready(qp->ep, qp);
+    mroce_ep_timer_update(qp->ep, qp);
     return 0;
 }
 
@@ -512,6 +515,7 @@ int mroce_qp_disconnect(mroce_qp *qp, mroce_tstamp now)
         return MROCE_ESTATE;
     qp->state = MROCE_QPS_CLOSING;
     mroce_qp_try_close(qp, now);
+    mroce_ep_timer_update(qp->ep, qp);
     return 0;
 }
 
@@ -536,6 +540,7 @@ int mroce_qp_set_error(mroce_qp *qp)
     if (!qp)
         return MROCE_EINVAL;
     mroce_qp_enter_error(qp);
+    mroce_ep_timer_update(qp->ep, qp);
     return 0;
 }
 
