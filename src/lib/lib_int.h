@@ -1,0 +1,191 @@
+/*
+ * lib_int.h - libmroce's objects and the functions its files share.
+ *
+ * libmroce puts a verbs-style API (mroce/mroce.h) over one sans-IO engine
+ * endpoint per device and the UDP datapath (src/udp).  Files:
+ *   device.c     devices, defaults, error names, counters, the graveyard
+ *   progress.c   progress rounds (receive -> engine -> transmit), the
+ *                progress thread, timers, blocking waits
+ *   resources.c  protection domains, memory regions, completion queues
+ *   qp.c         queue pairs: create, connect/accept/close, post, counters
+ *
+ * Every object starts with a magic number.  A destroyed object keeps its
+ * shell, marked dead, in a process-wide graveyard (the most recent
+ * MROCE_GRAVE_MAX of them), so a call on a destroyed object reads a valid
+ * header and returns MROCE_EDESTROYED instead of touching freed memory.
+ *
+ * Locking: each device has one mutex; every call that touches the engine or
+ * the datapath holds it.  The progress thread takes it for one round at a
+ * time.  Nothing is called with the lock held that could call back into the
+ * API.
+ */
+#ifndef MROCE_LIB_INT_H
+#define MROCE_LIB_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <mroce/engine.h>
+#include <mroce/mroce.h>
+
+#include "udp.h"
+
+/* Internal to libmroce: not exported from libmroce.so (static linking,
+ * as the tests do, still sees them). */
+#pragma GCC visibility push(hidden)
+
+enum lib_magic {
+    MAGIC_DEV = 0x6d524456, /* "mRDV" */
+    MAGIC_PD = 0x6d525044,
+    MAGIC_MR = 0x6d524d52,
+    MAGIC_CQ = 0x6d524351,
+    MAGIC_QP = 0x6d525150,
+    MAGIC_DEAD = 0x64656164, /* destroyed: the shell is in the graveyard */
+};
+
+#define MROCE_GRAVE_MAX 4096
+/* Packets the engine is asked for in one progress round, so that a huge
+ * window cannot starve receive processing. */
+#define LIB_TX_BUDGET 512
+/* recvmmsg batches read in one progress round. */
+#define LIB_RX_ROUNDS 4
+/* Received packets between transmit drains inside a receive batch (ACKs
+ * must not wait for a whole batch: see rx_one in progress.c). */
+#define LIB_RX_TX_EVERY 16
+/* Path burst the library asks of the engine: packets in a row on one
+ * entropy, which the datapath sends as one GSO send. */
+#define LIB_PATH_BURST 8
+/* QP timing defaults for kernel UDP (see mroce_vqp_init_attr_default). */
+#define LIB_MIN_RTO 1000000ull      /* 1 ms */
+#define LIB_TARGET_QDELAY 50000ull  /* 50 us */
+/* The progress thread keeps polling this long after the last packet before
+ * it sleeps in epoll (MROCE_BUSY_POLL_US overrides). */
+#define LIB_BUSY_POLL_NS 50000
+
+/* Common head of every object; prev/next link it into its device's list
+ * of objects of its kind. */
+struct lib_obj {
+    uint32_t magic;
+    struct lib_obj *prev, *next;
+};
+
+struct mroce_pd {
+    struct lib_obj h;
+    mroce_device *dev;
+    uint32_t num;    /* engine protection domain */
+    uint32_t users;  /* MRs and QPs created in it */
+};
+
+struct mroce_vmr {
+    struct lib_obj h;
+    mroce_device *dev;
+    mroce_pd *pd;
+    mroce_mr *eng;
+    struct mroce_vmr_info info;
+};
+
+struct mroce_vcq {
+    struct lib_obj h;
+    mroce_device *dev;
+    mroce_cq *eng;
+    int efd;        /* eventfd, -1 until mroce_cq_fd()/mroce_cq_wait() */
+    int signaled;   /* efd written since the CQ was last seen empty */
+    uint32_t users; /* QPs bound to it */
+};
+
+struct mroce_vqp {
+    struct lib_obj h;
+    mroce_device *dev;
+    mroce_pd *pd;
+    mroce_vcq *scq, *rcq;
+    mroce_qp *eng;
+    uint32_t qpn;
+    struct mroce_addr peer; /* connect target (for ICMP errors) */
+    int conn_err;           /* why the handshake failed, 0 = no verdict */
+};
+
+struct lib_list {
+    struct lib_obj *head;
+};
+
+struct mroce_device {
+    struct lib_obj h;
+    pthread_mutex_t lock;
+    struct mroce_device_attr attr; /* as opened (defaults filled in) */
+    char local_addr[64];           /* attr.local_addr points here */
+    mroce_ep *ep;
+    struct mroce_udp *udp;
+    struct lib_list pds, mrs, cqs, qps;
+    uint32_t next_pd;
+    uint32_t ncq_armed;            /* CQs with an eventfd */
+    mroce_tstamp rx_now;           /* time of the current receive batch */
+    uint32_t rx_since_tx;          /* packets received since a tx drain */
+
+    /* progress */
+    int epfd;                      /* rx socket, timerfd, wakefd */
+    int tfd;                       /* timerfd: the engine's next expiry */
+    int wakefd;                    /* eventfd: stop the progress thread */
+    mroce_tstamp timer_at;         /* what tfd is armed for (INF = off) */
+    int fd_requested;              /* mroce_device_fd() was called */
+    pthread_t thread;
+    int thread_started;
+    atomic_int stop;
+    uint64_t busy_poll_ns;
+    uint64_t progress_rounds, thread_sleeps;
+    int dump_counters;             /* MROCE_DUMP_COUNTERS=1 */
+};
+
+/* --- device.c --- */
+/* 0 if o is a live object with this magic; MROCE_EINVAL for NULL or a
+ * foreign pointer; MROCE_EDESTROYED for a destroyed one. */
+static inline int lib_check(const void *o, uint32_t magic)
+{
+    if (!o)
+        return MROCE_EINVAL;
+    uint32_t m = ((const struct lib_obj *)o)->magic;
+    if (m == magic)
+        return 0;
+    return m == MAGIC_DEAD ? MROCE_EDESTROYED : MROCE_EINVAL;
+}
+void lib_list_add(struct lib_list *l, struct lib_obj *o);
+void lib_list_del(struct lib_list *l, struct lib_obj *o);
+/* Marks o dead and keeps its shell in the graveyard (frees the oldest). */
+void lib_bury(void *o);
+static inline void lib_lock(mroce_device *d) { pthread_mutex_lock(&d->lock); }
+static inline void lib_unlock(mroce_device *d)
+{
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* --- progress.c --- */
+mroce_tstamp lib_now(void);
+/* One round: receive, timers, transmit, CQ events.  Lock held.  Returns
+ * packets moved. */
+int lib_progress_locked(mroce_device *dev);
+/* After an API call changed the engine: transmit what it queued, signal
+ * CQs, and re-arm the progress thread's timer if the deadline moved
+ * earlier.  Lock held. */
+void lib_after_call_locked(mroce_device *dev);
+/* CQ eventfds for CQs that became non-empty.  Lock held. */
+void lib_signal_cqs_locked(mroce_device *dev);
+/* Earliest engine or datapath deadline.  Lock held. */
+mroce_tstamp lib_next_deadline_locked(mroce_device *dev);
+void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at);
+/* Blocks until done(arg) (called with the lock held) returns non-zero, or
+ * deadline (MROCE_TSTAMP_INF: none).  In APP mode it drives progress while
+ * waiting.  Returns 1 if done, 0 on timeout. */
+int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
+             mroce_tstamp deadline);
+/* Deadline timeout_ms from now (negative: none). */
+mroce_tstamp lib_deadline(int timeout_ms);
+int lib_thread_start(mroce_device *dev);
+void lib_thread_stop(mroce_device *dev);
+
+/* --- resources.c / qp.c: teardown used by mroce_device_close --- */
+void lib_cq_release(mroce_vcq *cq);   /* closes efd, buries */
+void lib_qp_release(mroce_vqp *qp);   /* dumps counters if asked, buries */
+
+#pragma GCC visibility pop
+
+#endif /* MROCE_LIB_INT_H */

@@ -1,0 +1,302 @@
+/*
+ * progress.c - what makes packets move: the progress round (receive a
+ * batch -> mroce_ep_recv() each; fire due timers; drain mroce_ep_write_pkt()
+ * into the datapath's transmit slots; flush), CQ eventfd signalling, the
+ * optional progress thread (busy-polls briefly, then sleeps in epoll on the
+ * receive socket and a timerfd set to the engine's next expiry), and the
+ * blocking waits used by connect/accept/disconnect/cq_wait.
+ *
+ * Transmission also happens in the caller's thread right after an API call
+ * that gives the engine something to send (post_send, connect...), like a
+ * NIC doorbell: no hand-off to the progress thread, no wake-up latency.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mroce/wire.h>
+
+#include "lib_int.h"
+
+mroce_tstamp lib_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (mroce_tstamp)ts.tv_sec * 1000000000ull + (mroce_tstamp)ts.tv_nsec;
+}
+
+mroce_tstamp lib_deadline(int timeout_ms)
+{
+    if (timeout_ms < 0)
+        return MROCE_TSTAMP_INF;
+    return lib_now() + (mroce_tstamp)timeout_ms * 1000000ull;
+}
+
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now);
+
+static void rx_one(void *user, const uint8_t *pkt, size_t len,
+                   const struct mroce_rx_info *info)
+{
+    mroce_device *dev = user;
+    /* A fresh clock per packet: a GRO batch can take a while to process,
+     * and RTT samples taken with a stale time would be too small. */
+    mroce_tstamp now = lib_now();
+    mroce_ep_recv(dev->ep, pkt, len, info, now);
+    /* One recvmmsg batch may hold thousands of packets (64 GRO datagrams of
+     * up to ~15 each).  Sending only after the whole batch would delay ACKs
+     * by the batch's processing time, well past the peer's RTO; so send
+     * what is due every few packets. */
+    if (++dev->rx_since_tx >= LIB_RX_TX_EVERY) {
+        dev->rx_since_tx = 0;
+        if (mroce_ep_want_write(dev->ep))
+            drain_tx_locked(dev, now);
+    }
+}
+
+/* ICMP error for something we sent: a QP still handshaking with that
+ * address learns that nobody listens there, and fails now rather than at
+ * its handshake timeout. */
+static void rx_icmp(void *user, const struct mroce_addr *to, int err)
+{
+    mroce_device *dev = user;
+    (void)err;
+    for (struct lib_obj *o = dev->qps.head; o; o = o->next) {
+        mroce_vqp *qp = (mroce_vqp *)o;
+        if (mroce_qp_state(qp->eng) == MROCE_QPS_CONNECTING &&
+            qp->peer.len == to->len &&
+            !memcmp(qp->peer.data, to->data, to->len)) {
+            qp->conn_err = MROCE_EUNREACH;
+            mroce_qp_set_error(qp->eng);
+        }
+    }
+}
+
+/* Engine -> transmit slots -> kernel.  Returns packets produced. */
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now)
+{
+    int n = 0;
+    while (n < LIB_TX_BUDGET) {
+        size_t cap;
+        uint8_t *buf = mroce_udp_tx_slot(dev->udp, &cap);
+        struct mroce_tx_info ti;
+        int len = mroce_ep_write_pkt(dev->ep, buf, cap, &ti, now);
+        if (len <= 0)
+            break;
+        /* CONNECT_REQ leaves from the receive port: the listener answers
+         * the source address of the request (src/lib/qp.c explains). */
+        unsigned fl = (len > 1 && buf[1] == MROCE_OP_CONNECT_REQ)
+                          ? MROCE_UDP_TX_FROM_RX
+                          : 0;
+        mroce_udp_tx_commit(dev->udp, (size_t)len, &ti, fl, now);
+        n++;
+    }
+    mroce_udp_flush(dev->udp, now);
+    return n;
+}
+
+void lib_signal_cqs_locked(mroce_device *dev)
+{
+    if (!dev->ncq_armed)
+        return;
+    for (struct lib_obj *o = dev->cqs.head; o; o = o->next) {
+        mroce_vcq *cq = (mroce_vcq *)o;
+        if (cq->efd >= 0 && !cq->signaled && mroce_cq_count(cq->eng)) {
+            uint64_t one = 1;
+            cq->signaled = 1;
+            if (write(cq->efd, &one, sizeof(one)) < 0) {
+                /* Only fails if the counter would overflow: still readable. */
+            }
+        }
+    }
+}
+
+mroce_tstamp lib_next_deadline_locked(mroce_device *dev)
+{
+    mroce_tstamp a = mroce_ep_expiry(dev->ep);
+    mroce_tstamp b = mroce_udp_expiry(dev->udp);
+    return a < b ? a : b;
+}
+
+void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at)
+{
+    if (at == dev->timer_at)
+        return;
+    struct itimerspec its;
+    memset(&its, 0, sizeof(its));
+    if (at != MROCE_TSTAMP_INF) {
+        if (at == 0)
+            at = 1; /* 0 would disarm */
+        its.it_value.tv_sec = (time_t)(at / 1000000000ull);
+        its.it_value.tv_nsec = (long)(at % 1000000000ull);
+    }
+    if (timerfd_settime(dev->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+        dev->timer_at = at;
+}
+
+int lib_progress_locked(mroce_device *dev)
+{
+    int moved = 0;
+    dev->progress_rounds++;
+    for (int i = 0; i < LIB_RX_ROUNDS; i++) {
+        dev->rx_now = lib_now();
+        int r = mroce_udp_recv(dev->udp, rx_one, rx_icmp, dev, dev->rx_now);
+        if (r <= 0)
+            break;
+        moved += r;
+    }
+    mroce_tstamp now = lib_now();
+    if (mroce_ep_expiry(dev->ep) <= now)
+        mroce_ep_handle_expiry(dev->ep, now);
+    moved += drain_tx_locked(dev, now);
+    lib_signal_cqs_locked(dev);
+    return moved;
+}
+
+void lib_after_call_locked(mroce_device *dev)
+{
+    drain_tx_locked(dev, lib_now());
+    lib_signal_cqs_locked(dev);
+    /* A sleeping progress thread must wake for a deadline earlier than the
+     * one its timer is set for (a new loss timer, a handshake retry). */
+    if (dev->attr.progress == MROCE_PROGRESS_THREAD || dev->fd_requested) {
+        mroce_tstamp t = lib_next_deadline_locked(dev);
+        if (t < dev->timer_at)
+            lib_arm_timer_locked(dev, t);
+    }
+}
+
+/* --- blocking waits --- */
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull),
+                          (long)(ns % 1000000000ull)};
+    nanosleep(&ts, NULL);
+}
+
+int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
+             mroce_tstamp deadline)
+{
+    int app = dev->attr.progress == MROCE_PROGRESS_APP;
+    for (;;) {
+        lib_lock(dev);
+        if (app)
+            lib_progress_locked(dev);
+        int d = done(arg);
+        mroce_tstamp exp = lib_next_deadline_locked(dev);
+        lib_unlock(dev);
+        if (d)
+            return 1;
+        mroce_tstamp now = lib_now();
+        if (now >= deadline)
+            return 0;
+        mroce_tstamp until = deadline;
+        if (app) {
+            /* Sleep until a packet arrives or a timer is due. */
+            if (exp < until)
+                until = exp;
+            if (until <= now)
+                continue;
+            uint64_t ns = until - now;
+            struct timespec ts = {(time_t)(ns / 1000000000ull),
+                                  (long)(ns % 1000000000ull)};
+            struct pollfd p = {mroce_udp_fd(dev->udp), POLLIN, 0};
+            (void)ppoll(&p, 1, &ts, NULL);
+            if (p.revents & POLLERR) {
+                /* The error queue does not drain by itself: read it now,
+                 * or poll would report it forever. */
+                lib_lock(dev);
+                lib_progress_locked(dev);
+                lib_unlock(dev);
+            }
+        } else {
+            /* The progress thread moves packets; state changes have no
+             * event of their own, so look again soon. */
+            uint64_t ns = until - now;
+            sleep_ns(ns < 200000 ? ns : 200000);
+        }
+    }
+}
+
+/* --- progress thread --- */
+
+static void drain_fd(int fd)
+{
+    uint64_t v;
+    while (read(fd, &v, sizeof(v)) == sizeof(v)) {
+    }
+}
+
+static void *progress_main(void *arg)
+{
+    mroce_device *dev = arg;
+    int rxfd = mroce_udp_fd(dev->udp);
+    mroce_tstamp idle_since = lib_now();
+    while (!atomic_load(&dev->stop)) {
+        lib_lock(dev);
+        int moved = lib_progress_locked(dev);
+        lib_unlock(dev);
+        mroce_tstamp now = lib_now();
+        if (moved > 0) {
+            idle_since = now;
+            continue;
+        }
+        if (now - idle_since < dev->busy_poll_ns)
+            continue; /* busy-poll: the next packet is likely close */
+        lib_lock(dev);
+        mroce_tstamp exp = lib_next_deadline_locked(dev);
+        if (exp <= lib_now()) {
+            lib_unlock(dev);
+            continue;
+        }
+        lib_arm_timer_locked(dev, exp);
+        dev->thread_sleeps++;
+        lib_unlock(dev);
+        struct epoll_event ev[4];
+        int n = epoll_wait(dev->epfd, ev, 4, -1);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.fd == dev->tfd) {
+                drain_fd(dev->tfd);
+                lib_lock(dev);
+                dev->timer_at = MROCE_TSTAMP_INF; /* fired */
+                lib_unlock(dev);
+            } else if (ev[i].data.fd == dev->wakefd) {
+                drain_fd(dev->wakefd);
+            } else if (ev[i].data.fd == rxfd && (ev[i].events & EPOLLERR)) {
+                lib_lock(dev);
+                mroce_udp_drain_errors(dev->udp, rx_icmp, dev);
+                lib_unlock(dev);
+            }
+        }
+        idle_since = lib_now();
+    }
+    return NULL;
+}
+
+int lib_thread_start(mroce_device *dev)
+{
+    atomic_store(&dev->stop, 0);
+    if (pthread_create(&dev->thread, NULL, progress_main, dev) != 0)
+        return MROCE_ENOMEM;
+    dev->thread_started = 1;
+    return 0;
+}
+
+void lib_thread_stop(mroce_device *dev)
+{
+    if (!dev->thread_started)
+        return;
+    atomic_store(&dev->stop, 1);
+    uint64_t one = 1;
+    if (write(dev->wakefd, &one, sizeof(one)) < 0) {
+        /* counter overflow only: the thread is awake anyway */
+    }
+    pthread_join(dev->thread, NULL);
+    dev->thread_started = 0;
+}

@@ -1,0 +1,467 @@
+/*
+ * qp.c - libmroce queue pairs: creation over the engine's QP (with the
+ * device's source-port pool as the entropy range and GSO-sized path
+ * bursts), blocking and non-blocking connection set-up and close, posting
+ * work (transmitting in the caller's thread at once), attribute changes,
+ * and counters.
+ *
+ * Reply address of a connection.  The UDP source port of a MetaRoCE packet
+ * is a path entropy, so it cannot tell a listener where to answer.  The
+ * library therefore sends CONNECT_REQ from the device's receive socket: the
+ * source address of a CONNECT_REQ is the requester's MetaRoCE address, which
+ * the engine records as the peer (CONN-13).  When every endpoint uses the
+ * same port this is exactly CONN-13's "source IP with the listener's own
+ * port"; it also lets endpoints on different ports (several processes on
+ * one host, tests) talk.  It is the one packet whose source port is not its
+ * entropy (WIRE-10 lets receivers ignore the difference).  A bonus: an ICMP
+ * "port unreachable" for the CONNECT_REQ comes back to the receive socket,
+ * so connecting to a dead port fails at once with MROCE_EUNREACH.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mroce/wire.h>
+
+#include "lib_int.h"
+
+void mroce_vqp_init_attr_default(struct mroce_vqp_init_attr *attr)
+{
+    if (!attr)
+        return;
+    memset(attr, 0, sizeof(*attr));
+    mroce_qp_attr_default(&attr->eng);
+    attr->eng.path_burst = LIB_PATH_BURST;
+    /* Kernel UDP endpoints are software: a peer process can be descheduled
+     * for milliseconds, and RTT jitter is tens of microseconds.  The
+     * engine's defaults (min_rto 200 us, delay target 5 us) suit NIC-like
+     * timing; with them a loaded host times out spuriously (7 doubling
+     * retries are ~25 ms) and the delay CC collapses cwnd.  Measured on
+     * loopback between two processes on a loaded 2-core host: 0.06-0.11
+     * Gbit/s and hundreds of RTOs with the engine's values, 1.5-1.6 Gbit/s
+     * with these; one process driving both ends: no difference. */
+    attr->eng.min_rto = LIB_MIN_RTO;
+    attr->eng.target_qdelay = LIB_TARGET_QDELAY;
+}
+
+int mroce_create_qp(mroce_pd *pd, const struct mroce_vqp_init_attr *attr,
+                    mroce_vqp **pqp)
+{
+    int rc = lib_check(pd, MAGIC_PD);
+    if (rc < 0)
+        return rc;
+    if (!attr || !pqp)
+        return MROCE_EINVAL;
+    mroce_vcq *scq = attr->send_cq, *rcq = attr->recv_cq;
+    if ((rc = lib_check(scq, MAGIC_CQ)) < 0 ||
+        (rc = lib_check(rcq, MAGIC_CQ)) < 0)
+        return rc;
+    mroce_device *dev = pd->dev;
+    if (scq->dev != dev || rcq->dev != dev)
+        return MROCE_EINVAL;
+    mroce_vqp *qp = calloc(1, sizeof(*qp));
+    if (!qp)
+        return MROCE_ENOMEM;
+    struct mroce_qp_attr a = attr->eng;
+    lib_lock(dev);
+    a.send_cq = scq->eng;
+    a.recv_cq = rcq->eng;
+    a.pd = pd->num;
+    /* Entropies are the device's source ports, so each path has its own
+     * socket and keeps its own 5-tuple through the network. */
+    a.entropy_base = mroce_udp_src_base(dev->udp);
+    a.entropy_span = mroce_udp_src_count(dev->udp);
+    rc = mroce_qp_new(dev->ep, &a, &qp->eng);
+    if (rc < 0) {
+        lib_unlock(dev);
+        free(qp);
+        return rc;
+    }
+    qp->h.magic = MAGIC_QP;
+    qp->dev = dev;
+    qp->pd = pd;
+    qp->scq = scq;
+    qp->rcq = rcq;
+    qp->qpn = mroce_qp_num(qp->eng);
+    pd->users++;
+    scq->users++;
+    rcq->users++;
+    lib_list_add(&dev->qps, &qp->h);
+    lib_unlock(dev);
+    *pqp = qp;
+    return 0;
+}
+
+static void qp_dump(const mroce_vqp *qp, FILE *f, int take_lock);
+
+/* Device close: the lock is held, the engine QP still exists. */
+void lib_qp_release(mroce_vqp *qp)
+{
+    if (qp->dev->dump_counters)
+        qp_dump(qp, stderr, 0);
+    lib_bury(qp);
+}
+
+int mroce_destroy_qp(mroce_vqp *qp)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    mroce_device *dev = qp->dev;
+    /* Counters are read under the lock inside the dump. */
+    if (dev->dump_counters)
+        mroce_vqp_dump_counters(qp, stderr);
+    lib_lock(dev);
+    mroce_qp_del(qp->eng);
+    qp->pd->users--;
+    qp->scq->users--;
+    qp->rcq->users--;
+    lib_list_del(&dev->qps, &qp->h);
+    lib_bury(qp);
+    lib_unlock(dev);
+    return 0;
+}
+
+uint32_t mroce_vqp_num(const mroce_vqp *qp)
+{
+    return lib_check(qp, MAGIC_QP) < 0 ? 0 : qp->qpn;
+}
+
+enum mroce_qp_state mroce_vqp_state(const mroce_vqp *qp)
+{
+    if (lib_check(qp, MAGIC_QP) < 0)
+        return MROCE_QPS_ERROR;
+    mroce_device *dev = qp->dev;
+    lib_lock(dev);
+    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    lib_unlock(dev);
+    return st;
+}
+
+/* --- connection set-up --- */
+
+int mroce_connect_start(mroce_vqp *qp, const char *host, uint16_t port,
+                        uint32_t remote_qpn)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    if (!host)
+        return MROCE_EADDR;
+    mroce_device *dev = qp->dev;
+    struct sockaddr_storage ss;
+    struct mroce_addr to;
+    if (mroce_udp_resolve(host, port ? port : MROCE_UDP_PORT,
+                          mroce_udp_family(dev->udp), &ss) < 0 ||
+        mroce_udp_addr_from_sa(&to, (struct sockaddr *)&ss, sizeof(ss)) < 0)
+        return MROCE_EADDR;
+    lib_lock(dev);
+    if (mroce_qp_state(qp->eng) != MROCE_QPS_RESET) {
+        lib_unlock(dev);
+        return MROCE_ESTATE;
+    }
+    qp->peer = to;
+    qp->conn_err = 0;
+    rc = mroce_qp_connect(qp->eng, &to, remote_qpn, lib_now());
+    if (rc == 0)
+        lib_after_call_locked(dev); /* CONNECT_REQ leaves now */
+    lib_unlock(dev);
+    return rc;
+}
+
+static int qp_not_connecting(void *arg)
+{
+    return mroce_qp_state(((mroce_vqp *)arg)->eng) != MROCE_QPS_CONNECTING;
+}
+
+int mroce_connect(mroce_vqp *qp, const char *host, uint16_t port,
+                  uint32_t remote_qpn, int timeout_ms)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    mroce_device *dev = qp->dev;
+    if (timeout_ms >= 0) {
+        /* The engine gives up the handshake at the same moment. */
+        lib_lock(dev);
+        struct mroce_qp_attr a = *mroce_qp_get_attr(qp->eng);
+        a.handshake_timeout =
+            (mroce_tstamp)(timeout_ms > 0 ? timeout_ms : 1) * 1000000ull;
+        rc = mroce_qp_modify(qp->eng, &a, MROCE_QP_MOD_TIMEOUT);
+        lib_unlock(dev);
+        if (rc < 0)
+            return rc;
+    }
+    rc = mroce_connect_start(qp, host, port, remote_qpn);
+    if (rc < 0)
+        return rc;
+    int done = lib_wait(dev, qp_not_connecting, qp, lib_deadline(timeout_ms));
+    lib_lock(dev);
+    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    if (!done && st == MROCE_QPS_CONNECTING) {
+        mroce_qp_set_error(qp->eng);
+        lib_signal_cqs_locked(dev);
+        st = MROCE_QPS_ERROR;
+    }
+    rc = st == MROCE_QPS_RTS ? 0 : qp->conn_err ? qp->conn_err
+                                                : MROCE_ETIMEDOUT;
+    lib_unlock(dev);
+    return rc;
+}
+
+int mroce_listen(mroce_vqp *qp)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    lib_lock(qp->dev);
+    rc = mroce_qp_listen(qp->eng, lib_now());
+    lib_unlock(qp->dev);
+    return rc;
+}
+
+static int qp_not_listening(void *arg)
+{
+    return mroce_qp_state(((mroce_vqp *)arg)->eng) != MROCE_QPS_LISTEN;
+}
+
+int mroce_accept(mroce_vqp *qp, int timeout_ms)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    mroce_device *dev = qp->dev;
+    lib_lock(dev);
+    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    if (st == MROCE_QPS_RESET)
+        rc = mroce_qp_listen(qp->eng, lib_now());
+    else if (st != MROCE_QPS_LISTEN && st != MROCE_QPS_RTS)
+        rc = MROCE_ESTATE;
+    lib_unlock(dev);
+    if (rc < 0)
+        return rc;
+    lib_wait(dev, qp_not_listening, qp, lib_deadline(timeout_ms));
+    lib_lock(dev);
+    st = mroce_qp_state(qp->eng);
+    /* On timeout the QP keeps listening: a later accept goes on waiting. */
+    rc = st == MROCE_QPS_RTS      ? 0
+         : st == MROCE_QPS_LISTEN ? MROCE_ETIMEDOUT
+                                  : MROCE_ESTATE;
+    lib_unlock(dev);
+    return rc;
+}
+
+static int qp_closed(void *arg)
+{
+    enum mroce_qp_state st = mroce_qp_state(((mroce_vqp *)arg)->eng);
+    return st == MROCE_QPS_CLOSED || st == MROCE_QPS_ERROR;
+}
+
+int mroce_disconnect(mroce_vqp *qp, int timeout_ms)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    mroce_device *dev = qp->dev;
+    lib_lock(dev);
+    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    if (st == MROCE_QPS_RTS) {
+        rc = mroce_qp_disconnect(qp->eng, lib_now());
+        if (rc == 0)
+            lib_after_call_locked(dev);
+    } else if (st != MROCE_QPS_CLOSING && st != MROCE_QPS_CLOSED) {
+        rc = MROCE_ESTATE;
+    }
+    lib_unlock(dev);
+    if (rc < 0)
+        return rc;
+    if (!lib_wait(dev, qp_closed, qp, lib_deadline(timeout_ms)))
+        return MROCE_ETIMEDOUT;
+    return mroce_vqp_state(qp) == MROCE_QPS_CLOSED ? 0 : MROCE_ESTATE;
+}
+
+int mroce_modify_qp_error(mroce_vqp *qp)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    lib_lock(qp->dev);
+    rc = mroce_qp_set_error(qp->eng);
+    lib_signal_cqs_locked(qp->dev);
+    lib_unlock(qp->dev);
+    return rc;
+}
+
+int mroce_query_qp(const mroce_vqp *qp, struct mroce_qp_attr *attr)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    if (!attr)
+        return MROCE_EINVAL;
+    lib_lock(qp->dev);
+    *attr = *mroce_qp_get_attr(qp->eng);
+    lib_unlock(qp->dev);
+    /* Engine CQ handles mean nothing to the caller: use qp->scq/rcq. */
+    attr->send_cq = NULL;
+    attr->recv_cq = NULL;
+    return 0;
+}
+
+int mroce_modify_qp(mroce_vqp *qp, const struct mroce_qp_attr *attr,
+                    unsigned mask)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    if (!attr)
+        return MROCE_EINVAL;
+    /* enum mroce_vqp_attr_mask has the engine's enum mroce_qp_mod values. */
+    lib_lock(qp->dev);
+    rc = mroce_qp_modify(qp->eng, attr, mask);
+    lib_unlock(qp->dev);
+    return rc;
+}
+
+/* --- work --- */
+
+int mroce_post_send(mroce_vqp *qp, struct mroce_send_wr *wr,
+                    struct mroce_send_wr **bad_wr)
+{
+    if (bad_wr)
+        *bad_wr = wr;
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    if (!wr)
+        return MROCE_EINVAL;
+    mroce_device *dev = qp->dev;
+    lib_lock(dev);
+    rc = mroce_qp_post_send(qp->eng, wr, bad_wr, lib_now());
+    /* Doorbell: send what can go now from this thread (also when a later
+     * WR of the chain was refused: the earlier ones are queued). */
+    lib_after_call_locked(dev);
+    lib_unlock(dev);
+    return rc;
+}
+
+int mroce_post_recv(mroce_vqp *qp, struct mroce_recv_wr *wr,
+                    struct mroce_recv_wr **bad_wr)
+{
+    if (bad_wr)
+        *bad_wr = wr;
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    if (!wr)
+        return MROCE_EINVAL;
+    lib_lock(qp->dev);
+    rc = mroce_qp_post_recv(qp->eng, wr, bad_wr);
+    lib_unlock(qp->dev);
+    return rc;
+}
+
+/* --- counters --- */
+
+int mroce_vqp_counters(const mroce_vqp *qp, struct mroce_qp_counters *c)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    if (!c)
+        return MROCE_EINVAL;
+    lib_lock(qp->dev);
+    mroce_qp_get_counters(qp->eng, c);
+    lib_unlock(qp->dev);
+    return 0;
+}
+
+int mroce_vqp_path_stats(const mroce_vqp *qp, struct mroce_path_stats *ps,
+                         int n)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    if (n < 0 || (n && !ps))
+        return MROCE_EINVAL;
+    lib_lock(qp->dev);
+    rc = mroce_qp_path_stats(qp->eng, ps, n);
+    lib_unlock(qp->dev);
+    return rc;
+}
+
+static void addr_str(const struct mroce_addr *a, char *buf, size_t n)
+{
+    struct sockaddr_storage ss;
+    char ip[INET6_ADDRSTRLEN];
+    if (!mroce_udp_addr_to_sa(a, &ss)) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &s->sin_addr, ip, sizeof(ip));
+        snprintf(buf, n, "%s:%u", ip, ntohs(s->sin_port));
+    } else {
+        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof(ip));
+        snprintf(buf, n, "[%s]:%u", ip, ntohs(s->sin6_port));
+    }
+}
+
+void mroce_vqp_dump_counters(const mroce_vqp *qp, void *file)
+{
+    FILE *f = file ? file : stderr;
+    if (lib_check(qp, MAGIC_QP) < 0) {
+        fprintf(f, "qp: invalid or destroyed\n");
+        return;
+    }
+    qp_dump(qp, f, 1);
+}
+
+static void qp_dump(const mroce_vqp *qp, FILE *f, int take_lock)
+{
+    struct mroce_qp_counters c;
+    struct mroce_path_stats *ps = calloc(256, sizeof(*ps));
+    if (take_lock)
+        lib_lock(qp->dev);
+    mroce_qp_get_counters(qp->eng, &c);
+    int np = ps ? mroce_qp_path_stats(qp->eng, ps, 256) : 0;
+    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    uint32_t rqpn = mroce_qp_remote_qpn(qp->eng);
+    if (take_lock)
+        lib_unlock(qp->dev);
+    char peer[80];
+    addr_str(&qp->peer, peer, sizeof(peer));
+    fprintf(f, "qp 0x%x state %s remote_qpn 0x%x%s%s\n", qp->qpn,
+            mroce_qp_state_str(st), rqpn, qp->peer.len ? " peer " : "",
+            qp->peer.len ? peer : "");
+    int col = 0;
+#define MROCE_X_PRINT(name)                                                   \
+    fprintf(f, "%s%-14s %12llu", col == 0 ? "  " : "  ", #name,               \
+            (unsigned long long)c.name);                                      \
+    if (++col == 3) {                                                         \
+        fputc('\n', f);                                                       \
+        col = 0;                                                              \
+    }
+    MROCE_QP_COUNTERS(MROCE_X_PRINT)
+#undef MROCE_X_PRINT
+    if (col)
+        fputc('\n', f);
+    fprintf(f, "  %4s %7s %6s %10s %10s %8s %8s %10s\n", "path", "entropy",
+            "weight", "tx_pkts", "acked", "lost", "ecn", "srtt_us");
+    for (int i = 0; i < np; i++) {
+        if (!ps[i].active && !ps[i].tx_pkts)
+            continue;
+        fprintf(f, "  %4d %7u %6u %10llu %10llu %8llu %8llu %10.1f\n", i,
+                ps[i].entropy, ps[i].weight,
+                (unsigned long long)ps[i].tx_pkts,
+                (unsigned long long)ps[i].acked_pkts,
+                (unsigned long long)ps[i].lost_pkts,
+                (unsigned long long)ps[i].ecn_marks, (double)ps[i].srtt / 1e3);
+    }
+    free(ps);
+}

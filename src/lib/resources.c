@@ -1,0 +1,299 @@
+/*
+ * resources.c - protection domains, memory regions and completion queues:
+ * thin, checked wrappers over the engine's objects, plus the CQ's eventfd
+ * for event-driven users and mroce_cq_wait() for blocking ones.
+ *
+ * A PD is a number the engine stamps on MRs and QPs (mroce_mr_reg_pd,
+ * qp attr.pd): remote accesses through a QP may only use regions of its PD.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib_int.h"
+
+/* --- protection domains --- */
+
+int mroce_pd_alloc(mroce_device *dev, mroce_pd **ppd)
+{
+    int rc = lib_check(dev, MAGIC_DEV);
+    if (rc < 0)
+        return rc;
+    if (!ppd)
+        return MROCE_EINVAL;
+    mroce_pd *pd = calloc(1, sizeof(*pd));
+    if (!pd)
+        return MROCE_ENOMEM;
+    pd->h.magic = MAGIC_PD;
+    pd->dev = dev;
+    lib_lock(dev);
+    pd->num = dev->next_pd++;
+    lib_list_add(&dev->pds, &pd->h);
+    lib_unlock(dev);
+    *ppd = pd;
+    return 0;
+}
+
+int mroce_pd_free(mroce_pd *pd)
+{
+    int rc = lib_check(pd, MAGIC_PD);
+    if (rc < 0)
+        return rc;
+    mroce_device *dev = pd->dev;
+    lib_lock(dev);
+    if (pd->users) {
+        lib_unlock(dev);
+        return MROCE_EBUSY;
+    }
+    lib_list_del(&dev->pds, &pd->h);
+    lib_bury(pd);
+    lib_unlock(dev);
+    return 0;
+}
+
+/* --- memory regions --- */
+
+int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
+                 mroce_vmr **pmr)
+{
+    int rc = lib_check(pd, MAGIC_PD);
+    if (rc < 0)
+        return rc;
+    if (!pmr || !addr || !length ||
+        (access & ~(unsigned)(MROCE_ACCESS_LOCAL_WRITE |
+                              MROCE_ACCESS_REMOTE_WRITE |
+                              MROCE_ACCESS_REMOTE_READ |
+                              MROCE_ACCESS_REMOTE_ATOMIC)))
+        return MROCE_EINVAL;
+    mroce_vmr *mr = calloc(1, sizeof(*mr));
+    if (!mr)
+        return MROCE_ENOMEM;
+    mroce_device *dev = pd->dev;
+    lib_lock(dev);
+    rc = mroce_mr_reg_pd(dev->ep, pd->num, addr, length, access, &mr->eng);
+    if (rc < 0) {
+        lib_unlock(dev);
+        free(mr);
+        return rc;
+    }
+    mr->h.magic = MAGIC_MR;
+    mr->dev = dev;
+    mr->pd = pd;
+    mr->info.addr = addr;
+    mr->info.length = length;
+    mr->info.lkey = mroce_mr_lkey(mr->eng);
+    mr->info.rkey = mroce_mr_rkey(mr->eng);
+    mr->info.access = access;
+    pd->users++;
+    lib_list_add(&dev->mrs, &mr->h);
+    lib_unlock(dev);
+    *pmr = mr;
+    return 0;
+}
+
+int mroce_dereg_mr(mroce_vmr *mr)
+{
+    int rc = lib_check(mr, MAGIC_MR);
+    if (rc < 0)
+        return rc;
+    mroce_device *dev = mr->dev;
+    lib_lock(dev);
+    rc = mroce_mr_dereg(mr->eng);
+    if (rc == 0) {
+        mr->pd->users--;
+        lib_list_del(&dev->mrs, &mr->h);
+        lib_bury(mr);
+    }
+    lib_unlock(dev);
+    return rc;
+}
+
+void mroce_vmr_query(const mroce_vmr *mr, struct mroce_vmr_info *info)
+{
+    if (!info)
+        return;
+    if (lib_check(mr, MAGIC_MR) < 0) {
+        memset(info, 0, sizeof(*info));
+        return;
+    }
+    *info = mr->info;
+}
+
+uint32_t mroce_vmr_lkey(const mroce_vmr *mr)
+{
+    return lib_check(mr, MAGIC_MR) < 0 ? 0 : mr->info.lkey;
+}
+
+uint32_t mroce_vmr_rkey(const mroce_vmr *mr)
+{
+    return lib_check(mr, MAGIC_MR) < 0 ? 0 : mr->info.rkey;
+}
+
+/* --- completion queues --- */
+
+int mroce_create_cq(mroce_device *dev, uint32_t depth, mroce_vcq **pcq)
+{
+    int rc = lib_check(dev, MAGIC_DEV);
+    if (rc < 0)
+        return rc;
+    if (!pcq)
+        return MROCE_EINVAL;
+    mroce_vcq *cq = calloc(1, sizeof(*cq));
+    if (!cq)
+        return MROCE_ENOMEM;
+    lib_lock(dev);
+    rc = mroce_cq_new(dev->ep, depth, &cq->eng);
+    if (rc < 0) {
+        lib_unlock(dev);
+        free(cq);
+        return rc;
+    }
+    cq->h.magic = MAGIC_CQ;
+    cq->dev = dev;
+    cq->efd = -1;
+    lib_list_add(&dev->cqs, &cq->h);
+    lib_unlock(dev);
+    *pcq = cq;
+    return 0;
+}
+
+void lib_cq_release(mroce_vcq *cq)
+{
+    if (cq->efd >= 0) {
+        close(cq->efd);
+        cq->efd = -1;
+        cq->dev->ncq_armed--;
+    }
+    lib_bury(cq);
+}
+
+int mroce_destroy_cq(mroce_vcq *cq)
+{
+    int rc = lib_check(cq, MAGIC_CQ);
+    if (rc < 0)
+        return rc;
+    mroce_device *dev = cq->dev;
+    lib_lock(dev);
+    if (cq->users) {
+        lib_unlock(dev);
+        return MROCE_EBUSY;
+    }
+    rc = mroce_cq_del(cq->eng);
+    if (rc == 0) {
+        lib_list_del(&dev->cqs, &cq->h);
+        lib_cq_release(cq);
+    }
+    lib_unlock(dev);
+    return rc;
+}
+
+int mroce_poll_cq(mroce_vcq *cq, int n, struct mroce_wc *wc)
+{
+    int rc = lib_check(cq, MAGIC_CQ);
+    if (rc < 0)
+        return rc;
+    if (n < 0 || (n > 0 && !wc))
+        return MROCE_EINVAL;
+    mroce_device *dev = cq->dev;
+    lib_lock(dev);
+    int k = mroce_cq_poll(cq->eng, n, wc);
+    if (k == 0 && n > 0 && dev->attr.progress == MROCE_PROGRESS_APP) {
+        lib_progress_locked(dev);
+        k = mroce_cq_poll(cq->eng, n, wc);
+    }
+    if (!mroce_cq_count(cq->eng))
+        cq->signaled = 0; /* seen empty: the next completion signals */
+    lib_unlock(dev);
+    return k;
+}
+
+/* Creates the eventfd on first use.  Lock held. */
+static int cq_arm_locked(mroce_vcq *cq)
+{
+    if (cq->efd >= 0)
+        return 0;
+    cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (cq->efd < 0)
+        return MROCE_ESOCKET;
+    cq->dev->ncq_armed++;
+    cq->signaled = 0;
+    lib_signal_cqs_locked(cq->dev);
+    return 0;
+}
+
+int mroce_cq_fd(mroce_vcq *cq)
+{
+    int rc = lib_check(cq, MAGIC_CQ);
+    if (rc < 0)
+        return rc;
+    lib_lock(cq->dev);
+    rc = cq_arm_locked(cq);
+    int fd = cq->efd;
+    lib_unlock(cq->dev);
+    return rc < 0 ? rc : fd;
+}
+
+void mroce_cq_ack_event(mroce_vcq *cq)
+{
+    if (lib_check(cq, MAGIC_CQ) < 0 || cq->efd < 0)
+        return;
+    uint64_t v;
+    if (read(cq->efd, &v, sizeof(v)) < 0) {
+        /* EAGAIN: nothing to acknowledge */
+    }
+}
+
+static int cq_nonempty(void *arg)
+{
+    return mroce_cq_count(((mroce_vcq *)arg)->eng) != 0;
+}
+
+int mroce_cq_wait(mroce_vcq *cq, int timeout_ms)
+{
+    int rc = lib_check(cq, MAGIC_CQ);
+    if (rc < 0)
+        return rc;
+    mroce_device *dev = cq->dev;
+    mroce_tstamp deadline = lib_deadline(timeout_ms);
+    if (dev->attr.progress == MROCE_PROGRESS_APP)
+        return lib_wait(dev, cq_nonempty, cq, deadline);
+    /* Thread mode: the progress thread writes the eventfd when the CQ
+     * turns non-empty; sleep on it. */
+    lib_lock(dev);
+    rc = cq_arm_locked(cq);
+    lib_unlock(dev);
+    if (rc < 0)
+        return rc;
+    for (;;) {
+        lib_lock(dev);
+        if (mroce_cq_count(cq->eng)) {
+            lib_unlock(dev);
+            return 1;
+        }
+        /* Empty: consume a stale event so poll() below really waits, and
+         * let the next completion signal again. */
+        uint64_t v;
+        if (read(cq->efd, &v, sizeof(v)) < 0) {
+        }
+        cq->signaled = 0;
+        int fd = cq->efd;
+        lib_unlock(dev);
+        mroce_tstamp now = lib_now();
+        if (now >= deadline)
+            return 0;
+        struct pollfd p = {fd, POLLIN, 0};
+        struct timespec ts, *tsp = NULL;
+        if (deadline != MROCE_TSTAMP_INF) {
+            uint64_t ns = deadline - now;
+            ts.tv_sec = (time_t)(ns / 1000000000ull);
+            ts.tv_nsec = (long)(ns % 1000000000ull);
+            tsp = &ts;
+        }
+        (void)ppoll(&p, 1, tsp, NULL);
+    }
+}

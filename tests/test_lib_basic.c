@@ -1,0 +1,547 @@
+/*
+ * test_lib_basic.c - libmroce end to end in one process: two devices on
+ * 127.0.0.1 (different ports) connected over real UDP sockets, in APP and in
+ * THREAD progress mode.  Covers connect/accept, SEND/RECV, WRITE, READ,
+ * both atomics, a 1 MiB WRITE, the CQ eventfd, error returns for bad calls
+ * (NULL, destroyed objects, QP in ERROR, out-of-region lengths, busy
+ * objects), connecting to a dead port or to a device nobody listens on
+ * (error within the timeout), disconnect, and teardown in any order.
+ *
+ * In APP mode nothing moves unless someone calls in, and the two devices
+ * live in one thread, so the helpers drive both devices while they wait.
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mroce/mroce.h>
+
+#include "testutil.h"
+
+#define BUF_SIZE (2u << 20)
+#define MIB (1u << 20)
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* One side of a connection. */
+struct side {
+    mroce_device *dev;
+    mroce_pd *pd;
+    mroce_vcq *cq;
+    mroce_vqp *qp;
+    uint8_t *buf;
+    mroce_vmr *mr;
+};
+
+/* Opens a device on a port that is free now; ports are drawn from the pid
+ * and retried, so parallel test runs do not collide. */
+static int open_dev(mroce_device **dev, int mode, uint16_t *port_out)
+{
+    static unsigned salt;
+    for (int i = 0; i < 50; i++) {
+        struct mroce_device_attr a;
+        mroce_device_attr_default(&a);
+        a.progress = (uint8_t)mode;
+        a.port = (uint16_t)(20000 + ((unsigned)getpid() * 131u + salt++ * 7919u +
+                                     (unsigned)i * 104729u) % 20000u);
+        a.src_port_count = 64;
+        int rc = mroce_device_open(&a, dev);
+        if (rc == 0) {
+            if (port_out)
+                *port_out = mroce_device_port(*dev);
+            return 0;
+        }
+        if (rc != MROCE_EADDR)
+            return rc;
+    }
+    return MROCE_EADDR;
+}
+
+static int side_init(struct side *s, int mode, uint16_t *port)
+{
+    memset(s, 0, sizeof(*s));
+    int rc = open_dev(&s->dev, mode, port);
+    if (rc < 0)
+        return rc;
+    struct mroce_vqp_init_attr qa;
+    if ((rc = mroce_pd_alloc(s->dev, &s->pd)) < 0 ||
+        (rc = mroce_create_cq(s->dev, 256, &s->cq)) < 0)
+        return rc;
+    mroce_vqp_init_attr_default(&qa);
+    qa.send_cq = s->cq;
+    qa.recv_cq = s->cq;
+    if ((rc = mroce_create_qp(s->pd, &qa, &s->qp)) < 0)
+        return rc;
+    s->buf = aligned_alloc(4096, BUF_SIZE);
+    if (!s->buf)
+        return MROCE_ENOMEM;
+    memset(s->buf, 0, BUF_SIZE);
+    return mroce_reg_mr(s->pd, s->buf, BUF_SIZE,
+                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                            MROCE_ACCESS_REMOTE_READ |
+                            MROCE_ACCESS_REMOTE_ATOMIC,
+                        &s->mr);
+}
+
+/* Polls s's CQ for one completion, driving `other` too (APP mode). */
+static int wait_wc(struct side *s, struct side *other, struct mroce_wc *wc,
+                   int timeout_ms)
+{
+    uint64_t end = now_ms() + (uint64_t)timeout_ms;
+    while (now_ms() < end) {
+        int n = mroce_poll_cq(s->cq, 1, wc);
+        if (n != 0)
+            return n;
+        if (other)
+            mroce_device_progress(other->dev);
+    }
+    return 0;
+}
+
+struct accept_arg {
+    mroce_vqp *qp;
+    int rc;
+};
+
+static void *accept_thread(void *p)
+{
+    struct accept_arg *a = p;
+    a->rc = mroce_accept(a->qp, 3000);
+    return NULL;
+}
+
+/* Connects b (active) to a (listener): accept runs in a thread, so the
+ * blocking calls are what is tested, each driving its own device. */
+static void connect_pair(struct side *a, struct side *b, uint16_t aport)
+{
+    struct accept_arg arg = {a->qp, -99};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, accept_thread, &arg) == 0);
+    usleep(10000); /* let accept start listening (connect retries anyway) */
+    int rc = mroce_connect(b->qp, "127.0.0.1", aport, 0, 3000);
+    pthread_join(t, NULL);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(arg.rc, 0);
+    CHECK_EQ_INT(mroce_vqp_state(a->qp), MROCE_QPS_RTS);
+    CHECK_EQ_INT(mroce_vqp_state(b->qp), MROCE_QPS_RTS);
+}
+
+static void test_ops(struct side *a, struct side *b)
+{
+    struct mroce_wc wc;
+    struct mroce_sge sge;
+    struct mroce_send_wr wr, *bad;
+    struct mroce_recv_wr rwr, *rbad;
+
+    /* SEND / RECV (b -> a), with immediate. */
+    memset(a->buf, 0, 4096);
+    sge.addr = (uintptr_t)a->buf;
+    sge.length = 4096;
+    sge.lkey = mroce_vmr_lkey(a->mr);
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.wr_id = 11;
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    CHECK_EQ_INT(mroce_post_recv(a->qp, &rwr, &rbad), 0);
+    strcpy((char *)b->buf, "hello over udp");
+    struct mroce_sge ssge = {(uintptr_t)b->buf, 15, mroce_vmr_lkey(b->mr)};
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = 21;
+    wr.sg_list = &ssge;
+    wr.num_sge = 1;
+    wr.opcode = MROCE_WR_SEND_WITH_IMM;
+    wr.imm_data = 0xabcd;
+    wr.send_flags = MROCE_SEND_SIGNALED;
+    CHECK_EQ_INT(mroce_post_send(b->qp, &wr, &bad), 0);
+    CHECK_EQ_INT(wait_wc(b, a, &wc, 3000), 1);
+    CHECK_EQ(wc.wr_id, 21);
+    CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
+    CHECK_EQ_INT(wait_wc(a, b, &wc, 3000), 1);
+    CHECK_EQ(wc.wr_id, 11);
+    CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
+    CHECK_EQ(wc.byte_len, 15);
+    CHECK_EQ(wc.imm_data, 0xabcd);
+    CHECK(!strcmp((char *)a->buf, "hello over udp"));
+
+    /* WRITE 64 KiB (b -> a). */
+    for (unsigned i = 0; i < 65536; i++)
+        b->buf[i] = (uint8_t)(i * 7 + 3);
+    ssge.addr = (uintptr_t)b->buf;
+    ssge.length = 65536;
+    wr.wr_id = 22;
+    wr.opcode = MROCE_WR_WRITE;
+    wr.remote_addr = (uintptr_t)a->buf + 8192;
+    wr.rkey = mroce_vmr_rkey(a->mr);
+    CHECK_EQ_INT(mroce_post_send(b->qp, &wr, &bad), 0);
+    CHECK_EQ_INT(wait_wc(b, a, &wc, 3000), 1);
+    CHECK_EQ(wc.wr_id, 22);
+    CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
+    CHECK(!memcmp(a->buf + 8192, b->buf, 65536));
+
+    /* READ 100000 bytes (b reads a). */
+    for (unsigned i = 0; i < 100000; i++)
+        a->buf[MIB + i] = (uint8_t)(i * 13 + 1);
+    ssge.addr = (uintptr_t)b->buf + MIB;
+    ssge.length = 100000;
+    wr.wr_id = 23;
+    wr.opcode = MROCE_WR_READ;
+    wr.remote_addr = (uintptr_t)a->buf + MIB;
+    CHECK_EQ_INT(mroce_post_send(b->qp, &wr, &bad), 0);
+    CHECK_EQ_INT(wait_wc(b, a, &wc, 3000), 1);
+    CHECK_EQ(wc.wr_id, 23);
+    CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
+    CHECK(!memcmp(b->buf + MIB, a->buf + MIB, 100000));
+
+    /* FETCH_ADD then CMP_SWAP on a 64-bit word of a. */
+    uint64_t *word = (uint64_t *)(a->buf + 4096);
+    *word = 40;
+    uint64_t *res = (uint64_t *)(b->buf + 4096);
+    ssge.addr = (uintptr_t)res;
+    ssge.length = 8;
+    wr.wr_id = 24;
+    wr.opcode = MROCE_WR_FETCH_ADD;
+    wr.remote_addr = (uintptr_t)word;
+    wr.compare_add = 2;
+    CHECK_EQ_INT(mroce_post_send(b->qp, &wr, &bad), 0);
+    CHECK_EQ_INT(wait_wc(b, a, &wc, 3000), 1);
+    CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
+    CHECK_EQ(*res, 40);
+    CHECK_EQ(*word, 42);
+    wr.wr_id = 25;
+    wr.opcode = MROCE_WR_CMP_SWAP;
+    wr.compare_add = 42;
+    wr.swap = 7;
+    CHECK_EQ_INT(mroce_post_send(b->qp, &wr, &bad), 0);
+    CHECK_EQ_INT(wait_wc(b, a, &wc, 3000), 1);
+    CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
+    CHECK_EQ(*res, 42);
+    CHECK_EQ(*word, 7);
+
+    /* 1 MiB WRITE (a -> b this time). */
+    for (unsigned i = 0; i < MIB; i++)
+        a->buf[i] = (uint8_t)(i ^ (i >> 8) ^ 0x5a);
+    struct mroce_sge big = {(uintptr_t)a->buf, MIB, mroce_vmr_lkey(a->mr)};
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = 26;
+    wr.sg_list = &big;
+    wr.num_sge = 1;
+    wr.opcode = MROCE_WR_WRITE;
+    wr.send_flags = MROCE_SEND_SIGNALED;
+    wr.remote_addr = (uintptr_t)b->buf + MIB;
+    wr.rkey = mroce_vmr_rkey(b->mr);
+    uint64_t t0 = now_ms();
+    CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), 0);
+    CHECK_EQ_INT(wait_wc(a, b, &wc, 5000), 1);
+    CHECK_EQ(wc.wr_id, 26);
+    CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
+    CHECK(!memcmp(b->buf + MIB, a->buf, MIB));
+    printf("  1 MiB WRITE took %llu ms\n", (unsigned long long)(now_ms() - t0));
+}
+
+/* The CQ eventfd turns readable when a completion arrives. */
+static void test_cq_fd(struct side *a, struct side *b, int mode)
+{
+    struct mroce_wc wc;
+    int fd = mroce_cq_fd(a->cq);
+    CHECK(fd >= 0);
+    struct pollfd p = {fd, POLLIN, 0};
+    CHECK_EQ_INT(poll(&p, 1, 0), 0); /* nothing waiting yet */
+    struct mroce_sge sge = {(uintptr_t)a->buf, 64, mroce_vmr_lkey(a->mr)};
+    struct mroce_recv_wr rwr = {31, NULL, &sge, 1}, *rbad;
+    CHECK_EQ_INT(mroce_post_recv(a->qp, &rwr, &rbad), 0);
+    struct mroce_sge ssge = {(uintptr_t)b->buf, 64, mroce_vmr_lkey(b->mr)};
+    struct mroce_send_wr wr, *bad;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = 32;
+    wr.sg_list = &ssge;
+    wr.num_sge = 1;
+    wr.opcode = MROCE_WR_SEND; /* unsignaled: only a's CQ gets an entry */
+    CHECK_EQ_INT(mroce_post_send(b->qp, &wr, &bad), 0);
+    int ready = 0;
+    for (uint64_t end = now_ms() + 3000; now_ms() < end && !ready;) {
+        if (mode == MROCE_PROGRESS_APP) {
+            mroce_device_progress(a->dev);
+            mroce_device_progress(b->dev);
+        }
+        ready = poll(&p, 1, mode == MROCE_PROGRESS_APP ? 0 : 100) == 1;
+    }
+    CHECK(ready);
+    mroce_cq_ack_event(a->cq);
+    CHECK_EQ_INT(mroce_poll_cq(a->cq, 1, &wc), 1);
+    CHECK_EQ(wc.wr_id, 31);
+    CHECK_EQ_INT(mroce_poll_cq(a->cq, 1, &wc), 0);
+    CHECK_EQ_INT(poll(&p, 1, 0), 0); /* acknowledged */
+    /* cq_wait: a completion is already there -> 1 at once; then the
+     * timeout path. */
+    CHECK_EQ_INT(mroce_cq_wait(a->cq, 50), 0);
+    if (mode == MROCE_PROGRESS_APP)
+        mroce_device_progress(b->dev); /* b acknowledges in the background */
+}
+
+static void test_bad_calls(struct side *a, struct side *b)
+{
+    struct mroce_wc wc;
+    mroce_pd *pd;
+    mroce_vcq *cq;
+    mroce_vmr *mr;
+    struct mroce_send_wr wr, *bad;
+    struct mroce_vqp_init_attr qa;
+
+    /* NULL everything. */
+    CHECK_EQ_INT(mroce_device_open(NULL, NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_pd_alloc(NULL, &pd), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_pd_alloc(a->dev, NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_pd_free(NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_reg_mr(NULL, a->buf, 64, 0, &mr), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_reg_mr(a->pd, NULL, 64, 0, &mr), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_reg_mr(a->pd, a->buf, 64, 0x100, &mr), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_dereg_mr(NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_create_cq(NULL, 16, &cq), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_create_cq(a->dev, 0, &cq), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_destroy_cq(NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_poll_cq(NULL, 1, &wc), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_poll_cq(a->cq, 1, NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_poll_cq(a->cq, -1, &wc), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_cq_fd(NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_cq_wait(NULL, 0), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_create_qp(NULL, &qa, NULL), MROCE_EINVAL);
+    mroce_vqp_init_attr_default(&qa);
+    mroce_vqp *qp;
+    CHECK_EQ_INT(mroce_create_qp(a->pd, &qa, &qp), MROCE_EINVAL); /* no CQs */
+    CHECK_EQ_INT(mroce_create_qp(a->pd, NULL, &qp), MROCE_EINVAL);
+    qa.send_cq = qa.recv_cq = b->cq; /* another device's CQ */
+    CHECK_EQ_INT(mroce_create_qp(a->pd, &qa, &qp), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_destroy_qp(NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_post_send(NULL, &wr, &bad), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_post_send(a->qp, NULL, &bad), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_post_recv(NULL, NULL, NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_connect(NULL, "127.0.0.1", 1, 0, 10), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_accept(NULL, 10), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_disconnect(NULL, 10), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_modify_qp_error(NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_vqp_counters(NULL, NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_device_progress(NULL), MROCE_EINVAL);
+    CHECK_EQ(mroce_vqp_num(NULL), 0);
+    CHECK_EQ(mroce_vmr_lkey(NULL), 0);
+    CHECK_EQ(mroce_device_port(NULL), 0);
+    mroce_device_close(NULL); /* no crash */
+    CHECK(strlen(mroce_lib_strerror(MROCE_EDESTROYED)) > 0);
+    CHECK(strlen(mroce_lib_strerror(MROCE_EINVAL)) > 0);
+
+    /* Bad device attributes and addresses. */
+    struct mroce_device_attr da;
+    mroce_device *dev;
+    mroce_device_attr_default(&da);
+    da.local_addr = "not-an-address.invalid";
+    CHECK_EQ_INT(mroce_device_open(&da, &dev), MROCE_EADDR);
+    mroce_device_attr_default(&da);
+    da.dscp = 64;
+    CHECK_EQ_INT(mroce_device_open(&da, &dev), MROCE_EINVAL);
+    mroce_device_attr_default(&da);
+    da.port = mroce_device_port(a->dev); /* taken */
+    CHECK_EQ_INT(mroce_device_open(&da, &dev), MROCE_EADDR);
+
+    /* Destroyed objects. */
+    CHECK_EQ_INT(mroce_pd_alloc(a->dev, &pd), 0);
+    CHECK_EQ_INT(mroce_reg_mr(pd, a->buf, 4096, MROCE_ACCESS_LOCAL_WRITE, &mr), 0);
+    CHECK_EQ_INT(mroce_pd_free(pd), MROCE_EBUSY); /* MR in it */
+    CHECK_EQ_INT(mroce_dereg_mr(mr), 0);
+    CHECK_EQ_INT(mroce_dereg_mr(mr), MROCE_EDESTROYED);
+    CHECK_EQ(mroce_vmr_lkey(mr), 0);
+    CHECK_EQ_INT(mroce_pd_free(pd), 0);
+    CHECK_EQ_INT(mroce_pd_free(pd), MROCE_EDESTROYED);
+    CHECK_EQ_INT(mroce_reg_mr(pd, a->buf, 64, 0, &mr), MROCE_EDESTROYED);
+    CHECK_EQ_INT(mroce_create_cq(a->dev, 16, &cq), 0);
+    CHECK_EQ_INT(mroce_destroy_cq(cq), 0);
+    CHECK_EQ_INT(mroce_poll_cq(cq, 1, &wc), MROCE_EDESTROYED);
+    CHECK_EQ_INT(mroce_destroy_cq(cq), MROCE_EDESTROYED);
+    CHECK_EQ_INT(mroce_destroy_cq(a->cq), MROCE_EBUSY); /* QP uses it */
+    CHECK_EQ_INT(mroce_pd_free(a->pd), MROCE_EBUSY);
+    qa.send_cq = qa.recv_cq = a->cq;
+    CHECK_EQ_INT(mroce_create_qp(a->pd, &qa, &qp), 0);
+    CHECK_EQ_INT(mroce_destroy_qp(qp), 0);
+    CHECK_EQ_INT(mroce_destroy_qp(qp), MROCE_EDESTROYED);
+    memset(&wr, 0, sizeof(wr));
+    CHECK_EQ_INT(mroce_post_send(qp, &wr, &bad), MROCE_EDESTROYED);
+    CHECK_EQ_INT(mroce_connect(qp, "127.0.0.1", 1, 0, 10), MROCE_EDESTROYED);
+    CHECK_EQ_INT(mroce_vqp_state(qp), MROCE_QPS_ERROR);
+
+    /* Posting outside a region: lkey range and remote-less local checks. */
+    struct mroce_sge sge = {(uintptr_t)a->buf + BUF_SIZE - 10, 100,
+                            mroce_vmr_lkey(a->mr)};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = MROCE_WR_WRITE;
+    wr.remote_addr = (uintptr_t)b->buf;
+    wr.rkey = mroce_vmr_rkey(b->mr);
+    CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), MROCE_EACCESS);
+    CHECK(bad == &wr);
+    sge.addr = (uintptr_t)a->buf;
+    sge.lkey = 0xdead00;
+    CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), MROCE_EACCESS);
+    /* A remote range outside b's region: the WR completes with a remote
+     * access error and the QP goes to ERROR. */
+    sge.lkey = mroce_vmr_lkey(a->mr);
+    wr.remote_addr = (uintptr_t)b->buf + BUF_SIZE - 10;
+    wr.wr_id = 41;
+    wr.send_flags = MROCE_SEND_SIGNALED;
+    CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), 0);
+    CHECK_EQ_INT(wait_wc(a, b, &wc, 3000), 1);
+    CHECK_EQ(wc.wr_id, 41);
+    CHECK_EQ_INT(wc.status, MROCE_WC_REM_ACCESS_ERR);
+    CHECK_EQ_INT(mroce_vqp_state(a->qp), MROCE_QPS_ERROR);
+    /* Posting on a QP in ERROR. */
+    wr.remote_addr = (uintptr_t)b->buf;
+    CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), MROCE_ESTATE);
+    CHECK_EQ_INT(mroce_connect(a->qp, "127.0.0.1", 1, 0, 10), MROCE_ESTATE);
+    CHECK_EQ_INT(mroce_modify_qp_error(b->qp), 0);
+    CHECK_EQ_INT(mroce_vqp_state(b->qp), MROCE_QPS_ERROR);
+}
+
+/* Connecting to a port where nothing listens fails within the timeout:
+ * at once through ICMP (EUNREACH); and to a live device with no listening
+ * QP after the timeout (ETIMEDOUT). */
+static void test_dead_peer(struct side *b, uint16_t live_port, int mode)
+{
+    struct mroce_vqp_init_attr qa;
+    mroce_vqp_init_attr_default(&qa);
+    qa.send_cq = qa.recv_cq = b->cq;
+    mroce_vqp *qp;
+    CHECK_EQ_INT(mroce_create_qp(b->pd, &qa, &qp), 0);
+    /* A port nobody has: open and close a device to find one. */
+    mroce_device *tmp;
+    uint16_t dead = 0;
+    if (CHECK(open_dev(&tmp, MROCE_PROGRESS_APP, &dead) == 0))
+        mroce_device_close(tmp);
+    uint64_t t0 = now_ms();
+    int rc = mroce_connect(qp, "127.0.0.1", dead, 0, 500);
+    uint64_t dt = now_ms() - t0;
+    CHECK_MSG(rc == MROCE_EUNREACH || rc == MROCE_ETIMEDOUT, "rc %d", rc);
+    CHECK_MSG(dt <= 700, "dead port took %llu ms", (unsigned long long)dt);
+    printf("  dead port (%s): %s after %llu ms\n",
+           mode ? "thread" : "app", mroce_lib_strerror(rc),
+           (unsigned long long)dt);
+    CHECK_EQ_INT(mroce_vqp_state(qp), MROCE_QPS_ERROR);
+    CHECK_EQ_INT(mroce_destroy_qp(qp), 0);
+
+    /* The device exists but has no listening QP: nobody answers. */
+    CHECK_EQ_INT(mroce_create_qp(b->pd, &qa, &qp), 0);
+    t0 = now_ms();
+    rc = mroce_connect(qp, "127.0.0.1", live_port, 0, 200);
+    dt = now_ms() - t0;
+    CHECK_EQ_INT(rc, MROCE_ETIMEDOUT);
+    CHECK_MSG(dt >= 150 && dt <= 500, "no listener took %llu ms",
+              (unsigned long long)dt);
+    CHECK_EQ_INT(mroce_destroy_qp(qp), 0);
+    /* Bad host strings. */
+    CHECK_EQ_INT(mroce_create_qp(b->pd, &qa, &qp), 0);
+    CHECK_EQ_INT(mroce_connect(qp, "::1", live_port, 0, 100), MROCE_EADDR);
+    CHECK_EQ_INT(mroce_connect(qp, NULL, live_port, 0, 100), MROCE_EADDR);
+    /* Accept times out and keeps listening. */
+    t0 = now_ms();
+    CHECK_EQ_INT(mroce_accept(qp, 50), MROCE_ETIMEDOUT);
+    CHECK(now_ms() - t0 >= 45);
+    CHECK_EQ_INT(mroce_vqp_state(qp), MROCE_QPS_LISTEN);
+    /* qp is left for device close to clean up. */
+}
+
+static void run_mode(int mode)
+{
+    struct side a, b;
+    uint16_t aport = 0, bport = 0;
+    printf("mode %s\n", mode ? "THREAD" : "APP");
+    int rca = side_init(&a, mode, &aport), rcb = side_init(&b, mode, &bport);
+    if (!CHECK_MSG(rca == 0 && rcb == 0, "side_init: %d %d", rca, rcb))
+        return;
+    CHECK(aport != bport);
+    struct mroce_device_attr qa;
+    CHECK_EQ_INT(mroce_device_query(a.dev, &qa), 0);
+    CHECK(qa.src_port_base != 0);
+    CHECK_EQ(qa.port, aport);
+    connect_pair(&a, &b, aport);
+    test_ops(&a, &b);
+    test_cq_fd(&a, &b, mode);
+
+    /* Counters and the dump. */
+    struct mroce_qp_counters c;
+    CHECK_EQ_INT(mroce_vqp_counters(b.qp, &c), 0);
+    CHECK(c.tx_data_pkts > 0 && c.rx_acks > 0);
+    struct mroce_path_stats ps[64];
+    int np = mroce_vqp_path_stats(a.qp, ps, 64);
+    CHECK(np == 64);
+    int used = 0;
+    for (int i = 0; i < np; i++)
+        used += ps[i].tx_pkts > 0;
+    CHECK_MSG(used > 8, "paths used %d", used);
+    FILE *devnull = fopen("/dev/null", "w");
+    if (devnull) {
+        mroce_vqp_dump_counters(a.qp, devnull);
+        fclose(devnull);
+    }
+    struct mroce_udp_counters u;
+    mroce_device_get_udp_counters(a.dev, &u);
+    CHECK(u.tx_pkts > 0 && u.rx_pkts > 0 && u.tx_syscalls > 0);
+    CHECK(u.tx_gso_sends > 0); /* the 1 MiB WRITE goes out in GSO bursts */
+    printf("  a: tx %llu pkts in %llu syscalls (%llu GSO sends), rx %llu pkts "
+           "in %llu datagrams, %llu syscalls\n",
+           (unsigned long long)u.tx_pkts, (unsigned long long)u.tx_syscalls,
+           (unsigned long long)u.tx_gso_sends, (unsigned long long)u.rx_pkts,
+           (unsigned long long)u.rx_datagrams,
+           (unsigned long long)u.rx_syscalls);
+    struct mroce_ep_counters ec;
+    mroce_device_get_counters(a.dev, &ec);
+    if (!getenv("MROCE_FAULT")) /* injected corruption is dropped on CRC */
+        CHECK_EQ(ec.drop_crc, 0);
+
+    /* Orderly close, then a fresh connection on new QPs works. */
+    CHECK_EQ_INT(mroce_disconnect(b.qp, 2000), 0);
+    for (uint64_t end = now_ms() + 2000;
+         now_ms() < end && mroce_vqp_state(a.qp) != MROCE_QPS_CLOSED;)
+        mroce_device_progress(a.dev);
+    CHECK_EQ_INT(mroce_vqp_state(a.qp), MROCE_QPS_CLOSED);
+    CHECK_EQ_INT(mroce_disconnect(a.qp, 100), 0); /* already closed */
+    CHECK_EQ_INT(mroce_destroy_qp(a.qp), 0);
+    CHECK_EQ_INT(mroce_destroy_qp(b.qp), 0);
+    struct mroce_vqp_init_attr ia;
+    mroce_vqp_init_attr_default(&ia);
+    ia.send_cq = ia.recv_cq = a.cq;
+    CHECK_EQ_INT(mroce_create_qp(a.pd, &ia, &a.qp), 0);
+    ia.send_cq = ia.recv_cq = b.cq;
+    CHECK_EQ_INT(mroce_create_qp(b.pd, &ia, &b.qp), 0);
+    connect_pair(&a, &b, aport);
+
+    test_bad_calls(&a, &b);
+    test_dead_peer(&b, aport, mode);
+
+    /* Teardown in mixed order: a piecewise (QP, MR, CQ, PD, device), b all
+     * at once by closing the device with everything alive. */
+    CHECK_EQ_INT(mroce_destroy_qp(a.qp), 0);
+    CHECK_EQ_INT(mroce_dereg_mr(a.mr), 0);
+    CHECK_EQ_INT(mroce_destroy_cq(a.cq), 0);
+    CHECK_EQ_INT(mroce_pd_free(a.pd), 0);
+    mroce_device_close(a.dev);
+    CHECK_EQ_INT(mroce_pd_alloc(a.dev, &a.pd), MROCE_EDESTROYED);
+    mroce_device_close(b.dev);
+    CHECK_EQ_INT(mroce_post_send(b.qp, NULL, NULL), MROCE_EDESTROYED);
+    CHECK_EQ_INT(mroce_poll_cq(b.cq, 0, NULL), MROCE_EDESTROYED);
+    mroce_device_close(b.dev); /* twice: no crash */
+    free(a.buf);
+    free(b.buf);
+}
+
+int main(void)
+{
+    run_mode(MROCE_PROGRESS_APP);
+    run_mode(MROCE_PROGRESS_THREAD);
+    return TESTUTIL_SUMMARY("test_lib_basic");
+}
