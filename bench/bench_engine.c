@@ -9,13 +9,16 @@
  *            processing, completions);
  *   model  - the same through the deterministic network model (100 Gbit/s,
  *            2 us), adding the model's own cost: closer to how the tests run.
+ * "direct 64B acked" interleaves the two sides packet by packet, so the
+ * receiver ACKs at the protocol's own rate (every 4th packet) instead of
+ * once per drained burst: the honest per-packet figure.
  * Reported: packets per second and ns per data packet for 64 B messages;
  * goodput for 4 KiB and 64 KiB WRITEs; and, measured in the same run, memcpy
  * bandwidth (in cache, 64 KiB) so the engine's goodput can be stated as a
  * ratio of what the machine can copy.  Goals (issue 2): < 150 ns engine work
  * per small packet; 64 KiB goodput >= 25% of memcpy bandwidth.
  *
- * Usage: bench_engine [--quick] [--json FILE] [--only small|large]
+ * Usage: bench_engine [--quick] [--json FILE] [--only small|acked|large]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,9 +79,43 @@ static void rnd_fill(uint8_t *buf, size_t len, void *user)
     }
 }
 
+/* Interleaved: the sender hands over one packet, then the receiver sends
+ * whatever it wants to (ACKs), so ACKs are generated at the protocol's
+ * own rate (one per ACK_FREQ packets) rather than once per burst. */
+static int interleave;
+
+static uint64_t pump_one(struct pair *p, int s, int max)
+{
+    static uint8_t buf[MROCE_MAX_PKT_LEN];
+    struct mroce_tx_info ti;
+    struct mroce_rx_info ri;
+    memset(&ri, 0, sizeof(ri));
+    ri.ecn = MROCE_ECN_ECT0;
+    ri.from.len = 1;
+    ri.from.data[0] = (uint8_t)s;
+    uint64_t moved = 0;
+    int n;
+    while ((max < 0 || (int)moved < max) &&
+           (n = mroce_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) > 0) {
+        mroce_ep_recv(p->ep[!s], buf, (size_t)n, &ri, p->now);
+        p->pkts[s]++;
+        moved++;
+    }
+    return moved;
+}
+
 /* Move every packet each side has to the other; returns packets moved. */
 static uint64_t pump(struct pair *p)
 {
+    if (interleave) {
+        uint64_t moved = 0, m;
+        do {
+            m = pump_one(p, 0, 1);
+            m += pump_one(p, 1, -1);
+            moved += m;
+        } while (m);
+        return moved;
+    }
     static uint8_t buf[MROCE_MAX_PKT_LEN];
     uint64_t moved = 0;
     for (int s = 0; s < 2; s++) {
@@ -334,7 +371,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i]; /* profile one case: small | large */
+            only = argv[++i]; /* profile one case: small | acked | large */
         else {
             fprintf(stderr, "usage: bench_engine [--quick] [--json FILE]\n");
             return 2;
@@ -342,7 +379,8 @@ int main(int argc, char **argv)
     }
     uint64_t scale = quick ? 1 : 8;
     if (only) {
-        int small = !strcmp(only, "small");
+        int small = !strcmp(only, "small") || !strcmp(only, "acked");
+        interleave = !strcmp(only, "acked");
         struct result o = small ? run_direct(64, 2000000, 4096)
                                 : run_direct(65536, 40000, 4096);
         printf("%s: %.1f ns per data packet\n", only,
@@ -359,6 +397,11 @@ int main(int argc, char **argv)
     r = run_direct(64, 100000 * scale, 4096);
     report(js, "direct 64B", &r, mbw, &first);
     double ns_small = r.secs * 1e9 / (double)r.data_pkts;
+    interleave = 1;
+    r = run_direct(64, 100000 * scale, 4096);
+    report(js, "direct 64B acked", &r, mbw, &first);
+    double ns_small_acked = r.secs * 1e9 / (double)r.data_pkts;
+    interleave = 0;
     r = run_direct(4096, 20000 * scale, 4096);
     report(js, "direct 4KiB", &r, mbw, &first);
     r = run_direct(65536, 2000 * scale, 4096);
@@ -370,10 +413,13 @@ int main(int argc, char **argv)
     report(js, "model 64B", &r, mbw, &first);
     r = run_model(65536, 1000 * scale, 4096);
     report(js, "model 64KiB", &r, mbw, &first);
-    printf("goal: <150 ns per small packet: %.1f ns (%s); 64 KiB goodput >= 25%% "
-           "of memcpy: %.1f%% (%s)\n",
-           ns_small, ns_small < 150 ? "met" : "missed", pct64,
-           pct64 >= 25 ? "met" : "missed");
+    printf("goal: <150 ns per small packet: %.1f ns batched, %.1f ns with an "
+           "ACK per 4 packets (%s); 64 KiB goodput >= 25%% of memcpy: %.1f%% "
+           "(%s)\n",
+           ns_small, ns_small_acked,
+           ns_small_acked < 150 ? "met" : ns_small < 150 ? "met batched only"
+                                                          : "missed",
+           pct64, pct64 >= 25 ? "met" : "missed");
     if (js) {
         fprintf(js, "\n}\n");
         fclose(js);

@@ -22,6 +22,7 @@
 
 #include <mroce/engine.h>
 #include <mroce/wire.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cc.h"
