@@ -1,0 +1,509 @@
+/*
+ * host.c - hosts: the NIC and the adapter that drives the real MetaRoCE
+ * engine.
+ *
+ * Each host owns one sans-IO endpoint and calls it through exactly the entry
+ * points the UDP datapath uses: mroce_ep_recv() for every delivered
+ * datagram, mroce_ep_write_pkt() whenever the NIC's uplink can take a
+ * packet (at most one packet waits behind the one being serialized, so the
+ * engine is paced by its link and stamps packets just before they leave),
+ * and mroce_ep_expiry()/mroce_ep_handle_expiry() for timers.  Time is the
+ * simulated clock in nanoseconds.
+ *
+ * mroce_ep_expiry() scans every QP of the endpoint, which with hundreds of
+ * QPs per host costs more than the packet itself; the adapter therefore
+ * re-reads it at most once per timer_tick (default 1 us) after the engine
+ * was touched, like a NIC timer wheel with that granularity.  Timers are
+ * then late by at most one tick (the shortest engine timer is the 10 us ACK
+ * delay).  timer_tick = 0 re-reads after every call.
+ *
+ * Memory: the engine allocates through a counting allocator, so the bytes
+ * per QP are measured, not estimated.  Every MR of every endpoint maps the
+ * same scratch buffer: payload bytes are copied and CRC-checked by the
+ * engine as usual, but their content is irrelevant to the simulation.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+struct memhdr {
+    size_t size;
+    size_t pad;
+};
+
+static void *count_calloc(size_t n, size_t sz, void *user)
+{
+    struct counting_mem *m = user;
+    size_t bytes = n * sz;
+    struct memhdr *h = calloc(1, sizeof(*h) + bytes);
+    if (!h)
+        return NULL;
+    h->size = bytes;
+    m->live += bytes;
+    m->allocs++;
+    if (m->live > m->peak)
+        m->peak = m->live;
+    return h + 1;
+}
+
+static void count_free(void *p, void *user)
+{
+    struct counting_mem *m = user;
+    if (!p)
+        return;
+    struct memhdr *h = (struct memhdr *)p - 1;
+    m->live -= h->size;
+    free(h);
+}
+
+static void host_rand(uint8_t *buf, size_t len, void *user)
+{
+    struct host *h = user;
+    while (len) {
+        uint64_t v = sim_splitmix(&h->rng);
+        size_t k = len < 8 ? len : 8;
+        memcpy(buf, &v, k);
+        buf += k;
+        len -= k;
+    }
+}
+
+static void host_addr(uint32_t host, struct mroce_addr *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->len = 4;
+    a->data[0] = (uint8_t)(host >> 24);
+    a->data[1] = (uint8_t)(host >> 16);
+    a->data[2] = (uint8_t)(host >> 8);
+    a->data[3] = (uint8_t)host;
+}
+
+static uint32_t addr_host(const struct mroce_addr *a)
+{
+    return (uint32_t)a->data[0] << 24 | (uint32_t)a->data[1] << 16 |
+           (uint32_t)a->data[2] << 8 | a->data[3];
+}
+
+static inline uint64_t now_ns(const struct sim *s)
+{
+    return s->now / PS_PER_NS;
+}
+
+int host_setup(struct sim *s)
+{
+    s->hosts = calloc(s->nhosts, sizeof(*s->hosts));
+    if (!s->hosts)
+        return -1;
+    uint64_t seed = s->sc->seed * 0x100000001b3ULL + 17;
+    for (uint32_t i = 0; i < s->nhosts; i++) {
+        struct host *h = &s->hosts[i];
+        h->id = i;
+        h->uplink = 2 * i; /* builders add each host's cable first */
+        h->timer_at = T_INF;
+        h->rng = sim_splitmix(&seed);
+    }
+    if (s->tp->kind != T_MROCE)
+        return 0;
+    uint64_t before = s->mem.live;
+    for (uint32_t i = 0; i < s->nhosts; i++) {
+        struct host *h = &s->hosts[i];
+        struct mroce_ep_config ec;
+        mroce_ep_config_default(&ec);
+        ec.mem.calloc = count_calloc;
+        ec.mem.free = count_free;
+        ec.mem.user = &s->mem;
+        ec.rand = host_rand;
+        ec.rand_user = h;
+        ec.max_qps = s->nhosts < 65535 ? s->nhosts : 65535;
+        if (s->tp->credit)
+            ec.rx_credit_bytes = 256 * 1024;
+        mroce_mr *mr;
+        if (mroce_ep_new(&h->ep, &ec) < 0 ||
+            mroce_cq_new(h->ep, 1024, &h->scq) < 0 ||
+            mroce_cq_new(h->ep, 1024, &h->rcq) < 0 ||
+            mroce_mr_reg(h->ep, s->scratch, s->scratch_len,
+                         MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                         &mr) < 0)
+            return -1;
+        h->lkey = mroce_mr_lkey(mr);
+        h->qp_by_peer = calloc(s->nhosts, sizeof(*h->qp_by_peer));
+        h->qp_by_slot = calloc(ec.max_qps, sizeof(*h->qp_by_slot));
+        if (!h->qp_by_peer || !h->qp_by_slot)
+            return -1;
+    }
+    s->ep_mem_bytes = s->mem.live - before;
+    return 0;
+}
+
+void host_teardown(struct sim *s)
+{
+    if (!s->hosts)
+        return;
+    for (uint32_t i = 0; i < s->nhosts; i++) {
+        struct host *h = &s->hosts[i];
+        mroce_ep_del(h->ep);
+        free(h->qp_by_peer);
+        free(h->qp_by_slot);
+        free(h->pend);
+        free(h->rqp_by_peer);
+        free(h->act);
+        while (h->cq_h) {
+            struct pkt *p = h->cq_h;
+            h->cq_h = p->next;
+            pkt_free(s, p);
+        }
+    }
+    free(s->hosts);
+    s->hosts = NULL;
+}
+
+static uint32_t lkey_of(const struct host *h)
+{
+    return h->lkey;
+}
+
+static int post_recvs(struct sim *s, struct host *h, mroce_qp *qp, int n)
+{
+    struct mroce_sge sge = {(uint64_t)(uintptr_t)s->scratch,
+                            (uint32_t)s->scratch_len, lkey_of(h)};
+    for (int i = 0; i < n; i++) {
+        struct mroce_recv_wr wr = {0, NULL, &sge, 1};
+        struct mroce_recv_wr *bad;
+        if (mroce_qp_post_recv(qp, &wr, &bad) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int make_qp(struct sim *s, struct host *h, uint32_t peer,
+                   mroce_qp **pqp)
+{
+    const struct scenario *sc = s->sc;
+    struct mroce_qp_attr at;
+    mroce_qp_attr_default(&at);
+    at.send_cq = h->scq;
+    at.recv_cq = h->rcq;
+    at.max_send_wr = sc->qp_sq;
+    at.max_recv_wr = sc->qp_rq;
+    at.window = sc->qp_window;
+    at.npaths = (uint16_t)sc->qp_npaths;
+    at.mtu = (uint16_t)sc->mtu;
+    at.cc_algo = s->tp->cc;
+    at.credit_mode = s->tp->credit;
+    at.max_rd_atomic = 1;
+    int rc = mroce_qp_new(h->ep, &at, pqp);
+    if (rc < 0) {
+        fprintf(stderr, "mroce-sim: qp_new on h%u: %s\n", h->id,
+                mroce_strerror(rc));
+        return rc;
+    }
+    h->qp_by_peer[peer] = *pqp;
+    h->qp_by_slot[mroce_qp_num(*pqp) & 0xffff] = *pqp;
+    s->nqps++;
+    return 0;
+}
+
+static int connect_pair(struct sim *s, uint32_t a, uint32_t b)
+{
+    struct host *ha = &s->hosts[a], *hb = &s->hosts[b];
+    if (a == b || ha->qp_by_peer[b])
+        return 0;
+    mroce_qp *qa, *qb;
+    uint64_t before = s->mem.live;
+    if (make_qp(s, ha, b, &qa) < 0 || make_qp(s, hb, a, &qb) < 0)
+        return -1;
+    s->qp_mem_bytes += s->mem.live - before;
+    struct mroce_addr to;
+    host_addr(b, &to);
+    if (mroce_qp_listen(qb, now_ns(s)) < 0 ||
+        mroce_qp_connect(qa, &to, mroce_qp_num(qb), now_ns(s)) < 0 ||
+        post_recvs(s, ha, qa, (int)s->sc->qp_rq) < 0 ||
+        post_recvs(s, hb, qb, (int)s->sc->qp_rq) < 0)
+        return -1;
+    return 0;
+}
+
+static void timer_reread(struct sim *s, struct host *h, int after_handle)
+{
+    mroce_tstamp e = mroce_ep_expiry(h->ep);
+    if (e == MROCE_TSTAMP_INF)
+        return;
+    uint64_t t = e * PS_PER_NS;
+    if (t <= s->now) {
+        /* Still due right after handle_expiry: the engine left a deadline
+         * in the past (seen with reo_deadline, reported upstream).  Retry a
+         * tick later instead of every nanosecond: new packets or ACKs
+         * re-arm it meanwhile. */
+        if (after_handle) {
+            s->expiry_stuck++;
+            t = s->now + (s->sc->timer_tick_ps ? s->sc->timer_tick_ps : PS_PER_NS);
+        } else {
+            t = s->now;
+        }
+    }
+    if (t < h->timer_at) {
+        h->timer_at = t;
+        sim_schedule(s, t, EV_TIMER, h->id, NULL);
+    }
+}
+
+static void timer_touch(struct sim *s, struct host *h)
+{
+    if (!s->sc->timer_tick_ps) {
+        timer_reread(s, h, 0);
+    } else if (!h->check_pending) {
+        h->check_pending = 1;
+        sim_schedule(s, s->now + s->sc->timer_tick_ps, EV_CHECK, h->id, NULL);
+    }
+}
+
+void host_on_check(struct sim *s, struct host *h)
+{
+    h->check_pending = 0;
+    timer_reread(s, h, 0);
+}
+
+void host_pull(struct sim *s, struct host *h)
+{
+    struct link *up = &s->links[h->uplink];
+    if (s->tp->kind == T_ROCE) {
+        while (up->q_pkts == 0) {
+            uint64_t wake = T_INF;
+            struct pkt *p = roce_next_pkt(s, h, &wake);
+            if (!p) {
+                if (wake != T_INF && (!h->wake_pending || wake < h->wake_at)) {
+                    h->wake_pending = 1;
+                    h->wake_at = wake;
+                    sim_schedule(s, wake, EV_WAKE, h->id, NULL);
+                }
+                break;
+            }
+            link_send(s, h->uplink, p);
+        }
+        return;
+    }
+    int sent = 0;
+    while (up->q_pkts == 0 && mroce_ep_want_write(h->ep)) {
+        struct pkt *p = pkt_alloc(s);
+        p->buf = buf_alloc(s);
+        struct mroce_tx_info ti;
+        int n = mroce_ep_write_pkt(h->ep, p->buf, SIM_BUF_CAP, &ti, now_ns(s));
+        if (n <= 0) {
+            pkt_free(s, p);
+            break;
+        }
+        p->len = (uint32_t)n;
+        p->wire = (uint32_t)n + FRAME_OVERHEAD;
+        p->src = h->id;
+        p->dst = addr_host(&ti.to);
+        p->entropy = ti.entropy;
+        p->ecn = ti.ecn;
+        p->kind = PK_MROCE;
+        link_send(s, h->uplink, p);
+        sent = 1;
+    }
+    if (sent)
+        timer_touch(s, h);
+}
+
+static void retry_pending(struct sim *s, struct host *h);
+
+/* Drain both CQs into the workloads, then let the NIC send. */
+static void host_service(struct sim *s, struct host *h)
+{
+    struct mroce_wc wc[32];
+    int n;
+    while ((n = mroce_cq_poll(h->scq, 32, wc)) > 0)
+        for (int i = 0; i < n; i++) {
+            if (wc[i].status != MROCE_WC_SUCCESS) {
+                if (s->wc_errors++ < 5)
+                    fprintf(stderr, "mroce-sim: h%u send wc %s\n", h->id,
+                            mroce_wc_status_str(wc[i].status));
+                continue;
+            }
+            wl_on_sent(s, (uint32_t)wc[i].wr_id);
+        }
+    if (h->npend)
+        retry_pending(s, h);
+    while ((n = mroce_cq_poll(h->rcq, 32, wc)) > 0)
+        for (int i = 0; i < n; i++) {
+            if (wc[i].status != MROCE_WC_SUCCESS) {
+                if (s->wc_errors++ < 5)
+                    fprintf(stderr, "mroce-sim: h%u recv wc %s\n", h->id,
+                            mroce_wc_status_str(wc[i].status));
+                continue;
+            }
+            mroce_qp *qp = h->qp_by_slot[wc[i].qp_num & 0xffff];
+            if (qp)
+                post_recvs(s, h, qp, 1);
+            wl_on_recv(s, wc[i].imm_data);
+        }
+    host_pull(s, h);
+    timer_touch(s, h);
+}
+
+void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
+{
+    if (p->kind != PK_MROCE) {
+        roce_on_pkt(s, h, p);
+        return;
+    }
+    struct mroce_rx_info ri;
+    host_addr(p->src, &ri.from);
+    ri.ecn = p->ecn;
+    mroce_ep_recv(h->ep, p->buf, p->len, &ri, now_ns(s));
+    pkt_free(s, p);
+    host_service(s, h);
+}
+
+void host_on_timer(struct sim *s, struct host *h, uint64_t t)
+{
+    if (t != h->timer_at)
+        return; /* superseded by an earlier timer */
+    h->timer_at = T_INF;
+    mroce_ep_handle_expiry(h->ep, now_ns(s));
+    host_service(s, h);
+    timer_reread(s, h, 1);
+}
+
+static int try_post(struct sim *s, struct host *h, uint32_t m)
+{
+    const struct msg *mm = &s->msgs[m];
+    mroce_qp *qp = h->qp_by_peer[mm->dst];
+    if (!qp) {
+        fprintf(stderr, "mroce-sim: no QP h%u->h%u\n", mm->src, mm->dst);
+        exit(2);
+    }
+    struct mroce_sge sge = {(uint64_t)(uintptr_t)s->scratch, mm->bytes,
+                            lkey_of(h)};
+    struct mroce_send_wr wr;
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = m;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = MROCE_WR_SEND_WITH_IMM;
+    wr.send_flags = MROCE_SEND_SIGNALED;
+    wr.imm_data = m;
+    struct mroce_send_wr *bad;
+    int rc = mroce_qp_post_send(qp, &wr, &bad, now_ns(s));
+    if (rc == MROCE_EFULL)
+        return 1;
+    if (rc < 0) {
+        fprintf(stderr, "mroce-sim: post_send: %s\n", mroce_strerror(rc));
+        exit(2);
+    }
+    return 0;
+}
+
+static void retry_pending(struct sim *s, struct host *h)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < h->npend; i++)
+        if (try_post(s, h, h->pend[i]))
+            h->pend[k++] = h->pend[i];
+    h->npend = k;
+}
+
+int host_post(struct sim *s, uint32_t m)
+{
+    struct host *h = &s->hosts[s->msgs[m].src];
+    if (h->npend || try_post(s, h, m)) {
+        if (h->npend == h->cappend) {
+            uint32_t nc = h->cappend ? 2 * h->cappend : 16;
+            uint32_t *np = realloc(h->pend, nc * sizeof(*np));
+            if (!np)
+                return -1;
+            h->pend = np;
+            h->cappend = nc;
+        }
+        h->pend[h->npend++] = m;
+        return 0;
+    }
+    host_pull(s, h);
+    timer_touch(s, h);
+    return 0;
+}
+
+int host_connect_pairs(struct sim *s)
+{
+    if (wl_pairs(s, connect_pair) < 0)
+        return -1;
+    for (uint32_t i = 0; i < s->nhosts; i++) {
+        host_pull(s, &s->hosts[i]);
+        timer_touch(s, &s->hosts[i]);
+    }
+    /* Run the handshakes (CONNECT_REQ / RESP / ACK) until every QP is RTS. */
+    for (int round = 0; round < 200; round++) {
+        sim_loop(s, s->now + 50 * PS_PER_US);
+        int all = 1;
+        for (uint32_t i = 0; i < s->nhosts && all; i++)
+            for (uint32_t j = 0; j < s->nhosts; j++) {
+                mroce_qp *qp = s->hosts[i].qp_by_peer[j];
+                if (qp && (mroce_qp_state(qp) != MROCE_QPS_RTS ||
+                           !mroce_qp_remote_qpn(qp))) {
+                    all = 0;
+                    break;
+                }
+            }
+        if (all)
+            return 0;
+    }
+    fprintf(stderr, "mroce-sim: handshakes did not finish\n");
+    return -1;
+}
+
+void host_collect_counters(struct sim *s)
+{
+    if (s->tp->kind != T_MROCE)
+        return;
+    s->retx_pkts = s->tx_data_pkts = s->mroce_timeouts = 0;
+    s->mroce_paths_retired = 0;
+    for (uint32_t i = 0; i < s->nhosts; i++)
+        for (uint32_t j = 0; j < s->nhosts; j++) {
+            mroce_qp *qp = s->hosts[i].qp_by_peer[j];
+            if (!qp)
+                continue;
+            struct mroce_qp_counters c;
+            mroce_qp_get_counters(qp, &c);
+            s->retx_pkts += c.retx_pkts;
+            s->tx_data_pkts += c.tx_data_pkts;
+            s->mroce_timeouts += c.timeouts;
+            s->mroce_paths_retired += c.paths_retired;
+            if (getenv("MROCE_SIM_DEBUG") && i < 2 && c.tx_data_pkts)
+                fprintf(stderr, "QP h%u->h%u cwnd %llu srtt %llu min_rtt %llu "
+                        "rtt_last %llu tx_data %llu acks_rx %llu ce %llu\n", i, j,
+                        (unsigned long long)c.cwnd, (unsigned long long)c.srtt,
+                        (unsigned long long)c.min_rtt,
+                        (unsigned long long)c.rtt_last,
+                        (unsigned long long)c.tx_data_pkts,
+                        (unsigned long long)c.rx_acks,
+                        (unsigned long long)c.rx_ecn_ce);
+            if (mroce_qp_state(qp) == MROCE_QPS_ERROR) {
+                s->qp_errors++;
+                if (getenv("MROCE_SIM_DEBUG")) {
+                    struct mroce_path_stats ps[64];
+                    int np = mroce_qp_path_stats(qp, ps, 64);
+                    fprintf(stderr, "QP h%u->h%u ERROR: tx_data %llu retx %llu "
+                            "rto %llu probe %llu path %llu ooo %llu timeouts %llu "
+                            "retired %llu\n", i, j,
+                            (unsigned long long)c.tx_data_pkts,
+                            (unsigned long long)c.retx_pkts,
+                            (unsigned long long)c.retx_rto,
+                            (unsigned long long)c.retx_probe,
+                            (unsigned long long)c.retx_path,
+                            (unsigned long long)c.retx_ooo,
+                            (unsigned long long)c.timeouts,
+                            (unsigned long long)c.paths_retired);
+                    for (int k = 0; k < np && k < 64; k++)
+                        fprintf(stderr, "  slot %d ent %u act %u w %u tx %llu "
+                                "acked %llu lost %llu retire %u\n", k,
+                                ps[k].entropy, ps[k].active, ps[k].weight,
+                                (unsigned long long)ps[k].tx_pkts,
+                                (unsigned long long)ps[k].acked_pkts,
+                                (unsigned long long)ps[k].lost_pkts,
+                                ps[k].retirements);
+                }
+            }
+        }
+}

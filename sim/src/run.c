@@ -1,0 +1,264 @@
+/*
+ * run.c - one simulation run: the event loop and the run's life cycle.
+ *
+ * A run builds the fabric, the hosts and the workloads, connects the QPs
+ * the workloads need (MetaRoCE: the real handshake over the simulated
+ * fabric, before the clock of the measurement starts), resets the counters,
+ * starts the workloads and the scheduled faults (fault times are relative
+ * to that start) and processes events until the measured workloads finish
+ * or `limit` is reached.  A progress line goes to stderr about once a
+ * second of wall time and one summary line per run to stdout; CSV files to
+ * the output directory (metrics.c).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of this process: the speed measure that a shared, loaded
+ * machine does not distort. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx,
+                  void *p)
+{
+    if (evq_push(&s->q, t, type, idx, p) < 0) {
+        fprintf(stderr, "mroce-sim: out of memory (events)\n");
+        exit(2);
+    }
+}
+
+static double g_wall_last;
+
+static void progress(struct sim *s)
+{
+    double w = wall_now();
+    if (w - g_wall_last < 1.0)
+        return;
+    g_wall_last = w;
+    uint64_t done = 0, total = 0;
+    for (uint32_t i = 0; i < s->nmsgs; i++)
+        if (!s->msgs[i].bg) {
+            total++;
+            done += s->msgs[i].done & 1;
+        }
+    fprintf(stderr, "[%s/%s] t=%.3f ms  events=%llu  msgs %llu/%llu posted  "
+                    "pkts live=%llu\n",
+            s->sc->name, s->tp->name, (double)s->now / PS_PER_MS,
+            (unsigned long long)s->events, (unsigned long long)done,
+            (unsigned long long)total, (unsigned long long)s->pkts_live);
+}
+
+uint64_t sim_loop(struct sim *s, uint64_t until)
+{
+    uint64_t n = 0;
+    struct ev e;
+    while (!s->stop && s->q.n && s->q.h[0].t <= until) {
+        evq_pop(&s->q, &e);
+        s->now = e.t;
+        n++;
+        s->ev_by_type[e.type & 15]++;
+        switch (e.type) {
+        case EV_ARRIVE:
+            fabric_on_arrive(s, e.p);
+            break;
+        case EV_LINK_FREE:
+            fabric_on_link_free(s, e.idx);
+            break;
+        case EV_PAUSE:
+            fabric_on_pause(s, e.idx, 1);
+            break;
+        case EV_RESUME:
+            fabric_on_pause(s, e.idx, 0);
+            break;
+        case EV_TIMER:
+            host_on_timer(s, &s->hosts[e.idx], e.t);
+            break;
+        case EV_CHECK:
+            host_on_check(s, &s->hosts[e.idx]);
+            break;
+        case EV_WAKE: {
+            struct host *h = &s->hosts[e.idx];
+            if (h->wake_pending && h->wake_at == e.t)
+                h->wake_pending = 0;
+            host_pull(s, h);
+            break;
+        }
+        case EV_RTO:
+            roce_on_rto(s, e.idx, e.t);
+            break;
+        case EV_FAULT:
+            fabric_apply_fault(s, e.idx);
+            break;
+        case EV_ROUTE:
+            if (topo_reroute(s) < 0) {
+                fprintf(stderr, "mroce-sim: out of memory (routes)\n");
+                exit(2);
+            }
+            break;
+        }
+        if (s->sc->progress && !(n & 0xfffff)) {
+            s->events += n;
+            n = 0;
+            progress(s);
+        }
+    }
+    s->events += n;
+    if (!s->stop && until != T_INF && s->now < until)
+        s->now = until;
+    return n;
+}
+
+static void reset_counters(struct sim *s)
+{
+    for (uint32_t i = 0; i < s->nlinks; i++) {
+        struct link *l = &s->links[i];
+        l->tx_bytes = l->tx_pkts = l->drops_q = l->drops_fail = 0;
+        l->drops_loss = l->ecn_marks = l->pfc_xoff = l->paused_ps = 0;
+        l->q_max = l->q_sum = l->q_samples = 0;
+    }
+    s->drops_q = s->drops_fail = s->drops_loss = s->drops_noroute = 0;
+    s->ecn_marks = s->pfc_pauses = s->events = s->pkt_events = 0;
+    /* packets still travelling from the connection phase count as sent */
+    uint64_t inflight = 0;
+    for (uint32_t i = 0; i < s->nlinks; i++)
+        inflight += s->links[i].q_pkts;
+    for (size_t i = 0; i < s->q.n; i++)
+        inflight += s->q.h[i].type == EV_ARRIVE;
+    s->pkts_sent = inflight;
+    s->pkts_delivered = 0;
+}
+
+static void fill_test_counters(struct sim *s, struct run_result *r)
+{
+    uint64_t inflight = 0;
+    for (uint32_t i = 0; i < s->nlinks; i++)
+        inflight += s->links[i].q_pkts;
+    for (size_t i = 0; i < s->q.n; i++)
+        inflight += s->q.h[i].type == EV_ARRIVE;
+    r->pkts_sent = s->pkts_sent;
+    r->pkts_delivered = s->pkts_delivered;
+    r->pkts_dropped = s->drops_q + s->drops_fail + s->drops_loss +
+                      s->drops_noroute;
+    r->pkts_inflight = inflight;
+    r->events = s->events;
+    r->retx_pkts = s->retx_pkts;
+    r->ecn_marks = s->ecn_marks;
+    r->qp_errors = s->qp_errors;
+    r->link_pkts_min = UINT64_MAX;
+    for (uint32_t i = 0; i < s->nlinks; i++) {
+        const struct link *l = &s->links[i];
+        if (l->tier < 8)
+            r->tier_bytes[l->tier] += l->tx_bytes;
+        if (s->nodes[l->src].level == 1 && s->nodes[l->dst].level == 2) {
+            if (l->tx_pkts > r->link_pkts_max)
+                r->link_pkts_max = l->tx_pkts;
+            if (l->tx_pkts < r->link_pkts_min)
+                r->link_pkts_min = l->tx_pkts;
+        }
+    }
+    uint64_t bmax = 0;
+    for (uint32_t i = 0; i < s->nlinks; i++) {
+        const struct link *l = &s->links[i];
+        if (s->nodes[l->src].level == 1 && s->nodes[l->dst].level == 2 &&
+            l->tx_bytes > bmax)
+            bmax = l->tx_bytes;
+    }
+    for (uint32_t i = 0; i < s->nlinks; i++) {
+        const struct link *l = &s->links[i];
+        if (s->nodes[l->src].level == 1 && s->nodes[l->dst].level == 2 &&
+            l->tx_bytes * 20 >= bmax && bmax)
+            r->links_busy++;
+    }
+}
+
+static void sim_destroy(struct sim *s)
+{
+    host_teardown(s);
+    roce_free(s);
+    wl_free(s);
+    fabric_free_pools(s);
+    topo_free(s);
+    evq_free(&s->q);
+    free(s->scratch);
+}
+
+int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
+            struct run_result *res)
+{
+    struct sim *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -1;
+    memset(res, 0, sizeof(*res));
+    s->sc = sc;
+    s->tp = tp;
+    s->rng_fabric = sc->seed * 0x9e3779b97f4a7c15ULL + 3;
+    int rc = -1;
+    double w0 = wall_now();
+    g_wall_last = w0;
+    if (evq_init(&s->q, 1 << 16) < 0 || topo_build(s) < 0)
+        goto out;
+    s->scratch_len = 4096;
+    for (uint32_t i = 0; i < sc->nwl; i++)
+        if (sc->wl[i].msg > s->scratch_len)
+            s->scratch_len = sc->wl[i].msg;
+    s->scratch = calloc(1, s->scratch_len);
+    if (!s->scratch || host_setup(s) < 0 || wl_setup(s) < 0)
+        goto out;
+    if (tp->kind == T_MROCE && host_connect_pairs(s) < 0)
+        goto out;
+    double w1 = wall_now(), c1 = cpu_now();
+    reset_counters(s);
+    for (uint32_t i = 0; i < sc->nfaults; i++)
+        sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i, NULL);
+    uint64_t limit = s->now + sc->limit_ps;
+    wl_start(s);
+    sim_loop(s, limit);
+    res->wall_s = wall_now() - w1;
+    res->cpu_s = cpu_now() - c1;
+    host_collect_counters(s);
+    if (getenv("MROCE_SIM_DEBUG"))
+        for (int i = 0; i < 10; i++)
+            fprintf(stderr, "event type %d: %llu\n", i,
+                    (unsigned long long)s->ev_by_type[i]);
+    metrics_report(s, res);
+    fill_test_counters(s, res);
+    if (metrics_write(s, res) < 0)
+        goto out;
+    printf("%-14s %-13s eff %6.2f%%  time %10.1f us (ideal %10.1f)  "
+           "mct p50/p99/p99.9 %8.1f/%8.1f/%8.1f us  drops %llu  ecn %llu  "
+           "pfc %llu  retx %llu  qperr %llu  %s  [%.2fs setup %.2fs, "
+           "%.2f Mev/s wall, %.2f Mev/s cpu, %.0f B/QP]\n",
+           sc->name, tp->name, res->eff, (double)res->time_ps / PS_PER_US,
+           (double)res->ideal_ps / PS_PER_US, res->mct_p50, res->mct_p99,
+           res->mct_p999,
+           (unsigned long long)(s->drops_q + s->drops_fail + s->drops_loss +
+                                s->drops_noroute),
+           (unsigned long long)s->ecn_marks, (unsigned long long)s->pfc_pauses,
+           (unsigned long long)s->retx_pkts, (unsigned long long)s->qp_errors,
+           res->complete ? "complete" : "INCOMPLETE", res->wall_s, w1 - w0,
+           res->wall_s > 0 ? (double)s->events / res->wall_s / 1e6 : 0,
+           res->cpu_s > 0 ? (double)s->events / res->cpu_s / 1e6 : 0,
+           s->nqps && tp->kind == T_MROCE ? (double)s->qp_mem_bytes / (double)s->nqps : 0);
+    fflush(stdout);
+    rc = 0;
+out:
+    sim_destroy(s);
+    free(s);
+    return rc;
+}
+

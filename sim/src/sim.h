@@ -1,0 +1,411 @@
+/*
+ * sim.h - internal interfaces of mroce-sim, the packet-level datacenter
+ * simulator.
+ *
+ * One header for the modules of the simulator, in the order a packet meets
+ * them: the event queue (evq.c), the topology and its routing tables
+ * (topo.c), links, port queues and switches (fabric.c), hosts with their
+ * NIC and the real MetaRoCE engine (host.c), the RoCEv2 baseline model
+ * (roce.c), workloads and collectives (workload.c), metrics and CSV
+ * (metrics.c), the scenario parser (scenario.c) and the program (main.c).
+ *
+ * Time: simulated picoseconds (uint64) everywhere inside, so serialization at
+ * rates that do not divide evenly does not drift; the engine sees
+ * nanoseconds (ps / 1000).  Determinism: all randomness comes from
+ * splitmix64 streams seeded from the scenario seed, and events are ordered
+ * by (time, insertion sequence), so a seed gives one run, bit for bit.
+ */
+#ifndef MROCE_SIM_H
+#define MROCE_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <mroce/engine.h>
+
+#define PS_PER_NS 1000ULL
+#define PS_PER_US 1000000ULL
+#define PS_PER_MS 1000000000ULL
+#define T_INF UINT64_MAX
+#define NONE32 UINT32_MAX
+
+/* Bytes on the wire besides the UDP payload: Ethernet 14 + FCS 4 + IPv4 20 +
+ * UDP 8.  Preamble and inter-frame gap are left out for both transports. */
+#define FRAME_OVERHEAD 46
+/* RoCEv2 adds BTH 12 + ICRC 4 inside UDP (RETH ignored). */
+#define ROCE_HDR 16
+/* Largest engine datagram the simulator carries (MTU 4096 + headers). */
+#define SIM_BUF_CAP 4352
+
+/* ---- deterministic randomness ---- */
+static inline uint64_t sim_splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static inline double sim_unif(uint64_t *s)
+{
+    return (double)(sim_splitmix(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- event queue (evq.c) ---- */
+enum ev_type {
+    EV_ARRIVE,     /* p = packet reaching the far end of its link */
+    EV_LINK_FREE,  /* idx = link whose transmitter finished a packet */
+    EV_PAUSE,      /* idx = link paused by PFC (frame has arrived) */
+    EV_RESUME,     /* idx = link resumed by PFC */
+    EV_TIMER,      /* idx = host whose engine timer is due */
+    EV_CHECK,      /* idx = host whose engine expiry is to be re-read */
+    EV_WAKE,       /* idx = host whose NIC may send (baseline pacing) */
+    EV_RTO,        /* idx = baseline QP retransmission timer */
+    EV_FAULT,      /* idx = index of a scheduled fabric event */
+    EV_ROUTE,      /* routing reconverges after a link went down */
+};
+
+struct ev {
+    uint64_t t;    /* ps */
+    uint64_t seq;  /* insertion order: ties are FIFO, hence determinism */
+    void *p;
+    uint32_t type;
+    uint32_t idx;
+};
+
+struct evq {
+    struct ev *h;  /* binary min-heap on (t, seq); owned */
+    size_t n, cap;
+    uint64_t seq;
+};
+int evq_init(struct evq *q, size_t cap);
+void evq_free(struct evq *q);
+/* Returns 0 or -1 on allocation failure (fatal for the run). */
+int evq_push(struct evq *q, uint64_t t, uint32_t type, uint32_t idx, void *p);
+/* Pops the earliest event into *e; 0 if empty. */
+int evq_pop(struct evq *q, struct ev *e);
+
+/* ---- packets ---- */
+enum pkt_kind {
+    PK_MROCE,      /* an engine datagram in buf */
+    PK_RDATA,      /* baseline RoCEv2 data */
+    PK_RACK,       /* baseline ACK (psn = next expected) */
+    PK_RNAK,       /* baseline NAK sequence error (psn = expected) */
+    PK_RCNP,       /* baseline DCQCN congestion notification */
+};
+
+struct pkt {
+    struct pkt *next;  /* queue / free list link */
+    uint8_t *buf;      /* engine datagram (PK_MROCE), from the buffer pool */
+    uint32_t len;      /* datagram bytes (UDP payload) */
+    uint32_t wire;     /* bytes serialized on links */
+    uint32_t src, dst; /* hosts */
+    uint32_t link;     /* link it is on, or arrived by */
+    uint32_t in_link;  /* PFC: ingress link whose counter holds it, or NONE */
+    uint32_t qp;       /* baseline: sender QP index */
+    uint32_t msg;      /* baseline data: message id */
+    uint64_t psn;      /* baseline */
+    uint16_t entropy;  /* UDP source port: the ECMP input that varies */
+    uint8_t ecn;       /* enum mroce_ecn */
+    uint8_t kind;      /* enum pkt_kind */
+    uint8_t last;      /* baseline data: last packet of its message */
+};
+
+/* ---- topology (topo.c) ---- */
+enum node_kind { N_HOST, N_SWITCH };
+
+struct node {
+    uint8_t kind;
+    uint8_t level;       /* 0 host, 1 ToR/leaf/edge, 2 spine/agg, 3 core */
+    char name[16];
+    uint32_t lo, hi;     /* hosts below this switch: [lo, hi) */
+    uint32_t span;       /* hosts per down port */
+    uint32_t ndown, nup;
+    uint32_t *down;      /* links towards hosts, by (dst - lo) / span; owned */
+    uint32_t *up;        /* links towards the top, ECMP group; owned */
+    uint64_t salt;       /* per-switch ECMP hash salt */
+    /* Routing after failures (NULL = every up port valid for every ToR):
+     * rt[tor * nup + i] lists the usable up ports for ToR `tor`, rt_n[tor]
+     * how many. */
+    uint32_t *rt;
+    uint16_t *rt_n;
+};
+
+enum link_state { L_UP, L_DOWN, L_BLACKHOLE };
+
+struct link {
+    uint32_t src, dst;   /* nodes */
+    uint32_t peer;       /* the opposite direction of the cable */
+    uint8_t tier;        /* index into tier names (metrics) */
+    uint8_t state;       /* enum link_state */
+    uint8_t paused;      /* PFC: transmitter paused */
+    uint8_t pause_sent;  /* PFC: this link's receiver has sent XOFF */
+    uint8_t free_pending; /* an EV_LINK_FREE is queued */
+    uint64_t rate_bps;
+    double ps_per_byte;
+    uint64_t prop_ps;
+    double loss;         /* random loss probability */
+    uint64_t busy_until; /* ps: transmitter busy with a packet till then */
+    struct pkt *qh, *qt; /* output queue (waiting, not in service) */
+    uint32_t q_bytes, q_pkts;
+    uint32_t ing_bytes;  /* PFC: bytes received on this link still queued */
+    /* counters */
+    uint64_t tx_bytes, tx_pkts, drops_q, drops_fail, drops_loss, ecn_marks;
+    uint64_t pfc_xoff, paused_ps, paused_since;
+    uint64_t q_max, q_sum, q_samples;
+};
+
+/* ---- hosts (host.c) ---- */
+struct host {
+    uint32_t id;
+    uint32_t uplink;      /* link host -> ToR */
+    mroce_ep *ep;         /* MetaRoCE endpoint (NULL for the baseline) */
+    mroce_cq *scq, *rcq;
+    uint32_t lkey;        /* of the endpoint's MR over the scratch buffer */
+    mroce_qp **qp_by_peer; /* peer host -> local QP; owned (MetaRoCE) */
+    mroce_qp **qp_by_slot; /* qpn & 0xffff -> QP; owned */
+    uint64_t timer_at;    /* ps of the queued EV_TIMER, T_INF none */
+    uint8_t check_pending;
+    uint8_t wake_pending;
+    uint64_t wake_at;
+    uint64_t rng;
+    /* messages refused with MROCE_EFULL, retried on completions */
+    uint32_t *pend;
+    uint32_t npend, cappend;
+    /* baseline */
+    uint32_t *rqp_by_peer; /* peer -> sender QP index, NONE; owned */
+    uint32_t *act;         /* active sender QPs (round robin); owned */
+    uint32_t nact, capact, rr;
+    struct pkt *cq_h, *cq_t; /* control packets to send first */
+};
+
+/* ---- messages and workloads (workload.c) ---- */
+struct msg {
+    uint32_t src, dst;
+    uint32_t bytes;
+    uint16_t wl;         /* workload index */
+    uint8_t bg;          /* background traffic: not in the measured metrics */
+    uint8_t done;        /* bit 0 received, bit 1 sender completion */
+    uint64_t tag;        /* workload-specific (step, slice, ...) */
+    uint64_t t_post, t_recv, t_sent; /* ps */
+};
+
+enum wl_kind { WL_PERM, WL_ALLREDUCE, WL_ALLTOALL, WL_INCAST };
+
+struct wl_cfg {
+    uint8_t kind;         /* enum wl_kind */
+    uint8_t background;   /* runs until the measured workloads finish */
+    uint8_t random_order; /* ring / permutation placement shuffled */
+    uint64_t bytes;       /* per rank (allreduce), per pair (alltoall),
+                             per sender (perm, incast) */
+    uint32_t msg;         /* message size: slice (allreduce) / max msg */
+    uint32_t window;      /* outstanding messages per rank (slots, active) */
+    uint32_t ranks;       /* 0 = all hosts */
+    uint32_t senders;     /* incast */
+    double fraction;      /* background: share of hosts taking part */
+};
+
+/* ---- scenario (scenario.c) ---- */
+enum fault_kind { F_DOWN, F_BLACKHOLE, F_LOSS, F_RATE, F_UP };
+struct fault {
+    uint64_t t;           /* ps */
+    uint8_t kind;
+    char a[16], b[16];    /* the cable between nodes a and b */
+    double val;           /* loss probability / rate in bit/s */
+    uint64_t detect_ps;   /* F_DOWN: routing reconverges after this */
+};
+
+enum transport { T_MROCE, T_ROCE };
+
+struct tp_cfg {
+    char name[24];
+    uint8_t kind;         /* enum transport */
+    uint8_t cc;           /* MetaRoCE: enum mroce_cc_algo */
+    uint8_t credit;       /* MetaRoCE: receiver credits */
+    uint8_t pfc;          /* baseline: lossless */
+    uint8_t dcqcn;        /* baseline: rate control */
+};
+
+#define MAX_WL 4
+#define MAX_FAULTS 16
+#define MAX_TP 8
+
+struct scenario {
+    char name[64];
+    uint64_t seed;
+    char topo[16];        /* "leafspine" or "fattree" */
+    uint32_t hosts, hosts_per_tor, spines; /* leaf-spine */
+    uint32_t k;           /* fat-tree: pods, k/2 aggs per pod ... */
+    uint32_t ft_hosts_per_edge; /* fat-tree: hosts per edge (oversub) */
+    uint64_t host_rate, fabric_rate; /* bit/s */
+    uint64_t prop_ps;
+    uint32_t buffer;      /* per output port, bytes */
+    uint32_t ecn_kmin, ecn_kmax;
+    double ecn_pmax;
+    uint32_t pfc_xoff, pfc_xon;
+    uint32_t mtu;
+    /* MetaRoCE QP attributes used in the simulator (engine memory) */
+    uint32_t qp_window, qp_npaths, qp_sq, qp_rq;
+    uint64_t timer_tick_ps; /* re-read engine expiry at most this often */
+    /* baseline */
+    uint64_t roce_rto_ps;
+    uint32_t roce_retry;
+    uint32_t roce_ack_every;
+    uint64_t limit_ps;    /* stop the run at this simulated time */
+    struct wl_cfg wl[MAX_WL];
+    uint32_t nwl;
+    struct fault faults[MAX_FAULTS];
+    uint32_t nfaults;
+    struct tp_cfg tp[MAX_TP];
+    uint32_t ntp;
+    char outdir[256];
+    int progress;
+};
+void scenario_defaults(struct scenario *sc);
+/* Parse a scenario file; 0 or -1 with a message on stderr. */
+int scenario_load(struct scenario *sc, const char *path);
+/* Parse one "key = value" setting (also used for -s on the command line). */
+int scenario_set(struct scenario *sc, const char *key, const char *val,
+                 const char *where);
+
+/* ---- the simulation ---- */
+struct counting_mem {
+    uint64_t live, peak, allocs;
+};
+
+struct sim {
+    const struct scenario *sc;
+    const struct tp_cfg *tp;
+    uint64_t now;              /* ps */
+    struct evq q;
+    uint64_t rng_fabric;       /* loss, RED */
+    /* topology */
+    struct node *nodes;        /* hosts first: node i < nhosts is host i */
+    uint32_t nnodes, nhosts, ntors, hosts_per_tor;
+    struct link *links;
+    uint32_t nlinks;
+    const char *tier_names[8];
+    uint32_t ntiers;
+    /* hosts */
+    struct host *hosts;
+    /* packet and buffer pools */
+    struct pkt *pkt_free;
+    uint8_t **buf_free;        /* stack of free engine buffers */
+    size_t nbuf_free, capbuf_free;
+    uint64_t pkts_alloc, bufs_alloc;
+    void **chunks;             /* every pool chunk, for freeing; owned */
+    size_t nchunks, capchunks;
+    uint64_t pkts_live;
+    /* messages */
+    struct msg *msgs;
+    uint32_t nmsgs, capmsgs;
+    void *wl_state[MAX_WL];
+    uint32_t wl_pending;       /* measured workloads not finished */
+    uint64_t t_start, t_end;   /* measured interval, ps */
+    /* baseline QPs (roce.c) */
+    struct rqp *rqps;
+    uint32_t nrqps, caprqps;
+    /* engine memory accounting */
+    struct counting_mem mem;
+    uint64_t qp_mem_bytes, nqps, ep_mem_bytes;
+    uint8_t *scratch;          /* the one buffer every MR maps; owned */
+    size_t scratch_len;
+    /* counters */
+    uint64_t events, pkt_events;
+    uint64_t pkts_sent, pkts_delivered;
+    uint64_t ev_by_type[16];
+    uint64_t drops_q, drops_fail, drops_loss, drops_noroute, ecn_marks;
+    uint64_t pfc_pauses, retx_pkts, tx_data_pkts, qp_errors, wc_errors;
+    uint64_t mroce_timeouts, mroce_paths_retired;
+    uint64_t expiry_stuck;     /* engine expiry still due after handling */
+    uint32_t route_dirty;
+    int stop;
+};
+
+/* topo.c */
+int topo_build(struct sim *s);
+void topo_free(struct sim *s);
+/* Recompute routing tables from link states (after F_DOWN detection). */
+int topo_reroute(struct sim *s);
+/* The cable between two named nodes: the link a->b, or NONE. */
+uint32_t topo_find_link(const struct sim *s, const char *a, const char *b);
+
+/* fabric.c */
+struct pkt *pkt_alloc(struct sim *s);
+void pkt_free(struct sim *s, struct pkt *p);
+uint8_t *buf_alloc(struct sim *s);
+/* Hand a packet to a link's transmitter (queue or start at once).  Drops
+ * (drop-tail) are counted and the packet freed. */
+void link_send(struct sim *s, uint32_t l, struct pkt *p);
+void fabric_on_arrive(struct sim *s, struct pkt *p);
+void fabric_on_link_free(struct sim *s, uint32_t l);
+void fabric_on_pause(struct sim *s, uint32_t l, int on);
+void fabric_apply_fault(struct sim *s, uint32_t i);
+void fabric_free_pools(struct sim *s);
+
+/* host.c: the NIC and the MetaRoCE engine adapter */
+int host_setup(struct sim *s);
+void host_teardown(struct sim *s);
+/* Create QPs for the pairs the workloads use and run the handshakes. */
+int host_connect_pairs(struct sim *s);
+void host_on_pkt(struct sim *s, struct host *h, struct pkt *p);
+void host_pull(struct sim *s, struct host *h);
+void host_on_timer(struct sim *s, struct host *h, uint64_t t);
+void host_on_check(struct sim *s, struct host *h);
+int host_post(struct sim *s, uint32_t msg);
+void host_collect_counters(struct sim *s);
+
+/* roce.c: the RoCEv2 baseline model */
+int roce_post(struct sim *s, uint32_t msg);
+void roce_on_pkt(struct sim *s, struct host *h, struct pkt *p);
+/* Next packet the NIC should send, or NULL; *wake = when to ask again if a
+ * QP is waiting for its pacing time. */
+struct pkt *roce_next_pkt(struct sim *s, struct host *h, uint64_t *wake);
+void roce_on_rto(struct sim *s, uint32_t qp, uint64_t t);
+void roce_free(struct sim *s);
+
+/* workload.c */
+int wl_setup(struct sim *s);
+void wl_start(struct sim *s);
+void wl_free(struct sim *s);
+/* Iterate the (src, dst) pairs the workloads will use (connection setup);
+ * calls fn once per unordered pair.  Returns fn's first nonzero value. */
+int wl_pairs(struct sim *s, int (*fn)(struct sim *, uint32_t, uint32_t));
+void wl_on_recv(struct sim *s, uint32_t msg);
+void wl_on_sent(struct sim *s, uint32_t msg);
+/* Ideal completion time of the measured workloads: bytes over the
+ * bottleneck bandwidth (host NICs, ToR and aggregation uplinks), ps. */
+uint64_t wl_ideal_ps(const struct sim *s);
+uint32_t msg_new(struct sim *s, uint32_t src, uint32_t dst, uint32_t bytes,
+                 uint16_t wl, uint64_t tag);
+/* Post a message with the run's transport. */
+void tp_post(struct sim *s, uint32_t msg);
+
+/* metrics.c */
+struct run_result {
+    uint64_t ideal_ps, time_ps;
+    double eff;
+    double mct_p50, mct_p99, mct_p999, mct_max; /* us */
+    uint64_t msgs, msgs_done;
+    int complete;
+    double wall_s, cpu_s;
+    /* for tests: packet conservation and determinism */
+    uint64_t pkts_sent, pkts_delivered, pkts_dropped, pkts_inflight;
+    uint64_t events, retx_pkts, ecn_marks, qp_errors;
+    uint64_t tier_bytes[8];   /* bytes sent per tier during the run */
+    uint64_t link_pkts_max, link_pkts_min; /* over tor->spine links */
+    uint32_t links_busy;  /* tor->spine links with >= 5% of the busiest */
+};
+void metrics_report(struct sim *s, struct run_result *r);
+int metrics_write(struct sim *s, const struct run_result *r);
+
+/* main.c: running */
+int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
+            struct run_result *res);
+void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx,
+                  void *p);
+/* Process events up to `until` ps (or until s->stop); returns the number of
+ * events processed. */
+uint64_t sim_loop(struct sim *s, uint64_t until);
+
+#endif /* MROCE_SIM_H */

@@ -1,0 +1,402 @@
+/*
+ * workload.c - traffic: permutation, N-to-1 incast, and the AI collectives
+ * as NCCL runs them.
+ *
+ * Every workload is a set of ranks (hosts), each issuing a sequence of
+ * messages in order with at most `window` of them outstanding (posted but
+ * not yet completed at the sender - NCCL's bounded slots / active peers):
+ *   - ring all-reduce: ranks in a ring (host order or shuffled, as a job
+ *     scheduler might place them); the buffer of `bytes` is cut into N
+ *     chunks and each chunk into slices of `msg` bytes; 2(N-1) steps
+ *     (reduce-scatter then all-gather); rank r may send slice j of step k
+ *     only after it has received slice j of step k-1 from its predecessor,
+ *     so steps pipeline slice by slice as in NCCL's ring kernels;
+ *   - all-to-all: every rank sends `bytes` to every other rank, peers in the
+ *     shifted order r+1, r+2, ... (NCCL's order, which avoids incast), at
+ *     most `window` peers active at once;
+ *   - permutation: rank r sends `bytes` to perm(r), a random derangement;
+ *   - incast: `senders` hosts spread over the fabric send `bytes` each to
+ *     host 0.
+ * A workload marked background repeats itself until the measured ones end.
+ * The collective's ideal time is computed from its messages: the most
+ * loaded host NIC or switch uplink group, bytes over bandwidth.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+struct wl_state {
+    struct wl_cfg c;
+    uint32_t idx;
+    uint32_t n;          /* ranks */
+    uint32_t *host;      /* rank -> host; owned */
+    uint32_t *rank_of;   /* host -> rank or NONE; owned */
+    uint32_t *perm;      /* permutation: rank -> destination rank; owned */
+    uint64_t *next;      /* per rank: next job; owned */
+    uint32_t *out;       /* per rank: outstanding messages; owned */
+    uint64_t njobs;      /* jobs per rank */
+    uint32_t recv_host;  /* incast */
+    uint32_t nslices;    /* all-reduce */
+    uint64_t chunk;
+    uint16_t *rsteps;    /* all-reduce: [rank * nslices + j] steps received */
+    uint64_t total, received;
+    int done;
+};
+
+uint32_t msg_new(struct sim *s, uint32_t src, uint32_t dst, uint32_t bytes,
+                 uint16_t wl, uint64_t tag)
+{
+    if (s->nmsgs == s->capmsgs) {
+        uint32_t nc = s->capmsgs ? 2 * s->capmsgs : 1024;
+        struct msg *n = realloc(s->msgs, (size_t)nc * sizeof(*n));
+        if (!n) {
+            fprintf(stderr, "mroce-sim: out of memory (messages)\n");
+            exit(2);
+        }
+        s->msgs = n;
+        s->capmsgs = nc;
+    }
+    struct msg *m = &s->msgs[s->nmsgs];
+    memset(m, 0, sizeof(*m));
+    m->src = src;
+    m->dst = dst;
+    m->bytes = bytes;
+    m->wl = wl;
+    m->tag = tag;
+    m->t_post = s->now;
+    return s->nmsgs++;
+}
+
+void tp_post(struct sim *s, uint32_t m)
+{
+    if (s->tp->kind == T_ROCE)
+        roce_post(s, m);
+    else
+        host_post(s, m);
+}
+
+static uint64_t pieces(uint64_t bytes, uint32_t msg)
+{
+    return bytes ? (bytes + msg - 1) / msg : 1;
+}
+
+/* Job `j` of rank r: destination host, size, tag; 0 if not ready yet. */
+static int job(struct wl_state *w, uint32_t r, uint64_t j, uint32_t *dst,
+               uint32_t *bytes, uint64_t *tag)
+{
+    const struct wl_cfg *c = &w->c;
+    *tag = j;
+    switch (c->kind) {
+    case WL_PERM:
+    case WL_INCAST: {
+        uint64_t np = pieces(c->bytes, c->msg), p = j % np;
+        *dst = c->kind == WL_PERM ? w->host[w->perm[r]] : w->recv_host;
+        uint64_t left = c->bytes - p * c->msg;
+        *bytes = (uint32_t)(left < c->msg ? left : c->msg);
+        return 1;
+    }
+    case WL_ALLTOALL: {
+        uint64_t np = pieces(c->bytes, c->msg);
+        uint64_t o = j / np + 1, p = j % np;
+        *dst = w->host[(r + o) % w->n];
+        uint64_t left = c->bytes - p * c->msg;
+        *bytes = (uint32_t)(left < c->msg ? left : c->msg);
+        return 1;
+    }
+    case WL_ALLREDUCE: {
+        uint64_t k = j / w->nslices, sl = j % w->nslices;
+        if (k > 0 && w->rsteps[(size_t)r * w->nslices + sl] < k)
+            return 0;
+        *dst = w->host[(r + 1) % w->n];
+        uint64_t left = w->chunk - sl * c->msg;
+        *bytes = (uint32_t)(left < c->msg ? left : c->msg);
+        return 1;
+    }
+    }
+    return 0;
+}
+
+static void pump(struct sim *s, struct wl_state *w, uint32_t r)
+{
+    if (w->c.background && !s->wl_pending)
+        return;
+    while (w->out[r] < w->c.window &&
+           (w->c.background || w->next[r] < w->njobs)) {
+        uint32_t dst, bytes;
+        uint64_t tag;
+        if (!job(w, r, w->next[r], &dst, &bytes, &tag))
+            break;
+        uint32_t m = msg_new(s, w->host[r], dst, bytes, (uint16_t)w->idx, tag);
+        s->msgs[m].bg = w->c.background;
+        w->next[r]++;
+        w->out[r]++;
+        tp_post(s, m);
+    }
+}
+
+static void shuffle(uint32_t *a, uint32_t n, uint64_t *rng)
+{
+    for (uint32_t i = n; i > 1; i--) {
+        uint32_t j = (uint32_t)(sim_splitmix(rng) % i);
+        uint32_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+static int setup_one(struct sim *s, uint32_t idx, uint64_t *rng)
+{
+    struct wl_state *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -1;
+    s->wl_state[idx] = w;
+    w->c = s->sc->wl[idx];
+    w->idx = idx;
+    const struct wl_cfg *c = &w->c;
+    uint32_t H = s->nhosts;
+    uint32_t n = c->ranks && c->ranks <= H ? c->ranks : H;
+    if (c->background)
+        n = (uint32_t)(c->fraction * H + 0.5);
+    if (c->kind == WL_INCAST)
+        n = c->senders && c->senders < H ? c->senders : H - 1;
+    if (n < 2 && c->kind != WL_INCAST) {
+        fprintf(stderr, "workload %u: needs at least 2 ranks\n", idx);
+        return -1;
+    }
+    w->n = n;
+    w->host = calloc(n, sizeof(uint32_t));
+    w->rank_of = malloc(H * sizeof(uint32_t));
+    w->next = calloc(n, sizeof(uint64_t));
+    w->out = calloc(n, sizeof(uint32_t));
+    if (!w->host || !w->rank_of || !w->next || !w->out)
+        return -1;
+    memset(w->rank_of, 0xff, H * sizeof(uint32_t));
+    if (c->kind == WL_INCAST) {
+        w->recv_host = 0;
+        for (uint32_t i = 0; i < n; i++) /* spread over ToRs */
+            w->host[i] = 1 + (uint32_t)((uint64_t)i * (H - 1) / n);
+    } else if (c->background) {
+        uint32_t *all = malloc(H * sizeof(uint32_t));
+        if (!all)
+            return -1;
+        for (uint32_t i = 0; i < H; i++)
+            all[i] = i;
+        shuffle(all, H, rng);
+        memcpy(w->host, all, n * sizeof(uint32_t));
+        free(all);
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            w->host[i] = i;
+        if (c->random_order)
+            shuffle(w->host, n, rng);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        w->rank_of[w->host[i]] = i;
+    switch (c->kind) {
+    case WL_PERM:
+        /* random derangement: a shuffled cycle has no fixed point */
+        w->perm = malloc(n * sizeof(uint32_t));
+        if (!w->perm)
+            return -1;
+        {
+            uint32_t *cyc = malloc(n * sizeof(uint32_t));
+            if (!cyc)
+                return -1;
+            for (uint32_t i = 0; i < n; i++)
+                cyc[i] = i;
+            shuffle(cyc, n, rng);
+            for (uint32_t i = 0; i < n; i++)
+                w->perm[cyc[i]] = cyc[(i + 1) % n];
+            free(cyc);
+        }
+        w->njobs = pieces(c->bytes, c->msg);
+        break;
+    case WL_INCAST:
+        w->njobs = pieces(c->bytes, c->msg);
+        break;
+    case WL_ALLTOALL:
+        w->njobs = (uint64_t)(n - 1) * pieces(c->bytes, c->msg);
+        break;
+    case WL_ALLREDUCE:
+        w->chunk = c->bytes / n;
+        if (!w->chunk)
+            w->chunk = 1;
+        w->nslices = (uint32_t)pieces(w->chunk, c->msg);
+        w->njobs = 2ULL * (n - 1) * w->nslices;
+        w->rsteps = calloc((size_t)n * w->nslices, sizeof(uint16_t));
+        if (!w->rsteps)
+            return -1;
+        break;
+    }
+    w->total = w->njobs * n;
+    if (!c->background)
+        s->wl_pending++;
+    return 0;
+}
+
+int wl_setup(struct sim *s)
+{
+    uint64_t rng = s->sc->seed ^ 0xc011ec7ULL;
+    for (uint32_t i = 0; i < s->sc->nwl; i++)
+        if (setup_one(s, i, &rng) < 0)
+            return -1;
+    return 0;
+}
+
+void wl_start(struct sim *s)
+{
+    s->t_start = s->now;
+    for (uint32_t i = 0; i < s->sc->nwl; i++) {
+        struct wl_state *w = s->wl_state[i];
+        for (uint32_t r = 0; r < w->n; r++)
+            pump(s, w, r);
+    }
+}
+
+void wl_free(struct sim *s)
+{
+    for (uint32_t i = 0; i < MAX_WL; i++) {
+        struct wl_state *w = s->wl_state[i];
+        if (!w)
+            continue;
+        free(w->host);
+        free(w->rank_of);
+        free(w->perm);
+        free(w->next);
+        free(w->out);
+        free(w->rsteps);
+        free(w);
+        s->wl_state[i] = NULL;
+    }
+    free(s->msgs);
+    s->msgs = NULL;
+    s->nmsgs = s->capmsgs = 0;
+}
+
+int wl_pairs(struct sim *s, int (*fn)(struct sim *, uint32_t, uint32_t))
+{
+    for (uint32_t i = 0; i < s->sc->nwl; i++) {
+        struct wl_state *w = s->wl_state[i];
+        for (uint32_t r = 0; r < w->n; r++) {
+            int rc = 0;
+            switch (w->c.kind) {
+            case WL_PERM:
+                rc = fn(s, w->host[r], w->host[w->perm[r]]);
+                break;
+            case WL_INCAST:
+                rc = fn(s, w->host[r], w->recv_host);
+                break;
+            case WL_ALLREDUCE:
+                rc = fn(s, w->host[r], w->host[(r + 1) % w->n]);
+                break;
+            case WL_ALLTOALL:
+                for (uint32_t q = r + 1; q < w->n && !rc; q++)
+                    rc = fn(s, w->host[r], w->host[q]);
+                break;
+            }
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+void wl_on_sent(struct sim *s, uint32_t m)
+{
+    struct msg *mm = &s->msgs[m];
+    mm->done |= 2;
+    mm->t_sent = s->now;
+    struct wl_state *w = s->wl_state[mm->wl];
+    uint32_t r = w->rank_of[mm->src];
+    w->out[r]--;
+    pump(s, w, r);
+}
+
+void wl_on_recv(struct sim *s, uint32_t m)
+{
+    struct msg *mm = &s->msgs[m];
+    if (mm->done & 1)
+        return;
+    mm->done |= 1;
+    mm->t_recv = s->now;
+    struct wl_state *w = s->wl_state[mm->wl];
+    w->received++;
+    if (w->c.kind == WL_ALLREDUCE) {
+        uint32_t r = w->rank_of[mm->dst];
+        w->rsteps[(size_t)r * w->nslices + mm->tag % w->nslices]++;
+        pump(s, w, r);
+    }
+    if (!w->c.background && !w->done && w->received == w->total) {
+        w->done = 1;
+        if (--s->wl_pending == 0) {
+            s->t_end = s->now;
+            s->stop = 1;
+        }
+    }
+}
+
+uint64_t wl_ideal_ps(const struct sim *s)
+{
+    uint32_t H = s->nhosts;
+    uint64_t *tx = calloc(H, sizeof(uint64_t)), *rx = calloc(H, sizeof(uint64_t));
+    uint64_t *up = calloc(s->nnodes, sizeof(uint64_t)),
+             *dn = calloc(s->nnodes, sizeof(uint64_t));
+    double worst = 0;
+    if (!tx || !rx || !up || !dn)
+        goto out;
+    for (uint32_t i = 0; i < s->nmsgs; i++) {
+        const struct msg *m = &s->msgs[i];
+        if (m->bg)
+            continue;
+        tx[m->src] += m->bytes;
+        rx[m->dst] += m->bytes;
+    }
+    for (uint32_t h = 0; h < H; h++) {
+        double r = (double)s->links[s->hosts[h].uplink].rate_bps;
+        double t = (double)(tx[h] > rx[h] ? tx[h] : rx[h]) * 8 / r;
+        if (t > worst)
+            worst = t;
+    }
+    /* Switch uplink groups: switches covering the same host range share the
+     * traffic leaving / entering it; the first of them accumulates. */
+    for (uint32_t i = 0; i < s->nmsgs; i++) {
+        const struct msg *m = &s->msgs[i];
+        if (m->bg)
+            continue;
+        for (uint32_t n = H; n < s->nnodes; n++) {
+            const struct node *nd = &s->nodes[n];
+            if (!nd->nup)
+                continue;
+            int sin = m->src >= nd->lo && m->src < nd->hi;
+            int din = m->dst >= nd->lo && m->dst < nd->hi;
+            if (sin && !din)
+                up[n] += m->bytes;
+            if (din && !sin)
+                dn[n] += m->bytes;
+        }
+    }
+    for (uint32_t n = H; n < s->nnodes; n++) {
+        const struct node *nd = &s->nodes[n];
+        if (!nd->nup)
+            continue;
+        double cap = 0;
+        for (uint32_t m = H; m < s->nnodes; m++) {
+            const struct node *o = &s->nodes[m];
+            if (o->lo == nd->lo && o->hi == nd->hi && o->level == nd->level)
+                for (uint32_t p = 0; p < o->nup; p++)
+                    cap += (double)s->links[o->up[p]].rate_bps;
+        }
+        /* every switch of the group counted the same bytes */
+        double b = (double)(up[n] > dn[n] ? up[n] : dn[n]);
+        double t = b * 8 / cap;
+        if (t > worst)
+            worst = t;
+    }
+out:
+    free(tx);
+    free(rx);
+    free(up);
+    free(dn);
+    return (uint64_t)(worst * 1e12);
+}
