@@ -166,11 +166,20 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
         tguard = guard;
     uint32_t end = qp->snd_high_acked - qp->attr.ooo_thresh;
     uint32_t psn = qp->snd_una;
-    if (full)
+    if (full) {
         qp->reo_deadline = MROCE_TSTAMP_INF;
-    else if (mroce_psn_diff(qp->ooo_cursor, psn) > 0 &&
-             mroce_psn_diff(qp->ooo_cursor, qp->snd_high_acked) <= 0)
-        psn = qp->ooo_cursor;
+    } else {
+        /* Start at the first packet waiting for a later ACK (cursor), or
+         * at the previous distance edge if that is lower: packets between
+         * the old and the new edge just became eligible for guard (a). */
+        uint32_t from = qp->ooo_cursor;
+        if (mroce_psn_diff(qp->ooo_edge, from) < 0)
+            from = qp->ooo_edge;
+        if (mroce_psn_diff(from, psn) > 0 &&
+            mroce_psn_diff(from, qp->snd_high_acked) <= 0)
+            psn = from;
+    }
+    qp->ooo_edge = end;
     uint32_t first_wait = qp->snd_high_acked;
     for (; mroce_psn_diff(psn, qp->snd_high_acked) < 0; psn++) {
         struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];

@@ -214,6 +214,7 @@ struct mroce_qp {
     uint32_t snd_una, snd_nxt;
     uint32_t snd_high_acked;  /* highest PSN acknowledged + 1 (serial) */
     uint32_t ooo_cursor;      /* where the next ACK-driven loss scan starts */
+    uint32_t ooo_edge;        /* highest acked - ooo_thresh at the last scan */
     mroce_tstamp rack_time;   /* latest send time of an unambiguously
                                  acknowledged packet (RACK) */
     uint32_t inflight_bytes;

@@ -240,6 +240,7 @@ static void choose_local_identity(mroce_qp *qp)
     while (qp->local_token == 0);
     qp->local_start_psn = (uint32_t)mroce_ep_rand64(qp->ep);
     qp->snd_una = qp->snd_nxt = qp->snd_high_acked = qp->local_start_psn;
+    qp->ooo_cursor = qp->ooo_edge = qp->local_start_psn;
 }
 
 static void cap_handshake_deadline(mroce_qp *qp);
