@@ -84,7 +84,19 @@ static void swqe_acked(mroce_qp *qp, uint32_t msn)
 
 /* Declare an in-flight packet lost; may retire its path, whose remaining
  * in-flight packets are then lost too (they went into the dead path). */
+static void lose_ex(mroce_qp *qp, uint32_t idx, int cause,
+                    uint32_t *lost_bytes, int blame_path);
+
 static void lose(mroce_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
+{
+    lose_ex(qp, idx, cause, lost_bytes, 1);
+}
+
+/* blame_path = 0: the loss says nothing about its path (an RTO's sweep
+ * beyond each path's oldest packet), so it does not count towards the
+ * path's consecutive losses and cannot retire it. */
+static void lose_ex(mroce_qp *qp, uint32_t idx, int cause,
+                    uint32_t *lost_bytes, int blame_path)
 {
     struct mroce_txent *e = &qp->tx[idx];
     uint16_t path = e->path;
@@ -97,7 +109,7 @@ static void lose(mroce_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
     if (qp->path_slots[path].consec_losses == 0)
         *lost_bytes += e->len;
     mroce_req_declare_lost(qp, psn, cause);
-    if (mroce_path_on_loss(&qp->paths, path)) {
+    if (blame_path && mroce_path_on_loss(&qp->paths, path)) {
         qp->cnt.paths_retired++;
         struct mroce_path *p = &qp->path_slots[path];
         while (p->list_head != MROCE_PATH_NONE) {
@@ -408,6 +420,18 @@ void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
     mroce_qp_enter_error(qp);
 }
 
+static enum mroce_wc_opcode wc_opcode_of(const struct mroce_swqe *w)
+{
+    switch (w->opcode) {
+    case MROCE_WR_WRITE:
+    case MROCE_WR_WRITE_WITH_IMM: return MROCE_WC_WRITE;
+    case MROCE_WR_READ: return MROCE_WC_READ;
+    case MROCE_WR_FETCH_ADD: return MROCE_WC_FETCH_ADD;
+    case MROCE_WR_CMP_SWAP: return MROCE_WC_CMP_SWAP;
+    default: return MROCE_WC_SEND;
+    }
+}
+
 void mroce_comp_complete_sends(mroce_qp *qp)
 {
     while (qp->sq_head != qp->sq_tx) {
@@ -436,14 +460,7 @@ void mroce_comp_complete_sends(mroce_qp *qp)
             memset(&wc, 0, sizeof(wc));
             wc.wr_id = w->wr_id;
             wc.status = MROCE_WC_SUCCESS;
-            switch (w->opcode) {
-            case MROCE_WR_WRITE:
-            case MROCE_WR_WRITE_WITH_IMM: wc.opcode = MROCE_WC_WRITE; break;
-            case MROCE_WR_READ: wc.opcode = MROCE_WC_READ; break;
-            case MROCE_WR_FETCH_ADD: wc.opcode = MROCE_WC_FETCH_ADD; break;
-            case MROCE_WR_CMP_SWAP: wc.opcode = MROCE_WC_CMP_SWAP; break;
-            default: wc.opcode = MROCE_WC_SEND; break;
-            }
+            wc.opcode = wc_opcode_of(w);
             wc.byte_len = w->length;
             wc.qp_num = qp->qpn;
             mroce_cq_push(qp->attr.send_cq, &wc);
@@ -469,7 +486,7 @@ void mroce_comp_flush(mroce_qp *qp)
         wc.status = w->status != MROCE_WC_SUCCESS
                         ? (enum mroce_wc_status)w->status
                         : MROCE_WC_WR_FLUSH_ERR;
-        wc.opcode = MROCE_WC_SEND;
+        wc.opcode = wc_opcode_of(w); /* error completions name it too */
         wc.qp_num = qp->qpn;
         mroce_cq_push(qp->attr.send_cq, &wc);
         qp->cnt.completions++;
@@ -545,9 +562,21 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
             }
             if (qp->backoff < 30)
                 qp->backoff++;
-            for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
-                if (qp->tx[p & qp->tx_mask].state == TX_INFLIGHT)
-                    lose(qp, p & qp->tx_mask, LOSS_RTO, &lost_bytes);
+            /* An RTO means nothing got through, not that every path broke:
+             * blame each path once (its oldest packet), so three RTOs in
+             * a row retire a path but one RTO during a stall of the host
+             * (descheduling) does not retire every path with 3+ packets
+             * in flight. */
+            uint64_t blamed[4] = {0, 0, 0, 0};
+            for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++) {
+                struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
+                if (e->state != TX_INFLIGHT)
+                    continue;
+                uint16_t s = e->path;
+                int first = !(blamed[s >> 6] >> (s & 63) & 1);
+                blamed[s >> 6] |= 1ull << (s & 63);
+                lose_ex(qp, p & qp->tx_mask, LOSS_RTO, &lost_bytes, first);
+            }
             /* Resend in PSN order, oldest first.  The queue is in order of
              * detection, so a hole at the cumulative point that was lost
              * again can sit behind hundreds of PSNs the receiver already
