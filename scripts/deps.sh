@@ -1,15 +1,23 @@
 #!/bin/sh
 # Install the Debian packages the build and tests need, if any is missing.
 # Used by demo.sh and test.sh so both work on a fresh Debian 12 machine.
+# tshark runs the Wireshark dissector's tests (dissector/).
 set -e
 need=""
-for p in cmake make gcc clang libclang-rt-14-dev; do
+# The namespace fabric scenarios (fabric/) need iproute2, nftables,
+# bpftool, linux-libc-dev (BPF headers) and iputils-ping.
+for p in cmake make gcc clang libclang-rt-14-dev tshark iproute2 nftables \
+         bpftool linux-libc-dev iputils-ping; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then
   echo "deps: installing$need"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  # wireshark-common (from tshark) asks whether non-root users may capture:
+  # answer no before it asks.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" |
+    $SUDO debconf-set-selections
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
 fi
