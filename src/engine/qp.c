@@ -42,6 +42,20 @@ void mroce_qp_attr_default(struct mroce_qp_attr *a)
     a->path_burst = 1;
 }
 
+/* Free a QP's arrays and the QP itself (each may be NULL). */
+static void qp_free_storage(const struct mroce_mem *m, mroce_qp *qp)
+{
+    mroce_free(m, qp->sq);
+    mroce_free(m, qp->inline_buf);
+    mroce_free(m, qp->rq);
+    mroce_free(m, qp->rjobs);
+    mroce_free(m, qp->tx);
+    mroce_free(m, qp->retxq);
+    mroce_free(m, qp->path_slots);
+    mroce_free(m, qp->rxwin.bits);
+    mroce_free(m, qp);
+}
+
 int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
 {
     if (!ep || !in || !pqp || !in->send_cq || !in->recv_cq)
@@ -132,15 +146,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     *pqp = qp;
     return 0;
 fail:
-    mroce_free(m, qp->sq);
-    mroce_free(m, qp->inline_buf);
-    mroce_free(m, qp->rq);
-    mroce_free(m, qp->rjobs);
-    mroce_free(m, qp->tx);
-    mroce_free(m, qp->retxq);
-    mroce_free(m, qp->path_slots);
-    mroce_free(m, qp->rxwin.bits);
-    mroce_free(m, qp);
+    qp_free_storage(m, qp);
     return MROCE_ENOMEM;
 }
 
@@ -191,15 +197,7 @@ void mroce_qp_del(mroce_qp *qp)
     last->live_idx = qp->live_idx;
     qp->attr.send_cq->users--;
     qp->attr.recv_cq->users--;
-    mroce_free(m, qp->sq);
-    mroce_free(m, qp->inline_buf);
-    mroce_free(m, qp->rq);
-    mroce_free(m, qp->rjobs);
-    mroce_free(m, qp->tx);
-    mroce_free(m, qp->retxq);
-    mroce_free(m, qp->path_slots);
-    mroce_free(m, qp->rxwin.bits);
-    mroce_free(m, qp);
+    qp_free_storage(m, qp);
 }
 
 uint32_t mroce_qp_num(const mroce_qp *qp) { return qp ? qp->qpn : 0; }
