@@ -2,8 +2,8 @@
  * test_netmodel.c - tests of the network model's fabric (src/netmodel/
  * netmodel.c) on its own, without the engine: determinism, the fault
  * probabilities, serialization timing, drop-tail and ECN marking under
- * incast, spine blackholes, loss and delay, the ECMP spread, back-pressure
- * figures and the buffer pool.
+ * incast, spine blackholes, loss and delay, per-spine (per-path) rates with
+ * their queues, the ECMP spread, back-pressure figures and the buffer pool.
  *
  * Packets carry a 32-bit id in their first bytes and a payload derived from
  * it, so a test can recognise each delivery; where corruption could hit the
@@ -162,7 +162,10 @@ static void traffic(mroce_net *net, uint32_t hosts, uint32_t n,
 
 /* ---- determinism ------------------------------------------------------ */
 
-static uint64_t det_run(uint64_t seed, struct mroce_net_counters *c)
+/* spine_rates: 0 none, 1 set explicitly to rate 0 (must change nothing),
+ * 2 two spines rate-limited with queues that drop and mark. */
+static uint64_t det_run(uint64_t seed, struct mroce_net_counters *c,
+                        int spine_rates)
 {
     struct mroce_net_config cfg;
     struct log lg;
@@ -181,6 +184,15 @@ static uint64_t det_run(uint64_t seed, struct mroce_net_counters *c)
     net = mk(&cfg);
     mroce_net_set_spine_loss(net, 1, 0.05);
     mroce_net_set_spine_delay(net, 2, 700);
+    if (spine_rates == 1)
+        for (uint32_t sp = 0; sp < cfg.spines; sp++)
+            CHECK_EQ_INT(mroce_net_set_spine_rate(net, sp, 0, 0, 0), 0);
+    if (spine_rates == 2) {
+        CHECK_EQ_INT(mroce_net_set_spine_rate(net, 0, 25000000000ull, 40000,
+                                              12000), 0);
+        CHECK_EQ_INT(mroce_net_set_spine_rate(net, 2, 60000000000ull,
+                                              MROCE_NET_UNLIMITED, 30000), 0);
+    }
     log_init(&lg);
     traffic(net, cfg.hosts, 20000, 30, 42, &lg);
     mroce_net_get_counters(net, c);
@@ -194,9 +206,9 @@ static uint64_t det_run(uint64_t seed, struct mroce_net_counters *c)
 static void test_determinism(void)
 {
     struct mroce_net_counters a, b, x;
-    uint64_t h1 = det_run(7, &a);
-    uint64_t h2 = det_run(7, &b);
-    uint64_t h3 = det_run(8, &x);
+    uint64_t h1 = det_run(7, &a, 0);
+    uint64_t h2 = det_run(7, &b, 0);
+    uint64_t h3 = det_run(8, &x, 0);
     CHECK(h1 == h2);
     CHECK(memcmp(&a, &b, sizeof(a)) == 0);
     CHECK(h1 != h3);
@@ -209,6 +221,40 @@ static void test_determinism(void)
     /* Conservation: every copy is delivered or dropped exactly once. */
     CHECK_EQ(a.tx_pkts + a.dups, a.rx_pkts + a.drop_loss + a.drop_spine_loss +
                                      a.drop_blackhole + a.drop_queue);
+    CHECK(a.drop_spine_queue == 0 && a.ce_marked_spine == 0);
+
+    /* Spine rate 0 set explicitly (whatever its queue settings): the very
+     * same run, bit for bit. */
+    {
+        struct mroce_net_counters z;
+        uint64_t h0 = det_run(7, &z, 1);
+        CHECK(h0 == h1);
+        CHECK(memcmp(&z, &a, sizeof(z)) == 0);
+    }
+
+    /* With spine rates: still reproducible, and the spine queues dropped
+     * and marked. */
+    {
+        struct mroce_net_counters r1, r2;
+        uint64_t s1 = det_run(7, &r1, 2);
+        uint64_t s2 = det_run(7, &r2, 2);
+        CHECK(s1 == s2);
+        CHECK(memcmp(&r1, &r2, sizeof(r1)) == 0);
+        CHECK(s1 != h1);
+        CHECK_MSG(r1.drop_spine_queue > 0 && r1.ce_marked_spine > 0,
+                  "spine queue drops %llu, spine ce %llu",
+                  (unsigned long long)r1.drop_spine_queue,
+                  (unsigned long long)r1.ce_marked_spine);
+        CHECK_EQ(r1.tx_pkts + r1.dups,
+                 r1.rx_pkts + r1.drop_loss + r1.drop_spine_loss +
+                     r1.drop_blackhole + r1.drop_queue + r1.drop_spine_queue);
+        printf("determinism with spine rates: %llu spine queue drops, %llu "
+               "spine CE marks, %llu downlink drops, %llu downlink CE\n",
+               (unsigned long long)r1.drop_spine_queue,
+               (unsigned long long)r1.ce_marked_spine,
+               (unsigned long long)r1.drop_queue,
+               (unsigned long long)r1.ce_marked);
+    }
 }
 
 /* ---- loss, duplication, corruption --------------------------------------- */
@@ -839,6 +885,278 @@ static void test_spines(void)
     mroce_net_del(net);
 }
 
+/* ---- per-spine (per-path) rate ------------------------------------------ */
+
+/* An entropy from src 0 to dst 1 that the hash puts on spine sp (want 1) or
+ * on any other spine (want 0). */
+static uint16_t entropy_on(mroce_net *net, uint32_t sp, int want)
+{
+    uint16_t e = 0;
+    while ((mroce_net_spine_of(net, 0, 1, e) == sp) != want)
+        e++;
+    return e;
+}
+
+/* n packets of len bytes from 0 to 1 on entropy ent, all at time t. */
+static void burst(mroce_net *net, uint32_t n, size_t len, uint16_t ent,
+                  uint8_t ecn, mroce_tstamp t)
+{
+    uint8_t buf[MROCE_NET_MAX_PKT];
+    long errors = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        fill(buf, len, i);
+        errors += mroce_net_send(net, 0, 1, ent, ecn, buf, len, t) != 0;
+    }
+    CHECK_EQ(errors, 0);
+}
+
+/* Reference for a burst of n equal packets sent at t0 (ns) over an idle
+ * 100 Gb/s uplink into a spine queue at 10 Gb/s (800 ps/B) with the given
+ * limits, then an idle 100 Gb/s downlink that never queues (the spine feeds
+ * it 10x slower than it drains): which packets survive, which get CE, and
+ * when they are delivered. */
+struct ref_pkt {
+    int dropped, ce;
+    uint64_t deliver_ps;
+};
+
+static uint64_t ref_spine_queue(uint32_t n, uint32_t len, mroce_tstamp t0,
+                                uint32_t limit, uint32_t thresh, int ect,
+                                struct ref_pkt *out, uint64_t *drops,
+                                uint64_t *marks)
+{
+    uint64_t busy = 0, qmax = 0;
+    *drops = *marks = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t t = (t0 + 2000) * NS + (uint64_t)(i + 1) * len * 80;
+        uint64_t occ = busy > t ? (busy - t + 799) / 800 : 0;
+        memset(&out[i], 0, sizeof(out[i]));
+        if (occ + len > limit) {
+            out[i].dropped = 1;
+            ++*drops;
+            continue;
+        }
+        if (ect && occ > thresh) {
+            out[i].ce = 1;
+            ++*marks;
+        }
+        if (occ + len > qmax)
+            qmax = occ + len;
+        busy = (busy > t ? busy : t) + (uint64_t)len * 800;
+        out[i].deliver_ps = busy + (uint64_t)len * 80;
+    }
+    return qmax;
+}
+
+static void test_spine_rate(void)
+{
+    struct mroce_net_config cfg;
+    struct mroce_net_counters c;
+    struct mroce_net_spine_counters sc;
+    struct mroce_net_host_counters hc;
+    struct log lg;
+    mroce_net *net;
+    uint32_t slow;
+    uint16_t e_slow, e_fast;
+    int ok;
+
+    /* 1. Spacing: 10 x 4000 B back to back into a 10 Gb/s spine.  They
+     * reach it every 320 ns, leave it every 3200 ns: delivery i at
+     * 320 + 2000 + 3200 (i + 1) + 320 ns.  Packet i finds 3600 i bytes
+     * queued ahead, so the last one fills the queue to 36400 B. */
+    mroce_net_config_default(&cfg); /* 100 Gb/s hosts, 2 us, 4 spines */
+    net = mk(&cfg);
+    slow = mroce_net_spine_of(net, 0, 1, 1000);
+    e_slow = 1000;
+    e_fast = entropy_on(net, slow, 0);
+    CHECK_EQ_INT(mroce_net_set_spine_rate(net, slow, 10000000000ull,
+                                          MROCE_NET_UNLIMITED,
+                                          MROCE_NET_UNLIMITED), 0);
+    burst(net, 10, 4000, e_slow, MROCE_ECN_ECT0, 0);
+    log_init(&lg);
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    CHECK_EQ(lg.n, 10);
+    ok = 1;
+    for (size_t i = 0; i < lg.n; i++)
+        if (lg.r[i].time_ps != (5840 + 3200 * i) * NS || lg.r[i].id != i ||
+            lg.r[i].spine != slow || lg.r[i].ecn != MROCE_ECN_ECT0)
+            ok = 0;
+    CHECK(ok);
+    log_free(&lg);
+    mroce_net_get_spine_counters(net, slow, &sc);
+    CHECK_EQ(sc.pkts, 10);
+    CHECK_EQ(sc.queue_max, 36400);
+    CHECK(sc.drops == 0 && sc.queue_drops == 0 && sc.queue_ce_marks == 0);
+
+    /* The other spines are untouched: line-rate spacing, unloaded latency. */
+    burst(net, 10, 4000, e_fast, MROCE_ECN_ECT0, 1000000);
+    log_init(&lg);
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    CHECK_EQ(lg.n, 10);
+    ok = 1;
+    for (size_t i = 0; i < lg.n; i++)
+        if (lg.r[i].time_ps != (1000000 + 2640 + 320 * i) * NS)
+            ok = 0;
+    CHECK(ok);
+    log_free(&lg);
+
+    /* Unloaded latency over the slow spine adds one serialization there:
+     * 100 B = 8 + 2000 + 80 + 8 ns. */
+    burst(net, 1, 100, e_slow, MROCE_ECN_ECT0, 2000000);
+    log_init(&lg);
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    CHECK_EQ(lg.n, 1);
+    CHECK_EQ(lg.r[0].time_ps, (2000000 + 2096) * NS);
+    log_free(&lg);
+
+    /* A rate that gives fractional nanoseconds: 4176 B at 40 Gb/s =
+     * 835.2 ns, no drift over 200 packets. */
+    CHECK_EQ_INT(mroce_net_set_spine_rate(net, slow, 40000000000ull,
+                                          MROCE_NET_UNLIMITED,
+                                          MROCE_NET_UNLIMITED), 0);
+    burst(net, 200, 4176, e_slow, MROCE_ECN_ECT0, 3000000);
+    log_init(&lg);
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    CHECK_EQ(lg.n, 200);
+    ok = 1;
+    for (size_t i = 1; i < lg.n; i++)
+        if (lg.r[i].time_ps - lg.r[i - 1].time_ps != 835200)
+            ok = 0;
+    CHECK(ok);
+    /* uplink 334.08 + 2000 + spine 835.2 + downlink 334.08 ns */
+    CHECK_EQ(lg.r[0].time_ps, 3000000 * NS + 334080 + 2000 * NS + 835200 +
+                                  334080);
+    log_free(&lg);
+
+    /* 2. Rate 0 again: back to today's timing, whatever the queue settings
+     * (a limit of 0 would drop everything if it applied). */
+    CHECK_EQ_INT(mroce_net_set_spine_rate(net, slow, 0, 0, 0), 0);
+    mroce_net_reset_counters(net);
+    burst(net, 10, 4000, e_slow, MROCE_ECN_ECT0, 4000000);
+    log_init(&lg);
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    CHECK_EQ(lg.n, 10);
+    ok = 1;
+    for (size_t i = 0; i < lg.n; i++)
+        if (lg.r[i].time_ps != (4000000 + 2640 + 320 * i) * NS ||
+            lg.r[i].ecn != MROCE_ECN_ECT0)
+            ok = 0;
+    CHECK(ok);
+    log_free(&lg);
+    mroce_net_get_spine_counters(net, slow, &sc);
+    CHECK(sc.pkts == 10 && sc.drops == 0 && sc.queue_max == 0);
+    CHECK_EQ_INT(mroce_net_set_spine_rate(net, 4, 10000000000ull, 0, 0),
+                 MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_net_set_spine_rate(net, 0, 999, 0, 0), MROCE_EINVAL);
+    mroce_net_del(net);
+
+    /* 3. Drop-tail and CE marking at the spine queue, checked packet by
+     * packet against the reference above: 30 x 4000 B into a 10 Gb/s spine
+     * with a 20000 B limit and an 8000 B threshold. */
+    for (int ect = 1; ect >= 0; ect--) {
+        struct ref_pkt ref[30];
+        uint64_t rdrops, rmarks, rmax;
+        size_t k = 0;
+        mroce_net_config_default(&cfg);
+        net = mk(&cfg);
+        slow = mroce_net_spine_of(net, 0, 1, 1000);
+        CHECK_EQ_INT(mroce_net_set_spine_rate(net, slow, 10000000000ull,
+                                              20000, 8000), 0);
+        burst(net, 30, 4000, 1000,
+              ect ? MROCE_ECN_ECT1 : MROCE_ECN_NOT_ECT, 0);
+        log_init(&lg);
+        mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+        rmax = ref_spine_queue(30, 4000, 0, 20000, 8000, ect, ref, &rdrops,
+                               &rmarks);
+        ok = 1;
+        for (uint32_t i = 0; i < 30; i++) {
+            if (ref[i].dropped)
+                continue;
+            if (k >= lg.n || lg.r[k].id != i ||
+                lg.r[k].time_ps != ref[i].deliver_ps ||
+                (lg.r[k].ecn == MROCE_ECN_CE) != ref[i].ce)
+                ok = 0;
+            k++;
+        }
+        CHECK_MSG(ok && k == lg.n, "spine queue (ect %d) differs from the "
+                  "reference", ect);
+        mroce_net_get_counters(net, &c);
+        mroce_net_get_spine_counters(net, slow, &sc);
+        mroce_net_get_host_counters(net, 1, &hc);
+        CHECK(rdrops > 0);
+        CHECK(ect ? rmarks > 0 : rmarks == 0);
+        CHECK_EQ(sc.pkts, 30);
+        CHECK_EQ(sc.queue_drops, rdrops);
+        CHECK_EQ(sc.drops, rdrops);
+        CHECK_EQ(c.drop_spine_queue, rdrops);
+        CHECK_EQ(sc.queue_ce_marks, rmarks);
+        CHECK_EQ(c.ce_marked_spine, rmarks);
+        CHECK_EQ(sc.queue_max, rmax);
+        CHECK(sc.queue_max <= 20000 && sc.queue_max > 16000);
+        /* The downlink saw no queue: no downlink drops or marks. */
+        CHECK(c.drop_queue == 0 && c.ce_marked == 0 && sc.ce_marks == 0);
+        CHECK(hc.down_drops == 0 && hc.down_ce_marks == 0);
+        CHECK_EQ(lg.n + rdrops, 30);
+        /* Marking starts where more than 8000 B are queued ahead: the
+         * fourth packet finds 3 x 3600 = 10800 B. */
+        if (ect)
+            CHECK(lg.r[3].ecn == MROCE_ECN_CE && lg.r[2].ecn != MROCE_ECN_CE);
+        if (ect)
+            printf("spine queue: 30 x 4000 B into 10 Gb/s, limit 20000 B, "
+                   "thresh 8000 B: %llu dropped, %llu CE, max %llu B\n",
+                   (unsigned long long)rdrops, (unsigned long long)rmarks,
+                   (unsigned long long)sc.queue_max);
+        log_free(&lg);
+        mroce_net_del(net);
+    }
+
+    /* 4. A blackhole raised while packets wait in the spine queue drops
+     * them at its head; those already gone through are delivered. */
+    mroce_net_config_default(&cfg);
+    net = mk(&cfg);
+    slow = mroce_net_spine_of(net, 0, 1, 1000);
+    mroce_net_set_spine_rate(net, slow, 10000000000ull, MROCE_NET_UNLIMITED,
+                             MROCE_NET_UNLIMITED);
+    burst(net, 10, 4000, 1000, MROCE_ECN_ECT0, 0);
+    log_init(&lg);
+    /* Spine departures at 5520, 8720, 11920 ns...: by 12000 ns three
+     * packets have left the spine (two delivered, one on the downlink). */
+    mroce_net_deliver_due(net, 12000, on_pkt, &lg);
+    mroce_net_set_spine_blackhole(net, slow, 1);
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    mroce_net_get_counters(net, &c);
+    CHECK_EQ(lg.n, 3);
+    CHECK_EQ(c.drop_blackhole, 7);
+    CHECK_EQ(mroce_net_in_flight(net), 0);
+    log_free(&lg);
+    mroce_net_del(net);
+
+    /* 5. Packets that share a slow spine keep their order; packets over
+     * the fast spines overtake them. */
+    mroce_net_config_default(&cfg);
+    net = mk(&cfg);
+    slow = 2;
+    mroce_net_set_spine_rate(net, slow, 40000000000ull, MROCE_NET_UNLIMITED,
+                             MROCE_NET_UNLIMITED);
+    log_init(&lg);
+    stream(net, 20000, 100, 1000, &lg);
+    CHECK_EQ(lg.n, 20000);
+    {
+        uint32_t last[4] = { UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX };
+        long within = 0;
+        for (size_t i = 0; i < lg.n; i++) {
+            uint32_t sp = lg.r[i].spine;
+            if (last[sp] != UINT32_MAX && lg.r[i].entropy < last[sp])
+                within++;
+            last[sp] = lg.r[i].entropy;
+        }
+        CHECK_EQ(within, 0);
+        CHECK(inversions(&lg) > 0);
+    }
+    log_free(&lg);
+    mroce_net_del(net);
+}
+
 /* ---- API edges: zero copy, limits, pool ------------------------------- */
 
 static void test_api(void)
@@ -958,6 +1276,7 @@ int main(void)
     test_serialization();
     test_incast();
     test_spines();
+    test_spine_rate();
     test_api();
     test_reentrant();
     return TESTUTIL_SUMMARY("test_netmodel");

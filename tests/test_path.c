@@ -385,10 +385,10 @@ static void test_weight(void)
     struct mroce_path *p = &slots[1];
     unsigned k;
 
-    setup(&ps, &r, 4); /* target_qdelay 5000: hot above base + 10000 */
-    mroce_path_on_ack(&ps, 1, 20000, 10000); /* == threshold: clean */
+    setup(&ps, &r, 4); /* target_qdelay 5000: hot above base + 5000 */
+    mroce_path_on_ack(&ps, 1, 15000, 10000); /* == threshold: clean */
     CHECK(p->weight == MROCE_PATH_WMAX);
-    mroce_path_on_ack(&ps, 1, 20001, 10000);
+    mroce_path_on_ack(&ps, 1, 15001, 10000);
     CHECK(p->weight == MROCE_PATH_WMAX - 1);
     for (k = 0; k < 20; k++)
         mroce_path_on_ack(&ps, 1, 50000, 10000);

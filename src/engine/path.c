@@ -5,7 +5,7 @@
  * A "path" is just a UDP source port (entropy) that ECMP hashes onto some
  * link; this module never learns which link.  It only watches what comes
  * back per entropy: RTT samples, ECN echoes, acknowledgements and losses.
- * Hot paths (CE echoes, RTT above base_rtt + 2*target_qdelay) lose weight
+ * Hot paths (CE echoes, RTT above base_rtt + target_qdelay) lose weight
  * and so get a smaller share of the spray; a path that loses
  * MROCE_PATH_RETIRE_LOSSES packets in a row with no ack in between is
  * retired: the slot keeps its index and counters but gets a fresh entropy,
@@ -226,9 +226,11 @@ static void path_weight_up(struct mroce_path *p)
  * first sample sets srtt = R, rttvar = R/2).  srtt stays >= 1 once set, so 0
  * keeps meaning "no sample".
  *
- * Weight: a sample above base_rtt + 2*target_qdelay means this path's queue
- * is well past the connection's target: weight - 1.  Otherwise the ack is
- * clean and earns weight + 1, unless the path's latest ECN echo was CE; that
+ * Weight: a sample above base_rtt + target_qdelay means this path's queue
+ * is past the connection's target: weight - 1.  (The same bound as the
+ * congestion window's: with twice the target a slow path stayed at full
+ * weight while its samples throttled the whole connection's window.)
+ * Otherwise the ack is clean and earns weight + 1, unless the path's latest ECN echo was CE; that
  * gate is what lets a CE-marked path actually lose weight, since the ack
  * that carries the CE echo would otherwise give back the point at once.
  * Acks without a sample (rtt == 0, ambiguous) say nothing about delay and
@@ -259,7 +261,7 @@ void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
             p->min_rtt = rtt;
     }
 
-    if (base_rtt != 0 && rtt > base_rtt + 2 * ps->target_qdelay)
+    if (base_rtt != 0 && rtt > base_rtt + ps->target_qdelay)
         path_weight_down(p);
     else if (!p->ce_last)
         path_weight_up(p);

@@ -3,7 +3,10 @@
  *
  * A packet costs two events: "arrive" (end of propagation: it crosses its
  * spine and joins the destination's downlink queue) and "deliver" (its last
- * bit leaves the downlink).  The uplink needs no event: it is a FIFO with no
+ * bit leaves the downlink).  A spine with a rate (per-path rate) adds a
+ * third between them, "spine out" (its last bit leaves the spine queue, it
+ * joins the downlink queue); spines without one cost nothing extra.  A
+ * packet has at most one event pending at any time.  The uplink needs no event: it is a FIFO with no
  * drops, so a packet's departure time is known when it is sent.  The
  * downlink does need one, because packets from different senders reach it
  * in an order only the event queue knows.  Queue occupancy is derived from
@@ -25,7 +28,7 @@
 #define MAX_SPINES 65535u
 #define P_ONE (1ull << 53)    /* probability 1.0 as a threshold on 53 bits */
 
-enum { ST_ARRIVE = 0, ST_DELIVER = 1 };
+enum { ST_ARRIVE = 0, ST_DELIVER = 1, ST_SPINE_OUT = 2 };
 
 struct pkt {
     struct pkt *next; /* free list */
@@ -61,6 +64,9 @@ struct spine {
     uint64_t loss_th;
     int blackhole;
     double loss;
+    struct link link;     /* per-path rate: ppb 0 = no spine queue */
+    uint32_t queue_limit; /* spine queue drop-tail limit, bytes */
+    uint32_t ecn_thresh;  /* spine queue CE threshold, bytes */
     struct mroce_net_spine_counters c;
 };
 
@@ -471,11 +477,24 @@ int mroce_net_send(mroce_net *net, uint32_t src, uint32_t dst,
 
 /* ---- events ---- */
 
-/* The packet reaches the spine/downlink: spine faults, drop-tail, ECN. */
+static int is_ect(uint8_t ecn)
+{
+    return ecn == MROCE_ECN_ECT0 || ecn == MROCE_ECN_ECT1;
+}
+
+static void drop_pkt(mroce_net *net, struct pkt *p)
+{
+    net->in_flight--;
+    pkt_put(net, p);
+}
+
+static void downlink(mroce_net *net, uint64_t t, struct pkt *p);
+
+/* The packet reaches the spine: spine faults, then either the spine queue
+ * (spine with a rate) or straight on to the downlink. */
 static void arrive(mroce_net *net, uint64_t t, struct pkt *p)
 {
     struct spine *sp = &net->spines[p->spine];
-    struct host *h = &net->hosts[p->dst];
     uint32_t occ = 0;
     uint64_t fill;
 
@@ -484,13 +503,64 @@ static void arrive(mroce_net *net, uint64_t t, struct pkt *p)
     if (sp->blackhole) {
         sp->c.drops++;
         net->c.drop_blackhole++;
-        goto drop;
+        drop_pkt(net, p);
+        return;
     }
     if (sp->loss_th && rng_hit(&net->r_spine, sp->loss_th)) {
         sp->c.drops++;
         net->c.drop_spine_loss++;
-        goto drop;
+        drop_pkt(net, p);
+        return;
     }
+    if (sp->link.ppb == 0) {
+        downlink(net, t, p);
+        return;
+    }
+    /* Per-path rate: the spine queue, with the downlink's rules. */
+    if (sp->link.busy_ps > t)
+        occ = bytes_of(&sp->link, sp->link.busy_ps - t);
+    fill = (uint64_t)occ + p->len;
+    if (sp->queue_limit != MROCE_NET_UNLIMITED && fill > sp->queue_limit) {
+        sp->c.drops++;
+        sp->c.queue_drops++;
+        net->c.drop_spine_queue++;
+        drop_pkt(net, p);
+        return;
+    }
+    if (is_ect(p->ecn) && sp->ecn_thresh != MROCE_NET_UNLIMITED &&
+        occ > sp->ecn_thresh) {
+        p->ecn = MROCE_ECN_CE;
+        net->c.ce_marked_spine++;
+        sp->c.queue_ce_marks++;
+    }
+    if (fill > sp->c.queue_max)
+        sp->c.queue_max = fill;
+    p->stage = ST_SPINE_OUT;
+    heap_push(net, link_tx(&sp->link, t, p->len), p);
+}
+
+/* The packet has left a rate-limited spine's queue.  A blackhole raised
+ * while it was queued takes it too (the switch's buffers die with it). */
+static void spine_out(mroce_net *net, uint64_t t, struct pkt *p)
+{
+    struct spine *sp = &net->spines[p->spine];
+    if (sp->blackhole) {
+        sp->c.drops++;
+        net->c.drop_blackhole++;
+        drop_pkt(net, p);
+        return;
+    }
+    downlink(net, t, p);
+}
+
+/* The packet joins its destination's downlink: drop-tail, ECN. */
+static void downlink(mroce_net *net, uint64_t t, struct pkt *p)
+{
+    struct spine *sp = &net->spines[p->spine];
+    struct host *h = &net->hosts[p->dst];
+    uint32_t occ = 0;
+    uint64_t fill;
+
     if (h->down.busy_ps > t)
         occ = bytes_of(&h->down, h->down.busy_ps - t);
     fill = (uint64_t)occ + p->len;
@@ -498,10 +568,10 @@ static void arrive(mroce_net *net, uint64_t t, struct pkt *p)
         fill > net->cfg.queue_limit) {
         h->c.down_drops++;
         net->c.drop_queue++;
-        goto drop;
+        drop_pkt(net, p);
+        return;
     }
-    if ((p->ecn == MROCE_ECN_ECT0 || p->ecn == MROCE_ECN_ECT1) &&
-        net->cfg.ecn_thresh != MROCE_NET_UNLIMITED &&
+    if (is_ect(p->ecn) && net->cfg.ecn_thresh != MROCE_NET_UNLIMITED &&
         occ > net->cfg.ecn_thresh) {
         p->ecn = MROCE_ECN_CE;
         net->c.ce_marked++;
@@ -512,10 +582,6 @@ static void arrive(mroce_net *net, uint64_t t, struct pkt *p)
         h->c.down_max_queue = fill;
     p->stage = ST_DELIVER;
     heap_push(net, link_tx(&h->down, t, p->len), p);
-    return;
-drop:
-    net->in_flight--;
-    pkt_put(net, p);
 }
 
 mroce_tstamp mroce_net_next_event_time(const mroce_net *net)
@@ -535,6 +601,10 @@ size_t mroce_net_deliver_due(mroce_net *net, mroce_tstamp now,
         struct host *h;
         if (p->stage == ST_ARRIVE) {
             arrive(net, e.t, p);
+            continue;
+        }
+        if (p->stage == ST_SPINE_OUT) {
+            spine_out(net, e.t, p);
             continue;
         }
         h = &net->hosts[p->dst];
@@ -696,6 +766,19 @@ int mroce_net_set_spine_blackhole(mroce_net *net, uint32_t spine, int on)
     if (spine >= net->cfg.spines)
         return MROCE_EINVAL;
     net->spines[spine].blackhole = !!on;
+    return 0;
+}
+
+int mroce_net_set_spine_rate(mroce_net *net, uint32_t spine, uint64_t rate_bps,
+                             uint32_t queue_limit, uint32_t ecn_thresh)
+{
+    struct spine *sp;
+    if (spine >= net->cfg.spines || !rate_ok(rate_bps))
+        return MROCE_EINVAL;
+    sp = &net->spines[spine];
+    sp->link.ppb = rate_ppb(rate_bps);
+    sp->queue_limit = queue_limit;
+    sp->ecn_thresh = ecn_thresh;
     return 0;
 }
 

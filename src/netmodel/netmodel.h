@@ -10,7 +10,8 @@
  * Path of a packet:
  *
  *   src host uplink   --(base delay + spine delay [+ reorder delay])-->
- *   spine (chosen by hash(src, dst, entropy); no queue, non-blocking)  -->
+ *   spine (chosen by hash(src, dst, entropy); by default no queue,
+ *          non-blocking; optionally a rate-limited FIFO, see below)  -->
  *   dst host downlink (the last switch hop: drop-tail queue, ECN marking)
  *   --> delivered to dst
  *
@@ -25,6 +26,15 @@
  *     crosses the spine, which the model places at the end of propagation,
  *     so toggling a blackhole also hits packets already in flight, as a real
  *     link failure would.
+ *   - Spine rate (per-path rate, mroce_net_set_spine_rate(); off by
+ *     default): a spine given a rate models a slower or degraded path.
+ *     Packets that pass the spine's blackhole and loss checks join a FIFO
+ *     serialized at that rate, with its own drop-tail byte limit and ECN
+ *     threshold (same rules as the downlink below, counted in the spine
+ *     counters), and move on to the downlink when their last bit has left
+ *     it (store and forward).  A blackhole raised while packets sit in the
+ *     spine queue drops them too when they reach its head.  With rate 0
+ *     (the default) the spine adds no queue and no serialization.
  *   - Downlink: drop-tail when (bytes still queued ahead, including the
  *     unsent rest of the packet in service) + len > queue_limit; ECT packets
  *     are CE-marked when the bytes queued ahead exceed ecn_thresh.  Incast
@@ -32,7 +42,7 @@
  *     destination keep their order unless reordering is enabled (the engine's
  *     per-path loss detection relies on that).
  *   - Unloaded one-way latency = ser(len, uplink) + delay + spine delay +
- *     ser(len, downlink).
+ *     [ser(len, spine) if the spine has a rate +] ser(len, downlink).
  *
  * Determinism: every random decision comes from seeded splitmix64 streams
  * inside the model (one stream per kind of fault, so enabling duplication
@@ -100,15 +110,21 @@ void mroce_net_config_default(struct mroce_net_config *cfg);
     X(drop_spine_loss)           /* per-spine random loss */               \
     X(drop_blackhole)            /* blackholed spine */                    \
     X(drop_queue)                /* downlink drop-tail */                  \
+    X(drop_spine_queue)          /* spine queue drop-tail (spine rate) */  \
     X(drop_oversize)             /* rejected: len > MROCE_NET_MAX_PKT */   \
     X(drop_nomem)                /* rejected / dup skipped: pool empty */  \
     X(dups) X(corrupted) X(reordered)                                      \
-    X(ce_marked)                 /* CE marks set at downlinks */
+    X(ce_marked)                 /* CE marks set at downlinks */           \
+    X(ce_marked_spine)           /* CE marks set at spine queues */
 
 #define MROCE_NET_SPINE_COUNTERS(X)                                        \
     X(pkts) X(bytes)             /* packets routed over this spine */      \
-    X(drops)                     /* dropped by this spine (loss, blackhole) */ \
-    X(ce_marks)                  /* marked at the downlink after crossing it */
+    X(drops)                     /* dropped by this spine (loss, blackhole, \
+                                    queue drop-tail) */                    \
+    X(ce_marks)                  /* marked at the downlink after crossing it */ \
+    X(queue_drops)               /* of drops: spine queue drop-tail */     \
+    X(queue_ce_marks)            /* CE marks set at the spine queue */     \
+    X(queue_max)                 /* peak spine queue occupancy, bytes */
 
 #define MROCE_NET_HOST_COUNTERS(X)                                         \
     X(up_pkts) X(up_bytes)       /* sent by the host */                    \
@@ -222,6 +238,16 @@ int mroce_net_set_spine_delay(mroce_net *net, uint32_t spine,
                               mroce_tstamp extra);
 int mroce_net_set_spine_loss(mroce_net *net, uint32_t spine, double p);
 int mroce_net_set_spine_blackhole(mroce_net *net, uint32_t spine, int on);
+/* Per-path rate: serialize packets crossing spine through a FIFO at rate_bps
+ * (0 = no spine bottleneck, the default; else >= 1000), dropping a packet
+ * when (bytes queued ahead, including the unsent rest of the packet in
+ * service) + len > queue_limit and CE-marking ECT packets when the bytes
+ * queued ahead exceed ecn_thresh (MROCE_NET_UNLIMITED: no limit / never
+ * mark).  queue_limit and ecn_thresh are ignored while the rate is 0.
+ * Packets already in the spine queue keep their departure times.
+ * MROCE_EINVAL for a bad spine or 0 < rate < 1000. */
+int mroce_net_set_spine_rate(mroce_net *net, uint32_t spine, uint64_t rate_bps,
+                             uint32_t queue_limit, uint32_t ecn_thresh);
 
 /* --- counters --- */
 void mroce_net_get_counters(const mroce_net *net,
