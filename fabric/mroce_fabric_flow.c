@@ -381,6 +381,7 @@ static int run_client(void)
             if (wc[i].status != MROCE_WC_SUCCESS) {
                 fprintf(stderr, "mroce-fabric-flow: WRITE failed: %s\n",
                         mroce_wc_status_str(wc[i].status));
+                dump_state(&c, "WRITE failed");
                 printf("result role=client label=%s error=%s\n", O.label,
                        mroce_wc_status_str(wc[i].status));
                 return 1;
