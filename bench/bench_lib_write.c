@@ -266,11 +266,12 @@ int main(int argc, char **argv)
     struct mroce_qp_counters qc;
     mroce_vqp_counters(qp, &qc);
     printf("requester qp: tx_data %llu retx %llu (path %llu ooo %llu rto %llu probe %llu) "
-           "timeouts %llu cwnd %llu srtt %llu ns\n",
+           "timeouts %llu (spurious %llu) cwnd %llu srtt %llu ns\n",
            (unsigned long long)qc.tx_data_pkts, (unsigned long long)qc.retx_pkts,
            (unsigned long long)qc.retx_path, (unsigned long long)qc.retx_ooo,
            (unsigned long long)qc.retx_rto, (unsigned long long)qc.retx_probe,
-           (unsigned long long)qc.timeouts, (unsigned long long)qc.cwnd,
+           (unsigned long long)qc.timeouts,
+           (unsigned long long)qc.spurious_rto, (unsigned long long)qc.cwnd,
            (unsigned long long)qc.srtt);
     fflush(stdout);
     if (single) {

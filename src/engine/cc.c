@@ -136,7 +136,7 @@ static void fixed_on_timeout(struct mroce_cc *cc, mroce_tstamp now)
 }
 
 const struct mroce_cc_ops mroce_cc_fixed = {
-    "fixed", fixed_init, fixed_on_ack, fixed_on_loss, fixed_on_timeout,
+    "fixed", fixed_init, fixed_on_ack, fixed_on_loss, fixed_on_timeout, NULL,
 };
 
 /* ---- delay + ECN ----------------------------------------------------- */
@@ -270,4 +270,5 @@ static void de_on_timeout(struct mroce_cc *cc, mroce_tstamp now)
 
 const struct mroce_cc_ops mroce_cc_delay_ecn = {
     "delay_ecn", de_init, de_on_ack, de_on_loss, de_on_timeout,
+    NULL, /* undo: the engine restores the generic fields (CC-13) */
 };

@@ -33,6 +33,11 @@ struct mroce_cc_ops {
     void (*on_ack)(struct mroce_cc *cc, const struct mroce_cc_ack *ev);
     void (*on_loss)(struct mroce_cc *cc, uint32_t lost_bytes, mroce_tstamp now);
     void (*on_timeout)(struct mroce_cc *cc, mroce_tstamp now);
+    /* Optional: a timeout turned out spurious (LOSS-19, CC-13); `before` is
+     * the whole state as it was just before that timeout's on_timeout.
+     * NULL: the engine restores cwnd, last_decrease, ai_acc and scratch
+     * (everything the built-in algorithms change on a timeout). */
+    void (*undo)(struct mroce_cc *cc, const struct mroce_cc *before);
 };
 
 /* State shared by all algorithms, plus scratch for the algorithm. */

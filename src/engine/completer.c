@@ -228,6 +228,62 @@ static void advance_una(mroce_qp *qp)
     }
 }
 
+/* Spurious-RTO detection (LOSS-19).  The first ACK after an RTO episode
+ * that newly acknowledges data decides it: if that ACK echoes the timestamp
+ * of a transmission made before the episode's first RTO (not a DUP echo,
+ * which may name a later copy), an original got through and the timeout
+ * was spurious.  Then the congestion state is put back as it was before the
+ * RTO (CC-13) and the path losses the RTOs charged are taken back, so a
+ * stall of either host neither collapses cwnd nor retires paths.  Either
+ * way the episode is over. */
+static void rto_verdict(mroce_qp *qp, const struct mroce_ack_hdr *a,
+                        uint32_t raw)
+{
+    qp->rto_undo = 0;
+    if ((a->echo_flags & MROCE_ECHO_DUP) || raw >= 0x80000000u ||
+        (int32_t)(a->echo_ts - (uint32_t)qp->rto_time) >= 0)
+        return;
+    qp->cnt.spurious_rto++;
+    if (qp->cc.ops->undo) {
+        qp->cc.ops->undo(&qp->cc, &qp->rto_cc);
+    } else {
+        qp->cc.cwnd = qp->rto_cc.cwnd;
+        qp->cc.last_decrease = qp->rto_cc.last_decrease;
+        qp->cc.ai_acc = qp->rto_cc.ai_acc;
+        memcpy(qp->cc.scratch, qp->rto_cc.scratch, sizeof(qp->cc.scratch));
+    }
+    for (uint16_t i = 0; i < qp->paths.npaths; i++) {
+        struct mroce_path *p = &qp->path_slots[i];
+        uint8_t n = p->rto_losses < p->consec_losses ? p->rto_losses
+                                                     : p->consec_losses;
+        p->consec_losses = (uint8_t)(p->consec_losses - n);
+        p->rto_losses = 0;
+    }
+    /* The originals are arriving: what the RTOs declared lost and have not
+     * resent yet is in flight again (the retransmission queue skips it),
+     * rather than resent at the restored window all at once.  Judged
+     * afresh by the usual rules, so the loss scan restarts at snd_una. */
+    for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++) {
+        struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
+        if (e->state == TX_LOST && e->cause == LOSS_RTO &&
+            e->sent_time < qp->rto_time)
+            mroce_req_reflight(qp, p & qp->tx_mask);
+    }
+    qp->ooo_cursor = qp->snd_una;
+    /* Drop their queue entries now, so that losing one again cannot queue
+     * it twice (the queue holds a window of PSNs). */
+    uint32_t w = qp->retxq_head;
+    for (uint32_t h = qp->retxq_head; h != qp->retxq_tail; h++) {
+        uint32_t psn = qp->retxq[h & qp->tx_mask];
+        const struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+        if (mroce_psn_diff(psn, qp->snd_una) >= 0 &&
+            mroce_psn_diff(psn, qp->snd_nxt) < 0 &&
+            (e->state == TX_LOST || (e->probe && e->state == TX_INFLIGHT)))
+            qp->retxq[w++ & qp->tx_mask] = psn;
+    }
+    qp->retxq_tail = w;
+}
+
 void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
                        mroce_tstamp now)
 {
@@ -319,6 +375,10 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
     qp->cc.ops->on_ack(&qp->cc, &ev);
     if (lost_bytes)
         qp->cc.ops->on_loss(&qp->cc, lost_bytes, now);
+    /* After the congestion feedback: the stalled ACK's delay sample and the
+     * losses it exposes belong to the spurious episode too. */
+    if (acked && qp->rto_undo)
+        rto_verdict(qp, a, raw);
     if (a->credit != MROCE_CREDIT_UNLIMITED) {
         uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
         qp->peer_credit = a->credit < floor ? floor : a->credit;
@@ -562,6 +622,15 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
             }
             if (qp->backoff < 30)
                 qp->backoff++;
+            /* The first RTO of an episode (no progress since) saves what
+             * a spurious verdict would restore (LOSS-19). */
+            if (!qp->rto_undo) {
+                qp->rto_undo = 1;
+                qp->rto_time = now;
+                qp->rto_cc = qp->cc;
+                for (uint16_t i = 0; i < qp->paths.npaths; i++)
+                    qp->path_slots[i].rto_losses = 0;
+            }
             /* An RTO means nothing got through, not that every path broke:
              * blame each path once (its oldest packet), so three RTOs in
              * a row retire a path but one RTO during a stall of the host
@@ -575,6 +644,9 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
                 uint16_t s = e->path;
                 int first = !(blamed[s >> 6] >> (s & 63) & 1);
                 blamed[s >> 6] |= 1ull << (s & 63);
+                /* Counted before the loss: a retirement resets it. */
+                if (first && qp->path_slots[s].rto_losses < 255)
+                    qp->path_slots[s].rto_losses++;
                 lose_ex(qp, p & qp->tx_mask, LOSS_RTO, &lost_bytes, first);
             }
             /* Resend in PSN order, oldest first.  The queue is in order of

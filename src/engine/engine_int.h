@@ -241,6 +241,9 @@ struct mroce_qp {
     uint8_t probes_sent;
     uint8_t backoff;
     uint8_t consec_timeouts;
+    uint8_t rto_undo;            /* an RTO episode awaits its verdict */
+    mroce_tstamp rto_time;       /* its first RTO (LOSS-13) */
+    struct mroce_cc rto_cc;      /* cc state just before that RTO */
     uint8_t ctrl_tries;
 
     /* receive side: PSN space of packets the peer sends */
@@ -334,6 +337,7 @@ int mroce_req_has_data(const mroce_qp *qp);
 void mroce_req_declare_lost(mroce_qp *qp, uint32_t psn, int cause);
 /* Take tx entry idx out of flight: off its path list, out of the counts. */
 void mroce_req_unflight(mroce_qp *qp, uint32_t idx);
+void mroce_req_reflight(mroce_qp *qp, uint32_t idx);
 void mroce_req_path_list_remove(mroce_qp *qp, uint32_t idx);
 
 /* responder.c */

@@ -88,6 +88,7 @@ static void path_reset_state(struct mroce_path *p)
     p->weight = MROCE_PATH_WMAX;
     p->deficit = 0;
     p->consec_losses = 0;
+    p->rto_losses = 0;
     p->ce_last = 0;
     p->ecn_ewma = 0;
     p->srtt = 0;
@@ -123,7 +124,7 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
         /* span >= npaths, so a free value always exists for slot i. */
         p->entropy = (uint16_t)path_fresh_entropy(ps, i);
         path_reset_state(p);
-        p->pad[0] = p->pad[1] = 0;
+        p->pad[0] = 0;
         p->next_seq = 0;
         p->list_head = MROCE_PATH_NONE;
         p->list_tail = MROCE_PATH_NONE;
@@ -246,6 +247,7 @@ void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
     p = &ps->paths[i];
     p->acked_pkts++;
     p->consec_losses = 0;
+    p->rto_losses = 0;
     if (rtt == 0)
         return;
 

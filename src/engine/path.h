@@ -25,7 +25,11 @@ struct mroce_path {
     uint8_t deficit;        /* deficit round robin accumulator */
     uint8_t consec_losses;  /* losses since the last ack on this path */
     uint8_t ce_last;        /* latest ECN echo was CE: acks earn no weight */
-    uint8_t pad[2];
+    uint8_t rto_losses;     /* of consec_losses, those charged by the RTOs
+                               of the current episode (undone if spurious,
+                               LOSS-19); kept by the engine, zeroed here on
+                               ack and retirement */
+    uint8_t pad[1];
     uint32_t next_seq;      /* path_seq to give the next packet sent here */
     uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
     mroce_tstamp srtt;      /* smoothed RTT of this path, 0 = no sample */

@@ -642,6 +642,7 @@ int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
                       qp->attr.mtu, qp->attr.init_cwnd,
                       maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
                       qp->attr.target_qdelay);
+        qp->rto_undo = 0; /* a saved state of the old algorithm is void */
     }
     return 0;
 }

@@ -211,6 +211,33 @@ void mroce_req_declare_lost(mroce_qp *qp, uint32_t psn, int cause)
     qp->retxq[qp->retxq_tail++ & qp->tx_mask] = psn;
 }
 
+/* Put a packet declared lost back in flight, as sent originally (LOSS-19:
+ * a spurious RTO's packets that were not resent yet).  Its path list stays
+ * in send order: it goes before any later-sent packet of its path. */
+void mroce_req_reflight(mroce_qp *qp, uint32_t idx)
+{
+    struct mroce_txent *e = &qp->tx[idx];
+    struct mroce_path *p = &qp->path_slots[e->path];
+    uint32_t after = p->list_tail;
+    while (after != MROCE_PATH_NONE &&
+           (int32_t)(qp->tx[after].path_seq - e->path_seq) > 0)
+        after = qp->tx[after].path_prev;
+    e->state = TX_INFLIGHT;
+    e->path_prev = after;
+    e->path_next = after == MROCE_PATH_NONE ? p->list_head
+                                            : qp->tx[after].path_next;
+    if (after == MROCE_PATH_NONE)
+        p->list_head = idx;
+    else
+        qp->tx[after].path_next = idx;
+    if (e->path_next == MROCE_PATH_NONE)
+        p->list_tail = idx;
+    else
+        qp->tx[e->path_next].path_prev = idx;
+    qp->inflight_bytes += wire_len(e);
+    qp->inflight_pkts++;
+}
+
 int mroce_req_has_data(const mroce_qp *qp)
 {
     if (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CLOSING)

@@ -1,0 +1,232 @@
+/*
+ * test_engine_spurious_rto.c - spurious retransmission timeouts (LOSS-19,
+ * CC-13): an RTO caused by late packets, not lost ones, is detected from the
+ * echoed timestamp and undone.
+ *
+ * 2 hosts, 2 us fabric with infinitely fast links (so a held burst is
+ * delivered in the order sent), min_rto 1 ms as the library uses.  Host 0 WRITEs 16 MiB to host 1.  A quarter of the way in:
+ *
+ * 1. Spurious: a 2.5 ms stall: everything sent in either direction during
+ *    it is held and delivered, in order, when it ends (the delay of each
+ *    packet is set by a tx hook), as a descheduled host finds its socket
+ *    buffer.  Host 0's first RTO (1 ms) fires within it; the held ACKs of
+ *    the originals arrive before the next (backed-off, 2 ms later) one,
+ *    echoing timestamps from before the RTO, ahead of the retransmission's.
+ *    Checked at the ACK that undoes it: spurious_rto == 1, cwnd back to its
+ *    pre-RTO value (within a packet), no path still charged with a loss
+ *    (every path with packets in flight was charged once by the RTO).  At
+ *    the end: data intact, no path retired, exactly one timeout, and
+ *    nothing resent after the verdict (the RTO's lost packets that were not
+ *    resent yet went back in flight).
+ * 2. Genuine: every packet is lost (fabric loss 1.0) from the same point
+ *    until the first RTO has fired and its retransmission was lost too;
+ *    the next RTO's retransmission gets through, so the first ACK echoes a
+ *    timestamp after the first RTO: spurious_rto stays 0, the transfer
+ *    completes intact.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "testbed.h"
+#include "testutil.h"
+
+#define CHUNK (1u << 20)
+#define NCHUNKS 16u
+#define SIZE ((uint64_t)NCHUNKS * CHUNK)
+#define MODEL_LIMIT 5000000000ull
+#define HOLD 2500000 /* ns: > the 1 ms RTO, < RTO + its 2 ms backoff */
+
+/* A stall: every packet entering the fabric during [start, end) is held
+ * and delivered at end (plus the usual latency), in the order sent, as a
+ * descheduled host finds its socket buffer; nothing overtakes. */
+struct hold {
+    mroce_net *net;
+    mroce_tstamp end, base;
+    int on;
+};
+
+static int hold_hook(void *user, struct mroce_netdrive_pkt *pkt)
+{
+    struct hold *h = user;
+    if (h->on && pkt->now < h->end) {
+        mroce_net_set_delay(h->net, h->end - pkt->now + h->base);
+    } else if (h->on) {
+        mroce_net_set_delay(h->net, h->base);
+        h->on = 0;
+    }
+    return MROCE_NETDRIVE_PASS;
+}
+
+static void qp_counters(mroce_qp *qp, struct mroce_qp_counters *c)
+{
+    mroce_qp_get_counters(qp, c);
+}
+
+static unsigned charged_paths(const mroce_qp *qp)
+{
+    unsigned n = 0;
+    for (uint16_t i = 0; i < qp->paths.npaths; i++)
+        n += qp->path_slots[i].consec_losses != 0;
+    return n;
+}
+
+static void run(uint64_t seed, int genuine)
+{
+    struct mroce_netdrive_config cfg;
+    mroce_netdrive_config_default(&cfg);
+    cfg.net.seed = seed;
+    struct mroce_testbed *tb;
+    if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
+        return;
+    mroce_net *net = mroce_netdrive_net(tb->d);
+    /* Infinitely fast links: the held burst is delivered at one instant in
+     * the order sent (no queue drops, no serialization to interleave it
+     * with later packets), so every retransmission is owed to the RTO. */
+    CHECK(mroce_net_set_rate(net, 0) == 0);
+    struct mroce_qp_attr at;
+    mroce_qp_attr_default(&at);
+    at.min_rto = 1000000; /* 1 ms, as libmroce */
+    at.max_send_wr = NCHUNKS;
+    mroce_qp *qa, *qb;
+    if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
+        mroce_tb_del(tb);
+        return;
+    }
+    uint8_t *src = malloc(SIZE), *dst = calloc(1, SIZE);
+    uint64_t s = seed;
+    for (uint64_t i = 0; i < SIZE; i += 8) {
+        s = testutil_rand64(&s);
+        memcpy(src + i, &s, 8);
+    }
+    mroce_mr *msrc, *mdst;
+    CHECK(mroce_mr_reg(tb->h[0].ep, src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
+                       &msrc) == 0);
+    CHECK(mroce_mr_reg(tb->h[1].ep, dst, SIZE,
+                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                       &mdst) == 0);
+    mroce_tstamp t0 = mroce_netdrive_now(tb->d);
+    for (uint32_t i = 0; i < NCHUNKS; i++) {
+        struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + (uint64_t)i * CHUNK),
+                               CHUNK, mroce_mr_lkey(msrc)};
+        struct mroce_send_wr wr = {
+            .wr_id = i, .sg_list = &sg, .num_sge = 1,
+            .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
+            .remote_addr = (uint64_t)(uintptr_t)(dst + (uint64_t)i * CHUNK),
+            .rkey = mroce_mr_rkey(mdst)};
+        CHECK(mroce_qp_post_send(qa, &wr, NULL, t0) == 0);
+    }
+    struct hold hold = {net, 0, cfg.net.delay, 0};
+    mroce_netdrive_set_tx_hook(tb->d, hold_hook, &hold);
+    mroce_netdrive_kick_all(tb->d);
+
+    /* phase: 0 before the fault, 1 fault on, 2 fault off (after the first
+     * RTO), 3 verdict seen (spurious case) */
+    int phase = 0;
+    uint32_t done = 0, bad = 0, order = 0;
+    uint64_t pre_cwnd = 0, verdict_cwnd = 0, timeouts_at_rto = 0;
+    uint64_t retx_at_verdict = 0;
+    unsigned charged_at_rto = 0, charged_at_verdict = 0;
+    struct mroce_qp_counters c;
+    while (done < NCHUNKS) {
+        if (!mroce_netdrive_step(tb->d) ||
+            mroce_netdrive_now(tb->d) - t0 > MODEL_LIMIT)
+            break;
+        qp_counters(qa, &c);
+        if (phase == 0) {
+            pre_cwnd = c.cwnd;
+            if (c.tx_data_pkts * at.mtu >= SIZE / 4) {
+                if (genuine)
+                    CHECK(mroce_net_set_loss(net, 1.0) == 0);
+                else
+                    hold = (struct hold){net, mroce_netdrive_now(tb->d) +
+                                         HOLD, cfg.net.delay, 1};
+                phase = 1;
+            }
+        } else if (phase == 1) {
+            if (!c.timeouts) {
+                pre_cwnd = c.cwnd; /* no ACK moves it; kept exact anyway */
+                continue;
+            }
+            timeouts_at_rto = c.timeouts;
+            charged_at_rto = charged_paths(qa);
+            if (genuine)
+                CHECK(mroce_net_set_loss(net, 0.0) == 0);
+            phase = 2;
+        } else if (phase == 2 && !genuine && c.spurious_rto) {
+            verdict_cwnd = c.cwnd;
+            charged_at_verdict = charged_paths(qa);
+            retx_at_verdict = c.retx_pkts;
+            phase = 3;
+        }
+        struct mroce_wc wc[16];
+        int n = mroce_cq_poll(tb->h[0].scq, 16, wc);
+        for (int i = 0; i < n; i++, done++) {
+            bad += wc[i].status != MROCE_WC_SUCCESS;
+            order += wc[i].wr_id != done;
+        }
+        if (bad)
+            break;
+    }
+    qp_counters(qa, &c);
+    struct mroce_qp_counters cb;
+    qp_counters(qb, &cb);
+    CHECK_MSG(done == NCHUNKS && !bad, "seed %llu genuine %d: %u/%u done, "
+              "%u failed", (unsigned long long)seed, genuine, done, NCHUNKS,
+              bad);
+    CHECK_EQ(order, 0);
+    CHECK(memcmp(src, dst, SIZE) == 0);
+    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK(timeouts_at_rto == 1);
+    CHECK(charged_at_rto > 0);
+    uint32_t pkt = (uint32_t)at.mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+    printf("seed %llu %s: cwnd before RTO %llu, at verdict %llu; paths charged "
+           "by the RTO %u, after the verdict %u; timeouts %llu spurious %llu "
+           "retired %llu; retx %llu (path %llu ooo %llu rto %llu probe %llu, %llu after the "
+           "verdict), peer dups %llu; %.1f ms\n",
+           (unsigned long long)seed, genuine ? "genuine" : "spurious",
+           (unsigned long long)pre_cwnd, (unsigned long long)verdict_cwnd,
+           charged_at_rto, charged_at_verdict,
+           (unsigned long long)c.timeouts, (unsigned long long)c.spurious_rto,
+           (unsigned long long)c.paths_retired,
+           (unsigned long long)c.retx_pkts, (unsigned long long)c.retx_path,
+           (unsigned long long)c.retx_ooo, (unsigned long long)c.retx_rto,
+           (unsigned long long)c.retx_probe,
+           (unsigned long long)(phase == 3 ? c.retx_pkts - retx_at_verdict : 0),
+           (unsigned long long)cb.rx_dups,
+           (double)(mroce_netdrive_now(tb->d) - t0) / 1e6);
+    if (genuine) {
+        CHECK_EQ(c.spurious_rto, 0);
+        CHECK(c.timeouts >= 2);
+    } else {
+        CHECK(phase == 3);
+        CHECK_EQ(c.spurious_rto, 1);
+        CHECK_EQ(c.timeouts, 1);
+        CHECK_MSG(verdict_cwnd + pkt >= pre_cwnd && verdict_cwnd <= pre_cwnd + pkt,
+                  "cwnd %llu at the verdict, %llu before the RTO",
+                  (unsigned long long)verdict_cwnd,
+                  (unsigned long long)pre_cwnd);
+        CHECK_EQ(charged_at_verdict, 0);
+        /* What the RTO declared lost and had not resent went back in
+         * flight: nothing was resent after the verdict. */
+        CHECK_EQ(c.retx_pkts - retx_at_verdict, 0);
+        CHECK_EQ(c.paths_retired, 0);
+        /* Everything the RTO resent was a duplicate at the receiver, and
+         * there were not more of them than packets in flight at the RTO. */
+        CHECK(cb.rx_dups <= c.retx_pkts);
+    }
+    mroce_qp_del(qa);
+    mroce_qp_del(qb);
+    mroce_tb_del(tb);
+    free(src);
+    free(dst);
+}
+
+int main(void)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        run(seed, 0);
+        run(seed, 1);
+    }
+    return TESTUTIL_SUMMARY("test_engine_spurious_rto");
+}
