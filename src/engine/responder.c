@@ -229,26 +229,20 @@ static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
             return -1;
         }
     }
+    /* Check the whole message, so a bad length fails on the first packet
+     * to arrive rather than part-way; the codec guarantees that this
+     * packet lies inside it (offset + payload_len <= msg_len), and the
+     * check is overflow-safe, so the packet's range needs no check of its
+     * own. */
     uint8_t code = 0;
-    uint64_t addr = h->raddr + h->offset;
-    if (addr < h->raddr) {
-        queue_nak(qp, pkt, MROCE_NAK_REMOTE_ACCESS_BOUNDS, 1);
-        return -1;
-    }
-    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, addr,
-                                         pkt->payload_len,
+    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey,
+                                         h->raddr, h->msg_len,
                                          MROCE_ACCESS_REMOTE_WRITE, &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;
     }
-    /* The whole message must fit too, so a bad length fails on its first
-     * packet to arrive rather than part-way. */
-    if (!mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr, h->msg_len,
-                               MROCE_ACCESS_REMOTE_WRITE, &code)) {
-        queue_nak(qp, pkt, code, 1);
-        return -1;
-    }
+    uint64_t addr = h->raddr + h->offset;
     if (r && recv_bind(r, pkt, 1) < 0) {
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
