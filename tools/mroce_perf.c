@@ -1288,6 +1288,10 @@ static void write_json(void)
     struct mroce_qp_counters s;
     uint64_t used, total;
     sum_counters(&s, &used, &total);
+    /* Report what the QPs really use: the library's defaults where no
+     * option overrode them (path_burst is 8 there, not the engine's 1). */
+    struct mroce_vqp_init_attr defs;
+    mroce_vqp_init_attr_default(&defs);
     fprintf(f, "{\n  \"tool\": \"mroce-perf\",\n  \"test\": \"%s\",\n"
             "  \"role\": \"%s\",\n  \"transport\": \"metaroce-udp\",\n",
             tests[P.test].name, P.server ? "server" : "client");
@@ -1298,11 +1302,13 @@ static void write_json(void)
             "             \"fault\": {\"tx\": {\"drop\": %g, \"dup\": %g, "
             "\"reorder\": %g, \"corrupt\": %g}, \"rx\": {\"drop\": %g, "
             "\"dup\": %g, \"reorder\": %g, \"corrupt\": %g}}},\n",
-            P.nqps, P.tx_depth, P.mtu, P.o.paths ? P.o.paths : 64,
+            P.nqps, P.tx_depth, P.mtu,
+            P.o.paths ? P.o.paths : (unsigned)defs.eng.npaths,
             P.o.cc == MROCE_CC_NONE ? "none" : "delay",
             P.o.progress ? "thread" : "app", P.bidir ? "true" : "false",
             P.verify ? "true" : "false", P.iters,
-            (double)P.duration_ms / 1000.0, P.o.burst ? P.o.burst : 1,
+            (double)P.duration_ms / 1000.0,
+            P.o.burst ? P.o.burst : (unsigned)defs.eng.path_burst,
             P.o.txf.drop, P.o.txf.dup, P.o.txf.reorder, P.o.txf.corrupt,
             P.o.rxf.drop, P.o.rxf.dup, P.o.rxf.reorder, P.o.rxf.corrupt);
     fprintf(f, "  \"results\": [");
