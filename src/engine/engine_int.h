@@ -280,7 +280,6 @@ struct mroce_ep {
     mroce_qp *ready_head, *ready_tail; /* QPs that may have packets */
     mroce_qp *listen_head;       /* LISTEN QPs, FIFO */
     mroce_cq *cqs;               /* every CQ, freed with the endpoint */
-    uint32_t credit_qps;         /* QPs receiving credit-mode data */
     struct mroce_ep_counters cnt;
 };
 

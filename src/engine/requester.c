@@ -287,11 +287,11 @@ static uint8_t wr_to_opcode(unsigned op)
     }
 }
 
-/* Encode the packet described by tx entry idx (first transmission or not)
- * into buf.  Returns its length, 0 if the entry no longer needs sending, or
- * MROCE_ENOBUF. */
-static int build_pkt(mroce_qp *qp, uint32_t psn, uint8_t *buf, size_t cap,
-                     int ack_req, mroce_tstamp now)
+/* Encode the packet described by tx entry psn (first transmission or not)
+ * into buf, for path slot `path`.  Returns its length, 0 if the entry no
+ * longer needs sending, or MROCE_ENOBUF. */
+static int build_pkt(mroce_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
+                     size_t cap, int ack_req, mroce_tstamp now)
 {
     struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
     struct mroce_pkt p;
@@ -374,7 +374,7 @@ static int build_pkt(mroce_qp *qp, uint32_t psn, uint8_t *buf, size_t cap,
         p.base.flags |= MROCE_F_ACK_REQ;
     if (qp->attr.credit_mode)
         p.base.flags |= MROCE_F_CREDIT;
-    p.base.entropy = qp->path_slots[e->path].entropy;
+    p.base.entropy = qp->path_slots[path].entropy;
     size_t h = mroce_pkt_encode_hdr(&p, buf, cap);
     if (h == 0)
         return MROCE_ENOBUF;
@@ -387,18 +387,18 @@ static int build_pkt(mroce_qp *qp, uint32_t psn, uint8_t *buf, size_t cap,
 
 /* Pick the path before building, since the header carries its entropy. */
 static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, uint8_t *buf,
-                      size_t cap, int ack_req, mroce_tstamp now)
+                      size_t cap, struct mroce_tx_info *info, int ack_req,
+                      mroce_tstamp now)
 {
     struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
-    uint16_t saved = e->path;
-    e->path = mroce_path_pick(&qp->paths, avoid);
-    int n = build_pkt(qp, psn, buf, cap, ack_req, now);
-    uint16_t picked = e->path;
-    e->path = saved;
+    uint16_t picked = mroce_path_pick(&qp->paths, avoid);
+    int n = build_pkt(qp, psn, picked, buf, cap, ack_req, now);
     if (n <= 0)
         return n;
     if (qp->inflight_pkts == 0)
         qp->last_progress = now;
+    info->to = qp->peer;
+    info->entropy = qp->path_slots[picked].entropy;
     e->path = picked;
     e->path_seq = mroce_path_on_sent(&qp->paths, picked, e->len);
     e->sent_time = now;
@@ -413,7 +413,8 @@ static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, uint8_t *buf,
 }
 
 /* Retransmit the oldest packet declared lost (or a probe). */
-static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
+static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap,
+                      struct mroce_tx_info *info, mroce_tstamp now)
 {
     while (qp->retxq_head != qp->retxq_tail) {
         uint32_t psn = qp->retxq[qp->retxq_head & qp->tx_mask];
@@ -433,12 +434,11 @@ static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
         if (probe)
             mroce_req_unflight(qp, psn & qp->tx_mask);
         e->retx++;
-        int n = send_entry(qp, psn, old, buf, cap, 1, now);
+        int n = send_entry(qp, psn, old, buf, cap, info, 1, now);
         if (n < 0) {
             e->retx--;
             if (probe) {
-                e->state = old_state;
-                e->path = old;
+                e->state = old_state; /* send_entry kept e->path */
                 path_list_append(qp, psn & qp->tx_mask);
                 qp->inflight_bytes += wire_len(e);
                 qp->inflight_pkts++;
@@ -484,7 +484,8 @@ static uint32_t new_entry(mroce_qp *qp, uint8_t kind, uint32_t ref,
     return psn;
 }
 
-static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
+static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap,
+                      struct mroce_tx_info *info, mroce_tstamp now)
 {
     struct mroce_rjob *best = NULL;
     uint32_t bi = 0;
@@ -506,7 +507,7 @@ static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
     if (!can_send_new(qp, len))
         return 0;
     uint32_t psn = new_entry(qp, TXK_RESP, bi, best->sent_off, len);
-    int n = send_entry(qp, psn, MROCE_PATH_NONE, buf, cap, 1, now);
+    int n = send_entry(qp, psn, MROCE_PATH_NONE, buf, cap, info, 1, now);
     if (n <= 0) {
         qp->snd_nxt--;
         qp->tx[psn & qp->tx_mask].state = TX_FREE;
@@ -519,7 +520,7 @@ static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap, mroce_tstamp now)
 }
 
 static int write_new_req(mroce_qp *qp, uint8_t *buf, size_t cap,
-                         mroce_tstamp now)
+                         struct mroce_tx_info *info, mroce_tstamp now)
 {
     /* CLOSING too: work posted before mroce_qp_disconnect() is still sent
      * (CONN-15); new posts are refused in CLOSING. */
@@ -553,7 +554,8 @@ static int write_new_req(mroce_qp *qp, uint8_t *buf, size_t cap,
     /* Ask for an immediate ACK on a message's last packet when nothing else
      * is queued behind it, so its completion is not held by ACK delay. */
     int last_queued = qp->sq_tx + 1 == qp->sq_tail;
-    int n = send_entry(qp, psn, MROCE_PATH_NONE, buf, cap, last_queued, now);
+    int n = send_entry(qp, psn, MROCE_PATH_NONE, buf, cap, info, last_queued,
+                       now);
     if (n <= 0) {
         qp->snd_nxt--;
         qp->tx[psn & qp->tx_mask].state = TX_FREE;
@@ -578,14 +580,10 @@ int mroce_req_write_data(mroce_qp *qp, uint8_t *buf, size_t cap,
 {
     if (cap < (size_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN)
         return MROCE_ENOBUF;
-    int n = write_retx(qp, buf, cap, now);
+    int n = write_retx(qp, buf, cap, info, now);
     if (n == 0)
-        n = write_resp(qp, buf, cap, now);
+        n = write_resp(qp, buf, cap, info, now);
     if (n == 0)
-        n = write_new_req(qp, buf, cap, now);
-    if (n > 0) {
-        info->to = qp->peer;
-        info->entropy = (uint16_t)(buf[24] << 8 | buf[25]);
-    }
+        n = write_new_req(qp, buf, cap, info, now);
     return n;
 }
