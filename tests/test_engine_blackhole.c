@@ -47,11 +47,9 @@
 
 #include "testbed.h"
 #include "testutil.h"
+#include "xfer.h"
 
 #define SPINES 8
-#define CHUNK (1u << 20)
-#define SEND_LEN (32u << 10)
-#define NSENDS 4
 #define RECOVERY_MAX_RTTS 50.0
 #define RECOVERY_MAX_RTTS_64 100.0
 #define MODEL_LIMIT 5000000000ull /* 5 s of model time: a hang, not slowness */
@@ -67,16 +65,6 @@ struct obs {
     uint64_t rx_dead_dropped;  /* stragglers over the dead spine, dropped */
     uint64_t share[2][SPINES]; /* data packets per spine: 1st / 2nd half */
 };
-
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t s = seed;
-    for (size_t i = 0; i < n; i++) {
-        if ((i & 7) == 0)
-            s = testutil_rand64(&s);
-        p[i] = (uint8_t)(s >> (8 * (i & 7)));
-    }
-}
 
 static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
 {
@@ -110,18 +98,32 @@ static int rx_hook(void *user, struct mroce_netdrive_pkt *pkt)
     return MROCE_NETDRIVE_PASS;
 }
 
-static int busiest_spine(mroce_net *net, mroce_qp *qp, int *npaths_on)
+/* Mid-transfer failure (mode 0): once half of the bytes have been sent,
+ * blackhole the spine carrying most of the QP's paths, and note the paths
+ * and the srtt at that moment. */
+struct failure {
+    struct obs *o;
+    mroce_net *net;
+    mroce_qp *qa;
+    int mode, on_spine, npaths;
+    mroce_tstamp srtt_bh;
+    struct mroce_path_stats before[256];
+    mroce_netdrive *d;
+};
+
+static void fail_at_half(void *user)
 {
-    struct mroce_path_stats ps[256];
-    int n = mroce_qp_path_stats(qp, ps, 256);
-    int cnt[SPINES] = {0}, best = 0;
-    for (int i = 0; i < n; i++)
-        cnt[mroce_net_spine_of(net, 0, 1, ps[i].entropy) % SPINES]++;
-    for (int s = 1; s < SPINES; s++)
-        if (cnt[s] > cnt[best])
-            best = s;
-    *npaths_on = cnt[best];
-    return best;
+    struct failure *f = user;
+    struct obs *o = f->o;
+    if (f->mode != 0 || o->dead >= 0 || o->tx_bytes < o->total / 2)
+        return;
+    o->dead = xfer_busiest_spine(f->net, f->qa, SPINES, &f->on_spine);
+    CHECK(mroce_net_set_spine_blackhole(f->net, (uint32_t)o->dead, 1) == 0);
+    o->t_bh = mroce_netdrive_now(f->d);
+    f->npaths = mroce_qp_path_stats(f->qa, f->before, 256);
+    struct mroce_qp_counters c;
+    mroce_qp_get_counters(f->qa, &c);
+    f->srtt_bh = c.srtt;
 }
 
 struct result {
@@ -144,115 +146,49 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
     if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return res;
     mroce_net *net = mroce_netdrive_net(tb->d);
-    uint32_t nwrites = (uint32_t)(size / CHUNK);
     struct mroce_qp_attr at;
     mroce_qp_attr_default(&at); /* delay+ECN CC, 4 KiB MTU, ooo_thresh 64 */
     at.npaths = npaths_attr;
-    at.max_send_wr = nwrites + NSENDS;
+    at.max_send_wr = (uint32_t)(size / XFER_CHUNK) + XFER_NSENDS;
     mroce_qp *qa, *qb;
     if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
         mroce_tb_del(tb);
         return res;
     }
-    uint64_t sbytes = (uint64_t)NSENDS * SEND_LEN;
-    uint8_t *src = malloc(size + sbytes), *dst = calloc(1, size),
-            *rcv = calloc(1, sbytes);
-    fill(src, size + sbytes, seed);
-    mroce_mr *msrc, *mdst, *mrcv;
-    CHECK(mroce_mr_reg(tb->h[0].ep, src, size + sbytes,
-                       MROCE_ACCESS_LOCAL_WRITE, &msrc) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, dst, size,
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                       &mdst) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, rcv, sbytes, MROCE_ACCESS_LOCAL_WRITE,
-                       &mrcv) == 0);
+    struct xfer x;
+    xfer_setup(tb, &x, size, seed);
 
     struct obs o;
     memset(&o, 0, sizeof(o));
     o.dead = -1;
     o.bad = -1;
-    o.total = size + sbytes;
-    int on_spine = 0;
+    o.total = x.size + x.sbytes;
+    struct failure f;
+    memset(&f, 0, sizeof(f));
+    f.o = &o;
+    f.net = net;
+    f.qa = qa;
+    f.d = tb->d;
+    f.mode = mode;
     if (mode == 1) {
-        o.bad = busiest_spine(net, qa, &on_spine);
+        o.bad = xfer_busiest_spine(net, qa, SPINES, &f.on_spine);
         CHECK(mroce_net_set_spine_loss(net, (uint32_t)o.bad, 0.3) == 0);
     }
     mroce_netdrive_set_tx_hook(tb->d, tx_hook, &o);
     mroce_netdrive_set_rx_hook(tb->d, rx_hook, &o);
 
-    mroce_tstamp now = mroce_netdrive_now(tb->d);
-    for (uint32_t i = 0; i < NSENDS; i++) {
-        struct mroce_sge sg = {(uint64_t)(uintptr_t)(rcv + i * SEND_LEN),
-                               SEND_LEN, mroce_mr_lkey(mrcv)};
-        struct mroce_recv_wr rw = {.wr_id = i, .sg_list = &sg, .num_sge = 1};
-        CHECK(mroce_qp_post_recv(qb, &rw, NULL) == 0);
-    }
-    /* WRITEs with a SEND after every nwrites/NSENDS of them. */
-    uint32_t nwr = nwrites + NSENDS, w = 0, s = 0;
-    for (uint32_t i = 0; i < nwr; i++) {
-        struct mroce_sge sg = {0, 0, mroce_mr_lkey(msrc)};
-        struct mroce_send_wr wr = {.wr_id = i, .sg_list = &sg, .num_sge = 1,
-                                   .send_flags = MROCE_SEND_SIGNALED};
-        if (w > 0 && w % (nwrites / NSENDS) == 0 && s < w / (nwrites / NSENDS)) {
-            sg.addr = (uint64_t)(uintptr_t)(src + size + s * SEND_LEN);
-            sg.length = SEND_LEN;
-            wr.opcode = MROCE_WR_SEND;
-            s++;
-        } else {
-            sg.addr = (uint64_t)(uintptr_t)(src + (uint64_t)w * CHUNK);
-            sg.length = CHUNK;
-            wr.opcode = MROCE_WR_WRITE;
-            wr.remote_addr = (uint64_t)(uintptr_t)(dst + (uint64_t)w * CHUNK);
-            wr.rkey = mroce_mr_rkey(mdst);
-            w++;
-        }
-        CHECK(mroce_qp_post_send(qa, &wr, NULL, now) == 0);
-    }
-    CHECK_EQ(w, nwrites);
-    CHECK_EQ(s, NSENDS);
-
-    /* Step the model ourselves: the failure has to hit mid-transfer. */
-    struct mroce_path_stats before[256];
-    int npaths = 0, dead_slots = 0;
-    mroce_tstamp srtt_bh = 0, t0 = now;
-    uint32_t nsend_done = 0, nrecv_done = 0, bad = 0, order = 0;
-    mroce_netdrive_kick_all(tb->d);
-    while (nsend_done < nwr || nrecv_done < NSENDS) {
-        if (!mroce_netdrive_step(tb->d) ||
-            mroce_netdrive_now(tb->d) - t0 > MODEL_LIMIT)
-            break;
-        if (mode == 0 && o.dead < 0 && o.tx_bytes >= o.total / 2) {
-            o.dead = busiest_spine(net, qa, &on_spine);
-            CHECK(mroce_net_set_spine_blackhole(net, (uint32_t)o.dead, 1) == 0);
-            o.t_bh = mroce_netdrive_now(tb->d);
-            npaths = mroce_qp_path_stats(qa, before, 256);
-            struct mroce_qp_counters c;
-            mroce_qp_get_counters(qa, &c);
-            srtt_bh = c.srtt;
-        }
-        struct mroce_wc wc[32];
-        int n = mroce_cq_poll(tb->h[0].scq, 32, wc);
-        for (int i = 0; i < n; i++, nsend_done++) {
-            bad += wc[i].status != MROCE_WC_SUCCESS;
-            order += wc[i].wr_id != nsend_done;
-        }
-        n = mroce_cq_poll(tb->h[1].rcq, 32, wc);
-        for (int i = 0; i < n; i++, nrecv_done++) {
-            bad += wc[i].status != MROCE_WC_SUCCESS ||
-                   wc[i].byte_len != SEND_LEN;
-            order += wc[i].wr_id != nrecv_done;
-        }
-        if (bad)
-            break;
-    }
-    res.completed = nsend_done == nwr && nrecv_done == NSENDS && !bad;
+    mroce_tstamp t0 = mroce_netdrive_now(tb->d);
+    xfer_post(&x, qa, qb, t0);
+    /* The failure has to hit mid-transfer: checked after every step. */
+    res.completed = xfer_run(tb, &x, fail_at_half, &f, MODEL_LIMIT);
     CHECK_MSG(res.completed, "seed %llu mode %d: %u/%u sends, %u/%u recvs, "
-              "%u failed", (unsigned long long)seed, mode, nsend_done, nwr,
-              nrecv_done, (unsigned)NSENDS, bad);
-    CHECK_EQ(order, 0);
-    CHECK(memcmp(src, dst, size) == 0);
-    CHECK(memcmp(src + size, rcv, sbytes) == 0);
+              "%u failed", (unsigned long long)seed, mode, x.nsend_done, x.nwr,
+              x.nrecv_done, (unsigned)XFER_NSENDS, x.bad);
+    xfer_check_data(&x);
     CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    int on_spine = f.on_spine, npaths = f.npaths, dead_slots = 0;
+    mroce_tstamp srtt_bh = f.srtt_bh;
+    struct mroce_path_stats *before = f.before;
 
     struct mroce_qp_counters ca, cb;
     mroce_qp_get_counters(qa, &ca);
@@ -321,9 +257,7 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
     mroce_qp_del(qa);
     mroce_qp_del(qb);
     mroce_tb_del(tb);
-    free(src);
-    free(dst);
-    free(rcv);
+    xfer_free(&x);
     return res;
 }
 

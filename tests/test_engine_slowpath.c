@@ -37,12 +37,10 @@
 
 #include "testbed.h"
 #include "testutil.h"
+#include "xfer.h"
 
 #define SPINES 8
-#define CHUNK (1u << 20)
 #define SIZE (16u << 20)
-#define SEND_LEN (32u << 10)
-#define NSENDS 4
 #define FAST_BPS 100000000000ull
 #define SLOW_BPS 10000000000ull
 #define SLOW_QUEUE (32u << 10)
@@ -57,16 +55,6 @@ struct obs {
     uint64_t share[2][SPINES]; /* data packets per spine: 1st / 2nd half */
 };
 
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t s = seed;
-    for (size_t i = 0; i < n; i++) {
-        if ((i & 7) == 0)
-            s = testutil_rand64(&s);
-        p[i] = (uint8_t)(s >> (8 * (i & 7)));
-    }
-}
-
 static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
 {
     struct obs *o = user;
@@ -76,20 +64,6 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
     o->share[o->tx_bytes >= o->total / 2][pkt->spine % SPINES]++;
     o->tx_bytes += pkt->len;
     return MROCE_NETDRIVE_PASS;
-}
-
-static int busiest_spine(mroce_net *net, mroce_qp *qp, int *npaths_on)
-{
-    struct mroce_path_stats ps[256];
-    int n = mroce_qp_path_stats(qp, ps, 256);
-    int cnt[SPINES] = {0}, best = 0;
-    for (int i = 0; i < n; i++)
-        cnt[mroce_net_spine_of(net, 0, 1, ps[i].entropy) % SPINES]++;
-    for (int s = 1; s < SPINES; s++)
-        if (cnt[s] > cnt[best])
-            best = s;
-    *npaths_on = cnt[best];
-    return best;
 }
 
 struct result {
@@ -110,99 +84,36 @@ static struct result run(uint64_t seed)
     if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return res;
     mroce_net *net = mroce_netdrive_net(tb->d);
-    uint32_t nwrites = SIZE / CHUNK;
     struct mroce_qp_attr at;
     mroce_qp_attr_default(&at); /* delay+ECN CC, 4 KiB MTU, 64 paths */
     at.npaths = 64;
-    at.max_send_wr = nwrites + NSENDS;
+    at.max_send_wr = SIZE / XFER_CHUNK + XFER_NSENDS;
     mroce_qp *qa, *qb;
     if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
         mroce_tb_del(tb);
         return res;
     }
-    uint64_t sbytes = (uint64_t)NSENDS * SEND_LEN;
-    uint8_t *src = malloc(SIZE + sbytes), *dst = calloc(1, SIZE),
-            *rcv = calloc(1, sbytes);
-    fill(src, SIZE + sbytes, seed);
-    mroce_mr *msrc, *mdst, *mrcv;
-    CHECK(mroce_mr_reg(tb->h[0].ep, src, SIZE + sbytes,
-                       MROCE_ACCESS_LOCAL_WRITE, &msrc) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, dst, SIZE,
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                       &mdst) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, rcv, sbytes, MROCE_ACCESS_LOCAL_WRITE,
-                       &mrcv) == 0);
+    struct xfer x;
+    xfer_setup(tb, &x, SIZE, seed);
 
     struct obs o;
     memset(&o, 0, sizeof(o));
-    o.total = SIZE + sbytes;
+    o.total = x.size + x.sbytes;
     int on_spine = 0;
-    int slow = busiest_spine(net, qa, &on_spine);
+    int slow = xfer_busiest_spine(net, qa, SPINES, &on_spine);
     CHECK(mroce_net_set_spine_rate(net, (uint32_t)slow, SLOW_BPS, SLOW_QUEUE,
                                    SLOW_ECN) == 0);
     mroce_net_reset_counters(net); /* count the transfer only */
     mroce_netdrive_set_tx_hook(tb->d, tx_hook, &o);
 
-    mroce_tstamp now = mroce_netdrive_now(tb->d), t0 = now;
-    for (uint32_t i = 0; i < NSENDS; i++) {
-        struct mroce_sge sg = {(uint64_t)(uintptr_t)(rcv + i * SEND_LEN),
-                               SEND_LEN, mroce_mr_lkey(mrcv)};
-        struct mroce_recv_wr rw = {.wr_id = i, .sg_list = &sg, .num_sge = 1};
-        CHECK(mroce_qp_post_recv(qb, &rw, NULL) == 0);
-    }
-    /* WRITEs with a SEND after every nwrites/NSENDS of them. */
-    uint32_t nwr = nwrites + NSENDS, w = 0, s = 0;
-    for (uint32_t i = 0; i < nwr; i++) {
-        struct mroce_sge sg = {0, 0, mroce_mr_lkey(msrc)};
-        struct mroce_send_wr wr = {.wr_id = i, .sg_list = &sg, .num_sge = 1,
-                                   .send_flags = MROCE_SEND_SIGNALED};
-        if (w > 0 && w % (nwrites / NSENDS) == 0 && s < w / (nwrites / NSENDS)) {
-            sg.addr = (uint64_t)(uintptr_t)(src + SIZE + s * SEND_LEN);
-            sg.length = SEND_LEN;
-            wr.opcode = MROCE_WR_SEND;
-            s++;
-        } else {
-            sg.addr = (uint64_t)(uintptr_t)(src + (uint64_t)w * CHUNK);
-            sg.length = CHUNK;
-            wr.opcode = MROCE_WR_WRITE;
-            wr.remote_addr = (uint64_t)(uintptr_t)(dst + (uint64_t)w * CHUNK);
-            wr.rkey = mroce_mr_rkey(mdst);
-            w++;
-        }
-        CHECK(mroce_qp_post_send(qa, &wr, NULL, now) == 0);
-    }
-    CHECK_EQ(w, nwrites);
-    CHECK_EQ(s, NSENDS);
-
-    uint32_t nsend_done = 0, nrecv_done = 0, bad = 0, order = 0;
-    mroce_netdrive_kick_all(tb->d);
-    while (nsend_done < nwr || nrecv_done < NSENDS) {
-        if (!mroce_netdrive_step(tb->d) ||
-            mroce_netdrive_now(tb->d) - t0 > MODEL_LIMIT)
-            break;
-        struct mroce_wc wc[32];
-        int n = mroce_cq_poll(tb->h[0].scq, 32, wc);
-        for (int i = 0; i < n; i++, nsend_done++) {
-            bad += wc[i].status != MROCE_WC_SUCCESS;
-            order += wc[i].wr_id != nsend_done;
-        }
-        n = mroce_cq_poll(tb->h[1].rcq, 32, wc);
-        for (int i = 0; i < n; i++, nrecv_done++) {
-            bad += wc[i].status != MROCE_WC_SUCCESS ||
-                   wc[i].byte_len != SEND_LEN;
-            order += wc[i].wr_id != nrecv_done;
-        }
-        if (bad)
-            break;
-    }
+    mroce_tstamp t0 = mroce_netdrive_now(tb->d);
+    xfer_post(&x, qa, qb, t0);
+    res.completed = xfer_run(tb, &x, NULL, NULL, MODEL_LIMIT);
     mroce_tstamp elapsed = mroce_netdrive_now(tb->d) - t0;
-    res.completed = nsend_done == nwr && nrecv_done == NSENDS && !bad;
     CHECK_MSG(res.completed, "seed %llu: %u/%u sends, %u/%u recvs, %u failed",
-              (unsigned long long)seed, nsend_done, nwr, nrecv_done,
-              (unsigned)NSENDS, bad);
-    CHECK_EQ(order, 0);
-    CHECK(memcmp(src, dst, SIZE) == 0);
-    CHECK(memcmp(src + SIZE, rcv, sbytes) == 0);
+              (unsigned long long)seed, x.nsend_done, x.nwr, x.nrecv_done,
+              (unsigned)XFER_NSENDS, x.bad);
+    xfer_check_data(&x);
     CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
 
     uint64_t t1 = 0, t2 = 0;
@@ -237,9 +148,7 @@ static struct result run(uint64_t seed)
     mroce_qp_del(qa);
     mroce_qp_del(qb);
     mroce_tb_del(tb);
-    free(src);
-    free(dst);
-    free(rcv);
+    xfer_free(&x);
     return res;
 }
 
