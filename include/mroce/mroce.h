@@ -14,7 +14,12 @@
  *
  * Progress: MROCE_PROGRESS_APP (default) moves packets only when the
  * application calls into the library (mroce_poll_cq() above all): no extra
- * thread, the fastest on few cores.  MROCE_PROGRESS_THREAD starts one
+ * thread, the fastest on few cores.  In this mode the ACKs for what one
+ * call received are sent by the next call, after what that call sends: an
+ * application answering a message at once (post_send of the reply) gets
+ * its reply out first.  So keep calling while a transfer is in flight, as
+ * verbs users poll; blocking calls (cq_wait, connect...) send the ACKs
+ * before they sleep, and users of mroce_device_fd() are not deferred.  MROCE_PROGRESS_THREAD starts one
  * progress thread per device, which sleeps in epoll when idle.
  *
  * Thread safety: every call is safe from any thread; calls on one device

@@ -121,6 +121,9 @@ struct mroce_device {
     uint32_t ncq_armed;            /* CQs with an eventfd */
     mroce_tstamp rx_now;           /* time of the current receive batch */
     uint32_t rx_since_tx;          /* packets received since a tx drain */
+    uint8_t tx_deferred;           /* APP mode: the engine has packets the
+                                      last round left for the next call
+                                      (progress.c: lib_progress_locked) */
 
     /* progress */
     int epfd;                      /* rx socket, timerfd, wakefd */

@@ -38,7 +38,7 @@ mroce_tstamp lib_deadline(int timeout_ms)
     return lib_now() + (mroce_tstamp)timeout_ms * 1000000ull;
 }
 
-static int drain_tx_locked(mroce_device *dev, mroce_tstamp now);
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks);
 
 static void rx_one(void *user, const uint8_t *pkt, size_t len,
                    const struct mroce_rx_info *info)
@@ -55,7 +55,7 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
     if (++dev->rx_since_tx >= LIB_RX_TX_EVERY) {
         dev->rx_since_tx = 0;
         if (mroce_ep_want_write(dev->ep))
-            drain_tx_locked(dev, now);
+            drain_tx_locked(dev, now, 0);
     }
 }
 
@@ -77,8 +77,10 @@ static void rx_icmp(void *user, const struct mroce_addr *to, int err)
     }
 }
 
-/* Engine -> transmit slots -> kernel.  Returns packets produced. */
-static int drain_tx_locked(mroce_device *dev, mroce_tstamp now)
+/* Engine -> transmit slots -> kernel.  Returns packets produced.
+ * keep_acks: send all but the ACKs, which stay staged for the next drain
+ * (lib_progress_locked says when). */
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks)
 {
     int n = 0;
     while (n < LIB_TX_BUDGET) {
@@ -89,14 +91,22 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now)
         if (len <= 0)
             break;
         /* CONNECT_REQ leaves from the receive port: the listener answers
-         * the source address of the request (src/lib/qp.c explains). */
-        unsigned fl = (len > 1 && buf[1] == MROCE_OP_CONNECT_REQ)
-                          ? MROCE_UDP_TX_FROM_RX
-                          : 0;
+         * the source address of the request (src/lib/qp.c explains).  ACKs
+         * go after the data of the same flush (MROCE_UDP_TX_LATE). */
+        unsigned fl = 0;
+        if (len > 1 && buf[1] == MROCE_OP_CONNECT_REQ)
+            fl = MROCE_UDP_TX_FROM_RX;
+        else if (len > 1 && buf[1] == MROCE_OP_ACK)
+            fl = MROCE_UDP_TX_LATE;
         mroce_udp_tx_commit(dev->udp, (size_t)len, &ti, fl, now);
         n++;
     }
-    mroce_udp_flush(dev->udp, now);
+    if (keep_acks) {
+        dev->tx_deferred = mroce_udp_flush_early(dev->udp, now) > 0;
+    } else {
+        mroce_udp_flush(dev->udp, now);
+        dev->tx_deferred = 0;
+    }
     return n;
 }
 
@@ -139,28 +149,51 @@ void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at)
         dev->timer_at = at;
 }
 
+/* One round: receive, fire timers, send.
+ *
+ * In APP progress mode, the ACKs that a round's received packets made due
+ * stay staged (not sent) until the next call into the library, when they
+ * go out after whatever that call sends (MROCE_UDP_TX_LATE): the
+ * application has just been handed what arrived and often answers it at
+ * once (a ping-pong's reply), and its post_send then sends the reply first
+ * instead of the reply waiting behind the ACK's sendmsg (on loopback a
+ * send runs the receiver's stack inline: ~1 us a packet).  Everything else
+ * (data, NAKs, control) is sent at the end of the round as before.  The
+ * next call is near: busy pollers call again at once; blocking waits send
+ * the ACKs before they sleep or return (lib_wait); event-loop users of
+ * mroce_device_fd() are not deferred at all. */
 int lib_progress_locked(mroce_device *dev)
 {
-    int moved = 0;
+    int moved = 0, rx = 0;
     dev->progress_rounds++;
+    if (dev->tx_deferred) { /* the last round's ACKs: now */
+        mroce_udp_flush(dev->udp, lib_now());
+        dev->tx_deferred = 0;
+    }
     for (int i = 0; i < LIB_RX_ROUNDS; i++) {
         dev->rx_now = lib_now();
         int r = mroce_udp_recv(dev->udp, rx_one, rx_icmp, dev, dev->rx_now);
         if (r <= 0)
             break;
-        moved += r;
+        rx += r;
     }
+    moved += rx;
     mroce_tstamp now = lib_now();
-    if (mroce_ep_expiry(dev->ep) <= now)
+    int fired = 0;
+    if (mroce_ep_expiry(dev->ep) <= now) {
         mroce_ep_handle_expiry(dev->ep, now);
-    moved += drain_tx_locked(dev, now);
+        fired = 1;
+    }
+    int keep = rx > 0 && !fired && dev->attr.progress == MROCE_PROGRESS_APP &&
+               !dev->fd_requested;
+    moved += drain_tx_locked(dev, now, keep);
     lib_signal_cqs_locked(dev);
     return moved;
 }
 
 void lib_after_call_locked(mroce_device *dev)
 {
-    drain_tx_locked(dev, lib_now());
+    drain_tx_locked(dev, lib_now(), 0);
     lib_signal_cqs_locked(dev);
     /* A sleeping progress thread must wake for a deadline earlier than the
      * one its timer is set for (a new loss timer, a handshake retry). */
@@ -189,6 +222,8 @@ int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
         if (app)
             lib_progress_locked(dev);
         int d = done(arg);
+        if (dev->tx_deferred) /* about to sleep or return: send the ACKs */
+            drain_tx_locked(dev, lib_now(), 0);
         mroce_tstamp exp = lib_next_deadline_locked(dev);
         lib_unlock(dev);
         if (d)

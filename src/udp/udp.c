@@ -57,6 +57,7 @@
 struct txpkt {
     uint32_t len;
     int32_t sock;          /* index in tx_fds, -1 = the receive socket */
+    uint8_t late;          /* MROCE_UDP_TX_LATE: sent after the others */
     struct mroce_addr to;
 };
 
@@ -85,6 +86,7 @@ struct mroce_udp {
     uint8_t *tx_ctrl;        /* tx_batch * TX_CTRL_SIZE */
     int32_t *unit_sock;
     uint32_t *unit_npkts;
+    uint8_t *unit_late;
 
     struct mroce_faultgen txf, rxf;
     struct mroce_holdq txh, rxh;
@@ -409,6 +411,7 @@ void mroce_udp_close(struct mroce_udp *u)
     free(u->tx_ctrl);
     free(u->unit_sock);
     free(u->unit_npkts);
+    free(u->unit_late);
     free(u);
 }
 
@@ -459,10 +462,11 @@ int mroce_udp_open(struct mroce_udp **pu, const struct mroce_udp_config *cfg)
     u->tx_ctrl = calloc(tb, TX_CTRL_SIZE);
     u->unit_sock = calloc(tb, sizeof(*u->unit_sock));
     u->unit_npkts = calloc(tb, sizeof(*u->unit_npkts));
+    u->unit_late = calloc(tb, sizeof(*u->unit_late));
     if (!u->tx_fds || !u->rx_bufs || !u->rx_msgs || !u->rx_iov ||
         !u->rx_addrs || !u->rx_ctrl || !u->tx_slots || !u->tx_pkts ||
         !u->tx_msgs || !u->tx_iov || !u->tx_addrs || !u->tx_ctrl ||
-        !u->unit_sock || !u->unit_npkts)
+        !u->unit_sock || !u->unit_npkts || !u->unit_late)
         goto fail;
     for (unsigned i = 0; i < u->src_count; i++)
         u->tx_fds[i] = -1;
@@ -797,9 +801,10 @@ static void send_units(struct mroce_udp *u, unsigned k, unsigned m)
     }
 }
 
-/* Sends every staged packet: builds send units (GSO runs), then groups
+/* Sends every staged packet (keep_late: all but the MROCE_UDP_TX_LATE
+ * ones, which stay staged): builds send units (GSO runs), then groups
  * consecutive units on one socket into sendmmsg calls. */
-static void send_staged(struct mroce_udp *u)
+static void send_staged(struct mroce_udp *u, int keep_late)
 {
     unsigned n = u->tx_n, nu = 0, i = 0;
     int gso = u->cfg.use_gso && u->gso_ok;
@@ -812,7 +817,7 @@ static void send_staged(struct mroce_udp *u)
                 const struct txpkt *q = &u->tx_pkts[j];
                 /* Every segment but the last has the full size. */
                 if (u->tx_pkts[j - 1].len != p->len || q->sock != p->sock ||
-                    q->len > p->len || total + q->len > GSO_MAX_BYTES ||
+                    q->late != p->late || q->len > p->len || total + q->len > GSO_MAX_BYTES ||
                     !addr_eq(&q->to, &p->to))
                     break;
                 total += q->len;
@@ -849,44 +854,68 @@ static void send_staged(struct mroce_udp *u)
         }
         u->unit_sock[nu] = p->sock;
         u->unit_npkts[nu] = j - i;
+        u->unit_late[nu] = p->late;
         nu++;
         i = j;
     }
-    for (unsigned k = 0; k < nu;) {
-        unsigned m = k + 1;
-        while (m < nu && u->unit_sock[m] == u->unit_sock[k])
-            m++;
-        send_units(u, k, m);
-        k = m;
+    /* Two passes: the packets without MROCE_UDP_TX_LATE, then the late
+     * ones; in each, consecutive units on one socket share a sendmmsg. */
+    for (uint8_t late = 0; late <= (keep_late ? 0 : 1); late++) {
+        for (unsigned k = 0; k < nu;) {
+            if (u->unit_late[k] != late) {
+                k++;
+                continue;
+            }
+            unsigned m = k + 1;
+            while (m < nu && u->unit_sock[m] == u->unit_sock[k] &&
+                   u->unit_late[m] == late)
+                m++;
+            send_units(u, k, m);
+            k = m;
+        }
     }
-    u->tx_n = 0;
+    unsigned w = 0;
+    if (keep_late) {
+        /* Move the kept packets to the front of the staging area. */
+        for (unsigned r = 0; r < n; r++) {
+            if (!u->tx_pkts[r].late)
+                continue;
+            if (r != w) {
+                memmove(slot_at(u, w), slot_at(u, r), u->tx_pkts[r].len);
+                u->tx_pkts[w] = u->tx_pkts[r];
+            }
+            w++;
+        }
+    }
+    u->tx_n = w;
 }
 
 uint8_t *mroce_udp_tx_slot(struct mroce_udp *u, size_t *cap)
 {
     if (u->tx_n == u->cfg.tx_batch)
-        send_staged(u);
+        send_staged(u, 0);
     if (cap)
         *cap = u->cfg.slot_size;
     return slot_at(u, u->tx_n);
 }
 
 static void stage(struct mroce_udp *u, size_t len, int32_t sock,
-                  const struct mroce_addr *to)
+                  const struct mroce_addr *to, uint8_t late)
 {
     struct txpkt *p = &u->tx_pkts[u->tx_n++];
     p->len = (uint32_t)len;
     p->sock = sock;
+    p->late = late;
     p->to = *to;
 }
 
 /* Stages a copy of bytes that are not in the current slot. */
 static void stage_copy(struct mroce_udp *u, const uint8_t *buf, size_t len,
-                       int32_t sock, const struct mroce_addr *to)
+                       int32_t sock, const struct mroce_addr *to, uint8_t late)
 {
     uint8_t *dst = mroce_udp_tx_slot(u, NULL);
     memmove(dst, buf, len);
-    stage(u, len, sock, to);
+    stage(u, len, sock, to, late);
 }
 
 static void tx_release(struct mroce_udp *u, mroce_tstamp now)
@@ -895,7 +924,7 @@ static void tx_release(struct mroce_udp *u, mroce_tstamp now)
     while ((i = mroce_holdq_ready(&u->txh, now)) >= 0) {
         struct mroce_held h;
         mroce_holdq_take(&u->txh, i, &h);
-        stage_copy(u, h.buf, h.len, h.sock, &h.addr);
+        stage_copy(u, h.buf, h.len, h.sock, &h.addr, 0);
         free(h.buf);
     }
 }
@@ -932,10 +961,11 @@ void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
             return;
         }
     }
-    stage(u, len, sock, &info->to);
+    uint8_t late = (flags & MROCE_UDP_TX_LATE) ? 1 : 0;
+    stage(u, len, sock, &info->to, late);
     if (a & MROCE_FAULT_DUP) {
         u->cnt.fault_tx_dup++;
-        stage_copy(u, buf, len, sock, &info->to);
+        stage_copy(u, buf, len, sock, &info->to, late);
     }
     if (u->txh.n) {
         mroce_holdq_tick(&u->txh);
@@ -949,8 +979,17 @@ int mroce_udp_flush(struct mroce_udp *u, mroce_tstamp now)
         tx_release(u, now);
     unsigned n = u->tx_n;
     if (n)
-        send_staged(u);
+        send_staged(u, 0);
     return (int)n;
+}
+
+unsigned mroce_udp_flush_early(struct mroce_udp *u, mroce_tstamp now)
+{
+    if (u->txh.n)
+        tx_release(u, now);
+    if (u->tx_n)
+        send_staged(u, 1);
+    return u->tx_n;
 }
 
 unsigned mroce_udp_tx_pending(const struct mroce_udp *u) { return u->tx_n; }

@@ -103,6 +103,11 @@ enum mroce_udp_tx_flags {
      * socket: the library's CONNECT_REQ, so a listener learns the port to
      * answer (see src/lib/qp.c). */
     MROCE_UDP_TX_FROM_RX = 1,
+    /* Send after the packets of this flush that lack the flag: the
+     * library's ACKs, so that a reply the application just posted is not
+     * queued behind the ACK of the request it answers (loopback sendmsg
+     * runs the receiver's network stack inline, ~1 us per packet). */
+    MROCE_UDP_TX_LATE = 2,
 };
 /* A buffer for the next packet (flushes first if the batch is full);
  * *cap receives its size. */
@@ -118,6 +123,9 @@ void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
 int mroce_udp_flush(struct mroce_udp *u, mroce_tstamp now);
 /* Packets staged and not yet flushed. */
 unsigned mroce_udp_tx_pending(const struct mroce_udp *u);
+/* Like mroce_udp_flush(), but the MROCE_UDP_TX_LATE packets stay staged
+ * (for the next flush, where they go last).  Returns how many stay. */
+unsigned mroce_udp_flush_early(struct mroce_udp *u, mroce_tstamp now);
 
 /* Earliest time a held-back packet is due (MROCE_TSTAMP_INF if none). */
 mroce_tstamp mroce_udp_expiry(const struct mroce_udp *u);
