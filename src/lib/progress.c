@@ -176,6 +176,10 @@ int lib_progress_locked(mroce_device *dev)
         if (r <= 0)
             break;
         rx += r;
+        /* A batch that was not full emptied the socket: another call now
+         * would be an empty system call on the way to the application. */
+        if (mroce_udp_rx_drained(dev->udp))
+            break;
     }
     moved += rx;
     mroce_tstamp now = lib_now();

@@ -80,6 +80,8 @@ struct mroce_udp {
     uint8_t *tx_slots;     /* tx_batch * slot_size */
     struct txpkt *tx_pkts;
     unsigned tx_n;
+    uint8_t rx_short;        /* the last receive call did not fill its batch */
+    unsigned rx_dirty;       /* rx_msgs entries the last call filled */
     struct mmsghdr *tx_msgs; /* one per send unit (GSO run or single) */
     struct iovec *tx_iov;    /* one per packet */
     struct sockaddr_storage *tx_addrs;
@@ -472,11 +474,13 @@ int mroce_udp_open(struct mroce_udp **pu, const struct mroce_udp_config *cfg)
         u->tx_fds[i] = -1;
     for (size_t i = 0; i < rb; i++) {
         u->rx_iov[i].iov_base = u->rx_bufs + i * RX_BUF_SIZE;
+        u->rx_iov[i].iov_len = RX_BUF_SIZE;
         u->rx_msgs[i].msg_hdr.msg_iov = &u->rx_iov[i];
         u->rx_msgs[i].msg_hdr.msg_iovlen = 1;
         u->rx_msgs[i].msg_hdr.msg_name = &u->rx_addrs[i];
         u->rx_msgs[i].msg_hdr.msg_control = u->rx_ctrl + i * RX_CTRL_SIZE;
     }
+    u->rx_dirty = (unsigned)rb; /* lengths set by the first receive */
     rc = open_rx_socket(u);
     if (rc < 0)
         goto fail;
@@ -494,6 +498,7 @@ fail:;
 
 int mroce_udp_fd(const struct mroce_udp *u) { return u->rx_fd; }
 uint16_t mroce_udp_port(const struct mroce_udp *u) { return u->port; }
+int mroce_udp_rx_drained(const struct mroce_udp *u) { return u->rx_short; }
 uint16_t mroce_udp_src_base(const struct mroce_udp *u) { return u->src_base; }
 uint16_t mroce_udp_src_count(const struct mroce_udp *u) { return u->src_count; }
 int mroce_udp_family(const struct mroce_udp *u) { return u->family; }
@@ -633,13 +638,16 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
     if (u->rxh.n)
         delivered += rx_release(u, fn, user, now);
     unsigned batch = u->cfg.rx_batch;
-    for (unsigned i = 0; i < batch; i++) {
+    /* The kernel rewrites the lengths and flags of the entries it filled,
+     * and only those: reset just the ones the last call used (polling
+     * mostly finds nothing, and then there is nothing to reset). */
+    for (unsigned i = 0; i < u->rx_dirty; i++) {
         struct msghdr *m = &u->rx_msgs[i].msg_hdr;
         m->msg_namelen = sizeof(struct sockaddr_storage);
         m->msg_controllen = RX_CTRL_SIZE;
         m->msg_flags = 0;
-        u->rx_iov[i].iov_len = RX_BUF_SIZE;
     }
+    u->rx_dirty = 0;
     int r;
     for (int tries = 0;; tries++) {
         u->cnt.rx_syscalls++;
@@ -648,6 +656,7 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
             break;
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
             u->cnt.rx_empty++;
+            u->rx_short = 1;
             return delivered;
         }
         /* A pending ICMP error (sk_err) is reported by the next receive
@@ -658,6 +667,8 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
             return delivered;
     }
     u->cnt.rx_datagrams += (uint64_t)r;
+    u->rx_dirty = (unsigned)r;
+    u->rx_short = (unsigned)r < batch;
     for (int i = 0; i < r; i++) {
         struct msghdr *m = &u->rx_msgs[i].msg_hdr;
         size_t len = u->rx_msgs[i].msg_len;

@@ -92,6 +92,10 @@ typedef void (*mroce_udp_err_fn)(void *user, const struct mroce_addr *to,
 int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
                    mroce_udp_err_fn err_fn, void *user, mroce_tstamp now);
 
+/* 1 if the last mroce_udp_recv() found fewer datagrams than its batch
+ * holds (the socket was most likely empty after it): another call now
+ * would probably be an empty system call. */
+int mroce_udp_rx_drained(const struct mroce_udp *u);
 /* Reads the receive socket's error queue (call on POLLERR / EPOLLERR);
  * returns the number of errors reported through err_fn. */
 int mroce_udp_drain_errors(struct mroce_udp *u, mroce_udp_err_fn err_fn,
