@@ -12,6 +12,7 @@
  * Timers: the endpoint's expiry is the earliest of its QPs' deadlines.
  */
 #include "engine_int.h"
+#include "seeded_fault.h"
 
 static void *default_calloc(size_t n, size_t sz, void *user)
 {
@@ -185,7 +186,8 @@ int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
     qp->cnt.rx_bytes += len;
     /* Anti-injection (CONN/SEC): the token must be the one we handed out. */
     if (qp->state == MROCE_QPS_RESET || qp->state == MROCE_QPS_LISTEN ||
-        pkt.base.token != qp->local_token) {
+        (pkt.base.token != qp->local_token &&
+         !MROCE_SEEDED_FAULT(TOKEN_ANY))) {
         qp->cnt.drop_token++;
         return 0;
     }

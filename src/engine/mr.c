@@ -10,6 +10,7 @@
  * time, so they only need to respect the lists' lengths.
  */
 #include "engine_int.h"
+#include "seeded_fault.h"
 
 mroce_mr *mroce_mr_lookup(mroce_ep *ep, uint32_t key)
 {
@@ -32,11 +33,14 @@ mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t pd, uint32_t rkey,
     }
     uint64_t start = (uint64_t)(uintptr_t)mr->addr;
     /* Overflow-safe containment: addr >= start and addr+len <= start+len. */
-    if (addr < start || addr - start > mr->len || len > mr->len - (addr - start)) {
-        *nak = MROCE_NAK_REMOTE_ACCESS_BOUNDS;
+    if (addr < start || addr - start > mr->len ||
+        len > mr->len - (addr - start) + MROCE_SEEDED_FAULT(WRITE_PAST_END)) {
+        *nak = MROCE_SEEDED_FAULT(NAK_WRONG_CODE)
+                   ? MROCE_NAK_REMOTE_ACCESS_KEY
+                   : MROCE_NAK_REMOTE_ACCESS_BOUNDS;
         return NULL;
     }
-    if ((mr->access & access) != access) {
+    if ((mr->access & access) != access && !MROCE_SEEDED_FAULT(IGNORE_ACCESS)) {
         *nak = MROCE_NAK_REMOTE_ACCESS_PERM;
         return NULL;
     }

@@ -12,6 +12,7 @@
  * never covers data that is not in memory (REL-*, SEM-*, SEC-*).
  */
 #include "engine_int.h"
+#include "seeded_fault.h"
 
 int mroce_qp_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
                        struct mroce_recv_wr **bad_wr)
@@ -107,7 +108,7 @@ void mroce_resp_complete_recvs(mroce_qp *qp)
 static void queue_nak(mroce_qp *qp, const struct mroce_pkt *pkt, uint8_t code,
                       int fatal)
 {
-    if (qp->fatal_nak && !fatal)
+    if ((qp->fatal_nak && !fatal) || MROCE_SEEDED_FAULT(NAK_SILENT))
         return; /* a fatal NAK outranks an RNR one */
     qp->nak.nak_psn = pkt->base.psn;
     qp->nak.msn = pkt->u.rq.req.msn;
@@ -247,7 +248,7 @@ static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
     }
-    if (pkt->payload_len)
+    if (pkt->payload_len && !MROCE_SEEDED_FAULT(ACK_BEFORE_PLACE))
         memcpy(mr->addr + (addr - (uint64_t)(uintptr_t)mr->addr), pkt->payload,
                pkt->payload_len);
     if (r)
@@ -424,7 +425,7 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
                         const struct mroce_rx_info *info, mroce_tstamp now)
 {
     uint32_t psn = pkt->base.psn;
-    int ce = info->ecn == MROCE_ECN_CE;
+    int ce = info->ecn == MROCE_ECN_CE && !MROCE_SEEDED_FAULT(ECN_IGNORE);
     if (pkt->base.flags & MROCE_F_CREDIT)
         qp->credit_seen = now;
     if (qp->fatal_nak && psn == qp->nak.nak_psn) {
@@ -432,7 +433,9 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
         return;
     }
     int cls = mroce_rxwin_classify(&qp->rxwin, psn);
-    if (cls == RXWIN_AHEAD) {
+    if (cls == RXWIN_AHEAD &&
+        !(MROCE_SEEDED_FAULT(WINDOW_ANY) &&
+          mroce_psn_diff(psn, qp->rxwin.cum) < 2 * (int32_t)qp->rxwin.size)) {
         qp->cnt.drop_window++;
         return;
     }
@@ -443,9 +446,12 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
         qp->echo_psn = psn;
         qp->echo_ts = pkt->base.tsval;
         qp->echo_entropy = pkt->base.entropy;
-        qp->echo_flags = (uint8_t)(MROCE_ECHO_DUP | (ce ? MROCE_ECHO_CE : 0));
+        qp->echo_flags =
+            (uint8_t)((MROCE_SEEDED_FAULT(DUP_NO_FLAG) ? 0 : MROCE_ECHO_DUP) |
+                      (ce ? MROCE_ECHO_CE : 0));
         qp->echo_arrival = now;
         qp->ack_now = 1;
+        MROCE_SEEDED_FAULT_DUP(qp, pkt); /* atomic_twice, dup_send_twice */
         return;
     }
     int rc;
@@ -466,7 +472,9 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
     if (ce)
         qp->ce_count++;
     if (qp->ack_pending++ == 0)
-        qp->ack_deadline = now + qp->attr.max_ack_delay;
+        qp->ack_deadline =
+            now + qp->attr.max_ack_delay *
+                      (MROCE_SEEDED_FAULT(ACK_DELAY_LONG) ? 50000 : 1);
     /* ack_delay is measured from the echoed packet's own arrival: using the
      * first coalesced packet's would make the sender subtract too much and
      * see RTTs below the real path delay. */
@@ -497,12 +505,13 @@ int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
 {
     struct mroce_pkt p;
     mroce_qp_base_hdr(qp, &p, MROCE_OP_ACK, qp->snd_nxt, now);
-    p.base.entropy = qp->echo_entropy; /* answer on the path it came by */
+    /* answer on the path it came by */
+    p.base.entropy = qp->echo_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
     struct mroce_ack_hdr *a = &p.u.ack;
-    a->cum_psn = qp->rxwin.cum;
+    a->cum_psn = qp->rxwin.cum + MROCE_SEEDED_FAULT(ACK_UNRECEIVED);
     a->echo_psn = qp->echo_psn;
     a->echo_ts = qp->echo_ts;
-    a->echo_entropy = qp->echo_entropy;
+    a->echo_entropy = qp->echo_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
     a->echo_flags = qp->echo_flags;
     a->sack_words = (uint8_t)mroce_rxwin_sack(&qp->rxwin, a->sack,
                                               MROCE_MAX_SACK_WORDS);
@@ -531,7 +540,7 @@ int mroce_resp_write_nak(mroce_qp *qp, uint8_t *buf, size_t cap,
 {
     struct mroce_pkt p;
     mroce_qp_base_hdr(qp, &p, MROCE_OP_NAK, qp->snd_nxt, now);
-    p.base.entropy = qp->nak_entropy;
+    p.base.entropy = qp->nak_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
     p.u.nak = qp->nak;
     p.u.nak.cum_psn = qp->rxwin.cum;
     size_t n = mroce_pkt_encode(&p, buf, cap);

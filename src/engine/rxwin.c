@@ -7,6 +7,8 @@
 
 #include <mroce/wire.h>
 
+#include "seeded_fault.h"
+
 void mroce_rxwin_init(struct mroce_rxwin *w, uint64_t *bits, uint32_t size,
                       uint32_t start_psn)
 {
@@ -88,7 +90,7 @@ int mroce_rxwin_sack(const struct mroce_rxwin *w, uint32_t *words, int max)
             uint32_t i2 = (i + 64 - sh) & (w->size - 1);
             lo |= w->bits[i2 >> 6] << (64 - sh);
         }
-        word = (uint32_t)lo;
+        word = (uint32_t)(lo >> MROCE_SEEDED_FAULT(SACK_OFF_BY_ONE));
         /* Bits at or beyond the window's far edge wrap onto old slots that
          * are always clear, and bits beyond high are clear too. */
         int32_t rem = mroce_psn_diff(w->high, p);

@@ -1,0 +1,300 @@
+/*
+ * agent_cmds.c - the control commands of docs/spec/conformance-agent.md
+ * over libmroce: memory regions (page-aligned buffers with a zeroed guard
+ * tail), QPs each with their own send and receive CQ, posts, polls,
+ * counters and RESET.
+ *
+ * Each command names its allowed keys in the table at the bottom; the
+ * dispatcher rejects any other key before the handler runs, and handlers
+ * check every value's range before it reaches the library.  Objects are
+ * named by small integers (ids) counted from 1 per session.  The library
+ * does the protocol's own checks (local keys, ranges, states): its refusals
+ * come back as ERR codes, which is what the suite wants to see.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+/* --- object lookup --- */
+
+struct agent_mr *agent_find_mr(struct agent *a, const struct agent_cmd *c,
+                               struct agent_reply *r)
+{
+    uint64_t id;
+    if (agent_arg_u64(c, "mr", INT32_MAX, 0, &id) != 0) {
+        agent_reply_err(r, "EINVAL", "mr=<id> required");
+        return NULL;
+    }
+    for (int i = 0; i < AGENT_MAX_MR; i++)
+        if (a->mrs[i].id && (uint64_t)a->mrs[i].id == id)
+            return &a->mrs[i];
+    agent_reply_err(r, "ENOENT", "no region %llu", (unsigned long long)id);
+    return NULL;
+}
+
+struct agent_qp *agent_find_qp(struct agent *a, const struct agent_cmd *c,
+                               struct agent_reply *r)
+{
+    uint64_t id;
+    if (agent_arg_u64(c, "qp", INT32_MAX, 0, &id) != 0) {
+        agent_reply_err(r, "EINVAL", "qp=<id> required");
+        return NULL;
+    }
+    for (int i = 0; i < AGENT_MAX_QP; i++)
+        if (a->qps[i] && (uint64_t)a->qps[i]->id == id)
+            return a->qps[i];
+    agent_reply_err(r, "ENOENT", "no QP %llu", (unsigned long long)id);
+    return NULL;
+}
+
+int agent_lib_err(struct agent_reply *r, const char *what, int rc)
+{
+    agent_reply_err(r, agent_err_code(rc), "%s: %s", what,
+                    mroce_lib_strerror(rc));
+    return -1;
+}
+
+/* --- objects --- */
+
+static void mr_free(struct agent_mr *m)
+{
+    free(m->buf);
+    memset(m, 0, sizeof(*m));
+}
+
+void agent_qp_free(struct agent *a, int slot)
+{
+    struct agent_qp *q = a->qps[slot];
+    if (q->qp)
+        mroce_destroy_qp(q->qp);
+    if (q->scq)
+        mroce_destroy_cq(q->scq);
+    if (q->rcq)
+        mroce_destroy_cq(q->rcq);
+    free(q);
+    a->qps[slot] = NULL;
+}
+
+void agent_reset(struct agent *a)
+{
+    for (int i = 0; i < AGENT_MAX_QP; i++)
+        if (a->qps[i])
+            agent_qp_free(a, i);
+    for (int i = 0; i < AGENT_MAX_MR; i++) {
+        struct agent_mr *m = &a->mrs[i];
+        if (!m->id)
+            continue;
+        int rc = mroce_dereg_mr(m->mr);
+        if (rc < 0) {
+            /* Still referenced (cannot be once its QPs are gone): keep the
+             * memory rather than free what the engine may touch. */
+            fprintf(stderr, "mroce-conform-agent: RESET: region %d: %s\n",
+                    m->id, mroce_lib_strerror(rc));
+            m->id = 0;
+            continue;
+        }
+        mr_free(m);
+    }
+    a->next_mr_id = a->next_qp_id = 1;
+}
+
+static int cmd_hello(struct agent *a, struct agent_cmd *c, struct agent_reply *r)
+{
+    agent_reply_add(r, "version=1 impl=%s udp_port=%u", a->impl,
+                    (unsigned)mroce_device_port(a->dev));
+    return 0;
+}
+
+static int cmd_reset(struct agent *a, struct agent_cmd *c, struct agent_reply *r)
+{
+    agent_reset(a);
+    return 0;
+}
+
+static int cmd_quit(struct agent *a, struct agent_cmd *c, struct agent_reply *r)
+{
+    a->quit = 1;
+    return 0;
+}
+
+static int cmd_mr_reg(struct agent *a, struct agent_cmd *c,
+                      struct agent_reply *r)
+{
+    uint64_t len, fill;
+    const char *acc_s = agent_arg(c, "access");
+    if (agent_arg_u64(c, "len", UINT64_MAX, 0, &len) != 0 || !acc_s ||
+        agent_arg_u64(c, "fill", 255, 0, &fill) < 0) {
+        agent_reply_err(r, "EINVAL", "len=N access=<flags> [fill=B]");
+        return -1;
+    }
+    int acc = agent_parse_access(acc_s);
+    if (acc < 0) {
+        agent_reply_err(r, "EINVAL", "access: lw,rw,rr,ra or none");
+        return -1;
+    }
+    if (len > AGENT_MAX_MR_LEN) {
+        agent_reply_err(r, "ENOMEM", "at most %u bytes per region",
+                        AGENT_MAX_MR_LEN);
+        return -1;
+    }
+    struct agent_mr *m = NULL;
+    for (int i = 0; i < AGENT_MAX_MR && !m; i++)
+        if (!a->mrs[i].id)
+            m = &a->mrs[i];
+    if (!m) {
+        agent_reply_err(r, "ENOMEM", "too many regions");
+        return -1;
+    }
+    void *buf = NULL;
+    /* The guard tail keeps even an engine that writes past a region's end
+     * (the write_past_end seeded fault) inside this allocation. */
+    if (posix_memalign(&buf, 4096, (size_t)len + AGENT_MR_GUARD) != 0) {
+        agent_reply_err(r, "ENOMEM", "allocation failed");
+        return -1;
+    }
+    memset(buf, (int)fill, (size_t)len);
+    memset((uint8_t *)buf + len, 0, AGENT_MR_GUARD);
+    int rc = mroce_reg_mr(a->pd, buf, (size_t)len, (unsigned)acc, &m->mr);
+    if (rc < 0) {
+        free(buf);
+        m->mr = NULL;
+        return agent_lib_err(r, "reg_mr", rc);
+    }
+    m->buf = buf;
+    m->len = (size_t)len;
+    m->id = a->next_mr_id++;
+    /* Remote Address is the virtual address (AGENT-6, SEM-6): the engine
+     * checks raddr against the region's [addr, addr + len). */
+    agent_reply_add(r, "mr=%d addr=0x%llx rkey=0x%x lkey=0x%x", m->id,
+                    (unsigned long long)(uintptr_t)buf, mroce_vmr_rkey(m->mr),
+                    mroce_vmr_lkey(m->mr));
+    return 0;
+}
+
+/* off=N len=N inside the region (agent-side access to its memory). */
+static int mr_range(struct agent_mr *m, const struct agent_cmd *c,
+                    uint64_t maxlen, uint64_t *off, uint64_t *len,
+                    struct agent_reply *r)
+{
+    if (agent_arg_u64(c, "off", UINT64_MAX, 0, off) != 0 ||
+        agent_arg_u64(c, "len", maxlen, 0, len) != 0 || *off > m->len ||
+        *len > m->len - *off) {
+        agent_reply_err(r, "EINVAL", "off=N len=N within the region (%zu "
+                        "bytes), len at most %llu", m->len,
+                        (unsigned long long)maxlen);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_mr_write(struct agent *a, struct agent_cmd *c,
+                        struct agent_reply *r)
+{
+    struct agent_mr *m = agent_find_mr(a, c, r);
+    if (!m)
+        return -1;
+    uint64_t off;
+    const char *hex = agent_arg(c, "hex");
+    if (agent_arg_u64(c, "off", UINT64_MAX, 0, &off) != 0 || !hex ||
+        off > m->len) {
+        agent_reply_err(r, "EINVAL", "off=N hex=<bytes> within the region");
+        return -1;
+    }
+    /* Decode first, so a bad digit leaves the region untouched. */
+    size_t n = strlen(hex) / 2;
+    uint8_t *tmp = malloc(n ? n : 1);
+    if (!tmp) {
+        agent_reply_err(r, "ENOMEM", "allocation failed");
+        return -1;
+    }
+    if (n > m->len - off || agent_hex_decode(hex, tmp, n) < 0) {
+        free(tmp);
+        agent_reply_err(r, "EINVAL", "hex: pairs of hex digits, within the "
+                        "region");
+        return -1;
+    }
+    memcpy(m->buf + off, tmp, n);
+    free(tmp);
+    return 0;
+}
+
+static int cmd_mr_read(struct agent *a, struct agent_cmd *c,
+                       struct agent_reply *r)
+{
+    struct agent_mr *m = agent_find_mr(a, c, r);
+    uint64_t off, len;
+    if (!m || mr_range(m, c, AGENT_MAX_READ, &off, &len, r) < 0)
+        return -1;
+    agent_reply_hex(r, "hex", m->buf + off, (size_t)len);
+    return 0;
+}
+
+static int cmd_mr_dereg(struct agent *a, struct agent_cmd *c,
+                        struct agent_reply *r)
+{
+    struct agent_mr *m = agent_find_mr(a, c, r);
+    if (!m)
+        return -1;
+    int rc = mroce_dereg_mr(m->mr);
+    if (rc < 0)
+        return agent_lib_err(r, "dereg_mr", rc);
+    mr_free(m);
+    return 0;
+}
+
+/* --- dispatch --- */
+
+static const struct {
+    const char *verb;
+    const char *keys; /* allowed keys, space separated */
+    agent_cmd_fn *fn;
+} commands[] = {
+    {"HELLO", "", cmd_hello},
+    {"RESET", "", cmd_reset},
+    {"MR_REG", "len access fill", cmd_mr_reg},
+    {"MR_WRITE", "mr off hex", cmd_mr_write},
+    {"MR_READ", "mr off len", cmd_mr_read},
+    {"MR_DEREG", "mr", cmd_mr_dereg},
+    {"QP_CREATE",
+     "mtu npaths window max_rd_atomic cc min_rto_us retry rnr_retry",
+     agent_cmd_qp_create},
+    {"QP_LISTEN", "qp", agent_cmd_qp_listen},
+    {"QP_CONNECT", "qp host port rqpn", agent_cmd_qp_connect},
+    {"QP_STATE", "qp", agent_cmd_qp_state},
+    {"QP_ERROR", "qp", agent_cmd_qp_error},
+    {"QP_CLOSE", "qp", agent_cmd_qp_close},
+    {"QP_DESTROY", "qp", agent_cmd_qp_destroy},
+    {"POST_RECV", "qp wrid mr off len", agent_cmd_post_recv},
+    {"POST_SEND",
+     "qp wrid op mr off len raddr rkey imm add cmp swap inline fence signaled",
+     agent_cmd_post_send},
+    {"POLL", "qp cq wait_ms", agent_cmd_poll},
+    {"COUNTERS", "qp", agent_cmd_counters},
+    {"QUIT", "", cmd_quit},
+};
+
+void agent_execute(struct agent *a, char *line, struct agent_reply *r)
+{
+    struct agent_cmd c;
+    const char *why = NULL;
+    if (agent_parse_line(line, &c, &why) < 0) {
+        agent_reply_err(r, "EINVAL", "%s", why);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(c.verb, commands[i].verb) != 0)
+            continue;
+        if (agent_check_keys(&c, commands[i].keys, &why) < 0) {
+            agent_reply_err(r, "EINVAL", "%s for %s", why, commands[i].verb);
+            return;
+        }
+        agent_reply_ok(r);
+        if (commands[i].fn(a, &c, r) == 0 && r->overflow)
+            agent_reply_err(r, "EIO", "reply too long");
+        return;
+    }
+    agent_reply_err(r, "EINVAL", "unknown command");
+}

@@ -1,0 +1,198 @@
+#!/bin/sh
+# run_faults.sh BUILD_DIR [FAULT...] - show that the conformance suite can
+# fail: run mroce-conform against mroce-conform-agent-faults once per seeded
+# fault (conform/README.md, "## Seeded faults") and require a failure each
+# time, naming the cases that caught it.
+#
+# First a baseline run with no fault must pass (up to three attempts: a
+# case that fails in any attempt is reported as flaky and never counts as
+# catching a fault).  Exit 0 if every fault was
+# caught, 1 if any went unnoticed (or the baseline failed), 2 on set-up
+# errors.  Each agent runs on free loopback ports (it picks them itself and
+# reports them on its READY line).
+#
+# Environment: MROCE_CONFORM (tester binary; default
+# BUILD_DIR/conform/mroce-conform), MROCE_AGENT_FAULTS (agent binary),
+# MROCE_CONFORM_ARGS (extra tester arguments, e.g. "--slow 2"),
+# MROCE_FAULTS_TIMEOUT (seconds per suite run; 600), MROCE_FAULTS_KEEP=1
+# (keep the TAP and logs, in the directory printed at the end).
+set -u
+
+if [ $# -lt 1 ]; then
+    echo "usage: $0 BUILD_DIR [FAULT...]" >&2
+    exit 2
+fi
+build=$1
+shift
+tester=${MROCE_CONFORM:-$build/conform/mroce-conform}
+agent=${MROCE_AGENT_FAULTS:-$build/conform/mroce-conform-agent-faults}
+extra=${MROCE_CONFORM_ARGS:-}
+limit=${MROCE_FAULTS_TIMEOUT:-600}
+
+for f in "$tester" "$agent"; do
+    if [ ! -x "$f" ]; then
+        echo "run_faults: $f not found or not executable" >&2
+        exit 2
+    fi
+done
+
+if [ $# -gt 0 ]; then
+    faults=$*
+else
+    faults=$("$agent" --list-faults) || exit 2
+fi
+if [ -z "$faults" ]; then
+    echo "run_faults: $agent lists no faults" >&2
+    exit 2
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mroce-faults.XXXXXX") || exit 2
+agent_pid=
+cleanup() {
+    if [ -n "$agent_pid" ]; then
+        kill "$agent_pid" 2>/dev/null
+        wait "$agent_pid" 2>/dev/null
+    fi
+    if [ "${MROCE_FAULTS_KEEP:-0}" != 1 ]; then
+        rm -rf "$tmp"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 2' INT TERM
+
+have_timeout=0
+command -v timeout >/dev/null 2>&1 && have_timeout=1
+
+# start_agent NAME: starts the agent (fault NAME, or none if empty) and sets
+# ctl and udp from its READY line.
+start_agent() {
+    ready=$tmp/$1.ready
+    : > "$ready"
+    if [ -n "$1" ] && [ "$1" != baseline ]; then
+        "$agent" --control 127.0.0.1:0 --udp 127.0.0.1:0 --fault "$1" \
+            > "$ready" 2> "$tmp/$1.agent.log" &
+    else
+        "$agent" --control 127.0.0.1:0 --udp 127.0.0.1:0 \
+            > "$ready" 2> "$tmp/$1.agent.log" &
+    fi
+    agent_pid=$!
+    i=0
+    while [ $i -lt 200 ]; do
+        if grep -q '^READY ' "$ready" 2>/dev/null; then
+            line=$(grep '^READY ' "$ready")
+            ctl=$(echo "$line" | sed -n 's/.*control=\([^ ]*\).*/\1/p')
+            udp=$(echo "$line" | sed -n 's/.*udp=\([^ ]*\).*/\1/p')
+            return 0
+        fi
+        if ! kill -0 "$agent_pid" 2>/dev/null; then
+            break
+        fi
+        sleep 0.05
+        i=$((i + 1))
+    done
+    echo "run_faults: agent for '$1' did not start:" >&2
+    cat "$tmp/$1.agent.log" >&2
+    return 1
+}
+
+agent_status=0
+stop_agent() {
+    kill "$agent_pid" 2>/dev/null
+    wait "$agent_pid" 2>/dev/null
+    agent_status=$?
+    agent_pid=
+}
+
+# run_suite NAME: one tester run against a fresh agent; TAP in NAME.tap.
+run_suite() {
+    start_agent "$1" || return 2
+    if [ $have_timeout = 1 ]; then
+        # shellcheck disable=SC2086
+        timeout "$limit" "$tester" --agent "$ctl" --udp "$udp" --tap $extra \
+            > "$tmp/$1.tap" 2> "$tmp/$1.log"
+    else
+        # shellcheck disable=SC2086
+        "$tester" --agent "$ctl" --udp "$udp" --tap $extra \
+            > "$tmp/$1.tap" 2> "$tmp/$1.log"
+    fi
+    rc=$?
+    stop_agent
+    return $rc
+}
+
+# Names of the failed cases in a TAP file (TODO lines do not count).
+failed_cases() {
+    grep '^not ok' "$1" | grep -v '# *TODO' |
+        sed -e 's/^not ok *[0-9]* *-* *//' -e 's/ *#.*$//'
+}
+
+flaky=
+attempt=1
+while :; do
+    run_suite baseline
+    base_rc=$?
+    if [ $base_rc -eq 0 ] && [ "$agent_status" -ne 0 ]; then
+        echo "run_faults: the agent exited $agent_status after the baseline run:"
+        tail -n 20 "$tmp/baseline.agent.log" | sed 's/^/  agent: /'
+        exit 1
+    fi
+    [ $base_rc -eq 0 ] && break
+    echo "run_faults: baseline attempt $attempt failed (exit $base_rc):"
+    failed_cases "$tmp/baseline.tap" | sed 's/^/  failed: /'
+    flaky="$flaky $(failed_cases "$tmp/baseline.tap" | tr '\n' ' ')"
+    if [ $attempt -ge 3 ]; then
+        tail -n 5 "$tmp/baseline.log" | sed 's/^/  log: /'
+        echo "run_faults: the suite does not pass without a fault"
+        exit 1
+    fi
+    attempt=$((attempt + 1))
+done
+nbase=$(grep -c '^ok' "$tmp/baseline.tap")
+echo "run_faults: baseline passes ($nbase cases)"
+flaky=$(echo "$flaky" | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ')
+if [ -n "$flaky" ]; then
+    echo "run_faults: flaky without a fault, never counted as a catch: $flaky"
+fi
+
+# Failed cases of a fault run, minus the flaky ones.
+catching_cases() {
+    for c in $(failed_cases "$1"); do
+        case " $flaky " in
+        *" $c "*) ;;
+        *) printf '%s ' "$c" ;;
+        esac
+    done
+}
+
+caught=0
+missed=0
+missed_list=
+for f in $faults; do
+    run_suite "$f"
+    rc=$?
+    note=
+    [ "$agent_status" -ne 0 ] && note=" (the agent exited $agent_status)"
+    cases=$(catching_cases "$tmp/$f.tap" | sed 's/ *$//')
+    n=0
+    [ -n "$cases" ] && n=$(echo "$cases" | wc -w)
+    if [ $rc -ne 0 ] && [ "$n" -gt 0 ]; then
+        caught=$((caught + 1))
+        echo "fault $f: caught by $n case(s): $cases$note"
+    else
+        missed=$((missed + 1))
+        missed_list="$missed_list $f"
+        if [ $rc -ne 0 ]; then
+            echo "fault $f: NOT CAUGHT (suite exited $rc without a failed case)$note"
+            tail -n 3 "$tmp/$f.log" | sed 's/^/  log: /'
+        else
+            echo "fault $f: NOT CAUGHT (every case passed)$note"
+        fi
+    fi
+done
+
+total=$((caught + missed))
+echo "run_faults: $caught of $total faults caught${missed_list:+; missed:$missed_list}"
+if [ "${MROCE_FAULTS_KEEP:-0}" = 1 ]; then
+    echo "run_faults: TAP and logs kept in $tmp"
+fi
+[ $missed -eq 0 ]

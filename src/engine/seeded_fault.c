@@ -1,0 +1,121 @@
+/*
+ * seeded_fault.c - the selected seeded fault (see seeded_fault.h).
+ *
+ * Compiled into the engine of every build, but empty unless
+ * MROCE_SEEDED_FAULTS is defined: only the fault build used by
+ * mroce-conform-agent-faults gets the global and the selection function.
+ * No OS or libc calls (the engine's rule), so names are compared by hand.
+ */
+#include "seeded_fault.h"
+
+#ifdef MROCE_SEEDED_FAULTS
+
+#include "engine_int.h"
+
+int mroce_seeded_fault_active = MROCE_SF_NONE;
+
+static const char *const fault_names[MROCE_SF_COUNT] = {
+    "none",
+#define MROCE_X_NAME(id, name) name,
+    MROCE_SEEDED_FAULT_LIST(MROCE_X_NAME)
+#undef MROCE_X_NAME
+};
+
+static int same(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+int mroce_seeded_fault_select(const char *name)
+{
+    if (!name || !*name) {
+        mroce_seeded_fault_active = MROCE_SF_NONE;
+        return MROCE_SF_NONE;
+    }
+    for (int i = 0; i < MROCE_SF_COUNT; i++)
+        if (same(name, fault_names[i])) {
+            mroce_seeded_fault_active = i;
+            return i;
+        }
+    return -1;
+}
+
+const char *mroce_seeded_fault_name(int i)
+{
+    return i >= 1 && i < MROCE_SF_COUNT ? fault_names[i] : 0;
+}
+
+/* atomic_twice: run a duplicated FETCH_ADD / CMP_SWAP on memory again,
+ * instead of only replaying the kept result (violates SEM-13, REL-8). */
+static void dup_atomic(mroce_qp *qp, const struct mroce_pkt *pkt)
+{
+    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    uint8_t code = 0;
+    if (h->raddr & 7)
+        return;
+    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey,
+                                         h->raddr, MROCE_ATOMIC_LEN,
+                                         MROCE_ACCESS_REMOTE_ATOMIC, &code);
+    if (!mr)
+        return;
+    uint8_t *t = mr->addr + (h->raddr - (uint64_t)(uintptr_t)mr->addr);
+    uint64_t old, nv;
+    memcpy(&old, t, 8);
+    nv = old;
+    if (pkt->base.opcode == MROCE_OP_FETCH_ADD)
+        nv = old + pkt->u.rq.atomic.swap_add;
+    else if (old == pkt->u.rq.atomic.compare)
+        nv = pkt->u.rq.atomic.swap_add;
+    memcpy(t, &nv, 8);
+}
+
+/* dup_send_twice: deliver a duplicated SEND packet again, into the oldest
+ * receive no packet has bound yet (violates REL-8). */
+static void dup_send(mroce_qp *qp, const struct mroce_pkt *pkt)
+{
+    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
+        struct mroce_rwqe *r = &qp->rq[i & qp->rq_mask];
+        if (r->started)
+            continue;
+        if (h->msg_len > r->capacity)
+            return;
+        r->started = 1;
+        r->msg_len = h->msg_len;
+        r->last_psn = pkt->base.psn;
+        mroce_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
+                          pkt->payload_len);
+        if (pkt->base.flags & MROCE_F_IMM) {
+            r->has_imm = 1;
+            r->imm = h->imm;
+        }
+        r->placed += pkt->payload_len;
+        if (r->placed >= r->msg_len) {
+            r->done = 1;
+            r->status = MROCE_WC_SUCCESS;
+        }
+        mroce_resp_complete_recvs(qp);
+        return;
+    }
+}
+
+void mroce_seeded_fault_dup(struct mroce_qp *qp, const struct mroce_pkt *pkt)
+{
+    unsigned op = pkt->base.opcode;
+    if (MROCE_SEEDED_FAULT(ATOMIC_TWICE) &&
+        (op == MROCE_OP_FETCH_ADD || op == MROCE_OP_CMP_SWAP))
+        dup_atomic(qp, pkt);
+    if (MROCE_SEEDED_FAULT(DUP_SEND_TWICE) && op == MROCE_OP_SEND)
+        dup_send(qp, pkt);
+}
+
+#else
+
+/* Normal builds: nothing (ISO C wants a declaration in every file). */
+typedef int mroce_seeded_fault_unused;
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * seeded_fault.h - deliberate spec violations for the conformance suite's
+ * self-test (docs/spec/conformance-agent.md section 5, conform/README.md).
+ *
+ * The suite must be able to fail.  A second copy of the codec, engine and
+ * library, compiled with -DMROCE_SEEDED_FAULTS=1, lets the conformance
+ * agent (mroce-conform-agent-faults --fault NAME) switch on exactly one of
+ * the faults below; each is an `if (MROCE_SEEDED_FAULT(ID))` at the place
+ * where the requirement it breaks is enforced.  In every normal build the
+ * macro is the constant 0, the compiler drops those branches, and nothing
+ * here defines a symbol: the standard libraries carry no fault code
+ * (tests/check_engine_symbols.sh and conform/agent.cmake check that).
+ *
+ * The list is an X-macro: X(ID, "name").  What each one does and which
+ * requirement it violates is documented in conform/README.md.
+ */
+#ifndef MROCE_SEEDED_FAULT_H
+#define MROCE_SEEDED_FAULT_H
+
+#define MROCE_SEEDED_FAULT_LIST(X)                \
+    X(CRC_SKIP, "crc_skip")                       \
+    X(VERSION_ANY, "version_any")                 \
+    X(TOKEN_ANY, "token_any")                     \
+    X(ACK_BEFORE_PLACE, "ack_before_place")       \
+    X(ACK_UNRECEIVED, "ack_unreceived")           \
+    X(SACK_OFF_BY_ONE, "sack_off_by_one")         \
+    X(ATOMIC_TWICE, "atomic_twice")               \
+    X(DUP_SEND_TWICE, "dup_send_twice")           \
+    X(DUP_NO_FLAG, "dup_no_flag")                 \
+    X(WRITE_PAST_END, "write_past_end")           \
+    X(IGNORE_ACCESS, "ignore_access")             \
+    X(NAK_WRONG_CODE, "nak_wrong_code")           \
+    X(NAK_SILENT, "nak_silent")                   \
+    X(ENTROPY_NO_ECHO, "entropy_no_echo")         \
+    X(ECN_IGNORE, "ecn_ignore")                   \
+    X(ACK_DELAY_LONG, "ack_delay_long")           \
+    X(WINDOW_ANY, "window_any")
+
+#ifdef MROCE_SEEDED_FAULTS
+
+enum mroce_seeded_fault {
+    MROCE_SF_NONE = 0,
+#define MROCE_X_ENUM(id, name) MROCE_SF_##id,
+    MROCE_SEEDED_FAULT_LIST(MROCE_X_ENUM)
+#undef MROCE_X_ENUM
+    MROCE_SF_COUNT
+};
+
+/* The one fault in effect (MROCE_SF_NONE: behave correctly).  Set once,
+ * before the engine runs, by mroce_seeded_fault_select(). */
+extern int mroce_seeded_fault_active;
+
+#define MROCE_SEEDED_FAULT(id) (mroce_seeded_fault_active == MROCE_SF_##id)
+
+/* Select the fault called name ("" or "none": no fault).  Returns its
+ * number (>= 0), or -1 if no fault has that name. */
+int mroce_seeded_fault_select(const char *name);
+/* Name of fault i, 1 <= i < MROCE_SF_COUNT; NULL otherwise. */
+const char *mroce_seeded_fault_name(int i);
+
+/* The responder's duplicate path: atomic_twice executes a duplicated
+ * atomic again, dup_send_twice delivers a duplicated SEND into the next
+ * receive (seeded_fault.c). */
+struct mroce_qp;
+struct mroce_pkt;
+void mroce_seeded_fault_dup(struct mroce_qp *qp, const struct mroce_pkt *pkt);
+#define MROCE_SEEDED_FAULT_DUP(qp, pkt) mroce_seeded_fault_dup(qp, pkt)
+
+#else
+
+#define MROCE_SEEDED_FAULT(id) 0
+#define MROCE_SEEDED_FAULT_DUP(qp, pkt) ((void)0)
+
+#endif
+#endif /* MROCE_SEEDED_FAULT_H */
