@@ -6,8 +6,12 @@ set -e
 need=""
 # The namespace fabric scenarios (fabric/) need iproute2, nftables,
 # bpftool, linux-libc-dev (BPF headers) and iputils-ping.
+# libfabric-dev builds the libfabric provider (prov/); Open MPI (mpicc,
+# mpirun) and libfabric's tools (fi_info, fi_pingpong) run its tests
+# (tests/mpi, prov/).
 for p in cmake make gcc clang libclang-rt-14-dev tshark iproute2 nftables \
-         bpftool linux-libc-dev iputils-ping; do
+         bpftool linux-libc-dev iputils-ping openmpi-bin libopenmpi-dev \
+         libfabric-bin libfabric-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -1,0 +1,268 @@
+/*
+ * mroce_conn.c - peers and their QPs: RDM over MetaRoCE's connected QPs.
+ *
+ * Active side: the first send to an fi_addr creates a QP, starts the
+ * handshake (mroce_connect_start, non-blocking) to the peer's name (its
+ * device's IP and UDP port) and at once posts a HELLO carrying our own
+ * name, then the message itself: libmroce queues work on a connecting QP
+ * and sends it once connected, so nothing waits in the provider.  If the
+ * handshake fails, the queued work completes with errors (flushed) and the
+ * next send to that peer connects again.
+ *
+ * Passive side: each endpoint keeps MFI_LISTENERS QPs listening (libmroce
+ * gives a CONNECT_REQ to the oldest listener), each with bounce buffers
+ * already posted, so an accepted QP can receive at once.  When a listener
+ * turns out to be connected (its first receive completes, or a periodic
+ * check sees it leave LISTEN), a fresh listener replaces it.  The HELLO,
+ * always the first message on the QP, tells which peer it belongs to; the
+ * acceptor also sends on that QP if it has none of its own to the peer,
+ * so a pair of endpoints usually shares one QP.  If both connect at once,
+ * each keeps sending on its own QP: messages from one side still travel
+ * one QP, which keeps them in order.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mroce_fi.h"
+
+struct mfi_conn *mfi_conn_by_qpn(struct mfi_ep *ep, uint32_t qpn)
+{
+    if (ep->qpn_cache && ep->qpn_cache->qpn == qpn)
+        return ep->qpn_cache;
+    for (struct mfi_conn *c = ep->conns; c; c = c->next)
+        if (c->qpn == qpn)
+            return ep->qpn_cache = c;
+    return NULL;
+}
+
+/* A QP with bounce buffers posted, linked into ep->conns. */
+static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
+{
+    struct mfi_domain *d = ep->dom;
+    struct mfi_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        *err = -FI_ENOMEM;
+        return NULL;
+    }
+    struct mroce_vqp_init_attr a;
+    mroce_vqp_init_attr_default(&a);
+    a.send_cq = a.recv_cq = d->cq;
+    /* Sends, rendezvous READs and control messages share the send queue;
+     * the endpoint's tx size bounds what the application can post. */
+    a.eng.max_send_wr = 2 * MFI_TX_SIZE;
+    a.eng.max_recv_wr = (uint32_t)mfi_param.rx_depth;
+    a.eng.mtu = (uint16_t)mfi_param.mtu;
+    a.eng.npaths = (uint16_t)mfi_param.paths;
+    a.eng.rnr_retry = (uint8_t)mfi_param.rnr_retry;
+    a.eng.retry_cnt = (uint8_t)mfi_param.retry_cnt;
+    a.eng.handshake_timeout = (mroce_tstamp)mfi_param.conn_timeout * 1000000ull;
+    if (mfi_param.cc && !strcmp(mfi_param.cc, "none"))
+        a.eng.cc_algo = MROCE_CC_NONE;
+    int rc = mroce_create_qp(d->pd, &a, &c->qp);
+    if (rc < 0) {
+        MFI_WARN(FI_LOG_EP_CTRL, "cannot create a QP: %s\n",
+                 mroce_lib_strerror(rc));
+        free(c);
+        *err = mfi_errno(rc);
+        return NULL;
+    }
+    c->qpn = mroce_vqp_num(c->qp);
+    c->next = ep->conns;
+    ep->conns = c;
+    for (int i = 0; i < mfi_param.rx_depth; i++) {
+        struct mfi_buf *b = mfi_buf_get(ep, 1);
+        if (!b || mfi_buf_post_rx(ep, c, b) < 0) {
+            c->rx_owed++;
+            if (b == NULL)
+                break;
+        }
+    }
+    return c;
+}
+
+int mfi_conn_listen(struct mfi_ep *ep)
+{
+    int live = 0, err = 0;
+    for (struct mfi_conn *c = ep->conns; c; c = c->next) {
+        if (!c->listening)
+            continue;
+        enum mroce_qp_state st = mroce_vqp_state(c->qp);
+        if (st == MROCE_QPS_LISTEN) {
+            live++;
+        } else {
+            c->listening = 0; /* accepted (or failed) */
+            if (st == MROCE_QPS_ERROR)
+                c->dead = 1;
+        }
+    }
+    while (live < MFI_LISTENERS) {
+        struct mfi_conn *c = conn_new(ep, &err);
+        if (!c)
+            return err;
+        int rc = mroce_listen(c->qp);
+        if (rc < 0) {
+            c->dead = 1;
+            return mfi_errno(rc);
+        }
+        c->listening = 1;
+        live++;
+    }
+    return 0;
+}
+
+static struct mfi_peer *peer_find(struct mfi_ep *ep, const struct sockaddr *sa)
+{
+    for (struct mfi_peer *p = ep->peers; p; p = p->next)
+        if (mfi_sa_equal((const struct sockaddr *)&p->addr, sa))
+            return p;
+    return NULL;
+}
+
+static struct mfi_peer *peer_new(struct mfi_ep *ep, const struct sockaddr *sa)
+{
+    struct mfi_peer *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->len = mfi_sa_len(sa);
+    memcpy(&p->addr, sa, p->len);
+    p->fi_addr = FI_ADDR_NOTAVAIL;
+    p->av_gen = ep->av ? ep->av->gen - 1 : 0; /* resolve on first use */
+    p->next = ep->peers;
+    ep->peers = p;
+    return p;
+}
+
+struct mfi_peer *mfi_conn_peer(struct mfi_ep *ep, fi_addr_t a, int *err)
+{
+    if (a < ep->by_fiaddr_n && ep->by_fiaddr[a])
+        return ep->by_fiaddr[a];
+    const struct mfi_av_ent *e = mfi_av_get(ep->av, a);
+    if (!e) {
+        *err = -FI_EINVAL;
+        return NULL;
+    }
+    const struct sockaddr *sa = (const struct sockaddr *)&e->addr;
+    struct mfi_peer *p = peer_find(ep, sa);
+    if (!p && !(p = peer_new(ep, sa))) {
+        *err = -FI_ENOMEM;
+        return NULL;
+    }
+    if (a >= ep->by_fiaddr_n) {
+        size_t n = ep->by_fiaddr_n ? ep->by_fiaddr_n : 64;
+        while (n <= a)
+            n *= 2;
+        struct mfi_peer **t = realloc(ep->by_fiaddr, n * sizeof(*t));
+        if (!t) {
+            *err = -FI_ENOMEM;
+            return NULL;
+        }
+        memset(t + ep->by_fiaddr_n, 0, (n - ep->by_fiaddr_n) * sizeof(*t));
+        ep->by_fiaddr = t;
+        ep->by_fiaddr_n = n;
+    }
+    ep->by_fiaddr[a] = p;
+    return p;
+}
+
+struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
+{
+    if (p->tx && !p->tx->dead)
+        return p->tx;
+    char host[INET6_ADDRSTRLEN];
+    uint16_t port;
+    if (p->addr.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const void *)&p->addr;
+        inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
+        port = ntohs(s->sin6_port);
+    } else {
+        const struct sockaddr_in *s = (const void *)&p->addr;
+        inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
+        port = ntohs(s->sin_port);
+    }
+    struct mfi_conn *c = conn_new(ep, err);
+    if (!c)
+        return NULL;
+    int rc = mroce_connect_start(c->qp, host, port, 0);
+    if (rc < 0) {
+        MFI_WARN(FI_LOG_EP_CTRL, "connect to %s:%u: %s\n", host, port,
+                 mroce_lib_strerror(rc));
+        c->dead = 1;
+        *err = mfi_errno(rc);
+        return NULL;
+    }
+    c->peer = p;
+    p->tx = c;
+    rc = mfi_send_ctrl(ep, c, MFI_PKT_HELLO, &ep->dom->addr, ep->dom->addrlen);
+    if (rc < 0) {
+        /* The handshake already failed (an ICMP error can come back
+         * before this line when another thread drives the device). */
+        mfi_conn_failed(ep, c);
+        *err = rc == -FI_EOPBADSTATE ? -FI_EHOSTUNREACH : rc;
+        return NULL;
+    }
+    return c;
+}
+
+void mfi_conn_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
+                    size_t len)
+{
+    struct sockaddr_storage ss = {0};
+    if (len < sizeof(struct sockaddr_in) || len > sizeof(ss))
+        return;
+    memcpy(&ss, name, len);
+    const struct sockaddr *sa = (const struct sockaddr *)&ss;
+    if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+        return;
+    struct mfi_peer *p = peer_find(ep, sa);
+    if (!p && !(p = peer_new(ep, sa)))
+        return;
+    c->peer = p;
+    c->listening = 0;
+    if (!p->tx || p->tx->dead)
+        p->tx = c; /* answer on the peer's QP rather than open another */
+}
+
+fi_addr_t mfi_conn_src(struct mfi_ep *ep, struct mfi_conn *c)
+{
+    struct mfi_peer *p = c ? c->peer : NULL;
+    if (!p || !ep->av)
+        return FI_ADDR_NOTAVAIL;
+    if (p->av_gen != ep->av->gen) {
+        p->fi_addr = mfi_av_find(ep->av, (const struct sockaddr *)&p->addr,
+                                 p->len);
+        p->av_gen = ep->av->gen;
+    }
+    return p->fi_addr;
+}
+
+void mfi_conn_failed(struct mfi_ep *ep, struct mfi_conn *c)
+{
+    if (c->dead)
+        return;
+    c->dead = 1;
+    c->listening = 0;
+    if (c->peer && c->peer->tx == c)
+        c->peer->tx = NULL;
+    /* Flush whatever is still queued so it completes (with errors). */
+    mroce_modify_qp_error(c->qp);
+    mfi_msg_conn_failed(ep, c);
+}
+
+void mfi_conn_close_all(struct mfi_ep *ep)
+{
+    while (ep->conns) {
+        struct mfi_conn *c = ep->conns;
+        ep->conns = c->next;
+        mroce_destroy_qp(c->qp);
+        free(c);
+    }
+    ep->qpn_cache = NULL;
+    while (ep->peers) {
+        struct mfi_peer *p = ep->peers;
+        ep->peers = p->next;
+        free(p);
+    }
+}

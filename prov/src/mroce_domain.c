@@ -1,0 +1,286 @@
+/*
+ * mroce_domain.c - the domain: one libmroce device (a UDP port on the
+ * local address the fi_info names), its protection domain and the one
+ * libmroce completion queue that all of the device's QPs report to.
+ *
+ * Port choice: libmroce devices listen on a fixed port (no port 0), so a
+ * domain without a port in its source address tries ports from
+ * FI_MROCE_PORT_BASE (or a random point in 20000-59999) until one is free;
+ * that port is the endpoint's name.
+ *
+ * Progress: FI_PROGRESS_MANUAL runs the protocol inside the application's
+ * calls (CQ reads above all; the device itself is in libmroce's APP mode).
+ * FI_PROGRESS_AUTO adds one thread per domain that sleeps in
+ * mroce_cq_wait() (which drives the device while waiting) and handles
+ * completions under the domain lock, so rendezvous reads, FINs and
+ * unexpected messages move while the application computes.
+ *
+ * Even with FI_PROGRESS_MANUAL the transport must stay alive while the
+ * application is away (fi_pingpong, between sizes, sits in a TCP read
+ * for a long while; an MPI rank computes): the peer's retransmissions
+ * need ACKs (after retry_cnt unanswered timeouts its QP fails), and its
+ * SENDs need receive buffers (after rnr_retry RNR rounds of 20 us, ~5 ms,
+ * they fail).  So a light keeper thread, when no progress call has come
+ * for two of its periods (FI_MROCE_KEEPER_US, 500 us; 0 turns it off),
+ * runs one progress pass itself: under the domain
+ * lock if it is free (trylock: it never waits for the application), else
+ * libmroce alone.  It costs nothing while the application polls.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mroce_fi.h"
+
+/* The keeper wakes every FI_MROCE_KEEPER_US and acts after twice that
+ * without a progress call from the application. */
+
+uint64_t mfi_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *keeper_thread(void *arg)
+{
+    struct mfi_domain *d = arg;
+    uint64_t period = (uint64_t)mfi_param.keeper_us * 1000ull;
+    struct timespec ts = {(time_t)(period / 1000000000ull),
+                          (long)(period % 1000000000ull)};
+    while (!atomic_load(&d->stop)) {
+        nanosleep(&ts, NULL);
+        if (mfi_now_ns() - atomic_load(&d->last_progress) <= 2 * period)
+            continue;
+        /* The application is away: run the protocol (repost receive
+         * buffers, take unexpected messages, answer rendezvous) if the
+         * domain is free, else at least the transport. */
+        if (pthread_mutex_trylock(&d->lock) == 0) {
+            mfi_domain_progress(d);
+            mfi_unlock(d);
+            /* libmroce holds back the ACKs of a round until the next call
+             * (the application usually answers at once); nobody will
+             * answer now, so make that next call. */
+            mroce_device_progress(d->dev);
+        } else {
+            while (mroce_device_progress(d->dev) > 0 && !atomic_load(&d->stop)) {
+            }
+        }
+    }
+    return NULL;
+}
+
+void mfi_domain_progress(struct mfi_domain *d)
+{
+    atomic_store_explicit(&d->last_progress, mfi_now_ns(),
+                          memory_order_relaxed);
+    if (d->ep && d->ep->enabled)
+        mfi_ep_progress(d->ep);
+}
+
+static void *progress_thread(void *arg)
+{
+    struct mfi_domain *d = arg;
+    while (!atomic_load(&d->stop)) {
+        /* Wait outside the lock: libmroce drives the device meanwhile. */
+        int rc = mroce_cq_wait(d->cq, 1);
+        mfi_lock(d);
+        mfi_domain_progress(d);
+        mfi_unlock(d);
+        if (rc < 0)
+            usleep(1000);
+    }
+    return NULL;
+}
+
+static int domain_close(struct fid *fid)
+{
+    struct mfi_domain *d = (struct mfi_domain *)fid;
+    if (d->refs)
+        return -FI_EBUSY;
+    if (d->thread_on) {
+        atomic_store(&d->stop, 1);
+        pthread_join(d->thread, NULL);
+    }
+    mroce_device_close(d->dev); /* and everything on it */
+    d->fab->refs--;
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    return 0;
+}
+
+static struct fi_ops domain_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = domain_close,
+    .bind = mfi_no_bind,
+    .control = mfi_no_control,
+    .ops_open = mfi_no_ops_open,
+};
+
+static int no_cntr(struct fid_domain *domain, struct fi_cntr_attr *attr,
+                   struct fid_cntr **cntr, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_poll(struct fid_domain *domain, struct fi_poll_attr *attr,
+                   struct fid_poll **pollset)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_sep(struct fid_domain *domain, struct fi_info *info,
+                  struct fid_ep **sep, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_stx(struct fid_domain *domain, struct fi_tx_attr *attr,
+                  struct fid_stx **stx, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_srx(struct fid_domain *domain, struct fi_rx_attr *attr,
+                  struct fid_ep **rx_ep, void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int no_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+                     enum fi_op op, struct fi_atomic_attr *attr,
+                     uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_domain domain_ops = {
+    .size = sizeof(struct fi_ops_domain),
+    .av_open = mfi_av_open,
+    .cq_open = mfi_cq_open,
+    .endpoint = mfi_ep_open,
+    .scalable_ep = no_sep,
+    .cntr_open = no_cntr,
+    .poll_open = no_poll,
+    .stx_ctx = no_stx,
+    .srx_ctx = no_srx,
+    .query_atomic = no_atomic,
+};
+
+static struct fi_ops_mr domain_mr_ops = {
+    .size = sizeof(struct fi_ops_mr),
+    .reg = mfi_mr_reg,
+    .regv = mfi_mr_regv,
+    .regattr = mfi_mr_regattr,
+};
+
+/* Opens the device on addr's IP and port (a free one if addr's port is 0)
+ * and stores the name in d->addr. */
+static int open_device(struct mfi_domain *d, const struct sockaddr *sa)
+{
+    char ip[INET6_ADDRSTRLEN];
+    uint16_t port;
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const void *)sa;
+        inet_ntop(AF_INET6, &s->sin6_addr, ip, sizeof(ip));
+        port = ntohs(s->sin6_port);
+    } else {
+        const struct sockaddr_in *s = (const void *)sa;
+        inet_ntop(AF_INET, &s->sin_addr, ip, sizeof(ip));
+        port = ntohs(s->sin_port);
+    }
+    struct mroce_device_attr a;
+    mroce_device_attr_default(&a);
+    a.local_addr = ip;
+    a.src_port_count = (uint16_t)mfi_param.paths;
+    a.progress = MROCE_PROGRESS_APP;
+    int rc = MROCE_EADDR;
+    if (port) {
+        a.port = port;
+        rc = mroce_device_open(&a, &d->dev);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        unsigned seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() * 2654435761u;
+        unsigned base = mfi_param.port_base
+                            ? (unsigned)mfi_param.port_base
+                            : 20000 + seed % 40000;
+        for (unsigned i = 0; i < 200 && rc == MROCE_EADDR; i++) {
+            a.port = (uint16_t)(base + i * 7);
+            if (a.port < 1024)
+                continue;
+            rc = mroce_device_open(&a, &d->dev);
+        }
+    }
+    if (rc < 0) {
+        MFI_WARN(FI_LOG_DOMAIN, "cannot open a MetaRoCE device on %s: %s\n",
+                 ip, mroce_lib_strerror(rc));
+        return rc == MROCE_EADDR ? -FI_EADDRNOTAVAIL : -FI_EIO;
+    }
+    memcpy(&d->addr, sa, mfi_sa_len(sa));
+    d->addrlen = mfi_sa_len(sa);
+    port = mroce_device_port(d->dev);
+    if (sa->sa_family == AF_INET6)
+        ((struct sockaddr_in6 *)&d->addr)->sin6_port = htons(port);
+    else
+        ((struct sockaddr_in *)&d->addr)->sin_port = htons(port);
+    return 0;
+}
+
+int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                    struct fid_domain **dom, void *context)
+{
+    if (!info || !info->src_addr)
+        return -FI_EINVAL;
+    if (info->domain_attr && info->domain_attr->name &&
+        strcmp(info->domain_attr->name, MFI_NAME))
+        return -FI_EINVAL;
+    struct mfi_domain *d = calloc(1, sizeof(*d));
+    if (!d)
+        return -FI_ENOMEM;
+    pthread_mutex_init(&d->lock, NULL);
+    d->fab = (struct mfi_fabric *)fabric;
+    d->addr_format = info->addr_format;
+    d->threading = info->domain_attr ? info->domain_attr->threading
+                                     : FI_THREAD_SAFE;
+    d->data_progress = info->domain_attr ? info->domain_attr->data_progress
+                                         : FI_PROGRESS_MANUAL;
+    d->mr_mode = info->domain_attr ? info->domain_attr->mr_mode : 0;
+    int rc = open_device(d, info->src_addr);
+    if (rc)
+        goto fail;
+    if ((rc = mroce_pd_alloc(d->dev, &d->pd)) < 0 ||
+        (rc = mroce_create_cq(d->dev, MFI_CQ_DEPTH, &d->cq)) < 0) {
+        mroce_device_close(d->dev);
+        rc = -FI_ENOMEM;
+        goto fail;
+    }
+    atomic_store(&d->last_progress, mfi_now_ns());
+    {
+        void *(*fn)(void *) = d->data_progress == FI_PROGRESS_AUTO
+                                  ? progress_thread
+                                  : mfi_param.keeper_us ? keeper_thread : NULL;
+        if (fn && pthread_create(&d->thread, NULL, fn, d)) {
+            mroce_device_close(d->dev);
+            rc = -FI_ENOMEM;
+            goto fail;
+        }
+        d->thread_on = fn != NULL;
+    }
+    d->dom.fid.fclass = FI_CLASS_DOMAIN;
+    d->dom.fid.context = context;
+    d->dom.fid.ops = &domain_fi_ops;
+    d->dom.ops = &domain_ops;
+    d->dom.mr = &domain_mr_ops;
+    d->fab->refs++;
+    *dom = &d->dom;
+    return 0;
+fail:
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    return rc;
+}

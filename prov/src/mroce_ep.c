@@ -1,0 +1,555 @@
+/*
+ * mroce_ep.c - the RDM endpoint: binding to an AV and CQs, enabling
+ * (which starts the listening QPs), the name, cancel, close; the bounce
+ * buffer pool; and progress, which turns libmroce completions into
+ * protocol steps (mroce_msg.c, mroce_rma.c) and CQ entries.
+ *
+ * A libmroce work request's wr_id points at either a bounce buffer or a
+ * request (struct mfi_op); both start with a kind byte, so one shared CQ
+ * serves every QP of the device.
+ *
+ * Bounce buffers (header + eager size each) come in registered slabs of
+ * MFI_BUF_SLAB.  Each QP keeps rx_depth of them posted.  A buffer that
+ * receives an unexpected message stays with the message (no copy) and the
+ * QP gets a fresh one, until unexp_max buffers hold unexpected messages:
+ * from then on the QP is owed a buffer instead, its posted receives run
+ * down, and the sender meets RNR NAKs (back-pressure) until receives
+ * consume the backlog.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mroce_fi.h"
+
+/* --- requests --- */
+
+struct mfi_op *mfi_op_get(struct mfi_ep *ep)
+{
+    struct mfi_op *op = ep->op_free, *all;
+    if (op) {
+        ep->op_free = op->next;
+        all = op->all_next;
+    } else {
+        if (!(op = malloc(sizeof(*op))))
+            return NULL;
+        all = ep->all_ops;
+        ep->all_ops = op;
+    }
+    memset(op, 0, sizeof(*op));
+    op->all_next = all;
+    op->kind = MFI_WR_OP;
+    op->ep = ep;
+    return op;
+}
+
+void mfi_op_put(struct mfi_ep *ep, struct mfi_op *op)
+{
+    mfi_op_dereg(op);
+    free(op->copy);
+    op->copy = NULL;
+    op->next = ep->op_free;
+    ep->op_free = op;
+}
+
+int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
+               uint32_t *lkey, uint32_t *rkey)
+{
+    if (op->nmr == MFI_IOV_LIMIT)
+        return -FI_EINVAL;
+    mroce_vmr *mr;
+    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_READ;
+    int rc = mroce_reg_mr(ep->dom->pd, addr, len ? len : 1, acc, &mr);
+    if (rc < 0)
+        return mfi_errno(rc);
+    op->mr[op->nmr++] = mr;
+    if (lkey)
+        *lkey = mroce_vmr_lkey(mr);
+    if (rkey)
+        *rkey = mroce_vmr_rkey(mr);
+    return 0;
+}
+
+void mfi_op_dereg(struct mfi_op *op)
+{
+    for (int i = 0; i < op->nmr; i++)
+        mroce_dereg_mr(op->mr[i]);
+    op->nmr = 0;
+}
+
+static struct mfi_cq *op_cq(struct mfi_ep *ep, struct mfi_op *op)
+{
+    return op->type == MFI_OP_RECV || op->type == MFI_OP_RNDV_READ
+               ? ep->rx_cq
+               : ep->tx_cq;
+}
+
+static int is_tx(const struct mfi_op *op)
+{
+    return op->type == MFI_OP_SEND || op->type == MFI_OP_READ ||
+           op->type == MFI_OP_WRITE;
+}
+
+void mfi_op_complete(struct mfi_ep *ep, struct mfi_op *op, size_t len,
+                     uint64_t data, uint64_t tag, fi_addr_t src)
+{
+    struct mfi_cq *cq = op_cq(ep, op);
+    if (cq && !op->nocomp)
+        mfi_cq_write(cq, op->context, op->cq_flags, len, NULL, data, tag, src);
+    if (is_tx(op))
+        ep->tx_inflight--;
+    else
+        ep->rx_posted_ops--;
+    mfi_op_put(ep, op);
+}
+
+void mfi_op_fail(struct mfi_ep *ep, struct mfi_op *op, int err, int prov,
+                 size_t len, size_t olen, fi_addr_t src)
+{
+    struct mfi_cq *cq = op_cq(ep, op);
+    if (cq)
+        mfi_cq_write_err(cq, op->context, op->cq_flags, len, NULL, op->data,
+                         op->tag, olen, err, prov, src);
+    if (is_tx(op))
+        ep->tx_inflight--;
+    else
+        ep->rx_posted_ops--;
+    mfi_op_put(ep, op);
+}
+
+int mfi_errno(int e)
+{
+    switch (e) {
+    case MROCE_EFULL: return -FI_EAGAIN;
+    case MROCE_ENOMEM: return -FI_ENOMEM;
+    case MROCE_ESTATE: return -FI_EOPBADSTATE;
+    case MROCE_EINVAL: case MROCE_EACCESS: case MROCE_ERANGE: return -FI_EINVAL;
+    case MROCE_EUNREACH: return -FI_EHOSTUNREACH;
+    case MROCE_ETIMEDOUT: return -FI_ETIMEDOUT;
+    default: return -FI_EIO;
+    }
+}
+
+size_t mfi_copy_to_iov(const struct iovec *iov, size_t n, const void *src,
+                       size_t len)
+{
+    size_t done = 0;
+    for (size_t i = 0; i < n && done < len; i++) {
+        size_t c = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
+        memcpy(iov[i].iov_base, (const char *)src + done, c);
+        done += c;
+    }
+    return done;
+}
+
+size_t mfi_copy_from_iov(void *dst, const struct iovec *iov, size_t n,
+                         size_t len)
+{
+    size_t done = 0;
+    for (size_t i = 0; i < n && done < len; i++) {
+        size_t c = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
+        memcpy((char *)dst + done, iov[i].iov_base, c);
+        done += c;
+    }
+    return done;
+}
+
+/* --- bounce buffers --- */
+
+static int grow_pool(struct mfi_ep *ep)
+{
+    if (ep->nslabs == ep->slab_cap) {
+        size_t cap = ep->slab_cap ? ep->slab_cap * 2 : 16;
+        struct mfi_slab *s = realloc(ep->slabs, cap * sizeof(*s));
+        if (!s)
+            return -FI_ENOMEM;
+        ep->slabs = s;
+        ep->slab_cap = cap;
+    }
+    struct mfi_slab *s = &ep->slabs[ep->nslabs];
+    s->data = aligned_alloc(64, MFI_BUF_SLAB * ep->buf_size);
+    s->meta = calloc(MFI_BUF_SLAB, sizeof(*s->meta));
+    if (!s->data || !s->meta ||
+        mroce_reg_mr(ep->dom->pd, s->data, MFI_BUF_SLAB * ep->buf_size,
+                     MROCE_ACCESS_LOCAL_WRITE, &s->mr) < 0) {
+        free(s->data);
+        free(s->meta);
+        return -FI_ENOMEM;
+    }
+    ep->nslabs++;
+    uint32_t lkey = mroce_vmr_lkey(s->mr);
+    for (int i = 0; i < MFI_BUF_SLAB; i++) {
+        struct mfi_buf *b = &s->meta[i];
+        b->data = s->data + (size_t)i * ep->buf_size;
+        b->lkey = lkey;
+        b->next = ep->rx_free;
+        ep->rx_free = b;
+    }
+    return 0;
+}
+
+struct mfi_buf *mfi_buf_get(struct mfi_ep *ep, int rx)
+{
+    if (!ep->rx_free && grow_pool(ep))
+        return NULL;
+    struct mfi_buf *b = ep->rx_free;
+    ep->rx_free = b->next;
+    b->next = NULL;
+    b->kind = rx ? MFI_WR_RXBUF : MFI_WR_TXBUF;
+    b->held = b->counted = 0;
+    b->conn = NULL;
+    b->op = NULL;
+    b->len = 0;
+    return b;
+}
+
+void mfi_buf_put(struct mfi_ep *ep, struct mfi_buf *b)
+{
+    b->next = ep->rx_free;
+    ep->rx_free = b;
+}
+
+int mfi_buf_post_rx(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b)
+{
+    b->kind = MFI_WR_RXBUF;
+    b->conn = c;
+    b->held = 0;
+    struct mroce_sge sge = {(uintptr_t)b->data, (uint32_t)ep->buf_size, b->lkey};
+    struct mroce_recv_wr wr = {.wr_id = (uintptr_t)b, .sg_list = &sge,
+                               .num_sge = 1};
+    int rc = mroce_post_recv(c->qp, &wr, NULL);
+    if (rc < 0) {
+        mfi_buf_put(ep, b);
+        return rc;
+    }
+    c->rx_posted++;
+    return 0;
+}
+
+void mfi_unexp_release(struct mfi_ep *ep, struct mfi_buf *b)
+{
+    if (b->held) {
+        b->held = 0;
+        ep->unexp_held--;
+        /* Back-pressure ends: the first QP owed a buffer gets this one. */
+        for (struct mfi_conn *c = ep->conns; c; c = c->next)
+            if (c->rx_owed && !c->dead) {
+                c->rx_owed--;
+                mfi_buf_post_rx(ep, c, b);
+                return;
+            }
+        mfi_buf_put(ep, b);
+        return;
+    }
+    /* Delivered straight from the QP: repost it there. */
+    struct mfi_conn *c = b->conn;
+    if (c && !c->dead)
+        mfi_buf_post_rx(ep, c, b);
+    else
+        mfi_buf_put(ep, b);
+}
+
+/* --- progress --- */
+
+static void handle_wc(struct mfi_ep *ep, const struct mroce_wc *wc)
+{
+    uint8_t kind = *(const uint8_t *)(uintptr_t)wc->wr_id;
+    if (wc->status != MROCE_WC_SUCCESS) {
+        struct mfi_conn *c = mfi_conn_by_qpn(ep, wc->qp_num);
+        if (c && !c->dead) {
+            if (wc->status != MROCE_WC_WR_FLUSH_ERR)
+                MFI_WARN(FI_LOG_EP_DATA, "QP 0x%x failed: %s\n", wc->qp_num,
+                         mroce_wc_status_str(wc->status));
+            mfi_conn_failed(ep, c);
+        }
+    }
+    if (kind == MFI_WR_RXBUF) {
+        struct mfi_buf *b = (struct mfi_buf *)(uintptr_t)wc->wr_id;
+        if (b->conn)
+            b->conn->rx_posted--;
+        if (wc->status != MROCE_WC_SUCCESS) {
+            mfi_buf_put(ep, b);
+            return;
+        }
+        if (b->conn && b->conn->listening)
+            mfi_conn_listen(ep); /* an accepted QP: replace the listener */
+        if (wc->opcode == MROCE_WC_RECV_WITH_IMM) {
+            mfi_rma_rx_imm(ep, b, wc);
+            return;
+        }
+        b->len = wc->byte_len;
+        mfi_msg_rx(ep, b);
+    } else if (kind == MFI_WR_TXBUF) {
+        struct mfi_buf *b = (struct mfi_buf *)(uintptr_t)wc->wr_id;
+        ep->wr_outstanding--;
+        if (b->counted)
+            ep->tx_inflight--;
+        struct mfi_op *op = b->op;
+        mfi_buf_put(ep, b);
+        if (op)
+            mfi_op_wc(ep, op, wc);
+    } else {
+        ep->wr_outstanding--;
+        mfi_op_wc(ep, (struct mfi_op *)(uintptr_t)wc->wr_id, wc);
+    }
+}
+
+void mfi_ep_progress(struct mfi_ep *ep)
+{
+    struct mroce_wc wc[32];
+    for (int round = 0; round < 4; round++) {
+        int n = mroce_poll_cq(ep->dom->cq, 32, wc);
+        if (n <= 0)
+            break;
+        for (int i = 0; i < n; i++)
+            handle_wc(ep, &wc[i]);
+        if (n < 32)
+            break;
+    }
+    /* Accepted QPs also show up through their first receive; this catches
+     * ones whose HELLO has not arrived yet. */
+    if ((++ep->progress_calls & 255) == 0)
+        mfi_conn_listen(ep);
+}
+
+/* --- fabric object --- */
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    struct mfi_ep *ep = (struct mfi_ep *)fid;
+    int rc = 0;
+    mfi_lock(ep->dom);
+    switch (bfid->fclass) {
+    case FI_CLASS_AV:
+        if (ep->av)
+            rc = -FI_EINVAL;
+        else
+            ep->av = (struct mfi_av *)bfid;
+        break;
+    case FI_CLASS_CQ: {
+        struct mfi_cq *cq = (struct mfi_cq *)bfid;
+        if (cq->dom != ep->dom) {
+            rc = -FI_EINVAL;
+            break;
+        }
+        if (flags & FI_TRANSMIT) {
+            ep->tx_cq = cq;
+            cq->users++;
+            ep->tx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+        }
+        if (flags & FI_RECV) {
+            ep->rx_cq = cq;
+            cq->users++;
+            ep->rx_selective = (flags & FI_SELECTIVE_COMPLETION) != 0;
+        }
+        break;
+    }
+    case FI_CLASS_EQ:
+        break; /* no events to report: nothing to keep */
+    default:
+        rc = -FI_ENOSYS; /* counters */
+    }
+    mfi_unlock(ep->dom);
+    return rc;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+    struct mfi_ep *ep = (struct mfi_ep *)fid;
+    if (command != FI_ENABLE)
+        return -FI_ENOSYS;
+    if (!ep->av || (!ep->tx_cq && !ep->rx_cq))
+        return -FI_ENOAV;
+    mfi_lock(ep->dom);
+    int rc = ep->enabled ? 0 : mfi_conn_listen(ep);
+    if (rc == 0)
+        ep->enabled = 1;
+    mfi_unlock(ep->dom);
+    return rc;
+}
+
+/* Close: give what was sent a chance to arrive (a message posted just
+ * before closing must not vanish when its QP is destroyed), then linger
+ * until the peers have been quiet for MFI_LINGER_NS: a peer whose last
+ * ACK from us was lost retransmits, and a destroyed QP would never answer
+ * (its send would fail with "retry exceeded" after ~0.6 s).  MetaRoCE's
+ * DISCONNECT does not help here: it flushes the peer's outstanding work.
+ * Then tear everything down. */
+#define MFI_LINGER_NS 50000000ull
+
+static void ep_drain(struct mfi_ep *ep)
+{
+    uint64_t t0 = mfi_now_ns(), limit = (uint64_t)mfi_param.conn_timeout * 1000000ull;
+    while (ep->wr_outstanding && mfi_now_ns() - t0 < limit)
+        mfi_ep_progress(ep);
+    struct mroce_udp_counters uc;
+    mroce_device_get_udp_counters(ep->dom->dev, &uc);
+    uint64_t rx = uc.rx_pkts, quiet = mfi_now_ns();
+    struct timespec nap = {0, 100000};
+    while (mfi_now_ns() - quiet < MFI_LINGER_NS && mfi_now_ns() - t0 < limit) {
+        mfi_ep_progress(ep);
+        mroce_device_progress(ep->dom->dev); /* send deferred ACKs now */
+        mroce_device_get_udp_counters(ep->dom->dev, &uc);
+        if (uc.rx_pkts != rx) {
+            rx = uc.rx_pkts;
+            quiet = mfi_now_ns();
+        }
+        nanosleep(&nap, NULL);
+    }
+}
+
+static int ep_close(struct fid *fid)
+{
+    struct mfi_ep *ep = (struct mfi_ep *)fid;
+    struct mfi_domain *d = ep->dom;
+    mfi_lock(d);
+    if (ep->enabled)
+        ep_drain(ep);
+    mfi_conn_close_all(ep);
+    if (ep->tx_cq)
+        ep->tx_cq->users--;
+    if (ep->rx_cq)
+        ep->rx_cq->users--;
+    d->ep = NULL;
+    d->refs--;
+    mfi_unlock(d);
+    /* Requests still posted or in flight die with their QPs. */
+    while (ep->all_ops) {
+        struct mfi_op *op = ep->all_ops;
+        ep->all_ops = op->all_next;
+        free(op->copy);
+        free(op);
+    }
+    for (size_t i = 0; i < ep->nslabs; i++) {
+        mroce_dereg_mr(ep->slabs[i].mr);
+        free(ep->slabs[i].data);
+        free(ep->slabs[i].meta);
+    }
+    free(ep->slabs);
+    free(ep->by_fiaddr);
+    free(ep);
+    return 0;
+}
+
+static struct fi_ops ep_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = ep_close,
+    .bind = ep_bind,
+    .control = ep_control,
+    .ops_open = mfi_no_ops_open,
+};
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+    struct mfi_ep *ep = (struct mfi_ep *)fid;
+    mfi_lock(ep->dom);
+    ssize_t rc = mfi_msg_cancel(ep, context);
+    mfi_unlock(ep->dom);
+    return rc;
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval,
+                     size_t *optlen)
+{
+    return -FI_ENOPROTOOPT;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
+                     size_t optlen)
+{
+    return -FI_ENOPROTOOPT;
+}
+
+static ssize_t ep_rx_size_left(struct fid_ep *fep)
+{
+    struct mfi_ep *ep = (struct mfi_ep *)fep;
+    return MFI_RX_SIZE > ep->rx_posted_ops ? MFI_RX_SIZE - ep->rx_posted_ops : 0;
+}
+
+static ssize_t ep_tx_size_left(struct fid_ep *fep)
+{
+    struct mfi_ep *ep = (struct mfi_ep *)fep;
+    return MFI_TX_SIZE > ep->tx_inflight ? MFI_TX_SIZE - ep->tx_inflight : 0;
+}
+
+static struct fi_ops_ep ep_ops = {
+    .size = sizeof(struct fi_ops_ep),
+    .cancel = ep_cancel,
+    .getopt = ep_getopt,
+    .setopt = ep_setopt,
+    .rx_size_left = ep_rx_size_left,
+    .tx_size_left = ep_tx_size_left,
+};
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+    struct mfi_ep *ep = (struct mfi_ep *)fid;
+    size_t n = ep->dom->addrlen;
+    if (*addrlen < n) {
+        *addrlen = n;
+        return -FI_ETOOSMALL;
+    }
+    memcpy(addr, &ep->dom->addr, n);
+    *addrlen = n;
+    return 0;
+}
+
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+    return -FI_ENOSYS; /* the name is the domain's device address */
+}
+
+static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+    return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm ep_cm_ops = {
+    .size = sizeof(struct fi_ops_cm),
+    .setname = ep_setname,
+    .getname = ep_getname,
+    .getpeer = ep_getpeer,
+};
+
+int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
+                struct fid_ep **fep, void *context)
+{
+    struct mfi_domain *d = (struct mfi_domain *)fd;
+    if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+        info->ep_attr->type != FI_EP_UNSPEC)
+        return -FI_EINVAL;
+    struct mfi_ep *ep = calloc(1, sizeof(*ep));
+    if (!ep)
+        return -FI_ENOMEM;
+    mfi_lock(d);
+    if (d->ep) {
+        mfi_unlock(d);
+        free(ep);
+        MFI_WARN(FI_LOG_EP_CTRL, "one endpoint per domain (ep_cnt 1)\n");
+        return -FI_EBUSY;
+    }
+    ep->dom = d;
+    ep->caps = info && info->caps ? info->caps : ~0ull;
+    ep->tx_op_flags = info && info->tx_attr ? info->tx_attr->op_flags : 0;
+    ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
+    ep->buf_size = (sizeof(struct mfi_hdr) + (size_t)mfi_param.eager_size + 63) &
+                   ~(size_t)63;
+    for (int i = 0; i < 2; i++) {
+        mtm_queue_init(&ep->posted[i]);
+        mtm_queue_init(&ep->unexp[i]);
+    }
+    ep->ep.fid.fclass = FI_CLASS_EP;
+    ep->ep.fid.context = context;
+    ep->ep.fid.ops = &ep_fi_ops;
+    ep->ep.ops = &ep_ops;
+    ep->ep.cm = &ep_cm_ops;
+    ep->ep.msg = &mfi_msg_ops;
+    ep->ep.tagged = &mfi_tagged_ops;
+    ep->ep.rma = &mfi_rma_ops;
+    d->ep = ep;
+    d->refs++;
+    mfi_unlock(d);
+    *fep = &ep->ep;
+    return 0;
+}

@@ -1,0 +1,431 @@
+/*
+ * mroce_fi.h - the mroce libfabric provider's objects and the functions
+ * its files share.  The wire format is in mroce_proto.h, the matching
+ * queues in mroce_tag_match.h.
+ *
+ * Shape.  A domain is one libmroce device (one UDP address: IP + port, the
+ * name fi_getname returns), with one protection domain and one libmroce
+ * completion queue that every QP of the device shares.  A domain carries
+ * one endpoint (domain_attr.ep_cnt = 1): the endpoint owns the peers, the
+ * QPs (one or two per peer: the one it opened to send, and the one the peer
+ * opened, which it accepted), the bounce buffers and the matching queues.
+ * Memory registrations belong to the device, so an MR's key (the engine
+ * rkey) is valid for every QP of the endpoint.
+ *
+ * Files, one per fabric object as in prov/rxd:
+ *   mroce_init.c       fi_prov_ini, parameters, fi_getinfo
+ *   mroce_fabric.c     fabric
+ *   mroce_eq.c         event queues (application-written events only)
+ *   mroce_domain.c     domain (device, PD, CQ), progress thread
+ *   mroce_av.c         address vectors (table and map)
+ *   mroce_cq.c         completion queues, error entries
+ *   mroce_mr.c         memory registration
+ *   mroce_ep.c         endpoints: bind, enable, close, getname, cancel,
+ *                      buffers, progress (libmroce completions -> protocol)
+ *   mroce_conn.c       peers and QPs: connect on first use, accept, HELLO
+ *   mroce_msg.c        FI_MSG and the send/receive engine under FI_TAGGED
+ *   mroce_tagged.c     FI_TAGGED entry points, peek/claim
+ *   mroce_rma.c        FI_RMA: read, write, writedata
+ *   mroce_tag_match.c  matching queues (pure data structure)
+ *
+ * Locking: one mutex per domain, taken by every entry point (so
+ * FI_THREAD_SAFE holds) and by the auto-progress thread.  libmroce calls
+ * are made with it held; libmroce never calls back.
+ */
+#ifndef MROCE_FI_H
+#define MROCE_FI_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <mroce/mroce.h>
+
+#include "mroce_proto.h"
+#include "mroce_tag_match.h"
+
+#pragma GCC visibility push(hidden)
+
+#define MFI_NAME "mroce"
+#define MFI_VERSION FI_VERSION(1, 0)
+#define MFI_FI_VERSION FI_VERSION(1, 17)
+#define MFI_IOV_LIMIT 4        /* iovs per message (engine MROCE_MAX_SGE) */
+#define MFI_TX_SIZE 256        /* operations in flight per endpoint */
+#define MFI_RX_SIZE 1024       /* posted receives per endpoint */
+#define MFI_MAX_MSG (1ull << 30)
+#define MFI_LISTENERS 4        /* QPs kept listening for new peers */
+#define MFI_CQ_DEPTH 65536     /* libmroce CQ shared by all QPs */
+#define MFI_BUF_SLAB 64        /* bounce buffers allocated (and registered)
+                                  at a time */
+
+extern struct fi_provider mfi_prov;
+
+#define MFI_WARN(sub, ...) FI_WARN(&mfi_prov, sub, __VA_ARGS__)
+#define MFI_INFO(sub, ...) FI_INFO(&mfi_prov, sub, __VA_ARGS__)
+
+/* Parameters (fi_info -e; environment FI_MROCE_<NAME>), read once. */
+struct mfi_params {
+    char *iface;       /* local IP address to bind; "127.0.0.1" */
+    int paths;         /* paths (UDP source ports) per QP; 16 */
+    int mtu;           /* MetaRoCE MTU, payload bytes per packet; 4096 */
+    char *cc;          /* congestion control: "delay_ecn" or "none" */
+    int eager_size;    /* largest message sent eagerly; 8192 */
+    int rx_depth;      /* bounce buffers posted per QP; 32 */
+    int unexp_max;     /* bounce buffers that may hold unexpected messages
+                          before back-pressure; 1024 */
+    int conn_timeout;  /* ms to connect before failing sends; 2000 */
+    int rnr_retry;     /* RNR NAK rounds before a send fails; 255 */
+    int retry_cnt;     /* consecutive timeouts before a QP fails; 12 */
+    int keeper_us;     /* keeper thread period (manual progress); 500,
+                          0 = no keeper */
+    int port_base;     /* first UDP port tried for a domain; 0 = random */
+};
+extern struct mfi_params mfi_param;
+
+struct mfi_ep;
+struct mfi_cq;
+
+struct mfi_fabric {
+    struct fid_fabric fab;
+    int refs;          /* domains open */
+};
+
+struct mfi_domain {
+    struct fid_domain dom;
+    struct mfi_fabric *fab;
+    pthread_mutex_t lock;
+    mroce_device *dev;
+    mroce_pd *pd;
+    mroce_vcq *cq;     /* libmroce CQ for every QP of the device */
+    struct sockaddr_storage addr; /* our name (IP + the device's port) */
+    size_t addrlen;
+    uint32_t addr_format;
+    enum fi_threading threading;
+    enum fi_progress data_progress;
+    uint64_t mr_mode;
+    struct mfi_ep *ep; /* the endpoint (at most one) */
+    int refs;          /* AVs, CQs, MRs, endpoints open */
+    pthread_t thread;  /* auto progress, or the keeper (manual progress) */
+    int thread_on;
+    atomic_int stop;
+    _Atomic uint64_t last_progress; /* ns of the last progress call */
+};
+
+static inline void mfi_lock(struct mfi_domain *d) { pthread_mutex_lock(&d->lock); }
+static inline void mfi_unlock(struct mfi_domain *d) { pthread_mutex_unlock(&d->lock); }
+
+/* --- address vectors --- */
+struct mfi_av_ent {
+    struct sockaddr_storage addr;
+    socklen_t len;     /* 0: slot removed */
+};
+struct mfi_av {
+    struct fid_av av;
+    struct mfi_domain *dom;
+    enum fi_av_type type;
+    struct mfi_av_ent *tab;
+    size_t n, cap;
+    uint32_t gen;      /* bumped on every insert/remove (peer caches) */
+};
+/* The slot's address or NULL (bad or removed fi_addr).  Lock held. */
+const struct mfi_av_ent *mfi_av_get(struct mfi_av *av, fi_addr_t a);
+/* fi_addr of addr in av, FI_ADDR_NOTAVAIL if absent.  Lock held. */
+fi_addr_t mfi_av_find(struct mfi_av *av, const struct sockaddr *sa,
+                      socklen_t len);
+int mfi_av_open(struct fid_domain *d, struct fi_av_attr *attr,
+                struct fid_av **av, void *context);
+/* Addresses compare by family, port and IP only. */
+int mfi_sa_equal(const struct sockaddr *a, const struct sockaddr *b);
+socklen_t mfi_sa_len(const struct sockaddr *sa);
+
+/* --- completion queues --- */
+struct mfi_cqe {
+    struct fi_cq_tagged_entry e;
+    fi_addr_t src;
+};
+struct mfi_cqerr {
+    struct mfi_cqerr *next;
+    struct fi_cq_err_entry e;
+    fi_addr_t src;
+};
+struct mfi_cq {
+    struct fid_cq cq;
+    struct mfi_domain *dom;
+    enum fi_cq_format format;
+    struct mfi_cqe *ring; /* grows: completions are never dropped */
+    size_t head, count, cap;
+    struct mfi_cqerr *err_head, *err_tail;
+    struct mfi_cqerr *err_last; /* last entry handed out by readerr (freed
+                                   on the next read, as err_data lives
+                                   until then) */
+    int users;            /* endpoints bound */
+};
+int mfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr,
+                struct fid_cq **cq, void *context);
+/* Adds a completion.  Lock held.  0 or -FI_ENOMEM. */
+int mfi_cq_write(struct mfi_cq *cq, void *context, uint64_t flags, size_t len,
+                 void *buf, uint64_t data, uint64_t tag, fi_addr_t src);
+/* Adds an error entry (err positive, as in fi_cq_err_entry).  Lock held. */
+int mfi_cq_write_err(struct mfi_cq *cq, void *context, uint64_t flags,
+                     size_t len, void *buf, uint64_t data, uint64_t tag,
+                     size_t olen, int err, int prov_errno, fi_addr_t src);
+
+/* --- memory registration --- */
+struct mfi_mr {
+    struct fid_mr mr;
+    struct mfi_domain *dom;
+    mroce_vmr *vmr;
+    uint32_t lkey;
+};
+int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+               uint64_t offset, uint64_t requested_key, uint64_t flags,
+               struct fid_mr **mr, void *context);
+int mfi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+                uint64_t access, uint64_t offset, uint64_t requested_key,
+                uint64_t flags, struct fid_mr **mr, void *context);
+int mfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+                   uint64_t flags, struct fid_mr **mr);
+
+/* --- connections (mroce_conn.c) --- */
+struct mfi_peer;
+struct mfi_conn {
+    struct mfi_conn *next;   /* ep->conns */
+    mroce_vqp *qp;
+    uint32_t qpn;
+    struct mfi_peer *peer;   /* NULL until the HELLO (accepted QPs) */
+    uint8_t listening;       /* still a listener (not yet accepted) */
+    uint8_t dead;            /* QP failed: kept until the endpoint closes */
+    uint32_t rx_posted;      /* bounce buffers posted on it */
+    uint32_t rx_owed;        /* buffers not reposted: back-pressure */
+};
+struct mfi_peer {
+    struct mfi_peer *next;   /* ep->peers */
+    struct sockaddr_storage addr;
+    socklen_t len;
+    struct mfi_conn *tx;     /* the QP this side sends on (NULL: connect
+                                on next use) */
+    fi_addr_t fi_addr;       /* in the endpoint's AV, cached */
+    uint32_t av_gen;         /* AV generation fi_addr was resolved at */
+};
+
+/* --- bounce buffers (eager receive and send, control messages) --- */
+enum mfi_wr_kind { MFI_WR_RXBUF = 1, MFI_WR_TXBUF, MFI_WR_OP };
+
+struct mfi_buf {
+    uint8_t kind;            /* MFI_WR_RXBUF or MFI_WR_TXBUF: first, so a
+                                libmroce wr_id can be told apart */
+    uint8_t held;            /* rx: holds an unexpected message */
+    uint8_t counted;         /* tx: an inject counted in tx_inflight */
+    struct mfi_buf *next;    /* free list */
+    struct mtm_entry ue;     /* unexpected queue link */
+    struct mfi_conn *conn;   /* rx: the QP it was posted on */
+    struct mfi_op *op;       /* tx: the send it carries (NULL: internal) */
+    uint32_t len;            /* rx: bytes received */
+    uint32_t lkey;
+    uint8_t *data;           /* header + payload, registered */
+};
+
+/* A block of MFI_BUF_SLAB bounce buffers, registered once. */
+struct mfi_slab {
+    uint8_t *data;
+    struct mfi_buf *meta;
+    mroce_vmr *mr;
+};
+
+/* --- requests --- */
+enum mfi_op_type {
+    MFI_OP_SEND,      /* eager (buf set) or rendezvous (waiting for FIN) */
+    MFI_OP_RECV,      /* posted receive */
+    MFI_OP_RNDV_READ, /* receive matched an RTS: READing the data */
+    MFI_OP_READ,      /* fi_read */
+    MFI_OP_WRITE,     /* fi_write / writedata */
+};
+
+struct mfi_op {
+    uint8_t kind;            /* MFI_WR_OP (first, see struct mfi_buf) */
+    uint8_t type;            /* enum mfi_op_type */
+    uint8_t tagged;          /* FI_TAGGED (else FI_MSG) */
+    uint8_t nocomp;          /* no CQ entry on success (inject,
+                                selective completion) */
+    struct mfi_op *next;     /* free list / rendezvous list */
+    struct mfi_op *all_next; /* every request allocated (freed at close) */
+    struct mfi_ep *ep;
+    void *context;
+    uint64_t cq_flags;       /* flags of the completion (FI_SEND|FI_MSG..) */
+    uint64_t op_flags;       /* FI_COMPLETION, FI_INJECT, ... */
+    struct iovec iov[MFI_IOV_LIMIT];
+    size_t iov_count;
+    size_t len;              /* sum of iov lengths */
+    uint64_t tag, ignore, data;
+    fi_addr_t addr;          /* recv: source wanted; send: destination */
+    struct mtm_entry me;     /* posted-receive queue link */
+    uint64_t cookie;         /* rendezvous send: names it in RTS/FIN */
+    struct mfi_conn *conn;   /* rendezvous read: QP to FIN on */
+    uint64_t rcookie;        /* rendezvous read: the sender's cookie */
+    size_t rlen;             /* rendezvous read: sender's length */
+    fi_addr_t src;           /* rendezvous read: source for the CQ */
+    mroce_vmr *mr[MFI_IOV_LIMIT]; /* registrations made for this request */
+    int nmr;
+    void *copy;              /* rendezvous send of several iovs: a
+                                contiguous copy (malloc) */
+};
+
+/* --- endpoint --- */
+struct mfi_ep {
+    struct fid_ep ep;
+    struct mfi_domain *dom;
+    struct mfi_av *av;
+    struct mfi_cq *tx_cq, *rx_cq;
+    uint64_t tx_op_flags, rx_op_flags; /* fi_info op_flags */
+    int tx_selective, rx_selective;    /* FI_SELECTIVE_COMPLETION */
+    int enabled;
+    uint64_t caps;
+    struct mtm_queue posted[2], unexp[2]; /* [0] FI_MSG, [1] FI_TAGGED */
+    struct mfi_peer *peers;
+    struct mfi_conn *conns;
+    struct mfi_conn *qpn_cache;        /* last conn looked up by QPN */
+    struct mfi_peer **by_fiaddr;       /* peer cache indexed by fi_addr */
+    size_t by_fiaddr_n;
+    struct mfi_buf *rx_free;           /* free bounce buffers (receive
+                                          and send alike) */
+    size_t buf_size;                   /* header + eager size */
+    struct mfi_slab *slabs;            /* buffer memory (freed at close) */
+    size_t nslabs, slab_cap;
+    uint32_t wr_outstanding;           /* send-side WRs not completed
+                                          (close waits for them) */
+    uint32_t unexp_gen;                /* AV generation unexpected
+                                          sources were resolved at */
+    uint32_t unexp_held;               /* buffers held by unexpected msgs */
+    int unexp_warned;
+    struct mfi_op *op_free;            /* recycled requests */
+    struct mfi_op *all_ops;            /* every request allocated */
+    struct mfi_op *rndv;               /* sends waiting for FIN */
+    uint64_t next_cookie;
+    uint32_t tx_inflight;              /* sends/reads/writes posted */
+    uint32_t rx_posted_ops;            /* posted receives */
+    uint32_t progress_calls;
+};
+
+int mfi_ep_open(struct fid_domain *d, struct fi_info *info,
+                struct fid_ep **ep, void *context);
+/* Drives libmroce and handles its completions.  Lock held. */
+void mfi_ep_progress(struct mfi_ep *ep);
+struct mfi_op *mfi_op_get(struct mfi_ep *ep);
+void mfi_op_put(struct mfi_ep *ep, struct mfi_op *op);
+/* Buffers: NULL if the pool cannot grow.  Lock held. */
+struct mfi_buf *mfi_buf_get(struct mfi_ep *ep, int rx);
+void mfi_buf_put(struct mfi_ep *ep, struct mfi_buf *b);
+/* Posts b as a receive on c.  0 or a libmroce error. */
+int mfi_buf_post_rx(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b);
+/* An unexpected message's buffer is no longer needed: repost it where a
+ * QP is owed one, else free it. */
+void mfi_unexp_release(struct mfi_ep *ep, struct mfi_buf *b);
+/* Copies len bytes of src into the iovs; returns bytes copied. */
+size_t mfi_copy_to_iov(const struct iovec *iov, size_t n, const void *src,
+                       size_t len);
+size_t mfi_copy_from_iov(void *dst, const struct iovec *iov, size_t n,
+                         size_t len);
+/* Completion of a request to its CQ (unless suppressed), then freed. */
+void mfi_op_complete(struct mfi_ep *ep, struct mfi_op *op, size_t len,
+                     uint64_t data, uint64_t tag, fi_addr_t src);
+void mfi_op_fail(struct mfi_ep *ep, struct mfi_op *op, int err, int prov,
+                 size_t len, size_t olen, fi_addr_t src);
+/* Maps a libmroce error to -FI_*. */
+int mfi_errno(int mroce_err);
+/* Registers [addr, addr+len) on the device for op (kept in op->mr). */
+int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
+               uint32_t *lkey, uint32_t *rkey);
+void mfi_op_dereg(struct mfi_op *op);
+
+/* --- mroce_conn.c --- */
+/* The peer for fi_addr, connecting a QP on first use.  NULL + *err. */
+struct mfi_peer *mfi_conn_peer(struct mfi_ep *ep, fi_addr_t a, int *err);
+/* The QP to send to peer on (connecting it if needed), NULL + *err. */
+struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err);
+struct mfi_conn *mfi_conn_by_qpn(struct mfi_ep *ep, uint32_t qpn);
+/* Keeps MFI_LISTENERS listening QPs; notices accepted ones. */
+int mfi_conn_listen(struct mfi_ep *ep);
+/* A HELLO arrived on c. */
+void mfi_conn_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
+                    size_t len);
+/* The sender of messages arriving on c, as an fi_addr of the AV. */
+fi_addr_t mfi_conn_src(struct mfi_ep *ep, struct mfi_conn *c);
+/* A QP went to ERROR (a completion failed): forget it as a send path. */
+void mfi_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
+void mfi_conn_close_all(struct mfi_ep *ep);
+
+/* --- mroce_msg.c: the send/receive engine --- */
+extern struct fi_ops_msg mfi_msg_ops;
+/* Send of iov to dest: eager or rendezvous.  Lock held.  0 or -FI_*. */
+ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
+                        void **desc, size_t count, fi_addr_t dest,
+                        uint64_t tag, uint64_t data, uint64_t flags,
+                        void *context, int tagged, int inject);
+/* Posts a receive (matching it against unexpected messages first). */
+ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
+                        void **desc, size_t count, fi_addr_t src,
+                        uint64_t tag, uint64_t ignore, uint64_t flags,
+                        void *context, int tagged);
+/* A bounce buffer completed on its QP with a provider message. */
+void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b);
+/* Delivers the message in b (unexpected or just arrived, b->ue.src its
+ * source) to receive op, and releases or reposts b. */
+void mfi_msg_deliver(struct mfi_ep *ep, struct mfi_op *op, struct mfi_buf *b);
+/* Fails rendezvous sends waiting for a FIN over c (its QP failed). */
+void mfi_msg_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
+/* libmroce completion of a request posted by the msg/rma paths. */
+void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op,
+               const struct mroce_wc *wc);
+/* Posts a control message (HELLO, FIN) on c from an internal buffer. */
+int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
+                  const void *payload, size_t len);
+/* Looks up again the sources of unexpected messages that arrived before
+ * their sender was in the AV (after the AV changed). */
+void mfi_msg_refresh_unexp(struct mfi_ep *ep);
+/* Drops the message in b (FI_DISCARD): a rendezvous sender is told it is
+ * done.  Releases b. */
+void mfi_msg_discard(struct mfi_ep *ep, struct mfi_buf *b);
+/* fi_cancel of a posted receive. */
+ssize_t mfi_msg_cancel(struct mfi_ep *ep, void *context);
+
+/* --- mroce_tagged.c, mroce_rma.c --- */
+extern struct fi_ops_tagged mfi_tagged_ops;
+extern struct fi_ops_rma mfi_rma_ops;
+/* A remote write with immediate data consumed bounce buffer b. */
+void mfi_rma_rx_imm(struct mfi_ep *ep, struct mfi_buf *b,
+                    const struct mroce_wc *wc);
+
+/* --- mroce_fabric.c, mroce_domain.c --- */
+int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+                    void *context);
+/* mroce_eq.c: an event queue (nothing raises events; fi_eq_write works). */
+int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+                struct fid_eq **eq, void *context);
+int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+                    struct fid_domain **dom, void *context);
+uint64_t mfi_now_ns(void);
+/* Progress of the domain's endpoint, if any.  Lock held. */
+void mfi_domain_progress(struct mfi_domain *d);
+
+/* --- helpers for unsupported entry points --- */
+int mfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int mfi_no_control(struct fid *fid, int command, void *arg);
+int mfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
+                    void **ops, void *context);
+
+#pragma GCC visibility pop
+
+#endif /* MROCE_FI_H */

@@ -1,0 +1,107 @@
+/*
+ * mroce_mr.c - memory registration.  A registration is a libmroce MR on the
+ * domain's device (all QPs share its protection domain), so the key the
+ * application sends to peers is the engine's rkey (FI_MR_PROV_KEY) and
+ * remote addresses are virtual addresses (FI_MR_VIRT_ADDR).  fi_mr_desc
+ * gives the struct mfi_mr, from which sends and RMA take the lkey instead
+ * of registering the buffer themselves.
+ *
+ * Registration in the engine is a table entry (no pinning: libmroce is
+ * software), cheap enough that the data path also registers unregistered
+ * rendezvous buffers per operation.
+ */
+#include <stdlib.h>
+
+#include "mroce_fi.h"
+
+static int mr_close(struct fid *fid)
+{
+    struct mfi_mr *mr = (struct mfi_mr *)fid;
+    struct mfi_domain *d = mr->dom;
+    mfi_lock(d);
+    int rc = mroce_dereg_mr(mr->vmr);
+    if (rc == MROCE_EBUSY) {
+        mfi_unlock(d);
+        return -FI_EBUSY;
+    }
+    d->refs--;
+    mfi_unlock(d);
+    free(mr);
+    return 0;
+}
+
+static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+    return 0; /* keys are device-wide: nothing to bind to */
+}
+
+static int mr_control(struct fid *fid, int command, void *arg)
+{
+    return command == FI_ENABLE ? 0 : -FI_ENOSYS;
+}
+
+static struct fi_ops mr_fi_ops = {
+    .size = sizeof(struct fi_ops),
+    .close = mr_close,
+    .bind = mr_bind,
+    .control = mr_control,
+    .ops_open = mfi_no_ops_open,
+};
+
+int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+               uint64_t offset, uint64_t requested_key, uint64_t flags,
+               struct fid_mr **pmr, void *context)
+{
+    if (fid->fclass != FI_CLASS_DOMAIN)
+        return -FI_EINVAL;
+    struct mfi_domain *d = (struct mfi_domain *)fid;
+    struct mfi_mr *mr = calloc(1, sizeof(*mr));
+    if (!mr)
+        return -FI_ENOMEM;
+    /* Every right: the engine checks rights per access, and libfabric's
+     * access flags are advisory for a provider without FI_MR_LOCAL. */
+    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_READ |
+                   MROCE_ACCESS_REMOTE_WRITE | MROCE_ACCESS_REMOTE_ATOMIC;
+    /* A zero-length registration still needs a valid range in the
+     * engine: register one byte (never accessed). */
+    mfi_lock(d);
+    int rc = mroce_reg_mr(d->pd, (void *)buf, len ? len : 1, acc, &mr->vmr);
+    if (rc < 0) {
+        mfi_unlock(d);
+        free(mr);
+        return rc == MROCE_ENOMEM ? -FI_ENOMEM : -FI_EINVAL;
+    }
+    d->refs++;
+    mfi_unlock(d);
+    mr->dom = d;
+    mr->lkey = mroce_vmr_lkey(mr->vmr);
+    mr->mr.fid.fclass = FI_CLASS_MR;
+    mr->mr.fid.context = context;
+    mr->mr.fid.ops = &mr_fi_ops;
+    mr->mr.mem_desc = mr;
+    mr->mr.key = mroce_vmr_rkey(mr->vmr);
+    (void)offset;
+    (void)requested_key;
+    *pmr = &mr->mr;
+    return 0;
+}
+
+int mfi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+                uint64_t access, uint64_t offset, uint64_t requested_key,
+                uint64_t flags, struct fid_mr **mr, void *context)
+{
+    if (count != 1)
+        return -FI_EINVAL; /* mr_iov_limit is 1 */
+    return mfi_mr_reg(fid, iov[0].iov_base, iov[0].iov_len, access, offset,
+                      requested_key, flags, mr, context);
+}
+
+int mfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+                   uint64_t flags, struct fid_mr **mr)
+{
+    if (!attr || attr->iov_count != 1)
+        return -FI_EINVAL;
+    return mfi_mr_reg(fid, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len,
+                      attr->access, attr->offset, attr->requested_key, flags,
+                      mr, attr->context);
+}

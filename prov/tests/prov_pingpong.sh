@@ -1,0 +1,52 @@
+#!/bin/sh
+# prov_pingpong: Debian's fi_pingpong between two processes over the mroce
+# provider on 127.0.0.1 (RDM; message mode at chosen sizes, tagged mode at
+# every size fi_pingpong tries, 0 B to 6 MiB, with data checks), then again
+# with 1% of packets dropped by libmroce's fault injection.  (fi_pingpong
+# spends ~0.2 s per size on its own TCP synchronisation: "-S all" runs are
+# the slow part.)
+# $1: directory of libmroce-fi.so; $2: sanitizer runtimes to preload, or
+# empty.  Only loopback traffic: the provider binds 127.0.0.1 (its default
+# FI_MROCE_IFACE) and the client is given 127.0.0.1.
+dir=$1
+preload=$2
+command -v fi_pingpong >/dev/null 2>&1 || { echo "fi_pingpong not installed"; exit 77; }
+export FI_PROVIDER_PATH="$dir" FI_MROCE_IFACE=127.0.0.1
+[ -n "$preload" ] && export LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0
+port=$((20000 + $$ % 20000))
+
+# run NAME FAULT ARGS...: one server/client pair; fails on either failing.
+run() {
+    name=$1 fault=$2
+    shift 2
+    port=$((port + 1))
+    t0=$(date +%s)
+    MROCE_FAULT="$fault" timeout 120 fi_pingpong -p mroce -e rdm -B $port "$@" \
+        > /tmp/prov_pp_srv.$$ 2>&1 &
+    srv=$!
+    sleep 0.5
+    MROCE_FAULT="$fault" timeout 120 fi_pingpong -p mroce -e rdm -P $port "$@" \
+        127.0.0.1 > /tmp/prov_pp_cli.$$ 2>&1
+    crc=$?
+    wait $srv
+    src=$?
+    echo "== $name: client $crc, server $src, $(( $(date +%s) - t0 )) s"
+    cat /tmp/prov_pp_cli.$$
+    if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+        echo "-- server output:"
+        cat /tmp/prov_pp_srv.$$
+        rm -f /tmp/prov_pp_srv.$$ /tmp/prov_pp_cli.$$
+        exit 1
+    fi
+    rm -f /tmp/prov_pp_srv.$$ /tmp/prov_pp_cli.$$
+}
+
+run "msg, 64 B" "" -S 64 -I 1000
+run "msg, 1 MiB" "" -S 1048576 -I 50
+run "msg, 1 KiB, checked" "" -S 1024 -I 100 -c
+run "msg, 64 KiB, checked" "" -S 65536 -I 100 -c
+run "tagged, all sizes, checked" "" -m tagged -S all -I 10 -c
+run "msg, 1% loss, 64 B" "tx:drop=0.01" -S 64 -I 500 -c
+run "msg, 1% loss, 1 MiB" "tx:drop=0.01" -S 1048576 -I 20 -c
+run "tagged, 1% loss, all sizes" "tx:drop=0.01" -m tagged -S all -I 3 -c
+echo "prov_pingpong: ok"
