@@ -1,0 +1,732 @@
+/*
+ * cases_loss.c - loss recovery (loss-recovery.md) with the IUT as sender:
+ * the tester plays a lossy network by withholding acknowledgements.  The
+ * IUT must resend exactly what was never acknowledged, as a faithful copy
+ * (LOSS-15) on another path (LOSS-16); probe and time out on schedule
+ * (LOSS-8..LOSS-13, measured on the IUT's own TSval clock); give up after
+ * retry_cnt timeouts (LOSS-14); and recover READs and atomics in both
+ * roles: as requester by resending the READ_REQ or taking a late response,
+ * as responder by resending responses from its own PSN space (re-reading
+ * memory, SEM-10; replaying the kept atomic result, SEM-13) while a
+ * duplicated request executes nothing.
+ *
+ * The IUT is the connecting side in these cases (ct_accept): it has no RTT
+ * sample until our first ACK, so its first probe timeout is 5 x min_rto
+ * (LOSS-8, LOSS-9), which min_rto_us= sets.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "conform.h"
+
+/* Wait for what must come: longer than CT_WAIT, since the machine running
+ * the suite may be shared and stall a process for a good part of a second;
+ * a passing case never waits this long. */
+#define RL_WAIT 2000
+
+/* Scheduling allowance for timer expiries of a software IUT, as in
+ * cases_rel2.c: LOSS-19 states that a loaded host deschedules a process
+ * for 1-20 ms. */
+#define SCHED_ALLOWANCE_NS 40000000u
+
+/* Posts a WRITE of len bytes from mr+off. */
+static void post_write(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
+                       uint64_t wrid, uint32_t off, uint32_t len)
+{
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=%llu op=WRITE mr=%d off=%u len=%u "
+             "raddr=0x20000 rkey=0x78",
+             c->aqp, (unsigned long long)wrid, mr->id, off, len);
+}
+
+/* SACK words (at most 8) for the PSNs of mask relative to cum: bit k of
+ * `rel` (k >= 1) = PSN cum + k received. */
+static unsigned sack_of(uint64_t rel, uint32_t *w)
+{
+    unsigned n = 0;
+
+    memset(w, 0, 8 * sizeof(*w));
+    for (unsigned k = 1; k < 64; k++)
+        if (rel >> k & 1) {
+            w[(k - 1) / 32] |= 1u << ((k - 1) % 32);
+            n = (k - 1) / 32 + 1;
+        }
+    return n;
+}
+
+/* A retransmission r of the packet o must be its copy (LOSS-15): same
+ * opcode, QPN, token, PSN, length, headers and payload; RETX set; FIRST,
+ * LAST, IMM, SOLICITED unchanged. */
+static void expect_copy(struct ct *t, const struct mroce_pkt *o,
+                        const struct mroce_pkt *r)
+{
+    const uint16_t keep =
+        MROCE_F_FIRST | MROCE_F_LAST | MROCE_F_IMM | MROCE_F_SOLICITED;
+
+    CT_EQ(t, "retransmission Opcode", o->base.opcode, r->base.opcode);
+    CT_EQ(t, "retransmission Dst QPN", o->base.dst_qpn, r->base.dst_qpn);
+    CT_EQ(t, "retransmission Token", o->base.token, r->base.token);
+    CT_EQ(t, "retransmission PSN", o->base.psn, r->base.psn);
+    CT_EQ(t, "retransmission Pkt Len", o->base.pkt_len, r->base.pkt_len);
+    CT_EQ(t, "retransmission FIRST/LAST/IMM/SOLICITED flags",
+          o->base.flags & keep, r->base.flags & keep);
+    CT_REQUIRE(t, r->base.flags & MROCE_F_RETX,
+               "retransmission of PSN %u without RETX (flags 0x%x)",
+               r->base.psn, r->base.flags);
+    if (o->base.opcode == MROCE_OP_READ_RESP ||
+        o->base.opcode == MROCE_OP_ATOMIC_RESP) {
+        CT_EQ(t, "retransmission Req MSN", o->u.resp.req_msn,
+              r->u.resp.req_msn);
+        CT_EQ(t, "retransmission Msg Len", o->u.resp.msg_len,
+              r->u.resp.msg_len);
+        CT_EQ(t, "retransmission Offset", o->u.resp.offset, r->u.resp.offset);
+    } else {
+        CT_EQ(t, "retransmission MSN", o->u.rq.req.msn, r->u.rq.req.msn);
+        CT_EQ(t, "retransmission RSN", o->u.rq.req.rsn, r->u.rq.req.rsn);
+        CT_EQ(t, "retransmission Remote Address", o->u.rq.req.raddr,
+              r->u.rq.req.raddr);
+        CT_EQ(t, "retransmission RKey", o->u.rq.req.rkey, r->u.rq.req.rkey);
+        CT_EQ(t, "retransmission Msg Len", o->u.rq.req.msg_len,
+              r->u.rq.req.msg_len);
+        CT_EQ(t, "retransmission Offset", o->u.rq.req.offset,
+              r->u.rq.req.offset);
+        CT_EQ(t, "retransmission Immediate", o->u.rq.req.imm, r->u.rq.req.imm);
+    }
+    CT_EQ(t, "retransmission payload length", o->payload_len, r->payload_len);
+    CT_REQUIRE(t,
+               o->payload_len == 0 ||
+                   memcmp(o->payload, r->payload, o->payload_len) == 0,
+               "retransmission of PSN %u: payload differs from the first "
+               "transmission's",
+               r->base.psn);
+}
+
+/* Sends an 8-packet WRITE (MTU 1024) from the IUT over 4 paths, withholds
+ * the PSNs in `lost` (bit k = first PSN + k), SACKs the rest echoing the
+ * last packet, and requires exactly the withheld PSNs to be resent, each
+ * once, as copies on another entropy; then ACKs all: SUCCESS. */
+static void resend_exactly(struct ct *t, unsigned lost)
+{
+    struct ct_conn *c = ct_accept(t, "mtu=1024 npaths=4 min_rto_us=20000");
+    struct ct_mr mr = ct_mr_reg(t, 8192, "lw", 0);
+    struct ct_rl_pkt pk[8], r;
+    uint8_t d[8192];
+    uint32_t w[8], cum, first;
+    unsigned k0 = 0, nw, want = lost, got = 0;
+    uint64_t rel = 0;
+    int64_t rp;
+
+    ct_pattern(d, sizeof(d), 41);
+    ct_mr_write(t, &mr, 0, d, sizeof(d));
+    c->auto_ack = 0;
+    post_write(t, c, &mr, 1, 0, 8192);
+    first = c->astart;
+    ct_rl_take_new(c, first, pk, 8, RL_WAIT);
+    rp = ct_rl_counter(t, c->aqp, "retx_pkts");
+    while (!(lost >> k0 & 1))
+        k0++;
+    cum = first + k0;
+    for (unsigned k = k0 + 1; k < 8; k++)
+        if (!(lost >> k & 1))
+            rel |= 1ull << (k - k0);
+    nw = sack_of(rel, w);
+    ct_rl_send_ack(c, cum, w, nw, &pk[7].p, 0);
+    while (want) {
+        unsigned k;
+        ct_rl_expect_data(c, 0, RL_WAIT, &r);
+        k = r.p.base.psn - first;
+        CT_REQUIRE(t, k < 8 && (lost >> k & 1),
+                   "the IUT resent PSN %u (first + %u), which our ACK had "
+                   "acknowledged (LOSS-2, REL-25)",
+                   r.p.base.psn, k);
+        got++;
+        if (!(want >> k & 1) && (r.p.base.flags & MROCE_F_PROBE)) {
+            /* the IUT has an RTT sample now: its probe timeout can be
+             * shorter than our turn-around */
+            ct_log(t, "probe of PSN %u", r.p.base.psn);
+            continue;
+        }
+        CT_REQUIRE(t, want >> k & 1,
+                   "the IUT resent PSN %u twice before any further ACK",
+                   r.p.base.psn);
+        expect_copy(t, &pk[k].p, &r.p);
+        CT_REQUIRE(t, r.p.base.entropy != pk[k].p.base.entropy,
+                   "PSN %u resent on its first entropy %u; with npaths 4 "
+                   "it must take another path (LOSS-16)",
+                   r.p.base.psn, r.p.base.entropy);
+        want &= ~(1u << k);
+    }
+    ct_rl_send_ack(c, first + 8, NULL, 0, &r.p, 0);
+    ct_expect_wc(t, c->aqp, "send", 1, "SUCCESS", RL_WAIT);
+    /* Probes sent before our last ACK arrived may still come; nothing
+     * else may. */
+    for (;;) {
+        const struct ct_rx *rx = ct_rl_next(c, CT_QUIET);
+        unsigned k;
+        if (!rx)
+            break;
+        k = rx->p.base.psn - first;
+        CT_REQUIRE(t,
+                   mroce_opcode_has_psn(rx->p.base.opcode) && k < 8 &&
+                       (lost >> k & 1) && (rx->p.base.flags & MROCE_F_PROBE),
+                   "after the last ACK (only probes sent before it may "
+                   "follow) the IUT sent %s",
+                   ct_describe(t, rx));
+        got++;
+    }
+    ct_rl_expect_counter(t, c->aqp, "retx_pkts", rp, got);
+}
+
+CT_CASE(loss_resend_only_withheld_psn, "LOSS-2 LOSS-6 LOSS-15 LOSS-16 REL-4",
+        "IUT WRITE of 8 packets over 4 paths; we SACK all but the 4th: "
+        "only the 4th is resent, once, RETX, an exact copy, on another "
+        "entropy; retx_pkts +1")
+{
+    resend_exactly(t, 1u << 3);
+}
+
+CT_CASE(loss_resend_two_holes, "LOSS-2 LOSS-6 LOSS-15 LOSS-16 LOSS-17",
+        "IUT WRITE of 8 packets; we withhold the 2nd and the 6th and SACK the "
+        "others: exactly those two are resent, each once, as copies")
+{
+    resend_exactly(t, (1u << 1) | (1u << 5));
+}
+
+CT_CASE(loss_retx_copy_send_imm, "LOSS-15 REL-4 SEM-3 WIRE-10",
+        "IUT SEND with immediate of 2500 bytes (3 packets); the middle one "
+        "withheld: resent with the same MSN, RSN, IMM, Offset and bytes, a "
+        "new TSval, RETX, UDP source port = its Entropy")
+{
+    struct ct_conn *c = ct_accept(t, "mtu=1024 npaths=4 min_rto_us=20000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_rl_pkt pk[3], r;
+    uint8_t d[2500];
+    uint32_t sack = 1;
+
+    ct_pattern(d, sizeof(d), 42);
+    ct_mr_write(t, &mr, 0, d, sizeof(d));
+    c->auto_ack = 0;
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=3 op=SEND_IMM mr=%d off=0 len=2500 "
+             "imm=0x1234abcd",
+             c->aqp, mr.id);
+    ct_rl_take_new(c, c->astart, pk, 3, RL_WAIT);
+    ct_rl_send_ack(c, c->astart + 1, &sack, 1, &pk[2].p, 0);
+    ct_rl_expect_data(c, 0, RL_WAIT, &r);
+    expect_copy(t, &pk[1].p, &r.p);
+    CT_EQ(t, "resent Immediate", 0x1234abcd, r.p.u.rq.req.imm);
+    CT_REQUIRE(t, r.p.base.tsval != pk[1].p.base.tsval,
+               "retransmission carries the first transmission's TSval %u "
+               "(LOSS-15: a new TSval)",
+               r.p.base.tsval);
+    CT_EQ(t, "retransmission UDP source port = its Entropy (WIRE-10)",
+          r.p.base.entropy, r.sport);
+    ct_rl_send_ack(c, c->astart + 3, NULL, 0, &r.p, 0);
+    ct_expect_wc(t, c->aqp, "send", 3, "SUCCESS", RL_WAIT);
+}
+
+/* min_rto 2 ms, npaths 4, no RTT sample: the IUT sends a 2-packet WRITE
+ * that we never acknowledge.  Checks the probe (LOSS-12) and then `rtos`
+ * timeouts: each resends the oldest PSN first (LOSS-13), RTO_eff after the
+ * previous expiry, doubling (LOSS-8); no second probe in between (LOSS-10:
+ * a probe only once per ACK that newly acknowledges).  Times are the IUT's
+ * own TSval differences.  Too early always fails the case; too late
+ * (which a stalled host can cause) returns 1 with the reason in why. */
+static int probe_and_rtos(struct ct *t, int rtos_wanted, char *why, size_t cap)
+{
+    struct ct_conn *c = ct_accept(t, "mtu=1024 npaths=4 min_rto_us=2000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_rl_pkt pk[2], pr, r;
+    uint8_t d[2048];
+    const uint32_t rto = 10000000u; /* 5 x min_rto before any sample */
+    const uint32_t slack = 50000u;  /* TSval taken as the packet is built */
+    uint32_t prev, dt;
+    int rtos = 0, late = 0;
+
+    ct_pattern(d, sizeof(d), 43);
+    ct_mr_write(t, &mr, 0, d, sizeof(d));
+    c->auto_ack = 0;
+    post_write(t, c, &mr, 9, 0, 2048);
+    ct_rl_take_new(c, c->astart, pk, 2, RL_WAIT);
+    /* The probe: PTO = RTO_eff = 10 ms after the in-flight set became
+     * non-empty (the first packet's transmission). */
+    ct_rl_expect_data(c, 0, RL_WAIT, &pr);
+    CT_EQ(t, "probe PSN (the highest in flight, LOSS-12)", c->astart + 1,
+          pr.p.base.psn);
+    CT_EQ(t, "probe flags RETX|PROBE|ACK_REQ",
+          MROCE_F_RETX | MROCE_F_PROBE | MROCE_F_ACK_REQ,
+          pr.p.base.flags & (MROCE_F_RETX | MROCE_F_PROBE | MROCE_F_ACK_REQ));
+    CT_REQUIRE(t, pr.p.base.entropy != pk[1].p.base.entropy,
+               "probe on the entropy of its latest transmission (%u), "
+               "LOSS-12 wants another slot",
+               pr.p.base.entropy);
+    expect_copy(t, &pk[1].p, &pr.p);
+    dt = ct_rl_ts_diff(pk[0].p.base.tsval, pr.p.base.tsval);
+    ct_log(t, "probe %u ns after the first transmission", dt);
+    CT_REQUIRE(t, dt + slack >= rto,
+               "probe %u ns after the first transmission; the probe timeout "
+               "before any RTT sample is RTO_eff = 5 x min_rto = %u ns "
+               "(LOSS-9, LOSS-10)",
+               dt, rto);
+    if (dt > rto + SCHED_ALLOWANCE_NS && !late++)
+        snprintf(why, cap,
+                 "probe %u ns after the first transmission, expected %u ns "
+                 "(LOSS-9, LOSS-10) + %u ns allowance",
+                 dt, rto, SCHED_ALLOWANCE_NS);
+    /* Timeouts: the first RTO_eff after the probe (no probe allowed any
+     * more), then doubled.  Each resends the oldest packet first
+     * (LOSS-13); more may follow as the congestion window allows. */
+    prev = pr.p.base.tsval;
+    while (rtos < rtos_wanted) {
+        ct_rl_expect_data(c, 0, RL_WAIT, &r);
+        CT_REQUIRE(t, !(r.p.base.flags & MROCE_F_PROBE),
+                   "a second probe (PSN %u, %u ns after the previous expiry) "
+                   "without an ACK in between: LOSS-10 allows a probe only "
+                   "if none was sent since the last ACK that newly "
+                   "acknowledged a PSN; the expiry must be a timeout",
+                   r.p.base.psn, ct_rl_ts_diff(prev, r.p.base.tsval));
+        if (r.p.base.psn != c->astart) {
+            ct_log(t, "also resent: PSN %u", r.p.base.psn);
+            continue;
+        }
+        expect_copy(t, &pk[0].p, &r.p);
+        dt = ct_rl_ts_diff(prev, r.p.base.tsval);
+        ct_log(t, "RTO %d: %u ns after the previous expiry", rtos + 1, dt);
+        CT_REQUIRE(t, dt + slack >= rto << rtos,
+                   "timeout %d resent the oldest PSN %u ns after the "
+                   "previous expiry; expected RTO_eff = %u ns (LOSS-8, "
+                   "LOSS-10, LOSS-13)",
+                   rtos + 1, dt, rto << rtos);
+        if (dt > (rto << rtos) + SCHED_ALLOWANCE_NS && !late++)
+            snprintf(why, cap,
+                     "timeout %d resent the oldest PSN %u ns after the "
+                     "previous expiry, expected RTO_eff = %u ns (LOSS-8, "
+                     "LOSS-13) + %u ns allowance",
+                     rtos + 1, dt, rto << rtos, SCHED_ALLOWANCE_NS);
+        prev = r.p.base.tsval;
+        rtos++;
+    }
+    ct_rl_send_ack(c, c->astart + 2, NULL, 0, &r.p, 0);
+    ct_expect_wc(t, c->aqp, "send", 9, "SUCCESS", RL_WAIT);
+    ct_agent(t, "QP_DESTROY qp=%d", c->aqp);
+    return late != 0;
+}
+
+/* Runs probe_and_rtos up to 3 times while it comes out late. */
+static void probe_schedule(struct ct *t, int rtos)
+{
+    char why[256];
+
+    for (int attempt = 1;; attempt++) {
+        if (!probe_and_rtos(t, rtos, why, sizeof(why)))
+            return;
+        ct_log(t, "attempt %d late: %s", attempt, why);
+        if (attempt == 3)
+            ct_fail(t, "3 attempts late, the last: %s", why);
+    }
+}
+
+CT_CASE(loss_probe_then_rto, "LOSS-9 LOSS-10 LOSS-12 LOSS-13 LOSS-16 LOSS-8",
+        "min_rto 2 ms, no RTT sample, a 2-packet WRITE never ACKed: probe of "
+        "the highest PSN (RETX|PROBE|ACK_REQ, other entropy) 10 ms after it "
+        "was sent, then a timeout resends the oldest PSN 10 ms later (TSval "
+        "clock; too early fails, 3 attempts more than 40 ms late fail)")
+{
+    probe_schedule(t, 1);
+}
+
+CT_CASE(loss_rto_backoff_no_second_probe, "LOSS-8 LOSS-10 LOSS-13",
+        "as loss_probe_then_rto, one more expiry: with no ACK since the "
+        "probe it is a timeout again (no probe), resending the oldest PSN "
+        "after the doubled RTO_eff, 20 ms")
+{
+    /* Reported with issue 6: the engine in the working tree (completer.c,
+     * comment "A probe is allowed again (LOSS-10) ... (PATH-15)") allows a
+     * probe again after every timeout; LOSS-10 as written does not. */
+    ct_rl_known_bug(t, "LOSS-10: the engine probes again after a timeout "
+                       "without an ACK in between");
+    probe_schedule(t, 2);
+}
+
+CT_CASE(loss_retry_exceeded, "LOSS-14 LOSS-13 SEM-25 SEM-23 CONN-20 CONN-21",
+        "retry=1, min_rto 1 ms, two WRITE WRs never ACKed: after the probe "
+        "and 1 retried timeout, the 2nd timeout fails WR 1 RETRY_EXC_ERR, "
+        "WR 2 WR_FLUSH_ERR, QP ERROR; timeouts = 2; then silence")
+{
+    struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_rl_pkt pk[2];
+    const struct ct_rx *rx;
+    int64_t to = ct_rl_counter(t, c->aqp, "timeouts");
+    int rto_retx = 0;
+
+    c->auto_ack = 0;
+    post_write(t, c, &mr, 1, 0, 64);
+    post_write(t, c, &mr, 2, 64, 64);
+    ct_rl_take_new(c, c->astart, pk, 2, RL_WAIT);
+    ct_expect_wc(t, c->aqp, "send", 1, "RETRY_EXC_ERR", RL_WAIT);
+    ct_expect_wc(t, c->aqp, "send", 2, "WR_FLUSH_ERR", RL_WAIT);
+    ct_expect_qp_state(t, c->aqp, "ERROR", RL_WAIT);
+    /* What was sent meanwhile waits in our socket. */
+    while ((rx = ct_rl_next(c, 5)) != NULL) {
+        CT_REQUIRE(t, mroce_opcode_has_psn(rx->p.base.opcode),
+                   "expected only retransmissions, got %s", ct_describe(t, rx));
+        if (rx->p.base.psn == c->astart && !(rx->p.base.flags & MROCE_F_PROBE))
+            rto_retx++;
+    }
+    CT_EQ(t, "timeout retransmissions of the oldest PSN (retry_cnt 1)", 1,
+          rto_retx);
+    ct_rl_expect_counter(t, c->aqp, "timeouts", to, 2);
+    ct_expect_silence(t, CT_QUIET);
+}
+
+CT_CASE(loss_retry_exceeded_responses_only, "LOSS-14 LOSS-13 CONN-20",
+        "retry=1, min_rto 1 ms: the IUT serves our READ but its READ_RESP is "
+        "never ACKed; with no send WR of its own it still enters ERROR once "
+        "the retries are spent, with no completion, then sends nothing")
+{
+    struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0x21);
+    struct mroce_pkt q;
+    const struct ct_rx *rx;
+
+    c->auto_ack = 0;
+    ct_pkt_req(c, &q, MROCE_OP_READ_REQ);
+    q.u.rq.req.raddr = mr.addr;
+    q.u.rq.req.rkey = mr.rkey;
+    q.u.rq.req.msg_len = 64;
+    ct_send(c, &q);
+    c->snd_nxt++;
+    c->msn++;
+    for (;;) {
+        rx = ct_rl_next(c, RL_WAIT);
+        if (!rx)
+            ct_fail(t, "expected a READ_RESP, got nothing");
+        if (rx->p.base.opcode == MROCE_OP_READ_RESP)
+            break;
+        CT_REQUIRE(t, rx->p.base.opcode == MROCE_OP_ACK,
+                   "expected READ_RESP, got %s", ct_describe(t, rx));
+    }
+    ct_expect_qp_state(t, c->aqp, "ERROR", RL_WAIT);
+    ct_expect_no_wc(t, c->aqp, "send", 0);
+    while ((rx = ct_rl_next(c, 5)) != NULL)
+        CT_REQUIRE(t,
+                   rx->p.base.opcode == MROCE_OP_READ_RESP ||
+                       rx->p.base.opcode == MROCE_OP_ACK,
+                   "expected only READ_RESP retransmissions, got %s",
+                   ct_describe(t, rx));
+    ct_expect_silence(t, CT_QUIET);
+}
+
+/* Posts a READ of len bytes into mr at 0 from a remote address we serve,
+ * and returns its READ_REQ (first transmission). */
+static void post_read(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
+                      uint64_t wrid, uint32_t len, struct ct_rl_pkt *req)
+{
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=%llu op=READ mr=%d off=0 len=%u "
+             "raddr=0x30000 rkey=0x79",
+             c->aqp, (unsigned long long)wrid, mr->id, len);
+    ct_rl_take_new(c, c->astart, req, 1, RL_WAIT);
+    CT_EQ(t, "READ_REQ opcode", MROCE_OP_READ_REQ, req->p.base.opcode);
+    CT_EQ(t, "READ_REQ Msg Len", len, req->p.u.rq.req.msg_len);
+}
+
+/* Sends READ_RESP packet i (MTU 1024) of a response to req with data. */
+static void send_resp(struct ct_conn *c, const struct ct_rl_pkt *req,
+                      uint32_t psn0, const uint8_t *data, uint32_t len,
+                      uint32_t i, uint16_t extra)
+{
+    struct mroce_pkt p;
+    uint32_t npk = (len + 1023) / 1024, off = i * 1024;
+    uint32_t n = len - off < 1024 ? len - off : 1024;
+    uint16_t fl = extra;
+
+    if (i == 0)
+        fl |= MROCE_F_FIRST;
+    if (i == npk - 1)
+        fl |= MROCE_F_LAST | MROCE_F_ACK_REQ;
+    ct_rl_resp_pkt(c, &p, MROCE_OP_READ_RESP, psn0 + i, req->p.u.rq.req.msn,
+                   len, off, data + off, n, fl);
+    ct_send(c, &p);
+}
+
+CT_CASE(loss_read_resp_hole_then_complete, "SEM-22 SEM-8 REL-15 REL-20 SEM-9",
+        "IUT READ of 3000 bytes; we ACK the READ_REQ and send READ_RESP "
+        "packets 0 and 2: ACK Cum at packet 1, SACK 0x1, no completion; "
+        "packet 1 resent: Cum past all, READ completes, bytes placed")
+{
+    struct ct_conn *c = ct_accept(t, "mtu=1024 min_rto_us=20000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_rl_pkt req;
+    const struct ct_rx *rx;
+    uint8_t d[3000];
+    uint32_t s = c->snd_nxt, want = 1;
+    struct ct_wc wc;
+
+    CT_EQ(t, "negotiated MTU", 1024, c->mtu);
+    ct_pattern(d, sizeof(d), 44);
+    c->auto_ack = 0;
+    post_read(t, c, &mr, 4, sizeof(d), &req);
+    ct_rl_send_ack(c, req.p.base.psn + 1, NULL, 0, &req.p, 0);
+    send_resp(c, &req, s, d, sizeof(d), 0, 0);
+    send_resp(c, &req, s, d, sizeof(d), 2, 0);
+    rx = ct_expect_ack(c, s + 1, RL_WAIT);
+    for (;;) {
+        if (rx->p.u.ack.echo_psn == s + 2)
+            break;
+        rx = ct_expect_ack(c, s + 1, RL_WAIT);
+    }
+    CT_EQ(t, "ACK Cum PSN (packet 1 missing)", s + 1, rx->p.u.ack.cum_psn);
+    CT_EQ(t, "ACK SACK Words", 1, rx->p.u.ack.sack_words);
+    CT_EQ(t, "ACK SACK word 0", want, rx->p.u.ack.sack[0]);
+    ct_expect_no_wc(t, c->aqp, "send", 20);
+    send_resp(c, &req, s, d, sizeof(d), 1, MROCE_F_RETX);
+    rx = ct_expect_ack(c, s + 3, RL_WAIT);
+    CT_EQ(t, "ACK Cum PSN", s + 3, rx->p.u.ack.cum_psn);
+    wc = ct_expect_wc(t, c->aqp, "send", 4, "SUCCESS", RL_WAIT);
+    CT_EQ(t, "READ completion len", sizeof(d), wc.len);
+    ct_expect_mem(t, &mr, 0, d, sizeof(d));
+}
+
+CT_CASE(loss_read_resp_acks_request, "SEM-22 REL-10",
+        "IUT READ of 64 bytes; we never ACK its READ_REQ but send the "
+        "READ_RESP: READ completes, and the READ_REQ is never resent "
+        "(the response proved it arrived)")
+{
+    struct ct_conn *c = ct_accept(t, "min_rto_us=5000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_rl_pkt req;
+    const struct ct_rx *rx;
+    uint8_t d[64];
+    uint32_t s = c->snd_nxt;
+    uint64_t end;
+
+    ct_pattern(d, sizeof(d), 45);
+    c->auto_ack = 0;
+    post_read(t, c, &mr, 5, sizeof(d), &req);
+    send_resp(c, &req, s, d, sizeof(d), 0, 0);
+    ct_expect_ack(c, s + 1, RL_WAIT);
+    ct_expect_wc(t, c->aqp, "send", 5, "SUCCESS", RL_WAIT);
+    ct_expect_mem(t, &mr, 0, d, sizeof(d));
+    /* The first probe would have come 25 ms after the READ_REQ. */
+    end = ct_now_ns() + (uint64_t)ct_ms(t, 120) * 1000000u;
+    while (ct_now_ns() < end) {
+        rx = ct_rl_next(c, 10);
+        if (rx && rx->p.base.opcode != MROCE_OP_ACK)
+            ct_fail(t, "after the READ completed the IUT sent %s",
+                    ct_describe(t, rx));
+    }
+}
+
+CT_CASE(loss_read_req_resent_unanswered, "LOSS-12 LOSS-13 LOSS-15 SEM-8",
+        "IUT READ of 100 bytes; we neither ACK nor answer the READ_REQ: it "
+        "is resent (same PSN, MSN, address, key, length, RETX); then our "
+        "READ_RESP completes the READ")
+{
+    struct ct_conn *c = ct_accept(t, "min_rto_us=2000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_rl_pkt req, r;
+    uint8_t d[100];
+    uint32_t s = c->snd_nxt;
+
+    ct_pattern(d, sizeof(d), 46);
+    c->auto_ack = 0;
+    post_read(t, c, &mr, 6, sizeof(d), &req);
+    ct_rl_expect_data(c, 0, RL_WAIT, &r);
+    expect_copy(t, &req.p, &r.p);
+    send_resp(c, &req, s, d, sizeof(d), 0, 0);
+    ct_expect_wc(t, c->aqp, "send", 6, "SUCCESS", RL_WAIT);
+    ct_expect_mem(t, &mr, 0, d, sizeof(d));
+}
+
+/* The ACK echoing the transmission of PSN psn with TSval ts (earlier ACKs
+ * are skipped, anything else fails). */
+static const struct ct_rx *ack_of(struct ct_conn *c, uint32_t psn, uint32_t ts)
+{
+    for (;;) {
+        const struct ct_rx *rx = ct_expect_ack(c, psn + 1, RL_WAIT);
+        if (rx->p.u.ack.echo_psn == psn && rx->p.u.ack.echo_ts == ts)
+            return rx;
+        ct_log(c->t, "skipped %s", ct_describe(c->t, rx));
+    }
+}
+
+CT_CASE(loss_read_responder_resends_response,
+        "SEM-10 REL-8 LOSS-6 LOSS-15 SEM-26",
+        "IUT serves our READ of 2000 bytes (2 READ_RESP); our READ_REQ again: "
+        "DUP ACK, no new response; memory changed, we SACK only the 2nd "
+        "response packet: the 1st is resent, same PSN, with the new bytes")
+{
+    struct ct_conn *c = ct_accept(t, "mtu=1024 min_rto_us=20000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
+    struct ct_rl_pkt rs[2], r;
+    struct mroce_pkt q;
+    const struct ct_rx *rx;
+    uint8_t d[2000], e[2000];
+    uint32_t sack = 1;
+    int got = 0;
+
+    ct_pattern(d, sizeof(d), 47);
+    ct_pattern(e, sizeof(e), 48);
+    ct_mr_write(t, &mr, 0, d, sizeof(d));
+    c->auto_ack = 0;
+    ct_pkt_req(c, &q, MROCE_OP_READ_REQ);
+    q.u.rq.req.raddr = mr.addr;
+    q.u.rq.req.rkey = mr.rkey;
+    q.u.rq.req.msg_len = sizeof(d);
+    ct_send(c, &q);
+    c->snd_nxt++;
+    c->msn++;
+    /* The ACK of the READ_REQ and two READ_RESP packets, in any order. */
+    while (got < 2) {
+        rx = ct_rl_next(c, RL_WAIT);
+        if (!rx)
+            ct_fail(t, "expected READ_RESP packets, got nothing");
+        if (rx->p.base.opcode == MROCE_OP_ACK)
+            continue;
+        CT_REQUIRE(t, rx->p.base.opcode == MROCE_OP_READ_RESP,
+                   "expected READ_RESP, got %s", ct_describe(t, rx));
+        CT_EQ(t, "READ_RESP PSN", c->astart + (uint32_t)got, rx->p.base.psn);
+        ct_rl_save(rx, &rs[got]);
+        got++;
+    }
+    CT_REQUIRE(t, memcmp(rs[0].pay, d, 1024) == 0,
+               "READ_RESP 0 carries other bytes than the region's");
+    /* The READ_REQ again: a duplicate, executed nothing. */
+    q.base.flags |= MROCE_F_RETX;
+    q.base.tsval += 1000;
+    ct_send(c, &q);
+    rx = ack_of(c, q.base.psn, q.base.tsval);
+    CT_EQ(t, "ACK of the repeated READ_REQ: Echo Flags (DUP)", MROCE_ECHO_DUP,
+          rx->p.u.ack.echo_flags);
+    ct_expect_silence(t, 20);
+    /* SEM-10: a resent READ_RESP reads memory again. */
+    ct_mr_write(t, &mr, 0, e, sizeof(e));
+    ct_rl_send_ack(c, c->astart, &sack, 1, &rs[1].p, 0);
+    ct_rl_expect_data(c, 0, RL_WAIT, &r);
+    CT_EQ(t, "resent PSN", c->astart, r.p.base.psn);
+    CT_EQ(t, "resent opcode", MROCE_OP_READ_RESP, r.p.base.opcode);
+    CT_REQUIRE(t, r.p.base.flags & MROCE_F_RETX, "resent READ_RESP lacks RETX");
+    CT_EQ(t, "resent Offset", 0, r.p.u.resp.offset);
+    CT_EQ(t, "resent payload length", 1024, r.p.payload_len);
+    CT_REQUIRE(t, memcmp(r.pay, e, 1024) == 0,
+               "the resent READ_RESP carries the old bytes: it must read "
+               "memory again when it retransmits (SEM-10)");
+    ct_rl_send_ack(c, c->astart + 2, NULL, 0, &r.p, 0);
+    ct_expect_silence(t, CT_QUIET);
+}
+
+CT_CASE(loss_atomic_resp_replayed, "SEM-13 REL-8 LOSS-15 SEM-12",
+        "our FETCH_ADD +5 on 1000; ATOMIC_RESP not ACKed; the FETCH_ADD "
+        "again: DUP ACK, no new response; the ATOMIC_RESP is resent (same "
+        "PSN, orig 1000); memory 1005: executed once")
+{
+    struct ct_conn *c = ct_accept(t, "min_rto_us=10000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw,ra", 0);
+    struct ct_rl_pkt a, r;
+    struct mroce_pkt q;
+    const struct ct_rx *rx;
+    uint64_t v = 1000, m;
+    uint8_t be[8];
+
+    for (int i = 0; i < 8; i++)
+        be[i] = (uint8_t)(v >> (56 - 8 * i));
+    ct_mr_write(t, &mr, 0, &v, 8);
+    c->auto_ack = 0;
+    ct_pkt_req(c, &q, MROCE_OP_FETCH_ADD);
+    q.u.rq.req.raddr = mr.addr;
+    q.u.rq.req.rkey = mr.rkey;
+    q.u.rq.atomic.swap_add = 5;
+    ct_send(c, &q);
+    c->snd_nxt++;
+    c->msn++;
+    for (;;) {
+        rx = ct_rl_next(c, RL_WAIT);
+        if (!rx)
+            ct_fail(t, "expected an ATOMIC_RESP, got nothing");
+        if (rx->p.base.opcode == MROCE_OP_ACK)
+            continue;
+        CT_REQUIRE(t, rx->p.base.opcode == MROCE_OP_ATOMIC_RESP,
+                   "expected ATOMIC_RESP, got %s", ct_describe(t, rx));
+        ct_rl_save(rx, &a);
+        break;
+    }
+    CT_REQUIRE(t, a.p.payload_len == 8 && memcmp(a.pay, be, 8) == 0,
+               "ATOMIC_RESP payload is not the original value 1000");
+    q.base.flags |= MROCE_F_RETX;
+    q.base.tsval += 1000;
+    ct_send(c, &q);
+    rx = ack_of(c, q.base.psn, q.base.tsval);
+    CT_EQ(t, "ACK of the repeated FETCH_ADD: Echo Flags (DUP)", MROCE_ECHO_DUP,
+          rx->p.u.ack.echo_flags);
+    /* Whatever comes next must be the same response, resent. */
+    ct_rl_expect_data(c, 1, RL_WAIT, &r);
+    expect_copy(t, &a.p, &r.p);
+    ct_rl_send_ack(c, r.p.base.psn + 1, NULL, 0, &r.p, 0);
+    ct_mr_read(t, &mr, 0, &m, 8);
+    CT_EQ(t, "target after one FETCH_ADD +5 (executed once)", 1005, m);
+    ct_expect_silence(t, CT_QUIET);
+}
+
+CT_CASE(loss_rtt_sample_from_echo, "LOSS-3 LOSS-4",
+        "we hold the ACK of an IUT WRITE 30 ms: with ACK Delay = the hold the "
+        "IUT's RTT sample (rtt_last) excludes it, and srtt = min_rtt = it; "
+        "with ACK Delay above the raw RTT the sample is the raw RTT and "
+        "srtt = 7/8 srtt + 1/8 R")
+{
+    struct ct_conn *c = ct_accept(t, "min_rto_us=50000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_rl_pkt a, b;
+    uint64_t hold;
+    int64_t r1, s1, m1, r2, s2, m2, want;
+
+    c->auto_ack = 0;
+    post_write(t, c, &mr, 1, 0, 64);
+    ct_rl_take_new(c, c->astart, &a, 1, RL_WAIT);
+    ct_expect_silence(t, 30); /* no probe: PTO is 250 ms here */
+    hold = ct_now_ns() - a.at_ns;
+    ct_rl_send_ack_delay(c, c->astart + 1, NULL, 0, &a.p, 0, (uint32_t)hold);
+    ct_expect_wc(t, c->aqp, "send", 1, "SUCCESS", RL_WAIT);
+    r1 = ct_rl_counter(t, c->aqp, "rtt_last");
+    s1 = ct_rl_counter(t, c->aqp, "srtt");
+    m1 = ct_rl_counter(t, c->aqp, "min_rtt");
+    if (r1 < 0 || s1 < 0 || m1 < 0)
+        ct_skip(t, "the IUT does not report rtt_last, srtt and min_rtt");
+    ct_log(t, "held %llu ns; rtt_last %lld srtt %lld min_rtt %lld",
+           (unsigned long long)hold, (long long)r1, (long long)s1,
+           (long long)m1);
+    CT_REQUIRE(t, r1 >= 1 && r1 < (int64_t)hold,
+               "RTT sample %lld ns after an ACK held %llu ns with ACK Delay "
+               "= the hold: the sample must exclude ACK Delay (LOSS-3)",
+               (long long)r1, (unsigned long long)hold);
+    CT_EQ(t, "srtt after the first sample (= R, LOSS-4)", r1, s1);
+    CT_EQ(t, "min_rtt after the first sample (LOSS-4)", r1, m1);
+
+    post_write(t, c, &mr, 2, 64, 64);
+    ct_rl_take_new(c, c->astart + 1, &b, 1, RL_WAIT);
+    /* the IUT has a sample now: its probe may come; it is not judged */
+    while (ct_rl_next(c, 30) != NULL)
+        ;
+    hold = ct_now_ns() - b.at_ns;
+    ct_rl_send_ack_delay(c, c->astart + 2, NULL, 0, &b.p, 0, 0xfffffff0u);
+    ct_expect_wc(t, c->aqp, "send", 2, "SUCCESS", RL_WAIT);
+    r2 = ct_rl_counter(t, c->aqp, "rtt_last");
+    s2 = ct_rl_counter(t, c->aqp, "srtt");
+    m2 = ct_rl_counter(t, c->aqp, "min_rtt");
+    ct_log(t, "held %llu ns; rtt_last %lld srtt %lld min_rtt %lld",
+           (unsigned long long)hold, (long long)r2, (long long)s2,
+           (long long)m2);
+    CT_REQUIRE(t, r2 >= (int64_t)hold,
+               "RTT sample %lld ns, below the %llu ns we held the ACK: with "
+               "ACK Delay >= the raw RTT the sample is the raw RTT (LOSS-3)",
+               (long long)r2, (unsigned long long)hold);
+    CT_EQ(t, "min_rtt (the lower, first sample)", m1, m2);
+    want = (7 * s1 + r2) / 8;
+    CT_REQUIRE(t,
+               s2 >= want - want / 100 - 1000 && s2 <= want + want / 100 + 1000,
+               "srtt %lld after samples %lld and %lld: expected 7/8 x %lld + "
+               "1/8 x %lld = %lld (LOSS-4)",
+               (long long)s2, (long long)r1, (long long)r2, (long long)s1,
+               (long long)r2, (long long)want);
+}

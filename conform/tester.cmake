@@ -1,0 +1,24 @@
+# mroce-conform: the conformance tester (conform/tester: framework,
+# conform/cases: one file of cases per spec area).  It links only the wire
+# codec, never the engine: it crafts and judges every packet itself.
+file(GLOB MROCE_CONFORM_SRC CONFIGURE_DEPENDS
+     ${CMAKE_CURRENT_SOURCE_DIR}/tester/*.c
+     ${CMAKE_CURRENT_SOURCE_DIR}/cases/*.c)
+add_executable(mroce-conform ${MROCE_CONFORM_SRC})
+target_include_directories(mroce-conform PRIVATE
+                           ${CMAKE_CURRENT_SOURCE_DIR}/tester)
+target_link_libraries(mroce-conform mroce_wire)
+
+# Every requirement ID a case cites must exist in the spec's table.
+add_test(NAME conform_ids
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tester/check_ids.sh
+                 $<TARGET_FILE:mroce-conform>
+                 ${CMAKE_SOURCE_DIR}/docs/spec/README.md)
+
+# The whole suite against the reference agent, on free ports.
+if(TARGET mroce-conform-agent)
+  add_test(NAME conform_suite
+           COMMAND mroce-conform --spawn $<TARGET_FILE:mroce-conform-agent>
+                   --junit ${CMAKE_CURRENT_BINARY_DIR}/conform_suite.xml)
+  set_tests_properties(conform_suite PROPERTIES TIMEOUT 600)
+endif()
