@@ -670,12 +670,12 @@ CT_CASE(loss_atomic_resp_replayed, "SEM-13 REL-8 LOSS-15 SEM-12",
 }
 
 CT_CASE(loss_rtt_sample_from_echo, "LOSS-3 LOSS-4",
-        "we hold the ACK of an IUT WRITE 30 ms: with ACK Delay = the hold the "
+        "we hold the ACK of an IUT WRITE 200 ms: with ACK Delay = the hold the "
         "IUT's RTT sample (rtt_last) excludes it, and srtt = min_rtt = it; "
         "with ACK Delay above the raw RTT the sample is the raw RTT and "
         "srtt = 7/8 srtt + 1/8 R")
 {
-    struct ct_conn *c = ct_accept(t, "min_rto_us=50000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=400000");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_rl_pkt a, b;
     uint64_t hold;
@@ -684,7 +684,11 @@ CT_CASE(loss_rtt_sample_from_echo, "LOSS-3 LOSS-4",
     c->auto_ack = 0;
     post_write(t, c, &mr, 1, 0, 64);
     ct_rl_take_new(c, c->astart, &a, 1, RL_WAIT);
-    ct_expect_silence(t, 30); /* no probe: PTO is 250 ms here */
+    /* Hold 200 ms: longer than a loaded host's scheduling stalls (which
+     * add to the IUT's raw RTT), shorter than its first probe (without an
+     * RTT sample: 5 min_rto capped at max_rto, which the agent raises to
+     * min_rto: 400 ms). */
+    ct_expect_silence(t, 200);
     hold = ct_now_ns() - a.at_ns;
     ct_rl_send_ack_delay(c, c->astart + 1, NULL, 0, &a.p, 0, (uint32_t)hold);
     ct_expect_wc(t, c->aqp, "send", 1, "SUCCESS", RL_WAIT);
