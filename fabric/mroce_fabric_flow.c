@@ -352,6 +352,7 @@ static int run_client(void)
     double max_gap_after = 0, max_gap_after_at = 0;
     double deadline = t0 + O.timeout;
     double t_act = -1, t_act_done = -1, first_ret = -1, last_ret = -1;
+    double rtt_act = 0; /* the QP's srtt when the action was started */
     double next_sample = t0, next_iv = t0 + O.interval_ms / 1e3;
     uint64_t ret_seen = 0, ret_after = 0, iv_done = 0;
     pid_t act_pid = -1;
@@ -402,6 +403,9 @@ static int run_client(void)
         /* trigger the action (e.g. mroce-fabric fail l1-s0) */
         if (O.run && t_act < 0 && t - t0 >= O.at_ms / 1e3) {
             char *argv[] = {"/bin/sh", "-c", (char *)O.run, NULL};
+            struct mroce_qp_counters k;
+            mroce_vqp_counters(c.qp, &k);
+            rtt_act = k.srtt / 1e9;
             t_act = t;
             if (posix_spawn(&act_pid, "/bin/sh", NULL, NULL, argv, environ) != 0)
                 die("spawn", 0);
@@ -470,7 +474,10 @@ static int run_client(void)
            max_gap_at * 1e3);
     if (t_act >= 0) {
         double base = t_act; /* conservative: from the spawn of the action */
-        double rtt = k.srtt ? k.srtt / 1e9 : 0;
+        /* RTTs of the connection as it was before the failure: the srtt at
+         * the end reflects the recovery (and host scheduling) instead. */
+        double rtt = rtt_act;
+        printf(" srtt_at_action_us=%.1f", rtt_act * 1e6);
         printf(" action_ms=%.1f action_took_ms=%.1f stall_after_ms=%.2f"
                " stall_after_at_ms=%.1f retired_after=%" PRIu64,
                (t_act - t0) * 1e3,
@@ -482,6 +489,13 @@ static int run_client(void)
                    (first_ret - base) * 1e3, (last_ret - base) * 1e3,
                    rtt > 0 ? (first_ret - base) / rtt : -1,
                    rtt > 0 ? (last_ret - base) / rtt : -1);
+        /* The link dies while the action runs (it takes tens of ms to run
+         * `ip` in two namespaces): from its end is the other bound. */
+        if (first_ret >= 0 && t_act_done >= 0)
+            printf(" first_retire_after_cmd_ms=%.2f"
+                   " first_retire_after_cmd_rtts=%.1f",
+                   (first_ret - t_act_done) * 1e3,
+                   rtt > 0 ? (first_ret - t_act_done) / rtt : -1);
     }
     print_qp("client", &c);
     printf("\n");

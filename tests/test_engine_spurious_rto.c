@@ -20,9 +20,9 @@
  *    resent yet went back in flight).
  * 2. Genuine: every packet is lost (fabric loss 1.0) from the same point
  *    until the first RTO has fired and its retransmission was lost too;
- *    the next RTO's retransmission gets through, so the first ACK echoes a
- *    timestamp after the first RTO: spurious_rto stays 0, the transfer
- *    completes intact.
+ *    the probe a PTO after it (LOSS-10) gets through, so the first ACK
+ *    echoes a timestamp after the first RTO: spurious_rto stays 0, the
+ *    transfer completes intact.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -197,7 +197,7 @@ static void run(uint64_t seed, int genuine)
            (double)(mroce_netdrive_now(tb->d) - t0) / 1e6);
     if (genuine) {
         CHECK_EQ(c.spurious_rto, 0);
-        CHECK(c.timeouts >= 2);
+        CHECK(c.timeouts >= 1);
     } else {
         CHECK(phase == 3);
         CHECK_EQ(c.spurious_rto, 1);

@@ -475,6 +475,41 @@ static void test_loss_weight(void)
     CHECK(p->weight == MROCE_PATH_WMAX);
 }
 
+/* PATH-15: recovery transmissions go on the slot with the freshest echo
+ * that lost nothing since its last ack, never on `avoid`; without one, the
+ * round robin decides; a proven choice leaves the round robin alone. */
+static void test_pick_proven(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {33};
+
+    setup(&ps, &r, 8);
+    /* No echo yet: the round robin's choice, avoiding slot 0. */
+    CHECK(mroce_path_pick_proven(&ps, 0) == 1);
+    mroce_path_on_echo(&ps, 2, 1000);
+    mroce_path_on_echo(&ps, 5, 3000);
+    mroce_path_on_echo(&ps, 6, 2000);
+    uint16_t cursor = ps.cursor;
+    CHECK(mroce_path_pick_proven(&ps, MROCE_PATH_NONE) == 5);
+    CHECK(mroce_path_pick_proven(&ps, 5) == 6);  /* avoid: next freshest */
+    CHECK(ps.cursor == cursor);                   /* round robin untouched */
+    (void)mroce_path_on_loss(&ps, 5);             /* suspect now */
+    CHECK(mroce_path_pick_proven(&ps, MROCE_PATH_NONE) == 6);
+    mroce_path_on_ack(&ps, 5, 0, 0);              /* acked again */
+    CHECK(mroce_path_pick_proven(&ps, MROCE_PATH_NONE) == 5);
+    mroce_path_retire(&ps, 5);                    /* a fresh entropy: */
+    CHECK(ps.paths[5].last_echo == 0);            /* no proof */
+    CHECK(mroce_path_pick_proven(&ps, MROCE_PATH_NONE) == 6);
+    mroce_path_on_echo(&ps, 3, 0);                /* time 0 still counts */
+    CHECK(ps.paths[3].last_echo != 0);
+    /* Every proven slot suspect or avoided: the round robin again. */
+    (void)mroce_path_on_loss(&ps, 2);
+    (void)mroce_path_on_loss(&ps, 3);
+    uint16_t k = mroce_path_pick_proven(&ps, 6);
+    CHECK(k != 6 && k < 8);
+    CHECK(ps.cursor != cursor);
+}
+
 static void test_stats(void)
 {
     struct mroce_pathset ps;
@@ -511,6 +546,7 @@ int main(void)
     test_weight();
     test_ecn_ewma();
     test_loss_weight();
+    test_pick_proven();
     test_stats();
     return TESTUTIL_SUMMARY("test_path");
 }

@@ -35,16 +35,19 @@ scenario() { # LABEL ACTION LINK DEAD_SPINE
 scenario fail fail l1-s0 s0
 scenario blackhole blackhole l0-s2 s2
 
-printf "\n%-10s %8s %7s %9s %8s %11s %8s %10s %10s %6s %5s %5s %9s\n" run goodput verify stall_ms cmd_ms "first_ret" retired "first_RTTs" "last_RTTs" retx rto probe "dead_left"
+printf "\n%-10s %8s %7s %9s %8s %11s %10s %12s %8s %10s %6s %5s %5s %9s\n" run goodput verify stall_ms cmd_ms "first_ret" "first_RTTs" "RTTs_cmd_end" retired "last_RTTs" retx rto probe "dead_left"
 for l in fail blackhole; do
     r=$(result $l)
-    printf "%-10s %6s M %7s %9s %8s %8s ms %8s %10s %10s %6s %5s %5s %9s\n" $l "$(field "$r" goodput_mbps)" \
+    printf "%-10s %6s M %7s %9s %8s %8s ms %10s %12s %8s %10s %6s %5s %5s %9s\n" $l "$(field "$r" goodput_mbps)" \
         "$(field "$r" verify)" "$(field "$r" stall_after_ms)" "$(field "$r" action_took_ms)" "$(field "$r" first_retire_ms)" \
-        "$(field "$r" retired_after)" "$(field "$r" first_retire_rtts)" "$(field "$r" last_retire_rtts)" \
+        "$(field "$r" first_retire_rtts)" "$(field "$r" first_retire_after_cmd_rtts)" \
+        "$(field "$r" retired_after)" "$(field "$r" last_retire_rtts)" \
         "$(field "$r" retx)" "$(field "$r" retx_rto)" "$(field "$r" retx_probe)" "$(cat "$OUT/dead-$l")"
 done
-echo "(stall: longest gap between WRITE completions after the failure; RTTs: time from the failure"
-echo " being issued to the first/last path retirement, in units of the QP's smoothed RTT;"
+echo "(stall: longest gap between WRITE completions after the failure; first_ret: first path"
+echo " retirement after the failure command was started; RTTs: that time in units of the QP's"
+echo " smoothed RTT just before the failure, from the command's start (first_RTTs, last_RTTs)"
+echo " or its end (RTTs_cmd_end; the link dies in between, the command takes cmd_ms);"
 echo " dead_left: active paths still hashing onto the dead spine when the transfer ended)"
 echo
 for l in fail blackhole; do

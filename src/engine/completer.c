@@ -33,6 +33,14 @@ static mroce_tstamp cur_rto(const mroce_qp *qp)
     return r > qp->attr.max_rto ? qp->attr.max_rto : r;
 }
 
+/* The probe timeout (LOSS-9): min(RTO_eff, 2 srtt + max_ack_delay). */
+static mroce_tstamp cur_pto(const mroce_qp *qp)
+{
+    mroce_tstamp rto = cur_rto(qp);
+    mroce_tstamp pto = qp->srtt ? 2 * qp->srtt + qp->attr.max_ack_delay : rto;
+    return pto < rto ? pto : rto;
+}
+
 void mroce_comp_arm_loss_timer(mroce_qp *qp, mroce_tstamp now)
 {
     (void)now;
@@ -40,11 +48,8 @@ void mroce_comp_arm_loss_timer(mroce_qp *qp, mroce_tstamp now)
         qp->loss_deadline = MROCE_TSTAMP_INF;
         return;
     }
-    mroce_tstamp rto = cur_rto(qp);
-    mroce_tstamp pto = qp->srtt ? 2 * qp->srtt + qp->attr.max_ack_delay : rto;
-    if (pto > rto)
-        pto = rto;
-    qp->loss_deadline = qp->last_progress + (qp->probes_sent ? rto : pto);
+    qp->loss_deadline = qp->last_progress +
+                        (qp->probes_sent ? cur_rto(qp) : cur_pto(qp));
 }
 
 static void update_rtt(mroce_qp *qp, mroce_tstamp rtt)
@@ -92,6 +97,21 @@ static void lose(mroce_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
     lose_ex(qp, idx, cause, lost_bytes, 1);
 }
 
+/* Count a loss against slot `path` (PATH-9); if that retires it, its
+ * in-flight packets went into the dead path too: lost, cause path. */
+static void blame(mroce_qp *qp, uint16_t path)
+{
+    if (mroce_path_on_loss(&qp->paths, path)) {
+        qp->cnt.paths_retired++;
+        struct mroce_path *p = &qp->path_slots[path];
+        while (p->list_head != MROCE_PATH_NONE) {
+            uint32_t i = p->list_head;
+            uint32_t q = qp->snd_una + ((i - qp->snd_una) & qp->tx_mask);
+            mroce_req_declare_lost(qp, q, LOSS_PATH);
+        }
+    }
+}
+
 /* blame_path = 0: the loss says nothing about its path (an RTO's sweep
  * beyond each path's oldest packet), so it does not count towards the
  * path's consecutive losses and cannot retire it. */
@@ -109,26 +129,45 @@ static void lose_ex(mroce_qp *qp, uint32_t idx, int cause,
     if (qp->path_slots[path].consec_losses == 0)
         *lost_bytes += e->len;
     mroce_req_declare_lost(qp, psn, cause);
-    if (blame_path && mroce_path_on_loss(&qp->paths, path)) {
-        qp->cnt.paths_retired++;
-        struct mroce_path *p = &qp->path_slots[path];
-        while (p->list_head != MROCE_PATH_NONE) {
-            uint32_t i = p->list_head;
-            uint32_t q = qp->snd_una + ((i - qp->snd_una) & qp->tx_mask);
-            mroce_req_declare_lost(qp, q, LOSS_PATH);
-        }
-    }
+    if (blame_path)
+        blame(qp, path);
 }
 
-/* Acknowledge PSN psn; returns 1 if newly acknowledged. */
-static int ack_one(mroce_qp *qp, uint32_t psn, uint32_t echo_psn,
+/* LOSS-20: the ACK newly acknowledging an in-flight packet whose latest
+ * transmission is a tail-loss probe echoes that very probe (its TSval, not
+ * a duplicate): the receiver got the PSN from the probe first, so the
+ * transmission the probe replaced was lost.  Charged to its slot like any
+ * loss (PATH-9, LOSS-18), unless the slot has been retired since.  Without
+ * this, packets sent into a dead path and rescued by probes cost that path
+ * nothing: with a small window, where the newest packet is often the one
+ * on the dead path, the path stayed in use and kept eating packets. */
+static void probe_proves_loss(mroce_qp *qp, struct mroce_txent *e,
+                              uint32_t psn, const struct mroce_ack_hdr *a,
+                              uint32_t *lost_bytes)
+{
+    uint16_t from = e->probe_from;
+    if (from >= qp->paths.npaths || from == e->path || psn != a->echo_psn ||
+        (a->echo_flags & MROCE_ECHO_DUP) ||
+        a->echo_ts != (uint32_t)e->sent_time ||
+        qp->path_slots[from].entropy != e->probe_from_entropy)
+        return;
+    if (qp->path_slots[from].consec_losses == 0)
+        *lost_bytes += e->len;
+    blame(qp, from);
+}
+
+/* Acknowledge PSN psn (for ACK a); returns 1 if newly acknowledged. */
+static int ack_one(mroce_qp *qp, uint32_t psn, const struct mroce_ack_hdr *a,
                    mroce_tstamp rtt, uint32_t *acked_bytes,
                    uint32_t *lost_bytes)
 {
     uint32_t idx = psn & qp->tx_mask;
+    uint32_t echo_psn = a->echo_psn;
     struct mroce_txent *e = &qp->tx[idx];
     if (e->state == TX_ACKED || e->state == TX_FREE)
         return 0;
+    if (e->state == TX_INFLIGHT && e->probe_from != MROCE_PATH_NONE)
+        probe_proves_loss(qp, e, psn, a, lost_bytes);
     if (e->state == TX_INFLIGHT) {
         /* Per-path inference: everything sent earlier on this path that is
          * still in flight was lost.  Skipped when this packet was resent,
@@ -319,12 +358,13 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
     if (echo_slot >= 0) {
         int ce = (a->echo_flags & MROCE_ECHO_CE) != 0;
         mroce_path_on_ecn_echo(&qp->paths, (uint16_t)echo_slot, ce);
+        mroce_path_on_echo(&qp->paths, (uint16_t)echo_slot, now);
     }
 
     uint32_t acked_bytes = 0, lost_bytes = 0, acked = 0;
     uint32_t high = qp->snd_una;
     for (uint32_t psn = qp->snd_una; mroce_psn_diff(psn, a->cum_psn) < 0; psn++) {
-        acked += (uint32_t)ack_one(qp, psn, a->echo_psn, rtt, &acked_bytes,
+        acked += (uint32_t)ack_one(qp, psn, a, rtt, &acked_bytes,
                                    &lost_bytes);
         high = psn + 1;
     }
@@ -337,7 +377,7 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
             if (mroce_psn_diff(psn, qp->snd_una) < 0 ||
                 mroce_psn_diff(psn, qp->snd_nxt) >= 0)
                 continue;
-            acked += (uint32_t)ack_one(qp, psn, a->echo_psn, rtt, &acked_bytes,
+            acked += (uint32_t)ack_one(qp, psn, a, rtt, &acked_bytes,
                                        &lost_bytes);
             if (mroce_psn_diff(psn + 1, high) > 0)
                 high = psn + 1;
@@ -603,8 +643,14 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
                 p--;
                 struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
                 if (e->state == TX_INFLIGHT) {
+                    /* At the head of the queue: a probe does not wait for
+                     * the window (LOSS-12), so it must not wait behind
+                     * lost packets that do.  Queued at the tail, it sat
+                     * there whenever cwnd held back a retransmission (as
+                     * it does right after a timeout), was never sent, and
+                     * the next expiry was a timeout instead. */
                     e->probe = 1;
-                    qp->retxq[qp->retxq_tail++ & qp->tx_mask] = p;
+                    qp->retxq[--qp->retxq_head & qp->tx_mask] = p;
                     break;
                 }
             }
@@ -647,7 +693,21 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
                 /* Counted before the loss: a retirement resets it. */
                 if (first && qp->path_slots[s].rto_losses < 255)
                     qp->path_slots[s].rto_losses++;
+                uint16_t f = e->probe_from;
                 lose_ex(qp, p & qp->tx_mask, LOSS_RTO, &lost_bytes, first);
+                /* A probe's packet: the transmission the probe replaced has
+                 * gone unanswered just as long, so its slot is blamed too
+                 * (LOSS-13).  Otherwise a dead slot whose packet a probe
+                 * took over would come out of the timeout unblamed, and
+                 * stay first in line for recovery transmissions (PATH-15). */
+                if (f < qp->paths.npaths && f != s &&
+                    qp->path_slots[f].entropy == e->probe_from_entropy &&
+                    !(blamed[f >> 6] >> (f & 63) & 1)) {
+                    blamed[f >> 6] |= 1ull << (f & 63);
+                    if (qp->path_slots[f].rto_losses < 255)
+                        qp->path_slots[f].rto_losses++;
+                    blame(qp, f);
+                }
             }
             /* Resend in PSN order, oldest first.  The queue is in order of
              * detection, so a hole at the cumulative point that was lost
@@ -662,7 +722,13 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
             qp->cc.ops->on_timeout(&qp->cc, now);
             lost_bytes = 0;
             qp->last_progress = now;
-            qp->loss_deadline = now + cur_rto(qp);
+            /* A probe is allowed again (LOSS-10): with cwnd at one packet
+             * the retransmission tests a single path, and the probe a PTO
+             * later a second one (PATH-15), so after a link failure that
+             * killed a good part of the paths one unlucky pick does not
+             * cost a whole doubled timeout. */
+            qp->probes_sent = 0;
+            qp->loss_deadline = now + cur_pto(qp);
         }
     }
     if (lost_bytes)

@@ -145,6 +145,10 @@ struct mroce_txent {
     uint8_t retx;            /* times retransmitted */
     uint8_t probe;           /* next transmission is a tail-loss probe */
     uint8_t cause;           /* enum mroce_loss_cause when state == LOST */
+    uint16_t probe_from;     /* latest transmission is a tail-loss probe that
+                                replaced one on this slot (sent at least
+                                min_rtt before it), else MROCE_PATH_NONE */
+    uint16_t probe_from_entropy; /* that slot's entropy then (LOSS-20) */
 };
 
 /* Reasons a packet is declared lost (counters retx_*). */

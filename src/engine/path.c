@@ -94,6 +94,7 @@ static void path_reset_state(struct mroce_path *p)
     p->srtt = 0;
     p->rttvar = 0;
     p->min_rtt = 0;
+    p->last_echo = 0; /* a fresh entropy has proven nothing yet */
 }
 
 int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
@@ -288,6 +289,42 @@ void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce)
     p->ecn_marks += is_ce;
     if (is_ce)
         path_weight_down(p);
+}
+
+void mroce_path_on_echo(struct mroce_pathset *ps, uint16_t i, mroce_tstamp now)
+{
+    if (i < ps->npaths)
+        ps->paths[i].last_echo = now ? now : 1; /* 0 means "never" */
+}
+
+/*
+ * Recovery transmissions (PATH-15) carry the connection's only chance of an
+ * ACK: a probe is sent because nothing came back for a probe timeout, and
+ * after a timeout cwnd allows one packet per expiry.  The round robin would
+ * put that packet on whatever slot comes next, and after a link failure
+ * many slots are dead (a blackholed spine link kills a slot if either its
+ * data or its ACKs hash onto it: 7 in 16 slots with 4 spines); each miss
+ * costs a doubled timeout, and retry_cnt misses in a row fail the QP.  The
+ * slot with the freshest echo is the one most likely to still work, both
+ * ways.  A slot that lost a packet since its last ack (including a
+ * recovery transmission that drew no ACK, charged by the next timeout) is
+ * not eligible, so successive timeouts try successively older proven slots.
+ */
+uint16_t mroce_path_pick_proven(struct mroce_pathset *ps, uint16_t avoid)
+{
+    uint32_t k, best = MROCE_PATH_NONE;
+    mroce_tstamp t = 0;
+
+    for (k = 0; k < ps->npaths; k++) {
+        const struct mroce_path *p = &ps->paths[k];
+        if (k != avoid && p->consec_losses == 0 && p->last_echo > t) {
+            t = p->last_echo;
+            best = k;
+        }
+    }
+    if (best == MROCE_PATH_NONE)
+        return mroce_path_pick(ps, avoid);
+    return (uint16_t)best;
 }
 
 int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i)

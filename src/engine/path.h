@@ -35,6 +35,10 @@ struct mroce_path {
     mroce_tstamp srtt;      /* smoothed RTT of this path, 0 = no sample */
     mroce_tstamp rttvar;    /* RTT variation */
     mroce_tstamp min_rtt;   /* lowest sample on this path */
+    mroce_tstamp last_echo; /* when an ACK last echoed a transmission on
+                               this slot (PATH-5): its entropy then worked
+                               both ways, data out and ACK back; 0 = not
+                               since init or the last retirement */
     uint32_t list_head;     /* oldest in-flight tx entry on this path (owned
                                by the engine's tx ring), MROCE_PATH_NONE... */
     uint32_t list_tail;     /* newest in-flight tx entry on this path */
@@ -95,6 +99,21 @@ void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
  * echo costs one weight point and suppresses the clean-ack increase until a
  * clean echo arrives. */
 void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce);
+
+/* mroce_path_on_echo records that an ACK's echo was attributed to slot i
+ * (PATH-5) at time now: the slot's entropy is proven to work in both
+ * directions (the data got there and the ACK, sent on the same entropy,
+ * came back). */
+void mroce_path_on_echo(struct mroce_pathset *ps, uint16_t i, mroce_tstamp now);
+
+/* mroce_path_pick_proven chooses the slot for a recovery transmission
+ * (PATH-15: a tail-loss probe, or a retransmission while the connection has
+ * made no progress since a timeout): among slots other than `avoid` that
+ * have lost nothing since their last acknowledgement and have an echo
+ * (mroce_path_on_echo), the one with the latest echo; without such a slot,
+ * mroce_path_pick(ps, avoid).  O(npaths); a proven choice leaves the round
+ * robin's state (cursor, deficits, burst) alone. */
+uint16_t mroce_path_pick_proven(struct mroce_pathset *ps, uint16_t avoid);
 
 /* mroce_path_on_loss records a loss on slot i.  Returns 1 if the slot was
  * retired (it now has a fresh entropy; the caller must declare the slot's

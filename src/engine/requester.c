@@ -385,13 +385,16 @@ static int build_pkt(mroce_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
     return (int)mroce_pkt_seal(buf, h + e->len);
 }
 
-/* Pick the path before building, since the header carries its entropy. */
-static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, uint8_t *buf,
-                      size_t cap, struct mroce_tx_info *info, int ack_req,
-                      mroce_tstamp now)
+/* Pick the path before building, since the header carries its entropy.
+ * recovery: a probe or a retransmission after a timeout goes on the slot
+ * most recently proven to work both ways (PATH-15), not the next in turn. */
+static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
+                      uint8_t *buf, size_t cap, struct mroce_tx_info *info,
+                      int ack_req, mroce_tstamp now)
 {
     struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
-    uint16_t picked = mroce_path_pick(&qp->paths, avoid);
+    uint16_t picked = recovery ? mroce_path_pick_proven(&qp->paths, avoid)
+                               : mroce_path_pick(&qp->paths, avoid);
     int n = build_pkt(qp, psn, picked, buf, cap, ack_req, now);
     if (n <= 0)
         return n;
@@ -431,10 +434,20 @@ static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap,
             return 0;
         uint16_t old = e->path;
         uint8_t old_state = e->state;
+        /* A probe replaces an in-flight transmission; if the probe arrives
+         * first, that one was lost (LOSS-20).  Not for a transmission made
+         * less than min_rtt before: the probe might just overtake it. */
+        mroce_tstamp guard = qp->min_rtt ? qp->min_rtt : qp->attr.min_rto;
+        uint16_t from = probe && now - e->sent_time >= guard ? old
+                                                             : MROCE_PATH_NONE;
+        uint16_t from_entropy = qp->path_slots[old].entropy;
         if (probe)
             mroce_req_unflight(qp, psn & qp->tx_mask);
         e->retx++;
-        int n = send_entry(qp, psn, old, buf, cap, info, 1, now);
+        /* Until an ACK shows progress after a timeout, every retransmission
+         * is a recovery transmission too (PATH-15). */
+        int n = send_entry(qp, psn, old, probe || qp->consec_timeouts > 0,
+                           buf, cap, info, 1, now);
         if (n < 0) {
             e->retx--;
             if (probe) {
@@ -446,6 +459,8 @@ static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap,
             return n;
         }
         qp->retxq_head++;
+        e->probe_from = from;
+        e->probe_from_entropy = from_entropy;
         if (n == 0) {
             /* Stale request whose WR completed: treat as acknowledged. */
             e->state = TX_ACKED;
@@ -481,6 +496,7 @@ static uint32_t new_entry(mroce_qp *qp, uint8_t kind, uint32_t ref,
     e->offset = off;
     e->len = (uint16_t)len;
     e->path_prev = e->path_next = MROCE_PATH_NONE;
+    e->probe_from = MROCE_PATH_NONE;
     return psn;
 }
 
@@ -507,7 +523,7 @@ static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap,
     if (!can_send_new(qp, len))
         return 0;
     uint32_t psn = new_entry(qp, TXK_RESP, bi, best->sent_off, len);
-    int n = send_entry(qp, psn, MROCE_PATH_NONE, buf, cap, info, 1, now);
+    int n = send_entry(qp, psn, MROCE_PATH_NONE, 0, buf, cap, info, 1, now);
     if (n <= 0) {
         qp->snd_nxt--;
         qp->tx[psn & qp->tx_mask].state = TX_FREE;
@@ -554,8 +570,8 @@ static int write_new_req(mroce_qp *qp, uint8_t *buf, size_t cap,
     /* Ask for an immediate ACK on a message's last packet when nothing else
      * is queued behind it, so its completion is not held by ACK delay. */
     int last_queued = qp->sq_tx + 1 == qp->sq_tail;
-    int n = send_entry(qp, psn, MROCE_PATH_NONE, buf, cap, info, last_queued,
-                       now);
+    int n = send_entry(qp, psn, MROCE_PATH_NONE, 0, buf, cap, info,
+                       last_queued, now);
     if (n <= 0) {
         qp->snd_nxt--;
         qp->tx[psn & qp->tx_mask].state = TX_FREE;
