@@ -273,18 +273,42 @@ static int probe_and_rtos(struct ct *t, int rtos_wanted, char *why, size_t cap)
                  "probe %u ns after the first transmission, expected %u ns "
                  "(LOSS-9, LOSS-10) + %u ns allowance",
                  dt, rto, SCHED_ALLOWANCE_NS);
-    /* Timeouts: the first RTO_eff after the probe (no probe allowed any
-     * more), then doubled.  Each resends the oldest packet first
-     * (LOSS-13); more may follow as the congestion window allows. */
+    /* Timeouts: the first RTO_eff after the probe (no probe allowed until
+     * the next ACK or timeout), then doubled.  Each resends the oldest
+     * packet first (LOSS-13); more may follow as the congestion window
+     * allows.  After each timeout one probe is allowed again (LOSS-10):
+     * PTO (= RTO_eff without an RTT sample) after the timeout, and the
+     * next timeout RTO_eff after that probe. */
     prev = pr.p.base.tsval;
+    int probed = 1;
     while (rtos < rtos_wanted) {
         ct_rl_expect_data(c, 0, RL_WAIT, &r);
-        CT_REQUIRE(t, !(r.p.base.flags & MROCE_F_PROBE),
-                   "a second probe (PSN %u, %u ns after the previous expiry) "
-                   "without an ACK in between: LOSS-10 allows a probe only "
-                   "if none was sent since the last ACK that newly "
-                   "acknowledged a PSN; the expiry must be a timeout",
-                   r.p.base.psn, ct_rl_ts_diff(prev, r.p.base.tsval));
+        if (r.p.base.flags & MROCE_F_PROBE) {
+            CT_REQUIRE(t, !probed,
+                       "a second probe (PSN %u, %u ns after the previous "
+                       "expiry) without an ACK or a timeout in between: "
+                       "LOSS-10 allows one probe after each; the expiry "
+                       "must be a timeout",
+                       r.p.base.psn, ct_rl_ts_diff(prev, r.p.base.tsval));
+            dt = ct_rl_ts_diff(prev, r.p.base.tsval);
+            ct_log(t, "probe after RTO %d: %u ns after it", rtos, dt);
+            CT_REQUIRE(t, dt + slack >= rto << rtos,
+                       "probe %u ns after timeout %d; PTO without an RTT "
+                       "sample is RTO_eff = %u ns (LOSS-9, LOSS-10)",
+                       dt, rtos, rto << rtos);
+            if (dt > (rto << rtos) + SCHED_ALLOWANCE_NS && !late++)
+                snprintf(why, cap,
+                         "probe %u ns after timeout %d, expected %u ns "
+                         "(LOSS-10) + %u ns allowance",
+                         dt, rtos, rto << rtos, SCHED_ALLOWANCE_NS);
+            prev = r.p.base.tsval;
+            probed = 1;
+            continue;
+        }
+        CT_REQUIRE(t, probed,
+                   "timeout %d (PSN %u) without the probe LOSS-10 allows "
+                   "after timeout %d",
+                   rtos + 1, r.p.base.psn, rtos);
         if (r.p.base.psn != c->astart) {
             ct_log(t, "also resent: PSN %u", r.p.base.psn);
             continue;
@@ -304,6 +328,7 @@ static int probe_and_rtos(struct ct *t, int rtos_wanted, char *why, size_t cap)
                      "LOSS-13) + %u ns allowance",
                      rtos + 1, dt, rto << rtos, SCHED_ALLOWANCE_NS);
         prev = r.p.base.tsval;
+        probed = 0;
         rtos++;
     }
     ct_rl_send_ack(c, c->astart + 2, NULL, 0, &r.p, 0);
@@ -335,16 +360,11 @@ CT_CASE(loss_probe_then_rto, "LOSS-9 LOSS-10 LOSS-12 LOSS-13 LOSS-16 LOSS-8",
     probe_schedule(t, 1);
 }
 
-CT_CASE(loss_rto_backoff_no_second_probe, "LOSS-8 LOSS-10 LOSS-13",
-        "as loss_probe_then_rto, one more expiry: with no ACK since the "
-        "probe it is a timeout again (no probe), resending the oldest PSN "
-        "after the doubled RTO_eff, 20 ms")
+CT_CASE(loss_rto_backoff_probe_again, "LOSS-8 LOSS-10 LOSS-13",
+        "as loss_probe_then_rto, two more expiries: after the timeout one "
+        "probe is allowed again, a doubled RTO_eff (20 ms) later; then a "
+        "timeout resends the oldest PSN 20 ms after that probe")
 {
-    /* Reported with issue 6: the engine in the working tree (completer.c,
-     * comment "A probe is allowed again (LOSS-10) ... (PATH-15)") allows a
-     * probe again after every timeout; LOSS-10 as written does not. */
-    ct_rl_known_bug(t, "LOSS-10: the engine probes again after a timeout "
-                       "without an ACK in between");
     probe_schedule(t, 2);
 }
 
