@@ -14,12 +14,8 @@
  *
  * Progress: MROCE_PROGRESS_APP (default) moves packets only when the
  * application calls into the library (mroce_poll_cq() above all): no extra
- * thread, the fastest on few cores.  In this mode the ACKs for what one
- * call received are sent by the next call, after what that call sends: an
- * application answering a message at once (post_send of the reply) gets
- * its reply out first.  So keep calling while a transfer is in flight, as
- * verbs users poll; blocking calls (cq_wait, connect...) send the ACKs
- * before they sleep, and users of mroce_device_fd() are not deferred.  MROCE_PROGRESS_THREAD starts one
+ * thread, the fastest on few cores.  Keep calling while a transfer is in
+ * flight, as verbs users poll: between calls nothing moves.  MROCE_PROGRESS_THREAD starts one
  * progress thread per device, which sleeps in epoll when idle.
  *
  * Thread safety: every call is safe from any thread; calls on one device
@@ -53,6 +49,11 @@
  *     when the QP is destroyed (or its device closed).
  *   MROCE_BUSY_POLL_US=N: how long the progress thread polls before it
  *     sleeps (default 50).
+ *   MROCE_IDLE_YIELD=N: in APP mode, mroce_poll_cq() and
+ *     mroce_device_progress() yield the CPU (sched_yield) once after every
+ *     N progress rounds in a row that moved nothing (default 64, 0 = never):
+ *     a busy poller waiting for a peer process on the same cores gives it
+ *     the CPU instead of spinning against it (src/lib/progress.c).
  */
 #ifndef MROCE_MROCE_H
 #define MROCE_MROCE_H
@@ -182,7 +183,11 @@ void mroce_device_get_counters(const mroce_device *dev,
     X(fault_tx_drop) X(fault_tx_dup) X(fault_tx_reorder) X(fault_tx_corrupt) \
     X(fault_rx_drop) X(fault_rx_dup) X(fault_rx_reorder) X(fault_rx_corrupt) \
     X(progress_rounds)  /* library progress rounds (receive, timers, send) */ \
-    X(thread_sleeps)    /* progress thread waits in epoll */
+    X(thread_sleeps)    /* progress thread waits in epoll */              \
+    X(idle_yields)      /* APP mode: polls that yielded the CPU (idle) */ \
+    X(rx_sockbuf)       /* not a count: the receive socket's buffer in    \
+                           bytes as granted (SO_RCVBUF read back; the     \
+                           library asks 8 MiB, see src/udp/udp.c) */
 
 struct mroce_udp_counters {
 #define MROCE_X_FIELD(name) uint64_t name;

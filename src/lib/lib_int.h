@@ -50,6 +50,10 @@ enum lib_magic {
 #define LIB_TX_BUDGET 512
 /* recvmmsg batches read in one progress round. */
 #define LIB_RX_ROUNDS 4
+/* APP progress: leave a round's ACKs for the next call (progress.c). */
+#ifndef LIB_DEFER_ACKS
+#define LIB_DEFER_ACKS 0
+#endif
 /* Received packets between transmit drains inside a receive batch (ACKs
  * must not wait for a whole batch: see rx_one in progress.c). */
 #define LIB_RX_TX_EVERY 16
@@ -62,6 +66,9 @@ enum lib_magic {
 /* The progress thread keeps polling this long after the last packet before
  * it sleeps in epoll (MROCE_BUSY_POLL_US overrides). */
 #define LIB_BUSY_POLL_NS 50000
+/* APP mode: empty progress rounds in a row after which a round yields the
+ * CPU (progress.c explains; MROCE_IDLE_YIELD overrides, 0 = never). */
+#define LIB_IDLE_YIELD 64
 
 /* Common head of every object; prev/next link it into its device's list
  * of objects of its kind. */
@@ -136,6 +143,11 @@ struct mroce_device {
     atomic_int stop;
     uint64_t busy_poll_ns;
     uint64_t progress_rounds, thread_sleeps;
+    uint32_t idle_rounds;          /* APP mode: progress rounds in a row
+                                      that moved nothing */
+    uint32_t idle_yield;           /* yield the CPU after this many (0 =
+                                      never; MROCE_IDLE_YIELD overrides) */
+    uint64_t idle_yields;          /* sched_yield() calls made */
     int dump_counters;             /* MROCE_DUMP_COUNTERS=1 */
 };
 
@@ -166,6 +178,13 @@ mroce_tstamp lib_now(void);
 /* One round: receive, timers, transmit, CQ events.  Lock held.  Returns
  * packets moved. */
 int lib_progress_locked(mroce_device *dev);
+/* APP mode: 1 if the rounds since the last packet moved reached the idle
+ * yield threshold (then counts the yield and restarts the count), else 0.
+ * Lock held.  The caller passes the result to lib_idle_yield() after it
+ * has unlocked (progress.c explains why polls yield). */
+int lib_idle_take_locked(mroce_device *dev);
+/* sched_yield() if due.  Lock not held. */
+void lib_idle_yield(int due);
 /* After an API call changed the engine: transmit what it queued, signal
  * CQs, and re-arm the progress thread's timer if the deadline moved
  * earlier.  Lock held. */

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -188,11 +189,47 @@ int lib_progress_locked(mroce_device *dev)
         mroce_ep_handle_expiry(dev->ep, now);
         fired = 1;
     }
-    int keep = rx > 0 && !fired && dev->attr.progress == MROCE_PROGRESS_APP &&
-               !dev->fd_requested;
+    /* Disabled: with it, test_e2e_loopback's 64 MiB WRITE fails with
+     * RETRY_EXC_ERR when the host is loaded (two CPU hogs on two cores);
+     * under investigation.  The mechanism stays, off. */
+    int keep = LIB_DEFER_ACKS && rx > 0 && !fired &&
+               dev->attr.progress == MROCE_PROGRESS_APP && !dev->fd_requested;
     moved += drain_tx_locked(dev, now, keep);
     lib_signal_cqs_locked(dev);
+    if (moved || fired || dev->attr.progress != MROCE_PROGRESS_APP)
+        dev->idle_rounds = 0;
+    else if (dev->idle_rounds < UINT32_MAX)
+        dev->idle_rounds++;
     return moved;
+}
+
+/* Idle yield (APP mode).  A busy-polling application spins on poll_cq
+ * while it waits for its peer, and on loopback the peer is another process
+ * on the same few cores: whenever more threads are runnable than there are
+ * cores (two busy pollers on a 2-core host plus anything else), the spinner
+ * takes CPU time from the very process it is waiting for, whose
+ * descheduling then stalls the transfer for whole scheduler slices (ms),
+ * the RTT samples and RTOs with it.  So after LIB_IDLE_YIELD empty rounds
+ * in a row (tens of microseconds of nothing), a poll yields the CPU once:
+ * on an idle core sched_yield() returns at once (one cheap system call
+ * every 64 rounds), on a contended one the waiting process steps aside.
+ * A ping-pong's turnaround (a few us, < 64 rounds) is not affected.
+ * The polls (mroce_poll_cq, mroce_device_progress) ask under the lock and
+ * yield after unlocking, so other threads of the application are never
+ * kept waiting for the lock by a yield. */
+int lib_idle_take_locked(mroce_device *dev)
+{
+    if (!dev->idle_yield || dev->idle_rounds < dev->idle_yield)
+        return 0;
+    dev->idle_rounds = 0;
+    dev->idle_yields++;
+    return 1;
+}
+
+void lib_idle_yield(int due)
+{
+    if (due)
+        sched_yield();
 }
 
 void lib_after_call_locked(mroce_device *dev)
