@@ -1,6 +1,6 @@
 /*
  * agent.h - mroce-conform-agent: the conformance suite's test agent over
- * libmroce (docs/spec/conformance-agent.md, AGENT-1..9).
+ * libmroce (docs/spec/conformance-agent.md, AGENT-1..12).
  *
  * The tester (mroce-conform) crafts MetaRoCE packets itself and sends them
  * to this agent's UDP port; over a separate line-based TCP control channel
@@ -9,8 +9,9 @@
  *                  line reader (one controller at a time)
  *   agent_proto.c  the control syntax: splitting a line into a verb and
  *                  key=value arguments, numbers, hex, names, replies
- *   agent_cmds.c   the commands: objects (MRs, QPs with their two CQs),
- *                  posts, polls, counters, RESET
+ *   agent_cmds.c   dispatch, DEVICE (endpoint settings, by reopening the
+ *                  device in place), PDs, regions, RESET
+ *   agent_qp.c     QPs with their two CQs, posts, polls, counters
  * Every byte from the control channel is untrusted: a malformed line gets
  * `ERR EINVAL`, never a crash or an out-of-bounds access.
  */
@@ -27,6 +28,7 @@
 #define AGENT_MAX_REPLY 65600  /* longest reply: MR_READ of 16384 bytes */
 #define AGENT_MAX_MR 1024      /* live regions */
 #define AGENT_MAX_QP 256       /* live QPs */
+#define AGENT_MAX_PD 64        /* protection domains besides the implicit 0 */
 #define AGENT_MAX_MR_LEN (256u << 20) /* bytes per region (ENOMEM above) */
 #define AGENT_MR_GUARD 64      /* zeroed bytes allocated past each region */
 #define AGENT_MAX_READ 16384   /* MR_READ len limit (spec table) */
@@ -114,14 +116,25 @@ struct agent_qp {
     uint32_t op_next;
 };
 
+struct agent_pd {
+    int id;             /* 0 = free slot (pd=0 names the implicit a->pd) */
+    mroce_pd *pd;
+};
+
 struct agent {
     mroce_device *dev;
-    mroce_pd *pd;
+    mroce_pd *pd;       /* the implicit domain, pd=0 */
     const char *impl;   /* HELLO impl= */
+    /* The UDP endpoint (--udp), kept so DEVICE can reopen it in place. */
+    char udp_host[46];  /* INET6_ADDRSTRLEN */
+    uint16_t udp_port;  /* 0 until bound */
+    uint32_t rx_credit_bytes; /* DEVICE setting in effect; 0 = default */
+    struct agent_pd pds[AGENT_MAX_PD]; /* PD_ALLOC'd domains */
     struct agent_mr mrs[AGENT_MAX_MR];
     struct agent_qp *qps[AGENT_MAX_QP];
-    int next_mr_id, next_qp_id;
+    int next_mr_id, next_qp_id, next_pd_id;
     int quit;           /* QUIT seen: close the connection after the reply */
+    int reopening;      /* agent_open_device: a DEVICE/RESET reopen */
 };
 
 /* Lookups by the qp= / mr= argument; NULL after an ERR reply. */
@@ -129,6 +142,10 @@ struct agent_mr *agent_find_mr(struct agent *a, const struct agent_cmd *c,
                                struct agent_reply *r);
 struct agent_qp *agent_find_qp(struct agent *a, const struct agent_cmd *c,
                                struct agent_reply *r);
+/* The domain named by the optional pd= argument (absent or 0: the
+ * implicit one); NULL after an ERR reply. */
+mroce_pd *agent_find_pd(struct agent *a, const struct agent_cmd *c,
+                        struct agent_reply *r);
 /* ERR reply for a libmroce error; returns -1. */
 int agent_lib_err(struct agent_reply *r, const char *what, int rc);
 /* Destroys the QP in slot (and its CQs). */
@@ -143,9 +160,17 @@ agent_cmd_fn agent_cmd_qp_create, agent_cmd_qp_listen, agent_cmd_qp_connect,
     agent_cmd_qp_destroy, agent_cmd_post_recv, agent_cmd_post_send,
     agent_cmd_poll, agent_cmd_counters;
 
+/* agent_main.c: opens the device (and the implicit PD) on a->udp_host,
+ * a->udp_port (0: a free port, then recorded) with rx_credit_bytes; a
+ * fixed port is retried briefly (DEVICE reopens it in place).  0 or a
+ * libmroce error, a->dev NULL then. */
+int agent_open_device(struct agent *a, uint32_t rx_credit_bytes);
+
 /* Runs one command line (LF/CR already stripped) and builds the reply. */
 void agent_execute(struct agent *a, char *line, struct agent_reply *r);
-/* Destroys every QP and region (RESET; also when a controller leaves). */
-void agent_reset(struct agent *a);
+/* Destroys every QP, region and allocated PD and restores the device's
+ * default settings (RESET; also when a controller leaves).  0, or -1 if
+ * the device could not be reopened (the agent cannot go on). */
+int agent_reset(struct agent *a);
 
 #endif /* MROCE_CONFORM_AGENT_H */

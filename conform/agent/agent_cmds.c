@@ -1,8 +1,10 @@
 /*
  * agent_cmds.c - the control commands of docs/spec/conformance-agent.md
- * over libmroce: memory regions (page-aligned buffers with a zeroed guard
- * tail), QPs each with their own send and receive CQ, posts, polls,
- * counters and RESET.
+ * over libmroce: DEVICE (endpoint settings such as rx_credit_bytes, which
+ * libmroce fixes at device open: the device is reopened in place), protection
+ * domains (PD_ALLOC, PD_FREE; pd=0 is the implicit one), memory regions
+ * (page-aligned buffers with a zeroed guard tail), RESET and the dispatch
+ * table; the QP commands are in agent_qp.c.
  *
  * Each command names its allowed keys in the table at the bottom; the
  * dispatcher rejects any other key before the handler runs, and handlers
@@ -50,6 +52,23 @@ struct agent_qp *agent_find_qp(struct agent *a, const struct agent_cmd *c,
     return NULL;
 }
 
+mroce_pd *agent_find_pd(struct agent *a, const struct agent_cmd *c,
+                        struct agent_reply *r)
+{
+    uint64_t id;
+    if (agent_arg_u64(c, "pd", INT32_MAX, 0, &id) < 0) {
+        agent_reply_err(r, "EINVAL", "pd=<id>");
+        return NULL;
+    }
+    if (id == 0)
+        return a->pd;
+    for (int i = 0; i < AGENT_MAX_PD; i++)
+        if (a->pds[i].id && (uint64_t)a->pds[i].id == id)
+            return a->pds[i].pd;
+    agent_reply_err(r, "ENOENT", "no PD %llu", (unsigned long long)id);
+    return NULL;
+}
+
 int agent_lib_err(struct agent_reply *r, const char *what, int rc)
 {
     agent_reply_err(r, agent_err_code(rc), "%s: %s", what,
@@ -78,8 +97,41 @@ void agent_qp_free(struct agent *a, int slot)
     a->qps[slot] = NULL;
 }
 
-void agent_reset(struct agent *a)
+/* Closes the device and opens it again on the same UDP address and port
+ * with rx_credit_bytes (the session holds no objects).  0, or -1 with an
+ * ERR in r (if r) when even the old settings could not be restored: the
+ * agent cannot go on then (a->dev NULL, a->quit set). */
+static int device_reopen(struct agent *a, uint32_t rx_credit_bytes,
+                         struct agent_reply *r)
 {
+    uint32_t old = a->rx_credit_bytes;
+    mroce_pd_free(a->pd);
+    mroce_device_close(a->dev);
+    a->reopening = 1;
+    int rc = agent_open_device(a, rx_credit_bytes);
+    if (rc < 0 && agent_open_device(a, old) == 0) {
+        a->reopening = 0;
+        if (r)
+            agent_lib_err(r, "device_open", rc);
+        return -1;
+    }
+    a->reopening = 0;
+    if (rc < 0) {
+        fprintf(stderr, "mroce-conform-agent: cannot reopen UDP %s:%u: %s\n",
+                a->udp_host, a->udp_port, mroce_lib_strerror(rc));
+        a->quit = 1;
+        if (r)
+            agent_reply_err(r, "EIO", "UDP endpoint lost: %s",
+                            mroce_lib_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int agent_reset(struct agent *a)
+{
+    if (!a->dev)
+        return -1;
     for (int i = 0; i < AGENT_MAX_QP; i++)
         if (a->qps[i])
             agent_qp_free(a, i);
@@ -98,20 +150,127 @@ void agent_reset(struct agent *a)
         }
         mr_free(m);
     }
-    a->next_mr_id = a->next_qp_id = 1;
+    for (int i = 0; i < AGENT_MAX_PD; i++) {
+        if (!a->pds[i].id)
+            continue;
+        int rc = mroce_pd_free(a->pds[i].pd);
+        if (rc < 0)
+            fprintf(stderr, "mroce-conform-agent: RESET: PD %d: %s\n",
+                    a->pds[i].id, mroce_lib_strerror(rc));
+        memset(&a->pds[i], 0, sizeof(a->pds[i]));
+    }
+    a->next_mr_id = a->next_qp_id = a->next_pd_id = 1;
+    /* DEVICE settings last until RESET: back to the defaults. */
+    if (a->rx_credit_bytes != 0 && device_reopen(a, 0, NULL) < 0)
+        return -1;
+    return 0;
 }
 
-static int cmd_hello(struct agent *a, struct agent_cmd *c, struct agent_reply *r)
+static int cmd_hello(struct agent *a, struct agent_cmd *c,
+                     struct agent_reply *r)
 {
     agent_reply_add(r, "version=1 impl=%s udp_port=%u", a->impl,
                     (unsigned)mroce_device_port(a->dev));
     return 0;
 }
 
-static int cmd_reset(struct agent *a, struct agent_cmd *c, struct agent_reply *r)
+static int cmd_reset(struct agent *a, struct agent_cmd *c,
+                     struct agent_reply *r)
 {
-    agent_reset(a);
+    if (agent_reset(a) < 0) {
+        agent_reply_err(r, "EIO", "UDP endpoint lost");
+        return -1;
+    }
     return 0;
+}
+
+/* DEVICE rx_credit_bytes=N: endpoint settings, which libmroce fixes when
+ * the device opens.  Only in an empty session (no QP, region or PD), so
+ * the device is reopened on the same address and port; RESET restores
+ * the defaults. */
+static int cmd_device(struct agent *a, struct agent_cmd *c,
+                      struct agent_reply *r)
+{
+    uint64_t credit;
+    if (agent_arg_u64(c, "rx_credit_bytes", UINT64_MAX, a->rx_credit_bytes,
+                      &credit) < 0) {
+        agent_reply_err(r, "EINVAL", "rx_credit_bytes=N");
+        return -1;
+    }
+    if (credit > 0xffffffffull) {
+        agent_reply_err(r, "ENOTSUP", "rx_credit_bytes above 2^32-1");
+        return -1;
+    }
+    for (int i = 0; i < AGENT_MAX_QP; i++)
+        if (a->qps[i]) {
+            agent_reply_err(r, "ESTATE", "DEVICE needs a session without "
+                            "QPs, regions or PDs (RESET first)");
+            return -1;
+        }
+    for (int i = 0; i < AGENT_MAX_MR; i++)
+        if (a->mrs[i].id) {
+            agent_reply_err(r, "ESTATE", "DEVICE needs a session without "
+                            "QPs, regions or PDs (RESET first)");
+            return -1;
+        }
+    for (int i = 0; i < AGENT_MAX_PD; i++)
+        if (a->pds[i].id) {
+            agent_reply_err(r, "ESTATE", "DEVICE needs a session without "
+                            "QPs, regions or PDs (RESET first)");
+            return -1;
+        }
+    if ((uint32_t)credit != a->rx_credit_bytes &&
+        device_reopen(a, (uint32_t)credit, r) < 0)
+        return -1;
+    agent_reply_add(r, "rx_credit_bytes=%u", a->rx_credit_bytes);
+    return 0;
+}
+
+static int cmd_pd_alloc(struct agent *a, struct agent_cmd *c,
+                        struct agent_reply *r)
+{
+    struct agent_pd *p = NULL;
+    for (int i = 0; i < AGENT_MAX_PD && !p; i++)
+        if (!a->pds[i].id)
+            p = &a->pds[i];
+    if (!p) {
+        agent_reply_err(r, "ENOMEM", "too many PDs");
+        return -1;
+    }
+    int rc = mroce_pd_alloc(a->dev, &p->pd);
+    if (rc < 0) {
+        p->pd = NULL;
+        return agent_lib_err(r, "pd_alloc", rc);
+    }
+    p->id = a->next_pd_id++;
+    agent_reply_add(r, "pd=%d", p->id);
+    return 0;
+}
+
+static int cmd_pd_free(struct agent *a, struct agent_cmd *c,
+                       struct agent_reply *r)
+{
+    uint64_t id;
+    if (agent_arg_u64(c, "pd", INT32_MAX, 0, &id) != 0) {
+        agent_reply_err(r, "EINVAL", "pd=<id> required");
+        return -1;
+    }
+    if (id == 0) {
+        agent_reply_err(r, "ESTATE", "pd=0 is the implicit PD");
+        return -1;
+    }
+    for (int i = 0; i < AGENT_MAX_PD; i++) {
+        struct agent_pd *p = &a->pds[i];
+        if (!p->id || (uint64_t)p->id != id)
+            continue;
+        int rc = mroce_pd_free(p->pd);
+        if (rc < 0)
+            return agent_lib_err(r, "pd_free", rc);
+        memset(p, 0, sizeof(*p));
+        return 0;
+    }
+    agent_reply_err(r, "ENOENT", "no PD %llu", (unsigned long long)id);
+    return -1;
 }
 
 static int cmd_quit(struct agent *a, struct agent_cmd *c, struct agent_reply *r)
@@ -135,6 +294,9 @@ static int cmd_mr_reg(struct agent *a, struct agent_cmd *c,
         agent_reply_err(r, "EINVAL", "access: lw,rw,rr,ra or none");
         return -1;
     }
+    mroce_pd *pd = agent_find_pd(a, c, r);
+    if (!pd)
+        return -1;
     if (len > AGENT_MAX_MR_LEN) {
         agent_reply_err(r, "ENOMEM", "at most %u bytes per region",
                         AGENT_MAX_MR_LEN);
@@ -157,7 +319,7 @@ static int cmd_mr_reg(struct agent *a, struct agent_cmd *c,
     }
     memset(buf, (int)fill, (size_t)len);
     memset((uint8_t *)buf + len, 0, AGENT_MR_GUARD);
-    int rc = mroce_reg_mr(a->pd, buf, (size_t)len, (unsigned)acc, &m->mr);
+    int rc = mroce_reg_mr(pd, buf, (size_t)len, (unsigned)acc, &m->mr);
     if (rc < 0) {
         free(buf);
         m->mr = NULL;
@@ -254,12 +416,16 @@ static const struct {
 } commands[] = {
     {"HELLO", "", cmd_hello},
     {"RESET", "", cmd_reset},
-    {"MR_REG", "len access fill", cmd_mr_reg},
+    {"DEVICE", "rx_credit_bytes", cmd_device},
+    {"PD_ALLOC", "", cmd_pd_alloc},
+    {"PD_FREE", "pd", cmd_pd_free},
+    {"MR_REG", "len access fill pd", cmd_mr_reg},
     {"MR_WRITE", "mr off hex", cmd_mr_write},
     {"MR_READ", "mr off len", cmd_mr_read},
     {"MR_DEREG", "mr", cmd_mr_dereg},
     {"QP_CREATE",
-     "mtu npaths window max_rd_atomic cc min_rto_us retry rnr_retry",
+     "mtu npaths window max_rd_atomic cc min_rto_us retry rnr_retry pd "
+     "handshake_timeout_ms max_ack_delay_us",
      agent_cmd_qp_create},
     {"QP_LISTEN", "qp", agent_cmd_qp_listen},
     {"QP_CONNECT", "qp host port rqpn", agent_cmd_qp_connect},
@@ -269,7 +435,8 @@ static const struct {
     {"QP_DESTROY", "qp", agent_cmd_qp_destroy},
     {"POST_RECV", "qp wrid mr off len", agent_cmd_post_recv},
     {"POST_SEND",
-     "qp wrid op mr off len raddr rkey imm add cmp swap inline fence signaled",
+     "qp wrid op mr off len raddr rkey imm add cmp swap inline fence signaled "
+     "solicited",
      agent_cmd_post_send},
     {"POLL", "qp cq wait_ms", agent_cmd_poll},
     {"COUNTERS", "qp", agent_cmd_counters},
@@ -280,6 +447,11 @@ void agent_execute(struct agent *a, char *line, struct agent_reply *r)
 {
     struct agent_cmd c;
     const char *why = NULL;
+    if (!a->dev) {
+        agent_reply_err(r, "EIO", "UDP endpoint lost");
+        a->quit = 1;
+        return;
+    }
     if (agent_parse_line(line, &c, &why) < 0) {
         agent_reply_err(r, "EINVAL", "%s", why);
         return;

@@ -128,27 +128,45 @@ static int probe_udp_port(const struct hostport *hp)
     return port;
 }
 
-static int open_device(struct agent *a, struct hostport *udp)
+int agent_open_device(struct agent *a, uint32_t rx_credit_bytes)
 {
+    struct hostport udp;
     int rc = MROCE_EADDR;
+    memset(&udp, 0, sizeof(udp));
+    snprintf(udp.host, sizeof(udp.host), "%s", a->udp_host);
+    udp.family = strchr(udp.host, ':') ? AF_INET6 : AF_INET;
+    a->dev = NULL;
+    a->pd = NULL;
     for (int tries = 0; tries < 20 && rc == MROCE_EADDR; tries++) {
         struct mroce_device_attr da;
         mroce_device_attr_default(&da);
-        int port = udp->port ? udp->port : probe_udp_port(udp);
+        int port = a->udp_port ? a->udp_port : probe_udp_port(&udp);
         if (port <= 0)
             return MROCE_EADDR;
-        da.local_addr = udp->host;
+        da.local_addr = udp.host;
         da.port = (uint16_t)port;
         da.progress = MROCE_PROGRESS_THREAD;
+        da.rx_credit_bytes = rx_credit_bytes;
         rc = mroce_device_open(&da, &a->dev);
         if (rc == 0)
-            udp->port = (uint16_t)port;
-        else if (udp->port && tries == 0)
-            break; /* a fixed port: no point retrying */
+            a->udp_port = (uint16_t)port;
+        else if (a->udp_port && !a->reopening)
+            break; /* a fixed port given on the command line: no retrying */
+        else if (a->udp_port)
+            usleep(10000); /* DEVICE: wait for our own old socket to go */
     }
-    if (rc < 0)
+    if (rc < 0) {
+        a->dev = NULL;
         return rc;
-    return mroce_pd_alloc(a->dev, &a->pd);
+    }
+    rc = mroce_pd_alloc(a->dev, &a->pd);
+    if (rc < 0) {
+        mroce_device_close(a->dev);
+        a->dev = NULL;
+        return rc;
+    }
+    a->rx_credit_bytes = rx_credit_bytes;
+    return 0;
 }
 
 static int listen_control(struct hostport *ctl)
@@ -329,15 +347,16 @@ int main(int argc, char **argv)
 
     static struct agent a;
     a.impl = impl;
-    a.next_mr_id = a.next_qp_id = 1;
-    int rc = open_device(&a, &udp);
+    a.next_mr_id = a.next_qp_id = a.next_pd_id = 1;
+    snprintf(a.udp_host, sizeof(a.udp_host), "%s", udp.host);
+    a.udp_port = udp.port;
+    int rc = agent_open_device(&a, 0);
     if (rc < 0) {
         fprintf(stderr, "mroce-conform-agent: UDP %s:%u: %s\n", udp.host,
                 udp.port, mroce_lib_strerror(rc));
-        if (a.dev)
-            mroce_device_close(a.dev);
         return 1;
     }
+    udp.port = a.udp_port;
     int lfd = listen_control(&ctl);
     if (lfd < 0) {
         fprintf(stderr, "mroce-conform-agent: control %s:%u: %s\n", ctl.host,
@@ -360,11 +379,14 @@ int main(int argc, char **argv)
             continue;
         serve(&a, fd);
         close(fd);
-        agent_reset(&a);
+        if (agent_reset(&a) < 0)
+            break;
         if (once)
             break;
     }
     close(lfd);
+    if (!a.dev)
+        return 1; /* DEVICE or RESET could not reopen the UDP endpoint */
     agent_reset(&a);
     mroce_pd_free(a.pd);
     mroce_device_close(a.dev);

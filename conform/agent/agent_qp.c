@@ -4,6 +4,8 @@
  * exactly), connection set-up that never blocks (QP_LISTEN, QP_CONNECT,
  * QP_CLOSE start the work; the progress thread finishes it), POST_RECV,
  * POST_SEND, POLL (the only command that waits, AGENT-4) and COUNTERS.
+ * QP_CREATE pd= and MR_REG pd= name a domain of PD_ALLOC (agent_cmds.c);
+ * absent or 0, the implicit one.
  *
  * Each QP has its own send and receive CQ (AGENT-5).  The agent remembers
  * the opcodes of recent send posts so a completion can be reported with
@@ -35,14 +37,18 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     struct mroce_vqp_init_attr ia;
     mroce_vqp_init_attr_default(&ia);
     struct mroce_qp_attr *e = &ia.eng;
-    uint64_t mtu, npaths, window, rd, rto, retry, rnr;
+    uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us;
     if (agent_arg_u64(c, "mtu", U32MAX, e->mtu, &mtu) < 0 ||
         agent_arg_u64(c, "npaths", U32MAX, e->npaths, &npaths) < 0 ||
         agent_arg_u64(c, "window", U32MAX, e->window, &window) < 0 ||
         agent_arg_u64(c, "max_rd_atomic", U32MAX, e->max_rd_atomic, &rd) < 0 ||
         agent_arg_u64(c, "min_rto_us", U32MAX, e->min_rto / 1000, &rto) < 0 ||
         agent_arg_u64(c, "retry", U32MAX, e->retry_cnt, &retry) < 0 ||
-        agent_arg_u64(c, "rnr_retry", U32MAX, e->rnr_retry, &rnr) < 0) {
+        agent_arg_u64(c, "rnr_retry", U32MAX, e->rnr_retry, &rnr) < 0 ||
+        agent_arg_u64(c, "handshake_timeout_ms", U32MAX,
+                      e->handshake_timeout / 1000000, &hs_ms) < 0 ||
+        agent_arg_u64(c, "max_ack_delay_us", U32MAX, e->max_ack_delay / 1000,
+                      &mad_us) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");
         return -1;
     }
@@ -73,6 +79,10 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         bad = "retry";
     else if (rnr > 255)
         bad = "rnr_retry";
+    else if (hs_ms == 0 || hs_ms > 3600000)
+        bad = "handshake_timeout_ms";
+    else if (mad_us > 1000000)
+        bad = "max_ack_delay_us";
     if (bad) {
         agent_reply_err(r, "ENOTSUP", "%s out of the range libmroce supports",
                         bad);
@@ -87,6 +97,14 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         e->max_rto = e->min_rto;
     e->retry_cnt = (uint8_t)retry;
     e->rnr_retry = (uint8_t)rnr;
+    /* Only when given: the defaults stay exact (the engine's are in ns). */
+    if (agent_arg(c, "handshake_timeout_ms"))
+        e->handshake_timeout = hs_ms * 1000000;
+    if (agent_arg(c, "max_ack_delay_us"))
+        e->max_ack_delay = mad_us * 1000;
+    mroce_pd *pd = agent_find_pd(a, c, r);
+    if (!pd)
+        return -1;
     if (cc && strcmp(cc, "fixed") == 0)
         e->cc_algo = MROCE_CC_NONE;
     else if (cc)
@@ -114,7 +132,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     if (rc == 0) {
         ia.send_cq = q->scq;
         ia.recv_cq = q->rcq;
-        rc = mroce_create_qp(a->pd, &ia, &q->qp);
+        rc = mroce_create_qp(pd, &ia, &q->qp);
     }
     if (rc < 0) {
         agent_qp_free(a, slot);
@@ -284,7 +302,7 @@ int agent_cmd_post_send(struct agent *a, struct agent_cmd *c,
     wr.opcode = (enum mroce_wr_opcode)op;
     int remote = op != MROCE_WR_SEND && op != MROCE_WR_SEND_WITH_IMM;
     uint64_t imm, rkey, cmp;
-    int inl, fence, sig;
+    int inl, fence, sig, sol;
     if (agent_arg_u64(c, "raddr", UINT64_MAX, 0, &wr.remote_addr) < 0 ||
         agent_arg_u64(c, "rkey", U32MAX, 0, &rkey) < 0 ||
         agent_arg_u64(c, "imm", U32MAX, 0, &imm) < 0 ||
@@ -293,12 +311,19 @@ int agent_cmd_post_send(struct agent *a, struct agent_cmd *c,
         agent_arg_u64(c, "cmp", UINT64_MAX, 0, &cmp) < 0 ||
         flag_arg(c, "inline", 0, &inl) < 0 ||
         flag_arg(c, "fence", 0, &fence) < 0 ||
-        flag_arg(c, "signaled", 1, &sig) < 0) {
+        flag_arg(c, "signaled", 1, &sig) < 0 ||
+        flag_arg(c, "solicited", 0, &sol) < 0) {
         agent_reply_err(r, "EINVAL", "bad number or flag (flags are 0 or 1)");
         return -1;
     }
     if (remote && (!agent_arg(c, "raddr") || !agent_arg(c, "rkey"))) {
         agent_reply_err(r, "EINVAL", "%s needs raddr=N rkey=N", ops);
+        return -1;
+    }
+    if (sol && op != MROCE_WR_SEND && op != MROCE_WR_SEND_WITH_IMM &&
+        op != MROCE_WR_WRITE_WITH_IMM) {
+        agent_reply_err(r, "EINVAL", "solicited=1 is for SEND, SEND_IMM and "
+                        "WRITE_IMM");
         return -1;
     }
     if (op == MROCE_WR_FETCH_ADD && !agent_arg(c, "add")) {
@@ -317,7 +342,8 @@ int agent_cmd_post_send(struct agent *a, struct agent_cmd *c,
     wr.imm_data = (uint32_t)imm;
     wr.send_flags = (sig ? MROCE_SEND_SIGNALED : 0u) |
                     (inl ? MROCE_SEND_INLINE : 0u) |
-                    (fence ? MROCE_SEND_FENCE : 0u);
+                    (fence ? MROCE_SEND_FENCE : 0u) |
+                    (sol ? MROCE_SEND_SOLICITED : 0u);
     int n = local_sge(a, c, &sge, r);
     if (n < 0)
         return -1;

@@ -631,12 +631,184 @@ static void test_malformed(void)
     ERR(cmd("MR_READ mr=%d off=0 len=1", mr), "ENOENT");
 }
 
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A second local QP on l's device (with its own CQs), for a fresh
+ * connection after the first went to ERROR. */
+static int local_qp(struct local *l, mroce_vqp **qp, mroce_vcq **scq)
+{
+    struct mroce_vqp_init_attr ia;
+    mroce_vcq *rcq;
+    int rc;
+    mroce_vqp_init_attr_default(&ia);
+    if ((rc = mroce_create_cq(l->dev, 64, scq)) < 0 ||
+        (rc = mroce_create_cq(l->dev, 64, &rcq)) < 0)
+        return rc;
+    ia.send_cq = *scq;
+    ia.recv_cq = rcq;
+    return mroce_create_qp(l->pd, &ia, qp);
+}
+
+/* One WRITE of 8 bytes from our QP into the agent's region; returns the
+ * completion status (-1 if none). */
+static int local_write(struct local *l, mroce_vqp *qp, mroce_vcq *scq,
+                       uint64_t raddr, uint32_t rkey)
+{
+    struct mroce_sge sge = {(uint64_t)(uintptr_t)l->buf, 8,
+                            mroce_vmr_lkey(l->mr)};
+    struct mroce_send_wr w, *bad;
+    struct mroce_wc wc;
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 77;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    w.opcode = MROCE_WR_WRITE;
+    w.send_flags = MROCE_SEND_SIGNALED;
+    w.remote_addr = raddr;
+    w.rkey = rkey;
+    memcpy(l->buf, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+    if (mroce_post_send(qp, &w, &bad) != 0 || local_wait(scq, &wc) != 1)
+        return -1;
+    return (int)wc.status;
+}
+
+/* The later additions: DEVICE, PD_ALLOC/PD_FREE and pd=, solicited=1,
+ * handshake_timeout_ms and max_ack_delay_us. */
+static void test_additions(const char *host, int v6)
+{
+    struct local l;
+    memset(&l, 0, sizeof(l));
+    OK(cmd("RESET"));
+    /* DEVICE: reopened in place, refused once objects exist, undone by
+     * RESET. */
+    const char *r = cmd("DEVICE rx_credit_bytes=100000");
+    CHECK_MSG(strcmp(r, "OK rx_credit_bytes=100000") == 0, "%s", r);
+    r = cmd("HELLO");
+    CHECK_EQ(num(kv(r, "udp_port")), ag.udp_port);
+    r = cmd("DEVICE");
+    CHECK_MSG(strcmp(r, "OK rx_credit_bytes=100000") == 0, "%s", r);
+    ERR(cmd("DEVICE rx_credit_bytes=0x100000000"), "ENOTSUP");
+    ERR(cmd("DEVICE rx_credit_bytes=x"), "EINVAL");
+    ERR(cmd("DEVICE rx_credit=1"), "EINVAL");
+    r = cmd("PD_ALLOC");
+    OK(r);
+    int pd = (int)num(kv(r, "pd"));
+    CHECK(pd > 0);
+    ERR(cmd("DEVICE rx_credit_bytes=5"), "ESTATE");
+    ERR(cmd("PD_ALLOC pd=1"), "EINVAL");
+    ERR(cmd("PD_FREE"), "EINVAL");
+    ERR(cmd("PD_FREE pd=0"), "ESTATE");
+    ERR(cmd("PD_FREE pd=99"), "ENOENT");
+    ERR(cmd("MR_REG len=64 access=lw pd=99"), "ENOENT");
+    ERR(cmd("QP_CREATE pd=99"), "ENOENT");
+    ERR(cmd("QP_CREATE pd=x"), "EINVAL");
+    ERR(cmd("QP_CREATE handshake_timeout_ms=0"), "ENOTSUP");
+    ERR(cmd("QP_CREATE max_ack_delay_us=1000001"), "ENOTSUP");
+    ERR(cmd("QP_CREATE max_ack_delay_us=-1"), "EINVAL");
+    OK(cmd("PD_FREE pd=%d", pd));
+    ERR(cmd("PD_FREE pd=%d", pd), "ENOENT");
+    OK(cmd("RESET"));
+    r = cmd("DEVICE");
+    CHECK_MSG(strcmp(r, "OK rx_credit_bytes=0") == 0, "%s", r);
+    r = cmd("DEVICE rx_credit_bytes=4096");
+    CHECK_MSG(strcmp(r, "OK rx_credit_bytes=4096") == 0, "%s", r);
+
+    /* A region of PD 1 through an agent QP of the implicit PD 0: our WRITE
+     * is refused (REM_ACCESS_ERR), nothing placed; through a QP of PD 1 it
+     * lands.  The agent's device now runs with rx_credit_bytes 4096. */
+    if (!CHECK(local_open(&l, host, v6) == 0)) {
+        local_close(&l);
+        return;
+    }
+    r = cmd("PD_ALLOC");
+    pd = (int)num(kv(r, "pd"));
+    r = cmd("MR_REG len=64 access=lw,rw fill=0x33 pd=%d", pd);
+    OK(r);
+    int mr = (int)num(kv(r, "mr"));
+    uint64_t maddr = num(kv(r, "addr"));
+    uint32_t mrkey = (uint32_t)num(kv(r, "rkey"));
+    r = cmd("QP_CREATE max_ack_delay_us=2000 pd=0");
+    OK(r);
+    int qp0 = (int)num(kv(r, "qp"));
+    uint32_t qpn0 = (uint32_t)num(kv(r, "qpn"));
+    OK(cmd("QP_LISTEN qp=%d", qp0));
+    int rc = mroce_connect(l.qp, host, (uint16_t)ag.udp_port, qpn0, 3000);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(local_write(&l, l.qp, l.scq, maddr, mrkey),
+                 MROCE_WC_REM_ACCESS_ERR);
+    r = cmd("MR_READ mr=%d off=0 len=8", mr);
+    CHECK_MSG(strcmp(r, "OK hex=3333333333333333") == 0, "%s", r);
+    OK(cmd("QP_DESTROY qp=%d", qp0));
+    r = cmd("QP_CREATE pd=%d max_ack_delay_us=2000", pd);
+    OK(r);
+    int qp1 = (int)num(kv(r, "qp"));
+    uint32_t qpn1 = (uint32_t)num(kv(r, "qpn"));
+    OK(cmd("QP_LISTEN qp=%d", qp1));
+    mroce_vqp *q2 = NULL;
+    mroce_vcq *s2 = NULL;
+    CHECK_EQ_INT(local_qp(&l, &q2, &s2), 0);
+    CHECK_EQ_INT(mroce_connect(q2, host, (uint16_t)ag.udp_port, qpn1, 3000), 0);
+    CHECK_EQ_INT(local_write(&l, q2, s2, maddr, mrkey), MROCE_WC_SUCCESS);
+    r = cmd("MR_READ mr=%d off=0 len=8", mr);
+    CHECK_MSG(strcmp(r, "OK hex=0102030405060708") == 0, "%s", r);
+    ERR(cmd("PD_FREE pd=%d", pd), "ESTATE");
+
+    /* solicited=1: accepted for SEND, SEND_IMM, WRITE_IMM; delivered. */
+    struct mroce_sge rsge = {(uint64_t)(uintptr_t)(l.buf + 4096), 64,
+                             mroce_vmr_lkey(l.mr)};
+    struct mroce_recv_wr rwr = {.wr_id = 66, .sg_list = &rsge, .num_sge = 1};
+    struct mroce_recv_wr *rbad;
+    CHECK_EQ_INT(mroce_post_recv(q2, &rwr, &rbad), 0);
+    OK(cmd("POST_SEND qp=%d wrid=5 op=SEND mr=%d off=0 len=8 solicited=1",
+           qp1, mr));
+    r = cmd("POLL qp=%d cq=send wait_ms=3000", qp1);
+    CHECK_MSG(strncmp(r, "OK n=1 wrid=5 status=SUCCESS op=SEND", 36) == 0,
+              "%s", r);
+    ERR(cmd("POST_SEND qp=%d wrid=6 op=WRITE mr=%d off=0 len=8 raddr=%llu "
+            "rkey=1 solicited=1",
+            qp1, mr, (unsigned long long)maddr),
+        "EINVAL");
+    ERR(cmd("POST_SEND qp=%d wrid=6 op=SEND solicited=2", qp1), "EINVAL");
+    CHECK(memcmp(l.buf + 4096, "\x01\x02\x03\x04\x05\x06\x07\x08", 8) == 0);
+
+    /* handshake_timeout_ms: a CONNECT_REQ to a QPN nobody has is dropped
+     * (CONN-7); the QP gives up after about 150 ms, not the 1 s default. */
+    r = cmd("QP_CREATE handshake_timeout_ms=150");
+    OK(r);
+    int qph = (int)num(kv(r, "qp"));
+    uint64_t t0 = now_ns();
+    OK(cmd("QP_CONNECT qp=%d host=%s port=%u rqpn=12345", qph, host,
+           (unsigned)mroce_device_port(l.dev)));
+    for (;;) {
+        r = cmd("QP_STATE qp=%d", qph);
+        if (strcmp(r, "OK state=CONNECTING") != 0 ||
+            now_ns() - t0 > 900000000ull)
+            break;
+        usleep(5000);
+    }
+    CHECK_MSG(strcmp(r, "OK state=ERROR") == 0, "%s", r);
+    CHECK_MSG(now_ns() - t0 >= 140000000ull && now_ns() - t0 < 900000000ull,
+              "handshake gave up after %llu ns",
+              (unsigned long long)(now_ns() - t0));
+    OK(cmd("RESET"));
+    r = cmd("DEVICE");
+    CHECK_MSG(strcmp(r, "OK rx_credit_bytes=0") == 0, "%s", r);
+    local_close(&l);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     if (CHECK(agent_start("127.0.0.1", 0) == 0)) {
         test_datapath("127.0.0.1", 0, 1);
         test_malformed();
+        test_additions("127.0.0.1", 0);
         const char *r = cmd("QUIT");
         OK(r);
         CHECK_EQ_INT(agent_wait_exit(), 0);
@@ -651,6 +823,7 @@ int main(void)
         close(fd);
     if (have6 && CHECK(agent_start("::1", 1) == 0)) {
         test_datapath("::1", 1, 0);
+        test_additions("::1", 1);
         OK(cmd("QUIT"));
         CHECK_EQ_INT(agent_wait_exit(), 0);
         close(ag.ctl);
