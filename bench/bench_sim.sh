@@ -5,8 +5,8 @@
 # Speed is reported per wall second and per CPU second of the process (the
 # machine is shared: the CPU figure is the one load does not distort); each
 # speed run is done twice.  The all-to-all series uses small per-QP engine
-# attributes (window 64, 8 paths, 4 send / 4 receive WRs) and a 20 us
-# engine timer tick, and a 1:1 leaf-spine with 32 hosts per leaf.
+# attributes (window 64, 8 paths, 4 send / 4 receive WRs) and a 1:1
+# leaf-spine with 32 hosts per leaf.
 #   usage: bench/bench_sim.sh [MAX_HOSTS]   (default 256; 512/1024 take long)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,7 +47,7 @@ while [ $h -le "$max" ]; do
     /usr/bin/time -f "  max RSS %M KiB" $sim -q -o "$out" -s name=a2a_$h \
         -s transports=mroce -s hosts=$h -s hosts_per_tor=$tor -s spines=$tor \
         -s qp_window=64 -s qp_npaths=8 -s qp_sq=4 -s qp_rq=4 \
-        -s timer_tick=20us -s limit=10s \
+        -s limit=10s \
         -s "workload=alltoall bytes=1M active=8" "$sc"
     h=$((h * 2))
 done

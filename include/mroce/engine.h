@@ -233,7 +233,9 @@ struct mroce_qp_attr {
     mroce_tstamp handshake_timeout; /* give up connecting; default 1 s */
     uint32_t ooo_thresh;    /* out-of-order loss threshold in PSNs; 64 */
     uint32_t init_cwnd;     /* bytes; default 64 KiB */
-    mroce_tstamp target_qdelay; /* CC delay target above base RTT; 5 us */
+    mroce_tstamp target_qdelay; /* CC: queuing allowed per path direction
+                                   (targets base_rtt + 2x with CE, + 8x
+                                   without, CC-7); 5 us */
     uint16_t entropy_base;  /* entropies are drawn from [base, base+span) */
     uint16_t entropy_span;  /* default 49152 + 16384 (the ephemeral range) */
     uint8_t path_burst;     /* consecutive packets per path pick, 1..64;

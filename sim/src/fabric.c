@@ -148,11 +148,60 @@ static void start_tx(struct sim *s, uint32_t li, struct pkt *p)
     sim_schedule(s, l->busy_until + l->prop_ps, EV_ARRIVE, 0, p);
 }
 
+/* Lazy link: forget the queued packets whose transmission has started by
+ * now (their arrivals are already scheduled). */
+static inline void lazy_trim(struct sim *s, struct link *l)
+{
+    struct pkt *q;
+    while ((q = l->qh) != NULL && q->t_tx <= s->now) {
+        l->qh = q->next;
+        l->q_bytes -= q->wire;
+        l->q_pkts--;
+    }
+    if (!l->qh)
+        l->qt = NULL;
+}
+
+/* Lazy link: the packet starts when the transmitter is free, its arrival is
+ * scheduled now, and it waits in the FIFO (for the queue length that drop
+ * and ECN decisions see) until it starts. */
+static void lazy_send(struct sim *s, uint32_t li, struct pkt *p)
+{
+    struct link *l = &s->links[li];
+    uint64_t start = l->busy_until > s->now ? l->busy_until : s->now;
+    uint64_t ser = (uint64_t)((double)p->wire * l->ps_per_byte + 0.5);
+    lazy_trim(s, l);
+    l->busy_until = start + ser;
+    l->tx_bytes += p->wire;
+    l->tx_pkts++;
+    p->link = li;
+    p->t_tx = start;
+    if (start > s->now) {
+        p->next = NULL;
+        if (l->qt)
+            l->qt->next = p;
+        else
+            l->qh = p;
+        l->qt = p;
+        l->q_bytes += p->wire;
+        l->q_pkts++;
+        if (l->q_bytes > l->q_max)
+            l->q_max = l->q_bytes;
+        l->q_sum += l->q_bytes;
+        l->q_samples++;
+    }
+    sim_schedule(s, l->busy_until + l->prop_ps, EV_ARRIVE, 0, p);
+}
+
 void link_send(struct sim *s, uint32_t li, struct pkt *p)
 {
     struct link *l = &s->links[li];
     if (l->src < s->nhosts)
         s->pkts_sent++;
+    if (l->lazy) {
+        lazy_send(s, li, p);
+        return;
+    }
     if (!l->paused && !l->qh && l->busy_until <= s->now) {
         start_tx(s, li, p);
         return;
@@ -225,6 +274,8 @@ static void switch_enqueue(struct sim *s, uint32_t out, struct pkt *p)
     const struct scenario *sc = s->sc;
     struct link *o = &s->links[out];
     int pfc = s->tp->pfc;
+    if (o->lazy)
+        lazy_trim(s, o);
     if (!pfc && o->q_bytes + p->wire > sc->buffer) {
         o->drops_q++;
         s->drops_q++;
@@ -285,6 +336,8 @@ void fabric_on_arrive(struct sim *s, struct pkt *p)
 {
     struct link *l = &s->links[p->link];
     s->pkt_events++;
+    if (l->lazy && l->qh)
+        lazy_trim(s, l); /* p has started: it leaves the FIFO (p->next) */
     if (l->state != L_UP) {
         l->drops_fail++;
         s->drops_fail++;

@@ -10,12 +10,10 @@
  * and mroce_ep_expiry()/mroce_ep_handle_expiry() for timers.  Time is the
  * simulated clock in nanoseconds.
  *
- * mroce_ep_expiry() scans every QP of the endpoint, which with hundreds of
- * QPs per host costs more than the packet itself; the adapter therefore
- * re-reads it at most once per timer_tick (default 1 us) after the engine
- * was touched, like a NIC timer wheel with that granularity.  Timers are
- * then late by at most one tick (the shortest engine timer is the 10 us ACK
- * delay).  timer_tick = 0 re-reads after every call.
+ * Timers: after every call into the engine the adapter reads the
+ * endpoint's next deadline (mroce_ep_expiry(), O(1) from the engine's timer
+ * heap) and queues an EV_TIMER for it if it is earlier than the one already
+ * queued, so engine timers fire exactly on time.
  *
  * Memory: the engine allocates through a counting allocator, so the bytes
  * per QP are measured, not estimated.  Every MR of every endpoint maps the
@@ -192,6 +190,10 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer,
     at.cc_algo = s->tp->cc;
     at.credit_mode = s->tp->credit;
     at.max_rd_atomic = 1;
+    if (sc->qp_init_cwnd)
+        at.init_cwnd = sc->qp_init_cwnd;
+    if (sc->qp_target_qdelay_ps)
+        at.target_qdelay = sc->qp_target_qdelay_ps / PS_PER_NS;
     int rc = mroce_qp_new(h->ep, &at, pqp);
     if (rc < 0) {
         fprintf(stderr, "mroce-sim: qp_new on h%u: %s\n", h->id,
@@ -224,20 +226,23 @@ static int connect_pair(struct sim *s, uint32_t a, uint32_t b)
     return 0;
 }
 
-static void timer_reread(struct sim *s, struct host *h, int after_handle)
+/* Make sure an EV_TIMER is queued no later than the endpoint's next
+ * deadline (mroce_ep_expiry() is O(1): the engine keeps a timer heap).
+ * Called after every call into the engine.  A queued timer that the engine
+ * has since moved later fires early and finds nothing due, which is cheaper
+ * than removing it from the event heap; h->timer_at is the earliest one
+ * queued.  after_handle: a deadline still due right after handle_expiry
+ * would spin; it is retried 1 us later and counted (expiry_stuck). */
+static void timer_arm(struct sim *s, struct host *h, int after_handle)
 {
     mroce_tstamp e = mroce_ep_expiry(h->ep);
     if (e == MROCE_TSTAMP_INF)
         return;
     uint64_t t = e * PS_PER_NS;
     if (t <= s->now) {
-        /* Still due right after handle_expiry: the engine left a deadline
-         * in the past (seen with reo_deadline, reported upstream).  Retry a
-         * tick later instead of every nanosecond: new packets or ACKs
-         * re-arm it meanwhile. */
         if (after_handle) {
             s->expiry_stuck++;
-            t = s->now + (s->sc->timer_tick_ps ? s->sc->timer_tick_ps : PS_PER_NS);
+            t = s->now + PS_PER_US;
         } else {
             t = s->now;
         }
@@ -246,22 +251,6 @@ static void timer_reread(struct sim *s, struct host *h, int after_handle)
         h->timer_at = t;
         sim_schedule(s, t, EV_TIMER, h->id, NULL);
     }
-}
-
-static void timer_touch(struct sim *s, struct host *h)
-{
-    if (!s->sc->timer_tick_ps) {
-        timer_reread(s, h, 0);
-    } else if (!h->check_pending) {
-        h->check_pending = 1;
-        sim_schedule(s, s->now + s->sc->timer_tick_ps, EV_CHECK, h->id, NULL);
-    }
-}
-
-void host_on_check(struct sim *s, struct host *h)
-{
-    h->check_pending = 0;
-    timer_reread(s, h, 0);
 }
 
 void host_pull(struct sim *s, struct host *h)
@@ -304,7 +293,7 @@ void host_pull(struct sim *s, struct host *h)
         sent = 1;
     }
     if (sent)
-        timer_touch(s, h);
+        timer_arm(s, h, 0);
 }
 
 static void retry_pending(struct sim *s, struct host *h);
@@ -340,7 +329,7 @@ static void host_service(struct sim *s, struct host *h)
             wl_on_recv(s, wc[i].imm_data);
         }
     host_pull(s, h);
-    timer_touch(s, h);
+    timer_arm(s, h, 0);
 }
 
 void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
@@ -364,7 +353,7 @@ void host_on_timer(struct sim *s, struct host *h, uint64_t t)
     h->timer_at = T_INF;
     mroce_ep_handle_expiry(h->ep, now_ns(s));
     host_service(s, h);
-    timer_reread(s, h, 1);
+    timer_arm(s, h, 1);
 }
 
 static int try_post(struct sim *s, struct host *h, uint32_t m)
@@ -421,7 +410,7 @@ int host_post(struct sim *s, uint32_t m)
         return 0;
     }
     host_pull(s, h);
-    timer_touch(s, h);
+    timer_arm(s, h, 0);
     return 0;
 }
 
@@ -431,7 +420,7 @@ int host_connect_pairs(struct sim *s)
         return -1;
     for (uint32_t i = 0; i < s->nhosts; i++) {
         host_pull(s, &s->hosts[i]);
-        timer_touch(s, &s->hosts[i]);
+        timer_arm(s, &s->hosts[i], 0);
     }
     /* Run the handshakes (CONNECT_REQ / RESP / ACK) until every QP is RTS. */
     for (int round = 0; round < 200; round++) {

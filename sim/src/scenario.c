@@ -1,7 +1,8 @@
 /*
  * scenario.c - the scenario file parser.
  *
- * A scenario is plain text, one `key = value` per line, `#` comments.
+ * A scenario is plain text, one `key = value` per line, `#` comments, or
+ * the same keys as one JSON object (scenario_json.c).
  * Sizes take K/M/G suffixes (binary: 1K = 1024 bytes), rates G/M (decimal
  * bit/s: 100G), times ns/us/ms/s.  Three keys take structured values and
  * may repeat: `workload = KIND opt=val ...`, `fault = TIME KIND NODE NODE
@@ -39,7 +40,6 @@ void scenario_defaults(struct scenario *sc)
     sc->qp_npaths = 32;
     sc->qp_sq = 16;
     sc->qp_rq = 16;
-    sc->timer_tick_ps = 1 * PS_PER_US;
     sc->roce_rto_ps = 1 * PS_PER_MS;
     sc->roce_retry = 7;
     sc->roce_ack_every = 4;
@@ -271,6 +271,9 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
     else if (!strcmp(key, "out")) snprintf(sc->outdir, sizeof(sc->outdir), "%s", val);
     else if (!strcmp(key, "progress")) sc->progress = atoi(val);
     else if (!strcmp(key, "ecn_pmax")) sc->ecn_pmax = atof(val);
+    else if (!strcmp(key, "timer_tick")) /* gone: timers are exact now */
+        fprintf(stderr, "%s: timer_tick is ignored (engine timers fire "
+                        "exactly on time)\n", where);
     else if (!strcmp(key, "workload")) return parse_workload(sc, tmp, where);
     else if (!strcmp(key, "fault")) return parse_fault(sc, tmp, where);
     else if (!strcmp(key, "transports")) return parse_transports(sc, tmp, where);
@@ -282,8 +285,9 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
     INT32("roce_retry", roce_retry) INT32("roce_ack_every", roce_ack_every)
     SIZE32("buffer", buffer) SIZE32("ecn_kmin", ecn_kmin)
     SIZE32("ecn_kmax", ecn_kmax) SIZE32("pfc_xoff", pfc_xoff)
-    SIZE32("pfc_xon", pfc_xon)
-    TIME("delay", prop_ps) TIME("timer_tick", timer_tick_ps)
+    SIZE32("pfc_xon", pfc_xon) SIZE32("qp_init_cwnd", qp_init_cwnd)
+    TIME("qp_target_qdelay", qp_target_qdelay_ps)
+    TIME("delay", prop_ps)
     TIME("roce_rto", roce_rto_ps) TIME("limit", limit_ps)
     RATE("host_rate", host_rate) RATE("fabric_rate", fabric_rate)
     else {
@@ -319,7 +323,35 @@ int scenario_load(struct scenario *sc, const char *path)
         return -1;
     }
     char line[1024], where[300];
-    int ln = 0, rc = 0;
+    int ln = 0, rc = 0, c;
+    while ((c = fgetc(f)) != EOF && isspace(c))
+        ;
+    if (c == '{') { /* JSON (scenario_json.c) */
+        size_t cap = 1 << 16, n = 0;
+        char *text = malloc(cap);
+        if (!text) {
+            fclose(f);
+            return -1;
+        }
+        text[n++] = '{';
+        while ((c = fgetc(f)) != EOF) {
+            if (n + 1 == cap) {
+                char *t = realloc(text, cap *= 2);
+                if (!t) {
+                    free(text);
+                    fclose(f);
+                    return -1;
+                }
+                text = t;
+            }
+            text[n++] = (char)c;
+        }
+        fclose(f);
+        rc = scenario_load_json(sc, path, text, n);
+        free(text);
+        goto done;
+    }
+    rewind(f);
     while (fgets(line, sizeof(line), f)) {
         ln++;
         char *hash = strchr(line, '#');
@@ -342,6 +374,7 @@ int scenario_load(struct scenario *sc, const char *path)
         }
     }
     fclose(f);
+done:
     if (!rc && !sc->nwl) {
         fprintf(stderr, "%s: no workload\n", path);
         rc = -1;

@@ -58,7 +58,6 @@ enum ev_type {
     EV_PAUSE,      /* idx = link paused by PFC (frame has arrived) */
     EV_RESUME,     /* idx = link resumed by PFC */
     EV_TIMER,      /* idx = host whose engine timer is due */
-    EV_CHECK,      /* idx = host whose engine expiry is to be re-read */
     EV_WAKE,       /* idx = host whose NIC may send (baseline pacing) */
     EV_RTO,        /* idx = baseline QP retransmission timer */
     EV_FAULT,      /* idx = index of a scheduled fabric event */
@@ -102,6 +101,7 @@ struct pkt {
     uint32_t src, dst; /* hosts */
     uint32_t link;     /* link it is on, or arrived by */
     uint32_t in_link;  /* PFC: ingress link whose counter holds it, or NONE */
+    uint64_t t_tx;     /* ps: transmission start on a lazy link (below) */
     uint32_t qp;       /* baseline: sender QP index */
     uint32_t msg;      /* baseline data: message id */
     uint64_t psn;      /* baseline */
@@ -141,6 +141,12 @@ struct link {
     uint8_t paused;      /* PFC: transmitter paused */
     uint8_t pause_sent;  /* PFC: this link's receiver has sent XOFF */
     uint8_t free_pending; /* an EV_LINK_FREE is queued */
+    /* Lazy link (switch egress without PFC): nothing can stop its FIFO, so
+     * a packet's departure is known when it is queued and its EV_ARRIVE is
+     * scheduled at once (no EV_LINK_FREE).  The FIFO then holds only the
+     * packets whose transmission has not started yet (t_tx > now), trimmed
+     * on every enqueue and on each of its packets' arrival. */
+    uint8_t lazy;
     uint64_t rate_bps;
     double ps_per_byte;
     uint64_t prop_ps;
@@ -165,7 +171,6 @@ struct host {
     mroce_qp **qp_by_peer; /* peer host -> local QP; owned (MetaRoCE) */
     mroce_qp **qp_by_slot; /* qpn & 0xffff -> QP; owned */
     uint64_t timer_at;    /* ps of the queued EV_TIMER, T_INF none */
-    uint8_t check_pending;
     uint8_t wake_pending;
     uint64_t wake_at;
     uint64_t rng;
@@ -246,7 +251,8 @@ struct scenario {
     uint32_t mtu;
     /* MetaRoCE QP attributes used in the simulator (engine memory) */
     uint32_t qp_window, qp_npaths, qp_sq, qp_rq;
-    uint64_t timer_tick_ps; /* re-read engine expiry at most this often */
+    uint32_t qp_init_cwnd;  /* bytes, 0 = the engine's default */
+    uint64_t qp_target_qdelay_ps; /* 0 = the engine's default */
     /* baseline */
     uint64_t roce_rto_ps;
     uint32_t roce_retry;
@@ -264,6 +270,9 @@ struct scenario {
 void scenario_defaults(struct scenario *sc);
 /* Parse a scenario file; 0 or -1 with a message on stderr. */
 int scenario_load(struct scenario *sc, const char *path);
+/* scenario_json.c: a JSON scenario's text; 0 or -1 with a message. */
+int scenario_load_json(struct scenario *sc, const char *path,
+                       const char *text, size_t len);
 /* Parse one "key = value" setting (also used for -s on the command line). */
 int scenario_set(struct scenario *sc, const char *key, const char *val,
                  const char *where);
@@ -351,7 +360,6 @@ int host_connect_pairs(struct sim *s);
 void host_on_pkt(struct sim *s, struct host *h, struct pkt *p);
 void host_pull(struct sim *s, struct host *h);
 void host_on_timer(struct sim *s, struct host *h, uint64_t t);
-void host_on_check(struct sim *s, struct host *h);
 int host_post(struct sim *s, uint32_t msg);
 void host_collect_counters(struct sim *s);
 

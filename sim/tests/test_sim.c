@@ -202,8 +202,21 @@ static void test_collectives(void)
     }
 }
 
+/* The JSON form of a scenario means the same as its plain-text form. */
+static void test_json(void)
+{
+    struct scenario a, b;
+    scenario_defaults(&a);
+    scenario_defaults(&b);
+    CHECK(scenario_load(&a, "scenarios/ls128_alltoall.txt") == 0, "txt");
+    CHECK(scenario_load(&b, "scenarios/ls128_alltoall.json") == 0, "json");
+    memcpy(b.name, a.name, sizeof(b.name));
+    CHECK(memcmp(&a, &b, sizeof(a)) == 0, "the two forms differ");
+}
+
 int main(void)
 {
+    test_json();
     test_determinism();
     test_conservation();
     test_ideal();

@@ -9,8 +9,9 @@
  * per RTT).  Fixed point is 16.16 throughout (65536 = 1.0).  Every change to
  * cwnd ends with a clamp to [min_cwnd, max_cwnd].
  *
- * Delay+ECN keeps its slow-restart threshold in scratch[0] (the scratch words
- * are the algorithm's private state, see cc.h).
+ * Delay+ECN keeps its slow-restart threshold in scratch[0] and the smallest
+ * RTT sample of the current round in scratch[1] (the scratch words are the
+ * algorithm's private state, see cc.h).
  */
 #include "cc.h"
 
@@ -19,6 +20,12 @@
 #define CC_MIN_MD 32768u     /* 1 - max_mdf = 0.5: deepest delay cut */
 #define CC_LOSS_NUM 7u       /* loss: cwnd *= 7/10 */
 #define CC_LOSS_DEN 10u
+#define CC_G_SHIFT 2u        /* ECN gain g = 1/4 */
+#define CC_AI_MTUS 3u        /* additive increase: 3 MTU per RTT */
+#define CC_TGT_MUL 2u        /* target: base_rtt + 2 * target_qdelay */
+#define CC_HIGH_MUL 8u       /* high target: base_rtt + 8 * target_qdelay */
+/* Bytes a data packet counts in flight beyond its payload (CC-2). */
+#define CC_PKT_OVERHEAD 80u
 
 /* last_decrease == CC_NEVER: no decrease yet, the first one is always
  * allowed (0 would be ambiguous with a decrease at time 0). */
@@ -28,6 +35,8 @@
  * bytes (doubling per RTT).  max_cwnd at the start of a connection,
  * init_cwnd after a timeout, 0 once any decrease has happened. */
 #define CC_SSTHRESH(cc) ((cc)->scratch[0])
+/* Smallest RTT sample of the current round, 0 = none yet (CC-9). */
+#define CC_RMIN(cc) ((cc)->scratch[1])
 
 static uint32_t cc_clamp(const struct mroce_cc *cc, uint64_t w)
 {
@@ -141,105 +150,141 @@ const struct mroce_cc_ops mroce_cc_fixed = {
 
 /* ---- delay + ECN ----------------------------------------------------- */
 
+/*
+ * Why the algorithm is shaped this way (measured with mroce-sim on a
+ * 128-host leaf-spine, sim/README.md):
+ *  - An RTT sample holds the queues of both directions.  Under all-to-all
+ *    every host's downlink is a bottleneck, and a sender's ACKs queue
+ *    behind the data other hosts send to it: cutting on delay alone
+ *    starved flows towards idle receivers (50% efficiency).  CE marks are
+ *    set on the data packets only, so ECN says whether the forward path is
+ *    congested; the delay then says by how much.  Without marks only a
+ *    much larger delay (the high target) is taken as congestion.
+ *  - The delay judged is the smallest sample of a round (the standing
+ *    queue), not single samples that sprayed packets take through
+ *    different transient queues.
+ *  - A window that is not in use is not grown (the sender was limited by
+ *    its NIC or its data), so it cannot be dumped on the fabric later.
+ *  - One decrease per RTT, whichever signal asks first.
+ */
 static void de_init(struct mroce_cc *cc)
 {
     /* Slow start from init_cwnd: clean ACKs double cwnd per RTT until the
-     * first congestion signal (delay above target, ECN, loss) ends it; a
-     * delay target catches the queue long before it overflows. */
+     * first decrease (ECN, delay above the high target, loss). */
     CC_SSTHRESH(cc) = cc->max_cwnd;
+    /* DCTCP's conservative start: the first marked round halves cwnd,
+     * later rounds cut in proportion to the marked fraction. */
+    cc->alpha = CC_ONE;
 }
 
 /*
- * ECN round: CE and receive counts accumulate until one interval has passed
- * since round_start; then alpha = (15*alpha + F)/16 with F = ce/rx, and if
- * the round saw any CE, cwnd *= 1 - alpha/2 (DCTCP).  A round with no
- * received packets carries no information and leaves alpha alone.  The cut
- * is once per round by construction; it also restarts the decrease clock so
- * the delay rule does not cut again for the same congestion within an RTT.
+ * End of a round (one interval after round_start; CC-11):
+ *  - ECN: alpha = (1 - g) * alpha + g * F with F = ce / rx (if the round
+ *    counted received packets); a round with CE asks for cwnd *= 1 - alpha/2.
+ *  - Delay: with R the round's smallest RTT sample, and T the target
+ *    (base_rtt + 2 * target_qdelay) if the round saw CE, else the high
+ *    target (base_rtt + 8 * target_qdelay): R >= T asks for
+ *    cwnd *= max(1 - beta * (R - T) / R, 0.5).
+ *  - The deeper of the two cuts is applied, if a decrease is allowed
+ *    (at most once per interval, shared with the loss response).
  */
-static void de_ecn_round(struct mroce_cc *cc, mroce_tstamp now)
+static void de_round(struct mroce_cc *cc, mroce_tstamp now,
+                     mroce_tstamp interval)
 {
     uint32_t rx = cc->rx_acc, ce = cc->ce_acc;
+    uint64_t f = CC_ONE;
+    mroce_tstamp rmin = CC_RMIN(cc);
 
     if (rx != 0) {
-        uint64_t f;
+        uint64_t fr;
         if (ce > rx)
             ce = rx; /* defensive: counts from a confused peer */
-        f = ((uint64_t)ce << 16) / rx;
-        cc->alpha = (uint32_t)((15u * (uint64_t)cc->alpha + f) >> 4);
-        if (ce != 0) {
-            uint64_t w = cc->cwnd;
-            cc->cwnd = cc_clamp(cc, w - ((w * cc->alpha) >> 17));
-            cc_decreased(cc, now);
+        fr = ((uint64_t)ce << 16) / rx;
+        cc->alpha = (uint32_t)((((uint64_t)cc->alpha << CC_G_SHIFT) -
+                                cc->alpha + fr) >> CC_G_SHIFT);
+        if (ce != 0)
+            f = CC_ONE - (cc->alpha >> 1);
+    }
+    if (rmin != 0 && cc->base_rtt != 0) {
+        mroce_tstamp t = cc->base_rtt + cc->target_qdelay *
+                                            (ce ? CC_TGT_MUL : CC_HIGH_MUL);
+        if (rmin >= t) {
+            uint64_t fd = CC_ONE - (CC_BETA * (rmin - t)) / rmin;
+            if (fd < CC_MIN_MD)
+                fd = CC_MIN_MD;
+            if (fd < f)
+                f = fd;
         }
+    }
+    if (f < CC_ONE && cc_may_decrease(cc, now, interval)) {
+        cc->cwnd = cc_clamp(cc, ((uint64_t)cc->cwnd * f) >> 16);
+        cc_decreased(cc, now);
     }
     cc->round_start = now;
     cc->ce_acc = 0;
     cc->rx_acc = 0;
+    CC_RMIN(cc) = 0;
 }
 
 /*
  * Per ACK:
- *  1. base_rtt = lowest sample; target = base_rtt + target_qdelay.
- *  2. ECN counts; close the round if it is due (round_start 0 means no
- *     round yet: the first ack opens one rather than closing a round that
- *     started at time 0).
- *  3. Delay, judged on the fresh sample or, for acks without one (all of
- *     their packets were retransmitted), on srtt:
- *     - below target (or nothing to judge by): grow.  In slow restart by
- *       the acked bytes, else additive increase of one MTU per cwnd of
- *       acked bytes, counted in ai_acc so the division runs once per window.
- *     - at or above target, and only on a fresh sample: multiplicative
- *       decrease at most once per interval by
- *       max(1 - 0.8*(rtt-target)/rtt, 0.5).
+ *  1. base_rtt = lowest sample; the round's smallest sample.
+ *  2. ECN counts (a CE echo ends slow start or slow restart at once,
+ *     without waiting for the round's cut); close the round if it is due
+ *     (round_start 0 means no round yet: the first ack opens one rather
+ *     than closing a round that started at time 0).
+ *  3. Growth, only if the window was in use: the bytes in flight before
+ *     this ACK (ev->inflight plus what it acknowledged, headers included)
+ *     left no room for another full packet.  In slow start by the acked
+ *     bytes, else CC_AI_MTUS MTUs per cwnd of acked bytes, counted in
+ *     ai_acc so the division runs once per window.  The delay does not
+ *     stop growth (its sample may hold the reverse path's queue); the
+ *     round's decrease is what answers a standing queue.
  */
 static void de_on_ack(struct mroce_cc *cc, const struct mroce_cc_ack *ev)
 {
-    mroce_tstamp rtt = ev->rtt, delay, target, interval;
-    uint64_t w = cc->cwnd;
+    mroce_tstamp rtt = ev->rtt, interval;
+    uint64_t w, before, ss;
 
     if (rtt != 0 && (cc->base_rtt == 0 || rtt < cc->base_rtt))
         cc->base_rtt = rtt;
-    target = cc->base_rtt + cc->target_qdelay;
+    if (rtt != 0 && (CC_RMIN(cc) == 0 || rtt < CC_RMIN(cc)))
+        CC_RMIN(cc) = rtt;
     interval = cc_interval(cc, rtt);
 
     cc->ce_acc += ev->ce_pkts;
     cc->rx_acc += ev->rx_pkts;
+    if (ev->ce_pkts != 0)
+        CC_SSTHRESH(cc) = 0; /* a CE echo ends slow start at once */
     if (cc->round_start == 0)
         cc->round_start = ev->now; /* first ack opens the first round */
-    if (ev->now - cc->round_start >= interval) {
-        de_ecn_round(cc, ev->now);
-        w = cc->cwnd;
-    }
+    if (ev->now - cc->round_start >= interval)
+        de_round(cc, ev->now, interval);
 
-    delay = rtt ? rtt : cc->srtt;
-    if (delay == 0 || cc->base_rtt == 0 || delay < target) {
-        uint64_t ss = CC_SSTHRESH(cc);
-        if (w < ss) {
-            w += ev->acked_bytes;
-            if (w >= ss) { /* reached init_cwnd: back to additive increase */
-                w = ss;
-                CC_SSTHRESH(cc) = 0;
-            }
-        } else {
-            /* 64-bit so a huge ack cannot wrap; after paying whole
-             * windows the remainder is < w, which fits ai_acc again. */
-            uint64_t acc = (uint64_t)cc->ai_acc + ev->acked_bytes;
-            if (acc >= w) {
-                uint64_t n = acc / w;
-                acc -= n * w;
-                w += n * cc->mtu;
-            }
-            cc->ai_acc = (uint32_t)acc;
+    w = cc->cwnd;
+    before = (uint64_t)ev->inflight + ev->acked_bytes +
+             (uint64_t)CC_PKT_OVERHEAD * ev->acked_pkts;
+    if (before + cc->mtu + CC_PKT_OVERHEAD <= w)
+        return; /* not limited by the window: keep it */
+    ss = CC_SSTHRESH(cc);
+    if (w < ss) {
+        w += ev->acked_bytes;
+        if (w >= ss) { /* reached the threshold: additive from here */
+            w = ss;
+            CC_SSTHRESH(cc) = 0;
         }
-        cc->cwnd = cc_clamp(cc, w);
-    } else if (rtt != 0 && cc_may_decrease(cc, ev->now, interval)) {
-        uint64_t f = CC_ONE - (CC_BETA * (rtt - target)) / rtt;
-        if (f < CC_MIN_MD)
-            f = CC_MIN_MD;
-        cc->cwnd = cc_clamp(cc, (w * f) >> 16);
-        cc_decreased(cc, ev->now);
+    } else {
+        /* 64-bit so a huge ack cannot wrap; after paying whole windows
+         * the remainder is < w, which fits ai_acc again. */
+        uint64_t acc = (uint64_t)cc->ai_acc + ev->acked_bytes;
+        if (acc >= w) {
+            uint64_t n = acc / w;
+            acc -= n * w;
+            w += n * CC_AI_MTUS * (uint64_t)cc->mtu;
+        }
+        cc->ai_acc = (uint32_t)acc;
     }
+    cc->cwnd = cc_clamp(cc, w);
 }
 
 /* Loss: cwnd *= 0.7, at most once per interval (losses found together in

@@ -50,7 +50,7 @@ struct mroce_cc {
     uint32_t init_cwnd;
     mroce_tstamp base_rtt;  /* lowest RTT seen, 0 = none yet */
     mroce_tstamp srtt;      /* connection smoothed RTT (kept by the engine) */
-    mroce_tstamp target_qdelay; /* queuing delay to aim for above base_rtt */
+    mroce_tstamp target_qdelay; /* queuing allowed per direction (CC-7) */
     mroce_tstamp last_decrease; /* to decrease at most once per RTT */
     uint32_t alpha;         /* ECN estimate, 16.16 fixed point */
     uint32_t ai_acc;        /* additive-increase byte accumulator */
