@@ -103,6 +103,18 @@ static int jscalar(struct jp *p, char *out, size_t cap)
     return k ? 0 : fail(p, "expected a value");
 }
 
+/* prefix + v into dst (cap bytes); too long is a scenario error. */
+static int field(struct jp *p, char *dst, size_t cap, const char *prefix,
+                 const char *v)
+{
+    size_t lp = strlen(prefix), lv = strlen(v);
+    if (lp + lv >= cap)
+        return fail(p, "value too long");
+    memcpy(dst, prefix, lp);
+    memcpy(dst + lp, v, lv + 1);
+    return 0;
+}
+
 /* An object of scalars into "kind opt=val ..." (workload) or "time kind a
  * b [value] [detect=t]" (fault). */
 static int jobject_line(struct jp *p, const char *key, char *out, size_t cap)
@@ -120,23 +132,26 @@ static int jobject_line(struct jp *p, const char *key, char *out, size_t cap)
         if (jstring(p, k, sizeof(k)) < 0 || expect(p, ':') < 0 ||
             jscalar(p, v, sizeof(v)) < 0)
             return -1;
+        int rc = 0;
         if (!strcmp(k, "kind"))
-            snprintf(kind, sizeof(kind), "%s", v);
+            rc = field(p, kind, sizeof(kind), "", v);
         else if (!strcmp(key, "fault") && !strcmp(k, "time"))
-            snprintf(time, sizeof(time), "%s", v);
+            rc = field(p, time, sizeof(time), "", v);
         else if (!strcmp(key, "fault") && !strcmp(k, "a"))
-            snprintf(a, sizeof(a), "%s", v);
+            rc = field(p, a, sizeof(a), "", v);
         else if (!strcmp(key, "fault") && !strcmp(k, "b"))
-            snprintf(b, sizeof(b), "%s", v);
+            rc = field(p, b, sizeof(b), "", v);
         else if (!strcmp(key, "fault") && !strcmp(k, "value"))
-            snprintf(value, sizeof(value), "%s", v);
+            rc = field(p, value, sizeof(value), "", v);
         else if (!strcmp(key, "fault") && !strcmp(k, "detect"))
-            snprintf(detect, sizeof(detect), " detect=%s", v);
+            rc = field(p, detect, sizeof(detect), " detect=", v);
         else if (!strcmp(key, "workload")) {
             size_t l = strlen(opts);
             snprintf(opts + l, sizeof(opts) - l, " %s=%s", k, v);
         } else
             return fail(p, "unknown member in a fault object");
+        if (rc < 0)
+            return -1;
         ws(p);
         if (p->i < p->n && p->s[p->i] == ',') {
             p->i++;
