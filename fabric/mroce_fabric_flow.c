@@ -71,6 +71,11 @@ static struct {
     const char *label;
     int interval_ms;
     int cc_none;
+    uint32_t ooo_thresh, init_cwnd; /* 0: library default */
+    int path_burst;                 /* 0: library default */
+    double start_at;                /* CLOCK_REALTIME s; 0: at once */
+    double target_qdelay_us;        /* 0: library default */
+    double max_ack_delay_us;        /* 0: library default */
 } O = {
     .port = 4794, .sports = 256, .paths = 64, .bytes = 32u << 20,
     .msg = 65536, .depth = 32, .seed = 1, .timeout = 20, .at_ms = -1,
@@ -81,6 +86,16 @@ static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Wall clock (CLOCK_REALTIME, shared by every namespace's processes):
+ * --start-at and the start=/end= of the result line, so a scenario can
+ * start several flows together and measure their common span. */
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -161,6 +176,16 @@ static void setup(struct conn *c, uint16_t port)
     qa.eng.max_send_wr = 1024;
     if (O.cc_none)
         qa.eng.cc_algo = MROCE_CC_NONE;
+    if (O.ooo_thresh)
+        qa.eng.ooo_thresh = O.ooo_thresh;
+    if (O.init_cwnd)
+        qa.eng.init_cwnd = O.init_cwnd;
+    if (O.path_burst)
+        qa.eng.path_burst = (uint8_t)O.path_burst;
+    if (O.max_ack_delay_us > 0)
+        qa.eng.max_ack_delay = (mroce_tstamp)(O.max_ack_delay_us * 1e3);
+    if (O.target_qdelay_us > 0)
+        qa.eng.target_qdelay = (mroce_tstamp)(O.target_qdelay_us * 1e3);
     if ((rc = mroce_create_qp(c->pd, &qa, &c->qp)) < 0)
         die("create_qp", rc);
     c->ctl = aligned_alloc(64, 2 * sizeof(struct ctrl));
@@ -346,8 +371,18 @@ static int run_client(void)
     uint64_t raddr = c.ctl[0].addr;
     uint32_t rkey = c.ctl[0].rkey;
     post_ctl_recv(&c);
+    /* Connected and the region known: wait for the common start, so that
+     * flows set up at different speeds still run side by side. */
+    if (O.start_at > 0) {
+        struct timespec ts = {(time_t)O.start_at,
+                              (long)((O.start_at - (time_t)O.start_at) * 1e9)};
+        while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+               !stop_sig)
+            ;
+    }
 
     uint64_t nmsg = (O.bytes + O.msg - 1) / O.msg, posted = 0, done = 0;
+    double w0 = wall_s();
     double t0 = now_s(), last_c = t0, max_gap = 0, max_gap_at = 0;
     double max_gap_after = 0, max_gap_after_at = 0;
     double deadline = t0 + O.timeout;
@@ -447,6 +482,7 @@ static int run_client(void)
             mroce_cq_wait(c.cq, 1);
     }
     double t1 = now_s();
+    double w1 = w0 + (t1 - t0);
     for (double dl = now_s() + 5; act_pid > 0;) { /* bounded wait */
         if (waitpid(act_pid, NULL, WNOHANG) == act_pid) {
             t_act_done = now_s();
@@ -468,10 +504,11 @@ static int run_client(void)
     mroce_vqp_counters(&*c.qp, &k);
     double secs = t1 - t0;
     printf("result role=client label=%s bytes=%" PRIu64 " secs=%.3f"
-           " goodput_mbps=%.1f verify=%s max_stall_ms=%.2f stall_at_ms=%.1f",
+           " goodput_mbps=%.1f verify=%s max_stall_ms=%.2f stall_at_ms=%.1f"
+           " start=%.6f end=%.6f",
            O.label, O.bytes, secs, O.bytes * 8 / secs / 1e6,
            !v.verify ? "off" : v.mismatches ? "FAIL" : "ok", max_gap * 1e3,
-           max_gap_at * 1e3);
+           max_gap_at * 1e3, w0, w1);
     if (t_act >= 0) {
         double base = t_act; /* conservative: from the spawn of the action */
         /* RTTs of the connection as it was before the failure: the srtt at
@@ -545,6 +582,14 @@ static void usage(FILE *f)
 "      --at=MS --run=CMD run CMD (sh -c) MS after the transfer started\n"
 "      --interval=MS     print goodput every MS\n"
 "      --cc-none         fixed window instead of delay+ECN CC\n"
+"      --init-cwnd=N     initial window in bytes (K/M; with --cc-none the\n"
+"                        fixed window; default 64K)\n"
+"      --ooo-thresh=N    out-of-order loss threshold in PSNs (default 64)\n"
+"      --path-burst=N    packets per path pick, 1..64 (default 8)\n"
+"      --target-qdelay=US  CC and path delay target in us (library default)\n"
+"      --max-ack-delay=US  ACK delay bound in us (library default)\n"
+"      --start-at=T      after connecting, wait until T (CLOCK_REALTIME\n"
+"                        seconds, e.g. date +%%s.%%N) before the transfer\n"
 "      --label=NAME      name in the result lines\n"
 "      --timeout=S       give up after S seconds (default 20)\n");
 }
@@ -558,6 +603,9 @@ int main(int argc, char **argv)
         {"verify", 0, 0, 'V'}, {"seed", 1, 0, 'e'}, {"at", 1, 0, 'a'},
         {"run", 1, 0, 'r'}, {"label", 1, 0, 'l'}, {"timeout", 1, 0, 't'},
         {"interval", 1, 0, 'i'}, {"cc-none", 0, 0, 'c'},
+        {"init-cwnd", 1, 0, 'W'}, {"ooo-thresh", 1, 0, 'O'},
+        {"path-burst", 1, 0, 'U'}, {"start-at", 1, 0, 'T'},
+        {"target-qdelay", 1, 0, 'Q'}, {"max-ack-delay", 1, 0, 'M'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     if (argc < 2) {
         usage(stderr);
@@ -594,6 +642,12 @@ int main(int argc, char **argv)
         case 't': O.timeout = atof(optarg); break;
         case 'i': O.interval_ms = atoi(optarg); break;
         case 'c': O.cc_none = 1; break;
+        case 'W': O.init_cwnd = (uint32_t)parse_size(optarg); break;
+        case 'O': O.ooo_thresh = (uint32_t)atoi(optarg); break;
+        case 'U': O.path_burst = atoi(optarg); break;
+        case 'T': O.start_at = atof(optarg); break;
+        case 'Q': O.target_qdelay_us = atof(optarg); break;
+        case 'M': O.max_ack_delay_us = atof(optarg); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -606,7 +660,7 @@ int main(int argc, char **argv)
         O.peer = argv[optind];
     }
     if (!O.bind || O.bytes == 0 || O.bytes > (1ull << 30) || O.msg == 0 ||
-        O.paths == 0 || O.sports < O.paths || O.depth == 0) {
+        O.paths == 0 || O.sports < O.paths || O.depth == 0 || O.path_burst < 0 || O.path_burst > 64) {
         usage(stderr);
         return 2;
     }

@@ -196,17 +196,38 @@ static int ack_one(mroce_qp *qp, uint32_t psn, const struct mroce_ack_hdr *a,
     return 1;
 }
 
+/* The floor of LOSS-7's guards (c) for a packet on slot `path`: the larger
+ * of its own path's RTO-style bound (srtt + 4 rttvar) and the slowest
+ * path's srtt (`slowest`, from mroce_pathset_max_srtt), plus max_ack_delay;
+ * 0 while neither has a sample.  The connection's srtt and min_rtt are
+ * dominated by the fast paths; a packet sprayed onto a path with a deeper
+ * queue (an oversubscribed spine link while another is idle) is late by
+ * that queue, not lost, and a slot's own estimate can be a burst old. */
+static mroce_tstamp path_guard(const mroce_qp *qp, uint16_t path,
+                               mroce_tstamp slowest)
+{
+    const struct mroce_path *p = &qp->path_slots[path];
+    mroce_tstamp g = p->srtt ? p->srtt + 4 * p->rttvar : 0;
+    if (slowest > g)
+        g = slowest;
+    return g ? g + qp->attr.max_ack_delay : 0;
+}
+
 /* Out-of-order loss (LOSS-7).  A packet below the highest acknowledged PSN
  * is lost once it has been out
  *   - at least the lowest RTT, if it is ooo_thresh or more PSNs behind;
  *   - at least a probe timeout (2*srtt + max_ack_delay), if it is closer:
  *     the SACK a probe would solicit is already here.  Without this a window
  *     smaller than ooo_thresh (a 100G/5us BDP is ~15 packets) holds packets
- *     sent into a dead path until an RTO.
- * Reordering across sprayed paths is bounded by the spread of path delays,
- * well inside both guards.  ACK-driven scans start where the previous one
- * ended (O(new PSNs) per ACK); packets still too young are re-checked by a
- * full scan when reo_deadline fires. */
+ *     sent into a dead path until an RTO;
+ *   - and in both cases at least the floor of path_guard (its own path's
+ *     srtt + 4 rttvar, the slowest path's srtt, plus max_ack_delay):
+ *     reordering across sprayed paths is the spread of their delays, which
+ *     the connection-wide srtt and min_rtt do not bound when one path's
+ *     queue is much deeper than another's.
+ * ACK-driven scans start where the previous one ended (O(new PSNs) per
+ * ACK); packets still too young are re-checked by a full scan when
+ * reo_deadline fires. */
 static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
                      int full)
 {
@@ -217,6 +238,7 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
         tguard = guard;
     uint32_t end = qp->snd_high_acked - qp->attr.ooo_thresh;
     uint32_t psn = qp->snd_una;
+    mroce_tstamp slowest = mroce_pathset_max_srtt(&qp->paths);
     if (full) {
         qp->reo_deadline = MROCE_TSTAMP_INF;
     } else {
@@ -239,6 +261,9 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
         mroce_tstamp g = mroce_psn_diff(psn, end) < 0 ? guard : tguard;
         if (g == MROCE_TSTAMP_INF)
             continue;
+        mroce_tstamp pg = path_guard(qp, e->path, slowest);
+        if (pg > g)
+            g = pg;
         /* Only what was sent before something that has been acknowledged
          * can be judged (RACK): a retransmission is younger than the ACKs
          * that made it; look again once later traffic is acknowledged. */
