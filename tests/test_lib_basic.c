@@ -5,7 +5,9 @@
  * both atomics, a 1 MiB WRITE, the CQ eventfd, error returns for bad calls
  * (NULL, destroyed objects, QP in ERROR, out-of-region lengths, busy
  * objects), connecting to a dead port or to a device nobody listens on
- * (error within the timeout), disconnect, and teardown in any order.
+ * (error within the timeout), disconnect, teardown in any order, and the
+ * APP-mode idle yield (an idle device that moved bulk data yields the CPU
+ * in its polls, a ping-pong never does, a progress thread's polls never do).
  *
  * In APP mode nothing moves unless someone calls in, and the two devices
  * live in one thread, so the helpers drive both devices while they wait.
@@ -498,6 +500,54 @@ static void run_mode(int mode)
            (unsigned long long)u.tx_gso_sends, (unsigned long long)u.rx_pkts,
            (unsigned long long)u.rx_datagrams,
            (unsigned long long)u.rx_syscalls);
+    /* Idle yield: in APP mode, once the device has been idle for 50 us
+     * (LIB_IDLE_YIELD_NS), polls that find nothing yield the CPU; never
+     * with a progress thread (whose polls do not drive the device). */
+    {
+        struct mroce_wc wc;
+        struct mroce_udp_counters u0, u1;
+        mroce_device_get_udp_counters(a.dev, &u0);
+        int got = 0, polls = 0;
+        for (uint64_t end = now_ms() + 20; now_ms() < end; polls++)
+            got += mroce_poll_cq(a.cq, 1, &wc) > 0;
+        mroce_device_get_udp_counters(a.dev, &u1);
+        uint64_t y = u1.idle_yields - u0.idle_yields;
+        printf("  idle yields: %llu in %d polls over 20 ms (%d completions)\n",
+               (unsigned long long)y, polls, got);
+        if (mode == MROCE_PROGRESS_APP)
+            CHECK_MSG(y > 0 && y <= (uint64_t)polls, "idle yields %llu",
+                      (unsigned long long)y);
+        else
+            CHECK_EQ(u1.idle_yields, 0);
+    }
+    /* ... but a ping-pong (one small packet per progress round) keeps
+     * spinning however long it waits: 64 one-at-a-time 64 B WRITEs b -> a
+     * age out the bulk history, then a 20 ms idle wait yields nothing. */
+    if (mode == MROCE_PROGRESS_APP) {
+        struct mroce_wc wc;
+        struct mroce_sge sg = {(uintptr_t)b.buf, 64, mroce_vmr_lkey(b.mr)};
+        struct mroce_send_wr w, *bw;
+        memset(&w, 0, sizeof(w));
+        w.sg_list = &sg;
+        w.num_sge = 1;
+        w.opcode = MROCE_WR_WRITE;
+        w.send_flags = MROCE_SEND_SIGNALED;
+        w.remote_addr = (uintptr_t)a.buf;
+        w.rkey = mroce_vmr_rkey(a.mr);
+        for (int i = 0; i < 64; i++) {
+            w.wr_id = 900 + (uint64_t)i;
+            CHECK_EQ_INT(mroce_post_send(b.qp, &w, &bw), 0);
+            CHECK_EQ_INT(wait_wc(&b, &a, &wc, 3000), 1);
+        }
+        struct mroce_udp_counters u0, u1;
+        mroce_device_get_udp_counters(a.dev, &u0);
+        for (uint64_t end = now_ms() + 20; now_ms() < end;)
+            (void)mroce_poll_cq(a.cq, 1, &wc);
+        mroce_device_get_udp_counters(a.dev, &u1);
+        CHECK_MSG(u1.idle_yields == u0.idle_yields,
+                  "ping-pong side yielded %llu times",
+                  (unsigned long long)(u1.idle_yields - u0.idle_yields));
+    }
     struct mroce_ep_counters ec;
     mroce_device_get_counters(a.dev, &ec);
     if (!getenv("MROCE_FAULT")) /* injected corruption is dropped on CRC */

@@ -49,11 +49,13 @@
  *     when the QP is destroyed (or its device closed).
  *   MROCE_BUSY_POLL_US=N: how long the progress thread polls before it
  *     sleeps (default 50).
- *   MROCE_IDLE_YIELD=N: in APP mode, mroce_poll_cq() and
- *     mroce_device_progress() yield the CPU (sched_yield) once after every
- *     N progress rounds in a row that moved nothing (default 64, 0 = never):
- *     a busy poller waiting for a peer process on the same cores gives it
- *     the CPU instead of spinning against it (src/lib/progress.c).
+ *   MROCE_IDLE_YIELD_US=N: in APP mode, once a device that has been
+ *     moving bulk data (4+ packets per busy progress round on average) has
+ *     had nothing to do for N us (default 50; 0 = never), each
+ *     mroce_poll_cq() or mroce_device_progress() that finds nothing yields
+ *     the CPU (sched_yield): a busy poller waiting for a peer process on
+ *     the same cores gives it the CPU instead of spinning against it.
+ *     Ping-pongs (one packet a round) always spin.  See src/lib/progress.c.
  */
 #ifndef MROCE_MROCE_H
 #define MROCE_MROCE_H

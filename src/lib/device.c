@@ -237,6 +237,8 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     dev->dump_counters = dump && atoi(dump) == 1;
     const char *bp = getenv("MROCE_BUSY_POLL_US");
     dev->busy_poll_ns = bp ? strtoull(bp, NULL, 10) * 1000 : LIB_BUSY_POLL_NS;
+    const char *iy = getenv("MROCE_IDLE_YIELD_US");
+    dev->idle_yield_ns = iy ? strtoull(iy, NULL, 10) * 1000 : LIB_IDLE_YIELD_NS;
     dev->h.magic = MAGIC_DEV;
     if (attr.progress == MROCE_PROGRESS_THREAD) {
         rc = lib_thread_start(dev);
@@ -336,6 +338,7 @@ void mroce_device_get_udp_counters(const mroce_device *cdev,
     mroce_udp_get_counters(dev->udp, c);
     c->progress_rounds = dev->progress_rounds;
     c->thread_sleeps = dev->thread_sleeps;
+    c->idle_yields = dev->idle_yields;
     lib_unlock(dev);
 }
 
@@ -354,7 +357,9 @@ int mroce_device_progress(mroce_device *dev)
             dev->timer_at = MROCE_TSTAMP_INF;
         lib_arm_timer_locked(dev, lib_next_deadline_locked(dev));
     }
+    int yield = rc == 0 && lib_idle_take_locked(dev);
     lib_unlock(dev);
+    lib_idle_yield(yield);
     return rc;
 }
 

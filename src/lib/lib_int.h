@@ -66,9 +66,13 @@ enum lib_magic {
 /* The progress thread keeps polling this long after the last packet before
  * it sleeps in epoll (MROCE_BUSY_POLL_US overrides). */
 #define LIB_BUSY_POLL_NS 50000
-/* APP mode: empty progress rounds in a row after which a round yields the
- * CPU (progress.c explains; MROCE_IDLE_YIELD overrides, 0 = never). */
-#define LIB_IDLE_YIELD 64
+/* APP mode: how long polls find nothing to do before each further poll
+ * yields the CPU (progress.c explains; MROCE_IDLE_YIELD_US overrides, 0 =
+ * never).  Well above a loopback round trip (~5 us), so ping-pongs spin. */
+#define LIB_IDLE_YIELD_NS 50000
+/* ... and only while the rounds that move packets move at least this many
+ * on average (bulk transfer; a ping-pong moves one at a time and spins). */
+#define LIB_IDLE_YIELD_MIN_PKTS 4
 
 /* Common head of every object; prev/next link it into its device's list
  * of objects of its kind. */
@@ -143,10 +147,14 @@ struct mroce_device {
     atomic_int stop;
     uint64_t busy_poll_ns;
     uint64_t progress_rounds, thread_sleeps;
-    uint32_t idle_rounds;          /* APP mode: progress rounds in a row
-                                      that moved nothing */
-    uint32_t idle_yield;           /* yield the CPU after this many (0 =
-                                      never; MROCE_IDLE_YIELD overrides) */
+    mroce_tstamp idle_since;       /* APP mode: end of the last progress
+                                      round that moved something */
+    uint8_t idle_due;              /* the last round found the device idle
+                                      for idle_yield_ns or longer */
+    uint32_t round_pkts_avg8;      /* packets per round that moved some,
+                                      moving average x8 (1/8 weight) */
+    uint64_t idle_yield_ns;        /* polls yield the CPU after this long
+                                      idle (0 = never; MROCE_IDLE_YIELD_US) */
     uint64_t idle_yields;          /* sched_yield() calls made */
     int dump_counters;             /* MROCE_DUMP_COUNTERS=1 */
 };
@@ -178,10 +186,10 @@ mroce_tstamp lib_now(void);
 /* One round: receive, timers, transmit, CQ events.  Lock held.  Returns
  * packets moved. */
 int lib_progress_locked(mroce_device *dev);
-/* APP mode: 1 if the rounds since the last packet moved reached the idle
- * yield threshold (then counts the yield and restarts the count), else 0.
- * Lock held.  The caller passes the result to lib_idle_yield() after it
- * has unlocked (progress.c explains why polls yield). */
+/* APP mode: 1 if the last progress round found the device idle for the
+ * idle yield time or longer (then counts the yield), else 0.  Lock held.
+ * The caller passes the result to lib_idle_yield() after it has unlocked
+ * (progress.c explains why polls yield). */
 int lib_idle_take_locked(mroce_device *dev);
 /* sched_yield() if due.  Lock not held. */
 void lib_idle_yield(int due);

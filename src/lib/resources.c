@@ -208,7 +208,9 @@ int mroce_poll_cq(mroce_vcq *cq, int n, struct mroce_wc *wc)
     }
     if (!mroce_cq_count(cq->eng))
         cq->signaled = 0; /* seen empty: the next completion signals */
+    int yield = k == 0 && lib_idle_take_locked(dev);
     lib_unlock(dev);
+    lib_idle_yield(yield);
     return k;
 }
 

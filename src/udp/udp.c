@@ -286,9 +286,22 @@ static int open_rx_socket(struct mroce_udp *u)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     int rcv = RCVBUF_BYTES;
     /* FORCE needs CAP_NET_ADMIN; without it the plain option is capped by
-     * net.core.rmem_max, which is still better than the default. */
+     * net.core.rmem_max, which is still better than the default.  A
+     * library must not change that host-wide setting: it asks, and reports
+     * what it got (rx_sockbuf; the kernel doubles the value for its
+     * bookkeeping).  8 MiB holds a full default window (1024 PSNs of 4 KiB)
+     * with the kernel's per-buffer overhead, so the receiver can be
+     * descheduled for a whole window without a drop: the window, not the
+     * socket buffer, bounds what is queued (measured: no RcvbufErrors
+     * from mroce-perf on loopback, while the blaster's open-loop sender
+     * overruns it by design).  With the usual 208 KiB rmem_max the buffer
+     * holds a few dozen 4 KiB packets; raise net.core.rmem_max if
+     * rx_sockbuf shows that and transfers suffer losses. */
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) < 0)
         (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+    socklen_t rl = sizeof(rcv);
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &rl) == 0 && rcv > 0)
+        u->cnt.rx_sockbuf = (uint64_t)rcv;
     /* ECN of each datagram, and ICMP errors for what we send from this
      * socket (CONNECT_REQ): a dead port answers "port unreachable". */
     if (setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0 &&
