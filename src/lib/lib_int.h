@@ -50,10 +50,6 @@ enum lib_magic {
 #define LIB_TX_BUDGET 512
 /* recvmmsg batches read in one progress round. */
 #define LIB_RX_ROUNDS 4
-/* APP progress: leave a round's ACKs for the next call (progress.c). */
-#ifndef LIB_DEFER_ACKS
-#define LIB_DEFER_ACKS 0
-#endif
 /* Received packets between transmit drains inside a receive batch (ACKs
  * must not wait for a whole batch: see rx_one in progress.c). */
 #define LIB_RX_TX_EVERY 16
@@ -132,9 +128,6 @@ struct mroce_device {
     uint32_t ncq_armed;            /* CQs with an eventfd */
     mroce_tstamp rx_now;           /* time of the current receive batch */
     uint32_t rx_since_tx;          /* packets received since a tx drain */
-    uint8_t tx_deferred;           /* APP mode: the engine has packets the
-                                      last round left for the next call
-                                      (progress.c: lib_progress_locked) */
 
     /* progress */
     int epfd;                      /* rx socket, timerfd, wakefd */

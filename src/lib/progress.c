@@ -39,7 +39,7 @@ mroce_tstamp lib_deadline(int timeout_ms)
     return lib_now() + (mroce_tstamp)timeout_ms * 1000000ull;
 }
 
-static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks);
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now);
 
 static void rx_one(void *user, const uint8_t *pkt, size_t len,
                    const struct mroce_rx_info *info)
@@ -56,7 +56,7 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
     if (++dev->rx_since_tx >= LIB_RX_TX_EVERY) {
         dev->rx_since_tx = 0;
         if (mroce_ep_want_write(dev->ep))
-            drain_tx_locked(dev, now, 0);
+            drain_tx_locked(dev, now);
     }
 }
 
@@ -78,10 +78,8 @@ static void rx_icmp(void *user, const struct mroce_addr *to, int err)
     }
 }
 
-/* Engine -> transmit slots -> kernel.  Returns packets produced.
- * keep_acks: send all but the ACKs, which stay staged for the next drain
- * (lib_progress_locked says when). */
-static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks)
+/* Engine -> transmit slots -> kernel.  Returns packets produced. */
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now)
 {
     int n = 0;
     while (n < LIB_TX_BUDGET) {
@@ -102,12 +100,7 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks)
         mroce_udp_tx_commit(dev->udp, (size_t)len, &ti, fl, now);
         n++;
     }
-    if (keep_acks) {
-        dev->tx_deferred = mroce_udp_flush_early(dev->udp, now) > 0;
-    } else {
-        mroce_udp_flush(dev->udp, now);
-        dev->tx_deferred = 0;
-    }
+    mroce_udp_flush(dev->udp, now);
     return n;
 }
 
@@ -150,27 +143,11 @@ void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at)
         dev->timer_at = at;
 }
 
-/* One round: receive, fire timers, send.
- *
- * In APP progress mode, the ACKs that a round's received packets made due
- * stay staged (not sent) until the next call into the library, when they
- * go out after whatever that call sends (MROCE_UDP_TX_LATE): the
- * application has just been handed what arrived and often answers it at
- * once (a ping-pong's reply), and its post_send then sends the reply first
- * instead of the reply waiting behind the ACK's sendmsg (on loopback a
- * send runs the receiver's stack inline: ~1 us a packet).  Everything else
- * (data, NAKs, control) is sent at the end of the round as before.  The
- * next call is near: busy pollers call again at once; blocking waits send
- * the ACKs before they sleep or return (lib_wait); event-loop users of
- * mroce_device_fd() are not deferred at all. */
+/* One round: receive, fire timers, send. */
 int lib_progress_locked(mroce_device *dev)
 {
     int moved = 0, rx = 0;
     dev->progress_rounds++;
-    if (dev->tx_deferred) { /* the last round's ACKs: now */
-        mroce_udp_flush(dev->udp, lib_now());
-        dev->tx_deferred = 0;
-    }
     for (int i = 0; i < LIB_RX_ROUNDS; i++) {
         dev->rx_now = lib_now();
         int r = mroce_udp_recv(dev->udp, rx_one, rx_icmp, dev, dev->rx_now);
@@ -189,12 +166,7 @@ int lib_progress_locked(mroce_device *dev)
         mroce_ep_handle_expiry(dev->ep, now);
         fired = 1;
     }
-    /* Disabled: with it, test_e2e_loopback's 64 MiB WRITE fails with
-     * RETRY_EXC_ERR when the host is loaded (two CPU hogs on two cores);
-     * under investigation.  The mechanism stays, off. */
-    int keep = LIB_DEFER_ACKS && rx > 0 && !fired &&
-               dev->attr.progress == MROCE_PROGRESS_APP && !dev->fd_requested;
-    moved += drain_tx_locked(dev, now, keep);
+    moved += drain_tx_locked(dev, now);
     lib_signal_cqs_locked(dev);
     if (moved > 0)
         dev->round_pkts_avg8 += (uint32_t)moved -
@@ -248,7 +220,7 @@ void lib_idle_yield(int due)
 
 void lib_after_call_locked(mroce_device *dev)
 {
-    drain_tx_locked(dev, lib_now(), 0);
+    drain_tx_locked(dev, lib_now());
     lib_signal_cqs_locked(dev);
     /* A sleeping progress thread must wake for a deadline earlier than the
      * one its timer is set for (a new loss timer, a handshake retry). */
@@ -277,8 +249,6 @@ int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
         if (app)
             lib_progress_locked(dev);
         int d = done(arg);
-        if (dev->tx_deferred) /* about to sleep or return: send the ACKs */
-            drain_tx_locked(dev, lib_now(), 0);
         mroce_tstamp exp = lib_next_deadline_locked(dev);
         lib_unlock(dev);
         if (d)
