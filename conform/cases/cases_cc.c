@@ -41,7 +41,7 @@ CT_CASE(cc_credit_flag_in_credit_mode, "CC-16 WIRE-8 WIRE-6",
         got++;
     }
     a = ct_conn_new(t, "cc=credit mtu=1024");
-    ct_conn_accept2(a);
+    ct_conn_accept(a);
     CT_REQUIRE(t, a->hs.u.conn.flags & MROCE_CONN_CREDIT,
                "CONNECT_REQ Flags 0x%x lack CREDIT", a->hs.u.conn.flags);
     ct_pattern(d, sizeof(d), 70);
@@ -77,7 +77,7 @@ CT_CASE(cc_no_credit_flag_by_default, "CC-16 WIRE-8",
     rx = ct_expect_op(c, MROCE_OP_READ_RESP, 1, CT_WAIT);
     CT_EQ(t, "READ_RESP CREDIT flag", 0, rx->p.base.flags & MROCE_F_CREDIT);
     a = ct_conn_new(t, "cc=delay");
-    ct_conn_accept2(a);
+    ct_conn_accept(a);
     CT_EQ(t, "CONNECT_REQ CREDIT flag", 0,
           a->hs.u.conn.flags & MROCE_CONN_CREDIT);
     ct_agent(t, "POST_SEND qp=%d wrid=1 op=SEND mr=%d off=0 len=10", a->aqp,
@@ -170,7 +170,7 @@ CT_CASE(cc_credit_limits_inflight, "CC-18 CC-2 CC-17",
 
     c->par.flags = MROCE_CONN_CREDIT;
     c->par.mtu = 1024;
-    ct_conn_accept2(c);
+    ct_conn_accept(c);
     c->auto_ack = 0;
     for (int i = 0; i < 8; i++)
         ct_agent(t,

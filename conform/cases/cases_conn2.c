@@ -217,7 +217,7 @@ CT_CASE(conn_resp_duplicate_reconfirmed, "CONN-11 REL-14",
     uint8_t d[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     uint32_t psn;
 
-    ct_conn_accept2(c);
+    ct_conn_accept(c);
     psn = ct_send_write(c, &mr, 0, d, sizeof(d), 0);
     ct_expect_ack(c, psn + 1, CT_WAIT);
     ct_pkt_connect_resp(c, &resp);
@@ -251,7 +251,7 @@ CT_CASE(conn_peer_mtu_bounds_payload, "CONN-12 SEM-3 WIRE-4",
     uint32_t want = 0;
 
     c->par.mtu = 512;
-    ct_conn_accept2(c);
+    ct_conn_accept(c);
     ct_pattern(d, sizeof(d), 50);
     ct_mr_write(t, &mr, 0, d, sizeof(d));
     ct_agent(t,
@@ -283,7 +283,7 @@ CT_CASE(conn_peer_window_bounds_psns, "CONN-12 REL-5",
     uint64_t end;
 
     c->par.rx_window = 64;
-    ct_conn_accept2(c);
+    ct_conn_accept(c);
     c->auto_ack = 0;
     for (int i = 0; i < 80; i++)
         ct_agent(t,
@@ -398,7 +398,7 @@ CT_CASE(conn_close_waits_for_outstanding, "CONN-15 CONN-16 CONN-18 CONN-21",
         "DISCONNECT_ACK: CLOSED, receives flushed in order")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     struct mroce_pkt p;
     const struct ct_rx *rx;
     const char *r;
@@ -567,7 +567,7 @@ CT_CASE(conn_advertised_parameters, "CONN-4 CONN-8 SEM-11 CC-16",
     struct ct_conn *l = ct_conn_new(t, opts);
     const struct mroce_pkt *h[2];
 
-    ct_conn_accept2(a);
+    ct_conn_accept(a);
     ct_conn_connect(l);
     h[0] = &a->hs;
     h[1] = &l->hs;
@@ -636,7 +636,7 @@ CT_CASE(conn_disconnect_while_closing, "CONN-17 CONN-15 SEM-23",
         "WR_FLUSH_ERR")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     struct mroce_pkt p;
 
     c->auto_ack = 0;
@@ -677,7 +677,7 @@ CT_CASE(conn_closing_serves_peer, "CONN-15 SEM-8",
         "READ_RESP are both acknowledged")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     struct mroce_pkt p, ack;
     const struct ct_rx *rx;
     uint8_t d[32];
@@ -818,7 +818,7 @@ CT_CASE(conn_disconnect_retx_without_rtt_sample, "CONN-16",
         "retransmission comes at least 5 * min_rto (10 ms) after the first "
         "transmission, by the IUT's own TSval")
 {
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=2000 retry=1");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=2000 retry=1");
     const struct ct_rx *rx;
     uint32_t ts0;
 

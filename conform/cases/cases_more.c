@@ -57,7 +57,7 @@ CT_CASE(more_solicited_flag_on_wire, "SEM-15",
     struct ct_conn *c = ct_conn_new(t, "mtu=1024");
 
     c->par.mtu = 1024;
-    ct_conn_accept2(c);
+    ct_conn_accept(c);
     ct_agent(t,
              "POST_SEND qp=%d wrid=1 op=SEND_IMM mr=%d off=0 len=2500 "
              "imm=0x1234 solicited=1",

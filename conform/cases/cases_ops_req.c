@@ -68,7 +68,7 @@ CT_CASE(ops_iut_read_request_and_placement, "SEM-8 SEM-22 SEM-3",
 
     c = ct_conn_new(t, "");
     c->par.mtu = 1024;
-    ct_conn_accept2(c);
+    ct_conn_accept(c);
     ct_pattern(d, sizeof(d), 40);
     ct_agent(t,
              "POST_SEND qp=%d wrid=5 op=READ mr=%d off=100 len=2500 "
@@ -109,7 +109,7 @@ CT_CASE(ops_iut_bad_responses_dropped, "SEM-9 SEC-3 SEC-2",
         "then the right READ_RESP at the same PSN completes it")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0x71);
-    struct ct_conn *c = ct_accept2(t, "");
+    struct ct_conn *c = ct_accept(t, "");
     uint8_t d[65], e[8];
     uint32_t psn;
     int64_t inv0, inv1;
@@ -155,7 +155,7 @@ CT_CASE(ops_iut_atomics_requests_and_results, "SEM-12 SEM-22",
         "SUCCESS in order")
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "");
+    struct ct_conn *c = ct_accept(t, "");
     const struct ct_rx *rx;
     struct mroce_pkt a, b;
     uint8_t o1[8], o2[8], got[8];
@@ -226,7 +226,7 @@ CT_CASE(ops_iut_msn_rsn_and_imm, "SEM-1 SEM-2 SEM-7 SEM-22 SEM-23",
     static const char *ops[6] = {"SEND", "WRITE",     "SEND_IMM",
                                  "READ", "WRITE_IMM", "FETCH_ADD"};
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "");
+    struct ct_conn *c = ct_accept(t, "");
     struct mroce_pkt q[6];
     uint32_t hi = 0;
     int any = 0, rsn = 0;
@@ -301,7 +301,7 @@ CT_CASE(ops_iut_multi_packet_fields, "SEM-3 SEM-7 REL-23 WIRE-26",
 {
     static uint8_t d[2500];
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "mtu=1024");
+    struct ct_conn *c = ct_accept(t, "mtu=1024");
     struct mroce_pkt q[3];
     uint32_t hi = 0;
     int any = 0;
@@ -343,7 +343,7 @@ CT_CASE(ops_iut_zero_length_send, "SEM-4 SEM-22",
         "IUT posts a SEND with no scatter list: one packet, FIRST|LAST, "
         "Offset 0, Msg Len 0, no payload; ACKed, it completes SUCCESS len 0")
 {
-    struct ct_conn *c = ct_accept2(t, "");
+    struct ct_conn *c = ct_accept(t, "");
     const struct ct_rx *rx;
     struct ct_wc wc;
 
@@ -366,7 +366,7 @@ static void iut_nak(struct ct *t, uint8_t code, const char *status)
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_mr rm = ct_mr_reg(t, 4096, "lw,rw", 0x6b);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     struct mroce_pkt q[3], ack;
     const char *r;
     uint32_t hi = 0;
@@ -461,7 +461,7 @@ CT_CASE(ops_iut_rnr_retry_exceeded, "REL-30 SEM-25 SEM-23 CONN-20",
         "WR_FLUSH_ERR, QP in ERROR, no further SEND")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "rnr_retry=2 min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "rnr_retry=2 min_rto_us=100000");
     const struct ct_rx *rx;
     uint32_t spsn = 0;
     int rounds = 0;
@@ -506,7 +506,7 @@ CT_CASE(ops_iut_completion_order, "SEM-23 SEM-22 REL-25",
         "completion; then it ACKs both: completions in posting order")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     struct mroce_pkt q[2], ack;
     uint32_t hi = 0;
     int any = 0;
@@ -542,7 +542,7 @@ CT_CASE(ops_iut_fence_waits_for_read, "SEM-14",
         "after the READ_RESP it is, and both complete")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "");
+    struct ct_conn *c = ct_accept(t, "");
     const struct ct_rx *rx;
     uint8_t d[16];
     uint32_t rmsn;
@@ -576,7 +576,7 @@ CT_CASE(ops_iut_unsignaled_success_silent, "SEM-22",
         "the signaled one completes")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "");
+    struct ct_conn *c = ct_accept(t, "");
 
     ct_agent(t,
              "POST_SEND qp=%d wrid=1 op=WRITE mr=%d off=0 len=16 "
@@ -598,7 +598,7 @@ CT_CASE(ops_iut_unsignaled_error_reported, "SEM-22 SEM-23 SEM-25",
         "flushed")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     const struct ct_rx *rx;
 
     c->auto_ack = 0;
@@ -623,7 +623,7 @@ CT_CASE(ops_iut_unfinished_earlier_flushed, "SEM-23 REL-28 CONN-20",
         "unfinished first), REM_ACCESS_ERR, WR_FLUSH_ERR in that order")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     struct mroce_pkt q[3];
     uint32_t hi = 0;
     int any = 0;
@@ -650,7 +650,7 @@ CT_CASE(ops_iut_nak_cum_completes_earlier, "REL-28 SEM-23 SEM-25",
         "NAK's Cum PSN acknowledges it), the second REM_INV_REQ_ERR")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     struct mroce_pkt q[2];
     uint32_t hi = 0;
     int any = 0;
@@ -679,7 +679,7 @@ CT_CASE(ops_iut_rd_atomic_limit, "SEM-11 CONN-12",
     uint8_t d[8] = {0};
 
     c->par.max_rd_atomic = 2;
-    ct_conn_accept2(c);
+    ct_conn_accept(c);
     for (int i = 0; i < 3; i++)
         ct_agent(t,
                  "POST_SEND qp=%d wrid=%d op=READ mr=%d off=%d len=8 "
@@ -719,7 +719,7 @@ CT_CASE(ops_local_checks_at_post, "SEM-27 SEC-3 SEM-25",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_mr ro = ct_mr_reg(t, 4096, "rr", 0);
-    struct ct_conn *c = ct_accept2(t, "");
+    struct ct_conn *c = ct_accept(t, "");
     const char *r;
 
     r = ct_agent_try(t,
@@ -753,7 +753,7 @@ CT_CASE(ops_iut_zero_length_read, "SEM-4 SEM-8 SEM-22",
         "IUT posts a READ with no scatter list: READ_REQ Msg Len 0; our "
         "READ_RESP without payload completes it SUCCESS len 0")
 {
-    struct ct_conn *c = ct_accept2(t, "");
+    struct ct_conn *c = ct_accept(t, "");
     const struct ct_rx *rx;
     struct ct_wc wc;
 
@@ -773,7 +773,7 @@ CT_CASE(ops_iut_rnr_retry_zero, "REL-30 SEM-25",
         "with RNR_RETRY_EXC_ERR and the QP enters ERROR")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "rnr_retry=0 min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "rnr_retry=0 min_rto_us=100000");
     const struct ct_rx *rx;
 
     c->auto_ack = 0;
@@ -792,7 +792,7 @@ CT_CASE(ops_iut_retry_exceeded, "SEM-25 LOSS-14 CONN-20 SEM-23",
         "ERROR and silent")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "retry=2 min_rto_us=1000");
+    struct ct_conn *c = ct_accept(t, "retry=2 min_rto_us=1000");
 
     c->auto_ack = 0;
     ct_agent(t,
@@ -815,7 +815,7 @@ CT_CASE(ops_iut_rnr_holds_whole_message, "REL-30 REL-29 SEM-3",
         "the delay; ACKed, the SEND completes SUCCESS")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "mtu=1024 min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "mtu=1024 min_rto_us=100000");
     struct mroce_pkt q[3];
     uint32_t hi = 0;
     int any = 0, seen = 0;

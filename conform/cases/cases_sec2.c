@@ -58,7 +58,7 @@ CT_CASE(sec_forged_ack_nak_disconnect_ignored, "CONN-14 SEC-2 SEC-7",
         "completes it")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept2(t, "min_rto_us=100000");
+    struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
     struct mroce_pkt p;
     const struct ct_rx *rx;
     uint32_t psn;

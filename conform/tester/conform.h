@@ -330,11 +330,6 @@ void ct_send_ack_credit(struct ct_conn *c, const struct mroce_pkt *echo,
  * CONNECT_REQ checked and recorded (its CONN header in c->hs), nothing
  * answered yet.  rqpn: the QPN given to QP_CONNECT (0: any listener). */
 void ct_accept_begin(struct ct_conn *c, uint32_t rqpn);
-/* ct_conn_accept / ct_accept that also tolerate the IUT's CONNECT_REQ
- * retransmissions arriving before its confirming ACK (a loaded host can
- * delay our CONNECT_RESP past 5 * min_rto); same checks otherwise. */
-void ct_conn_accept2(struct ct_conn *c);
-struct ct_conn *ct_accept2(struct ct *t, const char *qp_opts);
 /* Builds our CONNECT_RESP to the CONNECT_REQ ct_accept_begin recorded. */
 void ct_pkt_connect_resp(struct ct_conn *c, struct mroce_pkt *p);
 /* Single-packet atomic request at c->snd_nxt (FIRST|LAST|ACK_REQ) on
@@ -423,11 +418,6 @@ void ct_rl_resp_pkt(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
                     uint32_t psn, uint32_t req_msn, uint32_t msg_len,
                     uint32_t offset, const uint8_t *data, uint32_t len,
                     uint16_t flags);
-/* A case that the reference IUT is known to fail (a reported bug): skips
- * with `what` as the reason unless MROCE_CONFORM_KNOWN_BUGS is set in the
- * environment, so the suite's baseline stays usable until the IUT is
- * fixed.  The case's checks are not changed by it. */
-void ct_rl_known_bug(struct ct *t, const char *what);
 /* IUT TSval difference b - a in ns (TSval is the low 32 bits of the
  * sender's ns clock, so differences below ~4.29 s are exact). */
 uint32_t ct_rl_ts_diff(uint32_t a, uint32_t b);

@@ -220,15 +220,3 @@ void ct_rl_resp_pkt(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
     p->payload = len ? data : NULL;
     p->payload_len = len;
 }
-
-void ct_rl_known_bug(struct ct *t, const char *what)
-{
-    const char *e = getenv("MROCE_CONFORM_KNOWN_BUGS");
-
-    if (!e || !*e || strcmp(e, "0") == 0)
-        ct_skip(t,
-                "known IUT bug, case disabled: %s (run with "
-                "MROCE_CONFORM_KNOWN_BUGS=1)",
-                what);
-    ct_log(t, "known IUT bug, checking anyway: %s", what);
-}

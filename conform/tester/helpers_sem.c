@@ -215,49 +215,6 @@ void ct_pkt_connect_resp(struct ct_conn *c, struct mroce_pkt *p)
     p->u.conn = c->par;
 }
 
-void ct_conn_accept2(struct ct_conn *c)
-{
-    struct ct *t = c->t;
-    struct mroce_pkt resp;
-    const struct ct_rx *rx;
-    const struct mroce_ack_hdr *a;
-
-    ct_accept_begin(c, c->qpn);
-    ct_pkt_connect_resp(c, &resp);
-    ct_send(c, &resp);
-    c->connected = 1;
-    for (;;) {
-        rx = ct_next(c, ct_ms(t, CT_WAIT));
-        if (!rx)
-            ct_fail(t, "handshake: no confirming ACK within %d ms",
-                    ct_ms(t, CT_WAIT));
-        if (rx->p.base.opcode == MROCE_OP_ACK)
-            break;
-        if (rx->p.base.opcode != MROCE_OP_CONNECT_REQ)
-            ct_fail(t, "handshake: expected the confirming ACK, got %s",
-                    ct_describe(t, rx));
-    }
-    a = &rx->p.u.ack;
-    if (a->cum_psn != c->start_psn || a->echo_psn != c->start_psn ||
-        a->echo_ts != resp.base.tsval || a->echo_entropy != resp.base.entropy ||
-        a->sack_words != 0 || a->rx_count != 0)
-        ct_fail(t,
-                "handshake: confirming ACK (CONN-11): expected cum=echo "
-                "psn=%u echo_ts=%u echo_entropy=%u sack=0 rx=0, got "
-                "cum=%u echo_psn=%u echo_ts=%u echo_entropy=%u sack=%u rx=%u",
-                c->start_psn, resp.base.tsval, resp.base.entropy, a->cum_psn,
-                a->echo_psn, a->echo_ts, a->echo_entropy, a->sack_words,
-                a->rx_count);
-    ct_expect_qp_state(t, c->aqp, "RTS", CT_WAIT);
-}
-
-struct ct_conn *ct_accept2(struct ct *t, const char *qp_opts)
-{
-    struct ct_conn *c = ct_conn_new(t, qp_opts);
-    ct_conn_accept2(c);
-    return c;
-}
-
 void ct_pkt_atomic(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
                    const struct ct_mr *mr, uint32_t off, uint64_t swap_add,
                    uint64_t compare)
