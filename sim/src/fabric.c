@@ -368,7 +368,7 @@ void fabric_apply_fault(struct sim *s, uint32_t i)
     struct link *ab = &s->links[li], *ba = &s->links[ab->peer];
     switch (f->kind) {
     case F_DOWN:
-        ab->state = ba->state = L_DOWN;
+        ab->state = ba->state = f->local ? L_DOWN_LOCAL : L_DOWN;
         sim_schedule(s, s->now + f->detect_ps, EV_ROUTE, 0, NULL);
         break;
     case F_BLACKHOLE:

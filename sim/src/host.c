@@ -194,6 +194,10 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer,
         at.init_cwnd = sc->qp_init_cwnd;
     if (sc->qp_target_qdelay_ps)
         at.target_qdelay = sc->qp_target_qdelay_ps / PS_PER_NS;
+    if (sc->qp_min_rto_ps) /* libmroce's kernel-UDP value is 1 ms */
+        at.min_rto = sc->qp_min_rto_ps / PS_PER_NS;
+    if (sc->qp_path_burst)
+        at.path_burst = (uint8_t)sc->qp_path_burst;
     int rc = mroce_qp_new(h->ep, &at, pqp);
     if (rc < 0) {
         fprintf(stderr, "mroce-sim: qp_new on h%u: %s\n", h->id,

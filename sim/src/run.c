@@ -194,6 +194,7 @@ static void sim_destroy(struct sim *s)
     topo_free(s);
     evq_free(&s->q);
     free(s->scratch);
+    free(s->report);
 }
 
 int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
@@ -228,10 +229,14 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
         sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i, NULL);
     uint64_t limit = s->now + sc->limit_ps;
     wl_start(s);
-    sim_loop(s, limit);
+    if (sc->report_ps)
+        report_loop(s, limit);
+    else
+        sim_loop(s, limit);
     res->wall_s = wall_now() - w1;
     res->cpu_s = cpu_now() - c1;
     host_collect_counters(s);
+    report_print(s);
     if (getenv("MROCE_SIM_DEBUG"))
         for (int i = 0; i < 10; i++)
             fprintf(stderr, "event type %d: %llu\n", i,

@@ -6,7 +6,7 @@
  * Sizes take K/M/G suffixes (binary: 1K = 1024 bytes), rates G/M (decimal
  * bit/s: 100G), times ns/us/ms/s.  Three keys take structured values and
  * may repeat: `workload = KIND opt=val ...`, `fault = TIME KIND NODE NODE
- * [VALUE] [detect=TIME]` and `transports = NAME, NAME, ...`.  Every key is
+ * [VALUE] [detect=TIME] [local]` and `transports = NAME, NAME, ...`.  Every key is
  * listed with its default in sim/README.md.  Command-line `-s key=value`
  * goes through the same scenario_set().
  */
@@ -207,6 +207,8 @@ static int parse_fault(struct scenario *sc, char *v, const char *where)
         if (!strncmp(tok, "detect=", 7)) {
             if (parse_time(tok + 7, &f->detect_ps) < 0)
                 return -1;
+        } else if (f->kind == F_DOWN && !strcmp(tok, "local")) {
+            f->local = 1;
         } else if (f->kind == F_LOSS) {
             f->val = atof(tok);
         } else if (f->kind == F_RATE) {
@@ -289,6 +291,8 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
     TIME("qp_target_qdelay", qp_target_qdelay_ps)
     TIME("delay", prop_ps)
     TIME("roce_rto", roce_rto_ps) TIME("limit", limit_ps)
+    TIME("report", report_ps) TIME("qp_min_rto", qp_min_rto_ps)
+    INT32("qp_path_burst", qp_path_burst)
     RATE("host_rate", host_rate) RATE("fabric_rate", fabric_rate)
     else {
         fprintf(stderr, "%s: unknown key '%s'\n", where, key);

@@ -131,7 +131,10 @@ struct node {
     uint16_t *rt_n;
 };
 
-enum link_state { L_UP, L_DOWN, L_BLACKHOLE };
+/* L_DOWN_LOCAL: down, but only the cable's two ends know it (fault `down
+ * ... local`): like a kernel dropping the routes of a dead interface with no
+ * routing protocol to tell anyone else (the namespace testbed's `fail`). */
+enum link_state { L_UP, L_DOWN, L_BLACKHOLE, L_DOWN_LOCAL };
 
 struct link {
     uint32_t src, dst;   /* nodes */
@@ -218,6 +221,7 @@ struct fault {
     char a[16], b[16];    /* the cable between nodes a and b */
     double val;           /* loss probability / rate in bit/s */
     uint64_t detect_ps;   /* F_DOWN: routing reconverges after this */
+    uint8_t local;        /* F_DOWN: only the cable's ends reroute */
 };
 
 enum transport { T_MROCE, T_ROCE };
@@ -258,6 +262,9 @@ struct scenario {
     uint32_t roce_retry;
     uint32_t roce_ack_every;
     uint64_t limit_ps;    /* stop the run at this simulated time */
+    uint64_t qp_min_rto_ps;  /* 0: the engine's default */
+    uint32_t qp_path_burst;  /* 0: the engine's default */
+    uint64_t report_ps;   /* failure report: counters read every this (0 off) */
     struct wl_cfg wl[MAX_WL];
     uint32_t nwl;
     struct fault faults[MAX_FAULTS];
@@ -319,6 +326,7 @@ struct sim {
     uint64_t qp_mem_bytes, nqps, ep_mem_bytes;
     uint8_t *scratch;          /* the one buffer every MR maps; owned */
     size_t scratch_len;
+    struct report *report;     /* report.c state, NULL unless `report`; owned */
     /* counters */
     uint64_t events, pkt_events;
     uint64_t pkts_sent, pkts_delivered;
@@ -415,5 +423,9 @@ void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx,
 /* Process events up to `until` ps (or until s->stop); returns the number of
  * events processed. */
 uint64_t sim_loop(struct sim *s, uint64_t until);
+
+/* report.c: the failure report (scenario key `report`) */
+void report_loop(struct sim *s, uint64_t limit);
+void report_print(struct sim *s);
 
 #endif /* MROCE_SIM_H */

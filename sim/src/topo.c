@@ -11,7 +11,9 @@
  * Failures: a cable that is DOWN stays in the ECMP groups until routing
  * reconverges (the scenario's detection delay); topo_reroute() then builds,
  * for every switch and destination ToR, the list of up ports that still
- * lead there.  A blackholed cable is never removed: it is silent.
+ * lead there.  A blackholed cable is never removed: it is silent.  A cable
+ * that is L_DOWN_LOCAL is removed only by its own two ends: every other
+ * switch still believes in paths through it (no routing protocol).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +261,8 @@ int topo_reroute(struct sim *s)
                     continue;
                 }
                 const struct link *l = &s->links[n->down[(t * hpt - n->lo) / n->span]];
+                /* what this node announces: a local-only failure below it
+                 * is not told upwards */
                 dr[(size_t)i * T + t] =
                     l->state != L_DOWN && dr[(size_t)l->dst * T + t];
             }
@@ -279,19 +283,20 @@ int topo_reroute(struct sim *s)
                 }
             }
             for (uint32_t t = 0; t < T; t++) {
-                uint16_t cnt = 0;
+                uint16_t cnt = 0, ann = 0; /* usable here / as announced */
                 if (!in_range(n, t, hpt))
                     for (uint32_t p = 0; p < n->nup; p++) {
                         const struct link *l = &s->links[n->up[p]];
                         const struct node *m = &s->nodes[l->dst];
-                        int ok = l->state != L_DOWN &&
-                                 (in_range(m, t, hpt) ? dr[(size_t)l->dst * T + t]
-                                                      : ur[(size_t)l->dst * T + t]);
-                        if (ok)
+                        int beyond = in_range(m, t, hpt) ? dr[(size_t)l->dst * T + t]
+                                                         : ur[(size_t)l->dst * T + t];
+                        if (l->state != L_DOWN && beyond)
+                            ann++;
+                        if (l->state != L_DOWN && l->state != L_DOWN_LOCAL && beyond)
                             n->rt[(size_t)t * n->nup + cnt++] = n->up[p];
                     }
                 n->rt_n[t] = cnt;
-                ur[(size_t)i * T + t] = cnt > 0;
+                ur[(size_t)i * T + t] = ann > 0;
             }
         }
     free(dr);
