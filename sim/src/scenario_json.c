@@ -116,11 +116,11 @@ static int field(struct jp *p, char *dst, size_t cap, const char *prefix,
 }
 
 /* An object of scalars into "kind opt=val ..." (workload) or "time kind a
- * b [value] [detect=t]" (fault). */
+ * b [value] [detect=t] [local]" (fault; "local": 1 or true). */
 static int jobject_line(struct jp *p, const char *key, char *out, size_t cap)
 {
     char k[64], v[256], kind[64] = "", time[64] = "", a[64] = "", b[64] = "";
-    char value[64] = "", detect[64] = "", opts[512] = "";
+    char value[64] = "", detect[64] = "", opts[512] = "", local[8] = "";
     if (expect(p, '{') < 0)
         return -1;
     ws(p);
@@ -145,6 +145,9 @@ static int jobject_line(struct jp *p, const char *key, char *out, size_t cap)
             rc = field(p, value, sizeof(value), "", v);
         else if (!strcmp(key, "fault") && !strcmp(k, "detect"))
             rc = field(p, detect, sizeof(detect), " detect=", v);
+        else if (!strcmp(key, "fault") && !strcmp(k, "local"))
+            rc = field(p, local, sizeof(local), "",
+                       strcmp(v, "0") && strcmp(v, "false") ? " local" : "");
         else if (!strcmp(key, "workload")) {
             size_t l = strlen(opts);
             snprintf(opts + l, sizeof(opts) - l, " %s=%s", k, v);
@@ -164,7 +167,8 @@ static int jobject_line(struct jp *p, const char *key, char *out, size_t cap)
     if (!strcmp(key, "workload"))
         snprintf(out, cap, "%s%s", kind, opts);
     else
-        snprintf(out, cap, "%s %s %s %s %s%s", time, kind, a, b, value, detect);
+        snprintf(out, cap, "%s %s %s %s %s%s%s", time, kind, a, b, value, detect,
+                 local);
     return 0;
 }
 

@@ -229,6 +229,15 @@ static void test_down_local(void)
         scenario_set(&sc, "fault", local ? "200us down leaf0 spine0 detect=0 local"
                                          : "200us down leaf0 spine0 detect=0", "test");
         CHECK(sc.nfaults == 1 && sc.faults[0].local == local, "parse `local`");
+        struct scenario js;
+        scenario_defaults(&js);
+        char text[] = "{\"workload\": \"incast senders=1\", \"fault\": {\"time\": "
+                      "\"200us\", \"kind\": \"down\", \"a\": \"leaf0\", \"b\": "
+                      "\"spine0\", \"detect\": \"0\", \"local\": true}}";
+        CHECK(scenario_load_json(&js, "test", text, strlen(text)) == 0 &&
+                  js.nfaults == 1 && js.faults[0].local == 1 &&
+                  js.faults[0].detect_ps == 0,
+              "JSON fault with \"local\": true");
         set_tp(&sc, "mroce");
         run(&sc, 0, &r[local]);
         CHECK(r[local].complete && r[local].qp_errors == 0, "local %d: incomplete",
