@@ -137,11 +137,12 @@ stats() {
 # row METRIC KIND A B DESCRIPTION
 #   KIND abs: |sim - testbed| <= A;  ratio: sim/testbed in [1/A, A] or
 #   |sim - testbed| <= B (whichever is looser);  eq: equal;
+#   stall: ratio A unless the testbed's noise (metric B) hides the stall;
 #   ge: sim >= testbed - A (one-sided);  window: sim in [median of metric B
 #   - A, testbed median + A] (B: the testbed's lower-bound metric)
 printf "\n%-28s %-24s %-24s %-30s %s\n" metric "testbed med [min-max]" "sim med [min-max]" bound result
 row() {
-    local m=$1 kind=$2 a=$3 b=$4 desc=$5 t s ok
+    local m=$1 kind=$2 a=$3 b=$4 desc=$5 ok nm rt pred
     read -r tm tn tx < <(stats tb "$m")
     read -r sm sn sx < <(stats sim "$m")
     case $kind in
@@ -152,14 +153,29 @@ row() {
     ge) ok=$(awk -v t="$tm" -v s="$sm" -v a="$a" 'BEGIN {print (s >= t - a) ? 1 : 0}') ;;
     window) read -r lm _ _ < <(stats tb "$b")
             ok=$(awk -v lo="$lm" -v hi="$tm" -v s="$sm" -v a="$a" 'BEGIN {print (lo != "nan" && s >= lo - a && s <= hi + a) ? 1 : 0}') ;;
+    stall) # ratio A, but only if the testbed can resolve the stall: the
+           # simulator's stall in RTTs times the testbed's srtt (ms) must
+           # exceed the testbed's longest completion gap without a failure
+           # (metric B, same invocation); else the host's own scheduling
+           # gaps are as long as what is measured and the row is "noise"
+        read -r nm _ _ < <(stats tb "$b")
+        read -r rt _ _ < <(stats tb "${m%_stall_rtts}_srtt_us")
+        pred=$(awk -v s="$sm" -v r="$rt" 'BEGIN {printf "%.2f", s * r / 1000}')
+        if awk -v n="$nm" -v p="$pred" 'BEGIN {exit !(n == "nan" || n >= p)}'; then
+            ok=3 desc="$desc; noise $nm >= $pred ms"
+        else
+            ok=$(awk -v t="$tm" -v s="$sm" -v a="$a" 'BEGIN {print (t > 0 && s / t <= a && s / t >= 1 / a) ? 1 : 0}')
+        fi ;;
     info) ok=2 ;;
     esac
-    [ "$tm" = nan ] || [ "$sm" = nan ] && [ "$kind" != info ] && ok=0
+    { [ "$tm" = nan ] || [ "$sm" = nan ]; } && [ "$kind" != info ] && ok=0
     printf "%-28s %-24s %-24s %-30s %s\n" "$m" "$tm [$tn-$tx]" "$sm [$sn-$sx]" "$desc" \
-        "$([ "$ok" = 1 ] && echo PASS || { [ "$ok" = 2 ] && echo info || echo FAIL; })"
+        "$(case $ok in 1) echo PASS;; 2) echo info;; 3) echo UNRESOLVED;; *) echo FAIL;; esac)"
     [ "$ok" = 0 ] && FAILED=1
+    [ "$ok" = 3 ] && UNRESOLVED=$((UNRESOLVED + 1))
     return 0
 }
+UNRESOLVED=0
 row spray_min_share abs 20 0 "|d| <= 20 pts of even"
 row spray_max_share abs 20 0 "|d| <= 20 pts of even"
 row single_spines eq 0 0 "equal"
@@ -169,7 +185,7 @@ row spray_max_stall_ms info 0 0 "(no failure: host noise)"
 for l in fail blackhole; do
     row ${l}_srtt_us info 0 0 ""
     row ${l}_stall_ms info 0 0 "(see stall_rtts)"
-    row ${l}_stall_rtts ratio 2 0 "x2 (in each side's srtt)"
+    row ${l}_stall_rtts stall 2 spray_max_stall_ms "x2 (in each side's srtt)"
     row ${l}_first_retire_ms window 2 ${l}_first_retire_after_cmd_ms "tb [cmd end, cmd start] +-2 ms"
     row ${l}_first_retire_after_cmd_ms info 0 0 "(tb: from the cmd's end)"
     row ${l}_cmd_ms info 0 0 "(tb: the action's duration)"
@@ -178,5 +194,6 @@ for l in fail blackhole; do
     row ${l}_goodput_pct ge 2 0 "sim >= tb - 2 pts"
 done
 echo
+[ $UNRESOLVED = 0 ] || echo "$UNRESOLVED row(s) UNRESOLVED: this host's completion gaps without a failure are as long as the stall to be measured (not validated in this run)"
 [ $FAILED = 0 ] && echo "validation: PASS" || echo "validation: FAIL"
 exit $FAILED
