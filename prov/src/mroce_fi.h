@@ -65,7 +65,7 @@
 #define MFI_IOV_LIMIT 4        /* iovs per message (engine MROCE_MAX_SGE) */
 #define MFI_TX_SIZE 256        /* operations in flight per endpoint */
 #define MFI_RX_SIZE 1024       /* posted receives per endpoint */
-#define MFI_MAX_MSG (1ull << 30)
+#define MFI_MAX_MSG MFI_PROTO_MAX_MSG
 #define MFI_LISTENERS 4        /* QPs kept listening for new peers */
 #define MFI_CQ_DEPTH 65536     /* libmroce CQ shared by all QPs */
 #define MFI_BUF_SLAB 64        /* bounce buffers allocated (and registered)
@@ -384,6 +384,9 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b);
 /* Delivers the message in b (unexpected or just arrived, b->ue.src its
  * source) to receive op, and releases or reposts b. */
 void mfi_msg_deliver(struct mfi_ep *ep, struct mfi_op *op, struct mfi_buf *b);
+/* An unexpected message's header fields (for peek). */
+void mfi_msg_peek_info(const struct mfi_buf *b, uint64_t *len, uint64_t *data,
+                       uint64_t *tag, int *cq_data);
 /* Fails rendezvous sends waiting for a FIN over c (its QP failed). */
 void mfi_msg_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
 /* libmroce completion of a request posted by the msg/rma paths. */

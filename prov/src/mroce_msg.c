@@ -290,28 +290,35 @@ static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
     mfi_op_fail(ep, op, -rc, 0, 0, 0, op->src);
 }
 
+/* The decoded header of a buffer that mfi_msg_rx() accepted (so parsing
+ * cannot fail now; the buffer has not changed since). */
+static void buf_pkt(const struct mfi_buf *b, struct mfi_pkt *p)
+{
+    if (mfi_proto_parse(b->data, b->len, p) != MFI_PARSE_OK)
+        memset(p, 0, sizeof(*p));
+}
+
 void mfi_msg_deliver(struct mfi_ep *ep, struct mfi_op *op, struct mfi_buf *b)
 {
-    const struct mfi_hdr *h = (const struct mfi_hdr *)b->data;
+    struct mfi_pkt p;
+    buf_pkt(b, &p);
     fi_addr_t src = b->ue.src;
-    if (h->flags & MFI_HDR_CQ_DATA)
+    if (p.flags & MFI_HDR_CQ_DATA)
         op->cq_flags |= FI_REMOTE_CQ_DATA;
-    op->data = h->data;
-    op->tag = h->tag;
+    op->data = p.data;
+    op->tag = p.tag;
     op->src = src;
-    if (h->kind == MFI_PKT_RTS_MSG || h->kind == MFI_PKT_RTS_TAGGED) {
-        struct mfi_rts r;
-        memcpy(&r, h + 1, sizeof(r));
+    if (p.kind == MFI_PKT_RTS_MSG || p.kind == MFI_PKT_RTS_TAGGED) {
         op->type = MFI_OP_RNDV_READ;
         op->conn = b->conn;
-        op->rcookie = r.cookie;
-        op->rlen = h->len;
+        op->rcookie = p.rts.cookie;
+        op->rlen = p.len;
         mfi_unexp_release(ep, b);
-        rndv_start(ep, op, &r);
+        rndv_start(ep, op, &p.rts);
         return;
     }
-    size_t mlen = h->len;
-    mfi_copy_to_iov(op->iov, op->iov_count, h + 1,
+    size_t mlen = p.plen;
+    mfi_copy_to_iov(op->iov, op->iov_count, p.payload,
                     mlen < op->len ? mlen : op->len);
     mfi_unexp_release(ep, b);
     if (mlen > op->len)
@@ -322,15 +329,25 @@ void mfi_msg_deliver(struct mfi_ep *ep, struct mfi_op *op, struct mfi_buf *b)
 
 void mfi_msg_discard(struct mfi_ep *ep, struct mfi_buf *b)
 {
-    const struct mfi_hdr *h = (const struct mfi_hdr *)b->data;
-    if (h->kind == MFI_PKT_RTS_MSG || h->kind == MFI_PKT_RTS_TAGGED) {
-        struct mfi_rts r;
-        memcpy(&r, h + 1, sizeof(r));
-        struct mfi_fin fin = {r.cookie, 0, 0};
+    struct mfi_pkt p;
+    buf_pkt(b, &p);
+    if (p.kind == MFI_PKT_RTS_MSG || p.kind == MFI_PKT_RTS_TAGGED) {
+        struct mfi_fin fin = {p.rts.cookie, 0, 0};
         if (b->conn && !b->conn->dead)
             mfi_send_ctrl(ep, b->conn, MFI_PKT_FIN, &fin, sizeof(fin));
     }
     mfi_unexp_release(ep, b);
+}
+
+void mfi_msg_peek_info(const struct mfi_buf *b, uint64_t *len, uint64_t *data,
+                       uint64_t *tag, int *cq_data)
+{
+    struct mfi_pkt p;
+    buf_pkt(b, &p);
+    *len = p.len;
+    *data = p.data;
+    *tag = p.tag;
+    *cq_data = (p.flags & MFI_HDR_CQ_DATA) != 0;
 }
 
 static void fin_rx(struct mfi_ep *ep, const struct mfi_fin *f)
@@ -363,51 +380,34 @@ void mfi_msg_conn_failed(struct mfi_ep *ep, struct mfi_conn *c)
 
 void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
 {
-    const struct mfi_hdr *h = (const struct mfi_hdr *)b->data;
+    struct mfi_pkt p;
     struct mfi_conn *c = b->conn;
-    if (b->len < sizeof(*h) || h->version != MFI_PROTO_VERSION) {
-        MFI_WARN(FI_LOG_EP_DATA, "dropped a malformed message (%u bytes)\n",
-                 b->len);
+    int rc = mfi_proto_parse(b->data, b->len, &p);
+    if (rc != MFI_PARSE_OK) {
+        MFI_WARN(FI_LOG_EP_DATA, "dropped a malformed message (%u bytes, "
+                 "kind %s, error %d)\n", b->len,
+                 b->len > 1 ? mfi_pkt_kind_str(b->data[1]) : "-", rc);
         mfi_unexp_release(ep, b);
         return;
     }
-    size_t plen = b->len - sizeof(*h);
-    switch (h->kind) {
+    switch (p.kind) {
     case MFI_PKT_HELLO:
-        mfi_conn_hello(ep, c, h + 1, plen);
+        mfi_conn_hello(ep, c, p.payload, p.plen);
         mfi_unexp_release(ep, b);
         return;
     case MFI_PKT_FIN:
-        if (plen >= sizeof(struct mfi_fin)) {
-            struct mfi_fin f;
-            memcpy(&f, h + 1, sizeof(f));
-            fin_rx(ep, &f);
-        }
-        mfi_unexp_release(ep, b);
-        return;
-    case MFI_PKT_MSG: case MFI_PKT_TAGGED:
-        if (h->len == plen)
-            break;
-        MFI_WARN(FI_LOG_EP_DATA, "dropped an eager message whose length "
-                 "(%llu) is not its payload's (%zu)\n",
-                 (unsigned long long)h->len, plen);
-        mfi_unexp_release(ep, b);
-        return;
-    case MFI_PKT_RTS_MSG: case MFI_PKT_RTS_TAGGED:
-        if (plen >= sizeof(struct mfi_rts))
-            break;
+        fin_rx(ep, &p.fin);
         mfi_unexp_release(ep, b);
         return;
     default:
-        mfi_unexp_release(ep, b);
-        return;
+        break; /* MSG, TAGGED, RTS_MSG, RTS_TAGGED */
     }
-    int t = h->kind == MFI_PKT_TAGGED || h->kind == MFI_PKT_RTS_TAGGED;
+    int t = p.kind == MFI_PKT_TAGGED || p.kind == MFI_PKT_RTS_TAGGED;
     fi_addr_t src = mfi_conn_src(ep, c);
     b->ue.src = src;
-    b->ue.tag = h->tag;
+    b->ue.tag = p.tag;
     b->ue.ignore = 0;
-    struct mtm_entry *e = mtm_find_posted(&ep->posted[t], h->tag, src);
+    struct mtm_entry *e = mtm_find_posted(&ep->posted[t], p.tag, src);
     if (e) {
         mtm_remove(&ep->posted[t], e);
         mfi_msg_deliver(ep, (struct mfi_op *)((char *)e -
