@@ -121,7 +121,9 @@ struct mfi_domain {
     pthread_t thread;  /* auto progress, or the keeper (manual progress) */
     int thread_on;
     atomic_int stop;
-    _Atomic uint64_t last_progress; /* ns of the last progress call */
+    _Atomic uint64_t progress_seq; /* progress calls so far (the keeper
+                                      compares; a counter, not a clock read,
+                                      on every CQ poll) */
 };
 
 static inline void mfi_lock(struct mfi_domain *d) { pthread_mutex_lock(&d->lock); }
