@@ -92,6 +92,9 @@ struct mfi_params {
     int keeper_us;     /* keeper thread period (manual progress); 500,
                           0 = no keeper */
     int port_base;     /* first UDP port tried for a domain; 0 = random */
+    int rndv_seg;      /* rendezvous READ segment (bytes; the READs of a
+                          message are posted at once); 256 KiB, 0 = one
+                          READ */
 };
 extern struct mfi_params mfi_param;
 
@@ -278,6 +281,8 @@ struct mfi_op {
     struct mfi_conn *conn;   /* rendezvous read: QP to FIN on */
     uint64_t rcookie;        /* rendezvous read: the sender's cookie */
     size_t rlen;             /* rendezvous read: sender's length */
+    uint32_t rd_pending;     /* rendezvous read: READs still in flight */
+    int rd_status;           /* rendezvous read: first failed WC status */
     fi_addr_t src;           /* rendezvous read: source for the CQ */
     mroce_vmr *mr[MFI_IOV_LIMIT]; /* registrations made for this request */
     int nmr;

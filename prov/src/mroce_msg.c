@@ -241,12 +241,18 @@ ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
     return 0;
 }
 
-/* Starts the READ of a matched RTS into op's buffers. */
+/* Rendezvous READs per message at most (each is one send WR). */
+#define MFI_RNDV_MAX_SEGS 16
+
+/* Starts the READ of a matched RTS into op's buffers: one READ, or with
+ * FI_MROCE_RNDV_SEG several posted at once (each a slice of the message
+ * and of the receive buffer); the last one to complete finishes the
+ * receive. */
 static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
                        const struct mfi_rts *r)
 {
     size_t want = op->rlen < op->len ? op->rlen : op->len;
-    struct mroce_sge sge[MFI_IOV_LIMIT];
+    struct mroce_sge reg[MFI_IOV_LIMIT];
     int n = 0;
     size_t left = want;
     int rc = 0;
@@ -257,9 +263,9 @@ static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
         uint32_t lkey;
         if ((rc = mfi_op_reg(ep, op, op->iov[i].iov_base, l, &lkey, NULL)))
             break;
-        sge[n].addr = (uintptr_t)op->iov[i].iov_base;
-        sge[n].length = (uint32_t)l;
-        sge[n].lkey = lkey;
+        reg[n].addr = (uintptr_t)op->iov[i].iov_base;
+        reg[n].length = (uint32_t)l;
+        reg[n].lkey = lkey;
         n++;
         left -= l;
     }
@@ -273,17 +279,54 @@ static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
             mfi_op_complete(ep, op, 0, op->data, op->tag, op->src);
         return;
     }
+    op->rd_pending = 0;
+    op->rd_status = 0;
     if (!rc) {
-        struct mroce_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = sge,
-                                   .num_sge = n, .opcode = MROCE_WR_READ,
-                                   .send_flags = MROCE_SEND_SIGNALED,
-                                   .remote_addr = r->addr, .rkey = r->rkey};
-        rc = mroce_post_send(op->conn->qp, &wr, NULL);
-        if (rc == 0) {
+        size_t seg = mfi_param.rndv_seg ? (size_t)mfi_param.rndv_seg : want;
+        if (seg < want / MFI_RNDV_MAX_SEGS + 1)
+            seg = want / MFI_RNDV_MAX_SEGS + 1;
+        size_t off = 0, koff = 0;
+        int k = 0;
+        while (off < want) {
+            size_t chunk = want - off < seg ? want - off : seg, got = 0;
+            struct mroce_sge sge[MFI_IOV_LIMIT];
+            int ns = 0;
+            while (got < chunk) {
+                size_t l = reg[k].length - koff;
+                if (l > chunk - got)
+                    l = chunk - got;
+                sge[ns].addr = reg[k].addr + koff;
+                sge[ns].length = (uint32_t)l;
+                sge[ns].lkey = reg[k].lkey;
+                ns++;
+                got += l;
+                koff += l;
+                if (koff == reg[k].length) {
+                    k++;
+                    koff = 0;
+                }
+            }
+            struct mroce_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = sge,
+                                       .num_sge = ns, .opcode = MROCE_WR_READ,
+                                       .send_flags = MROCE_SEND_SIGNALED,
+                                       .remote_addr = r->addr + off,
+                                       .rkey = r->rkey};
+            int prc = mroce_post_send(op->conn->qp, &wr, NULL);
+            if (prc) {
+                rc = mfi_errno(prc);
+                break;
+            }
             ep->wr_outstanding++;
+            op->rd_pending++;
+            off += chunk;
+        }
+        if (op->rd_pending) {
+            /* A later READ could not be posted: the receive fails once
+             * the posted ones have completed. */
+            if (rc)
+                op->rd_status = -1;
             return;
         }
-        rc = mfi_errno(rc);
     }
     struct mfi_fin fin = {op->rcookie, 1, 0};
     mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
@@ -463,11 +506,17 @@ void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op, const struct mroce_wc *wc)
     int ok = wc->status == MROCE_WC_SUCCESS;
     switch (op->type) {
     case MFI_OP_RNDV_READ: {
+        if (!ok && !op->rd_status)
+            op->rd_status = (int)wc->status;
+        if (op->rd_pending && --op->rd_pending)
+            return; /* more READs of this message in flight */
+        ok = !op->rd_status;
         struct mfi_fin fin = {op->rcookie, ok ? 0 : 1, 0};
         if (op->conn && !op->conn->dead)
             mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
         if (!ok)
-            mfi_op_fail(ep, op, FI_EIO, wc->status, 0, 0, op->src);
+            mfi_op_fail(ep, op, FI_EIO, op->rd_status > 0 ? op->rd_status : 0,
+                        0, 0, op->src);
         else if (op->rlen > op->len)
             mfi_op_fail(ep, op, FI_ETRUNC, 0, op->len, op->rlen - op->len,
                         op->src);
