@@ -92,9 +92,8 @@ struct mfi_params {
     int keeper_us;     /* keeper thread period (manual progress); 500,
                           0 = no keeper */
     int port_base;     /* first UDP port tried for a domain; 0 = random */
-    int rndv_seg;      /* rendezvous READ segment (bytes; the READs of a
-                          message are posted at once); 256 KiB, 0 = one
-                          READ */
+    int rndv_seg;      /* rendezvous READ slice (bytes; 4 READs of a
+                          message in flight); 256 KiB, 0 = one READ */
 };
 extern struct mfi_params mfi_param;
 
@@ -281,8 +280,15 @@ struct mfi_op {
     struct mfi_conn *conn;   /* rendezvous read: QP to FIN on */
     uint64_t rcookie;        /* rendezvous read: the sender's cookie */
     size_t rlen;             /* rendezvous read: sender's length */
-    uint32_t rd_pending;     /* rendezvous read: READs still in flight */
-    int rd_status;           /* rendezvous read: first failed WC status */
+    uint32_t rd_pending;     /* rendezvous read: READs in flight */
+    int rd_status;           /* rendezvous read: first failed WC status
+                                (-1: a READ could not be posted) */
+    size_t rd_off, rd_want;  /* rendezvous read: bytes posted so far, and
+                                in all (the message, or the receive if
+                                shorter) */
+    uint64_t rd_raddr;       /* rendezvous read: the sender's buffer */
+    uint32_t rd_rkey;        /*   and its key */
+    uint32_t rd_lkey[MFI_IOV_LIMIT]; /* rendezvous read: iov i's lkey */
     fi_addr_t src;           /* rendezvous read: source for the CQ */
     mroce_vmr *mr[MFI_IOV_LIMIT]; /* registrations made for this request */
     int nmr;

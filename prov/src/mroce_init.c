@@ -76,8 +76,9 @@ static void define_params(void)
                     "READ rendezvous (default: 8192)");
     fi_param_define(&mfi_prov, "rndv_seg", FI_PARAM_INT,
                     "Rendezvous: bytes per READ; a larger message is read "
-                    "with several READs posted at once, at most 16 (default: "
-                    "262144; 0 = one READ per message)");
+                    "in slices of this size, 4 READs in flight, the next "
+                    "posted as one completes (default: 262144; 0 = one "
+                    "READ per message)");
     fi_param_define(&mfi_prov, "rx_depth", FI_PARAM_INT,
                     "Bounce buffers posted per QP (default: 32)");
     fi_param_define(&mfi_prov, "unexp_max", FI_PARAM_INT,

@@ -241,35 +241,82 @@ ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
     return 0;
 }
 
-/* Rendezvous READs per message at most (each is one send WR). */
-#define MFI_RNDV_MAX_SEGS 16
+/* Rendezvous READs in flight per message: with FI_MROCE_RNDV_SEG a long
+ * message is read in slices, this many at a time, the next posted as one
+ * completes. */
+#define MFI_RNDV_INFLIGHT 4
+
+/* Posts the next slices of a rendezvous read (from op->rd_off) until
+ * MFI_RNDV_INFLIGHT are in flight or the message is all posted.  A send
+ * queue that is full while some READ is in flight is tried again when
+ * that one completes.  Returns 0, or a negative fi error when nothing is
+ * in flight and nothing could be posted. */
+static int rndv_post(struct mfi_ep *ep, struct mfi_op *op)
+{
+    size_t seg = mfi_param.rndv_seg ? (size_t)mfi_param.rndv_seg : op->rd_want;
+    while (op->rd_off < op->rd_want && op->rd_pending < MFI_RNDV_INFLIGHT) {
+        size_t off = op->rd_off, left = op->rd_want - off;
+        size_t chunk = left < seg ? left : seg, got = 0, pos = 0;
+        struct mroce_sge sge[MFI_IOV_LIMIT];
+        int ns = 0;
+        /* The slice [off, off + chunk) of the receive's iovs. */
+        for (size_t i = 0; i < op->iov_count && got < chunk; i++) {
+            size_t l = op->iov[i].iov_len, at = off + got;
+            if (at >= pos + l) {
+                pos += l;
+                continue;
+            }
+            size_t take = l - (at - pos);
+            if (take > chunk - got)
+                take = chunk - got;
+            sge[ns].addr = (uintptr_t)op->iov[i].iov_base + (at - pos);
+            sge[ns].length = (uint32_t)take;
+            sge[ns].lkey = op->rd_lkey[i];
+            ns++;
+            got += take;
+            pos += l;
+        }
+        struct mroce_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = sge,
+                                   .num_sge = ns, .opcode = MROCE_WR_READ,
+                                   .send_flags = MROCE_SEND_SIGNALED,
+                                   .remote_addr = op->rd_raddr + off,
+                                   .rkey = op->rd_rkey};
+        int rc = mroce_post_send(op->conn->qp, &wr, NULL);
+        if (rc) {
+            if (op->rd_pending && rc == MROCE_EFULL)
+                return 0; /* again when a READ completes */
+            if (op->rd_pending) {
+                op->rd_status = -1; /* fail once those complete */
+                return 0;
+            }
+            return mfi_errno(rc);
+        }
+        ep->wr_outstanding++;
+        op->rd_pending++;
+        op->rd_off += chunk;
+    }
+    return 0;
+}
 
 /* Starts the READ of a matched RTS into op's buffers: one READ, or with
- * FI_MROCE_RNDV_SEG several posted at once (each a slice of the message
- * and of the receive buffer); the last one to complete finishes the
- * receive. */
+ * FI_MROCE_RNDV_SEG a pipeline of slices (rndv_post); the last READ to
+ * complete finishes the receive (mfi_op_wc). */
 static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
                        const struct mfi_rts *r)
 {
     size_t want = op->rlen < op->len ? op->rlen : op->len;
-    struct mroce_sge reg[MFI_IOV_LIMIT];
-    int n = 0;
     size_t left = want;
     int rc = 0;
     for (size_t i = 0; i < op->iov_count && left; i++) {
         size_t l = op->iov[i].iov_len < left ? op->iov[i].iov_len : left;
         if (!l)
             continue;
-        uint32_t lkey;
-        if ((rc = mfi_op_reg(ep, op, op->iov[i].iov_base, l, &lkey, NULL)))
+        if ((rc = mfi_op_reg(ep, op, op->iov[i].iov_base, l, &op->rd_lkey[i],
+                             NULL)))
             break;
-        reg[n].addr = (uintptr_t)op->iov[i].iov_base;
-        reg[n].length = (uint32_t)l;
-        reg[n].lkey = lkey;
-        n++;
         left -= l;
     }
-    if (!rc && n == 0) {
+    if (!rc && want == 0) {
         /* Nothing to read (empty receive buffer): done at once. */
         struct mfi_fin fin = {op->rcookie, 0, 0};
         mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
@@ -281,53 +328,12 @@ static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
     }
     op->rd_pending = 0;
     op->rd_status = 0;
-    if (!rc) {
-        size_t seg = mfi_param.rndv_seg ? (size_t)mfi_param.rndv_seg : want;
-        if (seg < want / MFI_RNDV_MAX_SEGS + 1)
-            seg = want / MFI_RNDV_MAX_SEGS + 1;
-        size_t off = 0, koff = 0;
-        int k = 0;
-        while (off < want) {
-            size_t chunk = want - off < seg ? want - off : seg, got = 0;
-            struct mroce_sge sge[MFI_IOV_LIMIT];
-            int ns = 0;
-            while (got < chunk) {
-                size_t l = reg[k].length - koff;
-                if (l > chunk - got)
-                    l = chunk - got;
-                sge[ns].addr = reg[k].addr + koff;
-                sge[ns].length = (uint32_t)l;
-                sge[ns].lkey = reg[k].lkey;
-                ns++;
-                got += l;
-                koff += l;
-                if (koff == reg[k].length) {
-                    k++;
-                    koff = 0;
-                }
-            }
-            struct mroce_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = sge,
-                                       .num_sge = ns, .opcode = MROCE_WR_READ,
-                                       .send_flags = MROCE_SEND_SIGNALED,
-                                       .remote_addr = r->addr + off,
-                                       .rkey = r->rkey};
-            int prc = mroce_post_send(op->conn->qp, &wr, NULL);
-            if (prc) {
-                rc = mfi_errno(prc);
-                break;
-            }
-            ep->wr_outstanding++;
-            op->rd_pending++;
-            off += chunk;
-        }
-        if (op->rd_pending) {
-            /* A later READ could not be posted: the receive fails once
-             * the posted ones have completed. */
-            if (rc)
-                op->rd_status = -1;
-            return;
-        }
-    }
+    op->rd_off = 0;
+    op->rd_want = want;
+    op->rd_raddr = r->addr;
+    op->rd_rkey = r->rkey;
+    if (!rc && (rc = rndv_post(ep, op)) == 0)
+        return;
     struct mfi_fin fin = {op->rcookie, 1, 0};
     mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
     mfi_op_fail(ep, op, -rc, 0, 0, 0, op->src);
@@ -508,7 +514,12 @@ void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op, const struct mroce_wc *wc)
     case MFI_OP_RNDV_READ: {
         if (!ok && !op->rd_status)
             op->rd_status = (int)wc->status;
-        if (op->rd_pending && --op->rd_pending)
+        if (op->rd_pending)
+            op->rd_pending--;
+        if (!op->rd_status && op->rd_off < op->rd_want &&
+            rndv_post(ep, op) < 0)
+            op->rd_status = -1;
+        if (op->rd_pending)
             return; /* more READs of this message in flight */
         ok = !op->rd_status;
         struct mfi_fin fin = {op->rcookie, ok ? 0 : 1, 0};
