@@ -25,8 +25,8 @@
  * runs one progress pass itself: under the domain
  * lock if it is free (trylock: it never waits for the application), else
  * libmroce alone, and again every period while the application stays
- * away.  While the application polls it costs a wake-up per period and
- * the application a counter increment per progress call.
+ * away.  While the application polls it costs a wake-up every other
+ * period, and the application a counter increment per progress call.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
