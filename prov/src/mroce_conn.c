@@ -209,13 +209,10 @@ struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
 void mfi_conn_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
                     size_t len)
 {
-    struct sockaddr_storage ss = {0};
-    if (len < sizeof(struct sockaddr_in) || len > sizeof(ss))
+    struct sockaddr_storage ss;
+    if (!mfi_proto_hello(name, len, &ss))
         return;
-    memcpy(&ss, name, len);
     const struct sockaddr *sa = (const struct sockaddr *)&ss;
-    if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
-        return;
     struct mfi_peer *p = peer_find(ep, sa);
     if (!p && !(p = peer_new(ep, sa)))
         return;

@@ -24,7 +24,9 @@
  * for two of its periods (FI_MROCE_KEEPER_US, 500 us; 0 turns it off),
  * runs one progress pass itself: under the domain
  * lock if it is free (trylock: it never waits for the application), else
- * libmroce alone.  It costs nothing while the application polls.
+ * libmroce alone, and again every period while the application stays
+ * away.  While the application polls it costs a wake-up every other
+ * period, and the application a counter increment per progress call.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -52,15 +54,37 @@ static void *keeper_thread(void *arg)
     uint64_t period = (uint64_t)mfi_param.keeper_us * 1000ull;
     struct timespec ts = {(time_t)(period / 1000000000ull),
                           (long)(period % 1000000000ull)};
+    /* The last progress count seen, and when it was last seen to move:
+     * the application's progress calls only bump a counter (no clock read
+     * on the polling path); the keeper keeps the time. */
+    uint64_t seen = atomic_load(&d->progress_seq), moved_at = mfi_now_ns();
+    int naps = 1;
     while (!atomic_load(&d->stop)) {
-        nanosleep(&ts, NULL);
-        if (mfi_now_ns() - atomic_load(&d->last_progress) <= 2 * period)
+        /* While the application polls, wake every other period: it could
+         * not need us before two periods anyway, and every wake-up takes
+         * a core from a polling process (this host may have only two). */
+        for (int i = 0; i < naps && !atomic_load(&d->stop); i++)
+            nanosleep(&ts, NULL);
+        uint64_t seq = atomic_load_explicit(&d->progress_seq,
+                                            memory_order_relaxed);
+        uint64_t now = mfi_now_ns();
+        if (seq != seen) {
+            seen = seq;
+            moved_at = now;
+            naps = 2;
+            continue;
+        }
+        naps = 1;
+        if (now - moved_at <= 2 * period)
             continue;
         /* The application is away: run the protocol (repost receive
          * buffers, take unexpected messages, answer rendezvous) if the
          * domain is free, else at least the transport. */
         if (pthread_mutex_trylock(&d->lock) == 0) {
             mfi_domain_progress(d);
+            /* Our own call is not the application's: act again next
+             * period if it stays away. */
+            seen = atomic_load_explicit(&d->progress_seq, memory_order_relaxed);
             mfi_unlock(d);
             /* libmroce holds back the ACKs of a round until the next call
              * (the application usually answers at once); nobody will
@@ -76,7 +100,10 @@ static void *keeper_thread(void *arg)
 
 void mfi_domain_progress(struct mfi_domain *d)
 {
-    atomic_store_explicit(&d->last_progress, mfi_now_ns(),
+    /* Under the domain lock: a plain increment (no locked instruction). */
+    atomic_store_explicit(&d->progress_seq,
+                          atomic_load_explicit(&d->progress_seq,
+                                               memory_order_relaxed) + 1,
                           memory_order_relaxed);
     if (d->ep && d->ep->enabled)
         mfi_ep_progress(d->ep);
@@ -259,7 +286,6 @@ int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
         rc = -FI_ENOMEM;
         goto fail;
     }
-    atomic_store(&d->last_progress, mfi_now_ns());
     {
         void *(*fn)(void *) = d->data_progress == FI_PROGRESS_AUTO
                                   ? progress_thread

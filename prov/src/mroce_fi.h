@@ -65,7 +65,7 @@
 #define MFI_IOV_LIMIT 4        /* iovs per message (engine MROCE_MAX_SGE) */
 #define MFI_TX_SIZE 256        /* operations in flight per endpoint */
 #define MFI_RX_SIZE 1024       /* posted receives per endpoint */
-#define MFI_MAX_MSG (1ull << 30)
+#define MFI_MAX_MSG MFI_PROTO_MAX_MSG
 #define MFI_LISTENERS 4        /* QPs kept listening for new peers */
 #define MFI_CQ_DEPTH 65536     /* libmroce CQ shared by all QPs */
 #define MFI_BUF_SLAB 64        /* bounce buffers allocated (and registered)
@@ -92,6 +92,8 @@ struct mfi_params {
     int keeper_us;     /* keeper thread period (manual progress); 500,
                           0 = no keeper */
     int port_base;     /* first UDP port tried for a domain; 0 = random */
+    int rndv_seg;      /* rendezvous READ slice (bytes; 4 READs of a
+                          message in flight); 256 KiB, 0 = one READ */
 };
 extern struct mfi_params mfi_param;
 
@@ -121,7 +123,9 @@ struct mfi_domain {
     pthread_t thread;  /* auto progress, or the keeper (manual progress) */
     int thread_on;
     atomic_int stop;
-    _Atomic uint64_t last_progress; /* ns of the last progress call */
+    _Atomic uint64_t progress_seq; /* progress calls so far (the keeper
+                                      compares; a counter, not a clock read,
+                                      on every CQ poll) */
 };
 
 static inline void mfi_lock(struct mfi_domain *d) { pthread_mutex_lock(&d->lock); }
@@ -276,6 +280,15 @@ struct mfi_op {
     struct mfi_conn *conn;   /* rendezvous read: QP to FIN on */
     uint64_t rcookie;        /* rendezvous read: the sender's cookie */
     size_t rlen;             /* rendezvous read: sender's length */
+    uint32_t rd_pending;     /* rendezvous read: READs in flight */
+    int rd_status;           /* rendezvous read: first failed WC status
+                                (-1: a READ could not be posted) */
+    size_t rd_off, rd_want;  /* rendezvous read: bytes posted so far, and
+                                in all (the message, or the receive if
+                                shorter) */
+    uint64_t rd_raddr;       /* rendezvous read: the sender's buffer */
+    uint32_t rd_rkey;        /*   and its key */
+    uint32_t rd_lkey[MFI_IOV_LIMIT]; /* rendezvous read: iov i's lkey */
     fi_addr_t src;           /* rendezvous read: source for the CQ */
     mroce_vmr *mr[MFI_IOV_LIMIT]; /* registrations made for this request */
     int nmr;
@@ -384,6 +397,9 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b);
 /* Delivers the message in b (unexpected or just arrived, b->ue.src its
  * source) to receive op, and releases or reposts b. */
 void mfi_msg_deliver(struct mfi_ep *ep, struct mfi_op *op, struct mfi_buf *b);
+/* An unexpected message's header fields (for peek). */
+void mfi_msg_peek_info(const struct mfi_buf *b, uint64_t *len, uint64_t *data,
+                       uint64_t *tag, int *cq_data);
 /* Fails rendezvous sends waiting for a FIN over c (its QP failed). */
 void mfi_msg_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
 /* libmroce completion of a request posted by the msg/rma paths. */

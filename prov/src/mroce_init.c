@@ -43,6 +43,7 @@ struct mfi_params mfi_param = {
     .rnr_retry = 255,
     .retry_cnt = 12,
     .keeper_us = 500,
+    .rndv_seg = 262144,
 };
 
 /* What the provider can do; getinfo returns the part the hints ask for. */
@@ -73,6 +74,11 @@ static void define_params(void)
     fi_param_define(&mfi_prov, "eager_size", FI_PARAM_INT,
                     "Largest message sent eagerly; larger ones use a "
                     "READ rendezvous (default: 8192)");
+    fi_param_define(&mfi_prov, "rndv_seg", FI_PARAM_INT,
+                    "Rendezvous: bytes per READ; a larger message is read "
+                    "in slices of this size, 4 READs in flight, the next "
+                    "posted as one completes (default: 262144; 0 = one "
+                    "READ per message)");
     fi_param_define(&mfi_prov, "rx_depth", FI_PARAM_INT,
                     "Bounce buffers posted per QP (default: 32)");
     fi_param_define(&mfi_prov, "unexp_max", FI_PARAM_INT,
@@ -125,6 +131,7 @@ static void read_params(void)
     get_int("mtu", &mfi_param.mtu, 256, 8192);
     get_int("eager_size", &mfi_param.eager_size, 64, 1 << 20);
     get_int("rx_depth", &mfi_param.rx_depth, 4, 4096);
+    get_int("rndv_seg", &mfi_param.rndv_seg, 0, 1 << 30);
     get_int("unexp_max", &mfi_param.unexp_max, 0, 1 << 20);
     get_int("conn_timeout", &mfi_param.conn_timeout, 10, 600000);
     get_int("rnr_retry", &mfi_param.rnr_retry, 0, 255);

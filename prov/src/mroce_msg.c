@@ -241,29 +241,82 @@ ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
     return 0;
 }
 
-/* Starts the READ of a matched RTS into op's buffers. */
+/* Rendezvous READs in flight per message: with FI_MROCE_RNDV_SEG a long
+ * message is read in slices, this many at a time, the next posted as one
+ * completes. */
+#define MFI_RNDV_INFLIGHT 4
+
+/* Posts the next slices of a rendezvous read (from op->rd_off) until
+ * MFI_RNDV_INFLIGHT are in flight or the message is all posted.  A send
+ * queue that is full while some READ is in flight is tried again when
+ * that one completes.  Returns 0, or a negative fi error when nothing is
+ * in flight and nothing could be posted. */
+static int rndv_post(struct mfi_ep *ep, struct mfi_op *op)
+{
+    size_t seg = mfi_param.rndv_seg ? (size_t)mfi_param.rndv_seg : op->rd_want;
+    while (op->rd_off < op->rd_want && op->rd_pending < MFI_RNDV_INFLIGHT) {
+        size_t off = op->rd_off, left = op->rd_want - off;
+        size_t chunk = left < seg ? left : seg, got = 0, pos = 0;
+        struct mroce_sge sge[MFI_IOV_LIMIT];
+        int ns = 0;
+        /* The slice [off, off + chunk) of the receive's iovs. */
+        for (size_t i = 0; i < op->iov_count && got < chunk; i++) {
+            size_t l = op->iov[i].iov_len, at = off + got;
+            if (at >= pos + l) {
+                pos += l;
+                continue;
+            }
+            size_t take = l - (at - pos);
+            if (take > chunk - got)
+                take = chunk - got;
+            sge[ns].addr = (uintptr_t)op->iov[i].iov_base + (at - pos);
+            sge[ns].length = (uint32_t)take;
+            sge[ns].lkey = op->rd_lkey[i];
+            ns++;
+            got += take;
+            pos += l;
+        }
+        struct mroce_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = sge,
+                                   .num_sge = ns, .opcode = MROCE_WR_READ,
+                                   .send_flags = MROCE_SEND_SIGNALED,
+                                   .remote_addr = op->rd_raddr + off,
+                                   .rkey = op->rd_rkey};
+        int rc = mroce_post_send(op->conn->qp, &wr, NULL);
+        if (rc) {
+            if (op->rd_pending && rc == MROCE_EFULL)
+                return 0; /* again when a READ completes */
+            if (op->rd_pending) {
+                op->rd_status = -1; /* fail once those complete */
+                return 0;
+            }
+            return mfi_errno(rc);
+        }
+        ep->wr_outstanding++;
+        op->rd_pending++;
+        op->rd_off += chunk;
+    }
+    return 0;
+}
+
+/* Starts the READ of a matched RTS into op's buffers: one READ, or with
+ * FI_MROCE_RNDV_SEG a pipeline of slices (rndv_post); the last READ to
+ * complete finishes the receive (mfi_op_wc). */
 static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
                        const struct mfi_rts *r)
 {
     size_t want = op->rlen < op->len ? op->rlen : op->len;
-    struct mroce_sge sge[MFI_IOV_LIMIT];
-    int n = 0;
     size_t left = want;
     int rc = 0;
     for (size_t i = 0; i < op->iov_count && left; i++) {
         size_t l = op->iov[i].iov_len < left ? op->iov[i].iov_len : left;
         if (!l)
             continue;
-        uint32_t lkey;
-        if ((rc = mfi_op_reg(ep, op, op->iov[i].iov_base, l, &lkey, NULL)))
+        if ((rc = mfi_op_reg(ep, op, op->iov[i].iov_base, l, &op->rd_lkey[i],
+                             NULL)))
             break;
-        sge[n].addr = (uintptr_t)op->iov[i].iov_base;
-        sge[n].length = (uint32_t)l;
-        sge[n].lkey = lkey;
-        n++;
         left -= l;
     }
-    if (!rc && n == 0) {
+    if (!rc && want == 0) {
         /* Nothing to read (empty receive buffer): done at once. */
         struct mfi_fin fin = {op->rcookie, 0, 0};
         mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
@@ -273,45 +326,48 @@ static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
             mfi_op_complete(ep, op, 0, op->data, op->tag, op->src);
         return;
     }
-    if (!rc) {
-        struct mroce_send_wr wr = {.wr_id = (uintptr_t)op, .sg_list = sge,
-                                   .num_sge = n, .opcode = MROCE_WR_READ,
-                                   .send_flags = MROCE_SEND_SIGNALED,
-                                   .remote_addr = r->addr, .rkey = r->rkey};
-        rc = mroce_post_send(op->conn->qp, &wr, NULL);
-        if (rc == 0) {
-            ep->wr_outstanding++;
-            return;
-        }
-        rc = mfi_errno(rc);
-    }
+    op->rd_pending = 0;
+    op->rd_status = 0;
+    op->rd_off = 0;
+    op->rd_want = want;
+    op->rd_raddr = r->addr;
+    op->rd_rkey = r->rkey;
+    if (!rc && (rc = rndv_post(ep, op)) == 0)
+        return;
     struct mfi_fin fin = {op->rcookie, 1, 0};
     mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
     mfi_op_fail(ep, op, -rc, 0, 0, 0, op->src);
 }
 
+/* The decoded header of a buffer that mfi_msg_rx() accepted (so parsing
+ * cannot fail now; the buffer has not changed since). */
+static void buf_pkt(const struct mfi_buf *b, struct mfi_pkt *p)
+{
+    if (mfi_proto_parse(b->data, b->len, p) != MFI_PARSE_OK)
+        memset(p, 0, sizeof(*p));
+}
+
 void mfi_msg_deliver(struct mfi_ep *ep, struct mfi_op *op, struct mfi_buf *b)
 {
-    const struct mfi_hdr *h = (const struct mfi_hdr *)b->data;
+    struct mfi_pkt p;
+    buf_pkt(b, &p);
     fi_addr_t src = b->ue.src;
-    if (h->flags & MFI_HDR_CQ_DATA)
+    if (p.flags & MFI_HDR_CQ_DATA)
         op->cq_flags |= FI_REMOTE_CQ_DATA;
-    op->data = h->data;
-    op->tag = h->tag;
+    op->data = p.data;
+    op->tag = p.tag;
     op->src = src;
-    if (h->kind == MFI_PKT_RTS_MSG || h->kind == MFI_PKT_RTS_TAGGED) {
-        struct mfi_rts r;
-        memcpy(&r, h + 1, sizeof(r));
+    if (p.kind == MFI_PKT_RTS_MSG || p.kind == MFI_PKT_RTS_TAGGED) {
         op->type = MFI_OP_RNDV_READ;
         op->conn = b->conn;
-        op->rcookie = r.cookie;
-        op->rlen = h->len;
+        op->rcookie = p.rts.cookie;
+        op->rlen = p.len;
         mfi_unexp_release(ep, b);
-        rndv_start(ep, op, &r);
+        rndv_start(ep, op, &p.rts);
         return;
     }
-    size_t mlen = h->len;
-    mfi_copy_to_iov(op->iov, op->iov_count, h + 1,
+    size_t mlen = p.plen;
+    mfi_copy_to_iov(op->iov, op->iov_count, p.payload,
                     mlen < op->len ? mlen : op->len);
     mfi_unexp_release(ep, b);
     if (mlen > op->len)
@@ -322,15 +378,25 @@ void mfi_msg_deliver(struct mfi_ep *ep, struct mfi_op *op, struct mfi_buf *b)
 
 void mfi_msg_discard(struct mfi_ep *ep, struct mfi_buf *b)
 {
-    const struct mfi_hdr *h = (const struct mfi_hdr *)b->data;
-    if (h->kind == MFI_PKT_RTS_MSG || h->kind == MFI_PKT_RTS_TAGGED) {
-        struct mfi_rts r;
-        memcpy(&r, h + 1, sizeof(r));
-        struct mfi_fin fin = {r.cookie, 0, 0};
+    struct mfi_pkt p;
+    buf_pkt(b, &p);
+    if (p.kind == MFI_PKT_RTS_MSG || p.kind == MFI_PKT_RTS_TAGGED) {
+        struct mfi_fin fin = {p.rts.cookie, 0, 0};
         if (b->conn && !b->conn->dead)
             mfi_send_ctrl(ep, b->conn, MFI_PKT_FIN, &fin, sizeof(fin));
     }
     mfi_unexp_release(ep, b);
+}
+
+void mfi_msg_peek_info(const struct mfi_buf *b, uint64_t *len, uint64_t *data,
+                       uint64_t *tag, int *cq_data)
+{
+    struct mfi_pkt p;
+    buf_pkt(b, &p);
+    *len = p.len;
+    *data = p.data;
+    *tag = p.tag;
+    *cq_data = (p.flags & MFI_HDR_CQ_DATA) != 0;
 }
 
 static void fin_rx(struct mfi_ep *ep, const struct mfi_fin *f)
@@ -363,51 +429,34 @@ void mfi_msg_conn_failed(struct mfi_ep *ep, struct mfi_conn *c)
 
 void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
 {
-    const struct mfi_hdr *h = (const struct mfi_hdr *)b->data;
+    struct mfi_pkt p;
     struct mfi_conn *c = b->conn;
-    if (b->len < sizeof(*h) || h->version != MFI_PROTO_VERSION) {
-        MFI_WARN(FI_LOG_EP_DATA, "dropped a malformed message (%u bytes)\n",
-                 b->len);
+    int rc = mfi_proto_parse(b->data, b->len, &p);
+    if (rc != MFI_PARSE_OK) {
+        MFI_WARN(FI_LOG_EP_DATA, "dropped a malformed message (%u bytes, "
+                 "kind %s, error %d)\n", b->len,
+                 b->len > 1 ? mfi_pkt_kind_str(b->data[1]) : "-", rc);
         mfi_unexp_release(ep, b);
         return;
     }
-    size_t plen = b->len - sizeof(*h);
-    switch (h->kind) {
+    switch (p.kind) {
     case MFI_PKT_HELLO:
-        mfi_conn_hello(ep, c, h + 1, plen);
+        mfi_conn_hello(ep, c, p.payload, p.plen);
         mfi_unexp_release(ep, b);
         return;
     case MFI_PKT_FIN:
-        if (plen >= sizeof(struct mfi_fin)) {
-            struct mfi_fin f;
-            memcpy(&f, h + 1, sizeof(f));
-            fin_rx(ep, &f);
-        }
-        mfi_unexp_release(ep, b);
-        return;
-    case MFI_PKT_MSG: case MFI_PKT_TAGGED:
-        if (h->len == plen)
-            break;
-        MFI_WARN(FI_LOG_EP_DATA, "dropped an eager message whose length "
-                 "(%llu) is not its payload's (%zu)\n",
-                 (unsigned long long)h->len, plen);
-        mfi_unexp_release(ep, b);
-        return;
-    case MFI_PKT_RTS_MSG: case MFI_PKT_RTS_TAGGED:
-        if (plen >= sizeof(struct mfi_rts))
-            break;
+        fin_rx(ep, &p.fin);
         mfi_unexp_release(ep, b);
         return;
     default:
-        mfi_unexp_release(ep, b);
-        return;
+        break; /* MSG, TAGGED, RTS_MSG, RTS_TAGGED */
     }
-    int t = h->kind == MFI_PKT_TAGGED || h->kind == MFI_PKT_RTS_TAGGED;
+    int t = p.kind == MFI_PKT_TAGGED || p.kind == MFI_PKT_RTS_TAGGED;
     fi_addr_t src = mfi_conn_src(ep, c);
     b->ue.src = src;
-    b->ue.tag = h->tag;
+    b->ue.tag = p.tag;
     b->ue.ignore = 0;
-    struct mtm_entry *e = mtm_find_posted(&ep->posted[t], h->tag, src);
+    struct mtm_entry *e = mtm_find_posted(&ep->posted[t], p.tag, src);
     if (e) {
         mtm_remove(&ep->posted[t], e);
         mfi_msg_deliver(ep, (struct mfi_op *)((char *)e -
@@ -463,11 +512,22 @@ void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op, const struct mroce_wc *wc)
     int ok = wc->status == MROCE_WC_SUCCESS;
     switch (op->type) {
     case MFI_OP_RNDV_READ: {
+        if (!ok && !op->rd_status)
+            op->rd_status = (int)wc->status;
+        if (op->rd_pending)
+            op->rd_pending--;
+        if (!op->rd_status && op->rd_off < op->rd_want &&
+            rndv_post(ep, op) < 0)
+            op->rd_status = -1;
+        if (op->rd_pending)
+            return; /* more READs of this message in flight */
+        ok = !op->rd_status;
         struct mfi_fin fin = {op->rcookie, ok ? 0 : 1, 0};
         if (op->conn && !op->conn->dead)
             mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
         if (!ok)
-            mfi_op_fail(ep, op, FI_EIO, wc->status, 0, 0, op->src);
+            mfi_op_fail(ep, op, FI_EIO, op->rd_status > 0 ? op->rd_status : 0,
+                        0, 0, op->src);
         else if (op->rlen > op->len)
             mfi_op_fail(ep, op, FI_ETRUNC, 0, op->len, op->rlen - op->len,
                         op->src);

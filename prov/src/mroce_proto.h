@@ -28,7 +28,9 @@
 #ifndef MROCE_PROTO_H
 #define MROCE_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define MFI_PROTO_VERSION 1
 
@@ -80,5 +82,59 @@ struct mfi_fin {
                         sender completes its send with an error entry) */
     uint32_t rsvd;
 };
+
+/* --- decoding (mroce_proto.c) ---
+ *
+ * Everything the provider reads from a received SEND goes through these
+ * two functions: they see untrusted bytes, so they check every length
+ * before reading and return a fully validated view.  They use no
+ * libfabric or libmroce type, so fuzz/fuzz_prov_proto.c compiles
+ * mroce_proto.c on its own (the provider's shared library is not built
+ * in the libFuzzer build). */
+
+/* Largest message an RTS may announce (the provider's max_msg_size). */
+#define MFI_PROTO_MAX_MSG (1ull << 30)
+
+enum mfi_parse_err {
+    MFI_PARSE_OK = 0,
+    MFI_PARSE_SHORT = -1,   /* shorter than its header or kind's body */
+    MFI_PARSE_VERSION = -2, /* not MFI_PROTO_VERSION */
+    MFI_PARSE_KIND = -3,    /* unknown kind */
+    MFI_PARSE_LEN = -4,     /* hdr.len disagrees with the packet */
+    MFI_PARSE_FLAGS = -5,   /* unknown flag bits */
+};
+
+/* A decoded SEND: fields copied out of the (possibly unaligned) buffer. */
+struct mfi_pkt {
+    uint8_t kind;           /* enum mfi_pkt_kind */
+    uint16_t flags;         /* enum mfi_hdr_flags */
+    uint64_t tag;           /* TAGGED kinds; 0 otherwise */
+    uint64_t data;          /* CQ data (meaningful with MFI_HDR_CQ_DATA) */
+    uint64_t len;           /* eager: == plen; RTS: whole message */
+    const uint8_t *payload; /* after the header, inside the buffer */
+    size_t plen;            /* bytes after the header */
+    struct mfi_rts rts;     /* RTS kinds */
+    struct mfi_fin fin;     /* FIN */
+};
+
+/* Decodes buf[0..len): 0, or a negative enum mfi_parse_err (out is then
+ * unspecified).  Accepts: HELLO with any payload (see mfi_proto_hello),
+ * MSG/TAGGED whose hdr.len equals the payload, RTS_* with a whole mfi_rts
+ * and hdr.len <= MFI_PROTO_MAX_MSG, FIN with a whole mfi_fin. */
+int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out);
+
+/* A HELLO's payload: the sender's name, an AF_INET or AF_INET6 sockaddr
+ * of exactly its family's size.  Copies it into *ss (zero-filled first)
+ * and returns its length, or 0 if it is not one. */
+size_t mfi_proto_hello(const void *payload, size_t len,
+                       struct sockaddr_storage *ss);
+
+/* Writes the header (and, for RTS/FIN kinds, the body from p) into buf,
+ * which has room for sizeof(struct mfi_hdr) + the body; returns the bytes
+ * written.  The payload of MSG/TAGGED/HELLO is the caller's to append. */
+size_t mfi_proto_build(void *buf, const struct mfi_pkt *p);
+
+/* Printable kind name ("?" for an unknown one). */
+const char *mfi_pkt_kind_str(unsigned kind);
 
 #endif /* MROCE_PROTO_H */

@@ -39,11 +39,12 @@ static ssize_t tagged_peek(struct mfi_ep *ep, const struct fi_msg_tagged *msg,
                                 0, NULL, 0, 0, 0, FI_ENOMSG, 0,
                                 FI_ADDR_NOTAVAIL);
     struct mfi_buf *b = ue_buf(e);
-    const struct mfi_hdr *h = (const struct mfi_hdr *)b->data;
-    uint64_t cqf = FI_RECV | FI_TAGGED |
-                   ((h->flags & MFI_HDR_CQ_DATA) ? FI_REMOTE_CQ_DATA : 0);
-    int rc = mfi_cq_write(ep->rx_cq, msg->context, cqf, h->len, NULL, h->data,
-                          h->tag, e->src);
+    uint64_t len, data, tag;
+    int cq_data;
+    mfi_msg_peek_info(b, &len, &data, &tag, &cq_data);
+    uint64_t cqf = FI_RECV | FI_TAGGED | (cq_data ? FI_REMOTE_CQ_DATA : 0);
+    int rc = mfi_cq_write(ep->rx_cq, msg->context, cqf, len, NULL, data, tag,
+                          e->src);
     if (flags & FI_CLAIM) {
         if (!msg->context)
             return -FI_EINVAL;
@@ -65,8 +66,7 @@ static ssize_t tagged_claim(struct mfi_ep *ep, const struct fi_msg_tagged *msg,
         return -FI_EINVAL;
     ctx->internal[0] = NULL;
     if (flags & FI_DISCARD) {
-        const struct mfi_hdr *h = (const struct mfi_hdr *)b->data;
-        uint64_t tag = h->tag;
+        uint64_t tag = b->ue.tag; /* the header's, set on arrival */
         fi_addr_t src = b->ue.src;
         mfi_msg_discard(ep, b);
         return ep->rx_cq ? mfi_cq_write(ep->rx_cq, ctx, FI_RECV | FI_TAGGED, 0,

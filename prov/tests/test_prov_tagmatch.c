@@ -417,7 +417,7 @@ static void test_cancel(void)
 static void fill(unsigned char *p, size_t len, unsigned seed)
 {
     for (size_t i = 0; i < len; i++)
-        p[i] = (unsigned char)(seed + i * 31 + (i >> 9));
+        p[i] = (unsigned char)(seed + i * 31 + (i >> 9) + (i >> 17) * 13);
 }
 
 static void test_large(void)
@@ -456,6 +456,32 @@ static void test_large(void)
     CHECK(wait_rx(B, &e, &src, &ee) == -FI_ETRUNC);
     CHECK(ee.olen == len - 1000 && !memcmp(r, s, 1000));
     wait_tx(A, before + 4);
+    /* A rendezvous read in several READs (FI_MROCE_RNDV_SEG) whose
+     * slices cross the receive's iov boundaries: a message longer than
+     * 1 MiB into three uneven iovs, whole, then truncated. */
+    size_t big = len + 12345, cut[3] = {100001, 600000, 300000};
+    unsigned char *s2 = malloc(big), *r2 = malloc(big);
+    for (int trunc = 0; trunc < 2; trunc++) {
+        size_t room = trunc ? cut[0] + cut[1] + cut[2] : big;
+        struct iovec iov[3] = {{r2, cut[0]},
+                               {r2 + cut[0], cut[1]},
+                               {r2 + cut[0] + cut[1], room - cut[0] - cut[1]}};
+        fill(s2, big, 3 + trunc);
+        memset(r2, 0, big);
+        struct fi_msg_tagged m = {.msg_iov = iov, .iov_count = 3,
+                                  .addr = FI_ADDR_UNSPEC, .tag = 0x5e6};
+        DIE_IF((int)fi_trecvmsg(n[B].ep, &m, 0), "fi_trecvmsg");
+        tsend(A, B, s2, big, 0x5e6);
+        int r3 = wait_rx(B, &e, &src, &ee);
+        if (trunc)
+            CHECK(r3 == -FI_ETRUNC && ee.olen == big - room);
+        else
+            CHECK(r3 == 1 && e.len == big);
+        CHECK(!memcmp(s2, r2, room));
+        wait_tx(A, before + 5 + trunc);
+    }
+    free(s2);
+    free(r2);
     free(s);
     free(r);
 }

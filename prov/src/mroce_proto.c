@@ -1,0 +1,117 @@
+/*
+ * mroce_proto.c - decoding (and, for tests and the fuzzer, encoding) of
+ * the provider's wire format (mroce_proto.h).  This is the one place where
+ * bytes received from a peer become header fields: mroce_msg.c and
+ * mroce_conn.c only ever see a validated struct mfi_pkt or sockaddr.
+ *
+ * Kept free of libfabric and libmroce types so that the libFuzzer target
+ * (fuzz/fuzz_prov_proto.c) compiles this file directly: the provider's
+ * shared library is not built with clang's fuzzing runtimes.
+ *
+ * Fields are little endian on the wire and the provider builds only on
+ * little-endian hosts (mroce_proto.h), so decoding is memcpy out of a
+ * possibly unaligned buffer.
+ */
+#include "mroce_proto.h"
+
+#include <netinet/in.h>
+#include <string.h>
+
+static const char *const kind_names[] = {
+#define MFI_X_NAME(name, val) [val] = #name,
+    MFI_PKT_KINDS(MFI_X_NAME)
+#undef MFI_X_NAME
+};
+
+const char *mfi_pkt_kind_str(unsigned kind)
+{
+    if (kind < sizeof(kind_names) / sizeof(kind_names[0]) && kind_names[kind])
+        return kind_names[kind];
+    return "?";
+}
+
+int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out)
+{
+    struct mfi_hdr h;
+    if (len < sizeof(h))
+        return MFI_PARSE_SHORT;
+    memcpy(&h, buf, sizeof(h));
+    if (h.version != MFI_PROTO_VERSION)
+        return MFI_PARSE_VERSION;
+    if (h.flags & ~(uint16_t)MFI_HDR_CQ_DATA)
+        return MFI_PARSE_FLAGS;
+    memset(out, 0, sizeof(*out));
+    out->kind = h.kind;
+    out->flags = h.flags;
+    out->data = h.data;
+    out->len = h.len;
+    out->payload = (const uint8_t *)buf + sizeof(h);
+    out->plen = len - sizeof(h);
+    switch (h.kind) {
+    case MFI_PKT_HELLO:
+        return MFI_PARSE_OK;
+    case MFI_PKT_TAGGED:
+        out->tag = h.tag;
+        /* fall through */
+    case MFI_PKT_MSG:
+        return h.len == out->plen ? MFI_PARSE_OK : MFI_PARSE_LEN;
+    case MFI_PKT_RTS_TAGGED:
+        out->tag = h.tag;
+        /* fall through */
+    case MFI_PKT_RTS_MSG:
+        if (out->plen < sizeof(out->rts))
+            return MFI_PARSE_SHORT;
+        if (h.len > MFI_PROTO_MAX_MSG)
+            return MFI_PARSE_LEN;
+        memcpy(&out->rts, out->payload, sizeof(out->rts));
+        return MFI_PARSE_OK;
+    case MFI_PKT_FIN:
+        if (out->plen < sizeof(out->fin))
+            return MFI_PARSE_SHORT;
+        memcpy(&out->fin, out->payload, sizeof(out->fin));
+        return MFI_PARSE_OK;
+    default:
+        return MFI_PARSE_KIND;
+    }
+}
+
+size_t mfi_proto_hello(const void *payload, size_t len,
+                       struct sockaddr_storage *ss)
+{
+    sa_family_t fam;
+    memset(ss, 0, sizeof(*ss));
+    if (len < sizeof(fam) + offsetof(struct sockaddr, sa_family))
+        return 0;
+    memcpy(&fam, (const char *)payload + offsetof(struct sockaddr, sa_family),
+           sizeof(fam));
+    size_t want = fam == AF_INET    ? sizeof(struct sockaddr_in)
+                  : fam == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                    : 0;
+    if (!want || len != want)
+        return 0;
+    memcpy(ss, payload, len);
+    return len;
+}
+
+size_t mfi_proto_build(void *buf, const struct mfi_pkt *p)
+{
+    struct mfi_hdr h = {0};
+    h.version = MFI_PROTO_VERSION;
+    h.kind = p->kind;
+    h.flags = p->flags;
+    h.tag = p->tag;
+    h.data = p->data;
+    h.len = p->len;
+    memcpy(buf, &h, sizeof(h));
+    char *body = (char *)buf + sizeof(h);
+    switch (p->kind) {
+    case MFI_PKT_RTS_MSG: case MFI_PKT_RTS_TAGGED:
+        memcpy(body, &p->rts, sizeof(p->rts));
+        return sizeof(h) + sizeof(p->rts);
+    case MFI_PKT_FIN:
+        memcpy(body, &p->fin, sizeof(p->fin));
+        return sizeof(h) + sizeof(p->fin);
+    default:
+        return sizeof(h);
+    }
+}
