@@ -4,9 +4,19 @@
 #
 # Speed is reported per wall second and per CPU second of the process (the
 # machine is shared: the CPU figure is the one load does not distort); each
-# speed run is done twice.  The all-to-all series uses small per-QP engine
+# speed run is done twice.  Units of the result line:
+#   pkt-ev  a packet event: one packet handled by one simulator event at the
+#           far end of a link, i.e. its arrival at a switch (which forwards
+#           it) or at a host NIC (which hands it to the engine or the RoCE
+#           model).  One per link hop: a packet crossing leaf-spine-leaf
+#           counts 4.  Transmissions are not counted separately (a switch
+#           port schedules the arrival when it queues the packet).
+#   Mev     every event the event queue handled: pkt-ev plus host NIC
+#           link-free events, engine timers, RoCE timers and wake-ups.
+# The figure the >= 5 M goal is compared with is "M pkt-ev/s cpu".  The all-to-all series uses small per-QP engine
 # attributes (window 64, 8 paths, 4 send / 4 receive WRs) and a 1:1
-# leaf-spine with 32 hosts per leaf.
+# leaf-spine with 32 hosts per leaf; "setup" in its result line is the wall
+# time of QP creation and the real CONNECT handshakes over the fabric.
 #   usage: bench/bench_sim.sh [MAX_HOSTS]   (default 256; 512/1024 take long)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)

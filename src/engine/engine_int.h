@@ -176,7 +176,9 @@ struct mroce_qp {
     uint32_t heap_idx;        /* index in ep->theap, MROCE_NONE32 if absent */
     mroce_tstamp expiry_key;  /* its deadline as the heap last saw it */
     mroce_qp *ready_prev, *ready_next; /* ep ready list */
-    mroce_qp *listen_next;    /* ep listen FIFO */
+    mroce_qp *listen_prev, *listen_next; /* ep listen FIFO */
+    mroce_qp *conn_next;      /* chain in ep->conn_tab */
+    uint8_t in_conn;          /* in ep->conn_tab (see conntab.c) */
 
     /* peer */
     struct mroce_addr peer;
@@ -282,7 +284,11 @@ struct mroce_ep {
     mroce_mr **mrs;              /* slot -> MR */
     uint32_t nmr_slots;
     mroce_qp *ready_head, *ready_tail; /* QPs that may have packets */
-    mroce_qp *listen_head;       /* LISTEN QPs, FIFO */
+    mroce_qp *listen_head, *listen_tail; /* LISTEN QPs, FIFO */
+    mroce_qp **conn_tab;         /* connected QPs by peer key (conntab.c) */
+    uint32_t conn_mask;          /* buckets - 1 (a power of two) */
+    uint64_t conn_seed;          /* keys the bucket hash */
+    uint32_t free_hint;          /* every qps[] slot below it is in use */
     mroce_cq *cqs;               /* every CQ, freed with the endpoint */
     struct mroce_ep_counters cnt;
 };
@@ -314,6 +320,21 @@ void mroce_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
 /* cq.c */
 int mroce_cq_push(mroce_cq *cq, const struct mroce_wc *wc);
 void mroce_cq_free_all(mroce_ep *ep);
+
+/* conntab.c: the lookups of the handshake, each O(1) expected.
+ * The connection table holds every QP that has left RESET, LISTEN and
+ * CONNECTING (so RTS, CLOSING, CLOSED or ERROR), keyed by what a
+ * retransmitted CONNECT_REQ carries: the peer's address, QPN and token. */
+int mroce_conntab_init(mroce_ep *ep);
+void mroce_conntab_free(mroce_ep *ep);
+void mroce_conntab_insert(mroce_ep *ep, mroce_qp *qp);
+void mroce_conntab_remove(mroce_ep *ep, mroce_qp *qp);
+mroce_qp *mroce_conntab_find(mroce_ep *ep, const struct mroce_addr *from,
+                             uint32_t peer_qpn, uint64_t peer_token);
+void mroce_listen_append(mroce_ep *ep, mroce_qp *qp);
+void mroce_listen_remove(mroce_ep *ep, mroce_qp *qp);
+/* The LISTEN QP a CONNECT_REQ for dst_qpn goes to (0: the oldest one). */
+mroce_qp *mroce_listen_find(mroce_ep *ep, uint32_t dst_qpn);
 
 /* qp.c */
 void mroce_qp_enter_error(mroce_qp *qp);

@@ -60,6 +60,13 @@ int mroce_ep_new(mroce_ep **pep, const struct mroce_ep_config *cfg)
         return MROCE_ENOMEM;
     }
     ep->nqps_slots = cfg->max_qps;
+    if (mroce_conntab_init(ep) < 0) {
+        mroce_free(&ep->mem, ep->live);
+        mroce_free(&ep->mem, ep->theap);
+        mroce_free(&ep->mem, ep->qps);
+        mroce_free(&ep->mem, ep);
+        return MROCE_ENOMEM;
+    }
     *pep = ep;
     return 0;
 }
@@ -75,6 +82,7 @@ void mroce_ep_del(mroce_ep *ep)
     mroce_free(&ep->mem, ep->qps);
     mroce_free(&ep->mem, ep->live);
     mroce_free(&ep->mem, ep->theap);
+    mroce_conntab_free(ep);
     struct mroce_mem mem = ep->mem;
     mroce_free(&mem, ep);
 }

@@ -128,9 +128,10 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
 
     /* Slot and QPN: low 16 bits index the slot, high bits are random so a
      * recycled slot gets a different number. */
-    uint32_t slot = 0;
+    uint32_t slot = ep->free_hint; /* still the lowest free slot */
     while (ep->qps[slot])
         slot++;
+    ep->free_hint = slot + 1;
     uint32_t gen = (uint32_t)mroce_ep_rand64(ep) & 0xff;
     qp->slot = slot;
     qp->qpn = (gen << 16) | slot;
@@ -183,15 +184,13 @@ void mroce_qp_del(mroce_qp *qp)
     for (uint32_t i = 0; i < qp->nrjobs; i++)
         mroce_resp_free_rjob(qp, &qp->rjobs[i]);
     mroce_ep_unready(ep, qp);
-    if (qp->state == MROCE_QPS_LISTEN) {
-        mroce_qp **pp = &ep->listen_head;
-        while (*pp && *pp != qp)
-            pp = &(*pp)->listen_next;
-        if (*pp)
-            *pp = qp->listen_next;
-    }
+    if (qp->state == MROCE_QPS_LISTEN)
+        mroce_listen_remove(ep, qp);
+    mroce_conntab_remove(ep, qp);
     mroce_ep_timer_remove(ep, qp);
     ep->qps[qp->slot] = NULL;
+    if (qp->slot < ep->free_hint)
+        ep->free_hint = qp->slot;
     mroce_qp *last = ep->live[--ep->nqps];
     ep->live[qp->live_idx] = last;
     last->live_idx = qp->live_idx;
@@ -277,11 +276,7 @@ int mroce_qp_listen(mroce_qp *qp, mroce_tstamp now)
     if (qp->state != MROCE_QPS_RESET)
         return MROCE_ESTATE;
     qp->state = MROCE_QPS_LISTEN;
-    mroce_qp **pp = &qp->ep->listen_head;
-    while (*pp)
-        pp = &(*pp)->listen_next;
-    *pp = qp;
-    qp->listen_next = NULL;
+    mroce_listen_append(qp->ep, qp);
     return 0;
 }
 
@@ -307,39 +302,30 @@ void mroce_ep_on_connect_req(mroce_ep *ep, const struct mroce_pkt *pkt,
 {
     const struct mroce_conn_hdr *c = &pkt->u.conn;
     /* A retransmitted request for a connection we already accepted gets the
-     * same answer again. */
-    for (uint32_t i = 0; i < ep->nqps; i++) {
-        mroce_qp *q = ep->live[i];
-        if (q->state != MROCE_QPS_LISTEN && q->state != MROCE_QPS_RESET &&
-            q->state != MROCE_QPS_CONNECTING && q->peer_qpn == c->src_qpn &&
-            q->peer_token == c->token && q->peer.len == info->from.len &&
-            !memcmp(q->peer.data, info->from.data, q->peer.len)) {
-            if (q->state == MROCE_QPS_RTS) {
-                q->ctrl |= CTRL_CONN_RESP;
-                mroce_ep_mark_ready(ep, q);
-            } else {
-                q->cnt.drop_state++; /* closing or failed: no answer */
-            }
-            return;
+     * same answer again (conntab.c: every QP past the handshake, by key). */
+    mroce_qp *q = mroce_conntab_find(ep, &info->from, c->src_qpn, c->token);
+    if (q) {
+        if (q->state == MROCE_QPS_RTS) {
+            q->ctrl |= CTRL_CONN_RESP;
+            mroce_ep_mark_ready(ep, q);
+        } else {
+            q->cnt.drop_state++; /* closing or failed: no answer */
         }
+        return;
     }
-    mroce_qp **pp = &ep->listen_head;
-    if (pkt->base.dst_qpn != 0)
-        while (*pp && (*pp)->qpn != pkt->base.dst_qpn)
-            pp = &(*pp)->listen_next;
-    mroce_qp *qp = *pp;
+    mroce_qp *qp = mroce_listen_find(ep, pkt->base.dst_qpn);
     if (!qp || c->src_qpn == 0 || c->token == 0) {
         ep->cnt.drop_no_listener++;
         return;
     }
-    *pp = qp->listen_next;
-    qp->listen_next = NULL;
+    mroce_listen_remove(ep, qp);
     qp->peer = info->from;
     qp->peer_qpn = c->src_qpn;
     choose_local_identity(qp);
     adopt_peer(qp, c);
     qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
     qp->state = MROCE_QPS_RTS;
+    mroce_conntab_insert(ep, qp);
     qp->ctrl |= CTRL_CONN_RESP;
     qp->cnt.rx_pkts++;
     (void)now;
@@ -362,6 +348,7 @@ void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
             adopt_peer(qp, c);
             qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
             qp->state = MROCE_QPS_RTS;
+            mroce_conntab_insert(qp->ep, qp);
             qp->ctrl &= (uint8_t)~CTRL_CONN_REQ;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
         } else if (qp->state != MROCE_QPS_RTS ||
@@ -547,14 +534,12 @@ void mroce_qp_enter_error(mroce_qp *qp)
 {
     if (qp->state == MROCE_QPS_ERROR)
         return;
-    if (qp->state == MROCE_QPS_LISTEN) {
-        mroce_qp **pp = &qp->ep->listen_head;
-        while (*pp && *pp != qp)
-            pp = &(*pp)->listen_next;
-        if (*pp)
-            *pp = qp->listen_next;
-    }
+    if (qp->state == MROCE_QPS_LISTEN)
+        mroce_listen_remove(qp->ep, qp);
     qp->state = MROCE_QPS_ERROR;
+    /* Past the handshake now, whatever the state was: a CONNECT_REQ with
+     * this QP's peer key is answered "failed" (conntab.c). */
+    mroce_conntab_insert(qp->ep, qp);
     qp->ctrl = 0;
     qp->ack_now = 0;
     qp->ack_pending = 0;
