@@ -6,8 +6,8 @@
  * smallest RTT sample against the target with CE or the high target
  * without, the latter only after 16 rounds without CE), the ECN
  * estimator, loss counted as marks, the timeout response with slow
- * restart, and a seeded random event storm checking cwnd never leaves
- * [min_cwnd, max_cwnd].
+ * restart (to init_cwnd or half the window before), and a seeded random
+ * event storm checking cwnd never leaves [min_cwnd, max_cwnd].
  */
 #include <stdio.h>
 
@@ -506,6 +506,16 @@ static void test_loss_timeout(void)
     for (k = 0; k < INIT / MTU; k++)
         on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == INIT + AI);
+
+    /* From a large window the slow restart goes up to half of it. */
+    cc.cwnd = 8 * INIT;
+    cc.ops->on_timeout(&cc, now += 1000);
+    CHECK(cc.cwnd == MTU);
+    for (k = 0; k < 4 * INIT / MTU; k++)
+        on_ack(&cc, MTU, BASE, now += 100);
+    CHECK(cc.cwnd == 4 * INIT);
+    on_ack(&cc, MTU, BASE, now += 100);
+    CHECK(cc.cwnd == 4 * INIT); /* additive from there */
 
     /* A loss during slow restart ends it. */
     cc.ops->on_timeout(&cc, now += 1000);

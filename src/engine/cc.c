@@ -34,7 +34,8 @@
 
 /* Slow start: while cwnd < ssthresh, clean acks grow cwnd by the acked
  * bytes (doubling per RTT).  max_cwnd at the start of a connection,
- * init_cwnd after a timeout, 0 once any decrease has happened. */
+ * max(init_cwnd, cwnd / 2) after a timeout, 0 once any decrease, CE echo
+ * or loss has happened. */
 #define CC_SSTHRESH(cc) ((cc)->scratch[0])
 /* Smallest RTT sample of the current round, 0 = none yet (CC-9). */
 #define CC_RMIN(cc) ((cc)->scratch[1])
@@ -337,16 +338,22 @@ static void de_on_loss(struct mroce_cc *cc, uint32_t lost_bytes,
 
 /*
  * Timeout: nothing is getting through, so fall to one MTU.  Recovery is a
- * slow restart: clean acks double cwnd per RTT back up to init_cwnd, then
- * additive increase resumes.  Any congestion signal on the way ends the
- * slow restart (cc_decreased), so it only ramps while the path is quiet.
+ * slow restart: clean acks double cwnd per RTT back up to the larger of
+ * init_cwnd and half the window the timeout found, then additive increase
+ * resumes.  (Up to init_cwnd only, a window of a few hundred KiB took tens
+ * of RTTs to come back after each timeout, which under 1% loss on a busy
+ * host came every few hundred RTTs.)  Any congestion signal on the way
+ * ends the slow restart (CE echo, loss, decrease), so it only ramps while
+ * the path is quiet.
  */
 static void de_on_timeout(struct mroce_cc *cc, mroce_tstamp now)
 {
+    uint32_t ss = cc->cwnd / 2 > cc->init_cwnd ? cc->cwnd / 2 : cc->init_cwnd;
+
     cc->cwnd = cc->min_cwnd;
     cc->last_decrease = now;
     cc->ai_acc = 0;
-    CC_SSTHRESH(cc) = cc->init_cwnd > cc->min_cwnd ? cc->init_cwnd : 0;
+    CC_SSTHRESH(cc) = ss > cc->min_cwnd ? ss : 0;
 }
 
 const struct mroce_cc_ops mroce_cc_delay_ecn = {
