@@ -4,9 +4,10 @@
  * slow start, growth only while the window is in use, additive increase,
  * the once-per-round decrease (ECN cut, delay cut judged on the round's
  * smallest RTT sample against the target with CE or the high target
- * without), the ECN estimator, loss and timeout responses with slow
- * restart, and a seeded random event storm checking cwnd never leaves
- * [min_cwnd, max_cwnd].
+ * without, the latter only after 16 rounds without CE), the ECN
+ * estimator, loss counted as marks, the timeout response with slow
+ * restart (to init_cwnd or half the window before), and a seeded random
+ * event storm checking cwnd never leaves [min_cwnd, max_cwnd].
  */
 #include <stdio.h>
 
@@ -394,6 +395,42 @@ static void test_ecn(void)
     }
 }
 
+/* ECN memory: after a round with CE, the delay rule of rounds without CE
+ * (high target) is off until 16 rounds in a row (this one included) had
+ * no CE: a path that marks is judged by its marks. */
+static void test_ecn_memory(void)
+{
+    struct mroce_cc cc;
+    mroce_tstamp now = T0;
+    uint32_t w;
+    unsigned k;
+
+    round_setup(&cc, &now);
+    cc.alpha = 0;
+    round_of(&cc, &now, BASE, NULL, 1, 10); /* marked, no queue */
+    w = cc.cwnd;
+    CHECK(w < INIT && w > INIT * 9 / 10);
+    for (k = 0; k < 15; k++)
+        round_of(&cc, &now, 2 * HIGH, NULL, 0, 10);
+    CHECK(cc.cwnd == w); /* a CE within the last 16 rounds: no delay cut */
+    round_of(&cc, &now, 2 * HIGH, NULL, 0, 10);
+    CHECK(cc.cwnd >= (uint32_t)(w * 0.6) - 1 &&
+          cc.cwnd <= (uint32_t)(w * 0.6) + 1);
+    /* One CE re-arms it; a marked round still deepens by the delay
+     * (R = 2 * TARGET: 0.6, deeper than the ECN cut at this alpha). */
+    w = cc.cwnd;
+    cc.alpha = 0;
+    round_of(&cc, &now, 2 * TARGET, NULL, 1, 10);
+    CHECK(cc.cwnd >= (uint32_t)(w * 0.6) - 1 &&
+          cc.cwnd <= (uint32_t)(w * 0.6) + 1);
+    w = cc.cwnd;
+    round_of(&cc, &now, 2 * HIGH, NULL, 0, 10);
+    CHECK(cc.cwnd == w);
+}
+
+/* Loss counts as marked packets in the round's fraction (CC-12): a random
+ * loss costs about what a mark costs, a round of losses halves cwnd like
+ * a fully marked one; either ends slow start at once. */
 static void test_loss_timeout(void)
 {
     struct mroce_cc cc;
@@ -401,23 +438,54 @@ static void test_loss_timeout(void)
     uint32_t w;
     unsigned k, rtts;
 
+    /* One lost packet among 10 received: F = 1/11, alpha 0 -> F/4, and
+     * cwnd *= 1 - alpha/2, at the end of the round, not at once. */
     round_setup(&cc, &now);
+    cc.alpha = 0;
+    cc.ops->on_loss(&cc, MTU, now + 1);
+    CHECK(cc.cwnd == INIT);
+    round_of(&cc, &now, BASE, NULL, 0, 10);
+    CHECK(cc.alpha == (uint32_t)(((65536u * 1u) / 11u) >> 2));
+    CHECK(cc.cwnd == INIT - (uint32_t)(((uint64_t)INIT * cc.alpha) >> 17));
+    CHECK(cc.cwnd > INIT * 98 / 100); /* a random loss costs ~2% */
+    /* lost_bytes are counted in packets of up to an MTU, rounded up:
+     * 5 MTU + 1 byte = 6 packets, F = 6/16. */
+    round_setup(&cc, &now);
+    cc.alpha = 0;
+    cc.ops->on_loss(&cc, 5 * MTU + 1, now + 1);
+    cc.ops->on_loss(&cc, 0, now + 2); /* nothing lost: nothing counted */
+    round_of(&cc, &now, BASE, NULL, 0, 10);
+    CHECK(cc.alpha == ((6u << 16) / 16u) >> 2);
+    /* The next round without loss or CE: alpha decays, no cut. */
     w = cc.cwnd;
-    cc.ops->on_loss(&cc, MTU, now + 100);
-    CHECK(cc.cwnd == (uint32_t)((uint64_t)w * 7 / 10));
-    w = cc.cwnd;
-    /* A marked round closing within an RTT of the loss cut: no cut. */
-    round_of(&cc, &now, BASE, NULL, 10, 10);
+    round_of(&cc, &now, BASE, NULL, 0, 10);
     CHECK(cc.cwnd == w);
-    cc.ops->on_loss(&cc, MTU, now); /* 9900 after the loss cut: ignored */
-    CHECK(cc.cwnd == w);
-    cc.ops->on_loss(&cc, MTU, now += 100); /* a full srtt after it */
-    CHECK(cc.cwnd == (uint32_t)((uint64_t)w * 7 / 10));
+    /* Losses and CE count together, one cut per round. */
+    round_setup(&cc, &now);
+    cc.alpha = 0;
+    cc.ops->on_loss(&cc, 2 * MTU, now + 1);
+    round_of(&cc, &now, BASE, NULL, 3, 8);
+    CHECK(cc.alpha == ((5u << 16) / 10u) >> 2);
+    CHECK(cc.cwnd == INIT - (uint32_t)(((uint64_t)INIT * cc.alpha) >> 17));
 
-    /* Repeated loss never goes below min_cwnd. */
-    for (k = 0; k < 50; k++)
-        cc.ops->on_loss(&cc, MTU, now += 2 * BASE);
-    CHECK(cc.cwnd == MTU);
+    /* Everything lost, round after round: alpha -> 1, cwnd halves per
+     * round, down to min_cwnd and no further. */
+    round_setup(&cc, &now);
+    for (k = 0; k < 60; k++) {
+        cc.ops->on_loss(&cc, 10 * MTU, now + 1);
+        round_of(&cc, &now, BASE, NULL, 0, 0);
+    }
+    CHECK(cc.cwnd == MTU && cc.alpha == 65536);
+
+    /* A loss ends slow start at once (as a CE echo does). */
+    setup(&cc);
+    cc.srtt = BASE;
+    on_ack(&cc, MTU, BASE, now += 1000);
+    CHECK(cc.cwnd == INIT + MTU);
+    cc.ops->on_loss(&cc, MTU, now += 1000);
+    CHECK(cc.cwnd == INIT + MTU);
+    on_ack(&cc, MTU, BASE, now += 1000);
+    CHECK(cc.cwnd == INIT + MTU); /* additive: a window's worth needed */
 
     /* Timeout: one MTU, then slow restart doubles per RTT to init_cwnd,
      * then additive increase. */
@@ -439,17 +507,47 @@ static void test_loss_timeout(void)
         on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == INIT + AI);
 
-    /* A congestion signal during slow restart ends it. */
+    /* From a large window the slow restart goes up to half of it. */
+    cc.cwnd = 8 * INIT;
+    cc.ops->on_timeout(&cc, now += 1000);
+    CHECK(cc.cwnd == MTU);
+    for (k = 0; k < 4 * INIT / MTU; k++)
+        on_ack(&cc, MTU, BASE, now += 100);
+    CHECK(cc.cwnd == 4 * INIT);
+    on_ack(&cc, MTU, BASE, now += 100);
+    CHECK(cc.cwnd == 4 * INIT); /* additive from there */
+
+    /* A loss during slow restart ends it. */
     cc.ops->on_timeout(&cc, now += 1000);
     on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == 2 * MTU);
-    cc.ops->on_loss(&cc, MTU, now += 2 * BASE);
-    CHECK(cc.cwnd == 2 * MTU * 7 / 10);
+    cc.ops->on_loss(&cc, MTU, now += 1000);
     w = cc.cwnd;
+    CHECK(w == 2 * MTU);
     on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == w); /* slow restart would have added an MTU */
     on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == w + AI); /* AI: a window's worth acked */
+
+    /* No decrease within an interval of a timeout (CC-10): a round with
+     * losses closing right after it does not cut, the next one does. */
+    setup(&cc);
+    cc.srtt = BASE;
+    {
+        mroce_tstamp t1 = now += 1000;
+        on_ack(&cc, MTU, BASE, t1); /* opens the round */
+        cc.ops->on_timeout(&cc, t1 + 1000);
+        for (k = 0; k < 7; k++) /* slow restart: 1 -> 8 MTU */
+            on_ack(&cc, MTU, BASE, t1 + 1100 + 100 * k);
+        w = cc.cwnd;
+        CHECK(w == 8 * MTU);
+        cc.ops->on_loss(&cc, 4 * MTU, t1 + 2000);
+        on_ack(&cc, 0, BASE, t1 + BASE); /* closes the round 9 us after */
+        CHECK(cc.cwnd == w && cc.round_start == t1 + BASE);
+        cc.ops->on_loss(&cc, 4 * MTU, t1 + BASE + 1);
+        on_ack(&cc, 0, BASE, now = t1 + 2 * BASE); /* the next round */
+        CHECK(cc.cwnd < w);
+    }
 }
 
 /* A seeded storm of arbitrary events: cwnd always within [min, max]. */
@@ -508,6 +606,7 @@ int main(void)
     test_additive_increase();
     test_delay_decrease();
     test_ecn();
+    test_ecn_memory();
     test_loss_timeout();
     test_bounds();
     return TESTUTIL_SUMMARY("test_cc");

@@ -9,21 +9,22 @@
  * per RTT).  Fixed point is 16.16 throughout (65536 = 1.0).  Every change to
  * cwnd ends with a clamp to [min_cwnd, max_cwnd].
  *
- * Delay+ECN keeps its slow-restart threshold in scratch[0] and the smallest
- * RTT sample of the current round in scratch[1] (the scratch words are the
- * algorithm's private state, see cc.h).
+ * Delay+ECN keeps its slow-restart threshold in scratch[0], the smallest
+ * RTT sample of the current round in scratch[1], the rounds left in which
+ * the path counts as ECN-marking in scratch[2] and the packets lost in the
+ * current round in scratch[3] (the scratch words are the algorithm's
+ * private state, see cc.h).
  */
 #include "cc.h"
 
 #define CC_ONE 65536u        /* 1.0 in 16.16 */
 #define CC_BETA 52429u       /* 0.8 in 16.16: delay decrease gain */
 #define CC_MIN_MD 32768u     /* 1 - max_mdf = 0.5: deepest delay cut */
-#define CC_LOSS_NUM 7u       /* loss: cwnd *= 7/10 */
-#define CC_LOSS_DEN 10u
 #define CC_G_SHIFT 2u        /* ECN gain g = 1/4 */
 #define CC_AI_MTUS 3u        /* additive increase: 3 MTU per RTT */
 #define CC_TGT_MUL 2u        /* target: base_rtt + 2 * target_qdelay */
 #define CC_HIGH_MUL 8u       /* high target: base_rtt + 8 * target_qdelay */
+#define CC_ECN_MEMORY 16u    /* rounds a CE mark keeps the delay rule off */
 /* Bytes a data packet counts in flight beyond its payload (CC-2). */
 #define CC_PKT_OVERHEAD 80u
 
@@ -33,10 +34,16 @@
 
 /* Slow start: while cwnd < ssthresh, clean acks grow cwnd by the acked
  * bytes (doubling per RTT).  max_cwnd at the start of a connection,
- * init_cwnd after a timeout, 0 once any decrease has happened. */
+ * max(init_cwnd, cwnd / 2) after a timeout, 0 once any decrease, CE echo
+ * or loss has happened. */
 #define CC_SSTHRESH(cc) ((cc)->scratch[0])
 /* Smallest RTT sample of the current round, 0 = none yet (CC-9). */
 #define CC_RMIN(cc) ((cc)->scratch[1])
+/* Rounds left during which the path counts as ECN-marking: set to
+ * CC_ECN_MEMORY by a round with CE, one less per round without (CC-9). */
+#define CC_ECN_LEFT(cc) ((cc)->scratch[2])
+/* Packets reported lost (on_loss) since the current round began (CC-12). */
+#define CC_LOST(cc) ((cc)->scratch[3])
 
 static uint32_t cc_clamp(const struct mroce_cc *cc, uint64_t w)
 {
@@ -158,19 +165,28 @@ const struct mroce_cc_ops mroce_cc_fixed = {
  *    behind the data other hosts send to it: cutting on delay alone
  *    starved flows towards idle receivers (50% efficiency).  CE marks are
  *    set on the data packets only, so ECN says whether the forward path is
- *    congested; the delay then says by how much.  Without marks only a
- *    much larger delay (the high target) is taken as congestion.
+ *    congested; alpha and the delay then say by how much.  Without
+ *    marks only a much larger delay (the high target) is taken as
+ *    congestion, and only on a path that has not marked for
+ *    CC_ECN_MEMORY rounds: there the delay stands in for ECN.  Where the
+ *    fabric marks, ECN sees the forward queue itself, while the delay also
+ *    holds the reverse path and the hosts; and on a slow or busy fabric
+ *    (the namespace fabric: 250 Mbit/s links, host scheduling of 0.3-1
+ *    ms) the marking threshold is milliseconds of queue, so the high
+ *    target cut nearly every unmarked round.
+ *  - Loss is counted like a mark (CC-12): random loss costs little,
+ *    sustained overflow raises alpha.
  *  - The delay judged is the smallest sample of a round (the standing
  *    queue), not single samples that sprayed packets take through
  *    different transient queues.
  *  - A window that is not in use is not grown (the sender was limited by
  *    its NIC or its data), so it cannot be dumped on the fabric later.
- *  - One decrease per RTT, whichever signal asks first.
+ *  - One decrease per round, whichever signal asks for it.
  */
 static void de_init(struct mroce_cc *cc)
 {
     /* Slow start from init_cwnd: clean ACKs double cwnd per RTT until the
-     * first decrease (ECN, delay above the high target, loss). */
+     * first CE echo, loss or decrease (delay above the target). */
     CC_SSTHRESH(cc) = cc->max_cwnd;
     /* DCTCP's conservative start: the first marked round halves cwnd,
      * later rounds cut in proportion to the marked fraction. */
@@ -178,34 +194,43 @@ static void de_init(struct mroce_cc *cc)
 }
 
 /*
- * End of a round (one interval after round_start; CC-11):
- *  - ECN: alpha = (1 - g) * alpha + g * F with F = ce / rx (if the round
- *    counted received packets); a round with CE asks for cwnd *= 1 - alpha/2.
- *  - Delay: with R the round's smallest RTT sample, and T the target
- *    (base_rtt + 2 * target_qdelay) if the round saw CE, else the high
- *    target (base_rtt + 8 * target_qdelay): R >= T asks for
- *    cwnd *= max(1 - beta * (R - T) / R, 0.5).
- *  - The deeper of the two cuts is applied, if a decrease is allowed
- *    (at most once per interval, shared with the loss response).
+ * End of a round (one interval after round_start; CC-9, CC-11, CC-12):
+ *  - Marked fraction: F = (ce + lost) / (rx + lost), a packet reported lost
+ *    counting as a marked one; if the round counted any packet,
+ *    alpha = (1 - g) * alpha + g * F, and a round with CE or a loss asks
+ *    for cwnd *= 1 - alpha/2 (DCTCP).  So a random loss costs what one mark
+ *    costs, while a queue that overflows (many losses) drives alpha up.
+ *  - Delay, on R, the round's smallest RTT sample: in a round with CE
+ *    against T = base_rtt + 2 * target_qdelay (the delay deepens the ECN
+ *    cut); in a round without CE against T = base_rtt + 8 * target_qdelay,
+ *    and only if no round of the last CC_ECN_MEMORY had CE (a path that
+ *    marks is judged by its marks, see de_init's comment).  R >= T asks
+ *    for cwnd *= max(1 - beta * (R - T) / R, 0.5).
+ *  - The deeper of the cuts is applied, if a decrease is allowed (at most
+ *    once per interval, shared with the timeout response).
  */
 static void de_round(struct mroce_cc *cc, mroce_tstamp now,
                      mroce_tstamp interval)
 {
-    uint32_t rx = cc->rx_acc, ce = cc->ce_acc;
+    uint64_t rx = cc->rx_acc, ce = cc->ce_acc, lost = CC_LOST(cc);
     uint64_t f = CC_ONE;
     mroce_tstamp rmin = CC_RMIN(cc);
 
+    if (ce > rx)
+        ce = rx; /* defensive: counts from a confused peer */
+    if (ce != 0)
+        CC_ECN_LEFT(cc) = CC_ECN_MEMORY;
+    else if (CC_ECN_LEFT(cc) != 0)
+        CC_ECN_LEFT(cc)--;
+    rx += lost;
     if (rx != 0) {
-        uint64_t fr;
-        if (ce > rx)
-            ce = rx; /* defensive: counts from a confused peer */
-        fr = ((uint64_t)ce << 16) / rx;
+        uint64_t fr = ((ce + lost) << 16) / rx;
         cc->alpha = (uint32_t)((((uint64_t)cc->alpha << CC_G_SHIFT) -
                                 cc->alpha + fr) >> CC_G_SHIFT);
-        if (ce != 0)
+        if (ce + lost != 0)
             f = CC_ONE - (cc->alpha >> 1);
     }
-    if (rmin != 0 && cc->base_rtt != 0) {
+    if (rmin != 0 && cc->base_rtt != 0 && (ce != 0 || CC_ECN_LEFT(cc) == 0)) {
         mroce_tstamp t = cc->base_rtt + cc->target_qdelay *
                                             (ce ? CC_TGT_MUL : CC_HIGH_MUL);
         if (rmin >= t) {
@@ -224,6 +249,7 @@ static void de_round(struct mroce_cc *cc, mroce_tstamp now,
     cc->ce_acc = 0;
     cc->rx_acc = 0;
     CC_RMIN(cc) = 0;
+    CC_LOST(cc) = 0;
 }
 
 /*
@@ -287,30 +313,47 @@ static void de_on_ack(struct mroce_cc *cc, const struct mroce_cc_ack *ev)
     cc->cwnd = cc_clamp(cc, w);
 }
 
-/* Loss: cwnd *= 0.7, at most once per interval (losses found together in
- * one RTT are one congestion event). */
+/*
+ * Loss (CC-12): counted into the round as marked packets (one per MTU of
+ * lost payload, at least one), and it ends a slow start or slow restart
+ * at once, as a CE echo does.  The cut waits for the round's end, where
+ * it is sized by alpha like an ECN cut: MetaRoCE learns of congestion from
+ * ECN and delay, and a packet lost without either (corruption, a flaky
+ * link) says little about the queues.  A fabric that drops instead of
+ * marking loses many packets per overflowing round, which raises alpha
+ * within a few rounds.
+ */
 static void de_on_loss(struct mroce_cc *cc, uint32_t lost_bytes,
                        mroce_tstamp now)
 {
-    (void)lost_bytes;
-    if (!cc_may_decrease(cc, now, cc_interval(cc, 0)))
+    uint64_t n = ((uint64_t)lost_bytes + cc->mtu - 1) / cc->mtu;
+
+    (void)now;
+    if (lost_bytes == 0)
         return;
-    cc->cwnd = cc_clamp(cc, (uint64_t)cc->cwnd * CC_LOSS_NUM / CC_LOSS_DEN);
-    cc_decreased(cc, now);
+    if (CC_LOST(cc) + n < UINT32_MAX)
+        CC_LOST(cc) += n;
+    CC_SSTHRESH(cc) = 0;
 }
 
 /*
  * Timeout: nothing is getting through, so fall to one MTU.  Recovery is a
- * slow restart: clean acks double cwnd per RTT back up to init_cwnd, then
- * additive increase resumes.  Any congestion signal on the way ends the
- * slow restart (cc_decreased), so it only ramps while the path is quiet.
+ * slow restart: clean acks double cwnd per RTT back up to the larger of
+ * init_cwnd and half the window the timeout found, then additive increase
+ * resumes.  (Up to init_cwnd only, a window of a few hundred KiB took tens
+ * of RTTs to come back after each timeout, which under 1% loss on a busy
+ * host came every few hundred RTTs.)  Any congestion signal on the way
+ * ends the slow restart (CE echo, loss, decrease), so it only ramps while
+ * the path is quiet.
  */
 static void de_on_timeout(struct mroce_cc *cc, mroce_tstamp now)
 {
+    uint32_t ss = cc->cwnd / 2 > cc->init_cwnd ? cc->cwnd / 2 : cc->init_cwnd;
+
     cc->cwnd = cc->min_cwnd;
     cc->last_decrease = now;
     cc->ai_acc = 0;
-    CC_SSTHRESH(cc) = cc->init_cwnd > cc->min_cwnd ? cc->init_cwnd : 0;
+    CC_SSTHRESH(cc) = ss > cc->min_cwnd ? ss : 0;
 }
 
 const struct mroce_cc_ops mroce_cc_delay_ecn = {
