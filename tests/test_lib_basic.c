@@ -655,6 +655,8 @@ static void run_mode(int mode)
 
 int main(void)
 {
+    /* ACK deferral is opt-in; test_peer_away needs it on. */
+    setenv("MROCE_DEFER_ACKS", "1", 1);
     run_mode(MROCE_PROGRESS_APP);
     run_mode(MROCE_PROGRESS_THREAD);
     return TESTUTIL_SUMMARY("test_lib_basic");

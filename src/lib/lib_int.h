@@ -65,7 +65,9 @@ enum lib_magic {
 #define LIB_ACK_PAUSE_SCORE 64u
 #define LIB_ACK_DEFER_NS 10000ull
 #define LIB_ACK_DEFER_PAUSE_NS 20000000ull
+#ifndef LIB_ACK_WATCH_NS
 #define LIB_ACK_WATCH_NS 100000ull
+#endif
 #define LIB_ACK_WATCH_IDLE_NS 20000000ull
 /* Received packets between transmit drains inside a receive batch (ACKs
  * must not wait for a whole batch: see rx_one in progress.c). */
@@ -147,7 +149,7 @@ struct mroce_device {
     uint32_t rx_since_tx;          /* packets received since a tx drain */
 
     /* APP mode ACK deferral (ackdefer.c) */
-    int defer_acks;                /* allowed (MROCE_DEFER_ACKS=0: never) */
+    int defer_acks;                /* allowed (MROCE_DEFER_ACKS=1) */
     uint8_t tx_deferred;           /* ACKs staged in the datapath, unsent */
     mroce_tstamp defer_at;         /* when they were staged */
     mroce_tstamp defer_pause_until;/* no deferral before (after a late one) */
