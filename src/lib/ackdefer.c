@@ -34,12 +34,15 @@
  * Not deferred: progress-thread mode, devices whose fd the application
  * polls (mroce_device_fd), rounds that fired timers.
  *
- * Off unless MROCE_DEFER_ACKS=1.  On a loaded 2-core host it took write_lat
- * 64 B from ~3.9 to ~2.8 us, but send_lat with deferral on the answering
- * side settled at ~250 us (base ~4 us): that side's RTT samples never fell
- * below ~180 us and its cwnd sat at one packet, although its deferred ACKs
- * left in time (late ~0.3%, watchdog rescues ~0).  Not understood yet, so
- * not the default.
+ * Off unless MROCE_DEFER_ACKS=1, until measured on a quiet host.  On a
+ * loaded 2-core host (load 4-6) it took write_lat and send_lat 64 B from
+ * ~3.6-4.0 to ~2.5-2.9 us.  Some runs, with and without deferral, fall into
+ * a slow mode in which every iteration takes whole scheduler slices (6-8 ms
+ * half round trips; raw UDP ping-pong too), most likely both busy pollers
+ * sharing one core.  With deferral that mode showed as ~170-330 us instead
+ * (the watchdog's ticks preempt the spinning side), in one series of runs
+ * on every send_lat run while the base build was fine: not settled.  The
+ * ticks cost ~4% of a core per process during a ping-pong.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
