@@ -7,7 +7,10 @@
  * objects), connecting to a dead port or to a device nobody listens on
  * (error within the timeout), disconnect, teardown in any order, and the
  * APP-mode idle yield (an idle device that moved bulk data yields the CPU
- * in its polls, a ping-pong never does, a progress thread's polls never do).
+ * in its polls, a ping-pong never does, a progress thread's polls never do),
+ * and a peer whose application stops calling right after it received a
+ * message (APP mode: its deferred ACK must still leave, or the sender's
+ * retries run out).
  *
  * In APP mode nothing moves unless someone calls in, and the two devices
  * live in one thread, so the helpers drive both devices while they wait.
@@ -457,6 +460,65 @@ static void test_dead_peer(struct side *b, uint16_t live_port, int mode)
     /* qp is left for device close to clean up. */
 }
 
+/* APP mode: b receives a SEND and then its application stays away for
+ * 2 s, longer than a's whole retry budget (RETRY_EXC_ERR after ~0.5-1 s
+ * with the library's 1 ms minimum RTO).  b's library may have left the
+ * ACK for its application's next call (ackdefer.c); its watchdog must
+ * send it anyway, so a's SEND completes successfully while b is away.
+ * (The deferral without the watchdog failed exactly so: RETRY_EXC_ERR.) */
+static void test_peer_away(struct side *a, struct side *b)
+{
+    struct mroce_wc wc;
+    struct mroce_sge rs = {(uintptr_t)b->buf + 4096, 64, mroce_vmr_lkey(b->mr)};
+    struct mroce_recv_wr rw = {.wr_id = 77, .sg_list = &rs, .num_sge = 1}, *rb;
+    CHECK_EQ_INT(mroce_post_recv(b->qp, &rw, &rb), 0);
+    struct mroce_qp_counters c0, c1;
+    CHECK_EQ_INT(mroce_vqp_counters(a->qp, &c0), 0);
+    struct mroce_sge ss = {(uintptr_t)a->buf, 64, mroce_vmr_lkey(a->mr)};
+    struct mroce_send_wr sw, *sb;
+    memset(&sw, 0, sizeof(sw));
+    sw.wr_id = 78;
+    sw.sg_list = &ss;
+    sw.num_sge = 1;
+    sw.opcode = MROCE_WR_SEND;
+    sw.send_flags = MROCE_SEND_SIGNALED;
+    CHECK_EQ_INT(mroce_post_send(a->qp, &sw, &sb), 0);
+    /* Drive b alone until its application has the message. */
+    int got = 0;
+    for (uint64_t end = now_ms() + 3000; now_ms() < end && !got;) {
+        int n = mroce_poll_cq(b->cq, 1, &wc);
+        CHECK(n >= 0);
+        if (n == 1) {
+            CHECK_EQ(wc.wr_id, 77);
+            CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
+            got = 1;
+        }
+    }
+    if (!CHECK_MSG(got, "b never received the SEND"))
+        return;
+    /* b's application is away now: only a is polled. */
+    uint64_t t0 = now_ms(), t_done = 0;
+    int n = 0;
+    while (now_ms() - t0 < 2000) {
+        int k = mroce_poll_cq(a->cq, 1, &wc);
+        if (k != 0 && !t_done) {
+            n = k;
+            t_done = now_ms();
+        }
+    }
+    CHECK_MSG(n == 1, "no completion for the SEND while the peer was away");
+    if (n == 1) {
+        CHECK_EQ(wc.wr_id, 78);
+        CHECK_MSG(wc.status == MROCE_WC_SUCCESS, "SEND: %s",
+                  mroce_wc_status_str(wc.status));
+    }
+    CHECK_EQ_INT(mroce_vqp_state(a->qp), MROCE_QPS_RTS);
+    CHECK_EQ_INT(mroce_vqp_counters(a->qp, &c1), 0);
+    printf("  peer away: SEND completed after %llu ms, %llu retransmissions\n",
+           (unsigned long long)(t_done ? t_done - t0 : 0),
+           (unsigned long long)(c1.retx_pkts - c0.retx_pkts));
+}
+
 static void run_mode(int mode)
 {
     struct side a, b;
@@ -472,6 +534,8 @@ static void run_mode(int mode)
     CHECK_EQ(qa.port, aport);
     connect_pair(&a, &b, aport);
     test_ops(&a, &b);
+    if (mode == MROCE_PROGRESS_APP)
+        test_peer_away(&a, &b);
     test_cq_fd(&a, &b, mode);
 
     /* Counters and the dump. */
@@ -591,6 +655,8 @@ static void run_mode(int mode)
 
 int main(void)
 {
+    /* ACK deferral is opt-in; test_peer_away needs it on. */
+    setenv("MROCE_DEFER_ACKS", "1", 1);
     run_mode(MROCE_PROGRESS_APP);
     run_mode(MROCE_PROGRESS_THREAD);
     return TESTUTIL_SUMMARY("test_lib_basic");

@@ -139,8 +139,8 @@ static void drain(struct mroce_udp *u, struct rxlog *l, unsigned want,
     }
 }
 
-/* MROCE_UDP_TX_LATE: late packets go after the others of the same flush,
- * in their own order and intact. */
+/* MROCE_UDP_TX_LATE: late packets go after the others of the same flush;
+ * mroce_udp_flush_early() keeps them staged, intact, for the next flush. */
 static void test_late(void)
 {
     struct mroce_udp_config rc, sc;
@@ -158,25 +158,35 @@ static void test_late(void)
     struct mroce_tx_info ti;
     memset(&ti, 0, sizeof(ti));
     ti.to = to;
-    ti.entropy = base;
-    /* seq 0 (late), 1, 2 (late), 3 on one socket, so arrival order is send
-     * order: 1, 3, then 0, 2. */
+    /* seq 0 (late), 1, 2 (late), 3: one socket, so arrival order is send
+     * order; the late ones must arrive last, in their own order. */
     for (uint32_t seq = 0; seq < 4; seq++) {
         size_t cap;
         fill(mroce_udp_tx_slot(tx, &cap), 100 + seq, seq);
+        ti.entropy = base;
         mroce_udp_tx_commit(tx, 100 + seq, &ti,
                             seq % 2 == 0 ? MROCE_UDP_TX_LATE : 0, 0);
     }
-    CHECK_EQ_INT(mroce_udp_flush(tx, 0), 4);
-    drain(rx, l, 4, 0);
-    CHECK_EQ(l->n, 4);
+    /* Early flush: 1 and 3 leave, 0 and 2 stay staged. */
+    CHECK_EQ(mroce_udp_flush_early(tx, 0), 2);
+    CHECK_EQ(mroce_udp_tx_pending(tx), 2);
+    drain(rx, l, 2, 0);
+    CHECK_EQ(l->n, 2);
     CHECK_EQ(l->seq[0], 1);
     CHECK_EQ(l->seq[1], 3);
-    CHECK_EQ(l->seq[2], 0);
-    CHECK_EQ(l->seq[3], 2);
-    CHECK_EQ(l->len[2], 100);
-    CHECK_EQ(l->len[3], 102);
-    CHECK_EQ(l->corrupt, 0);
+    /* A new normal packet (4), then a full flush: 4 first, then 0 and 2. */
+    size_t cap;
+    fill(mroce_udp_tx_slot(tx, &cap), 50, 4);
+    mroce_udp_tx_commit(tx, 50, &ti, 0, 0);
+    CHECK_EQ_INT(mroce_udp_flush(tx, 0), 3);
+    drain(rx, l, 5, 0);
+    CHECK_EQ(l->n, 5);
+    CHECK_EQ(l->seq[2], 4);
+    CHECK_EQ(l->seq[3], 0);
+    CHECK_EQ(l->seq[4], 2);
+    CHECK_EQ(l->len[3], 100);
+    CHECK_EQ(l->len[4], 102);
+    CHECK_EQ(l->corrupt, 0); /* the kept packets were moved intact */
     free(l);
     mroce_udp_close(tx);
     mroce_udp_close(rx);

@@ -239,10 +239,12 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     dev->busy_poll_ns = bp ? strtoull(bp, NULL, 10) * 1000 : LIB_BUSY_POLL_NS;
     const char *iy = getenv("MROCE_IDLE_YIELD_US");
     dev->idle_yield_ns = iy ? strtoull(iy, NULL, 10) * 1000 : LIB_IDLE_YIELD_NS;
+    lib_defer_init(dev);
     dev->h.magic = MAGIC_DEV;
     if (attr.progress == MROCE_PROGRESS_THREAD) {
         rc = lib_thread_start(dev);
         if (rc < 0) {
+            lib_defer_fini(dev);
             pthread_mutex_destroy(&dev->lock);
             goto fail;
         }
@@ -262,7 +264,14 @@ void mroce_device_close(mroce_device *dev)
     if (lib_check(dev, MAGIC_DEV) < 0)
         return;
     lib_thread_stop(dev);
+    lib_defer_fini(dev); /* the watchdog takes the lock: stop it first */
     lib_lock(dev);
+    if (dev->dump_counters && dev->acks_deferred)
+        fprintf(stderr, "mroce device %u: acks deferred %llu, late %llu, "
+                "sent by the watchdog %llu\n", (unsigned)dev->attr.port,
+                (unsigned long long)dev->acks_deferred,
+                (unsigned long long)dev->acks_deferred_late,
+                (unsigned long long)dev->acks_watchdog);
     /* QPs first: they hold references on CQs, MRs and PDs.  The engine
      * objects all go with the endpoint below. */
     while (dev->qps.head) {

@@ -8,6 +8,8 @@
  *                progress thread, timers, blocking waits
  *   resources.c  protection domains, memory regions, completion queues
  *   qp.c         queue pairs: create, connect/accept/close, post, counters
+ *   ackdefer.c   APP mode: ACKs left for the application's next call, and
+ *                the watchdog that bounds how long they wait
  *
  * Every object starts with a magic number.  A destroyed object keeps its
  * shell, marked dead, in a process-wide graveyard (the most recent
@@ -50,6 +52,23 @@ enum lib_magic {
 #define LIB_TX_BUDGET 512
 /* recvmmsg batches read in one progress round. */
 #define LIB_RX_ROUNDS 4
+/* APP mode ACK deferral (ackdefer.c explains).  A deferred ACK that the
+ * application's next call did not send within LIB_ACK_DEFER_NS (the default
+ * max_ack_delay, REL-19) is late.  The watchdog looks every
+ * LIB_ACK_WATCH_NS while deferrals happen, sends late ones, and sleeps after
+ * LIB_ACK_WATCH_IDLE_NS without a deferral.  Each ACK it has to send adds
+ * LIB_ACK_RESCUE_SCORE to a score that each ACK the application sends in
+ * time lowers by one; at LIB_ACK_PAUSE_SCORE deferral pauses for
+ * LIB_ACK_DEFER_PAUSE_NS (4 rescues in a row, or more than about one in 16
+ * deferrals). */
+#define LIB_ACK_RESCUE_SCORE 16u
+#define LIB_ACK_PAUSE_SCORE 64u
+#define LIB_ACK_DEFER_NS 10000ull
+#define LIB_ACK_DEFER_PAUSE_NS 20000000ull
+#ifndef LIB_ACK_WATCH_NS
+#define LIB_ACK_WATCH_NS 100000ull
+#endif
+#define LIB_ACK_WATCH_IDLE_NS 20000000ull
 /* Received packets between transmit drains inside a receive batch (ACKs
  * must not wait for a whole batch: see rx_one in progress.c). */
 #define LIB_RX_TX_EVERY 16
@@ -129,6 +148,21 @@ struct mroce_device {
     mroce_tstamp rx_now;           /* time of the current receive batch */
     uint32_t rx_since_tx;          /* packets received since a tx drain */
 
+    /* APP mode ACK deferral (ackdefer.c) */
+    int defer_acks;                /* allowed (MROCE_DEFER_ACKS=1) */
+    uint8_t tx_deferred;           /* ACKs staged in the datapath, unsent */
+    mroce_tstamp defer_at;         /* when they were staged */
+    mroce_tstamp defer_pause_until;/* no deferral before (after a late one) */
+    uint32_t defer_score;          /* watchdog rescues, decaying */
+    uint64_t acks_deferred, acks_deferred_late, acks_watchdog;
+    _Atomic uint64_t wd_defer_at;  /* defer_at for the watchdog, 0 = none */
+    _Atomic uint64_t wd_last_defer;/* time of the last deferral */
+    atomic_int wd_awake;           /* the watchdog is ticking */
+    pthread_mutex_t wd_lock;       /* wd_kick, wd_stop, wd_cond */
+    pthread_cond_t wd_cond;
+    int wd_kick, wd_stop, wd_started, wd_init;
+    pthread_t wd_thread;
+
     /* progress */
     int epfd;                      /* rx socket, timerfd, wakefd */
     int tfd;                       /* timerfd: the engine's next expiry */
@@ -192,6 +226,8 @@ void lib_idle_yield(int due);
 void lib_after_call_locked(mroce_device *dev);
 /* CQ eventfds for CQs that became non-empty.  Lock held. */
 void lib_signal_cqs_locked(mroce_device *dev);
+/* Sends everything staged, deferred ACKs included.  Lock held. */
+void lib_flush_locked(mroce_device *dev, mroce_tstamp now);
 /* Earliest engine or datapath deadline.  Lock held. */
 mroce_tstamp lib_next_deadline_locked(mroce_device *dev);
 void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at);
@@ -204,6 +240,21 @@ int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
 mroce_tstamp lib_deadline(int timeout_ms);
 int lib_thread_start(mroce_device *dev);
 void lib_thread_stop(mroce_device *dev);
+
+/* --- ackdefer.c --- */
+/* Reads MROCE_DEFER_ACKS, sets up the watchdog's lock (not its thread). */
+void lib_defer_init(mroce_device *dev);
+/* Stops and joins the watchdog.  Lock not held. */
+void lib_defer_fini(mroce_device *dev);
+/* 1 if the ACKs of the round that just received something may be left for
+ * the application's next call.  Lock held. */
+int lib_defer_allowed_locked(mroce_device *dev, mroce_tstamp now);
+/* The datapath now holds deferred ACKs staged at now (kept > 0) or none
+ * (kept == 0).  Lock held. */
+void lib_defer_note_locked(mroce_device *dev, unsigned kept, mroce_tstamp now);
+/* Deferred ACKs were just sent (or there are none): account for their
+ * delay.  Lock held. */
+void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now);
 
 /* --- resources.c / qp.c: teardown used by mroce_device_close --- */
 void lib_cq_release(mroce_vcq *cq);   /* closes efd, buries */

@@ -39,7 +39,8 @@ mroce_tstamp lib_deadline(int timeout_ms)
     return lib_now() + (mroce_tstamp)timeout_ms * 1000000ull;
 }
 
-static int drain_tx_locked(mroce_device *dev, mroce_tstamp now);
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
+                           int keep_acks);
 
 static void rx_one(void *user, const uint8_t *pkt, size_t len,
                    const struct mroce_rx_info *info)
@@ -56,7 +57,7 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
     if (++dev->rx_since_tx >= LIB_RX_TX_EVERY) {
         dev->rx_since_tx = 0;
         if (mroce_ep_want_write(dev->ep))
-            drain_tx_locked(dev, now);
+            drain_tx_locked(dev, now, 0);
     }
 }
 
@@ -78,8 +79,11 @@ static void rx_icmp(void *user, const struct mroce_addr *to, int err)
     }
 }
 
-/* Engine -> transmit slots -> kernel.  Returns packets produced. */
-static int drain_tx_locked(mroce_device *dev, mroce_tstamp now)
+/* Engine -> transmit slots -> kernel.  Returns packets produced.
+ * keep_acks: send all but the ACKs, which stay staged for the application's
+ * next call (ackdefer.c). */
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
+                           int keep_acks)
 {
     int n = 0;
     while (n < LIB_TX_BUDGET) {
@@ -100,8 +104,18 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now)
         mroce_udp_tx_commit(dev->udp, (size_t)len, &ti, fl, now);
         n++;
     }
-    mroce_udp_flush(dev->udp, now);
+    if (keep_acks)
+        lib_defer_note_locked(dev, mroce_udp_flush_early(dev->udp, now), now);
+    else
+        lib_flush_locked(dev, now);
     return n;
+}
+
+void lib_flush_locked(mroce_device *dev, mroce_tstamp now)
+{
+    mroce_udp_flush(dev->udp, now);
+    if (dev->tx_deferred)
+        lib_defer_sent_locked(dev, now);
 }
 
 void lib_signal_cqs_locked(mroce_device *dev)
@@ -143,11 +157,14 @@ void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at)
         dev->timer_at = at;
 }
 
-/* One round: receive, fire timers, send. */
+/* One round: send the ACKs the last round deferred, receive, fire timers,
+ * send (a round that received something may defer its ACKs: ackdefer.c). */
 int lib_progress_locked(mroce_device *dev)
 {
     int moved = 0, rx = 0;
     dev->progress_rounds++;
+    if (dev->tx_deferred)
+        lib_flush_locked(dev, lib_now());
     for (int i = 0; i < LIB_RX_ROUNDS; i++) {
         dev->rx_now = lib_now();
         int r = mroce_udp_recv(dev->udp, rx_one, rx_icmp, dev, dev->rx_now);
@@ -166,7 +183,8 @@ int lib_progress_locked(mroce_device *dev)
         mroce_ep_handle_expiry(dev->ep, now);
         fired = 1;
     }
-    moved += drain_tx_locked(dev, now);
+    int keep = rx > 0 && !fired && lib_defer_allowed_locked(dev, now);
+    moved += drain_tx_locked(dev, now, keep);
     lib_signal_cqs_locked(dev);
     if (moved > 0)
         dev->round_pkts_avg8 += (uint32_t)moved -
@@ -220,7 +238,7 @@ void lib_idle_yield(int due)
 
 void lib_after_call_locked(mroce_device *dev)
 {
-    drain_tx_locked(dev, lib_now());
+    drain_tx_locked(dev, lib_now(), 0);
     lib_signal_cqs_locked(dev);
     /* A sleeping progress thread must wake for a deadline earlier than the
      * one its timer is set for (a new loss timer, a handshake retry). */
@@ -249,6 +267,8 @@ int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
         if (app)
             lib_progress_locked(dev);
         int d = done(arg);
+        if (dev->tx_deferred) /* about to sleep or return: send the ACKs */
+            lib_flush_locked(dev, lib_now());
         mroce_tstamp exp = lib_next_deadline_locked(dev);
         lib_unlock(dev);
         if (d)

@@ -825,9 +825,10 @@ static void send_units(struct mroce_udp *u, unsigned k, unsigned m)
     }
 }
 
-/* Sends every staged packet: builds send units (GSO runs), then groups
+/* Sends every staged packet (keep_late: all but the MROCE_UDP_TX_LATE
+ * ones, which stay staged): builds send units (GSO runs), then groups
  * consecutive units on one socket into sendmmsg calls. */
-static void send_staged(struct mroce_udp *u)
+static void send_staged(struct mroce_udp *u, int keep_late)
 {
     unsigned n = u->tx_n, nu = 0, i = 0;
     int gso = u->cfg.use_gso && u->gso_ok;
@@ -883,7 +884,7 @@ static void send_staged(struct mroce_udp *u)
     }
     /* Two passes: the packets without MROCE_UDP_TX_LATE, then the late
      * ones; in each, consecutive units on one socket share a sendmmsg. */
-    for (uint8_t late = 0; late <= 1; late++) {
+    for (uint8_t late = 0; late <= (keep_late ? 0 : 1); late++) {
         for (unsigned k = 0; k < nu;) {
             if (u->unit_late[k] != late) {
                 k++;
@@ -897,13 +898,26 @@ static void send_staged(struct mroce_udp *u)
             k = m;
         }
     }
-    u->tx_n = 0;
+    unsigned w = 0;
+    if (keep_late) {
+        /* Move the kept packets to the front of the staging area. */
+        for (unsigned r = 0; r < n; r++) {
+            if (!u->tx_pkts[r].late)
+                continue;
+            if (r != w) {
+                memmove(slot_at(u, w), slot_at(u, r), u->tx_pkts[r].len);
+                u->tx_pkts[w] = u->tx_pkts[r];
+            }
+            w++;
+        }
+    }
+    u->tx_n = w;
 }
 
 uint8_t *mroce_udp_tx_slot(struct mroce_udp *u, size_t *cap)
 {
     if (u->tx_n == u->cfg.tx_batch)
-        send_staged(u);
+        send_staged(u, 0);
     if (cap)
         *cap = u->cfg.slot_size;
     return slot_at(u, u->tx_n);
@@ -989,8 +1003,17 @@ int mroce_udp_flush(struct mroce_udp *u, mroce_tstamp now)
         tx_release(u, now);
     unsigned n = u->tx_n;
     if (n)
-        send_staged(u);
+        send_staged(u, 0);
     return (int)n;
+}
+
+unsigned mroce_udp_flush_early(struct mroce_udp *u, mroce_tstamp now)
+{
+    if (u->txh.n)
+        tx_release(u, now);
+    if (u->tx_n)
+        send_staged(u, 1);
+    return u->tx_n;
 }
 
 unsigned mroce_udp_tx_pending(const struct mroce_udp *u) { return u->tx_n; }

@@ -127,6 +127,9 @@ void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
 int mroce_udp_flush(struct mroce_udp *u, mroce_tstamp now);
 /* Packets staged and not yet flushed. */
 unsigned mroce_udp_tx_pending(const struct mroce_udp *u);
+/* Like mroce_udp_flush(), but the MROCE_UDP_TX_LATE packets stay staged
+ * (for the next flush, where they go last).  Returns how many stay. */
+unsigned mroce_udp_flush_early(struct mroce_udp *u, mroce_tstamp now);
 
 /* Earliest time a held-back packet is due (MROCE_TSTAMP_INF if none). */
 mroce_tstamp mroce_udp_expiry(const struct mroce_udp *u);

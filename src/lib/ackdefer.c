@@ -1,0 +1,207 @@
+/*
+ * ackdefer.c - APP progress mode: the ACKs of a progress round that
+ * received something are left staged in the datapath for the application's
+ * next call, and a watchdog thread bounds how long they can wait there.
+ *
+ * Why defer: the application has just been handed what arrived and often
+ * answers it at once (a ping-pong's reply, an RPC's response).  Its
+ * post_send then sends the reply first and the ACK right after it
+ * (MROCE_UDP_TX_LATE), instead of the reply waiting behind the ACK's
+ * sendmsg, which on loopback runs the peer's receive path inline.  A poll
+ * that comes first sends the ACKs at the start of its round.
+ *
+ * Why a watchdog: "the next call" has no bound.  An application that
+ * receives a request and then computes for a second before it calls again
+ * (test_e2e_loopback: the server checks 64 MiB after a command) held the
+ * command's ACK that long; the client's retransmission timer ran out its
+ * retries and the command failed with RETRY_EXC_ERR.  Without deferral the
+ * ACK had left before the computation.  So while deferrals happen, a thread
+ * looks every LIB_ACK_WATCH_NS and sends deferred ACKs older than
+ * LIB_ACK_DEFER_NS (it only takes the device lock when there are some: a
+ * ping-pong's ACKs leave within a microsecond and it never contends); after
+ * LIB_ACK_WATCH_IDLE_NS without a deferral it sleeps on a condition
+ * variable, and the next deferral wakes it.
+ *
+ * Bounds (REL-19, max_ack_delay 10 us by default): an application that
+ * calls back promptly sends each deferred ACK within a microsecond or two.
+ * One that does not makes a deferred ACK late (sent by its next call or the
+ * watchdog after more than LIB_ACK_DEFER_NS); then deferral pauses for
+ * LIB_ACK_DEFER_PAUSE_NS, so a compute-after-receive pattern costs at most
+ * one late ACK per pause, and that one is at most about a watchdog period
+ * (plus scheduling delay) late, well below the 1 ms minimum RTO.  A late
+ * ACK's ACK Delay field, written when the ACK was staged, understates its
+ * hold time: the peer then sees a longer RTT, the safe direction.
+ * Not deferred: progress-thread mode, devices whose fd the application
+ * polls (mroce_device_fd), rounds that fired timers.
+ *
+ * Off unless MROCE_DEFER_ACKS=1, until measured on a quiet host.  On a
+ * loaded 2-core host (load 4-6) it took write_lat and send_lat 64 B from
+ * ~3.6-4.0 to ~2.5-2.9 us.  Some runs, with and without deferral, fall into
+ * a slow mode in which every iteration takes whole scheduler slices (6-8 ms
+ * half round trips; raw UDP ping-pong too), most likely both busy pollers
+ * sharing one core.  With deferral that mode showed as ~170-330 us instead
+ * (the watchdog's ticks preempt the spinning side), in one series of runs
+ * on every send_lat run while the base build was fine: not settled.  The
+ * ticks cost ~4% of a core per process during a ping-pong.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <time.h>
+
+#include "lib_int.h"
+
+void lib_defer_init(mroce_device *dev)
+{
+    const char *e = getenv("MROCE_DEFER_ACKS");
+    dev->defer_acks = e && atoi(e) == 1;
+    if (pthread_mutex_init(&dev->wd_lock, NULL) != 0)
+        dev->defer_acks = 0;
+    else if (pthread_cond_init(&dev->wd_cond, NULL) != 0) {
+        pthread_mutex_destroy(&dev->wd_lock);
+        dev->defer_acks = 0;
+    } else {
+        dev->wd_init = 1;
+    }
+}
+
+int lib_defer_allowed_locked(mroce_device *dev, mroce_tstamp now)
+{
+    return dev->defer_acks && dev->attr.progress == MROCE_PROGRESS_APP &&
+           !dev->fd_requested && now >= dev->defer_pause_until;
+}
+
+void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now)
+{
+    if (!dev->tx_deferred)
+        return;
+    if (now - dev->defer_at > LIB_ACK_DEFER_NS)
+        dev->acks_deferred_late++;
+    else if (dev->defer_score)
+        dev->defer_score--; /* sent in time by the application */
+    dev->tx_deferred = 0;
+    atomic_store(&dev->wd_defer_at, 0);
+}
+
+static void *watch_main(void *arg);
+
+/* Wakes the watchdog (starting it the first time).  Lock held. */
+static void watch_kick_locked(mroce_device *dev)
+{
+    pthread_mutex_lock(&dev->wd_lock);
+    if (!dev->wd_started) {
+        if (pthread_create(&dev->wd_thread, NULL, watch_main, dev) != 0) {
+            /* No watchdog, no unbounded deferral. */
+            pthread_mutex_unlock(&dev->wd_lock);
+            dev->defer_acks = 0;
+            mroce_udp_flush(dev->udp, lib_now());
+            dev->tx_deferred = 0;
+            atomic_store(&dev->wd_defer_at, 0);
+            return;
+        }
+        dev->wd_started = 1;
+    }
+    dev->wd_kick = 1;
+    pthread_cond_signal(&dev->wd_cond);
+    pthread_mutex_unlock(&dev->wd_lock);
+}
+
+void lib_defer_note_locked(mroce_device *dev, unsigned kept, mroce_tstamp now)
+{
+    if (!kept) {
+        lib_defer_sent_locked(dev, now);
+        return;
+    }
+    if (dev->tx_deferred)
+        return; /* older ones still staged: keep their time */
+    dev->tx_deferred = 1;
+    dev->defer_at = now;
+    dev->acks_deferred++;
+    /* Both stores before the load of wd_awake (seq_cst): either the
+     * watchdog, going to sleep, sees them, or we see it asleep. */
+    atomic_store(&dev->wd_defer_at, now ? now : 1);
+    atomic_store(&dev->wd_last_defer, now);
+    if (!atomic_load(&dev->wd_awake))
+        watch_kick_locked(dev);
+}
+
+static void nap(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull),
+                          (long)(ns % 1000000000ull)};
+    nanosleep(&ts, NULL);
+}
+
+/* Ticks while deferrals happen; returns when they stopped or on stop. */
+static void watch_ticks(mroce_device *dev)
+{
+    for (;;) {
+        nap(LIB_ACK_WATCH_NS);
+        pthread_mutex_lock(&dev->wd_lock);
+        int stop = dev->wd_stop;
+        pthread_mutex_unlock(&dev->wd_lock);
+        if (stop)
+            return;
+        mroce_tstamp now = lib_now();
+        uint64_t at = atomic_load(&dev->wd_defer_at);
+        if (at && now - at >= LIB_ACK_DEFER_NS) {
+            lib_lock(dev);
+            if (dev->tx_deferred) {
+                /* The application stayed away (computing, or preempted on
+                 * a busy host).  Several times in a short while: it does
+                 * not answer what it receives at once, so stop deferring
+                 * for a while. */
+                mroce_tstamp t = lib_now();
+                dev->acks_watchdog++;
+                dev->defer_score += LIB_ACK_RESCUE_SCORE;
+                if (dev->defer_score >= LIB_ACK_PAUSE_SCORE) {
+                    dev->defer_score = 0;
+                    dev->defer_pause_until = t + LIB_ACK_DEFER_PAUSE_NS;
+                }
+                lib_flush_locked(dev, t);
+            }
+            lib_unlock(dev);
+        }
+        if (now - atomic_load(&dev->wd_last_defer) > LIB_ACK_WATCH_IDLE_NS)
+            return;
+    }
+}
+
+static void *watch_main(void *arg)
+{
+    mroce_device *dev = arg;
+    pthread_mutex_lock(&dev->wd_lock);
+    for (;;) {
+        while (!dev->wd_stop && !dev->wd_kick)
+            pthread_cond_wait(&dev->wd_cond, &dev->wd_lock);
+        if (dev->wd_stop)
+            break;
+        dev->wd_kick = 0;
+        atomic_store(&dev->wd_awake, 1);
+        pthread_mutex_unlock(&dev->wd_lock);
+        watch_ticks(dev);
+        pthread_mutex_lock(&dev->wd_lock);
+        atomic_store(&dev->wd_awake, 0);
+        /* A deferral that saw us awake did not kick: look once more. */
+        if (atomic_load(&dev->wd_defer_at))
+            dev->wd_kick = 1;
+    }
+    pthread_mutex_unlock(&dev->wd_lock);
+    return NULL;
+}
+
+void lib_defer_fini(mroce_device *dev)
+{
+    if (!dev->wd_init)
+        return;
+    pthread_mutex_lock(&dev->wd_lock);
+    int started = dev->wd_started;
+    dev->wd_stop = 1;
+    pthread_cond_signal(&dev->wd_cond);
+    pthread_mutex_unlock(&dev->wd_lock);
+    if (started)
+        pthread_join(dev->wd_thread, NULL);
+    pthread_cond_destroy(&dev->wd_cond);
+    pthread_mutex_destroy(&dev->wd_lock);
+    dev->wd_init = 0;
+    dev->wd_started = 0;
+}
