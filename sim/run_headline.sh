@@ -25,16 +25,16 @@ if ! command -v gnuplot >/dev/null 2>&1; then
     (apt-get install -y gnuplot-nox >/dev/null 2>&1 ||
      sudo apt-get install -y gnuplot-nox >/dev/null 2>&1) || true
 fi
-# efficiency table: scenario, one column per transport
-awk -F, 'NR > 1 { s[$1] = 1; e[$1 "," $2] = $8; t[$2] = 1 }
+# efficiency table: scenario, one column per transport (in the order the
+# transports first appear; plain POSIX awk, Debian's default is mawk)
+awk -F, 'NR > 1 { if (!($1 in s)) { s[$1] = 1; sc[++ns] = $1 }
+                  if (!($2 in t)) { t[$2] = 1; tp[++nt] = $2 }
+                  e[$1 "," $2] = $8 }
 END {
-    printf "scenario"; n = 0
-    for (k in t) { tp[++n] = k }
-    asort(tp)
-    for (i = 1; i <= n; i++) printf ",%s", tp[i]; printf "\n"
-    for (sc in s) { printf "%s", sc
-        for (i = 1; i <= n; i++) printf ",%s", ((sc "," tp[i]) in e) ? e[sc "," tp[i]] : 0
-        printf "\n" } }' "$out/summary.csv" | sort > "$out/efficiency.csv"
+    printf "scenario"; for (i = 1; i <= nt; i++) printf ",%s", tp[i]; printf "\n"
+    for (j = 1; j <= ns; j++) { printf "%s", sc[j]
+        for (i = 1; i <= nt; i++) printf ",%s", ((sc[j] "," tp[i]) in e) ? e[sc[j] "," tp[i]] : 0
+        printf "\n" } }' "$out/summary.csv" > "$out/efficiency.csv"
 if ! command -v gnuplot >/dev/null 2>&1; then
     echo "gnuplot not available: CSV only in $out" >&2
     exit 0
@@ -47,6 +47,7 @@ for term in svg png; do
 set terminal $t
 set output "$out/efficiency.$ext"
 set datafile separator ","
+set termoption noenhanced
 set title "Network efficiency (ideal / measured time), 128-host leaf-spine 1:1"
 set ylabel "efficiency %"
 set yrange [0:105]
@@ -63,6 +64,7 @@ GP
 set terminal $t
 set output "$out/mct_$sc.$ext"
 set datafile separator ","
+set termoption noenhanced
 set title "Message completion time CDF: $sc"
 set xlabel "message completion time (us)"
 set ylabel "fraction of messages"
