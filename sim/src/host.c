@@ -253,7 +253,7 @@ static void timer_arm(struct sim *s, struct host *h, int after_handle)
     }
     if (t < h->timer_at) {
         h->timer_at = t;
-        sim_schedule(s, t, EV_TIMER, h->id, NULL);
+        sim_schedule(s, t, EV_TIMER, h->id);
     }
 }
 
@@ -268,7 +268,7 @@ void host_pull(struct sim *s, struct host *h)
                 if (wake != T_INF && (!h->wake_pending || wake < h->wake_at)) {
                     h->wake_pending = 1;
                     h->wake_at = wake;
-                    sim_schedule(s, wake, EV_WAKE, h->id, NULL);
+                    sim_schedule(s, wake, EV_WAKE, h->id);
                 }
                 break;
             }
