@@ -20,34 +20,20 @@
  * only the head of each ring is in the event heap (evq.c).
  *
  * Packet headers and engine buffers come from free-list pools grown in
- * chunks, so after warm-up nothing is allocated per packet.
+ * chunks of the run's huge-page arena (arena.c), so after warm-up nothing
+ * is allocated per packet.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
 
-static int keep_chunk(struct sim *s, void *c)
-{
-    if (s->nchunks == s->capchunks) {
-        size_t nc = s->capchunks ? 2 * s->capchunks : 64;
-        void **n = realloc(s->chunks, nc * sizeof(*n));
-        if (!n)
-            return -1;
-        s->chunks = n;
-        s->capchunks = nc;
-    }
-    s->chunks[s->nchunks++] = c;
-    return 0;
-}
-
 struct pkt *pkt_alloc(struct sim *s)
 {
     if (!s->pkt_free) {
         enum { CH = 4096 };
-        struct pkt *c = malloc(CH * sizeof(*c));
-        if (!c || keep_chunk(s, c) < 0) {
-            free(c);
+        struct pkt *c = arena_bump(&s->arena, CH * sizeof(*c));
+        if (!c) {
             fprintf(stderr, "mroce-sim: out of memory (packets)\n");
             exit(2);
         }
@@ -68,10 +54,9 @@ struct pkt *pkt_alloc(struct sim *s)
 uint8_t *buf_alloc(struct sim *s)
 {
     if (!s->nbuf_free) {
-        enum { CH = 512 };
-        uint8_t *c = malloc((size_t)CH * SIM_BUF_CAP);
-        if (!c || keep_chunk(s, c) < 0) {
-            free(c);
+        enum { CH = 480 }; /* 2,088,960 bytes: one 2 MiB page */
+        uint8_t *c = arena_bump(&s->arena, (size_t)CH * SIM_BUF_CAP);
+        if (!c) {
             fprintf(stderr, "mroce-sim: out of memory (buffers)\n");
             exit(2);
         }
@@ -108,13 +93,10 @@ void fabric_free_pools(struct sim *s)
         free(s->links[i].ring);
         s->links[i].ring = NULL;
     }
-    for (size_t i = 0; i < s->nchunks; i++)
-        free(s->chunks[i]);
-    free(s->chunks);
+    /* the chunks themselves are in the arena, released with it */
     free(s->buf_free);
-    s->chunks = NULL;
     s->buf_free = NULL;
-    s->nchunks = s->capchunks = s->nbuf_free = s->capbuf_free = 0;
+    s->nbuf_free = s->capbuf_free = 0;
     s->pkt_free = NULL;
 }
 

@@ -192,6 +192,7 @@ static void sim_destroy(struct sim *s)
     evq_free(&s->q);
     free(s->scratch);
     free(s->report);
+    arena_destroy(&s->arena); /* last: the engine's memory was in it */
 }
 
 int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
@@ -203,6 +204,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     memset(res, 0, sizeof(*res));
     s->sc = sc;
     s->tp = tp;
+    s->mem.ar = &s->arena;
     s->rng_fabric = sc->seed * 0x9e3779b97f4a7c15ULL + 3;
     int rc = -1;
     double w0 = wall_now();

@@ -316,9 +316,32 @@ int scenario_load_json(struct scenario *sc, const char *path,
 int scenario_set(struct scenario *sc, const char *key, const char *val,
                  const char *where);
 
+/* ---- bulk memory on huge pages (arena.c) ---- */
+#define ARENA_CLASSES 1024 /* 64-byte size classes: up to 64 KiB */
+struct arena_map {
+    void *p;
+    size_t len;
+};
+struct arena {
+    uint8_t *cur, *end;           /* bump region */
+    struct arena_map *maps;       /* every mapping, for arena_destroy */
+    size_t nmaps, capmaps;
+    void *free_[ARENA_CLASSES];   /* arena_free'd blocks per size class */
+};
+/* Zeroed, 64-byte aligned, lives until arena_destroy; NULL if out of
+ * memory. */
+void *arena_bump(struct arena *a, size_t bytes);
+/* calloc / free for the engine's allocator (16-byte aligned). */
+void *arena_calloc(struct arena *a, size_t bytes);
+void arena_free(struct arena *a, void *p);
+/* The size an arena_calloc block was asked for. */
+size_t arena_size(const void *p);
+void arena_destroy(struct arena *a);
+
 /* ---- the simulation ---- */
 struct counting_mem {
     uint64_t live, peak, allocs;
+    struct arena *ar;          /* where the engine's memory comes from */
 };
 
 struct sim {
@@ -336,13 +359,12 @@ struct sim {
     uint32_t ntiers;
     /* hosts */
     struct host *hosts;
+    struct arena arena;        /* pools and engine memory (huge pages) */
     /* packet and buffer pools */
     struct pkt *pkt_free;
     uint8_t **buf_free;        /* stack of free engine buffers */
     size_t nbuf_free, capbuf_free;
     uint64_t pkts_alloc, bufs_alloc;
-    void **chunks;             /* every pool chunk, for freeing; owned */
-    size_t nchunks, capchunks;
     uint64_t pkts_live;
     /* messages */
     struct msg *msgs;
