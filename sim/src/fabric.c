@@ -91,7 +91,9 @@ void fabric_free_pools(struct sim *s)
 {
     for (uint32_t i = 0; s->links && i < s->nlinks; i++) {
         free(s->links[i].ring);
+        free(s->links[i].wq);
         s->links[i].ring = NULL;
+        s->links[i].wq = NULL;
     }
     /* the chunks themselves are in the arena, released with it */
     free(s->buf_free);
@@ -131,8 +133,23 @@ static void ring_grow(struct link *l)
         n[i & (cap - 1)] = l->ring[i & l->rmask];
     free(l->ring);
     l->ring = n;
+    if (l->lazy) {
+        uint64_t *w = malloc((size_t)cap * sizeof(*w));
+        if (!w) {
+            fprintf(stderr, "mroce-sim: out of memory (links)\n");
+            exit(2);
+        }
+        for (uint32_t i = l->rwait; i != l->rtail; i++)
+            w[i & (cap - 1)] = l->wq[i & l->rmask];
+        free(l->wq);
+        l->wq = w;
+    }
     l->rmask = cap - 1;
 }
+
+/* wq entries: start time and wire bytes of a waiting packet. */
+#define WQ_TX_LIMIT (1ULL << 48) /* ps, 281 s of simulated time */
+_Static_assert(SIM_BUF_CAP + FRAME_OVERHEAD < 65536, "wire fits 16 bits");
 
 /* Put a packet in flight on link li: it takes the next event sequence
  * number now, as its own event would have, and enters the heap if it is
@@ -182,7 +199,6 @@ static void start_tx(struct sim *s, uint32_t li, struct pkt *p)
     l->tx_pkts++;
     struct hop h;
     hop_of(&h, p);
-    h.t_tx = s->now;
     h.t = l->busy_until + l->prop_ps;
     ring_push(s, li, l, &h);
 }
@@ -191,13 +207,16 @@ static void start_tx(struct sim *s, uint32_t li, struct pkt *p)
  * now (their arrivals are already in the ring). */
 static inline void lazy_trim(struct sim *s, struct link *l)
 {
-    while (l->rwait != l->rtail) {
-        const struct hop *q = &l->ring[l->rwait & l->rmask];
-        if (q->t_tx > s->now)
-            break;
-        l->q_bytes -= q->wire;
+    if (l->rwait == l->rtail || l->wait_tx > s->now)
+        return;
+    for (;;) {
+        l->q_bytes -= (uint32_t)(l->wq[l->rwait & l->rmask] & 0xffff);
         l->q_pkts--;
-        l->rwait++;
+        if (++l->rwait == l->rtail)
+            return;
+        l->wait_tx = l->wq[l->rwait & l->rmask] >> 16;
+        if (l->wait_tx > s->now)
+            return;
     }
 }
 
@@ -213,9 +232,14 @@ static void lazy_send(struct sim *s, uint32_t li, struct hop *h)
     l->busy_until = start + ser;
     l->tx_bytes += h->wire;
     l->tx_pkts++;
-    h->t_tx = start;
     h->t = l->busy_until + l->prop_ps;
     if (start > s->now) {
+        if (start >= WQ_TX_LIMIT) {
+            fprintf(stderr, "mroce-sim: simulated time beyond 281 s\n");
+            exit(2);
+        }
+        if (l->rwait == l->rtail)
+            l->wait_tx = start;
         l->q_bytes += h->wire;
         l->q_pkts++;
         if (l->q_bytes > l->q_max)
@@ -223,6 +247,7 @@ static void lazy_send(struct sim *s, uint32_t li, struct hop *h)
         l->q_sum += l->q_bytes;
         l->q_samples++;
         ring_push(s, li, l, h);
+        l->wq[(l->rtail - 1) & l->rmask] = start << 16 | h->wire;
     } else {
         /* the transmitter was idle: everything before it has started and
          * been trimmed (rwait == rtail), and so has this one */
@@ -401,6 +426,7 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
     } else {
         evq_pop(&s->q, NULL);
     }
+    sim_prefetch_next(s);
     if (l->state != L_UP) {
         l->drops_fail++;
         s->drops_fail++;

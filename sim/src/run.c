@@ -113,6 +113,7 @@ uint64_t sim_loop(struct sim *s, uint64_t until)
             fabric_on_arrive(s, s->q.h[0].idx);
         } else {
             evq_pop(&s->q, &e);
+            sim_prefetch_next(s);
             s->ev_by_type[e.type & 15]++;
             dispatch(s, &e);
         }

@@ -126,7 +126,6 @@ struct pkt {
 struct hop {
     uint64_t t;        /* ps: arrival at the far end */
     uint64_t seq;      /* the arrival event's sequence number */
-    uint64_t t_tx;     /* ps: transmission start */
     struct pkt *p;
     uint32_t src, dst; /* hosts */
     uint32_t wire;
@@ -161,28 +160,35 @@ struct node {
 enum link_state { L_UP, L_DOWN, L_BLACKHOLE, L_DOWN_LOCAL };
 
 struct link {
-    /* Hot fields first (one cache line): every hop reads them. */
+    /* First cache line: what every hop reads (the array is 64-aligned). */
     /* In flight: ring[i & rmask] for i in [rhead, rtail), free-running
      * counters, in order of arrival; the head is the link's EV_ARRIVE in
      * the event heap.  Lazy link (switch egress without PFC): nothing can
      * stop its FIFO, so a packet's departure is known when it is queued
      * and it enters the ring at once (no EV_LINK_FREE); [rwait, rtail) are
-     * those whose transmission has not started yet (t_tx > now), the
-     * output queue that drop and ECN decisions see, trimmed on every
-     * enqueue.  Other links (host NICs, PFC) queue in qh/qt and enter the
-     * ring when they start. */
-    struct hop *ring;    /* owned (fabric.c) */
+     * those whose transmission has not started yet, the output queue
+     * that drop and ECN decisions see, trimmed on every enqueue.  Their
+     * start times and sizes are in wq[i & rmask] (t_tx << 16 | wire): the
+     * trim walks 8 bytes per packet, not a 40-byte hop that the packet
+     * traffic has long evicted from the cache; wait_tx is the first
+     * waiting packet's start, so a trim with nothing to do reads neither.
+     * Other links (host NICs, PFC) queue in qh/qt and enter the ring when
+     * they start. */
+    _Alignas(64) struct hop *ring; /* owned (fabric.c) */
+    uint64_t *wq;        /* lazy links; owned (fabric.c) */
     uint32_t rmask, rhead, rtail, rwait;
-    uint64_t busy_until; /* ps: transmitter busy with a packet till then */
-    double ps_per_byte;
-    uint64_t prop_ps;
-    uint32_t q_bytes, q_pkts; /* waiting, not in service */
     uint32_t dst;        /* node */
     uint8_t state;       /* enum link_state */
     uint8_t lazy;
     uint8_t paused;      /* PFC: transmitter paused */
     uint8_t free_pending; /* an EV_LINK_FREE is queued */
     double loss;         /* random loss probability */
+    uint64_t wait_tx;
+    uint64_t busy_until; /* ps: transmitter busy with a packet till then */
+    /* second line: the transmitter */
+    uint32_t q_bytes, q_pkts; /* waiting, not in service */
+    double ps_per_byte;
+    uint64_t prop_ps;
     struct pkt *qh, *qt; /* output queue of a non-lazy link */
     uint32_t src;        /* node */
     uint32_t peer;       /* the opposite direction of the cable */
@@ -392,6 +398,24 @@ struct sim {
     uint32_t route_dirty;
     int stop;
 };
+
+/* Called when the event about to be handled has left the heap: if the
+ * next one is a packet arrival, start loading its link and ring entry
+ * (cold by then: a packet's flight time touches much other memory) so
+ * they are in cache when the current event is done. */
+static inline void sim_prefetch_next(const struct sim *s)
+{
+    if (s->q.n && s->q.h[0].type == EV_ARRIVE) {
+        const struct link *l = &s->links[s->q.h[0].idx];
+        const struct hop *h = &l->ring[l->rhead & l->rmask];
+#if defined(__x86_64__) || defined(__i386__)
+        /* GCC 12 drops a __builtin_prefetch of this address at -O2/-O3 */
+        __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)h));
+#else
+        __builtin_prefetch(h);
+#endif
+    }
+}
 
 /* topo.c */
 int topo_build(struct sim *s);
