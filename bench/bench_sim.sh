@@ -30,7 +30,7 @@ sim=$build/sim/mroce-sim
 sc=$root/sim/scenarios/ls128_alltoall.txt
 rm -f "$out/summary.csv"
 
-echo "== speed: 32-host ring all-reduce 16 MiB (x2) and 64-host all-to-all 1 MiB/pair (x2)"
+echo "== speed: 32-host ring all-reduce 16 MiB (x2), 64-host all-to-all 1 MiB/pair (x2), 256-host all-to-all 128 KiB/pair, small QPs (x2)"
 for i in 1 2; do
     $sim -q -o "$out" -s name=speed_ar32 -s transports=mroce,roce \
         -s "workload=allreduce bytes=16M slice=128K" -s hosts=32 \
@@ -38,6 +38,14 @@ for i in 1 2; do
 done
 for i in 1 2; do
     $sim -q -o "$out" -s name=speed_a2a64 -s transports=mroce,roce -s hosts=64 -s hosts_per_tor=16 -s spines=16 "$sc"
+done
+# the mid-size run the profiles are taken on (sim/README.md, Performance)
+for i in 1 2; do
+    /usr/bin/time -f "  process CPU %U user + %S sys s, max RSS %M KiB" \
+        $sim -q -o "$out" -s name=speed_a2a256 -s transports=mroce \
+        -s hosts=256 -s hosts_per_tor=32 -s spines=32 -s qp_window=64 \
+        -s qp_npaths=8 -s qp_sq=4 -s qp_rq=4 \
+        -s "workload=alltoall bytes=128K active=8" "$sc"
 done
 
 echo "== engine memory per QP (counted through the engine's allocator)"

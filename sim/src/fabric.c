@@ -14,35 +14,26 @@
  * transmitter is paused above pfc_xoff and resumed below pfc_xon, the
  * PAUSE frame taking one propagation delay to act.
  *
+ * A packet in flight is a struct hop in its link's ring (arrival order),
+ * carrying the fields switches read, so forwarding touches the ring of the
+ * link it came by and of the one it leaves by, never the packet header;
+ * only the head of each ring is in the event heap (evq.c).
+ *
  * Packet headers and engine buffers come from free-list pools grown in
- * chunks, so after warm-up nothing is allocated per packet.
+ * chunks of the run's huge-page arena (arena.c), so after warm-up nothing
+ * is allocated per packet.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
 
-static int keep_chunk(struct sim *s, void *c)
-{
-    if (s->nchunks == s->capchunks) {
-        size_t nc = s->capchunks ? 2 * s->capchunks : 64;
-        void **n = realloc(s->chunks, nc * sizeof(*n));
-        if (!n)
-            return -1;
-        s->chunks = n;
-        s->capchunks = nc;
-    }
-    s->chunks[s->nchunks++] = c;
-    return 0;
-}
-
 struct pkt *pkt_alloc(struct sim *s)
 {
     if (!s->pkt_free) {
         enum { CH = 4096 };
-        struct pkt *c = malloc(CH * sizeof(*c));
-        if (!c || keep_chunk(s, c) < 0) {
-            free(c);
+        struct pkt *c = arena_bump(&s->arena, CH * sizeof(*c));
+        if (!c) {
             fprintf(stderr, "mroce-sim: out of memory (packets)\n");
             exit(2);
         }
@@ -63,10 +54,9 @@ struct pkt *pkt_alloc(struct sim *s)
 uint8_t *buf_alloc(struct sim *s)
 {
     if (!s->nbuf_free) {
-        enum { CH = 512 };
-        uint8_t *c = malloc((size_t)CH * SIM_BUF_CAP);
-        if (!c || keep_chunk(s, c) < 0) {
-            free(c);
+        enum { CH = 480 }; /* 2,088,960 bytes: one 2 MiB page */
+        uint8_t *c = arena_bump(&s->arena, (size_t)CH * SIM_BUF_CAP);
+        if (!c) {
             fprintf(stderr, "mroce-sim: out of memory (buffers)\n");
             exit(2);
         }
@@ -99,13 +89,16 @@ void pkt_free(struct sim *s, struct pkt *p)
 
 void fabric_free_pools(struct sim *s)
 {
-    for (size_t i = 0; i < s->nchunks; i++)
-        free(s->chunks[i]);
-    free(s->chunks);
+    for (uint32_t i = 0; s->links && i < s->nlinks; i++) {
+        free(s->links[i].ring);
+        free(s->links[i].wq);
+        s->links[i].ring = NULL;
+        s->links[i].wq = NULL;
+    }
+    /* the chunks themselves are in the arena, released with it */
     free(s->buf_free);
-    s->chunks = NULL;
     s->buf_free = NULL;
-    s->nchunks = s->capchunks = s->nbuf_free = s->capbuf_free = 0;
+    s->nbuf_free = s->capbuf_free = 0;
     s->pkt_free = NULL;
 }
 
@@ -121,11 +114,71 @@ static inline uint64_t fmix64(uint64_t k)
 
 /* The ECMP hash of the 5-tuple: addresses (hosts), protocol and destination
  * port are fixed per pair, the source port is the entropy. */
-static inline uint32_t ecmp_hash(const struct node *n, const struct pkt *p)
+static inline uint32_t ecmp_hash(const struct node *n, const struct hop *h)
 {
-    uint64_t k = ((uint64_t)p->src << 32 | p->dst) ^ n->salt;
-    k = fmix64(k ^ ((uint64_t)p->entropy << 40 | 4794u << 8 | 17u));
+    uint64_t k = ((uint64_t)h->src << 32 | h->dst) ^ n->salt;
+    k = fmix64(k ^ ((uint64_t)h->entropy << 40 | 4794u << 8 | 17u));
     return (uint32_t)(k >> 32);
+}
+
+static void ring_grow(struct link *l)
+{
+    uint32_t cap = l->ring ? 2 * (l->rmask + 1) : 16;
+    struct hop *n = malloc((size_t)cap * sizeof(*n));
+    if (!n) {
+        fprintf(stderr, "mroce-sim: out of memory (links)\n");
+        exit(2);
+    }
+    for (uint32_t i = l->rhead; i != l->rtail; i++)
+        n[i & (cap - 1)] = l->ring[i & l->rmask];
+    free(l->ring);
+    l->ring = n;
+    if (l->lazy) {
+        uint64_t *w = malloc((size_t)cap * sizeof(*w));
+        if (!w) {
+            fprintf(stderr, "mroce-sim: out of memory (links)\n");
+            exit(2);
+        }
+        for (uint32_t i = l->rwait; i != l->rtail; i++)
+            w[i & (cap - 1)] = l->wq[i & l->rmask];
+        free(l->wq);
+        l->wq = w;
+    }
+    l->rmask = cap - 1;
+}
+
+/* wq entries: start time and wire bytes of a waiting packet. */
+#define WQ_TX_LIMIT (1ULL << 48) /* ps, 281 s of simulated time */
+_Static_assert(SIM_BUF_CAP + FRAME_OVERHEAD < 65536, "wire fits 16 bits");
+
+/* Put a packet in flight on link li: it takes the next event sequence
+ * number now, as its own event would have, and enters the heap if it is
+ * the link's first (arrivals on a link are in order: a transmitter sends
+ * one packet after the other and the propagation delay is fixed). */
+static inline void ring_push(struct sim *s, uint32_t li, struct link *l,
+                             const struct hop *h)
+{
+    if (l->rtail - l->rhead > l->rmask || !l->ring)
+        ring_grow(l);
+    struct hop *e = &l->ring[l->rtail & l->rmask];
+    *e = *h;
+    e->seq = s->q.seq++;
+    if (l->rtail++ == l->rhead &&
+        evq_push_seq(&s->q, e->t, e->seq, EV_ARRIVE, li) < 0) {
+        fprintf(stderr, "mroce-sim: out of memory (events)\n");
+        exit(2);
+    }
+}
+
+static inline void hop_of(struct hop *h, const struct pkt *p)
+{
+    h->p = (struct pkt *)p;
+    h->src = p->src;
+    h->dst = p->dst;
+    h->wire = p->wire;
+    h->entropy = p->entropy;
+    h->ecn = p->ecn;
+    h->pad_ = 0;
 }
 
 static void start_tx(struct sim *s, uint32_t li, struct pkt *p)
@@ -136,7 +189,7 @@ static void start_tx(struct sim *s, uint32_t li, struct pkt *p)
         in->ing_bytes -= p->wire;
         if (in->pause_sent && in->ing_bytes <= s->sc->pfc_xon) {
             in->pause_sent = 0;
-            sim_schedule(s, s->now + in->prop_ps, EV_RESUME, p->in_link, NULL);
+            sim_schedule(s, s->now + in->prop_ps, EV_RESUME, p->in_link);
         }
         p->in_link = NONE32;
     }
@@ -144,64 +197,69 @@ static void start_tx(struct sim *s, uint32_t li, struct pkt *p)
     l->busy_until = s->now + ser;
     l->tx_bytes += p->wire;
     l->tx_pkts++;
-    p->link = li;
-    sim_schedule(s, l->busy_until + l->prop_ps, EV_ARRIVE, 0, p);
+    struct hop h;
+    hop_of(&h, p);
+    h.t = l->busy_until + l->prop_ps;
+    ring_push(s, li, l, &h);
 }
 
 /* Lazy link: forget the queued packets whose transmission has started by
- * now (their arrivals are already scheduled). */
+ * now (their arrivals are already in the ring). */
 static inline void lazy_trim(struct sim *s, struct link *l)
 {
-    struct pkt *q;
-    while ((q = l->qh) != NULL && q->t_tx <= s->now) {
-        l->qh = q->next;
-        l->q_bytes -= q->wire;
+    if (l->rwait == l->rtail || l->wait_tx > s->now)
+        return;
+    for (;;) {
+        l->q_bytes -= (uint32_t)(l->wq[l->rwait & l->rmask] & 0xffff);
         l->q_pkts--;
+        if (++l->rwait == l->rtail)
+            return;
+        l->wait_tx = l->wq[l->rwait & l->rmask] >> 16;
+        if (l->wait_tx > s->now)
+            return;
     }
-    if (!l->qh)
-        l->qt = NULL;
 }
 
 /* Lazy link: the packet starts when the transmitter is free, its arrival is
- * scheduled now, and it waits in the FIFO (for the queue length that drop
- * and ECN decisions see) until it starts. */
-static void lazy_send(struct sim *s, uint32_t li, struct pkt *p)
+ * scheduled now, and it counts in the output queue (for the queue length
+ * that drop and ECN decisions see) until it starts. */
+static void lazy_send(struct sim *s, uint32_t li, struct hop *h)
 {
     struct link *l = &s->links[li];
     uint64_t start = l->busy_until > s->now ? l->busy_until : s->now;
-    uint64_t ser = (uint64_t)((double)p->wire * l->ps_per_byte + 0.5);
+    uint64_t ser = (uint64_t)((double)h->wire * l->ps_per_byte + 0.5);
     lazy_trim(s, l);
     l->busy_until = start + ser;
-    l->tx_bytes += p->wire;
+    l->tx_bytes += h->wire;
     l->tx_pkts++;
-    p->link = li;
-    p->t_tx = start;
+    h->t = l->busy_until + l->prop_ps;
     if (start > s->now) {
-        p->next = NULL;
-        if (l->qt)
-            l->qt->next = p;
-        else
-            l->qh = p;
-        l->qt = p;
-        l->q_bytes += p->wire;
+        if (start >= WQ_TX_LIMIT) {
+            fprintf(stderr, "mroce-sim: simulated time beyond 281 s\n");
+            exit(2);
+        }
+        if (l->rwait == l->rtail)
+            l->wait_tx = start;
+        l->q_bytes += h->wire;
         l->q_pkts++;
         if (l->q_bytes > l->q_max)
             l->q_max = l->q_bytes;
         l->q_sum += l->q_bytes;
         l->q_samples++;
+        ring_push(s, li, l, h);
+        l->wq[(l->rtail - 1) & l->rmask] = start << 16 | h->wire;
+    } else {
+        /* the transmitter was idle: everything before it has started and
+         * been trimmed (rwait == rtail), and so has this one */
+        ring_push(s, li, l, h);
+        l->rwait = l->rtail;
     }
-    sim_schedule(s, l->busy_until + l->prop_ps, EV_ARRIVE, 0, p);
 }
 
-void link_send(struct sim *s, uint32_t li, struct pkt *p)
+/* A non-lazy link (host NIC, PFC port): start now or wait in the queue. */
+static void queue_send(struct sim *s, uint32_t li, struct pkt *p)
 {
     struct link *l = &s->links[li];
-    if (l->src < s->nhosts)
-        s->pkts_sent++;
-    if (l->lazy) {
-        lazy_send(s, li, p);
-        return;
-    }
     if (!l->paused && !l->qh && l->busy_until <= s->now) {
         start_tx(s, li, p);
         return;
@@ -221,8 +279,22 @@ void link_send(struct sim *s, uint32_t li, struct pkt *p)
     if (!l->free_pending && !l->paused) {
         l->free_pending = 1;
         sim_schedule(s, l->busy_until > s->now ? l->busy_until : s->now,
-                     EV_LINK_FREE, li, NULL);
+                     EV_LINK_FREE, li);
     }
+}
+
+void link_send(struct sim *s, uint32_t li, struct pkt *p)
+{
+    struct link *l = &s->links[li];
+    if (l->src < s->nhosts)
+        s->pkts_sent++;
+    if (l->lazy) {
+        struct hop h;
+        hop_of(&h, p);
+        lazy_send(s, li, &h);
+        return;
+    }
+    queue_send(s, li, p);
 }
 
 void fabric_on_link_free(struct sim *s, uint32_t li)
@@ -241,7 +313,7 @@ void fabric_on_link_free(struct sim *s, uint32_t li)
         start_tx(s, li, p);
         if (l->qh) {
             l->free_pending = 1;
-            sim_schedule(s, l->busy_until, EV_LINK_FREE, li, NULL);
+            sim_schedule(s, l->busy_until, EV_LINK_FREE, li);
         }
     }
     if (l->src < s->nhosts)
@@ -265,96 +337,126 @@ void fabric_on_pause(struct sim *s, uint32_t li, int on)
     if (l->qh && !l->free_pending) {
         l->free_pending = 1;
         sim_schedule(s, l->busy_until > s->now ? l->busy_until : s->now,
-                     EV_LINK_FREE, li, NULL);
+                     EV_LINK_FREE, li);
     }
 }
 
-static void switch_enqueue(struct sim *s, uint32_t out, struct pkt *p)
+/* h arrived at a switch by link in_li and goes out on link out. */
+static void switch_enqueue(struct sim *s, uint32_t in_li, uint32_t out,
+                           struct hop *h)
 {
     const struct scenario *sc = s->sc;
     struct link *o = &s->links[out];
     int pfc = s->tp->pfc;
     if (o->lazy)
         lazy_trim(s, o);
-    if (!pfc && o->q_bytes + p->wire > sc->buffer) {
+    if (!pfc && o->q_bytes + h->wire > sc->buffer) {
         o->drops_q++;
         s->drops_q++;
-        pkt_free(s, p);
+        pkt_free(s, h->p);
         return;
     }
-    if (p->ecn != MROCE_ECN_NOT_ECT && o->q_bytes > sc->ecn_kmin) {
+    if (h->ecn != MROCE_ECN_NOT_ECT && o->q_bytes > sc->ecn_kmin) {
         int mark = o->q_bytes >= sc->ecn_kmax;
         if (!mark) {
             double pr = sc->ecn_pmax * (double)(o->q_bytes - sc->ecn_kmin) /
                         (double)(sc->ecn_kmax - sc->ecn_kmin);
             mark = sim_unif(&s->rng_fabric) < pr;
         }
-        if (mark && p->ecn != MROCE_ECN_CE) {
-            p->ecn = MROCE_ECN_CE;
+        if (mark && h->ecn != MROCE_ECN_CE) {
+            h->ecn = MROCE_ECN_CE;
             o->ecn_marks++;
             s->ecn_marks++;
         }
     }
     if (pfc) {
-        struct link *in = &s->links[p->link];
-        in->ing_bytes += p->wire;
-        p->in_link = p->link;
+        struct link *in = &s->links[in_li];
+        struct pkt *p = h->p;
+        in->ing_bytes += h->wire;
+        p->in_link = in_li;
         if (!in->pause_sent && in->ing_bytes > sc->pfc_xoff) {
             in->pause_sent = 1;
             in->pfc_xoff++;
             s->pfc_pauses++;
-            sim_schedule(s, s->now + in->prop_ps, EV_PAUSE, p->link, NULL);
+            sim_schedule(s, s->now + in->prop_ps, EV_PAUSE, in_li);
         }
     }
-    link_send(s, out, p);
+    if (o->lazy) {
+        lazy_send(s, out, h);
+    } else {
+        h->p->ecn = h->ecn;
+        queue_send(s, out, h->p);
+    }
 }
 
-static void switch_forward(struct sim *s, struct node *n, struct pkt *p)
+static void switch_forward(struct sim *s, uint32_t in_li, struct node *n,
+                           struct hop *h)
 {
     uint32_t out;
-    if (p->dst >= n->lo && p->dst < n->hi) {
-        out = n->down[(p->dst - n->lo) / n->span];
+    if (h->dst >= n->lo && h->dst < n->hi) {
+        out = n->down[(h->dst - n->lo) / n->span];
     } else {
         const uint32_t *cand = n->up;
         uint32_t nc = n->nup;
         if (n->rt) {
-            uint32_t t = p->dst / s->hosts_per_tor;
+            uint32_t t = h->dst / s->hosts_per_tor;
             nc = n->rt_n[t];
             cand = n->rt + (size_t)t * n->nup;
         }
         if (!nc) {
             s->drops_noroute++;
-            pkt_free(s, p);
+            pkt_free(s, h->p);
             return;
         }
-        out = cand[ecmp_hash(n, p) % nc];
+        out = cand[ecmp_hash(n, h) % nc];
     }
-    switch_enqueue(s, out, p);
+    switch_enqueue(s, in_li, out, h);
 }
 
-void fabric_on_arrive(struct sim *s, struct pkt *p)
+void fabric_on_arrive(struct sim *s, uint32_t li)
 {
-    struct link *l = &s->links[p->link];
+    struct link *l = &s->links[li];
     s->pkt_events++;
-    if (l->lazy && l->qh)
-        lazy_trim(s, l); /* p has started: it leaves the FIFO (p->next) */
+    if (l->lazy && l->rwait == l->rhead)
+        lazy_trim(s, l); /* it has started: it leaves the output queue */
+    struct hop h = l->ring[l->rhead & l->rmask];
+    if (++l->rhead != l->rtail) {
+        const struct hop *nx = &l->ring[l->rhead & l->rmask];
+        evq_replace_top(&s->q, nx->t, nx->seq, EV_ARRIVE, li);
+    } else {
+        evq_pop(&s->q, NULL);
+    }
+    sim_prefetch_next(s);
     if (l->state != L_UP) {
         l->drops_fail++;
         s->drops_fail++;
-        pkt_free(s, p);
+        pkt_free(s, h.p);
         return;
     }
     if (l->loss > 0 && sim_unif(&s->rng_fabric) < l->loss) {
         l->drops_loss++;
         s->drops_loss++;
-        pkt_free(s, p);
+        pkt_free(s, h.p);
         return;
     }
     if (l->dst < s->nhosts) {
         s->pkts_delivered++;
-        host_on_pkt(s, &s->hosts[l->dst], p);
+        h.p->ecn = h.ecn;
+        host_on_pkt(s, &s->hosts[l->dst], h.p);
     } else
-        switch_forward(s, &s->nodes[l->dst], p);
+        switch_forward(s, li, &s->nodes[l->dst], &h);
+}
+
+uint64_t fabric_inflight(const struct sim *s)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < s->nlinks; i++) {
+        const struct link *l = &s->links[i];
+        n += l->rtail - l->rhead;
+        if (!l->lazy)
+            n += l->q_pkts;
+    }
+    return n;
 }
 
 void fabric_apply_fault(struct sim *s, uint32_t i)
@@ -369,14 +471,14 @@ void fabric_apply_fault(struct sim *s, uint32_t i)
     switch (f->kind) {
     case F_DOWN:
         ab->state = ba->state = f->local ? L_DOWN_LOCAL : L_DOWN;
-        sim_schedule(s, s->now + f->detect_ps, EV_ROUTE, 0, NULL);
+        sim_schedule(s, s->now + f->detect_ps, EV_ROUTE, 0);
         break;
     case F_BLACKHOLE:
         ab->state = ba->state = L_BLACKHOLE;
         break;
     case F_UP:
         ab->state = ba->state = L_UP;
-        sim_schedule(s, s->now + f->detect_ps, EV_ROUTE, 0, NULL);
+        sim_schedule(s, s->now + f->detect_ps, EV_ROUTE, 0);
         break;
     case F_LOSS:
         ab->loss = ba->loss = f->val;

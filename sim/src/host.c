@@ -16,33 +16,31 @@
  * queued, so engine timers fire exactly on time.
  *
  * Memory: the engine allocates through a counting allocator, so the bytes
- * per QP are measured, not estimated.  Every MR of every endpoint maps the
+ * per QP are measured, not estimated; it draws on the run's huge-page
+ * arena (arena.c).  Every MR of every endpoint maps the
  * same scratch buffer: payload bytes are copied and CRC-checked by the
  * engine as usual, but their content is irrelevant to the simulation.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
 
-struct memhdr {
-    size_t size;
-    size_t pad;
-};
-
 static void *count_calloc(size_t n, size_t sz, void *user)
 {
     struct counting_mem *m = user;
-    size_t bytes = n * sz;
-    struct memhdr *h = calloc(1, sizeof(*h) + bytes);
-    if (!h)
+    if (sz && n > SIZE_MAX / sz)
         return NULL;
-    h->size = bytes;
+    size_t bytes = n * sz;
+    void *p = arena_calloc(m->ar, bytes);
+    if (!p)
+        return NULL;
     m->live += bytes;
     m->allocs++;
     if (m->live > m->peak)
         m->peak = m->live;
-    return h + 1;
+    return p;
 }
 
 static void count_free(void *p, void *user)
@@ -50,9 +48,8 @@ static void count_free(void *p, void *user)
     struct counting_mem *m = user;
     if (!p)
         return;
-    struct memhdr *h = (struct memhdr *)p - 1;
-    m->live -= h->size;
-    free(h);
+    m->live -= arena_size(p);
+    arena_free(m->ar, p);
 }
 
 static void host_rand(uint8_t *buf, size_t len, void *user)
@@ -253,7 +250,7 @@ static void timer_arm(struct sim *s, struct host *h, int after_handle)
     }
     if (t < h->timer_at) {
         h->timer_at = t;
-        sim_schedule(s, t, EV_TIMER, h->id, NULL);
+        sim_schedule(s, t, EV_TIMER, h->id);
     }
 }
 
@@ -268,7 +265,7 @@ void host_pull(struct sim *s, struct host *h)
                 if (wake != T_INF && (!h->wake_pending || wake < h->wake_at)) {
                     h->wake_pending = 1;
                     h->wake_at = wake;
-                    sim_schedule(s, wake, EV_WAKE, h->id, NULL);
+                    sim_schedule(s, wake, EV_WAKE, h->id);
                 }
                 break;
             }

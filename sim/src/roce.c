@@ -236,7 +236,7 @@ static void arm_rto(struct sim *s, uint32_t qi)
     q->rto_at = s->now + s->sc->roce_rto_ps;
     if (!q->rto_pending) {
         q->rto_pending = 1;
-        sim_schedule(s, q->rto_at, EV_RTO, qi, NULL);
+        sim_schedule(s, q->rto_at, EV_RTO, qi);
     }
 }
 
@@ -327,8 +327,12 @@ static void on_ack(struct sim *s, uint32_t qi, uint64_t psn, int nak)
         q->retries = 0;
         while (q->mq_head < q->mq_n &&
                q->mq[q->mq_head].first + q->mq[q->mq_head].npkts <= q->una) {
-            wl_on_sent(s, q->mq[q->mq_head].msg);
+            uint32_t m = q->mq[q->mq_head].msg;
             q->mq_head++;
+            /* the workload may post a message on a new QP, growing (and
+             * moving) s->rqps */
+            wl_on_sent(s, m);
+            q = &s->rqps[qi];
         }
         if (q->tx_mi < q->mq_head)
             q->tx_mi = q->mq_head;
@@ -398,7 +402,7 @@ void roce_on_rto(struct sim *s, uint32_t qi, uint64_t t)
         return;
     if (q->rto_at > s->now) {
         q->rto_pending = 1;
-        sim_schedule(s, q->rto_at, EV_RTO, qi, NULL);
+        sim_schedule(s, q->rto_at, EV_RTO, qi);
         return;
     }
     if (++q->retries > s->sc->roce_retry) {

@@ -33,10 +33,9 @@ static double cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx,
-                  void *p)
+void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx)
 {
-    if (evq_push(&s->q, t, type, idx, p) < 0) {
+    if (evq_push(&s->q, t, type, idx) < 0) {
         fprintf(stderr, "mroce-sim: out of memory (events)\n");
         exit(2);
     }
@@ -63,50 +62,60 @@ static void progress(struct sim *s)
             (unsigned long long)total, (unsigned long long)s->pkts_live);
 }
 
+/* Every event but a packet arrival. */
+static void dispatch(struct sim *s, const struct ev *e)
+{
+    switch (e->type) {
+    case EV_LINK_FREE:
+        fabric_on_link_free(s, e->idx);
+        break;
+    case EV_PAUSE:
+        fabric_on_pause(s, e->idx, 1);
+        break;
+    case EV_RESUME:
+        fabric_on_pause(s, e->idx, 0);
+        break;
+    case EV_TIMER:
+        host_on_timer(s, &s->hosts[e->idx], e->t);
+        break;
+    case EV_WAKE: {
+        struct host *h = &s->hosts[e->idx];
+        if (h->wake_pending && h->wake_at == e->t)
+            h->wake_pending = 0;
+        host_pull(s, h);
+        break;
+    }
+    case EV_RTO:
+        roce_on_rto(s, e->idx, e->t);
+        break;
+    case EV_FAULT:
+        fabric_apply_fault(s, e->idx);
+        break;
+    case EV_ROUTE:
+        if (topo_reroute(s) < 0) {
+            fprintf(stderr, "mroce-sim: out of memory (routes)\n");
+            exit(2);
+        }
+        break;
+    }
+}
+
 uint64_t sim_loop(struct sim *s, uint64_t until)
 {
     uint64_t n = 0;
     struct ev e;
     while (!s->stop && s->q.n && s->q.h[0].t <= until) {
-        evq_pop(&s->q, &e);
-        s->now = e.t;
+        s->now = s->q.h[0].t;
         n++;
-        s->ev_by_type[e.type & 15]++;
-        switch (e.type) {
-        case EV_ARRIVE:
-            fabric_on_arrive(s, e.p);
-            break;
-        case EV_LINK_FREE:
-            fabric_on_link_free(s, e.idx);
-            break;
-        case EV_PAUSE:
-            fabric_on_pause(s, e.idx, 1);
-            break;
-        case EV_RESUME:
-            fabric_on_pause(s, e.idx, 0);
-            break;
-        case EV_TIMER:
-            host_on_timer(s, &s->hosts[e.idx], e.t);
-            break;
-        case EV_WAKE: {
-            struct host *h = &s->hosts[e.idx];
-            if (h->wake_pending && h->wake_at == e.t)
-                h->wake_pending = 0;
-            host_pull(s, h);
-            break;
-        }
-        case EV_RTO:
-            roce_on_rto(s, e.idx, e.t);
-            break;
-        case EV_FAULT:
-            fabric_apply_fault(s, e.idx);
-            break;
-        case EV_ROUTE:
-            if (topo_reroute(s) < 0) {
-                fprintf(stderr, "mroce-sim: out of memory (routes)\n");
-                exit(2);
-            }
-            break;
+        if (s->q.h[0].type == EV_ARRIVE) {
+            /* fabric.c takes the link's packet off its ring and the heap */
+            s->ev_by_type[EV_ARRIVE]++;
+            fabric_on_arrive(s, s->q.h[0].idx);
+        } else {
+            evq_pop(&s->q, &e);
+            sim_prefetch_next(s);
+            s->ev_by_type[e.type & 15]++;
+            dispatch(s, &e);
         }
         if (s->sc->progress && !(n & 0xfffff)) {
             s->events += n;
@@ -131,24 +140,13 @@ static void reset_counters(struct sim *s)
     s->drops_q = s->drops_fail = s->drops_loss = s->drops_noroute = 0;
     s->ecn_marks = s->pfc_pauses = s->events = s->pkt_events = 0;
     /* packets still travelling from the connection phase count as sent */
-    uint64_t inflight = 0;
-    for (uint32_t i = 0; i < s->nlinks; i++)
-        if (!s->links[i].lazy) /* lazy links' packets have an EV_ARRIVE */
-            inflight += s->links[i].q_pkts;
-    for (size_t i = 0; i < s->q.n; i++)
-        inflight += s->q.h[i].type == EV_ARRIVE;
-    s->pkts_sent = inflight;
+    s->pkts_sent = fabric_inflight(s);
     s->pkts_delivered = 0;
 }
 
 static void fill_test_counters(struct sim *s, struct run_result *r)
 {
-    uint64_t inflight = 0;
-    for (uint32_t i = 0; i < s->nlinks; i++)
-        if (!s->links[i].lazy)
-            inflight += s->links[i].q_pkts;
-    for (size_t i = 0; i < s->q.n; i++)
-        inflight += s->q.h[i].type == EV_ARRIVE;
+    uint64_t inflight = fabric_inflight(s);
     r->pkts_sent = s->pkts_sent;
     r->pkts_delivered = s->pkts_delivered;
     r->pkts_dropped = s->drops_q + s->drops_fail + s->drops_loss +
@@ -195,6 +193,7 @@ static void sim_destroy(struct sim *s)
     evq_free(&s->q);
     free(s->scratch);
     free(s->report);
+    arena_destroy(&s->arena); /* last: the engine's memory was in it */
 }
 
 int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
@@ -206,6 +205,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     memset(res, 0, sizeof(*res));
     s->sc = sc;
     s->tp = tp;
+    s->mem.ar = &s->arena;
     s->rng_fabric = sc->seed * 0x9e3779b97f4a7c15ULL + 3;
     int rc = -1;
     double w0 = wall_now();
@@ -226,7 +226,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     double w1 = wall_now(), c1 = cpu_now();
     reset_counters(s);
     for (uint32_t i = 0; i < sc->nfaults; i++)
-        sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i, NULL);
+        sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i);
     uint64_t limit = s->now + sc->limit_ps;
     wl_start(s);
     if (sc->report_ps)

@@ -53,7 +53,7 @@ static inline double sim_unif(uint64_t *s)
 
 /* ---- event queue (evq.c) ---- */
 enum ev_type {
-    EV_ARRIVE,     /* p = packet reaching the far end of its link */
+    EV_ARRIVE,     /* idx = link whose first packet in flight arrives */
     EV_LINK_FREE,  /* idx = link whose transmitter finished a packet */
     EV_PAUSE,      /* idx = link paused by PFC (frame has arrived) */
     EV_RESUME,     /* idx = link resumed by PFC */
@@ -67,22 +67,29 @@ enum ev_type {
 struct ev {
     uint64_t t;    /* ps */
     uint64_t seq;  /* insertion order: ties are FIFO, hence determinism */
-    void *p;
     uint32_t type;
     uint32_t idx;
 };
 
 struct evq {
-    struct ev *h;  /* binary min-heap on (t, seq); owned */
+    struct ev *h;  /* 4-ary min-heap on (t, seq); owned */
     size_t n, cap;
-    uint64_t seq;
+    uint64_t seq;  /* next sequence number */
 };
 int evq_init(struct evq *q, size_t cap);
 void evq_free(struct evq *q);
 /* Returns 0 or -1 on allocation failure (fatal for the run). */
-int evq_push(struct evq *q, uint64_t t, uint32_t type, uint32_t idx, void *p);
-/* Pops the earliest event into *e; 0 if empty. */
+int evq_push(struct evq *q, uint64_t t, uint32_t type, uint32_t idx);
+/* The same with a sequence number taken earlier (q->seq++): the per-link
+ * arrival FIFOs (fabric.c) number their packets when they are scheduled
+ * and enter the heap only when they reach the head of their link. */
+int evq_push_seq(struct evq *q, uint64_t t, uint64_t seq, uint32_t type,
+                 uint32_t idx);
+/* Pops the earliest event into *e (may be NULL); 0 if empty. */
 int evq_pop(struct evq *q, struct ev *e);
+/* Replaces the earliest event (the queue must not be empty). */
+void evq_replace_top(struct evq *q, uint64_t t, uint64_t seq, uint32_t type,
+                     uint32_t idx);
 
 /* ---- packets ---- */
 enum pkt_kind {
@@ -94,14 +101,12 @@ enum pkt_kind {
 };
 
 struct pkt {
-    struct pkt *next;  /* queue / free list link */
+    struct pkt *next;  /* NIC / PFC output queue, free list link */
     uint8_t *buf;      /* engine datagram (PK_MROCE), from the buffer pool */
     uint32_t len;      /* datagram bytes (UDP payload) */
     uint32_t wire;     /* bytes serialized on links */
     uint32_t src, dst; /* hosts */
-    uint32_t link;     /* link it is on, or arrived by */
     uint32_t in_link;  /* PFC: ingress link whose counter holds it, or NONE */
-    uint64_t t_tx;     /* ps: transmission start on a lazy link (below) */
     uint32_t qp;       /* baseline: sender QP index */
     uint32_t msg;      /* baseline data: message id */
     uint64_t psn;      /* baseline */
@@ -109,6 +114,24 @@ struct pkt {
     uint8_t ecn;       /* enum mroce_ecn */
     uint8_t kind;      /* enum pkt_kind */
     uint8_t last;      /* baseline data: last packet of its message */
+};
+
+/* One packet on a link, from its transmission (or, on a lazy link, its
+ * queueing) to its arrival at the far end: the arrival event's key and
+ * the fields a switch reads to forward it, copied from hop to hop so that
+ * switches never touch the packet header (a cache miss per hop: packets
+ * are scattered over the pool, a link's hops are contiguous).  The packet
+ * header's src/dst/wire/entropy do not change in flight; its ecn is
+ * written back on delivery to a host or into a PFC / NIC queue. */
+struct hop {
+    uint64_t t;        /* ps: arrival at the far end */
+    uint64_t seq;      /* the arrival event's sequence number */
+    struct pkt *p;
+    uint32_t src, dst; /* hosts */
+    uint32_t wire;
+    uint16_t entropy;
+    uint8_t ecn;
+    uint8_t pad_;
 };
 
 /* ---- topology (topo.c) ---- */
@@ -137,26 +160,41 @@ struct node {
 enum link_state { L_UP, L_DOWN, L_BLACKHOLE, L_DOWN_LOCAL };
 
 struct link {
-    uint32_t src, dst;   /* nodes */
-    uint32_t peer;       /* the opposite direction of the cable */
-    uint8_t tier;        /* index into tier names (metrics) */
+    /* First cache line: what every hop reads (the array is 64-aligned). */
+    /* In flight: ring[i & rmask] for i in [rhead, rtail), free-running
+     * counters, in order of arrival; the head is the link's EV_ARRIVE in
+     * the event heap.  Lazy link (switch egress without PFC): nothing can
+     * stop its FIFO, so a packet's departure is known when it is queued
+     * and it enters the ring at once (no EV_LINK_FREE); [rwait, rtail) are
+     * those whose transmission has not started yet, the output queue
+     * that drop and ECN decisions see, trimmed on every enqueue.  Their
+     * start times and sizes are in wq[i & rmask] (t_tx << 16 | wire): the
+     * trim walks 8 bytes per packet, not a 40-byte hop that the packet
+     * traffic has long evicted from the cache; wait_tx is the first
+     * waiting packet's start, so a trim with nothing to do reads neither.
+     * Other links (host NICs, PFC) queue in qh/qt and enter the ring when
+     * they start. */
+    _Alignas(64) struct hop *ring; /* owned (fabric.c) */
+    uint64_t *wq;        /* lazy links; owned (fabric.c) */
+    uint32_t rmask, rhead, rtail, rwait;
+    uint32_t dst;        /* node */
     uint8_t state;       /* enum link_state */
-    uint8_t paused;      /* PFC: transmitter paused */
-    uint8_t pause_sent;  /* PFC: this link's receiver has sent XOFF */
-    uint8_t free_pending; /* an EV_LINK_FREE is queued */
-    /* Lazy link (switch egress without PFC): nothing can stop its FIFO, so
-     * a packet's departure is known when it is queued and its EV_ARRIVE is
-     * scheduled at once (no EV_LINK_FREE).  The FIFO then holds only the
-     * packets whose transmission has not started yet (t_tx > now), trimmed
-     * on every enqueue and on each of its packets' arrival. */
     uint8_t lazy;
-    uint64_t rate_bps;
+    uint8_t paused;      /* PFC: transmitter paused */
+    uint8_t free_pending; /* an EV_LINK_FREE is queued */
+    double loss;         /* random loss probability */
+    uint64_t wait_tx;
+    uint64_t busy_until; /* ps: transmitter busy with a packet till then */
+    /* second line: the transmitter */
+    uint32_t q_bytes, q_pkts; /* waiting, not in service */
     double ps_per_byte;
     uint64_t prop_ps;
-    double loss;         /* random loss probability */
-    uint64_t busy_until; /* ps: transmitter busy with a packet till then */
-    struct pkt *qh, *qt; /* output queue (waiting, not in service) */
-    uint32_t q_bytes, q_pkts;
+    struct pkt *qh, *qt; /* output queue of a non-lazy link */
+    uint32_t src;        /* node */
+    uint32_t peer;       /* the opposite direction of the cable */
+    uint8_t tier;        /* index into tier names (metrics) */
+    uint8_t pause_sent;  /* PFC: this link's receiver has sent XOFF */
+    uint64_t rate_bps;
     uint32_t ing_bytes;  /* PFC: bytes received on this link still queued */
     /* counters */
     uint64_t tx_bytes, tx_pkts, drops_q, drops_fail, drops_loss, ecn_marks;
@@ -284,9 +322,32 @@ int scenario_load_json(struct scenario *sc, const char *path,
 int scenario_set(struct scenario *sc, const char *key, const char *val,
                  const char *where);
 
+/* ---- bulk memory on huge pages (arena.c) ---- */
+#define ARENA_CLASSES 1024 /* 64-byte size classes: up to 64 KiB */
+struct arena_map {
+    void *p;
+    size_t len;
+};
+struct arena {
+    uint8_t *cur, *end;           /* bump region */
+    struct arena_map *maps;       /* every mapping, for arena_destroy */
+    size_t nmaps, capmaps;
+    void *free_[ARENA_CLASSES];   /* arena_free'd blocks per size class */
+};
+/* Zeroed, 64-byte aligned, lives until arena_destroy; NULL if out of
+ * memory. */
+void *arena_bump(struct arena *a, size_t bytes);
+/* calloc / free for the engine's allocator (16-byte aligned). */
+void *arena_calloc(struct arena *a, size_t bytes);
+void arena_free(struct arena *a, void *p);
+/* The size an arena_calloc block was asked for. */
+size_t arena_size(const void *p);
+void arena_destroy(struct arena *a);
+
 /* ---- the simulation ---- */
 struct counting_mem {
     uint64_t live, peak, allocs;
+    struct arena *ar;          /* where the engine's memory comes from */
 };
 
 struct sim {
@@ -304,13 +365,12 @@ struct sim {
     uint32_t ntiers;
     /* hosts */
     struct host *hosts;
+    struct arena arena;        /* pools and engine memory (huge pages) */
     /* packet and buffer pools */
     struct pkt *pkt_free;
     uint8_t **buf_free;        /* stack of free engine buffers */
     size_t nbuf_free, capbuf_free;
     uint64_t pkts_alloc, bufs_alloc;
-    void **chunks;             /* every pool chunk, for freeing; owned */
-    size_t nchunks, capchunks;
     uint64_t pkts_live;
     /* messages */
     struct msg *msgs;
@@ -339,6 +399,24 @@ struct sim {
     int stop;
 };
 
+/* Called when the event about to be handled has left the heap: if the
+ * next one is a packet arrival, start loading its link and ring entry
+ * (cold by then: a packet's flight time touches much other memory) so
+ * they are in cache when the current event is done. */
+static inline void sim_prefetch_next(const struct sim *s)
+{
+    if (s->q.n && s->q.h[0].type == EV_ARRIVE) {
+        const struct link *l = &s->links[s->q.h[0].idx];
+        const struct hop *h = &l->ring[l->rhead & l->rmask];
+#if defined(__x86_64__) || defined(__i386__)
+        /* GCC 12 drops a __builtin_prefetch of this address at -O2/-O3 */
+        __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)h));
+#else
+        __builtin_prefetch(h);
+#endif
+    }
+}
+
 /* topo.c */
 int topo_build(struct sim *s);
 void topo_free(struct sim *s);
@@ -354,7 +432,10 @@ uint8_t *buf_alloc(struct sim *s);
 /* Hand a packet to a link's transmitter (queue or start at once).  Drops
  * (drop-tail) are counted and the packet freed. */
 void link_send(struct sim *s, uint32_t l, struct pkt *p);
-void fabric_on_arrive(struct sim *s, struct pkt *p);
+/* EV_ARRIVE: the head of link l's ring arrives (and leaves the heap). */
+void fabric_on_arrive(struct sim *s, uint32_t l);
+/* Packets in flight (in rings or NIC/PFC queues), for the counters. */
+uint64_t fabric_inflight(const struct sim *s);
 void fabric_on_link_free(struct sim *s, uint32_t l);
 void fabric_on_pause(struct sim *s, uint32_t l, int on);
 void fabric_apply_fault(struct sim *s, uint32_t i);
@@ -418,8 +499,7 @@ int metrics_write(struct sim *s, const struct run_result *r);
 /* main.c: running */
 int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
             struct run_result *res);
-void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx,
-                  void *p);
+void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx);
 /* Process events up to `until` ps (or until s->stop); returns the number of
  * events processed. */
 uint64_t sim_loop(struct sim *s, uint64_t until);

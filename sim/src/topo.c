@@ -20,6 +20,17 @@
 
 #include "sim.h"
 
+/* Links on cache-line boundaries (struct link is aligned to 64 bytes and
+ * its first line holds what every hop reads). */
+static struct link *links_alloc(size_t n)
+{
+    size_t bytes = (n ? n : 1) * sizeof(struct link);
+    struct link *l = aligned_alloc(64, bytes);
+    if (l)
+        memset(l, 0, bytes);
+    return l;
+}
+
 static uint32_t add_node(struct sim *s, uint8_t level, const char *pfx,
                          uint32_t i)
 {
@@ -84,7 +95,7 @@ static int build_leafspine(struct sim *s)
     s->ntors = L;
     s->hosts_per_tor = P;
     s->nodes = calloc(H + L + S, sizeof(*s->nodes));
-    s->links = calloc(2 * ((size_t)H + (size_t)L * S), sizeof(*s->links));
+    s->links = links_alloc(2 * ((size_t)H + (size_t)L * S));
     if (!s->nodes || !s->links)
         return -1;
     for (uint32_t h = 0; h < H; h++)
@@ -137,8 +148,7 @@ static int build_fattree(struct sim *s)
     s->ntors = E;
     s->hosts_per_tor = hpe;
     s->nodes = calloc(H + E + A + C, sizeof(*s->nodes));
-    s->links = calloc(2 * ((size_t)H + (size_t)E * half + (size_t)A * half),
-                      sizeof(*s->links));
+    s->links = links_alloc(2 * ((size_t)H + (size_t)E * half + (size_t)A * half));
     if (!s->nodes || !s->links)
         return -1;
     for (uint32_t h = 0; h < H; h++)
