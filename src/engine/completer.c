@@ -9,8 +9,9 @@
  *           keeps order, so the earlier one is gone);
  *   ooo   - the highest acknowledged PSN is ooo_thresh beyond it and it has
  *           been out for at least the lowest RTT;
- *   probe - no ACK for a probe timeout: the newest outstanding packet is
- *           resent to solicit a SACK that exposes the real losses;
+ *   probe - no ACK for a probe timeout: the newest outstanding packet the
+ *           receiver can acknowledge (within the SACK span) is resent to
+ *           solicit a SACK that exposes the real losses;
  *   rto   - no progress for a retransmission timeout (exponential backoff;
  *           retry_cnt timeouts in a row fail the QP).
  * Send completions are produced strictly in posting order.
