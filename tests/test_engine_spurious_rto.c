@@ -23,6 +23,16 @@
  *    the probe a PTO after it (LOSS-10) gets through, so the first ACK
  *    echoes a timestamp after the first RTO: spurious_rto stays 0, the
  *    transfer completes intact.
+ * 3. SACK span (LOSS-7 (d)): no stall, but from the same point one slot's
+ *    estimate is stale at 8 ms (as a sample taken while a host was
+ *    descheduled leaves it; the test keeps it there), which raises every
+ *    packet's path floor (LOSS-7 (c)) to 8 ms, and the next data packet's
+ *    path is black-holed until that slot is retired, so LOSS-6 cannot
+ *    find its losses.  Each of them in turn becomes the hole at snd_una;
+ *    the ACKs soon reach the end of the 256-PSN SACK span, and nothing
+ *    more can be acknowledged.  Checked: the losses are found by LOSS-7
+ *    without the floor (retx_ooo > 0), no RTO fires (a floor held hole
+ *    would cost one 1 ms RTO per loss), the data are intact.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -222,11 +232,146 @@ static void run(uint64_t seed, int genuine)
     free(dst);
 }
 
+/* Scenario 3: every data packet from host 0 on entropy `dead` is dropped
+ * while `on`; `dead` is the entropy of the first one after arming. */
+struct span {
+    int armed, on;
+    uint16_t dead;
+    uint64_t drops;
+};
+
+static int span_hook(void *user, struct mroce_netdrive_pkt *pkt)
+{
+    struct span *sp = user;
+    if (pkt->src != 0 || !pkt->qp_num)
+        return MROCE_NETDRIVE_PASS;
+    if (sp->armed) {
+        sp->armed = 0;
+        sp->on = 1;
+        sp->dead = pkt->entropy;
+    }
+    if (sp->on && pkt->entropy == sp->dead) {
+        sp->drops++;
+        return MROCE_NETDRIVE_DROP;
+    }
+    return MROCE_NETDRIVE_PASS;
+}
+
+static void run_span(uint64_t seed)
+{
+    struct mroce_netdrive_config cfg;
+    mroce_netdrive_config_default(&cfg);
+    cfg.net.seed = seed;
+    struct mroce_testbed *tb;
+    if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
+        return;
+    mroce_net *net = mroce_netdrive_net(tb->d);
+    CHECK(mroce_net_set_rate(net, 0) == 0);
+    struct mroce_qp_attr at;
+    mroce_qp_attr_default(&at);
+    at.min_rto = 1000000; /* 1 ms, as libmroce */
+    at.max_send_wr = NCHUNKS;
+    mroce_qp *qa, *qb;
+    if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
+        mroce_tb_del(tb);
+        return;
+    }
+    uint8_t *src = malloc(SIZE), *dst = calloc(1, SIZE);
+    uint64_t s = seed;
+    for (uint64_t i = 0; i < SIZE; i += 8) {
+        s = testutil_rand64(&s);
+        memcpy(src + i, &s, 8);
+    }
+    mroce_mr *msrc, *mdst;
+    CHECK(mroce_mr_reg(tb->h[0].ep, src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
+                       &msrc) == 0);
+    CHECK(mroce_mr_reg(tb->h[1].ep, dst, SIZE,
+                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                       &mdst) == 0);
+    mroce_tstamp t0 = mroce_netdrive_now(tb->d);
+    for (uint32_t i = 0; i < NCHUNKS; i++) {
+        struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + (uint64_t)i * CHUNK),
+                               CHUNK, mroce_mr_lkey(msrc)};
+        struct mroce_send_wr wr = {
+            .wr_id = i, .sg_list = &sg, .num_sge = 1,
+            .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
+            .remote_addr = (uint64_t)(uintptr_t)(dst + (uint64_t)i * CHUNK),
+            .rkey = mroce_mr_rkey(mdst)};
+        CHECK(mroce_qp_post_send(qa, &wr, NULL, t0) == 0);
+    }
+    struct span sp = {0, 0, 0, 0};
+    mroce_netdrive_set_tx_hook(tb->d, span_hook, &sp);
+    mroce_netdrive_kick_all(tb->d);
+    int phase = 0;
+    uint16_t stale = 0;
+    uint64_t retired0 = 0, span_reached = 0;
+    uint32_t done = 0, bad = 0;
+    struct mroce_qp_counters c;
+    while (done < NCHUNKS) {
+        if (!mroce_netdrive_step(tb->d) ||
+            mroce_netdrive_now(tb->d) - t0 > MODEL_LIMIT)
+            break;
+        qp_counters(qa, &c);
+        if (phase == 0 && c.tx_data_pkts * at.mtu >= SIZE / 4) {
+            sp.armed = 1;
+            retired0 = c.paths_retired;
+            phase = 1;
+        }
+        if (phase == 1) {
+            /* The dead path has been retired: the fault is over. */
+            if (sp.on && c.paths_retired > retired0) {
+                sp.on = 0;
+                phase = 2;
+            } else {
+                /* A slot other than the dead one keeps a stale 8 ms
+                 * estimate (the floor's `slowest`). */
+                if (qa->path_slots[stale].entropy == sp.dead)
+                    stale = (uint16_t)((stale + 1) % qa->paths.npaths);
+                qa->path_slots[stale].srtt = 8000000;
+                if (mroce_psn_diff(qa->snd_high_acked, qa->snd_una) > 256)
+                    span_reached++;
+            }
+        }
+        struct mroce_wc wc[16];
+        int n = mroce_cq_poll(tb->h[0].scq, 16, wc);
+        for (int i = 0; i < n; i++, done++)
+            bad += wc[i].status != MROCE_WC_SUCCESS;
+        if (bad)
+            break;
+    }
+    qp_counters(qa, &c);
+    printf("seed %llu span: dead-path drops %llu, steps at the SACK span end "
+           "%llu; timeouts %llu, retired %llu; retx %llu (path %llu ooo %llu "
+           "rto %llu probe %llu); %.1f ms\n",
+           (unsigned long long)seed, (unsigned long long)sp.drops,
+           (unsigned long long)span_reached, (unsigned long long)c.timeouts,
+           (unsigned long long)c.paths_retired,
+           (unsigned long long)c.retx_pkts, (unsigned long long)c.retx_path,
+           (unsigned long long)c.retx_ooo, (unsigned long long)c.retx_rto,
+           (unsigned long long)c.retx_probe,
+           (double)(mroce_netdrive_now(tb->d) - t0) / 1e6);
+    CHECK_MSG(done == NCHUNKS && !bad, "seed %llu span: %u/%u done, %u failed",
+              (unsigned long long)seed, done, NCHUNKS, bad);
+    CHECK(memcmp(src, dst, SIZE) == 0);
+    CHECK(phase == 2);
+    CHECK(sp.drops >= 3);
+    /* The scenario did what it is for: the hole held up the SACK span. */
+    CHECK(span_reached > 0);
+    CHECK(c.retx_ooo > 0);
+    CHECK_EQ(c.timeouts, 0);
+    mroce_qp_del(qa);
+    mroce_qp_del(qb);
+    mroce_tb_del(tb);
+    free(src);
+    free(dst);
+}
+
 int main(void)
 {
     for (uint64_t seed = 1; seed <= 4; seed++) {
         run(seed, 0);
         run(seed, 1);
+        run_span(seed);
     }
     return TESTUTIL_SUMMARY("test_engine_spurious_rto");
 }

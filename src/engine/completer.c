@@ -9,13 +9,17 @@
  *           keeps order, so the earlier one is gone);
  *   ooo   - the highest acknowledged PSN is ooo_thresh beyond it and it has
  *           been out for at least the lowest RTT;
- *   probe - no ACK for a probe timeout: the newest outstanding packet is
- *           resent to solicit a SACK that exposes the real losses;
+ *   probe - no ACK for a probe timeout: the newest outstanding packet the
+ *           receiver can acknowledge (within the SACK span) is resent to
+ *           solicit a SACK that exposes the real losses;
  *   rto   - no progress for a retransmission timeout (exponential backoff;
  *           retry_cnt timeouts in a row fail the QP).
  * Send completions are produced strictly in posting order.
  */
 #include "engine_int.h"
+
+/* PSNs after the cumulative point that an ACK can report (REL-15). */
+#define MROCE_SACK_SPAN (32u * MROCE_MAX_SACK_WORDS)
 
 static mroce_tstamp rto_base(const mroce_qp *qp)
 {
@@ -213,6 +217,34 @@ static mroce_tstamp path_guard(const mroce_qp *qp, uint16_t path,
     return g ? g + qp->attr.max_ack_delay : 0;
 }
 
+/* LOSS-7 for one packet: declares it lost or notes its guard time; returns
+ * 0 if it waits for an ACK (step 2), else 1.  With nofloor set the path
+ * floor (c) does not apply (LOSS-7 (d)). */
+static int ooo_judge(mroce_qp *qp, uint32_t psn, mroce_tstamp now,
+                     uint32_t end, mroce_tstamp guard, mroce_tstamp tguard,
+                     mroce_tstamp slowest, int nofloor, uint32_t *lost_bytes)
+{
+    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    if (e->state != TX_INFLIGHT)
+        return 1;
+    mroce_tstamp g = mroce_psn_diff(psn, end) < 0 ? guard : tguard;
+    if (g == MROCE_TSTAMP_INF)
+        return 1;
+    mroce_tstamp pg = nofloor ? 0 : path_guard(qp, e->path, slowest);
+    if (pg > g)
+        g = pg;
+    /* Only what was sent before something that has been acknowledged
+     * can be judged (RACK): a retransmission is younger than the ACKs
+     * that made it; look again once later traffic is acknowledged. */
+    if (e->sent_time >= qp->rack_time)
+        return 0;
+    if (now - e->sent_time >= g)
+        lose(qp, psn & qp->tx_mask, LOSS_OOO, lost_bytes);
+    else if (e->sent_time + g < qp->reo_deadline)
+        qp->reo_deadline = e->sent_time + g;
+    return 1;
+}
+
 /* Out-of-order loss (LOSS-7).  A packet below the highest acknowledged PSN
  * is lost once it has been out
  *   - at least the lowest RTT, if it is ooo_thresh or more PSNs behind;
@@ -237,8 +269,16 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
     if (tguard < guard)
         tguard = guard;
     uint32_t end = qp->snd_high_acked - qp->attr.ooo_thresh;
-    uint32_t psn = qp->snd_una;
+    uint32_t una = qp->snd_una, psn = una;
     mroce_tstamp slowest = mroce_pathset_max_srtt(&qp->paths);
+    /* LOSS-7 (d): the receiver acknowledges nothing beyond the SACK span
+     * after its cumulative point (REL-15).  Once the highest acknowledged
+     * PSN is at the end of that span, the packet at snd_una holds up every
+     * later acknowledgement: waiting the path floor for it (a slot sampled
+     * during a host stall can raise it to several ms) only waits for the
+     * RTO.  So it is judged without the floor, and by every ACK. */
+    int blocked =
+        mroce_psn_diff(qp->snd_high_acked, una) > (int32_t)MROCE_SACK_SPAN;
     if (full) {
         qp->reo_deadline = MROCE_TSTAMP_INF;
     } else {
@@ -254,29 +294,15 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
     }
     qp->ooo_edge = end;
     uint32_t first_wait = qp->snd_high_acked;
+    if (blocked && psn != una &&
+        !ooo_judge(qp, una, now, end, guard, tguard, slowest, 1, lost_bytes))
+        first_wait = una;
     for (; mroce_psn_diff(psn, qp->snd_high_acked) < 0; psn++) {
-        struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
-        if (e->state != TX_INFLIGHT)
-            continue;
-        mroce_tstamp g = mroce_psn_diff(psn, end) < 0 ? guard : tguard;
-        if (g == MROCE_TSTAMP_INF)
-            continue;
-        mroce_tstamp pg = path_guard(qp, e->path, slowest);
-        if (pg > g)
-            g = pg;
-        /* Only what was sent before something that has been acknowledged
-         * can be judged (RACK): a retransmission is younger than the ACKs
-         * that made it; look again once later traffic is acknowledged. */
-        if (e->sent_time >= qp->rack_time) {
-            /* Waits for an ACK, not for time: later ACK scans start here. */
-            if (first_wait == qp->snd_high_acked)
-                first_wait = psn;
-            continue;
-        }
-        if (now - e->sent_time >= g)
-            lose(qp, psn & qp->tx_mask, LOSS_OOO, lost_bytes);
-        else if (e->sent_time + g < qp->reo_deadline)
-            qp->reo_deadline = e->sent_time + g;
+        int nofloor = blocked && psn == una;
+        if (!ooo_judge(qp, psn, now, end, guard, tguard, slowest, nofloor,
+                       lost_bytes) &&
+            first_wait == qp->snd_high_acked)
+            first_wait = psn; /* waits for an ACK: later scans start here */
     }
     qp->ooo_cursor = first_wait;
 }
@@ -663,8 +689,22 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
         if (qp->snd_una == qp->snd_nxt || qp->inflight_pkts == 0) {
             qp->loss_deadline = MROCE_TSTAMP_INF;
         } else if (!qp->probes_sent) {
-            /* Tail-loss probe: resend the newest packet still in flight. */
-            for (uint32_t p = qp->snd_nxt; p != qp->snd_una;) {
+            /* Tail-loss probe: resend the newest packet still in flight
+             * that the receiver can acknowledge (LOSS-12): one beyond the
+             * SACK span after snd_una cannot be reported while snd_una is
+             * missing, so probing it solicits nothing and the next expiry
+             * is an RTO.  The newest in flight if none is within. */
+            uint32_t top = qp->snd_nxt;
+            if (mroce_psn_diff(top, qp->snd_una) >
+                (int32_t)MROCE_SACK_SPAN + 1) {
+                uint32_t p = qp->snd_una + MROCE_SACK_SPAN + 1;
+                while (p != qp->snd_una &&
+                       qp->tx[(p - 1) & qp->tx_mask].state != TX_INFLIGHT)
+                    p--;
+                if (p != qp->snd_una)
+                    top = p;
+            }
+            for (uint32_t p = top; p != qp->snd_una;) {
                 p--;
                 struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
                 if (e->state == TX_INFLIGHT) {
