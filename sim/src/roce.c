@@ -124,7 +124,10 @@ int roce_post(struct sim *s, uint32_t m)
             memmove(q->mq, q->mq + q->mq_head,
                     (q->mq_n - q->mq_head) * sizeof(*q->mq));
             q->mq_n -= q->mq_head;
-            q->tx_mi -= q->mq_head;
+            /* on_ack() advances mq_head before it lifts tx_mi, and the
+             * workload may post from inside that loop: tx_mi can be
+             * behind mq_head here, and then the cursor starts at the head */
+            q->tx_mi = q->tx_mi > q->mq_head ? q->tx_mi - q->mq_head : 0;
             q->mq_head = 0;
         } else {
             uint32_t nc = q->mq_cap ? 2 * q->mq_cap : 8;
