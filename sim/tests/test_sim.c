@@ -272,6 +272,19 @@ static void test_collectives(void)
               "allreduce %s: eff %.1f complete %d",
               sc.tp[tp].name, r.eff, r.complete);
     }
+    /* One slice in flight per rank: every message is acknowledged before
+     * the next is posted on the same RoCE QP, from inside on_ack's loop,
+     * so its message queue compacts while the send cursor is behind the
+     * head (a wrapped cursor read past the queue before roce.c's fix). */
+    base(&sc, "coll1");
+    add_wl(&sc, "allreduce bytes=4M slice=64K slots=1 order=random");
+    set_tp(&sc, "roce,roce_pfc");
+    for (int tp = 0; tp < 2; tp++) {
+        struct run_result r;
+        run(&sc, tp, &r);
+        CHECK(r.complete && r.eff > 10, "allreduce slots=1 %s: eff %.1f complete %d",
+              sc.tp[tp].name, r.eff, r.complete);
+    }
     base(&sc, "coll2");
     snprintf(sc.topo, sizeof(sc.topo), "fattree");
     sc.k = 4;
