@@ -144,9 +144,13 @@ static int pump(struct pqp *q)
                 continue;
             /* Receives flushed by the peer's orderly disconnect: fine once
              * it has said FIN (a progress thread can process its DISCONNECT
-             * before we have even read FIN); wait_ctrl() fails otherwise. */
+             * before we have even read FIN); wait_ctrl() fails otherwise.
+             * The same for our last control message: the peer disconnects
+             * only after it has everything it waits for, so a control SEND
+             * it received but whose ACK was lost is flushed by its
+             * DISCONNECT (CONN-17) although it arrived. */
             if (wc[i].status == MROCE_WC_WR_FLUSH_ERR &&
-                (wc[i].wr_id & WRID_RECV) &&
+                (wc[i].wr_id & (WRID_RECV | WRID_CTRL)) &&
                 mroce_vqp_state(q->qp) == MROCE_QPS_CLOSED) {
                 P.peer_closed = 1;
                 continue;
