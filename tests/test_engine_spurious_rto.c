@@ -68,11 +68,6 @@ static int hold_hook(void *user, struct mroce_netdrive_pkt *pkt)
     return MROCE_NETDRIVE_PASS;
 }
 
-static void qp_counters(mroce_qp *qp, struct mroce_qp_counters *c)
-{
-    mroce_qp_get_counters(qp, c);
-}
-
 static unsigned charged_paths(const mroce_qp *qp)
 {
     unsigned n = 0;
@@ -81,54 +76,106 @@ static unsigned charged_paths(const mroce_qp *qp)
     return n;
 }
 
-static void run(uint64_t seed, int genuine)
+/* What every scenario shares: 2 hosts on infinitely fast links (a held
+ * burst is delivered at one instant in the order sent: no queue drops, no
+ * serialization to interleave it with later packets, so every
+ * retransmission is owed to the scenario), min_rto 1 ms as libmroce, and
+ * NCHUNKS 1 MiB WRITEs of random data from host 0 to host 1 posted at t0. */
+struct xfer {
+    struct mroce_testbed *tb;
+    mroce_net *net;
+    mroce_tstamp base_delay, t0;
+    struct mroce_qp_attr at;
+    mroce_qp *qa, *qb;
+    uint8_t *src, *dst;
+};
+
+static int xfer_start(struct xfer *x, uint64_t seed)
 {
     struct mroce_netdrive_config cfg;
     mroce_netdrive_config_default(&cfg);
     cfg.net.seed = seed;
-    struct mroce_testbed *tb;
-    if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
-        return;
-    mroce_net *net = mroce_netdrive_net(tb->d);
-    /* Infinitely fast links: the held burst is delivered at one instant in
-     * the order sent (no queue drops, no serialization to interleave it
-     * with later packets), so every retransmission is owed to the RTO. */
-    CHECK(mroce_net_set_rate(net, 0) == 0);
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
-    at.min_rto = 1000000; /* 1 ms, as libmroce */
-    at.max_send_wr = NCHUNKS;
-    mroce_qp *qa, *qb;
-    if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
-        mroce_tb_del(tb);
-        return;
+    memset(x, 0, sizeof(*x));
+    if (!CHECK(mroce_tb_new(&x->tb, &cfg, NULL) == 0))
+        return -1;
+    x->net = mroce_netdrive_net(x->tb->d);
+    x->base_delay = cfg.net.delay;
+    CHECK(mroce_net_set_rate(x->net, 0) == 0);
+    mroce_qp_attr_default(&x->at);
+    x->at.min_rto = 1000000; /* 1 ms, as libmroce */
+    x->at.max_send_wr = NCHUNKS;
+    if (!CHECK(mroce_tb_connect(x->tb, 0, 1, &x->at, &x->qa, &x->qb,
+                                100000000) == 0)) {
+        mroce_tb_del(x->tb);
+        return -1;
     }
-    uint8_t *src = malloc(SIZE), *dst = calloc(1, SIZE);
+    x->src = malloc(SIZE);
+    x->dst = calloc(1, SIZE);
     uint64_t s = seed;
     for (uint64_t i = 0; i < SIZE; i += 8) {
         s = testutil_rand64(&s);
-        memcpy(src + i, &s, 8);
+        memcpy(x->src + i, &s, 8);
     }
     mroce_mr *msrc, *mdst;
-    CHECK(mroce_mr_reg(tb->h[0].ep, src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
+    CHECK(mroce_mr_reg(x->tb->h[0].ep, x->src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
                        &msrc) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, dst, SIZE,
+    CHECK(mroce_mr_reg(x->tb->h[1].ep, x->dst, SIZE,
                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                        &mdst) == 0);
-    mroce_tstamp t0 = mroce_netdrive_now(tb->d);
+    x->t0 = mroce_netdrive_now(x->tb->d);
     for (uint32_t i = 0; i < NCHUNKS; i++) {
-        struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + (uint64_t)i * CHUNK),
+        struct mroce_sge sg = {(uint64_t)(uintptr_t)(x->src + (uint64_t)i * CHUNK),
                                CHUNK, mroce_mr_lkey(msrc)};
         struct mroce_send_wr wr = {
             .wr_id = i, .sg_list = &sg, .num_sge = 1,
             .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
-            .remote_addr = (uint64_t)(uintptr_t)(dst + (uint64_t)i * CHUNK),
+            .remote_addr = (uint64_t)(uintptr_t)(x->dst + (uint64_t)i * CHUNK),
             .rkey = mroce_mr_rkey(mdst)};
-        CHECK(mroce_qp_post_send(qa, &wr, NULL, t0) == 0);
+        CHECK(mroce_qp_post_send(x->qa, &wr, NULL, x->t0) == 0);
     }
-    struct hold hold = {net, 0, cfg.net.delay, 0};
-    mroce_netdrive_set_tx_hook(tb->d, hold_hook, &hold);
-    mroce_netdrive_kick_all(tb->d);
+    return 0;
+}
+
+/* One model step; 0 when the model is idle or past its time limit. */
+static int xfer_step(struct xfer *x)
+{
+    return mroce_netdrive_step(x->tb->d) &&
+           mroce_netdrive_now(x->tb->d) - x->t0 <= MODEL_LIMIT;
+}
+
+/* Host 0's send completions: *done counts them, *bad the failed ones,
+ * *order (if given) those out of posting order. */
+static void xfer_poll(struct xfer *x, uint32_t *done, uint32_t *bad,
+                      uint32_t *order)
+{
+    struct mroce_wc wc[16];
+    int n = mroce_cq_poll(x->tb->h[0].scq, 16, wc);
+    for (int i = 0; i < n; i++, (*done)++) {
+        *bad += wc[i].status != MROCE_WC_SUCCESS;
+        if (order)
+            *order += wc[i].wr_id != *done;
+    }
+}
+
+static void xfer_end(struct xfer *x)
+{
+    mroce_qp_del(x->qa);
+    mroce_qp_del(x->qb);
+    mroce_tb_del(x->tb);
+    free(x->src);
+    free(x->dst);
+}
+
+static void run(uint64_t seed, int genuine)
+{
+    struct xfer x;
+    if (xfer_start(&x, seed) != 0)
+        return;
+    mroce_net *net = x.net;
+    mroce_qp *qa = x.qa, *qb = x.qb;
+    struct hold hold = {net, 0, x.base_delay, 0};
+    mroce_netdrive_set_tx_hook(x.tb->d, hold_hook, &hold);
+    mroce_netdrive_kick_all(x.tb->d);
 
     /* phase: 0 before the fault, 1 fault on, 2 fault off (after the first
      * RTO), 3 verdict seen (spurious case) */
@@ -138,19 +185,16 @@ static void run(uint64_t seed, int genuine)
     uint64_t retx_at_verdict = 0;
     unsigned charged_at_rto = 0, charged_at_verdict = 0;
     struct mroce_qp_counters c;
-    while (done < NCHUNKS) {
-        if (!mroce_netdrive_step(tb->d) ||
-            mroce_netdrive_now(tb->d) - t0 > MODEL_LIMIT)
-            break;
-        qp_counters(qa, &c);
+    while (done < NCHUNKS && xfer_step(&x)) {
+        mroce_qp_get_counters(qa, &c);
         if (phase == 0) {
             pre_cwnd = c.cwnd;
-            if (c.tx_data_pkts * at.mtu >= SIZE / 4) {
+            if (c.tx_data_pkts * x.at.mtu >= SIZE / 4) {
                 if (genuine)
                     CHECK(mroce_net_set_loss(net, 1.0) == 0);
                 else
-                    hold = (struct hold){net, mroce_netdrive_now(tb->d) +
-                                         HOLD, cfg.net.delay, 1};
+                    hold = (struct hold){net, mroce_netdrive_now(x.tb->d) +
+                                         HOLD, x.base_delay, 1};
                 phase = 1;
             }
         } else if (phase == 1) {
@@ -169,27 +213,22 @@ static void run(uint64_t seed, int genuine)
             retx_at_verdict = c.retx_pkts;
             phase = 3;
         }
-        struct mroce_wc wc[16];
-        int n = mroce_cq_poll(tb->h[0].scq, 16, wc);
-        for (int i = 0; i < n; i++, done++) {
-            bad += wc[i].status != MROCE_WC_SUCCESS;
-            order += wc[i].wr_id != done;
-        }
+        xfer_poll(&x, &done, &bad, &order);
         if (bad)
             break;
     }
-    qp_counters(qa, &c);
+    mroce_qp_get_counters(qa, &c);
     struct mroce_qp_counters cb;
-    qp_counters(qb, &cb);
+    mroce_qp_get_counters(qb, &cb);
     CHECK_MSG(done == NCHUNKS && !bad, "seed %llu genuine %d: %u/%u done, "
               "%u failed", (unsigned long long)seed, genuine, done, NCHUNKS,
               bad);
     CHECK_EQ(order, 0);
-    CHECK(memcmp(src, dst, SIZE) == 0);
+    CHECK(memcmp(x.src, x.dst, SIZE) == 0);
     CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
     CHECK(timeouts_at_rto == 1);
     CHECK(charged_at_rto > 0);
-    uint32_t pkt = (uint32_t)at.mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+    uint32_t pkt = (uint32_t)x.at.mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
     printf("seed %llu %s: cwnd before RTO %llu, at verdict %llu; paths charged "
            "by the RTO %u, after the verdict %u; timeouts %llu spurious %llu "
            "retired %llu; retx %llu (path %llu ooo %llu rto %llu probe %llu, %llu after the "
@@ -204,7 +243,7 @@ static void run(uint64_t seed, int genuine)
            (unsigned long long)c.retx_probe,
            (unsigned long long)(phase == 3 ? c.retx_pkts - retx_at_verdict : 0),
            (unsigned long long)cb.rx_dups,
-           (double)(mroce_netdrive_now(tb->d) - t0) / 1e6);
+           (double)(mroce_netdrive_now(x.tb->d) - x.t0) / 1e6);
     if (genuine) {
         CHECK_EQ(c.spurious_rto, 0);
         CHECK(c.timeouts >= 1);
@@ -225,11 +264,7 @@ static void run(uint64_t seed, int genuine)
          * there were not more of them than packets in flight at the RTO. */
         CHECK(cb.rx_dups <= c.retx_pkts);
     }
-    mroce_qp_del(qa);
-    mroce_qp_del(qb);
-    mroce_tb_del(tb);
-    free(src);
-    free(dst);
+    xfer_end(&x);
 }
 
 /* Scenario 3: every data packet from host 0 on entropy `dead` is dropped
@@ -259,60 +294,21 @@ static int span_hook(void *user, struct mroce_netdrive_pkt *pkt)
 
 static void run_span(uint64_t seed)
 {
-    struct mroce_netdrive_config cfg;
-    mroce_netdrive_config_default(&cfg);
-    cfg.net.seed = seed;
-    struct mroce_testbed *tb;
-    if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
+    struct xfer x;
+    if (xfer_start(&x, seed) != 0)
         return;
-    mroce_net *net = mroce_netdrive_net(tb->d);
-    CHECK(mroce_net_set_rate(net, 0) == 0);
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
-    at.min_rto = 1000000; /* 1 ms, as libmroce */
-    at.max_send_wr = NCHUNKS;
-    mroce_qp *qa, *qb;
-    if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
-        mroce_tb_del(tb);
-        return;
-    }
-    uint8_t *src = malloc(SIZE), *dst = calloc(1, SIZE);
-    uint64_t s = seed;
-    for (uint64_t i = 0; i < SIZE; i += 8) {
-        s = testutil_rand64(&s);
-        memcpy(src + i, &s, 8);
-    }
-    mroce_mr *msrc, *mdst;
-    CHECK(mroce_mr_reg(tb->h[0].ep, src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
-                       &msrc) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, dst, SIZE,
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                       &mdst) == 0);
-    mroce_tstamp t0 = mroce_netdrive_now(tb->d);
-    for (uint32_t i = 0; i < NCHUNKS; i++) {
-        struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + (uint64_t)i * CHUNK),
-                               CHUNK, mroce_mr_lkey(msrc)};
-        struct mroce_send_wr wr = {
-            .wr_id = i, .sg_list = &sg, .num_sge = 1,
-            .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
-            .remote_addr = (uint64_t)(uintptr_t)(dst + (uint64_t)i * CHUNK),
-            .rkey = mroce_mr_rkey(mdst)};
-        CHECK(mroce_qp_post_send(qa, &wr, NULL, t0) == 0);
-    }
+    mroce_qp *qa = x.qa;
     struct span sp = {0, 0, 0, 0};
-    mroce_netdrive_set_tx_hook(tb->d, span_hook, &sp);
-    mroce_netdrive_kick_all(tb->d);
+    mroce_netdrive_set_tx_hook(x.tb->d, span_hook, &sp);
+    mroce_netdrive_kick_all(x.tb->d);
     int phase = 0;
     uint16_t stale = 0;
     uint64_t retired0 = 0, span_reached = 0;
     uint32_t done = 0, bad = 0;
     struct mroce_qp_counters c;
-    while (done < NCHUNKS) {
-        if (!mroce_netdrive_step(tb->d) ||
-            mroce_netdrive_now(tb->d) - t0 > MODEL_LIMIT)
-            break;
-        qp_counters(qa, &c);
-        if (phase == 0 && c.tx_data_pkts * at.mtu >= SIZE / 4) {
+    while (done < NCHUNKS && xfer_step(&x)) {
+        mroce_qp_get_counters(qa, &c);
+        if (phase == 0 && c.tx_data_pkts * x.at.mtu >= SIZE / 4) {
             sp.armed = 1;
             retired0 = c.paths_retired;
             phase = 1;
@@ -332,14 +328,11 @@ static void run_span(uint64_t seed)
                     span_reached++;
             }
         }
-        struct mroce_wc wc[16];
-        int n = mroce_cq_poll(tb->h[0].scq, 16, wc);
-        for (int i = 0; i < n; i++, done++)
-            bad += wc[i].status != MROCE_WC_SUCCESS;
+        xfer_poll(&x, &done, &bad, NULL);
         if (bad)
             break;
     }
-    qp_counters(qa, &c);
+    mroce_qp_get_counters(qa, &c);
     printf("seed %llu span: dead-path drops %llu, steps at the SACK span end "
            "%llu; timeouts %llu, retired %llu; retx %llu (path %llu ooo %llu "
            "rto %llu probe %llu); %.1f ms\n",
@@ -349,21 +342,17 @@ static void run_span(uint64_t seed)
            (unsigned long long)c.retx_pkts, (unsigned long long)c.retx_path,
            (unsigned long long)c.retx_ooo, (unsigned long long)c.retx_rto,
            (unsigned long long)c.retx_probe,
-           (double)(mroce_netdrive_now(tb->d) - t0) / 1e6);
+           (double)(mroce_netdrive_now(x.tb->d) - x.t0) / 1e6);
     CHECK_MSG(done == NCHUNKS && !bad, "seed %llu span: %u/%u done, %u failed",
               (unsigned long long)seed, done, NCHUNKS, bad);
-    CHECK(memcmp(src, dst, SIZE) == 0);
+    CHECK(memcmp(x.src, x.dst, SIZE) == 0);
     CHECK(phase == 2);
     CHECK(sp.drops >= 3);
     /* The scenario did what it is for: the hole held up the SACK span. */
     CHECK(span_reached > 0);
     CHECK(c.retx_ooo > 0);
     CHECK_EQ(c.timeouts, 0);
-    mroce_qp_del(qa);
-    mroce_qp_del(qb);
-    mroce_tb_del(tb);
-    free(src);
-    free(dst);
+    xfer_end(&x);
 }
 
 int main(void)
