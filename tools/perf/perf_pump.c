@@ -153,6 +153,9 @@ static int pump(struct pqp *q)
                 (wc[i].wr_id & (WRID_RECV | WRID_CTRL)) &&
                 mroce_vqp_state(q->qp) == MROCE_QPS_CLOSED) {
                 P.peer_closed = 1;
+                /* send_ctrl() waits for this one: it is done. */
+                if (wc[i].wr_id & WRID_CTRL)
+                    P.ctrl_done = wc[i].wr_id & WRID_IDX_MASK;
                 continue;
             }
             die("error completion on QP %u: %s (%s %" PRIu64 ")",
