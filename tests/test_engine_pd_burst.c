@@ -7,13 +7,16 @@
  * access NAK and nothing is written (SEC-3).
  * Path bursts: with path_burst = B the requester sends B consecutive data
  * packets on one path before picking the next (what a UDP GSO datapath
- * needs); the transfer stays correct under loss.
+ * needs), or fewer when the congestion window would otherwise span fewer
+ * than MROCE_PATH_WINDOW_PICKS picks (PATH-3); the transfer stays correct
+ * under loss.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <mroce/wire.h>
 
+#include "path.h"
 #include "testbed.h"
 #include "testutil.h"
 
@@ -107,7 +110,11 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
     return MROCE_NETDRIVE_PASS;
 }
 
-static void test_burst(uint8_t burst, double loss)
+/* window: a fixed congestion window in bytes (CC none), so that the burst
+ * the window allows (PATH-3: at least MROCE_PATH_WINDOW_PICKS picks per
+ * window) is known; expect: the run length that gives. */
+static void test_burst(uint8_t burst, double loss, uint32_t window,
+                       unsigned expect)
 {
     struct mroce_netdrive_config cfg;
     mroce_netdrive_config_default(&cfg);
@@ -120,6 +127,8 @@ static void test_burst(uint8_t burst, double loss)
     mroce_qp_attr_default(&at);
     at.path_burst = burst;
     at.npaths = 16;
+    at.cc_algo = MROCE_CC_NONE;
+    at.init_cwnd = window;
     mroce_qp *qa, *qb;
     CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
     size_t len = 4u << 20;
@@ -153,10 +162,11 @@ static void test_burst(uint8_t burst, double loss)
      * picking the same slot twice, which the round robin never does with
      * 16 healthy slots, so the longest run is `burst`. */
     double mean = (double)o.pkts / (double)o.runs;
-    printf("burst %u loss %.2f: %u first transmissions in %u runs (mean %.2f, "
-           "longest %u)\n", burst, loss, o.pkts, o.runs, mean, o.maxrun);
-    CHECK(o.maxrun <= burst);
-    CHECK(mean > 0.9 * burst);
+    printf("burst %u loss %.2f window %u: %u first transmissions in %u runs "
+           "(mean %.2f, longest %u)\n", burst, loss, window, o.pkts, o.runs,
+           mean, o.maxrun);
+    CHECK(o.maxrun <= expect);
+    CHECK(mean > 0.9 * expect);
     free(src);
     free(dst);
     mroce_tb_del(tb);
@@ -165,9 +175,14 @@ static void test_burst(uint8_t burst, double loss)
 int main(void)
 {
     test_pd();
-    test_burst(1, 0);
-    test_burst(8, 0);
-    test_burst(8, 0.02);
-    test_burst(32, 0);
+    /* 4 MiB windows allow any burst; 2 * PICKS packets of ~4.2 KiB allow
+     * 2, 1 MiB about 31 */
+    uint32_t pkt = 4096 + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+    test_burst(1, 0, 4u << 20, 1);
+    test_burst(8, 0, 4u << 20, 8);
+    test_burst(8, 0.02, 4u << 20, 8);
+    test_burst(32, 0, 4u << 20, 32);
+    test_burst(8, 0, 2 * MROCE_PATH_WINDOW_PICKS * pkt, 2);
+    test_burst(32, 0, 1u << 20, (1u << 20) / (MROCE_PATH_WINDOW_PICKS * pkt));
     return TESTUTIL_SUMMARY("test_engine_pd_burst");
 }

@@ -211,6 +211,46 @@ static void test_smooth(void)
     CHECK(ok);
 }
 
+/* PATH-3's quantum is the highest weight: equal weights at any level are a
+ * plain round robin, whatever the deficits' history.  With a fixed quantum
+ * of 8, slots at weight 1 sent in the sweeps their deficits dictated, and
+ * two groups of slots whose deficits were 4 apart sent group by group. */
+static void test_quantum(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {5};
+    unsigned k, ok = 1;
+
+    setup(&ps, &r, 16);
+    for (k = 0; k < 16; k++) {
+        ps.paths[k].weight = 1;
+        ps.paths[k].deficit = k < 8 ? 0 : 4;
+    }
+    (void)mroce_path_pick(&ps, MROCE_PATH_NONE); /* pays a stale deficit */
+    for (k = 0; k < 64; k++)
+        ok &= mroce_path_pick(&ps, MROCE_PATH_NONE) == (k + 1) % 16;
+    CHECK(ok);
+    CHECK(ps.quantum == 1);
+    /* Weights 2 and 1: shares 2:1, the weight-1 slots every other sweep. */
+    {
+        unsigned c[2] = {0, 0};
+        for (k = 0; k < 16; k++)
+            ps.paths[k].weight = (uint8_t)(k % 2 ? 1 : 2);
+        for (k = 0; k < 32; k++) /* the quantum changes at a sweep's start */
+            (void)mroce_path_pick(&ps, MROCE_PATH_NONE);
+        for (k = 0; k < 3 * 16 * 10; k++)
+            c[mroce_path_pick(&ps, MROCE_PATH_NONE) % 2]++;
+        CHECK(ps.quantum == 2);
+        CHECK_MSG(c[0] + 16 >= 2 * c[1] && c[0] <= 2 * c[1] + 16,
+                  "weight 2: %u picks, weight 1: %u", c[0], c[1]);
+    }
+    /* Back to one full-weight slot: the quantum follows at the next sweep. */
+    ps.paths[3].weight = MROCE_PATH_WMAX;
+    for (k = 0; k < 32; k++)
+        (void)mroce_path_pick(&ps, MROCE_PATH_NONE);
+    CHECK(ps.quantum == MROCE_PATH_WMAX);
+}
+
 static void test_avoid(void)
 {
     struct mroce_pathset ps;
@@ -241,6 +281,64 @@ static void test_avoid(void)
     CHECK(ok);
     /* Out-of-range avoid is ignored. */
     CHECK(mroce_path_pick(&ps, 7) < 2);
+}
+
+/* PATH-3: the burst is bounded by the window (mroce_path_set_window), so a
+ * window spans at least MROCE_PATH_WINDOW_PICKS picks; the attribute stays
+ * the upper bound. */
+static unsigned burst_run(struct mroce_pathset *ps)
+{
+    uint16_t first = mroce_path_pick(ps, MROCE_PATH_NONE);
+    unsigned n = 1;
+    while (n < 300 && mroce_path_pick(ps, MROCE_PATH_NONE) == first)
+        n++;
+    return n; /* one past the burst: the next burst has started */
+}
+
+static void test_window_burst(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {21};
+    const uint32_t pkt = 4200;
+    const uint32_t span = pkt * MROCE_PATH_WINDOW_PICKS; /* one packet each */
+
+    setup(&ps, &r, 16);
+    CHECK(ps.burst_cap == 255); /* no window known: the attribute rules */
+    ps.burst = 8;
+    CHECK(burst_run(&ps) == 8);
+    /* A window of fewer than 2 packets per pick: per-packet spraying. */
+    mroce_path_set_window(&ps, 64 * 1024, pkt);
+    CHECK(ps.burst_cap == 1);
+    ps.burst_left = 0;
+    CHECK(burst_run(&ps) == 1);
+    CHECK(burst_run(&ps) == 1);
+    /* Bursts grow with the window: 3 packets per pick for 3 * span. */
+    mroce_path_set_window(&ps, 3 * span, pkt);
+    CHECK(ps.burst_cap == 3);
+    ps.burst_left = 0;
+    CHECK(burst_run(&ps) == 3);
+    mroce_path_set_window(&ps, 3 * span - 1, pkt); /* rounds down */
+    CHECK(ps.burst_cap == 2);
+    /* ... up to the attribute. */
+    mroce_path_set_window(&ps, 100 * span, pkt);
+    CHECK(ps.burst_cap == 100);
+    ps.burst_left = 0;
+    CHECK(burst_run(&ps) == 8);
+    mroce_path_set_window(&ps, UINT32_MAX, 1); /* capped, not wrapped */
+    CHECK(ps.burst_cap == 255);
+    /* Window 0 or a nonsense packet size: cap 1, or left alone. */
+    mroce_path_set_window(&ps, 0, pkt);
+    CHECK(ps.burst_cap == 1);
+    mroce_path_set_window(&ps, 5 * span, 0);
+    CHECK(ps.burst_cap == 1);
+    mroce_path_set_window(&ps, UINT32_MAX, UINT32_MAX / 2);
+    CHECK(ps.burst_cap == 1);
+    /* The cap applies from the next burst; the current one runs out. */
+    mroce_path_set_window(&ps, 100 * span, pkt);
+    ps.burst_left = 0;
+    (void)mroce_path_pick(&ps, MROCE_PATH_NONE); /* starts a burst of 8 */
+    mroce_path_set_window(&ps, 0, pkt);
+    CHECK(ps.burst_left == 7);
 }
 
 static void test_on_sent(void)
@@ -539,7 +637,9 @@ int main(void)
     test_round_robin();
     test_shares();
     test_smooth();
+    test_quantum();
     test_avoid();
+    test_window_burst();
     test_on_sent();
     test_retire();
     test_rtt();

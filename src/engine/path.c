@@ -113,6 +113,8 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
     ps->cursor = 0;
     ps->last = 0;
     ps->burst = 1;
+    ps->burst_cap = 255;
+    ps->quantum = MROCE_PATH_WMAX;
     ps->burst_left = 0;
     ps->entropy_base = base;
     ps->entropy_span = span;
@@ -142,20 +144,36 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
 /*
  * Smooth deficit round robin: the cursor visits slots in order, each visit
  * adds the slot's weight to its deficit, and a slot whose deficit reaches
- * WMAX sends one packet and pays WMAX.  Every slot is visited equally often,
- * so a slot's share is weight/WMAX of a healthy slot's, and packets of a
- * low-weight slot are spread out rather than bunched.  With every weight at
- * WMAX each visit sends: one step per pick.  Since deficit < WMAX between
- * visits and weight <= WMAX, a slot sends at most one packet per visit; with
- * weights >= 1 some slot sends within WMAX sweeps, so the loop is amortised
- * O(WMAX) per pick in the worst case.  The cursor moves past the chosen slot
- * so consecutive packets go to different paths.
+ * the quantum Q (the highest weight, path_new_sweep) sends one packet and
+ * pays Q.  Every slot is visited equally often, so a slot's share is
+ * weight/Q of a full-weight slot's, and packets of a low-weight slot are
+ * spread out rather than bunched.  With every weight equal each visit
+ * sends: one step per pick.  A slot sends at most one packet per visit
+ * (once a lowered Q has been paid down); with weights >= 1 some slot sends
+ * within Q <= WMAX sweeps, so the loop is amortised O(WMAX) per pick in the
+ * worst case.  The cursor moves past the chosen slot so consecutive
+ * packets go to different paths.
  */
 static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid);
 
 /* Bursts: a datapath that batches (UDP GSO sends one burst of segments with
  * one source port) asks for `burst` consecutive packets per path.  A burst
- * counts as one deficit-round-robin pick, so weights keep their meaning. */
+ * counts as one deficit-round-robin pick, so weights keep their meaning.
+ * The window bounds it (burst_cap, PATH-3): with 8-packet bursts a window of
+ * one or two bursts was one or two ECMP choices per RTT, so one spine queue
+ * overflowed and marked while the other idled (fabric/README.md, scenario
+ * 2); large windows, where batching saves the most, keep full bursts. */
+void mroce_path_set_window(struct mroce_pathset *ps, uint32_t window,
+                           uint32_t pkt_bytes)
+{
+    uint32_t per = pkt_bytes * MROCE_PATH_WINDOW_PICKS, cap;
+
+    if (pkt_bytes == 0 || per / MROCE_PATH_WINDOW_PICKS != pkt_bytes)
+        return; /* nonsense or overflow: leave the cap alone */
+    cap = window / per;
+    ps->burst_cap = (uint8_t)(cap < 1 ? 1 : cap > 255 ? 255 : cap);
+}
+
 uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
 {
     if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths) {
@@ -163,9 +181,30 @@ uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
         return ps->last;
     }
     uint16_t i = path_pick_one(ps, avoid);
+    uint8_t b = ps->burst < ps->burst_cap ? ps->burst : ps->burst_cap;
     ps->last = i;
-    ps->burst_left = ps->burst > 1 ? (uint8_t)(ps->burst - 1) : 0;
+    ps->burst_left = b > 1 ? (uint8_t)(b - 1) : 0;
     return i;
+}
+
+/* PATH-3: the quantum a slot pays per packet is the highest weight in the
+ * set, taken once per sweep of the cursor (O(npaths) per npaths visits).
+ * Shares stay proportional to the weights; what changes is the spacing.
+ * With a fixed quantum of 8 and every weight at 1 (on the namespace fabric
+ * every path's RTT sample was above min_rtt + target_qdelay, PATH-6), a
+ * slot sent on one visit in 8, and which visit was set by its deficit's
+ * history: slots whose weights had fallen together, such as all those of
+ * one marking spine, sent in the same sweeps, so one flow's packets went
+ * to one spine for tens of packets at a time (fabric/README.md, scenario
+ * 2).  With the quantum at the highest weight, equal weights are a plain
+ * round robin at any level. */
+static void path_new_sweep(struct mroce_pathset *ps)
+{
+    uint8_t q = 1;
+    for (uint32_t k = 0; k < ps->npaths; k++)
+        if (ps->paths[k].weight > q)
+            q = ps->paths[k].weight;
+    ps->quantum = q > MROCE_PATH_WMAX ? MROCE_PATH_WMAX : q;
 }
 
 static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid)
@@ -182,12 +221,14 @@ static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid)
     for (guard = (MROCE_PATH_WMAX + 1) * n; guard != 0; guard--) {
         struct mroce_path *p = &ps->paths[c];
         uint32_t i = c, d;
+        if (c == 0)
+            path_new_sweep(ps);
         c = (c + 1 == n) ? 0 : c + 1;
         if (i == avoid)
             continue; /* no credit either: it is simply not visited */
         d = (uint32_t)p->deficit + p->weight;
-        if (d >= MROCE_PATH_WMAX) {
-            p->deficit = (uint8_t)(d - MROCE_PATH_WMAX);
+        if (d >= ps->quantum) {
+            p->deficit = (uint8_t)(d - ps->quantum);
             ps->cursor = (uint16_t)c;
             return (uint16_t)i;
         }

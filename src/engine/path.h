@@ -17,6 +17,8 @@
 #define MROCE_PATH_WMAX 8          /* weight of a healthy path */
 #define MROCE_PATH_RETIRE_LOSSES 3 /* consecutive losses that retire a path */
 #define MROCE_PATH_NONE 0xffffu    /* "no path" in path-list links */
+#define MROCE_PATH_WINDOW_PICKS 8  /* path picks a congestion window must
+                                      span at least (PATH-3) */
 
 /* One path slot. */
 struct mroce_path {
@@ -55,8 +57,12 @@ struct mroce_pathset {
     struct mroce_path *paths; /* npaths slots, owned by the QP */
     uint16_t npaths;
     uint16_t cursor;          /* deficit round robin position */
+    uint8_t quantum;          /* deficit a pick costs: the highest weight at
+                                 the start of the cursor's sweep (PATH-3) */
     uint16_t last;            /* slot of the current burst */
     uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
+    uint8_t burst_cap;        /* packets per pick the current window allows
+                                 (mroce_path_set_window), 1..255 */
     uint8_t burst_left;       /* packets left in the current burst */
     uint16_t entropy_base;    /* entropies are in [base, base + span) */
     uint16_t entropy_span;
@@ -74,6 +80,13 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
                        uint16_t npaths, uint16_t base, uint16_t span,
                        mroce_tstamp target_qdelay,
                        void (*rand)(uint8_t *, size_t, void *), void *rand_user);
+
+/* mroce_path_set_window bounds the burst (PATH-3) so that a window of
+ * `window` bytes in packets of up to `pkt_bytes` spans at least
+ * MROCE_PATH_WINDOW_PICKS picks: burst_cap = max(1, window / (pkt_bytes *
+ * MROCE_PATH_WINDOW_PICKS)).  O(1); takes effect at the next burst. */
+void mroce_path_set_window(struct mroce_pathset *ps, uint32_t window,
+                           uint32_t pkt_bytes);
 
 /* mroce_path_pick returns the slot index for the next packet (deficit round
  * robin over weights; amortised O(1)).  `avoid` is a slot to skip if any

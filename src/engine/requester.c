@@ -393,6 +393,11 @@ static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
                       int ack_req, mroce_tstamp now)
 {
     struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    /* PATH-3: the window bounds the burst (credit mode: the grant too). */
+    mroce_path_set_window(&qp->paths,
+                          qp->cc.cwnd < qp->peer_credit ? qp->cc.cwnd
+                                                        : qp->peer_credit,
+                          qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN);
     uint16_t picked = recovery ? mroce_path_pick_proven(&qp->paths, avoid)
                                : mroce_path_pick(&qp->paths, avoid);
     int n = build_pkt(qp, psn, picked, buf, cap, ack_req, now);
