@@ -465,8 +465,12 @@ static int run_client(void)
             next_sample = t + 0.0005;
         }
         if (O.interval_ms > 0 && t >= next_iv) {
-            printf("interval label=%s t=%.3f mbps=%.1f\n", O.label, t - t0,
-                   (done - iv_done) * (double)O.msg * 8 / (O.interval_ms / 1e3) / 1e6);
+            struct mroce_qp_counters k;
+            mroce_vqp_counters(c.qp, &k);
+            printf("interval label=%s t=%.3f mbps=%.1f cwnd_kib=%.1f srtt_us=%.0f\n",
+                   O.label, t - t0,
+                   (done - iv_done) * (double)O.msg * 8 / (O.interval_ms / 1e3) / 1e6,
+                   k.cwnd / 1024.0, k.srtt / 1e3);
             iv_done = done;
             next_iv += O.interval_ms / 1e3;
         }
@@ -580,7 +584,7 @@ static void usage(FILE *f)
 "      --verify          server checks every byte\n"
 "      --seed=N          data pattern seed\n"
 "      --at=MS --run=CMD run CMD (sh -c) MS after the transfer started\n"
-"      --interval=MS     print goodput every MS\n"
+"      --interval=MS     print goodput, cwnd and srtt every MS\n"
 "      --cc-none         fixed window instead of delay+ECN CC\n"
 "      --init-cwnd=N     initial window in bytes (K/M; with --cc-none the\n"
 "                        fixed window; default 64K)\n"

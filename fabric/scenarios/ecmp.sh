@@ -19,9 +19,15 @@
 # reach 69-80% (median 75%) while the "apart" reference reaches a median
 # of 94%, with almost no retransmissions left to blame: the congestion
 # control is the limit; see fabric/README.md, "Known limits".
+# Experiments: MRF_ECMP_ARGS adds mroce-fabric-flow options to every flow
+# (e.g. "--interval 5": goodput, cwnd and srtt every 5 ms),
+# MRF_ECMP_SPRAY_ARGS to the sprayed pair only (e.g. "--path-burst 1");
+# with MRF_KEEP_OUT=1 the outputs and `status` after each pair are kept.
 . "$(dirname "$0")/lib.sh" "${1:-}"
 BYTES=${MRF_ECMP_BYTES:-32M}
 MIN_PCT=${MRF_ECMP_MIN_PCT:-}
+ALL_ARGS=${MRF_ECMP_ARGS:-}
+SPRAY_ARGS="$ALL_ARGS ${MRF_ECMP_SPRAY_ARGS:-}"
 "$F" up -S 2 --oversub 2 --ecn >/dev/null || exit 1
 bis_mbps=500
 echo "== scenario 2: ECMP collisions (h0->h2 + h1->h3, 2 spines x 250 Mbit/s, bisection $bis_mbps Mbit/s)"
@@ -48,11 +54,12 @@ pair() { # MODE ARGS_A ARGS_B
     run_client h1 h3 4794 "$m-b" -b "$BYTES" --verify --start-at "$t0" $3 &
     wait
     after=$(spine_bytes 0)
+    "$F" status --raw >"$OUT/status-$m" # cumulative per-link counters (kept with MRF_KEEP_OUT)
     paste <(tr ' ' '\n' <<<"$before") <(tr ' ' '\n' <<<"$after") | awk 'NF == 2 {print $2 - $1}' >"$OUT/share-$m"
 }
-pair single "--paths 1 --sport $SA --sports 1" "--paths 1 --sport $SB --sports 1"
-pair spray "--paths 256 --sport 50000 --sports 256" "--paths 256 --sport 51000 --sports 256"
-pair apart "--paths 1 --sport $SA --sports 1" "--paths 1 --sport $SC --sports 1"
+pair single "--paths 1 --sport $SA --sports 1 $ALL_ARGS" "--paths 1 --sport $SB --sports 1 $ALL_ARGS"
+pair spray "--paths 256 --sport 50000 --sports 256 $SPRAY_ARGS" "--paths 256 --sport 51000 --sports 256 $SPRAY_ARGS"
+pair apart "--paths 1 --sport $SA --sports 1 $ALL_ARGS" "--paths 1 --sport $SC --sports 1 $ALL_ARGS"
 
 printf "\n%-7s %9s %9s %10s %8s %7s %6s %5s %7s   %s\n" mode "A Mbit/s" "B Mbit/s" "aggregate" "of bis." verify retx rto retired "spine share (s0 s1)"
 for m in single spray apart; do
