@@ -16,7 +16,7 @@
 # spray >= 1.1 x the colliding single path.  The issue's goal, spray >= 90%
 # of the bisection, is reported (met/MISSED) and asserted only when
 # MRF_ECMP_MIN_PCT is set (e.g. 90): on the 2-core test VM sprayed flows
-# reach 78-90% (median 83%; 68-82% before PATH-3 bounded the path burst by
+# reach 78-90% (median 83%; 65-82% before PATH-3 bounded the path burst by
 # the window) while the "apart" reference reaches a median of 94%, with
 # almost no retransmissions left to blame: the congestion control and the
 # hash split of the entropies are the limit; see fabric/README.md, "Known
