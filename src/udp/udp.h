@@ -121,6 +121,16 @@ uint8_t *mroce_udp_tx_slot(struct mroce_udp *u, size_t *cap);
 void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
                          const struct mroce_tx_info *info, unsigned flags,
                          mroce_tstamp now);
+/* Zero-copy commit (mroce_ep_write_pkt_zc): the slot holds hdr_len bytes
+ * of headers and then the CRC; the len - hdr_len - 4 bytes at payload go
+ * between them on the wire, read by the kernel at the next flush, so the
+ * caller keeps them unchanged until then.  payload NULL: a whole packet, as
+ * mroce_udp_tx_commit().  With tx faults configured the payload is copied
+ * into the slot (faults act on whole packets). */
+void mroce_udp_tx_commit_zc(struct mroce_udp *u, size_t len, size_t hdr_len,
+                            const uint8_t *payload,
+                            const struct mroce_tx_info *info, unsigned flags,
+                            mroce_tstamp now);
 /* Releases held-back packets that are due and sends everything staged.
  * Returns packets handed to the kernel; send errors are counted, and the
  * packet dropped (the engine recovers lost packets). */
