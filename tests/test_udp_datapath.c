@@ -33,6 +33,8 @@ struct rxlog {
     uint16_t sport[MAXLOG];
     uint8_t ecn[MAXLOG];
     uint32_t len[MAXLOG];
+    uint8_t same[MAXLOG]; /* mroce_udp_rx_same_datagram(u), if u is set */
+    struct mroce_udp *u;
     unsigned corrupt; /* payloads that do not match their pattern */
     unsigned errs;    /* ICMP errors reported */
     int last_err;
@@ -73,6 +75,7 @@ static void on_rx(void *user, const uint8_t *pkt, size_t len,
         l->sport[l->n] = port;
         l->ecn[l->n] = info->ecn;
         l->len[l->n] = (uint32_t)len;
+        l->same[l->n] = l->u ? (uint8_t)mroce_udp_rx_same_datagram(l->u) : 0;
     }
     l->n++;
 }
@@ -291,10 +294,18 @@ static void test_gso_and_ports(void)
         mroce_udp_flush(tx, 0);
         struct mroce_udp_counters before;
         mroce_udp_get_counters(rx2, &before);
+        l->u = rx2;
         drain(rx2, l, 12, 0);
         mroce_udp_get_counters(rx2, &r);
         CHECK_EQ(l->n, 12);
         CHECK_EQ(l->corrupt, 0);
+        /* The first segment of each datagram is "new", the rest "same". */
+        unsigned firsts = 0;
+        for (unsigned i = 0; i < 12; i++)
+            firsts += !l->same[i];
+        CHECK_EQ(l->same[0], 0);
+        CHECK_EQ(firsts, r.rx_datagrams - before.rx_datagrams);
+        CHECK_EQ(mroce_udp_rx_same_datagram(rx2), 0); /* outside a callback */
         for (unsigned i = 0; i < 12; i++) {
             CHECK_EQ(l->seq[i], 200 + i);
             CHECK_EQ(l->len[i], i == 11 ? 77 : 1200);

@@ -85,6 +85,8 @@ struct mroce_udp {
     struct txpkt *tx_pkts;
     unsigned tx_n;
     uint8_t rx_short;        /* the last receive call did not fill its batch */
+    uint8_t rx_same;         /* the packet being delivered is a GRO segment
+                                after the first of its datagram */
     unsigned rx_dirty;       /* rx_msgs entries the last call filled */
     struct mmsghdr *tx_msgs; /* one per send unit (GSO run or single) */
     struct iovec *tx_iov;    /* up to three per packet (zero-copy) */
@@ -519,6 +521,7 @@ fail:;
 int mroce_udp_fd(const struct mroce_udp *u) { return u->rx_fd; }
 uint16_t mroce_udp_port(const struct mroce_udp *u) { return u->port; }
 int mroce_udp_rx_drained(const struct mroce_udp *u) { return u->rx_short; }
+int mroce_udp_rx_same_datagram(const struct mroce_udp *u) { return u->rx_same; }
 uint16_t mroce_udp_src_base(const struct mroce_udp *u) { return u->src_base; }
 uint16_t mroce_udp_src_count(const struct mroce_udp *u) { return u->src_count; }
 int mroce_udp_family(const struct mroce_udp *u) { return u->family; }
@@ -728,8 +731,10 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
         for (size_t off = 0; off < len; off += seg) {
             size_t l = len - off < seg ? len - off : seg;
             u->cnt.rx_gro_segs++;
+            u->rx_same = off > 0;
             delivered += rx_one(u, buf + off, l, &info, fn, user, now);
         }
+        u->rx_same = 0;
     }
     return delivered;
 }

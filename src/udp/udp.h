@@ -96,6 +96,9 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
  * holds (the socket was most likely empty after it): another call now
  * would probably be an empty system call. */
 int mroce_udp_rx_drained(const struct mroce_udp *u);
+/* During a receive callback: 1 if this packet is a GRO segment after the
+ * first of its datagram (it arrived with the previous one), else 0. */
+int mroce_udp_rx_same_datagram(const struct mroce_udp *u);
 /* Reads the receive socket's error queue (call on POLLERR / EPOLLERR);
  * returns the number of errors reported through err_fn. */
 int mroce_udp_drain_errors(struct mroce_udp *u, mroce_udp_err_fn err_fn,
