@@ -50,7 +50,7 @@ struct mroce_udp_config {
     uint8_t dscp;             /* 0..63 */
     uint8_t use_gso;          /* UDP_SEGMENT for runs of equal packets */
     uint8_t use_gro;          /* UDP_GRO on the receive socket */
-    uint16_t rx_batch;        /* datagrams per recvmmsg, 1..256; 16 */
+    uint16_t rx_batch;        /* datagrams per recvmmsg, 1..256; 8 */
     uint16_t tx_batch;        /* packets per flush, 1..256; 64 */
     uint32_t slot_size;       /* bytes per transmit slot; MROCE_MAX_PKT_LEN */
     struct mroce_fault tx_fault, rx_fault;
