@@ -9,6 +9,11 @@
  * of packets that share a path, a destination and a size (GSO), and runs on
  * the same socket share one sendmmsg.  The engine cooperates by sending
  * bursts of packets on one path (qp attr path_burst).
+ *
+ * Memory traffic, the other bound: a zero-copy packet's payload is not
+ * copied into its slot (the kernel reads it from where it lies), and the
+ * receive batch is kept small enough to stay in L2 until the engine has
+ * checked and placed it (cfg rx_batch).
  */
 #define _GNU_SOURCE
 #include "udp.h"

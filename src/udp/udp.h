@@ -19,7 +19,10 @@
  * sends the batch: runs of consecutive packets with one entropy, one
  * destination and one size (the last may be shorter) go out as one UDP_SEGMENT
  * (GSO) send; consecutive sends on one socket share a sendmmsg.  The batch
- * flushes itself when full.
+ * flushes itself when full.  A zero-copy packet (mroce_udp_tx_commit_zc)
+ * keeps only its headers and CRC in the slot; its payload, the
+ * application's memory, is an iovec of its own, read by the kernel's copy
+ * at the flush, so each byte is copied once on the way out.
  *
  * Addresses: a struct mroce_addr holds a normalised sockaddr_in or
  * sockaddr_in6 (16 or 28 bytes, unused bytes zero) so that equal peers have
