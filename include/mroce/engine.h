@@ -317,6 +317,23 @@ int mroce_ep_recv(mroce_ep *ep, const uint8_t *pkt, size_t len,
  * is to be sent now, or MROCE_ENOBUF if cap is smaller than the MTU needs. */
 int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
                        struct mroce_tx_info *info, mroce_tstamp now);
+/* Zero-copy variant.  A data packet (WRITE, SEND, READ response) whose
+ * payload is one contiguous piece of registered memory is not copied: buf
+ * gets its headers followed by its CRC (4 bytes), and zc->payload /
+ * zc->payload_len name the bytes that go between the two on the wire, i.e.
+ * the packet is buf[0..h) + payload + buf[h..h+4) with
+ * h = returned length - payload_len - MROCE_CRC_LEN.  Any other packet is
+ * written whole into buf, with zc->payload NULL and zc->payload_len 0.
+ * The payload is the application's memory: the caller must have sent (or
+ * copied) it before it next calls into the endpoint or the application
+ * can reuse that memory, which its completion allows. */
+struct mroce_tx_zc {
+    const uint8_t *payload;
+    size_t payload_len;
+};
+int mroce_ep_write_pkt_zc(mroce_ep *ep, uint8_t *buf, size_t cap,
+                          struct mroce_tx_info *info, struct mroce_tx_zc *zc,
+                          mroce_tstamp now);
 /* Earliest time at which mroce_ep_handle_expiry() has work to do. */
 mroce_tstamp mroce_ep_expiry(const mroce_ep *ep);
 void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now);

@@ -56,6 +56,10 @@
  *     the CPU (sched_yield): a busy poller waiting for a peer process on
  *     the same cores gives it the CPU instead of spinning against it.
  *     Ping-pongs (one packet a round) always spin.  See src/lib/progress.c.
+ *   MROCE_TX_COPY=1: copy each data packet's payload into the datapath's
+ *     buffer, as before zero-copy transmit (default: the kernel reads it
+ *     from the registered memory, which the rules of post_send already keep
+ *     unchanged until the work request completes).  For comparisons.
  *   MROCE_DEFER_ACKS=1 (experimental, default off): in APP mode the ACKs a
  *     progress round owes are left for the application's next call, so a
  *     reply it posts at once goes out before them; a per-device watchdog

@@ -260,6 +260,14 @@ size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
  * len + MROCE_CRC_LEN. */
 size_t mroce_pkt_seal(uint8_t *buf, size_t len);
 
+/* mroce_pkt_seal_split seals a packet whose payload is not behind its
+ * headers in buf (zero-copy transmit): the CRC32C over buf[0..hdr_len)
+ * followed by payload[0..payload_len) goes to buf+hdr_len, the same four
+ * bytes mroce_pkt_seal would put after the contiguous packet.  Returns the
+ * packet's length on the wire, hdr_len + payload_len + MROCE_CRC_LEN. */
+size_t mroce_pkt_seal_split(uint8_t *buf, size_t hdr_len,
+                            const uint8_t *payload, size_t payload_len);
+
 /* mroce_pkt_encode: headers, copy of pkt->payload, and CRC in one call.
  * Returns the packet length or 0 if cap is too small. */
 size_t mroce_pkt_encode(const struct mroce_pkt *pkt, uint8_t *buf, size_t cap);

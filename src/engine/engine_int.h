@@ -290,6 +290,7 @@ struct mroce_ep {
     uint64_t conn_seed;          /* keys the bucket hash */
     uint32_t free_hint;          /* every qps[] slot below it is in use */
     mroce_cq *cqs;               /* every CQ, freed with the endpoint */
+    struct mroce_tx_zc *tx_zc;   /* set during mroce_ep_write_pkt_zc() */
     struct mroce_ep_counters cnt;
 };
 
@@ -312,6 +313,10 @@ mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t pd, uint32_t rkey,
                                 uint8_t *nak);
 void mroce_mr_free_all(mroce_ep *ep);
 /* Copy between a message offset and an SGE list. */
+/* The memory of bytes [off, off+len) of an SGE list if one SGE holds them
+ * all (zero-copy transmit), else NULL. */
+const uint8_t *mroce_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
+                              uint32_t len);
 void mroce_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
                       uint8_t *dst, uint32_t len);
 void mroce_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,

@@ -284,6 +284,20 @@ int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
     return 0;
 }
 
+int mroce_ep_write_pkt_zc(mroce_ep *ep, uint8_t *buf, size_t cap,
+                          struct mroce_tx_info *info, struct mroce_tx_zc *zc,
+                          mroce_tstamp now)
+{
+    if (!ep || !zc)
+        return MROCE_EINVAL;
+    zc->payload = NULL;
+    zc->payload_len = 0;
+    ep->tx_zc = zc;
+    int n = mroce_ep_write_pkt(ep, buf, cap, info, now);
+    ep->tx_zc = NULL;
+    return n;
+}
+
 int mroce_ep_want_write(const mroce_ep *ep)
 {
     return ep && ep->ready_head != NULL;

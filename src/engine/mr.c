@@ -118,6 +118,21 @@ void mroce_mr_free_all(mroce_ep *ep)
 uint32_t mroce_mr_lkey(const mroce_mr *mr) { return mr ? mr->key : 0; }
 uint32_t mroce_mr_rkey(const mroce_mr *mr) { return mr ? mr->key : 0; }
 
+const uint8_t *mroce_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
+                              uint32_t len)
+{
+    for (int i = 0; i < n; i++) {
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        if (sge[i].length - off < len)
+            return NULL;
+        return (const uint8_t *)(uintptr_t)sge[i].addr + off;
+    }
+    return NULL;
+}
+
 void mroce_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
                       uint8_t *dst, uint32_t len)
 {

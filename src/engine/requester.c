@@ -378,6 +378,18 @@ static int build_pkt(mroce_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
     size_t h = mroce_pkt_encode_hdr(&p, buf, cap);
     if (h == 0)
         return MROCE_ENOBUF;
+    struct mroce_tx_zc *zc = qp->ep->tx_zc;
+    if (zc && p.payload_len && src != be8) {
+        /* Zero-copy: the payload stays where it is, if it is one piece (not
+         * the atomic result, which lives on this stack). */
+        const uint8_t *at = sgl ? mroce_sge_span(sgl, nsge, e->offset, e->len)
+                                : src;
+        if (at) {
+            zc->payload = at;
+            zc->payload_len = e->len;
+            return (int)mroce_pkt_seal_split(buf, h, at, e->len);
+        }
+    }
     if (sgl)
         mroce_sge_gather(sgl, nsge, e->offset, buf + h, e->len);
     else if (src && e->len)

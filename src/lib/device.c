@@ -233,6 +233,8 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
         goto fail;
     if (pthread_mutex_init(&dev->lock, NULL) != 0)
         goto fail;
+    const char *txc = getenv("MROCE_TX_COPY");
+    dev->tx_copy = txc && atoi(txc) == 1;
     const char *dump = getenv("MROCE_DUMP_COUNTERS");
     dev->dump_counters = dump && atoi(dump) == 1;
     const char *bp = getenv("MROCE_BUSY_POLL_US");

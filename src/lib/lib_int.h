@@ -147,6 +147,7 @@ struct mroce_device {
     uint32_t ncq_armed;            /* CQs with an eventfd */
     mroce_tstamp rx_now;           /* time of the current receive batch */
     uint32_t rx_since_tx;          /* packets received since a tx drain */
+    int tx_copy;                   /* MROCE_TX_COPY=1: no zero-copy tx */
 
     /* APP mode ACK deferral (ackdefer.c) */
     int defer_acks;                /* allowed (MROCE_DEFER_ACKS=1) */

@@ -19,7 +19,10 @@
  * sends the batch: runs of consecutive packets with one entropy, one
  * destination and one size (the last may be shorter) go out as one UDP_SEGMENT
  * (GSO) send; consecutive sends on one socket share a sendmmsg.  The batch
- * flushes itself when full.
+ * flushes itself when full.  A zero-copy packet (mroce_udp_tx_commit_zc)
+ * keeps only its headers and CRC in the slot; its payload, the
+ * application's memory, is an iovec of its own, read by the kernel's copy
+ * at the flush, so each byte is copied once on the way out.
  *
  * Addresses: a struct mroce_addr holds a normalised sockaddr_in or
  * sockaddr_in6 (16 or 28 bytes, unused bytes zero) so that equal peers have
@@ -50,7 +53,7 @@ struct mroce_udp_config {
     uint8_t dscp;             /* 0..63 */
     uint8_t use_gso;          /* UDP_SEGMENT for runs of equal packets */
     uint8_t use_gro;          /* UDP_GRO on the receive socket */
-    uint16_t rx_batch;        /* datagrams per recvmmsg, 1..256; 64 */
+    uint16_t rx_batch;        /* datagrams per recvmmsg, 1..256; 8 */
     uint16_t tx_batch;        /* packets per flush, 1..256; 64 */
     uint32_t slot_size;       /* bytes per transmit slot; MROCE_MAX_PKT_LEN */
     struct mroce_fault tx_fault, rx_fault;
@@ -96,6 +99,9 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
  * holds (the socket was most likely empty after it): another call now
  * would probably be an empty system call. */
 int mroce_udp_rx_drained(const struct mroce_udp *u);
+/* During a receive callback: 1 if this packet is a GRO segment after the
+ * first of its datagram (it arrived with the previous one), else 0. */
+int mroce_udp_rx_same_datagram(const struct mroce_udp *u);
 /* Reads the receive socket's error queue (call on POLLERR / EPOLLERR);
  * returns the number of errors reported through err_fn. */
 int mroce_udp_drain_errors(struct mroce_udp *u, mroce_udp_err_fn err_fn,
@@ -121,6 +127,16 @@ uint8_t *mroce_udp_tx_slot(struct mroce_udp *u, size_t *cap);
 void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
                          const struct mroce_tx_info *info, unsigned flags,
                          mroce_tstamp now);
+/* Zero-copy commit (mroce_ep_write_pkt_zc): the slot holds hdr_len bytes
+ * of headers and then the CRC; the len - hdr_len - 4 bytes at payload go
+ * between them on the wire, read by the kernel at the next flush, so the
+ * caller keeps them unchanged until then.  payload NULL: a whole packet, as
+ * mroce_udp_tx_commit().  With tx faults configured the payload is copied
+ * into the slot (faults act on whole packets). */
+void mroce_udp_tx_commit_zc(struct mroce_udp *u, size_t len, size_t hdr_len,
+                            const uint8_t *payload,
+                            const struct mroce_tx_info *info, unsigned flags,
+                            mroce_tstamp now);
 /* Releases held-back packets that are due and sends everything staged.
  * Returns packets handed to the kernel; send errors are counted, and the
  * packet dropped (the engine recovers lost packets). */

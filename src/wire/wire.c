@@ -564,6 +564,14 @@ size_t mroce_pkt_seal(uint8_t *buf, size_t len)
     return len + MROCE_CRC_LEN;
 }
 
+size_t mroce_pkt_seal_split(uint8_t *buf, size_t hdr_len,
+                            const uint8_t *payload, size_t payload_len)
+{
+    uint32_t crc = mroce_crc32c(0, buf, hdr_len);
+    st32(buf + hdr_len, mroce_crc32c(crc, payload, payload_len));
+    return hdr_len + payload_len + MROCE_CRC_LEN;
+}
+
 size_t mroce_pkt_encode(const struct mroce_pkt *pkt, uint8_t *buf, size_t cap)
 {
     size_t hdr = mroce_pkt_encode_hdr(pkt, buf, cap);
