@@ -1,7 +1,8 @@
 /*
  * test_cc.c - unit tests for congestion control (src/engine/cc.c): the ops
  * lookup, init clamping, the fixed window, and the delay+ECN algorithm's
- * slow start, growth only while the window is in use, additive increase,
+ * slow start, growth only while the window is in use, additive increase
+ * (scaled by the squared RTT inflation),
  * the once-per-round decrease (ECN cut, delay cut judged on the round's
  * smallest RTT sample against the target with CE or the high target
  * without, the latter only after 16 rounds without CE), the ECN
@@ -35,6 +36,7 @@ static struct mroce_cc_ack ack(uint32_t bytes, mroce_tstamp rtt,
     ev.rx_pkts = 0;
     ev.rtt = rtt;
     ev.inflight = FULL;
+    ev.starved = 0;
     ev.now = now;
     return ev;
 }
@@ -233,7 +235,8 @@ static void test_additive_increase(void)
     CHECK(cc.cwnd == INIT + 6 * AI);
 
     /* Acks without a sample grow too, whatever srtt is: the delay is
-     * answered by the round's decrease, not by withholding growth. */
+     * answered by the round's decrease, not by withholding growth (nor
+     * speeding it: these acks do not report a starved link, CC-19). */
     {
         uint32_t w = cc.cwnd;
         cc.srtt = 10 * HIGH;
@@ -247,6 +250,83 @@ static void test_additive_increase(void)
     for (k = 0; k < 1000; k++)
         on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == INIT + MTU);
+}
+
+/* A window past slow start with base_rtt = BASE (if know_base), srtt and
+ * alpha as given, after one ack of `bytes` (no RTT sample) reporting
+ * `starved`; returns the additive-increase accumulator. */
+static uint32_t ai_acc_after(mroce_tstamp srtt, uint32_t alpha,
+                             uint32_t starved, int know_base, uint32_t bytes)
+{
+    struct mroce_cc cc;
+    mroce_tstamp now = T0;
+    struct mroce_cc_ack ev;
+
+    setup(&cc);
+    cc.scratch[0] = 0; /* past slow start */
+    if (know_base)
+        on_ack(&cc, 0, BASE, now += 1000); /* base_rtt = BASE, no bytes */
+    CHECK(cc.base_rtt == (know_base ? BASE : 0) && cc.cwnd == INIT);
+    CHECK(cc.ai_acc == 0);
+    cc.srtt = srtt;
+    cc.alpha = alpha;
+    ev = ack(bytes, 0, now += 100);
+    ev.starved = starved;
+    cc.ops->on_ack(&cc, &ev);
+    CHECK(cc.alpha == alpha && cc.cwnd == INIT); /* no round, no growth */
+    return cc.ai_acc;
+}
+
+/* CC-19: an ACK after cwnd idled the sender's link (`starved`), with
+ * alpha < 1/4, counts its bytes for the additive increase times
+ * s = (srtt / base_rtt)^2, between 1 and 8; so a flow whose RTT holds
+ * queues gains rate (cwnd / RTT) as fast as one on an idle path. */
+static void test_ai_rtt_scale(void)
+{
+    static const struct {
+        mroce_tstamp srtt;
+        uint32_t acc; /* accumulator after one starved ack of 1024 bytes */
+    } cases[] = {
+        {BASE / 2, 1024},           /* below base (stale): 1 */
+        {BASE, 1024},               /* no queueing: 1 */
+        {BASE + BASE / 2, 2304},    /* 1.5^2 */
+        {2 * BASE, 4096},
+        {2 * BASE + BASE / 4, 5184}, /* 2.25^2 = 5.0625 */
+        {2 * BASE + 8284, 8191},    /* 2.8284^2 = 7.99985: truncated */
+        {2 * BASE + 8285, 8192},    /* 2.8285^2 > 8: capped at 8 */
+        {3 * BASE - 1, 8192},
+        {3 * BASE, 8192},
+        {10 * BASE, 8192},
+        {0, 1024},                  /* no srtt yet: 1 */
+    };
+    struct mroce_cc cc;
+    mroce_tstamp now = T0;
+    unsigned i, k;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_EQ(ai_acc_after(cases[i].srtt, 0, 1, 1, 1024), cases[i].acc);
+
+    /* The gates: a link kept busy by others (not starved), a path that
+     * marks a quarter or more (alpha >= 1/4), an unknown base_rtt. */
+    CHECK_EQ(ai_acc_after(2 * BASE, 0, 0, 1, 1024), 1024);
+    CHECK_EQ(ai_acc_after(2 * BASE, 65536 / 4, 1, 1, 1024), 1024);
+    CHECK_EQ(ai_acc_after(2 * BASE, 65536, 1, 1, 1024), 1024);
+    CHECK_EQ(ai_acc_after(2 * BASE, 65536 / 4 - 1, 1, 1, 1024), 4096);
+    CHECK_EQ(ai_acc_after(2 * BASE, 0, 1, 0, 1024), 1024);
+
+    /* Growth: at s = 4 a quarter of a window of starved acks adds 3 MTU. */
+    setup(&cc);
+    cc.scratch[0] = 0;
+    on_ack(&cc, 0, BASE, now += 1000);
+    cc.srtt = 2 * BASE;
+    cc.alpha = 0;
+    for (k = 0; k < INIT / MTU / 4; k++) {
+        struct mroce_cc_ack ev = ack(MTU, 0, now += 100);
+        CHECK(cc.cwnd == INIT);
+        ev.starved = 1;
+        cc.ops->on_ack(&cc, &ev);
+    }
+    CHECK(cc.cwnd == INIT + AI && cc.ai_acc == 0);
 }
 
 /* Delay: judged once per round on the round's smallest sample R:
@@ -604,6 +684,7 @@ int main(void)
     test_slow_start();
     test_validation();
     test_additive_increase();
+    test_ai_rtt_scale();
     test_delay_decrease();
     test_ecn();
     test_ecn_memory();

@@ -121,6 +121,19 @@ static inline uint32_t ecmp_hash(const struct node *n, const struct hop *h)
     return (uint32_t)(k >> 32);
 }
 
+/* The up link ECMP picks at switch `node` for (src, dst, entropy), ignoring
+ * failures: for diagnostics (host.c's per-flow dump). */
+uint32_t fabric_up_link(const struct sim *s, uint32_t node, uint32_t src,
+                        uint32_t dst, uint16_t entropy)
+{
+    const struct node *n = &s->nodes[node];
+    struct hop h = {0};
+    h.src = src;
+    h.dst = dst;
+    h.entropy = entropy;
+    return n->nup ? n->up[ecmp_hash(n, &h) % n->nup] : 0;
+}
+
 static void ring_grow(struct link *l)
 {
     uint32_t cap = l->ring ? 2 * (l->rmask + 1) : 16;

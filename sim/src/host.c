@@ -443,6 +443,85 @@ int host_connect_pairs(struct sim *s)
     return -1;
 }
 
+/* Diagnostics (MROCE_SIM_FLOWS=PREFIX): PREFIX.flows.csv, one row per QP
+ * that sent data (its messages' completion times, counters), and
+ * PREFIX.paths.csv, one row per path slot with the up link ECMP maps its
+ * current entropy to at the sender's ToR (ToRs and switches numbered from 0
+ * in node order: ToRs first).  Reads only; the run is the same. */
+static void host_dump_flows(struct sim *s, const char *prefix)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s.flows.csv", prefix);
+    FILE *ff = fopen(name, "w");
+    snprintf(name, sizeof name, "%s.paths.csv", prefix);
+    FILE *fp = fopen(name, "w");
+    uint32_t H = s->nhosts;
+    uint64_t *cnt = calloc((size_t)H * H, sizeof(uint64_t));
+    uint64_t *sum = calloc((size_t)H * H, sizeof(uint64_t));
+    uint64_t *mx = calloc((size_t)H * H, sizeof(uint64_t));
+    if (!ff || !fp || !cnt || !sum || !mx)
+        goto out;
+    for (uint32_t i = 0; i < s->nmsgs; i++) {
+        const struct msg *m = &s->msgs[i];
+        if (m->bg || !(m->done & 1))
+            continue;
+        size_t k = (size_t)m->src * H + m->dst;
+        uint64_t d = m->t_recv - m->t_post;
+        cnt[k]++;
+        sum[k] += d;
+        if (d > mx[k])
+            mx[k] = d;
+    }
+    fprintf(ff, "src,dst,src_tor,dst_tor,msgs,mct_mean_us,mct_max_us,tx_data,"
+                "retx,ce_echo,srtt_ns,min_rtt_ns,cwnd,timeouts,retired\n");
+    fprintf(fp, "src,dst,slot,entropy,uplink,up_switch,weight,tx_pkts,ecn_marks,"
+                "lost,srtt_ns,min_rtt_ns\n");
+    for (uint32_t i = 0; i < H; i++)
+        for (uint32_t j = 0; j < H; j++) {
+            mroce_qp *qp = s->hosts[i].qp_by_peer[j];
+            if (!qp)
+                continue;
+            struct mroce_qp_counters c;
+            mroce_qp_get_counters(qp, &c);
+            if (!c.tx_data_pkts)
+                continue;
+            size_t k = (size_t)i * H + j;
+            uint32_t leaf = s->links[s->hosts[i].uplink].dst;
+            uint32_t dleaf = s->links[s->hosts[j].uplink].dst;
+            fprintf(ff, "%u,%u,%u,%u,%llu,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu,"
+                        "%llu,%llu,%llu\n", i, j, leaf - H, dleaf - H,
+                    (unsigned long long)cnt[k],
+                    cnt[k] ? (double)sum[k] / (double)cnt[k] / PS_PER_US : 0,
+                    (double)mx[k] / PS_PER_US,
+                    (unsigned long long)c.tx_data_pkts,
+                    (unsigned long long)c.retx_pkts,
+                    (unsigned long long)c.rx_ecn_ce,
+                    (unsigned long long)c.srtt, (unsigned long long)c.min_rtt,
+                    (unsigned long long)c.cwnd, (unsigned long long)c.timeouts,
+                    (unsigned long long)c.paths_retired);
+            struct mroce_path_stats ps[256];
+            int np = mroce_qp_path_stats(qp, ps, 256);
+            for (int q = 0; q < np && q < 256; q++) {
+                uint32_t ul = fabric_up_link(s, leaf, i, j, ps[q].entropy);
+                fprintf(fp, "%u,%u,%d,%u,%u,%u,%u,%llu,%llu,%llu,%llu,%llu\n",
+                        i, j, q, ps[q].entropy, ul, s->links[ul].dst - H,
+                        ps[q].weight, (unsigned long long)ps[q].tx_pkts,
+                        (unsigned long long)ps[q].ecn_marks,
+                        (unsigned long long)ps[q].lost_pkts,
+                        (unsigned long long)ps[q].srtt,
+                        (unsigned long long)ps[q].min_rtt);
+            }
+        }
+out:
+    if (ff)
+        fclose(ff);
+    if (fp)
+        fclose(fp);
+    free(cnt);
+    free(sum);
+    free(mx);
+}
+
 void host_collect_counters(struct sim *s)
 {
     if (s->tp->kind != T_MROCE)
@@ -496,4 +575,54 @@ void host_collect_counters(struct sim *s)
                 }
             }
         }
+    if (getenv("MROCE_SIM_FLOWS"))
+        host_dump_flows(s, getenv("MROCE_SIM_FLOWS"));
+}
+
+/* Diagnostics (MROCE_SIM_TRACE=FILE[:STEP_US]): runs the loop in steps
+ * (the events are the same) and writes, per step and per sending QP, its
+ * data packets sent, CE marks its receiver saw, retransmissions, cwnd,
+ * srtt and the sender rank's outstanding messages. */
+void host_trace_loop(struct sim *s, uint64_t limit, const char *arg)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s", arg);
+    uint64_t step = 20 * PS_PER_US;
+    char *c = strchr(path, ':');
+    if (c) {
+        *c = 0;
+        step = (uint64_t)(atof(c + 1) * PS_PER_US);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        sim_loop(s, limit);
+        return;
+    }
+    fprintf(f, "t_us,src,dst,tx_data,ce,retx,cwnd,srtt_ns,outstanding\n");
+    uint64_t t0 = s->now;
+    while (!s->stop && s->now < limit) {
+        sim_loop(s, s->now + step);
+        for (uint32_t i = 0; i < s->nhosts; i++)
+            for (uint32_t j = 0; j < s->nhosts; j++) {
+                mroce_qp *qp = s->hosts[i].qp_by_peer[j];
+                if (!qp)
+                    continue;
+                struct mroce_qp_counters a, b;
+                mroce_qp_get_counters(qp, &a);
+                if (!a.tx_data_pkts)
+                    continue;
+                mroce_qp *rq = s->hosts[j].qp_by_peer[i];
+                memset(&b, 0, sizeof b);
+                if (rq)
+                    mroce_qp_get_counters(rq, &b);
+                fprintf(f, "%.1f,%u,%u,%llu,%llu,%llu,%llu,%llu,%u\n",
+                        (double)(s->now - t0) / PS_PER_US, i, j,
+                        (unsigned long long)a.tx_data_pkts,
+                        (unsigned long long)b.rx_ecn_ce,
+                        (unsigned long long)a.retx_pkts,
+                        (unsigned long long)a.cwnd,
+                        (unsigned long long)a.srtt, wl_outstanding(s, i));
+            }
+    }
+    fclose(f);
 }

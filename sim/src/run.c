@@ -231,6 +231,8 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     wl_start(s);
     if (sc->report_ps)
         report_loop(s, limit);
+    else if (getenv("MROCE_SIM_TRACE") && tp->kind == T_MROCE)
+        host_trace_loop(s, limit, getenv("MROCE_SIM_TRACE"));
     else
         sim_loop(s, limit);
     res->wall_s = wall_now() - w1;

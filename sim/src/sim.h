@@ -440,6 +440,8 @@ void fabric_on_link_free(struct sim *s, uint32_t l);
 void fabric_on_pause(struct sim *s, uint32_t l, int on);
 void fabric_apply_fault(struct sim *s, uint32_t i);
 void fabric_free_pools(struct sim *s);
+uint32_t fabric_up_link(const struct sim *s, uint32_t node, uint32_t src,
+                        uint32_t dst, uint16_t entropy);
 
 /* host.c: the NIC and the MetaRoCE engine adapter */
 int host_setup(struct sim *s);
@@ -451,6 +453,8 @@ void host_pull(struct sim *s, struct host *h);
 void host_on_timer(struct sim *s, struct host *h, uint64_t t);
 int host_post(struct sim *s, uint32_t msg);
 void host_collect_counters(struct sim *s);
+void host_trace_loop(struct sim *s, uint64_t limit, const char *path);
+uint32_t wl_outstanding(const struct sim *s, uint32_t host);
 
 /* roce.c: the RoCEv2 baseline model */
 int roce_post(struct sim *s, uint32_t msg);

@@ -400,3 +400,16 @@ out:
     free(dn);
     return (uint64_t)(worst * 1e12);
 }
+
+/* Diagnostics: messages the host's rank has posted and not completed, in
+ * the first workload (host.c's trace). */
+uint32_t wl_outstanding(const struct sim *s, uint32_t host)
+{
+    const struct wl_state *w = s->wl_state[0];
+    if (!w)
+        return 0;
+    for (uint32_t r = 0; r < w->n; r++)
+        if (w->host[r] == host)
+            return w->out[r];
+    return 0;
+}

@@ -21,7 +21,9 @@
 #define CC_BETA 52429u       /* 0.8 in 16.16: delay decrease gain */
 #define CC_MIN_MD 32768u     /* 1 - max_mdf = 0.5: deepest delay cut */
 #define CC_G_SHIFT 2u        /* ECN gain g = 1/4 */
-#define CC_AI_MTUS 3u        /* additive increase: 3 MTU per RTT */
+#define CC_AI_MTUS 3u        /* additive increase: 3 MTU per RTT ... */
+#define CC_AI_MAX_SCALE 8u   /* ... times (srtt/base_rtt)^2, at most 8, */
+#define CC_AI_ALPHA_MAX 16384u /* while alpha < 1/4 and the link starves */
 #define CC_TGT_MUL 2u        /* target: base_rtt + 2 * target_qdelay */
 #define CC_HIGH_MUL 8u       /* high target: base_rtt + 8 * target_qdelay */
 #define CC_ECN_MEMORY 16u    /* rounds a CE mark keeps the delay rule off */
@@ -67,6 +69,36 @@ static int cc_may_decrease(const struct mroce_cc *cc, mroce_tstamp now,
 {
     return cc->last_decrease == CC_NEVER ||
            now - cc->last_decrease >= interval;
+}
+
+/* The additive-increase scale of CC-19 in 16.16 for one ACK:
+ * (srtt / base_rtt)^2, between 1 and CC_AI_MAX_SCALE (8: an RTT of 2.8
+ * base_rtt), if cwnd idled the
+ * sender's link since the previous ACK (`starved`) and the ECN estimate is
+ * below 1/4; else 1.  A window of w bytes over an RTT R sends at w / R, so
+ * 3 MTU more per RTT raise the rate by 3 MTU / R^2 per unit of time: a flow
+ * whose RTT holds queues (its paths or its ACKs' paths cross busier links
+ * than its neighbours') gains rate more slowly, loses the same fraction at
+ * every cut, and settles lower; in a ring all-reduce that flow paces the
+ * whole collective (sim/README.md).  The gates keep the faster growth to
+ * where it adds rate: a link kept busy by other QPs (all-to-all) is not
+ * idled by this window, and a path that marks a quarter of its packets
+ * (incast) holds this flow's own queue, where faster growth only deepens
+ * it. */
+static uint64_t cc_ai_scale(const struct mroce_cc *cc, uint32_t starved)
+{
+    uint64_t r;
+
+    if (!starved || cc->alpha >= CC_AI_ALPHA_MAX || cc->base_rtt == 0 ||
+        cc->srtt <= cc->base_rtt)
+        return CC_ONE;
+    if (cc->srtt >= 3 * cc->base_rtt) /* 3^2 > CC_AI_MAX_SCALE */
+        return (uint64_t)CC_AI_MAX_SCALE * CC_ONE;
+    r = ((uint64_t)cc->srtt << 16) / cc->base_rtt; /* < 3.0 in 16.16 */
+    r = (r * r) >> 16;
+    return r < (uint64_t)CC_AI_MAX_SCALE * CC_ONE
+               ? r
+               : (uint64_t)CC_AI_MAX_SCALE * CC_ONE;
 }
 
 /* Bookkeeping shared by every multiplicative decrease: restart the once-
@@ -262,8 +294,9 @@ static void de_round(struct mroce_cc *cc, mroce_tstamp now,
  *  3. Growth, only if the window was in use: the bytes in flight before
  *     this ACK (ev->inflight plus what it acknowledged, headers included)
  *     left no room for another full packet.  In slow start by the acked
- *     bytes, else CC_AI_MTUS MTUs per cwnd of acked bytes, counted in
- *     ai_acc so the division runs once per window.  The delay does not
+ *     bytes, else CC_AI_MTUS MTUs per cwnd of acked bytes (each ACK's
+ *     bytes scaled by cc_ai_scale, CC-19), counted in ai_acc so the
+ *     division runs once per window.  The delay does not
  *     stop growth (its sample may hold the reverse path's queue); the
  *     round's decrease is what answers a standing queue.
  */
@@ -300,9 +333,12 @@ static void de_on_ack(struct mroce_cc *cc, const struct mroce_cc_ack *ev)
             CC_SSTHRESH(cc) = 0;
         }
     } else {
-        /* 64-bit so a huge ack cannot wrap; after paying whole windows
-         * the remainder is < w, which fits ai_acc again. */
-        uint64_t acc = (uint64_t)cc->ai_acc + ev->acked_bytes;
+        /* 64-bit so a huge (or scaled, CC-19) ack cannot wrap; after
+         * paying whole windows the remainder is < w, which fits ai_acc
+         * again. */
+        uint64_t acc = (uint64_t)cc->ai_acc +
+                       (((uint64_t)ev->acked_bytes *
+                         cc_ai_scale(cc, ev->starved)) >> 16);
         if (acc >= w) {
             uint64_t n = acc / w;
             acc -= n * w;

@@ -24,6 +24,9 @@ struct mroce_cc_ack {
     uint32_t rx_pkts;     /* ... and how many in all */
     mroce_tstamp rtt;     /* RTT sample, 0 if none in this ACK */
     uint32_t inflight;    /* bytes in flight after this ACK */
+    uint32_t starved;     /* 1 if, since the previous ACK, cwnd held back a
+                             packet while the sender's link had nothing
+                             else to send (CC-19), else 0 */
     mroce_tstamp now;
 };
 

@@ -459,8 +459,10 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
     }
     struct mroce_cc_ack ev = {
         .acked_bytes = acked_bytes, .acked_pkts = acked, .ce_pkts = dce,
-        .rx_pkts = drx, .rtt = rtt, .inflight = qp->inflight_bytes, .now = now,
+        .rx_pkts = drx, .rtt = rtt, .inflight = qp->inflight_bytes,
+        .starved = qp->starved, .now = now,
     };
+    qp->starved = 0;
     if (!qp->cc.base_rtt || (rtt && rtt < qp->cc.base_rtt))
         qp->cc.base_rtt = rtt ? rtt : qp->cc.base_rtt;
     qp->cc.ops->on_ack(&qp->cc, &ev);

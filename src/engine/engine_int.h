@@ -171,6 +171,10 @@ struct mroce_qp {
     uint8_t ctrl;             /* CTRL_* packets to send */
     uint8_t on_ready;         /* in ep's ready list */
     uint8_t peer_credit_mode; /* peer asked for credits */
+    uint8_t cwnd_refused;     /* cwnd held back a packet (set by the
+                                 requester, read by mroce_ep_write_pkt) */
+    uint8_t starved;          /* ... while the endpoint had nothing else
+                                 to send, since the last ACK (CC-19) */
     uint32_t slot;            /* index in ep->qps */
     uint32_t live_idx;        /* index in ep->live */
     uint32_t heap_idx;        /* index in ep->theap, MROCE_NONE32 if absent */

@@ -257,16 +257,27 @@ static int qp_write_pkt(mroce_qp *qp, uint8_t *buf, size_t cap,
     return 0;
 }
 
+/* How many window-limited QPs one idle write_pkt call can mark starved;
+ * more are rare (every QP with data refused at once) and merely unmarked. */
+#define EP_STARVE_TRACK 16
+
 int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
                        struct mroce_tx_info *info, mroce_tstamp now)
 {
+    /* QPs that had nothing to send in this call, as long as they fit:
+     * if no QP sends, those that cwnd held back idle the link (CC-19). */
+    mroce_qp *idle[EP_STARVE_TRACK];
+    unsigned nidle = 0, k;
     if (!ep || !buf || !info)
         return MROCE_EINVAL;
     while (ep->ready_head) {
         mroce_qp *qp = ep->ready_head;
+        qp->cwnd_refused = 0;
         int n = qp_write_pkt(qp, buf, cap, info, now);
         if (n < 0)
             return n;
+        if (n == 0 && qp->cwnd_refused && nidle < EP_STARVE_TRACK)
+            idle[nidle++] = qp;
         ready_remove(ep, qp);
         if (n > 0) {
             /* Round robin: back of the line if it may have more. */
@@ -281,6 +292,8 @@ int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
             return n;
         }
     }
+    for (k = 0; k < nidle; k++)
+        idle[k]->starved = 1;
     return 0;
 }
 

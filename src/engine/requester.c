@@ -248,21 +248,26 @@ int mroce_req_has_data(const mroce_qp *qp)
 }
 
 /* Room for one more packet of `bytes` payload under the window, the
- * congestion window and the receiver's credit? */
-static int can_send(const mroce_qp *qp, uint32_t bytes)
+ * congestion window and the receiver's credit?  A refusal by cwnd itself
+ * (not by the credit) is noted for mroce_ep_write_pkt (CC-19). */
+static int can_send(mroce_qp *qp, uint32_t bytes)
 {
     if (qp->inflight_pkts == 0)
         return 1; /* always allow one packet so the connection moves */
-    uint32_t lim = qp->cc.cwnd < qp->peer_credit ? qp->cc.cwnd : qp->peer_credit;
-    return qp->inflight_bytes + bytes + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN <=
-           lim;
+    uint64_t need = (uint64_t)qp->inflight_bytes + bytes +
+                    MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+    if (need <= qp->cc.cwnd && need <= qp->peer_credit)
+        return 1;
+    if (need > qp->cc.cwnd && qp->cc.cwnd <= qp->peer_credit)
+        qp->cwnd_refused = 1;
+    return 0;
 }
 
 /* A new PSN must also fit the peer's receive window.  Retransmissions reuse
  * a PSN already inside it and so only need can_send(): with the window full
  * of lost packets, applying the window to them would stall the QP for good
  * (nothing in flight, so no timer either). */
-static int can_send_new(const mroce_qp *qp, uint32_t bytes)
+static int can_send_new(mroce_qp *qp, uint32_t bytes)
 {
     if ((uint32_t)(qp->snd_nxt - qp->snd_una) >= qp->peer_window)
         return 0;
