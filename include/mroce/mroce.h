@@ -193,6 +193,15 @@ void mroce_device_get_counters(const mroce_device *dev,
     X(progress_rounds)  /* library progress rounds (receive, timers, send) */ \
     X(thread_sleeps)    /* progress thread waits in epoll */              \
     X(idle_yields)      /* APP mode: polls that yielded the CPU (idle) */ \
+    X(acks_deferred)    /* APP mode: rounds whose ACKs were left for the  \
+                           application's next call (MROCE_DEFER_ACKS) */  \
+    X(acks_deferred_replied) /* of those, ACKs that left behind data the  \
+                           application sent (its answer went first) */    \
+    X(acks_deferred_late) /* sent later than max_ack_delay (10 us) */     \
+    X(acks_watchdog)    /* sent by the watchdog thread (the application   \
+                           stayed away) */                                \
+    X(defer_pauses)     /* deferral paused: the application did not answer \
+                           (a bulk receiver) */                           \
     X(rx_sockbuf)       /* not a count: the receive socket's buffer in    \
                            bytes as granted (SO_RCVBUF read back; the     \
                            library asks 8 MiB, see src/udp/udp.c) */

@@ -101,21 +101,29 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
             fl = MROCE_UDP_TX_FROM_RX;
         else if (len > 1 && buf[1] == MROCE_OP_ACK)
             fl = MROCE_UDP_TX_LATE;
+        if (fl != MROCE_UDP_TX_LATE)
+            dev->tx_data_staged = 1;
         mroce_udp_tx_commit(dev->udp, (size_t)len, &ti, fl, now);
         n++;
     }
-    if (keep_acks)
+    if (keep_acks) {
         lib_defer_note_locked(dev, mroce_udp_flush_early(dev->udp, now), now);
-    else
+        dev->tx_data_staged = 0;
+    } else {
         lib_flush_locked(dev, now);
+    }
     return n;
 }
 
 void lib_flush_locked(mroce_device *dev, mroce_tstamp now)
 {
+    /* Deferred ACKs that leave behind other packets (MROCE_UDP_TX_LATE)
+     * did their job: the application's answer overtook them. */
+    int replied = dev->tx_data_staged;
     mroce_udp_flush(dev->udp, now);
+    dev->tx_data_staged = 0;
     if (dev->tx_deferred)
-        lib_defer_sent_locked(dev, now);
+        lib_defer_sent_locked(dev, now, replied);
 }
 
 void lib_signal_cqs_locked(mroce_device *dev)
