@@ -279,15 +279,17 @@ static void run(const char *defer_env)
                   (unsigned long long)bdef, STREAM);
         CHECK_EQ(b1.acks_deferred_replied, b0.acks_deferred_replied);
 
-        /* After the pause a ping-pong defers again. */
+        /* After the pause a ping-pong defers again (in a few of the first
+         * rounds after the idle spell the engine emits no ACK at once: no
+         * deferral then, hence not all 40). */
         usleep(60000);
         udp_counters(&b, &b0);
-        first = ping_pong(&a, &b, 20, 9000);
+        first = ping_pong(&a, &b, 40, 9000);
         udp_counters(&b, &b1);
         brep = b1.acks_deferred_replied - b0.acks_deferred_replied;
-        printf("  ping-pong again x20: b's ACKs behind its answer %llu\n",
+        printf("  ping-pong again x40: b deferred %llu, behind its answer %llu\n", (unsigned long long)(b1.acks_deferred - b0.acks_deferred),
                (unsigned long long)brep);
-        CHECK_MSG(brep >= 15, "deferral did not resume: %llu of 20",
+        CHECK_MSG(brep >= 30, "deferral did not resume: %llu of 40",
                   (unsigned long long)brep);
     }
     CHECK_EQ_INT(mroce_vqp_state(a.qp), MROCE_QPS_RTS);
