@@ -235,15 +235,20 @@ static void run(const char *defer_env)
     uint64_t bdef = b1.acks_deferred - b0.acks_deferred,
              brep = b1.acks_deferred_replied - b0.acks_deferred_replied,
              adef = a1.acks_deferred - a0.acks_deferred;
+    uint64_t btx = b1.tx_syscalls - b0.tx_syscalls,
+             agro = a1.rx_gro_datagrams - a0.rx_gro_datagrams;
     printf("  ping-pong x%d: a saw the ACK first %d times; b deferred %llu "
-           "(%llu behind its answer), a deferred %llu\n",
+           "(%llu behind its answer), a deferred %llu; b's send calls %llu, "
+           "a received %llu GRO datagrams\n",
            PINGS, first, (unsigned long long)bdef, (unsigned long long)brep,
-           (unsigned long long)adef);
+           (unsigned long long)adef, (unsigned long long)btx,
+           (unsigned long long)agro);
     if (off) {
         CHECK_EQ(bdef + adef, 0);
         /* Each ACK left before the answer was posted. */
         CHECK_MSG(first >= PINGS * 9 / 10, "ACK first only %d of %d", first,
                   PINGS);
+
     } else {
         /* A stray watchdog send on a loaded host may reorder a few. */
         CHECK_MSG(first <= PINGS / 10, "ACK before the answer %d of %d times",

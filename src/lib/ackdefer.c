@@ -57,6 +57,15 @@
  * if at all), leave at once; with that, fi_pingpong at 1 MiB (rendezvous
  * READs) defers about once per message, nearly always behind an answer.
  *
+ * Tried and dropped: sending the held ACKs in the answer's system call,
+ * from its socket (REL-22 would have needed a new MAY): one sendmmsg with
+ * two messages made write_lat 64 B ~0.2 us slower (send_lat unchanged),
+ * one GSO send of both ~0.5 us slower, against two calls, in interleaved
+ * runs on a loaded host.  The receiver then reads the ACK in the same
+ * batch as the answer, more often or always, and processes it before its
+ * application sees the answer; with two calls the answer mostly arrives
+ * alone and the ACK is processed while the peer works on its reply.
+ *
  * History: opt-in at first.  On a loaded 2-core host (load 4-6) it took
  * write_lat and send_lat 64 B from ~3.6-4.0 to ~2.5-2.9 us.  Some runs, with
  * and without deferral, fall into a slow mode in which every iteration

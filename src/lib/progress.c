@@ -41,7 +41,8 @@ mroce_tstamp lib_deadline(int timeout_ms)
 
 static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
                            int keep_acks);
-_Static_assert(MROCE_F_ACK_REQ < 0x100, "ACK_REQ is in the flags' low byte");
+_Static_assert(MROCE_F_ACK_REQ < 0x100 && MROCE_F_RETX < 0x100,
+               "ACK_REQ and RETX are in the flags' low byte");
 
 static void rx_one(void *user, const uint8_t *pkt, size_t len,
                    const struct mroce_rx_info *info)
@@ -52,13 +53,15 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
     mroce_tstamp now = lib_now();
     /* A SEND or WRITE with ACK_REQ: its sender has nothing queued behind
      * it and waits; our application may be about to answer.  Only rounds
-     * that received one defer their ACKs (ackdefer.c).  A peek at two
-     * bytes of an unchecked packet: a forged one costs one deferral.
-     * Flags are big-endian (WIRE-14): byte 3 holds bits 0-7. */
+     * that received one, and no retransmission, defer their ACKs
+     * (ackdefer.c): a sender that retransmits is recovering a loss, and
+     * the ACK that ends it should not wait.  A peek at two bytes
+     * of an unchecked packet: a forged one costs one deferral.  Flags are
+     * big-endian (WIRE-14): byte 3 holds bits 0-7. */
     if (len >= MROCE_BASE_HDR_LEN &&
         (pkt[1] == MROCE_OP_SEND || pkt[1] == MROCE_OP_WRITE) &&
-        (pkt[3] & MROCE_F_ACK_REQ))
-        dev->rx_ack_req = 1;
+        (pkt[3] & (MROCE_F_ACK_REQ | MROCE_F_RETX)))
+        dev->rx_ack_req |= (pkt[3] & MROCE_F_RETX) ? 2 : 1;
     mroce_ep_recv(dev->ep, pkt, len, info, now);
     /* One recvmmsg batch may hold thousands of packets (64 GRO datagrams of
      * up to ~15 each).  Sending only after the whole batch would delay ACKs
@@ -202,7 +205,8 @@ int lib_progress_locked(mroce_device *dev)
         mroce_ep_handle_expiry(dev->ep, now);
         fired = 1;
     }
-    int keep = dev->rx_ack_req && !fired && lib_defer_allowed_locked(dev, now);
+    int keep = dev->rx_ack_req == 1 && !fired &&
+               lib_defer_allowed_locked(dev, now);
     moved += drain_tx_locked(dev, now, keep);
     lib_signal_cqs_locked(dev);
     if (moved > 0)
