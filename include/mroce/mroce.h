@@ -57,11 +57,14 @@
  *     the same cores gives it the CPU instead of spinning against it.
  *     Ping-pongs (one packet a round) always spin.  See src/lib/progress.c.
  *   MROCE_DEFER_ACKS=1 (experimental, default off): in APP mode the ACKs a
- *     progress round owes are left for the application's next call, so a
- *     reply it posts at once goes out before them; a per-device watchdog
- *     thread sends ACKs the application leaves waiting longer than 10 us.
- *     With MROCE_DUMP_COUNTERS=1, device close prints how many were
- *     deferred, late, and sent by the watchdog.  See src/lib/ackdefer.c.
+ *     progress round owes for a SEND or WRITE with ACK_REQ are left for the
+ *     application's next call, so a reply it posts at once goes out before
+ *     them; a per-device watchdog thread sends ACKs the application leaves
+ *     waiting longer than 10 us; deferral pauses while the application
+ *     does not answer (a bulk receiver).  =2 defers in every such round.
+ *     The device counters (acks_deferred...) and, with
+ *     MROCE_DUMP_COUNTERS=1, device close show what it did.  See
+ *     src/lib/ackdefer.c.
  */
 #ifndef MROCE_MROCE_H
 #define MROCE_MROCE_H

@@ -256,12 +256,13 @@ int lib_thread_start(mroce_device *dev);
 void lib_thread_stop(mroce_device *dev);
 
 /* --- ackdefer.c --- */
-/* MROCE_DEFER_ACKS: 0 off; 1 every round that may (tests); unset or 2
- * adaptive, the default: only while the application answers. */
+/* MROCE_DEFER_ACKS: unset or 0 off (the default: ackdefer.c says why);
+ * 1 adaptive, only while the application answers; 2 every round that may
+ * (tests). */
 enum lib_defer_mode {
     LIB_DEFER_OFF = 0,
-    LIB_DEFER_ALWAYS = 1,
-    LIB_DEFER_ADAPTIVE = 2,
+    LIB_DEFER_ADAPTIVE = 1,
+    LIB_DEFER_ALWAYS = 2,
 };
 /* Reads MROCE_DEFER_ACKS, sets up the watchdog's lock (not its thread). */
 void lib_defer_init(mroce_device *dev);
