@@ -12,9 +12,9 @@
 #               with an explicit ACK per message, -a, as informative) and the
 #               two providers' fi_send ping-pong (bench_fi_bw -m lat);
 #   loss        write_bw 64 KiB with --fault tx:drop=0.01 against loss-free;
-#   informative mroce-perf with MROCE_DEFER_ACKS=1 (the opt-in adaptive ACK
-#               deferral, src/lib/ackdefer.c): write_lat, send_lat, write_bw
-#               64 KiB and 1 MiB, against the default in the same run.
+#   informative mroce-perf with MROCE_DEFER_ACKS=0 (no ACK deferral,
+#               src/lib/ackdefer.c, the default before it): write_lat,
+#               send_lat, write_bw 64 KiB and 1 MiB, as the same-run "before".
 # It installs what it lacks (apt-get: libfabric-bin libfabric-dev iperf3),
 # builds the programs, prints a table with the goals met or missed, and
 # writes bench/results/compare_loopback.json (and the table as .txt).  Traffic stays on 127.0.0.1;
@@ -239,10 +239,10 @@ CASES=(
     "fi_case rxm_bw_1m tcp;ofi_rxm . -m bw -o write -s 1048576 -w $(fi_window 1048576)"
     "fi_case rxd_lat udp;ofi_rxd . -m lat -s 64"
     "fi_case rxd_bw_1m udp;ofi_rxd . -m bw -o write -s 1048576 -w $(fi_window 1048576)"
-    "mroce_defer write_lat 64 mroce_write_lat_defer"
-    "mroce_defer write_bw 65536 mroce_bw_64k_defer"
-    "mroce_defer send_lat 64 mroce_send_lat_defer"
-    "mroce_defer write_bw 1048576 mroce_bw_1m_defer"
+    "mroce_nodefer write_lat 64 mroce_write_lat_nodefer"
+    "mroce_nodefer write_bw 65536 mroce_bw_64k_nodefer"
+    "mroce_nodefer send_lat 64 mroce_send_lat_nodefer"
+    "mroce_nodefer write_bw 1048576 mroce_bw_1m_nodefer"
 )
 if [ -n "${ONLY:-}" ]; then
     SEL=()
@@ -261,10 +261,10 @@ run_case() { # "func args..." with "." standing for the repetition number
     local f=${a[0]}
     a=("${a[@]:1}")
     case $f in
-    mroce_case | mroce_defer)
+    mroce_case | mroce_nodefer)
         local extra=("${a[@]:3}")
         [ "${extra[0]:-}" = . ] && extra=("${extra[@]:1}")
-        [ "$f" = mroce_defer ] && MROCE_ENV=MROCE_DEFER_ACKS=1
+        [ "$f" = mroce_nodefer ] && MROCE_ENV=MROCE_DEFER_ACKS=0
         mroce_case "${a[0]}" "${a[1]}" "${a[2]}" "$rep" "${extra[@]}"
         MROCE_ENV= ;;
     fi_case) fi_case "${a[0]}" "${a[1]}" "$rep" "${a[@]:3}" ;;
@@ -326,7 +326,7 @@ bw_row("libfabric tcp;ofi_rxm", "rxm_bw_64k", "rxm_bw_1m")
 bw_row("libfabric udp;ofi_rxd", "rxd_bw_64k", "rxd_bw_1m")
 bw_row("iperf3 TCP", "iperf3_tcp", "iperf3_tcp")
 bw_row("mroce 64K, 1% tx loss", "mroce_bw_64k_loss", None)
-bw_row("mroce MROCE_DEFER_ACKS=1", "mroce_bw_64k_defer", "mroce_bw_1m_defer")
+bw_row("mroce MROCE_DEFER_ACKS=0", "mroce_bw_64k_nodefer", "mroce_bw_1m_nodefer")
 print()
 print("%-28s %10s %10s" % ("mroce / peer", "64 KiB", "1 MiB"))
 ratios = {}
@@ -335,8 +335,8 @@ for label, peer64, peer1m in [("raw UDP ceiling", "udp_ceiling", "udp_ceiling"),
                               ("tcp;ofi_rxm", "rxm_bw_64k", "rxm_bw_1m"),
                               ("udp;ofi_rxd", "rxd_bw_64k", "rxd_bw_1m"),
                               ("iperf3 TCP", "iperf3_tcp", "iperf3_tcp"),
-                              ("MROCE_DEFER_ACKS=1", "mroce_bw_64k_defer",
-                               "mroce_bw_1m_defer")]:
+                              ("MROCE_DEFER_ACKS=0", "mroce_bw_64k_nodefer",
+                               "mroce_bw_1m_nodefer")]:
     r64, r1m = ratio("mroce_bw_64k", peer64), ratio("mroce_bw_1m", peer1m)
     ratios["bw_vs_" + peer64.replace("_64k", "")] = {"64k": r64, "1m": r1m}
     print("%-28s %9sx %9sx" % (label, fmt(r64), fmt(r1m)))
@@ -355,8 +355,8 @@ for label, k in [("mroce-perf write_lat", "mroce_write_lat"),
                  ("raw UDP + an ACK per msg", "udp_pingpong_ack"),
                  ("libfabric tcp;ofi_rxm", "rxm_lat"),
                  ("libfabric udp;ofi_rxd", "rxd_lat"),
-                 ("write_lat DEFER_ACKS=1", "mroce_write_lat_defer"),
-                 ("send_lat DEFER_ACKS=1", "mroce_send_lat_defer")]:
+                 ("write_lat DEFER_ACKS=0", "mroce_write_lat_nodefer"),
+                 ("send_lat DEFER_ACKS=0", "mroce_send_lat_nodefer")]:
     print("%-28s %10s %10s   %s" % (label, fmt(m(k)), fmt(avg_of(k)),
           " ".join(fmt(v) for v in vals.get(k, []))))
 print()
@@ -367,13 +367,10 @@ for label, peer in [("raw UDP ping-pong", "udp_pingpong"),
     rw, rs = ratio("mroce_write_lat", peer), ratio("mroce_send_lat", peer)
     ratios["lat_vs_" + peer] = {"write_lat": rw, "send_lat": rs}
     print("%-28s %9sx %9sx" % (label, fmt(rw), fmt(rs)))
-for label, peer in [("raw UDP", "udp_pingpong"), ("rxm", "rxm_lat"),
-                    ("rxd", "rxd_lat"), ("default", None)]:
-    rw = ratio("mroce_write_lat_defer", peer or "mroce_write_lat")
-    rs = ratio("mroce_send_lat_defer", peer or "mroce_send_lat")
-    ratios["defer_lat_vs_" + (peer or "default")] = {"write_lat": rw,
-                                                     "send_lat": rs}
-    print("%-28s %9sx %9sx" % ("DEFER_ACKS=1 / " + label, fmt(rw), fmt(rs)))
+rw = ratio("mroce_write_lat", "mroce_write_lat_nodefer")
+rs = ratio("mroce_send_lat", "mroce_send_lat_nodefer")
+ratios["lat_vs_nodefer"] = {"write_lat": rw, "send_lat": rs}
+print("%-28s %9sx %9sx" % ("MROCE_DEFER_ACKS=0", fmt(rw), fmt(rs)))
 
 print()
 print("Host: a busy-polling process (two at once) loses its CPU for > 1 ms "

@@ -668,7 +668,7 @@ static void run_mode(int mode)
 
 int main(void)
 {
-    /* ACK deferral is opt-in, and adaptive (=1) pauses where the
+    /* ACK deferral is adaptive by default (=1): it pauses where the
      * application does not answer, which test_ops' traffic could make it
      * do before test_peer_away, which needs a deferral: every round (=2). */
     setenv("MROCE_DEFER_ACKS", "2", 1);

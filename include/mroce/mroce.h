@@ -56,12 +56,15 @@
  *     the CPU (sched_yield): a busy poller waiting for a peer process on
  *     the same cores gives it the CPU instead of spinning against it.
  *     Ping-pongs (one packet a round) always spin.  See src/lib/progress.c.
- *   MROCE_DEFER_ACKS=1 (experimental, default off): in APP mode the ACKs a
+ *   MROCE_DEFER_ACKS (default 1; 0 turns it off): in APP mode the ACKs a
  *     progress round owes for a SEND or WRITE with ACK_REQ are left for the
  *     application's next call, so a reply it posts at once goes out before
  *     them; a per-device watchdog thread sends ACKs the application leaves
  *     waiting longer than 10 us; deferral pauses while the application
  *     does not answer (a bulk receiver).  =2 defers in every such round.
+ *     So what the application sends next may leave before the ACK of what
+ *     it just received: do not rely on the order of a peer's completions
+ *     across that boundary.
  *     The device counters (acks_deferred...) and, with
  *     MROCE_DUMP_COUNTERS=1, device close show what it did.  See
  *     src/lib/ackdefer.c.

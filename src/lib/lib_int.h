@@ -256,9 +256,8 @@ int lib_thread_start(mroce_device *dev);
 void lib_thread_stop(mroce_device *dev);
 
 /* --- ackdefer.c --- */
-/* MROCE_DEFER_ACKS: unset or 0 off (the default: ackdefer.c says why);
- * 1 adaptive, only while the application answers; 2 every round that may
- * (tests). */
+/* MROCE_DEFER_ACKS: 0 off; unset or 1 adaptive, only while the
+ * application answers (the default); 2 every round that may (tests). */
 enum lib_defer_mode {
     LIB_DEFER_OFF = 0,
     LIB_DEFER_ADAPTIVE = 1,
