@@ -74,6 +74,9 @@ enum lib_magic {
 #endif
 #define LIB_ACK_WATCH_IDLE_NS 2000000ull
 #define LIB_ACK_NO_REPLY_MAX 4u
+/* Polls (progress rounds) hold deferred ACKs this long, half of
+ * LIB_ACK_DEFER_NS; a call that sends data sends them at once. */
+#define LIB_ACK_HOLD_NS 5000ull
 #define LIB_ACK_IDLE_PAUSE_NS 50000000ull
 /* Received packets between transmit drains inside a receive batch (ACKs
  * must not wait for a whole batch: see rx_one in progress.c). */

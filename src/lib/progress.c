@@ -178,14 +178,23 @@ void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at)
         dev->timer_at = at;
 }
 
-/* One round: send the ACKs the last round deferred, receive, fire timers,
- * send (a round that received something may defer its ACKs: ackdefer.c). */
+/* One round: send the ACKs deferred more than LIB_ACK_HOLD_NS ago,
+ * receive, fire timers, send (a round that received a request with ACK_REQ
+ * may defer its ACKs, one that holds younger ones goes on holding them:
+ * ackdefer.c). */
 int lib_progress_locked(mroce_device *dev)
 {
     int moved = 0, rx = 0;
     dev->progress_rounds++;
-    if (dev->tx_deferred)
-        lib_flush_locked(dev, lib_now());
+    /* Held ACKs wait through polls for up to LIB_ACK_HOLD_NS: an
+     * application often polls once more (for the completion of its own
+     * last send, whose ACK arrives behind the answer) before it answers. */
+    if (dev->tx_deferred) {
+        mroce_tstamp t = lib_now();
+        if (t - dev->defer_at >= LIB_ACK_HOLD_NS)
+            lib_flush_locked(dev, t);
+    }
+    int held = dev->tx_deferred;
     dev->rx_ack_req = 0;
     for (int i = 0; i < LIB_RX_ROUNDS; i++) {
         dev->rx_now = lib_now();
@@ -205,8 +214,8 @@ int lib_progress_locked(mroce_device *dev)
         mroce_ep_handle_expiry(dev->ep, now);
         fired = 1;
     }
-    int keep = dev->rx_ack_req == 1 && !fired &&
-               lib_defer_allowed_locked(dev, now);
+    int keep = (dev->rx_ack_req == 1 || (held && !dev->rx_ack_req)) &&
+               !fired && lib_defer_allowed_locked(dev, now);
     moved += drain_tx_locked(dev, now, keep);
     lib_signal_cqs_locked(dev);
     if (moved > 0)
