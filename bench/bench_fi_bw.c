@@ -358,8 +358,11 @@ static int run_server(struct opts *o)
                 p = F.dbuf + (size_t)slot * stride;
             }
             if (is_ctrl(p, c[i].len, C_FIN)) {
+                /* Not break: send completions later in this batch (the
+                 * last pong's, whose ACK the client may send behind its
+                 * FIN) must still be counted, or tx_out never drains. */
                 fin = 1;
-                break;
+                continue;
             }
             if (!first)
                 first = t;

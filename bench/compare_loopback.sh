@@ -11,7 +11,10 @@
 #               busy-polling raw UDP ping-pong (bench_udp_blaster lat; also
 #               with an explicit ACK per message, -a, as informative) and the
 #               two providers' fi_send ping-pong (bench_fi_bw -m lat);
-#   loss        write_bw 64 KiB with --fault tx:drop=0.01 against loss-free.
+#   loss        write_bw 64 KiB with --fault tx:drop=0.01 against loss-free;
+#   informative mroce-perf with MROCE_DEFER_ACKS=0 (no ACK deferral,
+#               src/lib/ackdefer.c, the default before it): write_lat,
+#               send_lat, write_bw 64 KiB and 1 MiB, as the same-run "before".
 # Also write_bw 1 MiB with -t 8 (informative): 8 MiB in flight at most and 8
 # MiB regions, the shape of the rxm/rxd peers' 1 MiB run (window 8), where
 # the default -t 128 cycles through 32 MiB regions that miss the caches.
@@ -23,6 +26,8 @@
 #
 #   bench/compare_loopback.sh [--profile | --profile-only]
 #   env: REPS=3 SECS=3 (seconds per throughput/latency run) BUILD=build
+#        ONLY=REGEX: run only the cases whose line in CASES below matches
+#        (grep -E), e.g. ONLY='_lat|blaster_lat$' for the latency part
 #        NO_INSTALL=1 (skip apt-get)  PORT_BASE=18700
 #        NICE=-10: run every peer at that nice level (root), the same for
 #        all, to shield the closed-loop peers from other jobs' CPU load
@@ -125,10 +130,11 @@ mroce_case() {
     local test=$1 size=$2 name=$3 rep=$4
     shift 4
     next_port
-    start_server "$PERF" "$test" -p "$PORT" --timeout 10
+    start_server env $MROCE_ENV "$PERF" "$test" -p "$PORT" --timeout 10
     local js=$WORK/$name.$rep.json
     rm -f "$js"
-    $RUN timeout 60 "$PERF" "$test" 127.0.0.1 -p "$PORT" -s "$size" -D "$SECS" \
+    $RUN timeout 60 env $MROCE_ENV "$PERF" "$test" 127.0.0.1 -p "$PORT" \
+        -s "$size" -D "$SECS" \
         --timeout 10 --json "$js" "$@" >"$WORK/client.out" 2>&1
     local rc=$?
     stop_server
@@ -237,7 +243,20 @@ CASES=(
     "fi_case rxm_bw_1m tcp;ofi_rxm . -m bw -o write -s 1048576 -w $(fi_window 1048576)"
     "fi_case rxd_lat udp;ofi_rxd . -m lat -s 64"
     "fi_case rxd_bw_1m udp;ofi_rxd . -m bw -o write -s 1048576 -w $(fi_window 1048576)"
+    "mroce_nodefer write_lat 64 mroce_write_lat_nodefer"
+    "mroce_nodefer write_bw 65536 mroce_bw_64k_nodefer"
+    "mroce_nodefer send_lat 64 mroce_send_lat_nodefer"
+    "mroce_nodefer write_bw 1048576 mroce_bw_1m_nodefer"
 )
+if [ -n "${ONLY:-}" ]; then
+    SEL=()
+    for c in "${CASES[@]}"; do
+        grep -Eq -- "$ONLY" <<<"$c" && SEL+=("$c")
+    done
+    CASES=("${SEL[@]}")
+    [ ${#CASES[@]} -gt 0 ] || { echo "ONLY=$ONLY matches no case" >&2; exit 2; }
+fi
+MROCE_ENV=
 
 run_case() { # "func args..." with "." standing for the repetition number
     local spec=$1 rep=$2
@@ -246,10 +265,12 @@ run_case() { # "func args..." with "." standing for the repetition number
     local f=${a[0]}
     a=("${a[@]:1}")
     case $f in
-    mroce_case)
+    mroce_case | mroce_nodefer)
         local extra=("${a[@]:3}")
         [ "${extra[0]:-}" = . ] && extra=("${extra[@]:1}")
-        mroce_case "${a[0]}" "${a[1]}" "${a[2]}" "$rep" "${extra[@]}" ;;
+        [ "$f" = mroce_nodefer ] && MROCE_ENV=MROCE_DEFER_ACKS=0
+        mroce_case "${a[0]}" "${a[1]}" "${a[2]}" "$rep" "${extra[@]}"
+        MROCE_ENV= ;;
     fi_case) fi_case "${a[0]}" "${a[1]}" "$rep" "${a[@]:3}" ;;
     *) "$f" "$rep" ;;
     esac
@@ -310,6 +331,7 @@ bw_row("libfabric tcp;ofi_rxm", "rxm_bw_64k", "rxm_bw_1m")
 bw_row("libfabric udp;ofi_rxd", "rxd_bw_64k", "rxd_bw_1m")
 bw_row("iperf3 TCP", "iperf3_tcp", "iperf3_tcp")
 bw_row("mroce 64K, 1% tx loss", "mroce_bw_64k_loss", None)
+bw_row("mroce MROCE_DEFER_ACKS=0", "mroce_bw_64k_nodefer", "mroce_bw_1m_nodefer")
 print()
 print("%-28s %10s %10s" % ("mroce / peer", "64 KiB", "1 MiB"))
 ratios = {}
@@ -317,7 +339,9 @@ for label, peer64, peer1m in [("raw UDP ceiling", "udp_ceiling", "udp_ceiling"),
                               ("raw UDP, credit window", "udp_windowed", "udp_windowed"),
                               ("tcp;ofi_rxm", "rxm_bw_64k", "rxm_bw_1m"),
                               ("udp;ofi_rxd", "rxd_bw_64k", "rxd_bw_1m"),
-                              ("iperf3 TCP", "iperf3_tcp", "iperf3_tcp")]:
+                              ("iperf3 TCP", "iperf3_tcp", "iperf3_tcp"),
+                              ("MROCE_DEFER_ACKS=0", "mroce_bw_64k_nodefer",
+                               "mroce_bw_1m_nodefer")]:
     r64, r1m = ratio("mroce_bw_64k", peer64), ratio("mroce_bw_1m", peer1m)
     ratios["bw_vs_" + peer64.replace("_64k", "")] = {"64k": r64, "1m": r1m}
     print("%-28s %9sx %9sx" % (label, fmt(r64), fmt(r1m)))
@@ -339,7 +363,9 @@ for label, k in [("mroce-perf write_lat", "mroce_write_lat"),
                  ("raw UDP ping-pong", "udp_pingpong"),
                  ("raw UDP + an ACK per msg", "udp_pingpong_ack"),
                  ("libfabric tcp;ofi_rxm", "rxm_lat"),
-                 ("libfabric udp;ofi_rxd", "rxd_lat")]:
+                 ("libfabric udp;ofi_rxd", "rxd_lat"),
+                 ("write_lat DEFER_ACKS=0", "mroce_write_lat_nodefer"),
+                 ("send_lat DEFER_ACKS=0", "mroce_send_lat_nodefer")]:
     print("%-28s %10s %10s   %s" % (label, fmt(m(k)), fmt(avg_of(k)),
           " ".join(fmt(v) for v in vals.get(k, []))))
 print()
@@ -350,6 +376,10 @@ for label, peer in [("raw UDP ping-pong", "udp_pingpong"),
     rw, rs = ratio("mroce_write_lat", peer), ratio("mroce_send_lat", peer)
     ratios["lat_vs_" + peer] = {"write_lat": rw, "send_lat": rs}
     print("%-28s %9sx %9sx" % (label, fmt(rw), fmt(rs)))
+rw = ratio("mroce_write_lat", "mroce_write_lat_nodefer")
+rs = ratio("mroce_send_lat", "mroce_send_lat_nodefer")
+ratios["lat_vs_nodefer"] = {"write_lat": rw, "send_lat": rs}
+print("%-28s %9sx %9sx" % ("MROCE_DEFER_ACKS=0", fmt(rw), fmt(rs)))
 
 print()
 print("Host: a busy-polling process (two at once) loses its CPU for > 1 ms "

@@ -60,12 +60,18 @@
  *     buffer, as before zero-copy transmit (default: the kernel reads it
  *     from the registered memory, which the rules of post_send already keep
  *     unchanged until the work request completes).  For comparisons.
- *   MROCE_DEFER_ACKS=1 (experimental, default off): in APP mode the ACKs a
- *     progress round owes are left for the application's next call, so a
- *     reply it posts at once goes out before them; a per-device watchdog
- *     thread sends ACKs the application leaves waiting longer than 10 us.
- *     With MROCE_DUMP_COUNTERS=1, device close prints how many were
- *     deferred, late, and sent by the watchdog.  See src/lib/ackdefer.c.
+ *   MROCE_DEFER_ACKS (default 1; 0 turns it off): in APP mode the ACKs a
+ *     progress round owes for a SEND or WRITE with ACK_REQ are left for the
+ *     application's next call, so a reply it posts at once goes out before
+ *     them; a per-device watchdog thread sends ACKs the application leaves
+ *     waiting longer than 10 us; deferral pauses while the application
+ *     does not answer (a bulk receiver).  =2 defers in every such round.
+ *     So what the application sends next may leave before the ACK of what
+ *     it just received: do not rely on the order of a peer's completions
+ *     across that boundary.
+ *     The device counters (acks_deferred...) and, with
+ *     MROCE_DUMP_COUNTERS=1, device close show what it did.  See
+ *     src/lib/ackdefer.c.
  */
 #ifndef MROCE_MROCE_H
 #define MROCE_MROCE_H
@@ -197,6 +203,15 @@ void mroce_device_get_counters(const mroce_device *dev,
     X(progress_rounds)  /* library progress rounds (receive, timers, send) */ \
     X(thread_sleeps)    /* progress thread waits in epoll */              \
     X(idle_yields)      /* APP mode: polls that yielded the CPU (idle) */ \
+    X(acks_deferred)    /* APP mode: rounds whose ACKs were left for the  \
+                           application's next call (MROCE_DEFER_ACKS) */  \
+    X(acks_deferred_replied) /* of those, ACKs that left behind data the  \
+                           application sent (its answer went first) */    \
+    X(acks_deferred_late) /* sent later than max_ack_delay (10 us) */     \
+    X(acks_watchdog)    /* sent by the watchdog thread (the application   \
+                           stayed away) */                                \
+    X(defer_pauses)     /* deferral paused: the application did not answer \
+                           (a bulk receiver) */                           \
     X(rx_sockbuf)       /* not a count: the receive socket's buffer in    \
                            bytes as granted (SO_RCVBUF read back; the     \
                            library asks 8 MiB, see src/udp/udp.c) */

@@ -1,7 +1,9 @@
 /*
  * ackdefer.c - APP progress mode: the ACKs of a progress round that
- * received something are left staged in the datapath for the application's
- * next call, and a watchdog thread bounds how long they can wait there.
+ * received a SEND or WRITE with ACK_REQ (its sender has nothing queued
+ * behind it: it waits for an answer or a completion) are left staged in the
+ * datapath for the application's next call, and a watchdog thread bounds
+ * how long they can wait there.
  *
  * Why defer: the application has just been handed what arrived and often
  * answers it at once (a ping-pong's reply, an RPC's response).  Its
@@ -34,15 +36,61 @@
  * Not deferred: progress-thread mode, devices whose fd the application
  * polls (mroce_device_fd), rounds that fired timers.
  *
- * Off unless MROCE_DEFER_ACKS=1, until measured on a quiet host.  On a
- * loaded 2-core host (load 4-6) it took write_lat and send_lat 64 B from
- * ~3.6-4.0 to ~2.5-2.9 us.  Some runs, with and without deferral, fall into
- * a slow mode in which every iteration takes whole scheduler slices (6-8 ms
- * half round trips; raw UDP ping-pong too), most likely both busy pollers
- * sharing one core.  With deferral that mode showed as ~170-330 us instead
- * (the watchdog's ticks preempt the spinning side), in one series of runs
- * on every send_lat run while the base build was fine: not settled.  The
- * ticks cost ~4% of a core per process during a ping-pong.
+ * On by default, adaptive (MROCE_DEFER_ACKS unset or 1; 0 turns it off, 2
+ * defers in every round that may, for tests).  An application must not
+ * assume that the ACK of what it received leaves before what it sends
+ * next: bench_fi_bw's server stopped counting a batch's completions at the
+ * client's FIN, and with deferral the last pong's send completion (its ACK
+ * now behind the FIN) came later in that batch: the server waited for it
+ * until its timeout, and its RESULT then failed with RETRY_EXC (some runs
+ * in ten; fixed in the benchmark, found with a capture and the dissector).
+ *
+ * Adaptive: deferring pays only when the
+ * application answers: then the held ACKs leave behind its answer in the
+ * flush of its next call (lib_flush_locked sees other packets staged ahead
+ * of them: acks_deferred_replied).  A receiver that does not answer (a bulk
+ * stream's receiver, write_bw's server) gains nothing: its next call is a
+ * poll that sends the ACKs first anyway, a little later; and each deferral
+ * keeps the watchdog ticking, ~10^4 wake-ups a second taken from the
+ * spinning pollers on a small host: the likely cause of the bulk throughput
+ * that always-on deferral cost (write_bw 64 KiB server, 2 s, loaded 2-core
+ * host: 6383 voluntary and 5875 involuntary context switches, against 4
+ * and 1906 without deferral and 765 and 1917 adaptive).  So LIB_ACK_NO_REPLY_MAX deferrals in a row that no
+ * answer overtook pause deferral for LIB_ACK_IDLE_PAUSE_NS, long enough for
+ * the watchdog to go to sleep (LIB_ACK_WATCH_IDLE_NS); then it is tried
+ * again.  A bulk receiver thus defers a handful of ACKs every 50 ms, and
+ * its ACK clock is the one without deferral.  Rounds without an ACK_REQ
+ * request never defer: the ACKs a stream's ack_freq (REL-18) asks for, and
+ * those of READ responses (the reader's application answers a whole READ,
+ * if at all), leave at once; with that, fi_pingpong at 1 MiB (rendezvous
+ * READs) defers about once per message, nearly always behind an answer.
+ *
+ * Polls hold deferred ACKs for up to LIB_ACK_HOLD_NS (5 us, half of
+ * max_ack_delay): an application that polls once more before it answers
+ * (fi_send ping-pongs through the provider wait for their own send's
+ * completion, whose ACK arrives behind the answer) would otherwise send
+ * the ACK first in that poll and count as not answering: bench_fi_bw -m lat
+ * -s 64 went from 3.86-4.03 to 3.25-3.47 us (udp;ofi_rxd 3.43-3.73 in the
+ * same runs), mroce-perf unchanged.
+ *
+ * Tried and dropped: sending the held ACKs in the answer's system call,
+ * from its socket (REL-22 would have needed a new MAY): one sendmmsg with
+ * two messages made write_lat 64 B ~0.2 us slower (send_lat unchanged),
+ * one GSO send of both ~0.5 us slower, against two calls, in interleaved
+ * runs on a loaded host.  The receiver then reads the ACK in the same
+ * batch as the answer, more often or always, and processes it before its
+ * application sees the answer; with two calls the answer mostly arrives
+ * alone and the ACK is processed while the peer works on its reply.
+ *
+ * History: opt-in at first.  On a loaded 2-core host (load 4-6) it took
+ * write_lat and send_lat 64 B from ~3.6-4.0 to ~2.5-2.9 us.  Some runs, with
+ * and without deferral, fall into a slow mode in which every iteration
+ * takes whole scheduler slices (6-8 ms half round trips; raw UDP ping-pong
+ * too), most likely both busy pollers sharing one core.  With deferral that
+ * mode showed as ~170-330 us instead (the watchdog's ticks preempt the
+ * spinning side), in one series of runs on every send_lat run while the
+ * base build was fine: not settled.  The ticks cost ~4% of a core per
+ * process during a ping-pong.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -53,7 +101,9 @@
 void lib_defer_init(mroce_device *dev)
 {
     const char *e = getenv("MROCE_DEFER_ACKS");
-    dev->defer_acks = e && atoi(e) == 1;
+    int m = e && *e ? atoi(e) : LIB_DEFER_ADAPTIVE;
+    dev->defer_acks = m == LIB_DEFER_OFF || m == LIB_DEFER_ALWAYS
+                          ? m : LIB_DEFER_ADAPTIVE;
     if (pthread_mutex_init(&dev->wd_lock, NULL) != 0)
         dev->defer_acks = 0;
     else if (pthread_cond_init(&dev->wd_cond, NULL) != 0) {
@@ -70,7 +120,7 @@ int lib_defer_allowed_locked(mroce_device *dev, mroce_tstamp now)
            !dev->fd_requested && now >= dev->defer_pause_until;
 }
 
-void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now)
+void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now, int replied)
 {
     if (!dev->tx_deferred)
         return;
@@ -78,6 +128,20 @@ void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now)
         dev->acks_deferred_late++;
     else if (dev->defer_score)
         dev->defer_score--; /* sent in time by the application */
+    if (replied) {
+        dev->acks_deferred_replied++;
+        dev->defer_no_reply = 0;
+    } else if (++dev->defer_no_reply >= LIB_ACK_NO_REPLY_MAX &&
+               dev->defer_acks == LIB_DEFER_ADAPTIVE) {
+        /* The application does not answer what it receives (a bulk
+         * receiver, or one that polls again before it answers): deferring
+         * gains it nothing and keeps the watchdog ticking.  Look again
+         * after a pause long enough for the watchdog to sleep. */
+        dev->defer_no_reply = 0;
+        dev->defer_pauses++;
+        if (dev->defer_pause_until < now + LIB_ACK_IDLE_PAUSE_NS)
+            dev->defer_pause_until = now + LIB_ACK_IDLE_PAUSE_NS;
+    }
     dev->tx_deferred = 0;
     atomic_store(&dev->wd_defer_at, 0);
 }
@@ -108,7 +172,7 @@ static void watch_kick_locked(mroce_device *dev)
 void lib_defer_note_locked(mroce_device *dev, unsigned kept, mroce_tstamp now)
 {
     if (!kept) {
-        lib_defer_sent_locked(dev, now);
+        lib_defer_sent_locked(dev, now, 1);
         return;
     }
     if (dev->tx_deferred)

@@ -269,11 +269,14 @@ void mroce_device_close(mroce_device *dev)
     lib_defer_fini(dev); /* the watchdog takes the lock: stop it first */
     lib_lock(dev);
     if (dev->dump_counters && dev->acks_deferred)
-        fprintf(stderr, "mroce device %u: acks deferred %llu, late %llu, "
-                "sent by the watchdog %llu\n", (unsigned)dev->attr.port,
+        fprintf(stderr, "mroce device %u: acks deferred %llu, behind a "
+                "reply %llu, late %llu, sent by the watchdog %llu, "
+                "pauses %llu\n", (unsigned)dev->attr.port,
                 (unsigned long long)dev->acks_deferred,
+                (unsigned long long)dev->acks_deferred_replied,
                 (unsigned long long)dev->acks_deferred_late,
-                (unsigned long long)dev->acks_watchdog);
+                (unsigned long long)dev->acks_watchdog,
+                (unsigned long long)dev->defer_pauses);
     /* QPs first: they hold references on CQs, MRs and PDs.  The engine
      * objects all go with the endpoint below. */
     while (dev->qps.head) {
@@ -350,6 +353,11 @@ void mroce_device_get_udp_counters(const mroce_device *cdev,
     c->progress_rounds = dev->progress_rounds;
     c->thread_sleeps = dev->thread_sleeps;
     c->idle_yields = dev->idle_yields;
+    c->acks_deferred = dev->acks_deferred;
+    c->acks_deferred_replied = dev->acks_deferred_replied;
+    c->acks_deferred_late = dev->acks_deferred_late;
+    c->acks_watchdog = dev->acks_watchdog;
+    c->defer_pauses = dev->defer_pauses;
     lib_unlock(dev);
 }
 

@@ -60,7 +60,11 @@ enum lib_magic {
  * LIB_ACK_RESCUE_SCORE to a score that each ACK the application sends in
  * time lowers by one; at LIB_ACK_PAUSE_SCORE deferral pauses for
  * LIB_ACK_DEFER_PAUSE_NS (4 rescues in a row, or more than about one in 16
- * deferrals). */
+ * deferrals).  Adaptive mode (the default) also pauses for
+ * LIB_ACK_IDLE_PAUSE_NS after LIB_ACK_NO_REPLY_MAX deferrals in a row that
+ * no data overtook (the application did not answer: a bulk receiver); the
+ * pause is longer than LIB_ACK_WATCH_IDLE_NS, so the watchdog sleeps
+ * through it. */
 #define LIB_ACK_RESCUE_SCORE 16u
 #define LIB_ACK_PAUSE_SCORE 64u
 #define LIB_ACK_DEFER_NS 10000ull
@@ -68,7 +72,12 @@ enum lib_magic {
 #ifndef LIB_ACK_WATCH_NS
 #define LIB_ACK_WATCH_NS 100000ull
 #endif
-#define LIB_ACK_WATCH_IDLE_NS 20000000ull
+#define LIB_ACK_WATCH_IDLE_NS 2000000ull
+#define LIB_ACK_NO_REPLY_MAX 4u
+/* Polls (progress rounds) hold deferred ACKs this long, half of
+ * LIB_ACK_DEFER_NS; a call that sends data sends them at once. */
+#define LIB_ACK_HOLD_NS 5000ull
+#define LIB_ACK_IDLE_PAUSE_NS 50000000ull
 /* Received packets between transmit drains inside a receive batch (ACKs
  * must not wait for a whole batch: see rx_one in progress.c). */
 #define LIB_RX_TX_EVERY 16
@@ -150,8 +159,16 @@ struct mroce_device {
     int tx_copy;                   /* MROCE_TX_COPY=1: no zero-copy tx */
 
     /* APP mode ACK deferral (ackdefer.c) */
-    int defer_acks;                /* allowed (MROCE_DEFER_ACKS=1) */
+    int defer_acks;                /* enum lib_defer_mode (MROCE_DEFER_ACKS) */
     uint8_t tx_deferred;           /* ACKs staged in the datapath, unsent */
+    uint8_t tx_data_staged;        /* packets other than ACKs staged since
+                                      the last flush */
+    uint8_t rx_ack_req;            /* this round received a SEND or WRITE
+                                      with ACK_REQ (1), a retransmitted
+                                      one (2) */
+    uint32_t defer_no_reply;       /* deferrals in a row no data overtook */
+    uint64_t acks_deferred_replied;/* deferrals whose ACKs data overtook */
+    uint64_t defer_pauses;         /* adaptive pauses (no replies) */
     mroce_tstamp defer_at;         /* when they were staged */
     mroce_tstamp defer_pause_until;/* no deferral before (after a late one) */
     uint32_t defer_score;          /* watchdog rescues, decaying */
@@ -243,6 +260,13 @@ int lib_thread_start(mroce_device *dev);
 void lib_thread_stop(mroce_device *dev);
 
 /* --- ackdefer.c --- */
+/* MROCE_DEFER_ACKS: 0 off; unset or 1 adaptive, only while the
+ * application answers (the default); 2 every round that may (tests). */
+enum lib_defer_mode {
+    LIB_DEFER_OFF = 0,
+    LIB_DEFER_ADAPTIVE = 1,
+    LIB_DEFER_ALWAYS = 2,
+};
 /* Reads MROCE_DEFER_ACKS, sets up the watchdog's lock (not its thread). */
 void lib_defer_init(mroce_device *dev);
 /* Stops and joins the watchdog.  Lock not held. */
@@ -254,8 +278,9 @@ int lib_defer_allowed_locked(mroce_device *dev, mroce_tstamp now);
  * (kept == 0).  Lock held. */
 void lib_defer_note_locked(mroce_device *dev, unsigned kept, mroce_tstamp now);
 /* Deferred ACKs were just sent (or there are none): account for their
- * delay.  Lock held. */
-void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now);
+ * delay; replied: other packets (the application's answer) went out ahead
+ * of them in the same flush.  Lock held. */
+void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now, int replied);
 
 /* --- resources.c / qp.c: teardown used by mroce_device_close --- */
 void lib_cq_release(mroce_vcq *cq);   /* closes efd, buries */

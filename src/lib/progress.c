@@ -41,6 +41,8 @@ mroce_tstamp lib_deadline(int timeout_ms)
 
 static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
                            int keep_acks);
+_Static_assert(MROCE_F_ACK_REQ < 0x100 && MROCE_F_RETX < 0x100,
+               "ACK_REQ and RETX are in the flags' low byte");
 
 static void rx_one(void *user, const uint8_t *pkt, size_t len,
                    const struct mroce_rx_info *info)
@@ -54,11 +56,22 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
     if (!mroce_udp_rx_same_datagram(dev->udp))
         dev->rx_now = lib_now();
     mroce_tstamp now = dev->rx_now;
+    /* A SEND or WRITE with ACK_REQ: its sender has nothing queued behind
+     * it and waits; our application may be about to answer.  Only rounds
+     * that received one, and no retransmission, defer their ACKs
+     * (ackdefer.c): a sender that retransmits is recovering a loss, and
+     * the ACK that ends it should not wait.  A peek at two bytes
+     * of an unchecked packet: a forged one costs one deferral.  Flags are
+     * big-endian (WIRE-14): byte 3 holds bits 0-7. */
+    if (len >= MROCE_BASE_HDR_LEN &&
+        (pkt[1] == MROCE_OP_SEND || pkt[1] == MROCE_OP_WRITE) &&
+        (pkt[3] & (MROCE_F_ACK_REQ | MROCE_F_RETX)))
+        dev->rx_ack_req |= (pkt[3] & MROCE_F_RETX) ? 2 : 1;
     mroce_ep_recv(dev->ep, pkt, len, info, now);
-    /* One recvmmsg batch may hold thousands of packets (64 GRO datagrams of
-     * up to ~15 each).  Sending only after the whole batch would delay ACKs
-     * by the batch's processing time, well past the peer's RTO; so send
-     * what is due every few packets. */
+    /* One recvmmsg batch may hold ~120 packets (8 GRO datagrams of up to
+     * ~15 each).  Sending only after the whole batch would delay ACKs by
+     * its processing time (tens of us), which the peer would read as RTT
+     * and queueing; so send what is due every few packets. */
     if (++dev->rx_since_tx >= LIB_RX_TX_EVERY) {
         dev->rx_since_tx = 0;
         if (mroce_ep_want_write(dev->ep))
@@ -113,6 +126,7 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
                                    (size_t)len - zc.payload_len -
                                        MROCE_CRC_LEN,
                                    zc.payload, &ti, 0, now);
+            dev->tx_data_staged = 1; /* data: a held ACK goes after it */
             n++;
             continue;
         }
@@ -124,21 +138,29 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
             fl = MROCE_UDP_TX_FROM_RX;
         else if (len > 1 && buf[1] == MROCE_OP_ACK)
             fl = MROCE_UDP_TX_LATE;
+        if (fl != MROCE_UDP_TX_LATE)
+            dev->tx_data_staged = 1;
         mroce_udp_tx_commit(dev->udp, (size_t)len, &ti, fl, now);
         n++;
     }
-    if (keep_acks)
+    if (keep_acks) {
         lib_defer_note_locked(dev, mroce_udp_flush_early(dev->udp, now), now);
-    else
+        dev->tx_data_staged = 0;
+    } else {
         lib_flush_locked(dev, now);
+    }
     return n;
 }
 
 void lib_flush_locked(mroce_device *dev, mroce_tstamp now)
 {
+    /* Deferred ACKs that leave behind other packets (MROCE_UDP_TX_LATE)
+     * did their job: the application's answer overtook them. */
+    int replied = dev->tx_data_staged;
     mroce_udp_flush(dev->udp, now);
+    dev->tx_data_staged = 0;
     if (dev->tx_deferred)
-        lib_defer_sent_locked(dev, now);
+        lib_defer_sent_locked(dev, now, replied);
 }
 
 void lib_signal_cqs_locked(mroce_device *dev)
@@ -180,14 +202,24 @@ void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at)
         dev->timer_at = at;
 }
 
-/* One round: send the ACKs the last round deferred, receive, fire timers,
- * send (a round that received something may defer its ACKs: ackdefer.c). */
+/* One round: send the ACKs deferred more than LIB_ACK_HOLD_NS ago,
+ * receive, fire timers, send (a round that received a request with ACK_REQ
+ * may defer its ACKs, one that holds younger ones goes on holding them:
+ * ackdefer.c). */
 int lib_progress_locked(mroce_device *dev)
 {
     int moved = 0, rx = 0;
     dev->progress_rounds++;
-    if (dev->tx_deferred)
-        lib_flush_locked(dev, lib_now());
+    /* Held ACKs wait through polls for up to LIB_ACK_HOLD_NS: an
+     * application often polls once more (for the completion of its own
+     * last send, whose ACK arrives behind the answer) before it answers. */
+    if (dev->tx_deferred) {
+        mroce_tstamp t = lib_now();
+        if (t - dev->defer_at >= LIB_ACK_HOLD_NS)
+            lib_flush_locked(dev, t);
+    }
+    int held = dev->tx_deferred;
+    dev->rx_ack_req = 0;
     for (int i = 0; i < LIB_RX_ROUNDS; i++) {
         dev->rx_now = lib_now();
         int r = mroce_udp_recv(dev->udp, rx_one, rx_icmp, dev, dev->rx_now);
@@ -208,7 +240,8 @@ int lib_progress_locked(mroce_device *dev)
         mroce_ep_handle_expiry(dev->ep, now);
         fired = 1;
     }
-    int keep = rx > 0 && !fired && lib_defer_allowed_locked(dev, now);
+    int keep = (dev->rx_ack_req == 1 || (held && !dev->rx_ack_req)) &&
+               !fired && lib_defer_allowed_locked(dev, now);
     moved += drain_tx_locked(dev, now, keep);
     lib_signal_cqs_locked(dev);
     if (moved > 0)
