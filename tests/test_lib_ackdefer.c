@@ -251,12 +251,20 @@ static void run(const char *defer_env)
                   PINGS);
 
     } else {
-        /* A stray watchdog send on a loaded host may reorder a few. */
-        CHECK_MSG(first <= PINGS / 10, "ACK before the answer %d of %d times",
+        /* A stray watchdog send on a loaded host may reorder a few, and
+         * with other processes on both cores the first rounds can meet a
+         * 50 ms pause (4 deferrals the watchdog had to send): 25 of 200
+         * rounds undeferred in 6 of 30 runs next to 3 busy loops.  What
+         * must hold: most rounds defer, and a deferred ACK is always
+         * overtaken by the answer. */
+        CHECK_MSG(first <= PINGS / 4, "ACK before the answer %d of %d times",
                   first, PINGS);
-        CHECK_MSG(brep >= (uint64_t)PINGS * 9 / 10,
+        CHECK_MSG(brep >= (uint64_t)PINGS * 3 / 4,
                   "b's ACKs behind its answer: %llu of %d",
                   (unsigned long long)brep, PINGS);
+        CHECK_MSG(brep * 10 >= bdef * 9,
+                  "b deferred %llu, only %llu behind its answer",
+                  (unsigned long long)bdef, (unsigned long long)brep);
     }
 
     /* One-way stream: b only receives. */
