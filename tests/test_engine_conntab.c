@@ -24,28 +24,6 @@
 #define NAMED 400
 #define MAXQ 600  /* not a power of two: the table rounds up */
 
-static void *t_calloc(size_t n, size_t sz, void *u)
-{
-    (void)u;
-    return calloc(n, sz);
-}
-static void t_free(void *p, void *u)
-{
-    (void)u;
-    free(p);
-}
-static void t_rand(uint8_t *b, size_t n, void *u)
-{
-    uint64_t *s = u;
-    while (n) {
-        uint64_t v = testutil_rand64(s);
-        size_t k = n < 8 ? n : 8;
-        memcpy(b, &v, k);
-        b += k;
-        n -= k;
-    }
-}
-
 struct end {
     mroce_ep *ep;
     mroce_cq *cq;
@@ -57,9 +35,9 @@ static int end_new(struct end *e, uint8_t id)
 {
     struct mroce_ep_config c;
     mroce_ep_config_default(&c);
-    c.mem.calloc = t_calloc;
-    c.mem.free = t_free;
-    c.rand = t_rand;
+    c.mem.calloc = testutil_calloc;
+    c.mem.free = testutil_free;
+    c.rand = testutil_rand_bytes;
     e->seed = 1000 + id;
     c.rand_user = &e->seed;
     c.max_qps = MAXQ;

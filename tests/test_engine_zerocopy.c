@@ -26,28 +26,6 @@
 #define MTU 1024
 #define BUFSZ (64u << 10)
 
-static void *t_calloc(size_t n, size_t sz, void *u)
-{
-    (void)u;
-    return calloc(n, sz);
-}
-static void t_free(void *p, void *u)
-{
-    (void)u;
-    free(p);
-}
-static void t_rand(uint8_t *b, size_t n, void *u)
-{
-    uint64_t *s = u;
-    while (n) {
-        uint64_t v = testutil_rand64(s);
-        size_t k = n < 8 ? n : 8;
-        memcpy(b, &v, k);
-        b += k;
-        n -= k;
-    }
-}
-
 struct end {
     mroce_ep *ep;
     mroce_cq *cq;
@@ -65,9 +43,9 @@ static void end_new(struct end *e, uint8_t id)
     memset(e, 0, sizeof(*e));
     struct mroce_ep_config c;
     mroce_ep_config_default(&c);
-    c.mem.calloc = t_calloc;
-    c.mem.free = t_free;
-    c.rand = t_rand;
+    c.mem.calloc = testutil_calloc;
+    c.mem.free = testutil_free;
+    c.rand = testutil_rand_bytes;
     e->seed = 77 + id;
     c.rand_user = &e->seed;
     e->addr.len = 6;

@@ -22,6 +22,8 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TESTUTIL_UNUSED __attribute__((unused))
@@ -135,6 +137,33 @@ static inline uint64_t testutil_rand64(uint64_t *state)
 static inline uint64_t testutil_rand_below(uint64_t *state, uint64_t n)
 {
     return testutil_rand64(state) % n;
+}
+
+/* The engine's allocator and random-byte hooks (struct mroce_ep_config's
+ * mem.calloc, mem.free and rand) for tests that build endpoints by hand:
+ * plain calloc/free, and bytes from the splitmix64 state passed as u. */
+static inline void *testutil_calloc(size_t n, size_t sz, void *u)
+{
+    (void)u;
+    return calloc(n, sz);
+}
+
+static inline void testutil_free(void *p, void *u)
+{
+    (void)u;
+    free(p);
+}
+
+static inline void testutil_rand_bytes(uint8_t *b, size_t n, void *u)
+{
+    uint64_t *s = u;
+    while (n) {
+        uint64_t v = testutil_rand64(s);
+        size_t k = n < 8 ? n : 8;
+        memcpy(b, &v, k);
+        b += k;
+        n -= k;
+    }
 }
 
 #endif /* MROCE_TESTUTIL_H */
