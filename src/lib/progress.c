@@ -114,25 +114,18 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
         size_t cap;
         uint8_t *buf = mroce_udp_tx_slot(dev->udp, &cap);
         struct mroce_tx_info ti;
-        struct mroce_tx_zc zc;
+        struct mroce_tx_zc zc = {NULL, 0}; /* stays so with MROCE_TX_COPY */
         int len = dev->tx_copy
                       ? mroce_ep_write_pkt(dev->ep, buf, cap, &ti, now)
                       : mroce_ep_write_pkt_zc(dev->ep, buf, cap, &ti, &zc,
                                               now);
         if (len <= 0)
             break;
-        if (!dev->tx_copy && zc.payload) {
-            mroce_udp_tx_commit_zc(dev->udp, (size_t)len,
-                                   (size_t)len - zc.payload_len -
-                                       MROCE_CRC_LEN,
-                                   zc.payload, &ti, 0, now);
-            dev->tx_data_staged = 1; /* data: a held ACK goes after it */
-            n++;
-            continue;
-        }
-        /* CONNECT_REQ leaves from the receive port: the listener answers
+        /* The slot starts with the packet's headers, zero-copy or not.
+         * CONNECT_REQ leaves from the receive port: the listener answers
          * the source address of the request (src/lib/qp.c explains).  ACKs
-         * go after the data of the same flush (MROCE_UDP_TX_LATE). */
+         * go after the data of the same flush (MROCE_UDP_TX_LATE); anything
+         * else staged means a held ACK is overtaken (lib_flush_locked). */
         unsigned fl = 0;
         if (len > 1 && buf[1] == MROCE_OP_CONNECT_REQ)
             fl = MROCE_UDP_TX_FROM_RX;
@@ -140,7 +133,10 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
             fl = MROCE_UDP_TX_LATE;
         if (fl != MROCE_UDP_TX_LATE)
             dev->tx_data_staged = 1;
-        mroce_udp_tx_commit(dev->udp, (size_t)len, &ti, fl, now);
+        /* Without a zero-copy payload this is mroce_udp_tx_commit(). */
+        mroce_udp_tx_commit_zc(dev->udp, (size_t)len,
+                               (size_t)len - zc.payload_len - MROCE_CRC_LEN,
+                               zc.payload, &ti, fl, now);
         n++;
     }
     if (keep_acks) {
