@@ -303,36 +303,36 @@ static void test_window_burst(void)
     const uint32_t span = pkt * MROCE_PATH_WINDOW_PICKS; /* one packet each */
 
     setup(&ps, &r, 16);
-    CHECK(ps.burst_cap == 255); /* no window known: the attribute rules */
+    CHECK(mroce_path_burst_cap(&ps) == 255); /* no window known: the attribute rules */
     ps.burst = 8;
     CHECK(burst_run(&ps) == 8);
     /* A window of fewer than 2 packets per pick: per-packet spraying. */
     mroce_path_set_window(&ps, 64 * 1024, pkt);
-    CHECK(ps.burst_cap == 1);
+    CHECK(mroce_path_burst_cap(&ps) == 1);
     ps.burst_left = 0;
     CHECK(burst_run(&ps) == 1);
     CHECK(burst_run(&ps) == 1);
     /* Bursts grow with the window: 3 packets per pick for 3 * span. */
     mroce_path_set_window(&ps, 3 * span, pkt);
-    CHECK(ps.burst_cap == 3);
+    CHECK(mroce_path_burst_cap(&ps) == 3);
     ps.burst_left = 0;
     CHECK(burst_run(&ps) == 3);
     mroce_path_set_window(&ps, 3 * span - 1, pkt); /* rounds down */
-    CHECK(ps.burst_cap == 2);
+    CHECK(mroce_path_burst_cap(&ps) == 2);
     /* ... up to the attribute. */
     mroce_path_set_window(&ps, 100 * span, pkt);
-    CHECK(ps.burst_cap == 100);
+    CHECK(mroce_path_burst_cap(&ps) == 100);
     ps.burst_left = 0;
     CHECK(burst_run(&ps) == 8);
     mroce_path_set_window(&ps, UINT32_MAX, 1); /* capped, not wrapped */
-    CHECK(ps.burst_cap == 255);
+    CHECK(mroce_path_burst_cap(&ps) == 255);
     /* Window 0 or a nonsense packet size: cap 1, or left alone. */
     mroce_path_set_window(&ps, 0, pkt);
-    CHECK(ps.burst_cap == 1);
+    CHECK(mroce_path_burst_cap(&ps) == 1);
     mroce_path_set_window(&ps, 5 * span, 0);
-    CHECK(ps.burst_cap == 1);
+    CHECK(mroce_path_burst_cap(&ps) == 1);
     mroce_path_set_window(&ps, UINT32_MAX, UINT32_MAX / 2);
-    CHECK(ps.burst_cap == 1);
+    CHECK(mroce_path_burst_cap(&ps) == 1);
     /* The cap applies from the next burst; the current one runs out. */
     mroce_path_set_window(&ps, 100 * span, pkt);
     ps.burst_left = 0;

@@ -113,7 +113,8 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
     ps->cursor = 0;
     ps->last = 0;
     ps->burst = 1;
-    ps->burst_cap = 255;
+    ps->win_bytes = 0;
+    ps->win_pkt = 0;
     ps->quantum = MROCE_PATH_WMAX;
     ps->burst_left = 0;
     ps->entropy_base = base;
@@ -159,19 +160,27 @@ static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid);
 /* Bursts: a datapath that batches (UDP GSO sends one burst of segments with
  * one source port) asks for `burst` consecutive packets per path.  A burst
  * counts as one deficit-round-robin pick, so weights keep their meaning.
- * The window bounds it (burst_cap, PATH-3): with 8-packet bursts a window of
+ * The window bounds it (mroce_path_burst_cap, PATH-3): with 8-packet bursts a window of
  * one or two bursts was one or two ECMP choices per RTT, so one spine queue
  * overflowed and marked while the other idled (fabric/README.md, scenario
  * 2); large windows, where batching saves the most, keep full bursts. */
 void mroce_path_set_window(struct mroce_pathset *ps, uint32_t window,
                            uint32_t pkt_bytes)
 {
-    uint32_t per = pkt_bytes * MROCE_PATH_WINDOW_PICKS, cap;
+    uint32_t per = pkt_bytes * MROCE_PATH_WINDOW_PICKS;
 
     if (pkt_bytes == 0 || per / MROCE_PATH_WINDOW_PICKS != pkt_bytes)
-        return; /* nonsense or overflow: leave the cap alone */
-    cap = window / per;
-    ps->burst_cap = (uint8_t)(cap < 1 ? 1 : cap > 255 ? 255 : cap);
+        return; /* nonsense or overflow: keep what was recorded */
+    ps->win_bytes = window;
+    ps->win_pkt = pkt_bytes;
+}
+
+uint8_t mroce_path_burst_cap(const struct mroce_pathset *ps)
+{
+    if (ps->win_pkt == 0)
+        return 255; /* no window known: the attribute rules */
+    uint32_t cap = ps->win_bytes / (ps->win_pkt * MROCE_PATH_WINDOW_PICKS);
+    return (uint8_t)(cap < 1 ? 1 : cap > 255 ? 255 : cap);
 }
 
 uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
@@ -181,7 +190,12 @@ uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
         return ps->last;
     }
     uint16_t i = path_pick_one(ps, avoid);
-    uint8_t b = ps->burst < ps->burst_cap ? ps->burst : ps->burst_cap;
+    uint8_t b = ps->burst;
+    if (b > 1) {
+        uint8_t cap = mroce_path_burst_cap(ps);
+        if (cap < b)
+            b = cap;
+    }
     ps->last = i;
     ps->burst_left = b > 1 ? (uint8_t)(b - 1) : 0;
     return i;

@@ -61,11 +61,12 @@ struct mroce_pathset {
                                  the start of the cursor's sweep (PATH-3) */
     uint16_t last;            /* slot of the current burst */
     uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
-    uint8_t burst_cap;        /* packets per pick the current window allows
-                                 (mroce_path_set_window), 1..255 */
     uint8_t burst_left;       /* packets left in the current burst */
     uint16_t entropy_base;    /* entropies are in [base, base + span) */
     uint16_t entropy_span;
+    uint32_t win_bytes;       /* the window that bounds bursts (PATH-3), */
+    uint32_t win_pkt;         /* in packets of up to this many bytes; 0:
+                                 no window known (mroce_path_set_window) */
     mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
     void (*rand)(uint8_t *buf, size_t len, void *user);
     void *rand_user;
@@ -83,10 +84,15 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
 
 /* mroce_path_set_window bounds the burst (PATH-3) so that a window of
  * `window` bytes in packets of up to `pkt_bytes` spans at least
- * MROCE_PATH_WINDOW_PICKS picks: burst_cap = max(1, window / (pkt_bytes *
- * MROCE_PATH_WINDOW_PICKS)).  O(1); takes effect at the next burst. */
+ * MROCE_PATH_WINDOW_PICKS picks.  It only records the two (the requester
+ * calls it before every pick); the bound is worked out when a burst starts,
+ * so the division runs once per burst, not per packet.  A zero or
+ * overflowing packet size is ignored.  Takes effect at the next burst. */
 void mroce_path_set_window(struct mroce_pathset *ps, uint32_t window,
                            uint32_t pkt_bytes);
+/* The burst the recorded window allows: max(1, window / (pkt_bytes *
+ * MROCE_PATH_WINDOW_PICKS)), at most 255; 255 if no window is known. */
+uint8_t mroce_path_burst_cap(const struct mroce_pathset *ps);
 
 /* mroce_path_pick returns the slot index for the next packet (deficit round
  * robin over weights; amortised O(1)).  `avoid` is a slot to skip if any
