@@ -592,6 +592,8 @@ void host_trace_loop(struct sim *s, uint64_t limit, const char *arg)
     if (c) {
         *c = 0;
         step = (uint64_t)(atof(c + 1) * PS_PER_US);
+        if (step == 0) /* unparsable or 0: the loop would never advance */
+            step = 20 * PS_PER_US;
     }
     FILE *f = fopen(path, "w");
     if (!f) {
