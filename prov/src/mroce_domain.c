@@ -48,23 +48,38 @@ uint64_t mfi_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Sleeps ns (in slices of at most 100 ms, so a close is not kept
+ * waiting long); returns 0 when the domain is stopping. */
+static int keeper_nap(struct mfi_domain *d, uint64_t ns)
+{
+    while (ns && !atomic_load(&d->stop)) {
+        uint64_t n = ns < 100000000ull ? ns : 100000000ull;
+        struct timespec ts = {(time_t)(n / 1000000000ull),
+                              (long)(n % 1000000000ull)};
+        nanosleep(&ts, NULL);
+        ns -= n;
+    }
+    return !atomic_load(&d->stop);
+}
+
 static void *keeper_thread(void *arg)
 {
     struct mfi_domain *d = arg;
     uint64_t period = (uint64_t)mfi_param.keeper_us * 1000ull;
-    struct timespec ts = {(time_t)(period / 1000000000ull),
-                          (long)(period % 1000000000ull)};
     /* The last progress count seen, and when it was last seen to move:
      * the application's progress calls only bump a counter (no clock read
      * on the polling path); the keeper keeps the time. */
+    pthread_setname_np(pthread_self(), "mroce-keeper"); /* for tests */
     uint64_t seen = atomic_load(&d->progress_seq), moved_at = mfi_now_ns();
     int naps = 1;
     while (!atomic_load(&d->stop)) {
         /* While the application polls, wake every other period: it could
          * not need us before two periods anyway, and every wake-up takes
-         * a core from a polling process (this host may have only two). */
-        for (int i = 0; i < naps && !atomic_load(&d->stop); i++)
-            nanosleep(&ts, NULL);
+         * a core from a polling process (this host may have only two).
+         * One sleep of that length, not two of a period: a wake-up is what
+         * costs, and two naps woke us every period all the same. */
+        if (!keeper_nap(d, naps * period))
+            break;
         uint64_t seq = atomic_load_explicit(&d->progress_seq,
                                             memory_order_relaxed);
         uint64_t now = mfi_now_ns();

@@ -22,6 +22,7 @@
  * sets it).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -609,6 +610,73 @@ static void test_receiver_away(void)
     }
 }
 
+/* Voluntary context switches of every thread of this process named
+ * `name` (each nanosleep of a sleeping thread is one), summed, and how
+ * many such threads there are (in *count). */
+static long thread_wakes(const char *name, int *count)
+{
+    long sum = 0;
+    *count = 0;
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = {0};
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int ok = fgets(comm, sizeof(comm), f) != NULL;
+        fclose(f);
+        comm[strcspn(comm, "\n")] = 0;
+        if (!ok || strcmp(comm, name))
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        char line[128];
+        while (fgets(line, sizeof(line), f))
+            if (!strncmp(line, "voluntary_ctxt_switches:", 24))
+                sum += atol(line + 24);
+        fclose(f);
+        (*count)++;
+    }
+    closedir(dir);
+    return sum;
+}
+
+/* While the application polls, the keeper thread wakes once every two of
+ * its periods (FI_MROCE_KEEPER_US, 500 us by default), not every period:
+ * each wake-up takes a core from a busy-polling process on a small host.
+ * It used to sleep two naps of one period each (wake-ups every 500 us).
+ * Here all three endpoints poll for 300 ms: ~300 wake-ups a keeper, 600
+ * before.  (A loaded host only stretches the naps: fewer wake-ups.) */
+static void test_keeper_wakes(void)
+{
+    const char *e = getenv("FI_MROCE_KEEPER_US");
+    double period = (e && *e ? atof(e) : 500) * 1e-6, secs = 0.3;
+    if (period <= 0)
+        return; /* no keeper */
+    int k0 = 0, k1 = 0;
+    long w0 = thread_wakes("mroce-keeper", &k0);
+    double t0 = now_s();
+    while (now_s() - t0 < secs)
+        for (int i = 0; i < NEP; i++) {
+            struct fi_cq_tagged_entry x;
+            (void)fi_cq_read(n[i].rxcq, &x, 1);
+        }
+    double el = now_s() - t0;
+    long w1 = thread_wakes("mroce-keeper", &k1);
+    CHECK(k0 == NEP && k1 == NEP);
+    double per = k1 ? (double)(w1 - w0) / k1 : 0, old = el / period;
+    printf("keeper: %.0f wake-ups each in %.0f ms of polling (%.0f at one "
+           "a period)\n", per, el * 1e3, old);
+    CHECK(per < 0.75 * old);
+}
+
 /* A send to an address where nobody listens fails with an error entry
  * (ICMP port unreachable, or the handshake timing out), and the endpoint
  * goes on working. */
@@ -807,6 +875,8 @@ int main(int argc, char **argv)
         test_rma();
         test_receiver_away();
         test_unreachable();
+        if (!autoprog)
+            test_keeper_wakes();
         if (autoprog)
             test_threads();
     }
