@@ -54,7 +54,7 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
      * the endpoint's tx size bounds what the application can post. */
     a.eng.max_send_wr = 2 * MFI_TX_SIZE;
     a.eng.max_recv_wr = (uint32_t)mfi_param.rx_depth;
-    a.eng.mtu = (uint16_t)mfi_param.mtu;
+    a.eng.mtu = (uint16_t)d->mtu;
     a.eng.npaths = (uint16_t)mfi_param.paths;
     a.eng.rnr_retry = (uint8_t)mfi_param.rnr_retry;
     a.eng.retry_cnt = (uint8_t)mfi_param.retry_cnt;

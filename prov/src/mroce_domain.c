@@ -15,6 +15,17 @@
  * completions under the domain lock, so rendezvous reads, FINs and
  * unexpected messages move while the application computes.
  *
+ * MTU: unless FI_MROCE_MTU says otherwise, the QPs' MetaRoCE MTU comes
+ * from the interface that holds the domain's address: the largest power of
+ * two whose packet (IP, UDP and MetaRoCE headers, CRC) fits the
+ * interface's MTU, at most 16384 (4096 when the interface is not found).
+ * Loopback (MTU 65536) gets 16384: a 1 MiB fi_pingpong moved ~30% more
+ * than with 4096 (fewer packets to build, checksum, send and take apart;
+ * a 64 KiB GSO send holds three 16 KiB packets but only one of 32 KiB,
+ * which measured lower again); a 1500-byte Ethernet interface gets 1024
+ * (4096 could not leave it: the sockets forbid fragmentation).  The peers
+ * use the smaller of their two MTUs (the handshake negotiates it).
+ *
  * Even with FI_PROGRESS_MANUAL the transport must stay alive while the
  * application is away (fi_pingpong, between sizes, sits in a TCP read
  * for a long while; an MPI rank computes): the peer's retransmissions
@@ -30,16 +41,76 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <mroce/wire.h>
+
 #include "mroce_fi.h"
 
 /* The keeper wakes every FI_MROCE_KEEPER_US and acts after twice that
  * without a progress call from the application. */
+
+/* Largest MTU taken from an interface (see the top of the file). */
+#define MFI_AUTO_MTU_MAX 16384
+/* When the interface's MTU cannot be found. */
+#define MFI_AUTO_MTU_DEFAULT 4096
+
+/* The MTU of the interface holding address sa, or 0. */
+static int iface_mtu(const struct sockaddr *sa)
+{
+    struct ifaddrs *ifs;
+    if (getifaddrs(&ifs) < 0)
+        return 0;
+    int mtu = 0;
+    for (struct ifaddrs *i = ifs; i && !mtu; i = i->ifa_next) {
+        const struct sockaddr *a = i->ifa_addr;
+        if (!a || a->sa_family != sa->sa_family || !i->ifa_name)
+            continue;
+        int same = sa->sa_family == AF_INET6
+            ? !memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                      sizeof(struct in6_addr))
+            : ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+                  ((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr;
+        if (!same)
+            continue;
+        int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            break;
+        struct ifreq r;
+        memset(&r, 0, sizeof(r));
+        snprintf(r.ifr_name, sizeof(r.ifr_name), "%s", i->ifa_name);
+        if (ioctl(fd, SIOCGIFMTU, &r) == 0 && r.ifr_mtu > 0)
+            mtu = r.ifr_mtu;
+        close(fd);
+    }
+    freeifaddrs(ifs);
+    return mtu;
+}
+
+int mfi_domain_mtu(const struct sockaddr *sa)
+{
+    if (mfi_param.mtu)
+        return mfi_param.mtu;
+    int ifmtu = iface_mtu(sa);
+    if (ifmtu <= 0)
+        return MFI_AUTO_MTU_DEFAULT;
+    int room = ifmtu - (sa->sa_family == AF_INET6 ? 40 : 20) - 8 -
+               (int)MROCE_MAX_DATA_HDR_LEN - (int)MROCE_CRC_LEN;
+    int mtu = 256;
+    while (mtu * 2 <= room && mtu * 2 <= MFI_AUTO_MTU_MAX)
+        mtu *= 2;
+    return mtu;
+}
 
 uint64_t mfi_now_ns(void)
 {
@@ -265,6 +336,7 @@ static int open_device(struct mfi_domain *d, const struct sockaddr *sa)
     }
     memcpy(&d->addr, sa, mfi_sa_len(sa));
     d->addrlen = mfi_sa_len(sa);
+    d->mtu = mfi_domain_mtu(sa);
     port = mroce_device_port(d->dev);
     if (sa->sa_family == AF_INET6)
         ((struct sockaddr_in6 *)&d->addr)->sin6_port = htons(port);

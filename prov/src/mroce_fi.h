@@ -80,7 +80,8 @@ extern struct fi_provider mfi_prov;
 struct mfi_params {
     char *iface;       /* local IP address to bind; "127.0.0.1" */
     int paths;         /* paths (UDP source ports) per QP; 16 */
-    int mtu;           /* MetaRoCE MTU, payload bytes per packet; 4096 */
+    int mtu;           /* MetaRoCE MTU, payload bytes per packet; 0: from
+                          the interface (mfi_domain_mtu) */
     char *cc;          /* congestion control: "delay_ecn" or "none" */
     int eager_size;    /* largest message sent eagerly; 8192 */
     int rx_depth;      /* bounce buffers posted per QP; 32 */
@@ -113,6 +114,7 @@ struct mfi_domain {
     mroce_pd *pd;
     mroce_vcq *cq;     /* libmroce CQ for every QP of the device */
     struct sockaddr_storage addr; /* our name (IP + the device's port) */
+    int mtu;           /* MetaRoCE MTU of our QPs (mfi_domain_mtu) */
     size_t addrlen;
     uint32_t addr_format;
     enum fi_threading threading;
@@ -433,6 +435,9 @@ int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
                     struct fid_domain **dom, void *context);
 uint64_t mfi_now_ns(void);
+/* The MetaRoCE MTU for QPs on local address sa: FI_MROCE_MTU if set, else
+ * from the MTU of the interface holding sa (mroce_domain.c explains). */
+int mfi_domain_mtu(const struct sockaddr *sa);
 /* Progress of the domain's endpoint, if any.  Lock held. */
 void mfi_domain_progress(struct mfi_domain *d);
 

@@ -35,7 +35,7 @@ struct fi_provider mfi_prov = {
 
 struct mfi_params mfi_param = {
     .paths = 16,
-    .mtu = 4096,
+    .mtu = 0, /* from the interface: mfi_domain_mtu() */
     .eager_size = 8192,
     .rx_depth = 32,
     .unexp_max = 1024,
@@ -67,7 +67,10 @@ static void define_params(void)
                     "Paths (UDP source ports) each QP sprays over "
                     "(default: 16)");
     fi_param_define(&mfi_prov, "mtu", FI_PARAM_INT,
-                    "MetaRoCE MTU: payload bytes per packet (default: 4096)");
+                    "MetaRoCE MTU: payload bytes per packet, 256-32768 "
+                    "(default: 0 = from the interface's MTU: 16384 on "
+                    "loopback, the largest power of two that fits "
+                    "otherwise, 4096 when it is unknown)");
     fi_param_define(&mfi_prov, "cc", FI_PARAM_STRING,
                     "Congestion control: delay_ecn or none "
                     "(default: delay_ecn)");
@@ -128,7 +131,12 @@ static void read_params(void)
     }
     get_int("port_base", &mfi_param.port_base, 0, 65000);
     get_int("paths", &mfi_param.paths, 1, 256);
-    get_int("mtu", &mfi_param.mtu, 256, 8192);
+    get_int("mtu", &mfi_param.mtu, 0, 32768);
+    if (mfi_param.mtu > 0 && mfi_param.mtu < 256) {
+        MFI_WARN(FI_LOG_CORE, "FI_MROCE_MTU=%d below 256: using 256\n",
+                 mfi_param.mtu);
+        mfi_param.mtu = 256;
+    }
     get_int("eager_size", &mfi_param.eager_size, 64, 1 << 20);
     get_int("rx_depth", &mfi_param.rx_depth, 4, 4096);
     get_int("rndv_seg", &mfi_param.rndv_seg, 0, 1 << 30);

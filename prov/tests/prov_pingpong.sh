@@ -2,7 +2,8 @@
 # prov_pingpong: Debian's fi_pingpong between two processes over the mroce
 # provider on 127.0.0.1 (RDM; message mode at chosen sizes, tagged mode at
 # every size fi_pingpong tries, 0 B to 6 MiB, with data checks), then again
-# with 1% of packets dropped by libmroce's fault injection.  (fi_pingpong
+# with 1% of packets dropped by libmroce's fault injection; first, the
+# size of the data packets (the MTU the provider takes from loopback).  (fi_pingpong
 # spends ~0.2 s per size on its own TCP synchronisation: "-S all" runs are
 # the slow part.)
 # $1: directory of libmroce-fi.so; $2: sanitizer runtimes to preload, or
@@ -40,6 +41,41 @@ run() {
     fi
     rm -f /tmp/prov_pp_srv.$$ /tmp/prov_pp_cli.$$
 }
+
+# pkt_size NAME MTU_ENV: a 1 MiB ping-pong with libmroce's counters dumped
+# when the QPs close; prints the busiest QP's bytes per data packet.
+pkt_size() {
+    port=$((port + 1))
+    env $2 MROCE_DUMP_COUNTERS=1 timeout 120 fi_pingpong -p mroce -e rdm \
+        -B $port -S 1048576 -I 20 > /tmp/prov_pp_srv.$$ 2>&1 &
+    srv=$!
+    sleep 0.5
+    env $2 timeout 120 fi_pingpong -p mroce -e rdm -P $port -S 1048576 -I 20 \
+        127.0.0.1 > /tmp/prov_pp_cli.$$ 2>&1
+    crc=$?
+    wait $srv
+    src=$?
+    if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+        echo "$1: client $crc, server $src" >&2
+        cat /tmp/prov_pp_cli.$$ /tmp/prov_pp_srv.$$ >&2
+        rm -f /tmp/prov_pp_srv.$$ /tmp/prov_pp_cli.$$
+        exit 1
+    fi
+    awk '/tx_bytes/ { for (i = 1; i < NF; i++) { if ($i == "tx_bytes") b = $(i + 1);
+                                                 if ($i == "tx_data_pkts") d = $(i + 1) }
+                      if (d > best) { best = d; size = int(b / d) } }
+         END { print size + 0 }' /tmp/prov_pp_srv.$$
+    rm -f /tmp/prov_pp_srv.$$ /tmp/prov_pp_cli.$$
+}
+
+# The MTU comes from the interface (mroce_domain.c): loopback's 64 KiB
+# gives 16 KiB packets; FI_MROCE_MTU=4096 still gives 4 KiB ones.
+auto=$(pkt_size "MTU from the interface" "")
+fixed=$(pkt_size "FI_MROCE_MTU=4096" "FI_MROCE_MTU=4096")
+echo "== 1 MiB: $auto bytes per data packet (MTU from lo), $fixed (FI_MROCE_MTU=4096)"
+[ "$auto" -gt 12000 ] || { echo "expected packets of ~16 KiB on loopback"; exit 1; }
+[ "$fixed" -gt 3000 ] && [ "$fixed" -lt 6000 ] ||
+    { echo "expected packets of ~4 KiB with FI_MROCE_MTU=4096"; exit 1; }
 
 run "msg, 64 B" "" -S 64 -I 1000
 run "msg, 1 MiB" "" -S 1048576 -I 50
