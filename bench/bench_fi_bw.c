@@ -604,19 +604,20 @@ static int run_lat(const struct opts *o)
            o->prov, o->size, n, n ? s[0] : 0, med, avg, p99);
     /* The tail: rounds slower than 3x the median, and how much of the
      * average they make (fi_pingpong reports the average). */
-    unsigned long slow = 0;
+    unsigned long slow = 0, over100 = 0;
     double slow_extra = 0;
     for (unsigned long i = 0; i < n; i++)
         if (s[i] > 3 * med) {
             slow++;
             slow_extra += s[i] - med;
+            over100 += s[i] > 100;
         }
     printf("RESULT mode=lat prov=%s bytes=%u iters=%lu median_us=%.3f "
            "avg_us=%.3f p99_us=%.3f min_us=%.3f p90_us=%.3f "
-           "slow_pct=%.2f slow_avg_us=%.3f\n",
+           "slow_pct=%.2f slow_avg_us=%.3f max_us=%.1f over100us=%lu\n",
            o->prov, o->size, n, med, avg, p99, n ? s[0] : 0,
            n ? s[(size_t)(n * 0.9)] : 0, n ? 100.0 * slow / n : 0,
-           n ? slow_extra / n : 0);
+           n ? slow_extra / n : 0, n ? s[n - 1] : 0, over100);
     free(s);
     return 0;
 }

@@ -22,7 +22,6 @@
  * returns, and each side's library runs only when the test calls it.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,68 +182,6 @@ static int ping_pong(struct side *a, struct side *b, int n, uint64_t base)
     return acks_first;
 }
 
-/* The largest count of voluntary context switches (each nap of a sleeping
- * thread is one) among this process's threads named `name`; -1 if none. */
-static long thread_wakes_max(const char *name)
-{
-    long best = -1;
-    DIR *dir = opendir("/proc/self/task");
-    if (!dir)
-        return -1;
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[300], comm[32] = {0}, line[128];
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        int ok = fgets(comm, sizeof(comm), f) != NULL;
-        fclose(f);
-        comm[strcspn(comm, "\n")] = 0;
-        if (!ok || strcmp(comm, name))
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
-        if (!(f = fopen(path, "r")))
-            continue;
-        while (fgets(line, sizeof(line), f))
-            if (!strncmp(line, "voluntary_ctxt_switches:", 24) &&
-                atol(line + 24) > best)
-                best = atol(line + 24);
-        fclose(f);
-    }
-    closedir(dir);
-    return best;
-}
-
-/* While a ping-pong defers every round, the watchdog wakes once every
- * LIB_ACK_WATCH_NS (250 us; it was 100 us, and each wake-up preempts a
- * busy poller when no core is idle).  A ping-pong of 200 ms: at most ~800
- * wake-ups, 2000 at the old period (1200 measured on a loaded host, whose
- * delays stretch the naps; the bound is 900).  (Fewer under load, never
- * more.) */
-static void watchdog_rate(struct side *a, struct side *b)
-{
-    long w0 = thread_wakes_max("mroce-ackwd");
-    uint64_t t0 = now_ms(), base = 100000;
-    while (now_ms() - t0 < 200) {
-        if (ping_pong(a, b, 20, base) < 0)
-            return;
-        base += 20;
-    }
-    uint64_t el = now_ms() - t0;
-    long w1 = thread_wakes_max("mroce-ackwd");
-    double at_old = (double)el * 1e6 / 100000.0;
-    printf("  watchdog: %ld wake-ups in %llu ms of ping-pong (%.0f at one "
-           "per 100 us)\n", w1 - (w0 > 0 ? w0 : 0), (unsigned long long)el,
-           at_old);
-    CHECK_MSG(w1 > 0, "no watchdog thread named mroce-ackwd ticked");
-    CHECK_MSG(w1 - (w0 > 0 ? w0 : 0) < 0.45 * at_old,
-              "watchdog woke %ld times in %llu ms", w1 - (w0 > 0 ? w0 : 0),
-              (unsigned long long)el);
-}
-
 struct accept_arg {
     mroce_vqp *qp;
     int rc;
@@ -329,9 +266,6 @@ static void run(const char *defer_env)
                   "b deferred %llu, only %llu behind its answer",
                   (unsigned long long)bdef, (unsigned long long)brep);
     }
-
-    if (!off)
-        watchdog_rate(&a, &b);
 
     /* One-way stream: b only receives. */
     udp_counters(&b, &b0);

@@ -34,19 +34,16 @@
  * ACK's ACK Delay field, written when the ACK was staged, understates its
  * hold time: the peer then sees a longer RTT, the safe direction.
  *
- * The period, LIB_ACK_WATCH_NS, is 250 us (100 us before): while a
- * ping-pong runs, deferrals never stop, so the watchdog wakes every period
- * the whole time, and on a host with no idle core (two busy-polling
- * processes on two cores) each wake-up preempts one of the pollers.
- * fi_pingpong reports the mean half round trip, and the rounds so hit made
- * ~10% of bench_fi_bw -m lat's 64 B rounds take over 3x the median (with
- * the provider's keeper thread's wake-ups), adding ~2.5 us to the mean of
- * ~3.3 us; with 250 us, ~7% (5-6 us means instead of 6-7: loaded host,
- * processes pinned to a core each, same runs), and together with the
- * keeper's fix (prov/src/mroce_domain.c) fi_pingpong's mean went from
- * 4.5-4.9 to 3.7-4.0 us.  500 us made the
- * mean worse (rescues late enough to meet the peer's RTO on a loaded
- * host); 250 us keeps a rescue four times inside the 1 ms minimum RTO.
+ * The period, LIB_ACK_WATCH_NS, stays 100 us.  While a ping-pong runs the
+ * watchdog wakes every period (deferrals never stop), and on a host with
+ * no idle core each wake-up preempts a busy poller: ~10% of bench_fi_bw
+ * -m lat's 64 B rounds took over 3x the median (loaded 2-core host,
+ * processes pinned to a core each).  250 us (tried 2026-11-30) cut that to
+ * ~6% and p90 from ~9 to ~7 us, but the mean, what fi_pingpong reports,
+ * got worse: 39-95 rounds of 20000 above 100 us (4-20 at 100 us), up to
+ * 6 ms, and 12 RTOs on the server against 4 (counters of one run each;
+ * most likely a holder preempted on a loaded host got its ACK out too late
+ * for the peer's probe and 1 ms RTO: not verified).  500 us was worse.
  * Not deferred: progress-thread mode, devices whose fd the application
  * polls (mroce_device_fd), rounds that fired timers.
  *
@@ -65,8 +62,7 @@
  * of them: acks_deferred_replied).  A receiver that does not answer (a bulk
  * stream's receiver, write_bw's server) gains nothing: its next call is a
  * poll that sends the ACKs first anyway, a little later; and each deferral
- * keeps the watchdog ticking (then ~10^4 wake-ups a second, at the old
- * 100 us period) taken from the
+ * keeps the watchdog ticking, ~10^4 wake-ups a second taken from the
  * spinning pollers on a small host: the likely cause of the bulk throughput
  * that always-on deferral cost (write_bw 64 KiB server, 2 s, loaded 2-core
  * host: 6383 voluntary and 5875 involuntary context switches, against 4
@@ -248,7 +244,7 @@ static void watch_ticks(mroce_device *dev)
 static void *watch_main(void *arg)
 {
     mroce_device *dev = arg;
-    /* Named so that tests (and top -H) can tell it from the others. */
+    /* Named, to be told apart in top -H and /proc/PID/task. */
     pthread_setname_np(pthread_self(), "mroce-ackwd");
     pthread_mutex_lock(&dev->wd_lock);
     for (;;) {

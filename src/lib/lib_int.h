@@ -70,7 +70,7 @@ enum lib_magic {
 #define LIB_ACK_DEFER_NS 10000ull
 #define LIB_ACK_DEFER_PAUSE_NS 20000000ull
 #ifndef LIB_ACK_WATCH_NS
-#define LIB_ACK_WATCH_NS 250000ull
+#define LIB_ACK_WATCH_NS 100000ull
 #endif
 #define LIB_ACK_WATCH_IDLE_NS 2000000ull
 #define LIB_ACK_NO_REPLY_MAX 4u
