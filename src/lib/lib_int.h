@@ -81,6 +81,10 @@ enum lib_magic {
 /* Received packets between transmit drains inside a receive batch (ACKs
  * must not wait for a whole batch: see rx_one in progress.c). */
 #define LIB_RX_TX_EVERY 16
+/* A progress round that received at most this many packets takes the
+ * time of their arrival as its "now" instead of reading the clock again
+ * (progress.c). */
+#define LIB_RX_STALE_OK_PKTS 2
 /* Path burst the library asks of the engine: packets in a row on one
  * entropy, which the datapath sends as one GSO send. */
 #define LIB_PATH_BURST 8
@@ -240,8 +244,8 @@ int lib_idle_take_locked(mroce_device *dev);
 void lib_idle_yield(int due);
 /* After an API call changed the engine: transmit what it queued, signal
  * CQs, and re-arm the progress thread's timer if the deadline moved
- * earlier.  Lock held. */
-void lib_after_call_locked(mroce_device *dev);
+ * earlier.  now: the clock as the call read it for the engine.  Lock held. */
+void lib_after_call_locked(mroce_device *dev, mroce_tstamp now);
 /* CQ eventfds for CQs that became non-empty.  Lock held. */
 void lib_signal_cqs_locked(mroce_device *dev);
 /* Sends everything staged, deferred ACKs included.  Lock held. */

@@ -209,15 +209,15 @@ int lib_progress_locked(mroce_device *dev)
     /* Held ACKs wait through polls for up to LIB_ACK_HOLD_NS: an
      * application often polls once more (for the completion of its own
      * last send, whose ACK arrives behind the answer) before it answers. */
-    if (dev->tx_deferred) {
-        mroce_tstamp t = lib_now();
-        if (t - dev->defer_at >= LIB_ACK_HOLD_NS)
-            lib_flush_locked(dev, t);
+    mroce_tstamp t = lib_now();
+    if (dev->tx_deferred && t - dev->defer_at >= LIB_ACK_HOLD_NS) {
+        lib_flush_locked(dev, t);
+        t = lib_now(); /* the flush made a system call */
     }
     int held = dev->tx_deferred;
     dev->rx_ack_req = 0;
     for (int i = 0; i < LIB_RX_ROUNDS; i++) {
-        dev->rx_now = lib_now();
+        dev->rx_now = i ? lib_now() : t;
         int r = mroce_udp_recv(dev->udp, rx_one, rx_icmp, dev, dev->rx_now);
         if (r <= 0)
             break;
@@ -229,8 +229,14 @@ int lib_progress_locked(mroce_device *dev)
     }
     moved += rx;
     /* Nothing received: the clock read before the receive is still now
-     * (one read less per idle poll). */
-    mroce_tstamp now = rx ? lib_now() : dev->rx_now;
+     * (one read less per idle poll).  A packet or two: the time read when
+     * the last datagram arrived is a few hundred ns old, which is all the
+     * processing took (a ping-pong's round; a read costs ~40 ns in a VM,
+     * and this one would be on the way to the application's answer).  A
+     * stale time errs safely: timers fire a little later, and the ACK
+     * Delay of an ACK written now comes out smaller, so the peer's RTT
+     * sample larger. */
+    mroce_tstamp now = rx > LIB_RX_STALE_OK_PKTS ? lib_now() : dev->rx_now;
     int fired = 0;
     if (mroce_ep_expiry(dev->ep) <= now) {
         mroce_ep_handle_expiry(dev->ep, now);
@@ -290,9 +296,9 @@ void lib_idle_yield(int due)
         sched_yield();
 }
 
-void lib_after_call_locked(mroce_device *dev)
+void lib_after_call_locked(mroce_device *dev, mroce_tstamp now)
 {
-    drain_tx_locked(dev, lib_now(), 0);
+    drain_tx_locked(dev, now, 0);
     lib_signal_cqs_locked(dev);
     /* A sleeping progress thread must wake for a deadline earlier than the
      * one its timer is set for (a new loss timer, a handshake retry). */
