@@ -78,9 +78,11 @@ enum lib_magic {
  * LIB_ACK_DEFER_NS; a call that sends data sends them at once. */
 #define LIB_ACK_HOLD_NS 5000ull
 #define LIB_ACK_IDLE_PAUSE_NS 50000000ull
-/* Received packets between transmit drains inside a receive batch (ACKs
- * must not wait for a whole batch: see rx_one in progress.c). */
-#define LIB_RX_TX_EVERY 16
+/* Inside a receive batch, the packets received after the engine first
+ * had something to send (an ACK fell due) before it is sent: REL-18a
+ * allows 16 further packets; 15 keeps an ACK within the 4 - 1 + 16 = 19
+ * newly marked PSNs it states (see rx_one in progress.c). */
+#define LIB_RX_ACK_LAG 15
 /* A progress round that received at most this many packets takes the
  * time of their arrival as its "now" instead of reading the clock again
  * (progress.c). */
@@ -159,7 +161,8 @@ struct mroce_device {
     uint32_t next_pd;
     uint32_t ncq_armed;            /* CQs with an eventfd */
     mroce_tstamp rx_now;           /* time of the current receive batch */
-    uint32_t rx_since_tx;          /* packets received since a tx drain */
+    uint32_t rx_due_in;            /* packets to receive before a drain
+                                      (0: nothing due since the last) */
     int tx_copy;                   /* MROCE_TX_COPY=1: no zero-copy tx */
 
     /* APP mode ACK deferral (ackdefer.c) */

@@ -71,11 +71,18 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
     /* One recvmmsg batch may hold ~120 packets (8 GRO datagrams of up to
      * ~15 each).  Sending only after the whole batch would delay ACKs by
      * its processing time (tens of us), which the peer would read as RTT
-     * and queueing; so send what is due every few packets. */
-    if (++dev->rx_since_tx >= LIB_RX_TX_EVERY) {
-        dev->rx_since_tx = 0;
-        if (mroce_ep_want_write(dev->ep))
+     * and queueing; so what is due leaves within the batch, as late as
+     * REL-18a allows: LIB_RX_ACK_LAG packets after something fell due (an
+     * ACK, on a stream at the 4th new packet since the last one), so an
+     * ACK covers up to 4 - 1 + 16 = 19 PSNs.  Each ACK costs this side a
+     * sendmsg (~1.4 us on loopback, the peer's receive path included) and
+     * the peer a receive: a drain every 16 packets counted from the last
+     * one, as before, made ~15 PSNs per ACK on a stream. */
+    if (dev->rx_due_in) {
+        if (--dev->rx_due_in == 0)
             drain_tx_locked(dev, now, 0);
+    } else if (mroce_ep_want_write(dev->ep)) {
+        dev->rx_due_in = LIB_RX_ACK_LAG;
     }
 }
 
@@ -110,6 +117,7 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
                            int keep_acks)
 {
     int n = 0;
+    dev->rx_due_in = 0; /* what is due goes now (or is deferred) */
     while (n < LIB_TX_BUDGET) {
         size_t cap;
         uint8_t *buf = mroce_udp_tx_slot(dev->udp, &cap);
