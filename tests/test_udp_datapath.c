@@ -197,72 +197,6 @@ static void test_late(void)
     mroce_udp_close(rx);
 }
 
-/* A send socket connects to its first destination (udp.c, send_staged):
- * sends there and to a second destination from the same socket, mixed in
- * one flush, all arrive from that socket's port; once the first
- * destination's port is closed, its ICMP error costs at most the next
- * send, and sends after that reach the second destination again. */
-static void test_connected_send(void)
-{
-    struct mroce_udp_config rc, sc;
-    struct mroce_udp *ra, *rb, *tx;
-    mroce_udp_config_default(&rc);
-    rc.use_gro = 0;
-    mroce_udp_config_default(&sc);
-    sc.src_port_count = 1;
-    if (!CHECK(open_udp(&ra, &rc, "127.0.0.1") == 0) ||
-        !CHECK(open_udp(&rb, &rc, "127.0.0.1") == 0) ||
-        !CHECK(open_udp(&tx, &sc, "127.0.0.1") == 0))
-        return;
-    struct mroce_addr a = addr_of(ra, "127.0.0.1");
-    struct mroce_addr b = addr_of(rb, "127.0.0.1");
-    uint16_t e = mroce_udp_src_base(tx);
-    struct rxlog *la = calloc(1, sizeof(*la)), *lb = calloc(1, sizeof(*lb));
-    /* a (connects), b (named), a, b in one flush; then a, b one by one. */
-    put(tx, &a, e, 200, 0, 0);
-    put(tx, &b, e, 200, 1, 0);
-    put(tx, &a, e, 200, 2, 0);
-    put(tx, &b, e, 200, 3, 0);
-    CHECK_EQ_INT(mroce_udp_flush(tx, 0), 4);
-    put(tx, &a, e, 200, 4, 0);
-    mroce_udp_flush(tx, 0);
-    put(tx, &b, e, 200, 5, 0);
-    mroce_udp_flush(tx, 0);
-    drain(ra, la, 3, 0);
-    drain(rb, lb, 3, 0);
-    CHECK_EQ(la->n, 3);
-    CHECK_EQ(lb->n, 3);
-    for (unsigned i = 0; i < 3 && i < la->n && i < lb->n; i++) {
-        CHECK_EQ(la->seq[i], 2 * i);
-        CHECK_EQ(lb->seq[i], 2 * i + 1);
-        CHECK_EQ(la->sport[i], e);
-        CHECK_EQ(lb->sport[i], e);
-    }
-    CHECK_EQ(la->corrupt + lb->corrupt, 0);
-    struct mroce_udp_counters c;
-    mroce_udp_get_counters(tx, &c);
-    CHECK_EQ(c.tx_errors, 0);
-    /* a goes away: its port answers "unreachable" to the next send. */
-    mroce_udp_close(ra);
-    put(tx, &a, e, 200, 6, 0);
-    mroce_udp_flush(tx, 0);
-    unsigned before = lb->n;
-    for (uint32_t seq = 7; seq < 10; seq++) {
-        put(tx, &b, e, 200, seq, 0);
-        mroce_udp_flush(tx, 0);
-    }
-    drain(rb, lb, before + 2, 0);
-    mroce_udp_get_counters(tx, &c);
-    CHECK(c.tx_errors <= 1);
-    CHECK(lb->n >= before + 2);
-    CHECK_EQ(lb->n - before + c.tx_errors, 3);
-    CHECK_EQ(lb->seq[lb->n - 1], 9);
-    free(la);
-    free(lb);
-    mroce_udp_close(tx);
-    mroce_udp_close(rb);
-}
-
 static void test_gso_and_ports(void)
 {
     struct mroce_udp_config rc, sc;
@@ -764,7 +698,6 @@ int main(void)
     test_fault_parse();
     test_gso_and_ports();
     test_late();
-    test_connected_send();
     test_zerocopy();
     test_tos_and_icmp();
     test_ipv6();

@@ -76,9 +76,6 @@ struct mroce_udp {
     int rx_fd;
     uint16_t port, src_base, src_count;
     int *tx_fds;           /* src_count send sockets */
-    /* The destination each send socket is connected to: len 0 = not yet,
-     * 1 = never (connect failed); see send_staged. */
-    struct mroce_addr *tx_conn;
     int gso_ok;            /* cleared if the kernel refuses UDP_SEGMENT */
 
     /* receive batch */
@@ -437,7 +434,6 @@ void mroce_udp_close(struct mroce_udp *u)
     mroce_holdq_clear(&u->txh);
     mroce_holdq_clear(&u->rxh);
     free(u->tx_fds);
-    free(u->tx_conn);
     free(u->rx_bufs);
     free(u->rx_msgs);
     free(u->rx_iov);
@@ -490,7 +486,6 @@ int mroce_udp_open(struct mroce_udp **pu, const struct mroce_udp_config *cfg)
     }
     size_t rb = cfg->rx_batch, tb = cfg->tx_batch;
     u->tx_fds = malloc(u->src_count * sizeof(int));
-    u->tx_conn = calloc(u->src_count, sizeof(*u->tx_conn));
     u->rx_bufs = malloc(rb * RX_BUF_SIZE);
     u->rx_msgs = calloc(rb, sizeof(*u->rx_msgs));
     u->rx_iov = calloc(rb, sizeof(*u->rx_iov));
@@ -506,7 +501,7 @@ int mroce_udp_open(struct mroce_udp **pu, const struct mroce_udp_config *cfg)
     u->unit_npkts = calloc(tb, sizeof(*u->unit_npkts));
     u->unit_first = calloc(tb, sizeof(*u->unit_first));
     u->unit_late = calloc(tb, sizeof(*u->unit_late));
-    if (!u->tx_fds || !u->tx_conn || !u->rx_bufs || !u->rx_msgs || !u->rx_iov ||
+    if (!u->tx_fds || !u->rx_bufs || !u->rx_msgs || !u->rx_iov ||
         !u->rx_addrs || !u->rx_ctrl || !u->tx_slots || !u->tx_pkts ||
         !u->tx_msgs || !u->tx_iov || !u->tx_addrs || !u->tx_ctrl ||
         !u->unit_sock || !u->unit_npkts || !u->unit_first || !u->unit_late)
@@ -892,31 +887,6 @@ static void send_staged(struct mroce_udp *u, int keep_late)
         memset(m, 0, sizeof(*m));
         m->msg_name = &u->tx_addrs[nu];
         m->msg_namelen = sl;
-        /* A send socket is connected to the first destination it sends
-         * to, and sends there without an address: the kernel then keeps
-         * the route instead of looking it up for every send (~60-90 ns a
-         * sendmsg on loopback, in a ping-pong two per round trip and
-         * side).  Other destinations still work, with their address.  A
-         * connected UDP socket also takes datagrams only from that peer
-         * (send sockets read none anyway) and reports an ICMP error for
-         * it as the next send's error: that send's packets are counted
-         * in tx_errors and lost, which only happens once the peer's port
-         * is closed.  Never the receive socket: it hears everyone. */
-        if (p->sock >= 0) {
-            struct mroce_addr *c = &u->tx_conn[p->sock];
-            if (c->len == 0) {
-                if (connect(u->tx_fds[p->sock],
-                            (const struct sockaddr *)&u->tx_addrs[nu],
-                            sl) == 0)
-                    *c = p->to;
-                else
-                    c->len = 1;
-            }
-            if (addr_eq(c, &p->to)) {
-                m->msg_name = NULL;
-                m->msg_namelen = 0;
-            }
-        }
         m->msg_iov = &u->tx_iov[vi];
         for (unsigned k = i; k < j; k++) {
             const struct txpkt *q = &u->tx_pkts[k];

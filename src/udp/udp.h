@@ -12,9 +12,7 @@
  * port (recvmmsg batches, IP_RECVTOS / IPV6_RECVTCLASS for ECN, UDP_GRO), and
  * a pool of send sockets bound to source ports [src_base, src_base + count),
  * one per path entropy.  Every socket sends with TOS = DSCP << 2 | ECT(0) and
- * the DF bit (no IP fragments, WIRE-13).  A send socket is connected to
- * the first destination it sends to (the kernel keeps the route) and sends
- * there without an address; other destinations are named per send.
+ * the DF bit (no IP fragments, WIRE-13).
  *
  * Transmit: mroce_udp_tx_slot() hands out a buffer in the current batch,
  * mroce_udp_tx_commit() stages the packet written there, mroce_udp_flush()
