@@ -46,7 +46,9 @@
  *     fields it names); sections are "tx:", "rx:", "both:" and "seed=N".
  *     A malformed value makes mroce_device_open() fail with MROCE_EINVAL.
  *   MROCE_DUMP_COUNTERS=1 prints every QP's and path's counters to stderr
- *     when the QP is destroyed (or its device closed).
+ *     when the QP is destroyed (or its device closed), and the device's
+ *     datapath counters (struct mroce_udp_counters, those not zero) when
+ *     the device is closed.
  *   MROCE_BUSY_POLL_US=N: how long the progress thread polls before it
  *     sleeps (default 50).
  *   MROCE_IDLE_YIELD_US=N: in APP mode, once a device that has been

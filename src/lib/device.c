@@ -267,16 +267,22 @@ void mroce_device_close(mroce_device *dev)
         return;
     lib_thread_stop(dev);
     lib_defer_fini(dev); /* the watchdog takes the lock: stop it first */
+    if (dev->dump_counters) {
+        /* The datapath's counters (syscalls, empty polls, GSO/GRO) next to
+         * the QPs' below: which side of a transfer waits for the other. */
+        struct mroce_udp_counters c;
+        mroce_device_get_udp_counters(dev, &c);
+        fprintf(stderr, "mroce device %u:", (unsigned)dev->attr.port);
+        int col = 0;
+#define MROCE_X_PRINT(name)                                                   \
+    if (c.name)                                                               \
+        fprintf(stderr, "%s%s %llu", col++ % 6 ? " " : "\n  ", #name,          \
+                (unsigned long long)c.name);
+        MROCE_UDP_COUNTERS(MROCE_X_PRINT)
+#undef MROCE_X_PRINT
+        fputc('\n', stderr);
+    }
     lib_lock(dev);
-    if (dev->dump_counters && dev->acks_deferred)
-        fprintf(stderr, "mroce device %u: acks deferred %llu, behind a "
-                "reply %llu, late %llu, sent by the watchdog %llu, "
-                "pauses %llu\n", (unsigned)dev->attr.port,
-                (unsigned long long)dev->acks_deferred,
-                (unsigned long long)dev->acks_deferred_replied,
-                (unsigned long long)dev->acks_deferred_late,
-                (unsigned long long)dev->acks_watchdog,
-                (unsigned long long)dev->defer_pauses);
     /* QPs first: they hold references on CQs, MRs and PDs.  The engine
      * objects all go with the endpoint below. */
     while (dev->qps.head) {

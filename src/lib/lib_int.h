@@ -78,9 +78,15 @@ enum lib_magic {
  * LIB_ACK_DEFER_NS; a call that sends data sends them at once. */
 #define LIB_ACK_HOLD_NS 5000ull
 #define LIB_ACK_IDLE_PAUSE_NS 50000000ull
-/* Received packets between transmit drains inside a receive batch (ACKs
- * must not wait for a whole batch: see rx_one in progress.c). */
-#define LIB_RX_TX_EVERY 16
+/* Inside a receive batch, the packets received after the engine first
+ * had something to send (an ACK fell due) before it is sent: REL-18a
+ * allows 16 further packets; 15 keeps an ACK within the 4 - 1 + 16 = 19
+ * newly marked PSNs it states (see rx_one in progress.c). */
+#define LIB_RX_ACK_LAG 15
+/* A progress round that received at most this many packets takes the
+ * time of their arrival as its "now" instead of reading the clock again
+ * (progress.c). */
+#define LIB_RX_STALE_OK_PKTS 2
 /* Path burst the library asks of the engine: packets in a row on one
  * entropy, which the datapath sends as one GSO send. */
 #define LIB_PATH_BURST 8
@@ -155,7 +161,8 @@ struct mroce_device {
     uint32_t next_pd;
     uint32_t ncq_armed;            /* CQs with an eventfd */
     mroce_tstamp rx_now;           /* time of the current receive batch */
-    uint32_t rx_since_tx;          /* packets received since a tx drain */
+    uint32_t rx_due_in;            /* packets to receive before a drain
+                                      (0: nothing due since the last) */
     int tx_copy;                   /* MROCE_TX_COPY=1: no zero-copy tx */
 
     /* APP mode ACK deferral (ackdefer.c) */
@@ -240,8 +247,8 @@ int lib_idle_take_locked(mroce_device *dev);
 void lib_idle_yield(int due);
 /* After an API call changed the engine: transmit what it queued, signal
  * CQs, and re-arm the progress thread's timer if the deadline moved
- * earlier.  Lock held. */
-void lib_after_call_locked(mroce_device *dev);
+ * earlier.  now: the clock as the call read it for the engine.  Lock held. */
+void lib_after_call_locked(mroce_device *dev, mroce_tstamp now);
 /* CQ eventfds for CQs that became non-empty.  Lock held. */
 void lib_signal_cqs_locked(mroce_device *dev);
 /* Sends everything staged, deferred ACKs included.  Lock held. */

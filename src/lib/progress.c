@@ -71,11 +71,18 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
     /* One recvmmsg batch may hold ~120 packets (8 GRO datagrams of up to
      * ~15 each).  Sending only after the whole batch would delay ACKs by
      * its processing time (tens of us), which the peer would read as RTT
-     * and queueing; so send what is due every few packets. */
-    if (++dev->rx_since_tx >= LIB_RX_TX_EVERY) {
-        dev->rx_since_tx = 0;
-        if (mroce_ep_want_write(dev->ep))
+     * and queueing; so what is due leaves within the batch, as late as
+     * REL-18a allows: LIB_RX_ACK_LAG packets after something fell due (an
+     * ACK, on a stream at the 4th new packet since the last one), so an
+     * ACK covers up to 4 - 1 + 16 = 19 PSNs.  Each ACK costs this side a
+     * sendmsg (~1.4 us on loopback, the peer's receive path included) and
+     * the peer a receive: a drain every 16 packets counted from the last
+     * one, as before, made ~15 PSNs per ACK on a stream. */
+    if (dev->rx_due_in) {
+        if (--dev->rx_due_in == 0)
             drain_tx_locked(dev, now, 0);
+    } else if (mroce_ep_want_write(dev->ep)) {
+        dev->rx_due_in = LIB_RX_ACK_LAG;
     }
 }
 
@@ -110,6 +117,7 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
                            int keep_acks)
 {
     int n = 0;
+    dev->rx_due_in = 0; /* what is due goes now (or is deferred) */
     while (n < LIB_TX_BUDGET) {
         size_t cap;
         uint8_t *buf = mroce_udp_tx_slot(dev->udp, &cap);
@@ -209,15 +217,15 @@ int lib_progress_locked(mroce_device *dev)
     /* Held ACKs wait through polls for up to LIB_ACK_HOLD_NS: an
      * application often polls once more (for the completion of its own
      * last send, whose ACK arrives behind the answer) before it answers. */
-    if (dev->tx_deferred) {
-        mroce_tstamp t = lib_now();
-        if (t - dev->defer_at >= LIB_ACK_HOLD_NS)
-            lib_flush_locked(dev, t);
+    mroce_tstamp t = lib_now();
+    if (dev->tx_deferred && t - dev->defer_at >= LIB_ACK_HOLD_NS) {
+        lib_flush_locked(dev, t);
+        t = lib_now(); /* the flush made a system call */
     }
     int held = dev->tx_deferred;
     dev->rx_ack_req = 0;
     for (int i = 0; i < LIB_RX_ROUNDS; i++) {
-        dev->rx_now = lib_now();
+        dev->rx_now = i ? lib_now() : t;
         int r = mroce_udp_recv(dev->udp, rx_one, rx_icmp, dev, dev->rx_now);
         if (r <= 0)
             break;
@@ -229,8 +237,14 @@ int lib_progress_locked(mroce_device *dev)
     }
     moved += rx;
     /* Nothing received: the clock read before the receive is still now
-     * (one read less per idle poll). */
-    mroce_tstamp now = rx ? lib_now() : dev->rx_now;
+     * (one read less per idle poll).  A packet or two: the time read when
+     * the last datagram arrived is a few hundred ns old, which is all the
+     * processing took (a ping-pong's round; a read costs ~40 ns in a VM,
+     * and this one would be on the way to the application's answer).  A
+     * stale time errs safely: timers fire a little later, and the ACK
+     * Delay of an ACK written now comes out smaller, so the peer's RTT
+     * sample larger. */
+    mroce_tstamp now = rx > LIB_RX_STALE_OK_PKTS ? lib_now() : dev->rx_now;
     int fired = 0;
     if (mroce_ep_expiry(dev->ep) <= now) {
         mroce_ep_handle_expiry(dev->ep, now);
@@ -290,9 +304,9 @@ void lib_idle_yield(int due)
         sched_yield();
 }
 
-void lib_after_call_locked(mroce_device *dev)
+void lib_after_call_locked(mroce_device *dev, mroce_tstamp now)
 {
-    drain_tx_locked(dev, lib_now(), 0);
+    drain_tx_locked(dev, now, 0);
     lib_signal_cqs_locked(dev);
     /* A sleeping progress thread must wake for a deadline earlier than the
      * one its timer is set for (a new loss timer, a handshake retry). */

@@ -221,6 +221,7 @@ struct perf {
     /* liveness */
     uint64_t live_t, live_chk; /* last change of rx_pkts; last look */
     uint64_t live_pkts;
+    uint32_t live_pumps;       /* pump_all() calls, for the clock's period */
     struct row rows[32];
     int nrows;
     struct mroce_qp_counters base_c; /* counters at the start of a size */

@@ -201,7 +201,11 @@ void pump_all(void)
 {
     for (uint32_t i = 0; i < P.nqps; i++)
         pump(&P.q[i]);
-    liveness(now_ns());
+    /* The clock only every 64th pump: a read costs ~40 ns in a VM, and in
+     * a latency test the pump that finds the answer pays it on the timed
+     * path; 64 pumps take microseconds, the check's period is 100 ms. */
+    if ((++P.live_pumps & 63) == 0 || P.live_t == 0)
+        liveness(now_ns());
 }
 
 void send_ctrl(struct ctrl *c)

@@ -1,0 +1,217 @@
+/*
+ * test_lib_ackbatch.c - how a receiving device spaces its ACKs inside a
+ * receive batch (rx_one in src/lib/progress.c, REL-18 and REL-18a), between
+ * two devices on 127.0.0.1 driven from one thread.
+ *
+ * a posts MSGS WRITEs of 8 packets as one chain (only the last packet
+ * carries ACK_REQ, REL-23), which its post_send sends at once (a window of
+ * 1 MiB; GSO bursts of 8, GRO datagrams at b); they wait in b's socket
+ * until b's progress rounds take them in batches (usually one round).  A
+ * batched receiver may process up to 16 more packets after an ACK fell due
+ * (the 4th new packet since the last ACK) but must then send it: an ACK
+ * newly covers at most 4 - 1 + 16 = 19 PSNs, so b sends at least
+ * ceil(STREAM / 19) ACKs.  It should also send at most one per 19 packets
+ * of a round and one at each round's end: the library sent one every 16
+ * packets counted from the last drain before (12 for 192 packets in one
+ * round, where 11 do), and each ACK costs the receiver a sendmsg and the
+ * sender a receive.  Every WRITE must complete.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mroce/mroce.h>
+
+#include "testutil.h"
+
+#define BUF_SIZE (1u << 20)
+#define MTU 4096u
+#define MSG (8u * MTU)
+#define MSGS 24u
+#define STREAM (MSGS * MSG / MTU) /* packets */
+#define MAX_NEW_PER_ACK 19u
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct side {
+    mroce_device *dev;
+    mroce_pd *pd;
+    mroce_vcq *cq;
+    mroce_vqp *qp;
+    uint8_t *buf;
+    mroce_vmr *mr;
+};
+
+/* A device on a free port (drawn from the pid, retried). */
+static int side_init(struct side *s)
+{
+    static unsigned salt;
+    memset(s, 0, sizeof(*s));
+    int rc = MROCE_EADDR;
+    for (int i = 0; i < 50 && rc == MROCE_EADDR; i++) {
+        struct mroce_device_attr a;
+        mroce_device_attr_default(&a);
+        a.progress = MROCE_PROGRESS_APP;
+        a.port = (uint16_t)(20000 + ((unsigned)getpid() * 331u +
+                                     salt++ * 7907u + (unsigned)i * 104723u) %
+                                        20000u);
+        a.src_port_count = 64;
+        rc = mroce_device_open(&a, &s->dev);
+    }
+    if (rc < 0)
+        return rc;
+    struct mroce_vqp_init_attr qa;
+    if ((rc = mroce_pd_alloc(s->dev, &s->pd)) < 0 ||
+        (rc = mroce_create_cq(s->dev, 256, &s->cq)) < 0)
+        return rc;
+    mroce_vqp_init_attr_default(&qa);
+    qa.eng.init_cwnd = 1u << 20; /* the whole stream at once */
+    qa.send_cq = s->cq;
+    qa.recv_cq = s->cq;
+    if ((rc = mroce_create_qp(s->pd, &qa, &s->qp)) < 0)
+        return rc;
+    s->buf = calloc(1, BUF_SIZE);
+    if (!s->buf)
+        return MROCE_ENOMEM;
+    return mroce_reg_mr(s->pd, s->buf, BUF_SIZE,
+                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                        &s->mr);
+}
+
+static void side_fini(struct side *s)
+{
+    if (s->dev)
+        mroce_device_close(s->dev);
+    free(s->buf);
+}
+
+struct accept_arg {
+    mroce_vqp *qp;
+    int rc;
+};
+
+static void *accept_main(void *p)
+{
+    struct accept_arg *a = p;
+    a->rc = mroce_accept(a->qp, 3000);
+    return NULL;
+}
+
+/* a connects to b; b accepts in a thread (each call drives its device). */
+static int connect_pair(struct side *a, struct side *b)
+{
+    struct accept_arg arg = {b->qp, -99};
+    pthread_t t;
+    if (!CHECK(pthread_create(&t, NULL, accept_main, &arg) == 0))
+        return 0;
+    usleep(10000); /* let accept listen (connect retries anyway) */
+    int rc = mroce_connect(a->qp, "127.0.0.1", mroce_device_port(b->dev), 0,
+                           3000);
+    pthread_join(t, NULL);
+    return CHECK_MSG(rc == 0 && arg.rc == 0, "connect %d accept %d", rc,
+                     arg.rc);
+}
+
+/* MSGS WRITEs of MSG bytes in one chain, the last one signaled. */
+static int post_stream(struct side *a, struct side *b)
+{
+    static struct mroce_sge sg[MSGS];
+    static struct mroce_send_wr w[MSGS];
+    memset(w, 0, sizeof(w));
+    for (unsigned i = 0; i < MSGS; i++) {
+        sg[i].addr = (uintptr_t)a->buf + (size_t)i * MSG;
+        sg[i].length = MSG;
+        sg[i].lkey = mroce_vmr_lkey(a->mr);
+        w[i].wr_id = i;
+        w[i].sg_list = &sg[i];
+        w[i].num_sge = 1;
+        w[i].opcode = MROCE_WR_WRITE;
+        w[i].send_flags = i == MSGS - 1 ? MROCE_SEND_SIGNALED : 0;
+        w[i].remote_addr = (uintptr_t)b->buf + (size_t)i * MSG;
+        w[i].rkey = mroce_vmr_rkey(b->mr);
+        w[i].next = i + 1 < MSGS ? &w[i + 1] : NULL;
+        memset(a->buf + (size_t)i * MSG, (int)(i + 1), MSG);
+    }
+    struct mroce_send_wr *bad;
+    return mroce_post_send(a->qp, w, &bad);
+}
+
+static uint64_t qp_counter_rx_data(struct side *s)
+{
+    struct mroce_qp_counters c;
+    return mroce_vqp_counters(s->qp, &c) == 0 ? c.rx_data_pkts : 0;
+}
+
+static uint64_t qp_counter_tx_acks(struct side *s)
+{
+    struct mroce_qp_counters c;
+    return mroce_vqp_counters(s->qp, &c) == 0 ? c.tx_acks : 0;
+}
+
+int main(void)
+{
+    struct side a, b;
+    if (!CHECK(side_init(&a) == 0) || !CHECK(side_init(&b) == 0) ||
+        !connect_pair(&a, &b)) {
+        side_fini(&a);
+        side_fini(&b);
+        return TESTUTIL_SUMMARY("test_lib_ackbatch");
+    }
+    uint64_t acks0 = qp_counter_tx_acks(&b), rx0 = qp_counter_rx_data(&b);
+    CHECK(post_stream(&a, &b) == 0);
+    /* b alone takes the stream in as few rounds as its batches allow. */
+    unsigned rounds = 0;
+    uint64_t end = now_ms() + 3000;
+    while (qp_counter_rx_data(&b) - rx0 < STREAM && now_ms() < end) {
+        if (mroce_device_progress(b.dev) > 0)
+            rounds++;
+    }
+    uint64_t got = qp_counter_rx_data(&b) - rx0;
+    uint64_t acks = qp_counter_tx_acks(&b) - acks0;
+    CHECK_MSG(got == STREAM, "b received %llu of %u packets",
+              (unsigned long long)got, STREAM);
+    printf("%u packets in %u rounds of b: %llu ACKs\n", STREAM, rounds,
+           (unsigned long long)acks);
+    CHECK_MSG(acks * MAX_NEW_PER_ACK >= got,
+              "%llu ACKs for %llu packets: one covered more than %u "
+              "(REL-18, REL-18a)", (unsigned long long)acks,
+              (unsigned long long)got, MAX_NEW_PER_ACK);
+    CHECK_MSG(acks <= got / MAX_NEW_PER_ACK + rounds,
+              "%llu ACKs for %llu packets in %u rounds: more than one per "
+              "%u packets and one per round", (unsigned long long)acks,
+              (unsigned long long)got, rounds, MAX_NEW_PER_ACK);
+    /* Every WRITE completes (the last is signaled; completions are in
+     * order) and landed. */
+    int done = 0;
+    end = now_ms() + 3000;
+    while (!done && now_ms() < end) {
+        struct mroce_wc wc;
+        int n = mroce_poll_cq(a.cq, 1, &wc);
+        if (n == 1) {
+            CHECK_MSG(wc.status == MROCE_WC_SUCCESS && wc.wr_id == MSGS - 1,
+                      "completion %llu: %s", (unsigned long long)wc.wr_id,
+                      mroce_wc_status_str(wc.status));
+            done = 1;
+        }
+        mroce_device_progress(b.dev);
+    }
+    CHECK_MSG(done, "the last WRITE never completed");
+    int same = 1;
+    for (unsigned i = 0; i < MSGS; i++)
+        if (b.buf[(size_t)i * MSG] != (uint8_t)(i + 1) ||
+            b.buf[(size_t)i * MSG + MSG - 1] != (uint8_t)(i + 1))
+            same = 0;
+    CHECK_MSG(same, "WRITE data differs at the target");
+    side_fini(&a);
+    side_fini(&b);
+    return TESTUTIL_SUMMARY("test_lib_ackbatch");
+}
