@@ -37,6 +37,9 @@
 #define ROCE_HDR 16
 /* Largest engine datagram the simulator carries (MTU 4096 + headers). */
 #define SIM_BUF_CAP 4352
+/* Small buffers: the headers and CRC of a zero-copy data packet, ACKs and
+ * other control packets (anything larger takes a SIM_BUF_CAP buffer). */
+#define SIM_SMALL_BUF 256
 
 /* ---- deterministic randomness ---- */
 static inline uint64_t sim_splitmix(uint64_t *s)
@@ -102,7 +105,14 @@ enum pkt_kind {
 
 struct pkt {
     struct pkt *next;  /* NIC / PFC output queue, free list link */
-    uint8_t *buf;      /* engine datagram (PK_MROCE), from the buffer pool */
+    /* PK_MROCE: the datagram, from a buffer pool.  A zero-copy data packet
+     * (mroce_ep_write_pkt_zc) keeps its payload where the engine found it:
+     * buf holds the headers and the CRC, payload/zc_len name the bytes
+     * between them (host.c puts the datagram together on delivery). */
+    uint8_t *buf;
+    const uint8_t *payload; /* zero-copy payload (registered memory) */
+    uint32_t zc_len;   /* its bytes, 0: the whole datagram is in buf */
+    uint8_t big;       /* buf is from the full-size pool */
     uint32_t len;      /* datagram bytes (UDP payload) */
     uint32_t wire;     /* bytes serialized on links */
     uint32_t src, dst; /* hosts */
@@ -345,6 +355,14 @@ size_t arena_size(const void *p);
 void arena_destroy(struct arena *a);
 
 /* ---- the simulation ---- */
+/* A stack of free engine buffers of one size, grown a huge page at a
+ * time from the arena (fabric.c). */
+struct bufpool {
+    uint8_t **free;            /* owned */
+    size_t n, cap;
+    uint64_t alloc;            /* buffers carved so far */
+};
+
 struct counting_mem {
     uint64_t live, peak, allocs;
     struct arena *ar;          /* where the engine's memory comes from */
@@ -368,9 +386,12 @@ struct sim {
     struct arena arena;        /* pools and engine memory (huge pages) */
     /* packet and buffer pools */
     struct pkt *pkt_free;
-    uint8_t **buf_free;        /* stack of free engine buffers */
-    size_t nbuf_free, capbuf_free;
-    uint64_t pkts_alloc, bufs_alloc;
+    struct bufpool bufs[2];    /* [0] SIM_SMALL_BUF, [1] SIM_BUF_CAP bytes */
+    uint64_t pkts_alloc;
+    /* the engine writes every packet here (hot in the cache) before it is
+     * copied into a pool buffer of its size; deliveries of zero-copy
+     * packets are put together in rx_stage */
+    uint8_t *tx_stage, *rx_stage; /* SIM_BUF_CAP each, in the arena */
     uint64_t pkts_live;
     /* messages */
     struct msg *msgs;
@@ -428,7 +449,8 @@ uint32_t topo_find_link(const struct sim *s, const char *a, const char *b);
 /* fabric.c */
 struct pkt *pkt_alloc(struct sim *s);
 void pkt_free(struct sim *s, struct pkt *p);
-uint8_t *buf_alloc(struct sim *s);
+/* A buffer of at least `bytes` (<= SIM_BUF_CAP) for p->buf. */
+void pkt_set_buf(struct sim *s, struct pkt *p, size_t bytes);
 /* Hand a packet to a link's transmitter (queue or start at once).  Drops
  * (drop-tail) are counted and the packet freed. */
 void link_send(struct sim *s, uint32_t l, struct pkt *p);
