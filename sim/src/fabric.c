@@ -21,10 +21,12 @@
  *
  * Packet headers and engine buffers come from free-list pools grown in
  * chunks of the run's huge-page arena (arena.c), so after warm-up nothing
- * is allocated per packet.  Buffers come in two sizes: most datagrams in
- * flight are the headers of zero-copy data packets or ACKs (host.c), and
- * a small buffer keeps them from spreading over 4 KiB each.
+ * is allocated per packet.  Most datagrams in flight are the headers of
+ * zero-copy data packets or ACKs (host.c): those live in the packet
+ * header itself (struct pkt's inl), and only larger ones take a 4 KiB
+ * buffer.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +49,7 @@ struct pkt *pkt_alloc(struct sim *s)
     }
     struct pkt *p = s->pkt_free;
     s->pkt_free = p->next;
-    memset(p, 0, sizeof(*p));
+    memset(p, 0, offsetof(struct pkt, inl));
     p->in_link = NONE32;
     s->pkts_live++;
     return p;
@@ -80,17 +82,22 @@ static void pool_grow(struct sim *s, struct bufpool *b, size_t size)
 void pkt_set_buf(struct sim *s, struct pkt *p, size_t bytes)
 {
     p->big = bytes > SIM_SMALL_BUF;
-    struct bufpool *b = &s->bufs[p->big];
+    if (!p->big) {
+        p->buf = p->inl;
+        return;
+    }
+    struct bufpool *b = &s->bufs;
     if (!b->n)
-        pool_grow(s, b, p->big ? SIM_BUF_CAP : SIM_SMALL_BUF);
+        pool_grow(s, b, SIM_BUF_CAP);
     p->buf = b->free[--b->n]; /* LIFO: the most recently freed is warm */
 }
 
 void pkt_free(struct sim *s, struct pkt *p)
 {
-    if (p->buf) {
-        struct bufpool *b = &s->bufs[p->big];
+    if (p->big) {
+        struct bufpool *b = &s->bufs;
         b->free[b->n++] = p->buf;
+        p->big = 0;
     }
     p->buf = NULL;
     p->next = s->pkt_free;
@@ -107,10 +114,8 @@ void fabric_free_pools(struct sim *s)
         s->links[i].wq = NULL;
     }
     /* the chunks themselves are in the arena, released with it */
-    for (int i = 0; i < 2; i++) {
-        free(s->bufs[i].free);
-        memset(&s->bufs[i], 0, sizeof(s->bufs[i]));
-    }
+    free(s->bufs.free);
+    memset(&s->bufs, 0, sizeof(s->bufs));
     s->pkt_free = NULL;
 }
 

@@ -37,9 +37,10 @@
 #define ROCE_HDR 16
 /* Largest engine datagram the simulator carries (MTU 4096 + headers). */
 #define SIM_BUF_CAP 4352
-/* Small buffers: the headers and CRC of a zero-copy data packet, ACKs and
- * other control packets (anything larger takes a SIM_BUF_CAP buffer). */
-#define SIM_SMALL_BUF 256
+/* Datagram bytes a packet header holds itself (struct pkt's inl): the
+ * headers and CRC of a zero-copy data packet, ACKs and other control
+ * packets; anything larger takes a SIM_BUF_CAP buffer. */
+#define SIM_SMALL_BUF 184
 
 /* ---- deterministic randomness ---- */
 static inline uint64_t sim_splitmix(uint64_t *s)
@@ -105,26 +106,31 @@ enum pkt_kind {
 
 struct pkt {
     struct pkt *next;  /* NIC / PFC output queue, free list link */
-    /* PK_MROCE: the datagram, from a buffer pool.  A zero-copy data packet
+    /* PK_MROCE: the datagram: in inl[] if it fits, else a SIM_BUF_CAP
+     * buffer from the pool (big).  A zero-copy data packet
      * (mroce_ep_write_pkt_zc) keeps its payload where the engine found it:
      * buf holds the headers and the CRC, payload/zc_len name the bytes
      * between them (host.c puts the datagram together on delivery). */
     uint8_t *buf;
     const uint8_t *payload; /* zero-copy payload (registered memory) */
-    uint32_t zc_len;   /* its bytes, 0: the whole datagram is in buf */
-    uint8_t big;       /* buf is from the full-size pool */
     uint32_t len;      /* datagram bytes (UDP payload) */
     uint32_t wire;     /* bytes serialized on links */
     uint32_t src, dst; /* hosts */
     uint32_t in_link;  /* PFC: ingress link whose counter holds it, or NONE */
-    uint32_t qp;       /* baseline: sender QP index */
-    uint32_t msg;      /* baseline data: message id */
-    uint64_t psn;      /* baseline */
+    uint32_t zc_len;   /* payload bytes, 0: the whole datagram is in buf */
     uint16_t entropy;  /* UDP source port: the ECMP input that varies */
     uint8_t ecn;       /* enum mroce_ecn */
     uint8_t kind;      /* enum pkt_kind */
     uint8_t last;      /* baseline data: last packet of its message */
+    uint8_t big;       /* buf is from the pool, not inl */
+    uint32_t qp;       /* baseline: sender QP index */
+    uint32_t msg;      /* baseline data: message id */
+    uint64_t psn;      /* baseline */
+    /* Headers + CRC of a zero-copy data packet, ACKs, control packets:
+     * next to the fields above, so a delivery loads one object. */
+    uint8_t inl[SIM_SMALL_BUF];
 };
+_Static_assert(sizeof(struct pkt) == 256, "struct pkt is 4 cache lines");
 
 /* One packet on a link, from its transmission (or, on a lazy link, its
  * queueing) to its arrival at the far end: the arrival event's key and
@@ -386,7 +392,7 @@ struct sim {
     struct arena arena;        /* pools and engine memory (huge pages) */
     /* packet and buffer pools */
     struct pkt *pkt_free;
-    struct bufpool bufs[2];    /* [0] SIM_SMALL_BUF, [1] SIM_BUF_CAP bytes */
+    struct bufpool bufs;       /* SIM_BUF_CAP bytes each */
     uint64_t pkts_alloc;
     /* the engine writes every packet here (hot in the cache) before it is
      * copied into a pool buffer of its size; deliveries of zero-copy
