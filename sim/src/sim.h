@@ -359,6 +359,11 @@ void arena_free(struct arena *a, void *p);
 /* The size an arena_calloc block was asked for. */
 size_t arena_size(const void *p);
 void arena_destroy(struct arena *a);
+/* The run's scratch buffer: len bytes of zeros whose virtual range repeats
+ * the same 16 KiB of memory (*aliased = 1), or plain calloc'd memory if
+ * that cannot be set up (*aliased = 0); released by scratch_unmap. */
+void *scratch_map(size_t len, int *aliased);
+void scratch_unmap(void *p, size_t len, int aliased);
 
 /* ---- the simulation ---- */
 /* A stack of free engine buffers of one size, grown a huge page at a
@@ -413,6 +418,7 @@ struct sim {
     uint64_t qp_mem_bytes, nqps, ep_mem_bytes;
     uint8_t *scratch;          /* the one buffer every MR maps; owned */
     size_t scratch_len;
+    int scratch_aliased;       /* from scratch_map: how to release it */
     struct report *report;     /* report.c state, NULL unless `report`; owned */
     /* counters */
     uint64_t events, pkt_events;
