@@ -556,15 +556,15 @@ void host_collect_counters(struct sim *s)
     s->mroce_paths_retired = 0;
     /* Nothing in the simulator corrupts packets: a CRC drop would mean a
      * zero-copy payload changed between its send and its delivery. */
-    uint64_t crc_drops = 0;
+    s->crc_drops = 0;
     for (uint32_t i = 0; i < s->nhosts; i++) {
         struct mroce_ep_counters ec;
         mroce_ep_get_counters(s->hosts[i].ep, &ec);
-        crc_drops += ec.drop_crc;
+        s->crc_drops += ec.drop_crc;
     }
-    if (crc_drops)
+    if (s->crc_drops)
         fprintf(stderr, "mroce-sim: %llu packets dropped for their CRC\n",
-                (unsigned long long)crc_drops);
+                (unsigned long long)s->crc_drops);
     for (uint32_t i = 0; i < s->nhosts; i++)
         for (uint32_t j = 0; j < s->nhosts; j++) {
             mroce_qp *qp = s->hosts[i].qp_by_peer[j];

@@ -156,6 +156,7 @@ static void fill_test_counters(struct sim *s, struct run_result *r)
     r->retx_pkts = s->retx_pkts;
     r->ecn_marks = s->ecn_marks;
     r->qp_errors = s->qp_errors;
+    r->crc_drops = s->crc_drops;
     r->link_pkts_min = UINT64_MAX;
     for (uint32_t i = 0; i < s->nlinks; i++) {
         const struct link *l = &s->links[i];

@@ -428,6 +428,7 @@ struct sim {
     uint64_t pfc_pauses, retx_pkts, tx_data_pkts, qp_errors, wc_errors;
     uint64_t mroce_timeouts, mroce_paths_retired;
     uint64_t expiry_stuck;     /* engine expiry still due after handling */
+    uint64_t crc_drops;        /* engines' drop_crc, summed at the end */
     uint32_t route_dirty;
     int stop;
 };
@@ -527,6 +528,7 @@ struct run_result {
     /* for tests: packet conservation and determinism */
     uint64_t pkts_sent, pkts_delivered, pkts_dropped, pkts_inflight;
     uint64_t events, retx_pkts, ecn_marks, qp_errors;
+    uint64_t crc_drops;   /* MetaRoCE packets the engines dropped for CRC */
     uint64_t tier_bytes[8];   /* bytes sent per tier during the run */
     uint64_t link_pkts_max, link_pkts_min; /* over tor->spine links */
     uint32_t links_busy;  /* tor->spine links with >= 5% of the busiest */
