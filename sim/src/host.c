@@ -102,6 +102,13 @@ int host_setup(struct sim *s)
     }
     if (s->tp->kind != T_MROCE)
         return 0;
+    /* A datagram must fit the stages (and a pool buffer) whole. */
+    if ((size_t)s->sc->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN >
+        SIM_BUF_CAP) {
+        fprintf(stderr, "mroce-sim: mtu %u: at most %d\n", s->sc->mtu,
+                SIM_BUF_CAP - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN);
+        return -1;
+    }
     s->tx_stage = arena_bump(&s->arena, SIM_BUF_CAP);
     s->rx_stage = arena_bump(&s->arena, SIM_BUF_CAP);
     if (!s->tx_stage || !s->rx_stage)
@@ -287,6 +294,10 @@ void host_pull(struct sim *s, struct host *h)
                                       &zc, now_ns(s));
         if (n <= 0)
             break;
+        if ((size_t)n > SIM_BUF_CAP) { /* excluded by host_setup's check */
+            fprintf(stderr, "mroce-sim: a %d-byte datagram\n", n);
+            exit(2);
+        }
         /* Only the headers and CRC are copied out of the stage: the
          * payload stays in the scratch buffer (see host_on_pkt). */
         size_t inbuf = (size_t)n - zc.payload_len;
