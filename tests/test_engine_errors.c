@@ -1263,9 +1263,74 @@ static void test_disconnect(int peer_alive)
     env_del(&e);
 }
 
+/* ---- the inline copies are allocated by the first inline WR ---- */
+
+static int g_fail_alloc;   /* the allocator below refuses while set */
+static size_t g_alloc_n;   /* successful allocations */
+
+static void *failing_calloc(size_t n, size_t sz, void *u)
+{
+    (void)u;
+    if (g_fail_alloc)
+        return NULL;
+    g_alloc_n++;
+    return calloc(n, sz);
+}
+
+/* A QP that never posts inline allocates nothing for it; the first inline
+ * WR allocates the copies, and if that fails it is refused with
+ * MROCE_ENOMEM and nothing is queued (a retry then succeeds). */
+static void test_inline_lazy(void)
+{
+    struct mroce_ep_config c;
+    mroce_ep_config_default(&c);
+    c.mem.calloc = failing_calloc;
+    c.mem.free = testutil_free;
+    uint64_t seed = 77;
+    c.rand = testutil_rand_bytes;
+    c.rand_user = &seed;
+    c.max_qps = 4;
+    mroce_ep *ep = NULL;
+    mroce_cq *cq = NULL;
+    mroce_qp *qp = NULL;
+    CHECK_EQ_INT(mroce_ep_new(&ep, &c), 0);
+    CHECK_EQ_INT(mroce_cq_new(ep, 64, &cq), 0);
+    struct mroce_qp_attr a;
+    mroce_qp_attr_default(&a);
+    a.send_cq = a.recv_cq = cq;
+    a.max_send_wr = a.max_recv_wr = 4;
+    CHECK_EQ_INT(mroce_qp_new(ep, &a, &qp), 0);
+    struct mroce_addr to;
+    mroce_netdrive_addr(1, &to);
+    CHECK_EQ_INT(mroce_qp_connect(qp, &to, 0, 0), 0);
+    uint8_t data[64];
+    memset(data, 3, sizeof(data));
+    struct mroce_sge sg = {addr_of(data), sizeof(data), 0};
+    struct mroce_send_wr w = swr(5, MROCE_WR_SEND, &sg, 0, 0);
+    w.send_flags |= MROCE_SEND_INLINE;
+    struct mroce_send_wr *bad = NULL;
+    g_fail_alloc = 1;
+    CHECK_EQ_INT(mroce_qp_post_send(qp, &w, &bad, 0), MROCE_ENOMEM);
+    CHECK(bad == &w);
+    g_fail_alloc = 0;
+    size_t before = g_alloc_n;
+    CHECK_EQ_INT(mroce_qp_post_send(qp, &w, &bad, 0), 0);
+    CHECK(bad == NULL);
+    CHECK_EQ(g_alloc_n, before + 1); /* the copies, once */
+    memset(data, 9, sizeof(data));   /* the copy was taken at post time */
+    CHECK_EQ_INT(mroce_qp_post_send(qp, &w, &bad, 0), 0);
+    CHECK_EQ(g_alloc_n, before + 1);
+    /* SQ of 4: the refused WR took no slot, so two more fit, then full. */
+    CHECK_EQ_INT(mroce_qp_post_send(qp, &w, &bad, 0), 0);
+    CHECK_EQ_INT(mroce_qp_post_send(qp, &w, &bad, 0), 0);
+    CHECK_EQ_INT(mroce_qp_post_send(qp, &w, &bad, 0), MROCE_EFULL);
+    mroce_ep_del(ep);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* keep reports next to failures */
+    test_inline_lazy();
     for (int c = ACC_BAD_RKEY; c <= ACC_NO_RATOMIC; c++)
         test_remote_access((enum acc_case)c);
     test_misaligned_atomic();

@@ -379,6 +379,8 @@ int mroce_qp_disconnect(mroce_qp *qp, mroce_tstamp now);
 /* Move to ERROR and flush outstanding work with WR_FLUSH_ERR. */
 int mroce_qp_set_error(mroce_qp *qp);
 uint32_t mroce_qp_remote_qpn(const mroce_qp *qp);
+/* The first WR with MROCE_SEND_INLINE allocates the QP's inline copies
+ * (MROCE_MAX_INLINE bytes per send WR): it alone can fail MROCE_ENOMEM. */
 int mroce_qp_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
                        struct mroce_send_wr **bad_wr, mroce_tstamp now);
 int mroce_qp_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,

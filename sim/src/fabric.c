@@ -21,8 +21,12 @@
  *
  * Packet headers and engine buffers come from free-list pools grown in
  * chunks of the run's huge-page arena (arena.c), so after warm-up nothing
- * is allocated per packet.
+ * is allocated per packet.  Most datagrams in flight are the headers of
+ * zero-copy data packets or ACKs (host.c): those live in the packet
+ * header itself (struct pkt's inl), and only larger ones take a 4 KiB
+ * buffer.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,42 +49,56 @@ struct pkt *pkt_alloc(struct sim *s)
     }
     struct pkt *p = s->pkt_free;
     s->pkt_free = p->next;
-    memset(p, 0, sizeof(*p));
+    memset(p, 0, offsetof(struct pkt, inl));
     p->in_link = NONE32;
     s->pkts_live++;
     return p;
 }
 
-uint8_t *buf_alloc(struct sim *s)
+/* Carve one huge page's worth of buffers of `size` bytes into pool b. */
+static void pool_grow(struct sim *s, struct bufpool *b, size_t size)
 {
-    if (!s->nbuf_free) {
-        enum { CH = 480 }; /* 2,088,960 bytes: one 2 MiB page */
-        uint8_t *c = arena_bump(&s->arena, (size_t)CH * SIM_BUF_CAP);
-        if (!c) {
-            fprintf(stderr, "mroce-sim: out of memory (buffers)\n");
+    size_t ch = ((size_t)2 << 20) / size; /* 2 MiB: one huge page */
+    uint8_t *c = arena_bump(&s->arena, ch * size);
+    if (!c) {
+        fprintf(stderr, "mroce-sim: out of memory (buffers)\n");
+        exit(2);
+    }
+    if (b->cap < b->alloc + ch) {
+        size_t nc = (b->alloc + ch) * 2;
+        uint8_t **n = realloc(b->free, nc * sizeof(*n));
+        if (!n) {
+            fprintf(stderr, "mroce-sim: out of memory\n");
             exit(2);
         }
-        if (s->capbuf_free < s->bufs_alloc + CH) {
-            size_t nc = (s->bufs_alloc + CH) * 2;
-            uint8_t **n = realloc(s->buf_free, nc * sizeof(*n));
-            if (!n) {
-                fprintf(stderr, "mroce-sim: out of memory\n");
-                exit(2);
-            }
-            s->buf_free = n;
-            s->capbuf_free = nc;
-        }
-        for (int i = 0; i < CH; i++)
-            s->buf_free[s->nbuf_free++] = c + (size_t)i * SIM_BUF_CAP;
-        s->bufs_alloc += CH;
+        b->free = n;
+        b->cap = nc;
     }
-    return s->buf_free[--s->nbuf_free];
+    for (size_t i = 0; i < ch; i++)
+        b->free[b->n++] = c + i * size;
+    b->alloc += ch;
+}
+
+void pkt_set_buf(struct sim *s, struct pkt *p, size_t bytes)
+{
+    p->big = bytes > SIM_SMALL_BUF;
+    if (!p->big) {
+        p->buf = p->inl;
+        return;
+    }
+    struct bufpool *b = &s->bufs;
+    if (!b->n)
+        pool_grow(s, b, SIM_BUF_CAP);
+    p->buf = b->free[--b->n]; /* LIFO: the most recently freed is warm */
 }
 
 void pkt_free(struct sim *s, struct pkt *p)
 {
-    if (p->buf)
-        s->buf_free[s->nbuf_free++] = p->buf;
+    if (p->big) {
+        struct bufpool *b = &s->bufs;
+        b->free[b->n++] = p->buf;
+        p->big = 0;
+    }
     p->buf = NULL;
     p->next = s->pkt_free;
     s->pkt_free = p;
@@ -96,9 +114,8 @@ void fabric_free_pools(struct sim *s)
         s->links[i].wq = NULL;
     }
     /* the chunks themselves are in the arena, released with it */
-    free(s->buf_free);
-    s->buf_free = NULL;
-    s->nbuf_free = s->capbuf_free = 0;
+    free(s->bufs.free);
+    memset(&s->bufs, 0, sizeof(s->bufs));
     s->pkt_free = NULL;
 }
 

@@ -156,6 +156,7 @@ static void fill_test_counters(struct sim *s, struct run_result *r)
     r->retx_pkts = s->retx_pkts;
     r->ecn_marks = s->ecn_marks;
     r->qp_errors = s->qp_errors;
+    r->crc_drops = s->crc_drops;
     r->link_pkts_min = UINT64_MAX;
     for (uint32_t i = 0; i < s->nlinks; i++) {
         const struct link *l = &s->links[i];
@@ -191,7 +192,8 @@ static void sim_destroy(struct sim *s)
     fabric_free_pools(s);
     topo_free(s);
     evq_free(&s->q);
-    free(s->scratch);
+    if (s->scratch)
+        scratch_unmap(s->scratch, s->scratch_len, s->scratch_aliased);
     free(s->report);
     arena_destroy(&s->arena); /* last: the engine's memory was in it */
 }
@@ -218,7 +220,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     for (uint32_t i = 0; i < sc->nwl; i++)
         if (sc->wl[i].msg > s->scratch_len)
             s->scratch_len = sc->wl[i].msg;
-    s->scratch = calloc(1, s->scratch_len);
+    s->scratch = scratch_map(s->scratch_len, &s->scratch_aliased);
     if (!s->scratch || host_setup(s) < 0 || wl_setup(s) < 0)
         goto out;
     if (tp->kind == T_MROCE && host_connect_pairs(s) < 0)

@@ -37,6 +37,10 @@
 #define ROCE_HDR 16
 /* Largest engine datagram the simulator carries (MTU 4096 + headers). */
 #define SIM_BUF_CAP 4352
+/* Datagram bytes a packet header holds itself (struct pkt's inl): the
+ * headers and CRC of a zero-copy data packet, ACKs and other control
+ * packets; anything larger takes a SIM_BUF_CAP buffer. */
+#define SIM_SMALL_BUF 184
 
 /* ---- deterministic randomness ---- */
 static inline uint64_t sim_splitmix(uint64_t *s)
@@ -102,19 +106,31 @@ enum pkt_kind {
 
 struct pkt {
     struct pkt *next;  /* NIC / PFC output queue, free list link */
-    uint8_t *buf;      /* engine datagram (PK_MROCE), from the buffer pool */
+    /* PK_MROCE: the datagram: in inl[] if it fits, else a SIM_BUF_CAP
+     * buffer from the pool (big).  A zero-copy data packet
+     * (mroce_ep_write_pkt_zc) keeps its payload where the engine found it:
+     * buf holds the headers and the CRC, payload/zc_len name the bytes
+     * between them (host.c puts the datagram together on delivery). */
+    uint8_t *buf;
+    const uint8_t *payload; /* zero-copy payload (registered memory) */
     uint32_t len;      /* datagram bytes (UDP payload) */
     uint32_t wire;     /* bytes serialized on links */
     uint32_t src, dst; /* hosts */
     uint32_t in_link;  /* PFC: ingress link whose counter holds it, or NONE */
-    uint32_t qp;       /* baseline: sender QP index */
-    uint32_t msg;      /* baseline data: message id */
-    uint64_t psn;      /* baseline */
+    uint32_t zc_len;   /* payload bytes, 0: the whole datagram is in buf */
     uint16_t entropy;  /* UDP source port: the ECMP input that varies */
     uint8_t ecn;       /* enum mroce_ecn */
     uint8_t kind;      /* enum pkt_kind */
     uint8_t last;      /* baseline data: last packet of its message */
+    uint8_t big;       /* buf is from the pool, not inl */
+    uint32_t qp;       /* baseline: sender QP index */
+    uint32_t msg;      /* baseline data: message id */
+    uint64_t psn;      /* baseline */
+    /* Headers + CRC of a zero-copy data packet, ACKs, control packets:
+     * next to the fields above, so a delivery loads one object. */
+    uint8_t inl[SIM_SMALL_BUF];
 };
+_Static_assert(sizeof(struct pkt) == 256, "struct pkt is 4 cache lines");
 
 /* One packet on a link, from its transmission (or, on a lazy link, its
  * queueing) to its arrival at the far end: the arrival event's key and
@@ -343,8 +359,21 @@ void arena_free(struct arena *a, void *p);
 /* The size an arena_calloc block was asked for. */
 size_t arena_size(const void *p);
 void arena_destroy(struct arena *a);
+/* The run's scratch buffer: len bytes of zeros whose virtual range repeats
+ * the same 16 KiB of memory (*aliased = 1), or plain calloc'd memory if
+ * that cannot be set up (*aliased = 0); released by scratch_unmap. */
+void *scratch_map(size_t len, int *aliased);
+void scratch_unmap(void *p, size_t len, int aliased);
 
 /* ---- the simulation ---- */
+/* A stack of free engine buffers of one size, grown a huge page at a
+ * time from the arena (fabric.c). */
+struct bufpool {
+    uint8_t **free;            /* owned */
+    size_t n, cap;
+    uint64_t alloc;            /* buffers carved so far */
+};
+
 struct counting_mem {
     uint64_t live, peak, allocs;
     struct arena *ar;          /* where the engine's memory comes from */
@@ -368,9 +397,12 @@ struct sim {
     struct arena arena;        /* pools and engine memory (huge pages) */
     /* packet and buffer pools */
     struct pkt *pkt_free;
-    uint8_t **buf_free;        /* stack of free engine buffers */
-    size_t nbuf_free, capbuf_free;
-    uint64_t pkts_alloc, bufs_alloc;
+    struct bufpool bufs;       /* SIM_BUF_CAP bytes each */
+    uint64_t pkts_alloc;
+    /* the engine writes every packet here (hot in the cache) before it is
+     * copied into a pool buffer of its size; deliveries of zero-copy
+     * packets are put together in rx_stage */
+    uint8_t *tx_stage, *rx_stage; /* SIM_BUF_CAP each, in the arena */
     uint64_t pkts_live;
     /* messages */
     struct msg *msgs;
@@ -386,6 +418,7 @@ struct sim {
     uint64_t qp_mem_bytes, nqps, ep_mem_bytes;
     uint8_t *scratch;          /* the one buffer every MR maps; owned */
     size_t scratch_len;
+    int scratch_aliased;       /* from scratch_map: how to release it */
     struct report *report;     /* report.c state, NULL unless `report`; owned */
     /* counters */
     uint64_t events, pkt_events;
@@ -395,6 +428,7 @@ struct sim {
     uint64_t pfc_pauses, retx_pkts, tx_data_pkts, qp_errors, wc_errors;
     uint64_t mroce_timeouts, mroce_paths_retired;
     uint64_t expiry_stuck;     /* engine expiry still due after handling */
+    uint64_t crc_drops;        /* engines' drop_crc, summed at the end */
     uint32_t route_dirty;
     int stop;
 };
@@ -428,7 +462,8 @@ uint32_t topo_find_link(const struct sim *s, const char *a, const char *b);
 /* fabric.c */
 struct pkt *pkt_alloc(struct sim *s);
 void pkt_free(struct sim *s, struct pkt *p);
-uint8_t *buf_alloc(struct sim *s);
+/* A buffer of at least `bytes` (<= SIM_BUF_CAP) for p->buf. */
+void pkt_set_buf(struct sim *s, struct pkt *p, size_t bytes);
 /* Hand a packet to a link's transmitter (queue or start at once).  Drops
  * (drop-tail) are counted and the packet freed. */
 void link_send(struct sim *s, uint32_t l, struct pkt *p);
@@ -493,6 +528,7 @@ struct run_result {
     /* for tests: packet conservation and determinism */
     uint64_t pkts_sent, pkts_delivered, pkts_dropped, pkts_inflight;
     uint64_t events, retx_pkts, ecn_marks, qp_errors;
+    uint64_t crc_drops;   /* MetaRoCE packets the engines dropped for CRC */
     uint64_t tier_bytes[8];   /* bytes sent per tier during the run */
     uint64_t link_pkts_max, link_pkts_min; /* over tor->spine links */
     uint32_t links_busy;  /* tor->spine links with >= 5% of the busiest */

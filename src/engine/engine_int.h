@@ -203,7 +203,8 @@ struct mroce_qp {
     uint32_t tx_off;          /* offset of the next new packet in sq_tx */
     uint32_t next_rsn;        /* rsn for the next receive-consuming message */
     uint32_t rd_outstanding;  /* READ/atomic WQEs sent, not completed */
-    uint8_t *inline_buf;      /* MROCE_MAX_INLINE bytes per SQ slot */
+    uint8_t *inline_buf;      /* MROCE_MAX_INLINE bytes per SQ slot, from
+                                 the first inline WR on (NULL before) */
 
     /* receive queue */
     struct mroce_rwqe *rq;

@@ -86,7 +86,6 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     qp->ep = ep;
     qp->attr = a;
     qp->sq = mroce_calloc(m, a.max_send_wr, sizeof(*qp->sq));
-    qp->inline_buf = mroce_calloc(m, a.max_send_wr, MROCE_MAX_INLINE);
     qp->rq = mroce_calloc(m, a.max_recv_wr, sizeof(*qp->rq));
     qp->nrjobs = 2 * a.max_rd_atomic;
     qp->rjobs = mroce_calloc(m, qp->nrjobs, sizeof(*qp->rjobs));
@@ -94,7 +93,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     qp->retxq = mroce_calloc(m, a.window, sizeof(*qp->retxq));
     qp->path_slots = mroce_calloc(m, a.npaths, sizeof(*qp->path_slots));
     uint64_t *bits = mroce_calloc(m, a.window / 64, sizeof(uint64_t));
-    if (!qp->sq || !qp->inline_buf || !qp->rq || !qp->rjobs || !qp->tx ||
+    if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx ||
         !qp->retxq || !qp->path_slots || !bits) {
         mroce_free(m, bits);
         qp->rxwin.bits = NULL;

@@ -34,9 +34,11 @@ static int consumes_recv(unsigned op)
            op == MROCE_WR_WRITE_WITH_IMM;
 }
 
-/* Validate one work request and fill the WQE; 0 or a negative error. */
+/* Validate one work request and fill the WQE of SQ slot `slot`; 0 or a
+ * negative error (MROCE_ENOMEM: the first inline WR found no memory for
+ * the QP's inline copies). */
 static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
-                        struct mroce_swqe *w, uint8_t *inl)
+                        struct mroce_swqe *w, uint32_t slot)
 {
     if (!wr_opcode_valid(wr->opcode) || wr->num_sge < 0 ||
         wr->num_sge > MROCE_MAX_SGE || (wr->num_sge && !wr->sg_list) ||
@@ -69,6 +71,16 @@ static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
             return MROCE_EINVAL;
         if (total > MROCE_MAX_INLINE)
             return MROCE_ERANGE;
+        /* The inline copies (MROCE_MAX_INLINE per SQ slot) are allocated by
+         * the first inline WR: most QPs never post one, and a simulated
+         * all-to-all of a million QPs would otherwise zero a GB for them. */
+        if (!qp->inline_buf) {
+            qp->inline_buf = mroce_calloc(&qp->ep->mem, qp->sq_mask + 1u,
+                                          MROCE_MAX_INLINE);
+            if (!qp->inline_buf)
+                return MROCE_ENOMEM;
+        }
+        uint8_t *inl = qp->inline_buf + (size_t)slot * MROCE_MAX_INLINE;
         /* Copy now: the caller may reuse its buffer as soon as we return. */
         uint32_t off = 0;
         for (int i = 0; i < wr->num_sge; i++) {
@@ -125,8 +137,7 @@ int mroce_qp_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
         }
         uint32_t slot = qp->sq_tail & qp->sq_mask;
         struct mroce_swqe *w = &qp->sq[slot];
-        rc = prepare_swqe(qp, wr, w,
-                          qp->inline_buf + (size_t)slot * MROCE_MAX_INLINE);
+        rc = prepare_swqe(qp, wr, w, slot);
         if (rc < 0) {
             memset(w, 0, sizeof(*w));
             break;
