@@ -267,7 +267,7 @@ struct mroce_path_stats {
     X(drop_token) X(drop_window) X(drop_state) X(drop_invalid)        \
     X(drop_stale) X(timeouts) X(probes) X(paths_retired)              \
     X(rnr_naks_rx) X(rnr_naks_tx) X(rtt_last) X(srtt) X(min_rtt)      \
-    X(cwnd) X(completions) X(spurious_rto)
+    X(cwnd) X(completions) X(spurious_rto) X(path_reuses)
 
 struct mroce_qp_counters {
 #define MROCE_X_FIELD(name) uint64_t name;

@@ -218,6 +218,7 @@ void mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c)
     c->srtt = qp->srtt;
     c->min_rtt = qp->min_rtt;
     c->cwnd = qp->cc.cwnd;
+    c->path_reuses = qp->paths.reuses; /* PATH-16 */
 }
 
 int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps, int n)
