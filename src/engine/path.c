@@ -123,6 +123,7 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
     ps->burst_left = 0;
     ps->ready_head = ps->ready_tail = MROCE_PATH_NONE;
     ps->reuses = 0;
+    ps->reuse = 0; /* the QP sets it from its attributes */
     ps->reuse_run = 0;
     ps->mean_weight = MROCE_PATH_WMAX;
     ps->entropy_base = base;
@@ -256,7 +257,7 @@ uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
         return ps->last;
     }
     uint16_t i = MROCE_PATH_NONE;
-    if (ps->npaths > 1 && ps->reuse_run < MROCE_PATH_REUSE_RUN)
+    if (ps->reuse && ps->npaths > 1 && ps->reuse_run < MROCE_PATH_REUSE_RUN)
         i = path_ready_pop(ps, avoid);
     if (i == MROCE_PATH_NONE) {
         i = path_pick_one(ps, avoid);

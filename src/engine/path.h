@@ -69,6 +69,7 @@ struct mroce_pathset {
     uint16_t ready_head;      /* slots whose latest echo came back clean, */
     uint16_t ready_tail;      /* oldest first, for reuse (PATH-16) */
     uint32_t reuses;          /* picks that reused a clean slot */
+    uint8_t reuse;            /* PATH-16 on (QP attribute path_reuse) */
     uint8_t reuse_run;        /* reuses since the last round robin pick */
     uint8_t mean_weight;      /* mean weight (rounded down) at the start of
                                  the cursor's sweep: reuse needs at least
