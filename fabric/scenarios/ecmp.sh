@@ -16,7 +16,7 @@
 # spray >= 1.1 x the colliding single path.  The issue's goal, spray >= 90%
 # of the bisection, is reported (met/MISSED) and asserted only when
 # MRF_ECMP_MIN_PCT is set (e.g. 90): on the 2-core test VM sprayed flows
-# reach a median of 90% over 12 runs at load 3-8 (93.5% at load <= 5) with
+# reach a median of 91% over 15 runs at load 2.5-8 (94% at load <= 5) with
 # PATH-16's recycled entropies, but 61-78% in runs where a busy host also
 # pulls "apart" (94% median) down; 78-90% (median 83%) before, 65-82%
 # before PATH-3; see fabric/README.md, "Known limits".
