@@ -284,11 +284,12 @@ static void print_qp(const char *role, struct conn *c)
            " retx_path=%" PRIu64 " retx_probe=%" PRIu64 " timeouts=%" PRIu64
            " paths_retired=%" PRIu64 " rx_ce=%" PRIu64 " rx_dups=%" PRIu64
            " srtt_us=%.1f min_rtt_us=%.1f tx_pkts=%" PRIu64
-           " tx_errors=%" PRIu64 " icmp_errors=%" PRIu64,
+           " tx_errors=%" PRIu64 " icmp_errors=%" PRIu64
+           " path_reuses=%" PRIu64 " data_pkts=%" PRIu64,
            k.retx_pkts, k.retx_rto, k.retx_ooo, k.retx_path, k.retx_probe,
            k.timeouts, k.paths_retired, k.rx_ecn_ce, k.rx_dups,
            k.srtt / 1e3, k.min_rtt / 1e3, k.tx_pkts, u.tx_errors,
-           u.rx_icmp_errors);
+           u.rx_icmp_errors, k.path_reuses, k.tx_data_pkts);
     (void)role;
 }
 

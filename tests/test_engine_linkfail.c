@@ -5,7 +5,7 @@
  *
  * Set-up as on the namespace fabric: 2 hosts, 4 spines, 500 Mbit/s links,
  * 20 us propagation, 512 KiB queues; the QP attributes libmroce uses
- * (path_burst 8, min_rto 1 ms, target_qdelay 50 us); 64 paths drawn from
+ * (path_burst 8, path_reuse 1, min_rto 1 ms, target_qdelay 50 us); 64 paths drawn from
  * 256 entropies (the device's source ports); host 0 WRITEs 64 MiB in
  * 64 KiB messages, 32 in flight, to host 1.  At 300 ms spine 0 dies:
  *   - link down (mode 0): what host 0 sends across it is lost, ACKs are not
@@ -110,6 +110,7 @@ static void run(int mode, uint64_t seed)
     at.entropy_span = 256;
     at.max_send_wr = 1024;
     at.path_burst = 8;          /* libmroce: LIB_PATH_BURST */
+    at.path_reuse = 1;          /* libmroce: PATH-16 */
     at.min_rto = 1000000;       /* LIB_MIN_RTO */
     at.target_qdelay = 50000;   /* LIB_TARGET_QDELAY */
     mroce_qp *qa, *qb;

@@ -465,6 +465,8 @@ static void gen_attr(struct scen *S, struct mroce_qp_attr *a)
         a->init_cwnd = 4096 + log_uniform(r, 1u << 20);
     if (chance(r, 20))
         a->path_burst = (uint8_t)(2 + below(r, 63));
+    if (chance(r, 50))
+        a->path_reuse = 1; /* PATH-16, as libmroce sets it */
     /* 30% uniform loss makes eight timeouts in a row on one packet merely
      * unlikely, not impossible: give lossy scenarios retries enough that
      * running out of them would mean a stuck engine, not bad luck.  A dead

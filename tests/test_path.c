@@ -608,6 +608,80 @@ static void test_pick_proven(void)
     CHECK(ps.cursor != cursor);
 }
 
+/* PATH-16: a clean echo queues its slot, and a new burst reuses the oldest
+ * healthy queued slot before the round robin chooses, at most
+ * MROCE_PATH_REUSE_RUN times in a row; a CE echo queues nothing. */
+static void echo(struct mroce_pathset *ps, uint16_t i, int ce)
+{
+    mroce_path_on_ecn_echo(ps, i, ce);
+    mroce_path_on_echo(ps, i, 1000);
+}
+
+static void test_reuse(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {44};
+    const uint16_t none = MROCE_PATH_NONE;
+
+    setup(&ps, &r, 8); /* off, the engine's default: round robin only */
+    echo(&ps, 5, 0);
+    CHECK(mroce_path_pick(&ps, none) == 0);
+    CHECK(ps.reuses == 0);
+
+    setup(&ps, &r, 8);
+    ps.reuse = 1;
+    for (uint16_t k = 0; k < 4; k++)
+        CHECK(mroce_path_pick(&ps, none) == k); /* nothing queued yet */
+    echo(&ps, 2, 0);
+    echo(&ps, 1, 1); /* CE: not reused */
+    echo(&ps, 3, 0);
+    CHECK(mroce_path_pick(&ps, none) == 2);
+    CHECK(mroce_path_pick(&ps, none) == 3);
+    CHECK(mroce_path_pick(&ps, none) == 4); /* queue empty: round robin */
+    CHECK(ps.reuses == 2);
+
+    echo(&ps, 5, 0);
+    echo(&ps, 6, 0);
+    echo(&ps, 7, 0);
+    echo(&ps, 0, 0);
+    echo(&ps, 5, 0); /* queued once only */
+    CHECK(mroce_path_pick(&ps, none) == 5);
+    CHECK(mroce_path_pick(&ps, none) == 6);
+    CHECK(mroce_path_pick(&ps, none) == 7);
+    CHECK(ps.reuses == 5);
+    CHECK(mroce_path_pick(&ps, none) == 5);  /* the round robin's turn */
+    CHECK(ps.reuses == 5);
+    CHECK(mroce_path_pick(&ps, none) == 0);  /* then the queue again */
+    CHECK(ps.reuses == 6);
+
+    /* Unhealthy entries are dropped: a loss since the ack, a retirement
+     * (no echo since), the slot to avoid; a CE after the clean echo. */
+    echo(&ps, 2, 0);
+    echo(&ps, 3, 0);
+    echo(&ps, 4, 0);
+    echo(&ps, 1, 0);
+    echo(&ps, 6, 0);
+    (void)mroce_path_on_loss(&ps, 2);
+    mroce_path_retire(&ps, 3);
+    echo(&ps, 1, 1);
+    CHECK(mroce_path_pick(&ps, 4) == 6);
+    CHECK(ps.ready_head == none && ps.reuses == 7);
+
+    /* A weight below the set's mean (PATH-6 lowered it) is not reused. */
+    echo(&ps, 7, 0);
+    for (int k = 0; k < 4; k++)
+        mroce_path_on_ack(&ps, 7, 100000, 1000); /* above the target */
+    CHECK(ps.paths[7].weight < ps.mean_weight);
+    (void)mroce_path_pick(&ps, none);
+    CHECK(ps.reuses == 7);
+
+    setup(&ps, &r, 1); /* one slot: nothing to choose */
+    ps.reuse = 1;
+    echo(&ps, 0, 0);
+    CHECK(mroce_path_pick(&ps, none) == 0);
+    CHECK(ps.reuses == 0);
+}
+
 static void test_stats(void)
 {
     struct mroce_pathset ps;
@@ -647,6 +721,7 @@ int main(void)
     test_ecn_ewma();
     test_loss_weight();
     test_pick_proven();
+    test_reuse();
     test_stats();
     return TESTUTIL_SUMMARY("test_path");
 }

@@ -16,11 +16,10 @@
 # spray >= 1.1 x the colliding single path.  The issue's goal, spray >= 90%
 # of the bisection, is reported (met/MISSED) and asserted only when
 # MRF_ECMP_MIN_PCT is set (e.g. 90): on the 2-core test VM sprayed flows
-# reach 78-90% (median 83%; 65-82% before PATH-3 bounded the path burst by
-# the window) while the "apart" reference reaches a median of 94%, with
-# almost no retransmissions left to blame: the congestion control and the
-# hash split of the entropies are the limit; see fabric/README.md, "Known
-# limits".
+# reach a median of 91% over 15 runs at load 2.5-8 (94% at load <= 5) with
+# PATH-16's recycled entropies, but 61-78% in runs where a busy host also
+# pulls "apart" (94% median) down; 78-90% (median 83%) before, 65-82%
+# before PATH-3; see fabric/README.md, "Known limits".
 # Experiments: MRF_ECMP_ARGS adds mroce-fabric-flow options to every flow
 # (e.g. "--interval 5": goodput, cwnd and srtt every 5 ms),
 # MRF_ECMP_SPRAY_ARGS to the sprayed pair only (e.g. "--path-burst 1");

@@ -241,6 +241,10 @@ struct mroce_qp_attr {
     uint8_t path_burst;     /* consecutive packets per path pick, 1..64;
                                1 (per-packet spraying); a batching datapath
                                (UDP GSO) uses more */
+    uint8_t path_reuse;     /* 1: a new burst reuses a slot whose ACK came
+                               back clean (PATH-16, recycled entropies);
+                               0 (default): round robin only.  libmroce
+                               sets 1 */
     uint32_t pd;            /* protection domain: remote accesses through
                                this QP may only use regions of the same PD
                                (mroce_mr_reg_pd); 0 by default */
@@ -267,7 +271,7 @@ struct mroce_path_stats {
     X(drop_token) X(drop_window) X(drop_state) X(drop_invalid)        \
     X(drop_stale) X(timeouts) X(probes) X(paths_retired)              \
     X(rnr_naks_rx) X(rnr_naks_tx) X(rtt_last) X(srtt) X(min_rtt)      \
-    X(cwnd) X(completions) X(spurious_rto)
+    X(cwnd) X(completions) X(spurious_rto) X(path_reuses)
 
 struct mroce_qp_counters {
 #define MROCE_X_FIELD(name) uint64_t name;
@@ -397,7 +401,7 @@ enum mroce_qp_mod {
     MROCE_QP_MOD_TIMEOUT = 2, /* min_rto, max_rto, handshake_timeout: any
                                  state; used from the next timer on */
     MROCE_QP_MOD_CC = 4,      /* cc_algo, init_cwnd, target_qdelay: RESET */
-    MROCE_QP_MOD_PATHS = 8,   /* npaths, path_burst: RESET */
+    MROCE_QP_MOD_PATHS = 8,   /* npaths, path_burst, path_reuse: RESET */
     MROCE_QP_MOD_MTU = 16,    /* mtu: RESET */
 };
 /* Changes the attributes named by mask (enum mroce_qp_mod) to attr's

@@ -208,6 +208,7 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer,
         at.min_rto = sc->qp_min_rto_ps / PS_PER_NS;
     if (sc->qp_path_burst)
         at.path_burst = (uint8_t)sc->qp_path_burst;
+    at.path_reuse = sc->qp_path_reuse != 0;
     int rc = mroce_qp_new(h->ep, &at, pqp);
     if (rc < 0) {
         fprintf(stderr, "mroce-sim: qp_new on h%u: %s\n", h->id,

@@ -293,6 +293,7 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
     TIME("roce_rto", roce_rto_ps) TIME("limit", limit_ps)
     TIME("report", report_ps) TIME("qp_min_rto", qp_min_rto_ps)
     INT32("qp_path_burst", qp_path_burst)
+    INT32("qp_path_reuse", qp_path_reuse)
     RATE("host_rate", host_rate) RATE("fabric_rate", fabric_rate)
     else {
         fprintf(stderr, "%s: unknown key '%s'\n", where, key);

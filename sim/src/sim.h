@@ -318,6 +318,7 @@ struct scenario {
     uint64_t limit_ps;    /* stop the run at this simulated time */
     uint64_t qp_min_rto_ps;  /* 0: the engine's default */
     uint32_t qp_path_burst;  /* 0: the engine's default */
+    uint32_t qp_path_reuse;  /* PATH-16: 1 on, 0 (default) off */
     uint64_t report_ps;   /* failure report: counters read every this (0 off) */
     struct wl_cfg wl[MAX_WL];
     uint32_t nwl;

@@ -11,8 +11,12 @@
  * retired: the slot keeps its index and counters but gets a fresh entropy,
  * which ECMP hashes (very likely) onto a different link.
  *
+ * A slot whose echo comes back clean is queued and sent on again before the
+ * round robin's next choice (PATH-16, recycled entropies), so the spray
+ * follows the ACK clock away from links that mark.
+ *
  * Per-packet functions (pick, on_sent, on_ack, on_ecn_echo) are O(1) apart
- * from pick's amortised deficit loop; only init and retire scan the set.
+ * from pick's amortised deficit and reuse loops; only init and retire scan the set.
  * No OS calls, no allocation, no floating point: randomness comes from the
  * endpoint's callback.
  *
@@ -117,6 +121,11 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
     ps->win_pkt = 0;
     ps->quantum = MROCE_PATH_WMAX;
     ps->burst_left = 0;
+    ps->ready_head = ps->ready_tail = MROCE_PATH_NONE;
+    ps->reuses = 0;
+    ps->reuse = 0; /* the QP sets it from its attributes */
+    ps->reuse_run = 0;
+    ps->mean_weight = MROCE_PATH_WMAX;
     ps->entropy_base = base;
     ps->entropy_span = span;
     ps->target_qdelay = target_qdelay;
@@ -128,7 +137,9 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
         /* span >= npaths, so a free value always exists for slot i. */
         p->entropy = (uint16_t)path_fresh_entropy(ps, i);
         path_reset_state(p);
-        p->pad[0] = 0;
+        p->ready = 0;
+        p->ready_next = MROCE_PATH_NONE;
+        p->pad = 0;
         p->next_seq = 0;
         p->list_head = MROCE_PATH_NONE;
         p->list_tail = MROCE_PATH_NONE;
@@ -183,13 +194,77 @@ uint8_t mroce_path_burst_cap(const struct mroce_pathset *ps)
     return (uint8_t)(cap < 1 ? 1 : cap > 255 ? 255 : cap);
 }
 
+/*
+ * PATH-16, recycled entropies (after Ultra Ethernet's REPS): a slot whose
+ * echo comes back clean is queued, and a new burst reuses the oldest
+ * queued slot that is still healthy; only when none is queued, or after
+ * MROCE_PATH_REUSE_RUN reuses in a row, does the deficit round robin
+ * choose.  A CE echo queues nothing, so the packet that would have followed
+ * it onto the marking link goes to the round robin's next slot instead,
+ * which ECMP puts on any link.  The spray thus follows the ACK clock: load
+ * moves off a link within a round trip of its marks, towards links whose
+ * ACKs return clean.  (On the namespace fabric, scenario 2 of
+ * fabric/README.md, one spine marked while the other idled, and the round
+ * robin over 256 slots came back to a slot only tens of round trips
+ * later.)  The round robin's regular turn keeps every slot visited, so a
+ * dead slot is still found and retired and an unmarked spray stays even.
+ * Healthy means: the latest echo was clean, nothing lost since the last
+ * ack, an echo since the last retirement, not the slot to avoid, and a
+ * weight no lower than the set's mean, so a slot that PATH-6 lowered (a
+ * slow or queueing path) is not fed through reuse (without that bound the
+ * simulator's all-to-all lost 1.8 points).  Entries that fail are
+ * dropped; each echo queues a slot at most once, so the loop is amortised
+ * O(1).
+ */
+static void path_ready_push(struct mroce_pathset *ps, uint16_t i)
+{
+    struct mroce_path *p = &ps->paths[i];
+
+    if (p->ready)
+        return;
+    p->ready = 1;
+    p->ready_next = MROCE_PATH_NONE;
+    if (ps->ready_tail != MROCE_PATH_NONE)
+        ps->paths[ps->ready_tail].ready_next = i;
+    else
+        ps->ready_head = i;
+    ps->ready_tail = i;
+}
+
+static uint16_t path_ready_pop(struct mroce_pathset *ps, uint16_t avoid)
+{
+    while (ps->ready_head != MROCE_PATH_NONE) {
+        uint16_t i = ps->ready_head;
+        struct mroce_path *p = &ps->paths[i];
+        ps->ready_head = p->ready_next;
+        if (ps->ready_head == MROCE_PATH_NONE)
+            ps->ready_tail = MROCE_PATH_NONE;
+        p->ready = 0;
+        p->ready_next = MROCE_PATH_NONE;
+        if (i != avoid && !p->ce_last && p->consec_losses == 0 &&
+            p->last_echo != 0 && p->weight >= ps->mean_weight) {
+            ps->reuses++;
+            return i;
+        }
+    }
+    return MROCE_PATH_NONE;
+}
+
 uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
 {
     if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths) {
         ps->burst_left--;
         return ps->last;
     }
-    uint16_t i = path_pick_one(ps, avoid);
+    uint16_t i = MROCE_PATH_NONE;
+    if (ps->reuse && ps->npaths > 1 && ps->reuse_run < MROCE_PATH_REUSE_RUN)
+        i = path_ready_pop(ps, avoid);
+    if (i == MROCE_PATH_NONE) {
+        i = path_pick_one(ps, avoid);
+        ps->reuse_run = 0;
+    } else {
+        ps->reuse_run++;
+    }
     uint8_t b = ps->burst;
     if (b > 1) {
         uint8_t cap = mroce_path_burst_cap(ps);
@@ -215,10 +290,14 @@ uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
 static void path_new_sweep(struct mroce_pathset *ps)
 {
     uint8_t q = 1;
-    for (uint32_t k = 0; k < ps->npaths; k++)
+    uint32_t sum = 0;
+    for (uint32_t k = 0; k < ps->npaths; k++) {
+        sum += ps->paths[k].weight;
         if (ps->paths[k].weight > q)
             q = ps->paths[k].weight;
+    }
     ps->quantum = q > MROCE_PATH_WMAX ? MROCE_PATH_WMAX : q;
+    ps->mean_weight = (uint8_t)(sum / ps->npaths);
 }
 
 static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid)
@@ -344,6 +423,8 @@ void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce)
     p->ecn_marks += is_ce;
     if (is_ce)
         path_weight_down(p);
+    else
+        path_ready_push(ps, i); /* reuse it (PATH-16) */
 }
 
 void mroce_path_on_echo(struct mroce_pathset *ps, uint16_t i, mroce_tstamp now)

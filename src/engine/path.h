@@ -19,6 +19,8 @@
 #define MROCE_PATH_NONE 0xffffu    /* "no path" in path-list links */
 #define MROCE_PATH_WINDOW_PICKS 8  /* path picks a congestion window must
                                       span at least (PATH-3) */
+#define MROCE_PATH_REUSE_RUN 3     /* reuses in a row before the round robin
+                                      picks again (PATH-16) */
 
 /* One path slot. */
 struct mroce_path {
@@ -31,7 +33,7 @@ struct mroce_path {
                                of the current episode (undone if spurious,
                                LOSS-19); kept by the engine, zeroed here on
                                ack and retirement */
-    uint8_t pad[1];
+    uint8_t ready;          /* queued for reuse (PATH-16) */
     uint32_t next_seq;      /* path_seq to give the next packet sent here */
     uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
     mroce_tstamp srtt;      /* smoothed RTT of this path, 0 = no sample */
@@ -50,6 +52,8 @@ struct mroce_path {
     uint32_t acked_pkts;
     uint32_t lost_pkts;
     uint32_t ecn_marks;
+    uint16_t ready_next;    /* next slot queued for reuse (PATH-16) */
+    uint16_t pad;
 };
 
 /* The set of paths of one queue pair. */
@@ -62,6 +66,14 @@ struct mroce_pathset {
     uint16_t last;            /* slot of the current burst */
     uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
     uint8_t burst_left;       /* packets left in the current burst */
+    uint16_t ready_head;      /* slots whose latest echo came back clean, */
+    uint16_t ready_tail;      /* oldest first, for reuse (PATH-16) */
+    uint32_t reuses;          /* picks that reused a clean slot */
+    uint8_t reuse;            /* PATH-16 on (QP attribute path_reuse) */
+    uint8_t reuse_run;        /* reuses since the last round robin pick */
+    uint8_t mean_weight;      /* mean weight (rounded down) at the start of
+                                 the cursor's sweep: reuse needs at least
+                                 this much (PATH-16) */
     uint16_t entropy_base;    /* entropies are in [base, base + span) */
     uint16_t entropy_span;
     uint32_t win_bytes;       /* the window that bounds bursts (PATH-3), */
@@ -94,8 +106,9 @@ void mroce_path_set_window(struct mroce_pathset *ps, uint32_t window,
  * MROCE_PATH_WINDOW_PICKS)), at most 255; 255 if no window is known. */
 uint8_t mroce_path_burst_cap(const struct mroce_pathset *ps);
 
-/* mroce_path_pick returns the slot index for the next packet (deficit round
- * robin over weights; amortised O(1)).  `avoid` is a slot to skip if any
+/* mroce_path_pick returns the slot index for the next packet: a burst's
+ * next packet, else a slot whose latest echo came back clean (PATH-16),
+ * else the deficit round robin over weights (PATH-3); amortised O(1).  `avoid` is a slot to skip if any
  * other exists (retransmissions avoid their original path); pass
  * MROCE_PATH_NONE for none. */
 uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid);
@@ -116,7 +129,7 @@ void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
  * CE-marked (ce = 1) or not; updates the EWMA and the weight.  Call it
  * before mroce_path_on_ack() for the packets the same ACK acknowledges: a CE
  * echo costs one weight point and suppresses the clean-ack increase until a
- * clean echo arrives. */
+ * clean echo arrives; a clean echo queues the slot for reuse (PATH-16). */
 void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce);
 
 /* mroce_path_on_echo records that an ACK's echo was attributed to slot i

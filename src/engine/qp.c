@@ -40,6 +40,7 @@ void mroce_qp_attr_default(struct mroce_qp_attr *a)
     a->entropy_base = 49152;
     a->entropy_span = 16384;
     a->path_burst = 1;
+    a->path_reuse = 0;
 }
 
 /* Free a QP's arrays and the QP itself (each may be NULL). */
@@ -70,7 +71,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
         (uint32_t)a.entropy_base + a.entropy_span > 65536 ||
         a.min_rto == 0 || a.max_rto < a.min_rto || a.init_cwnd == 0 ||
         a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 ||
-        a.path_burst == 0 || a.path_burst > 64 ||
+        a.path_burst == 0 || a.path_burst > 64 || a.path_reuse > 1 ||
         in->send_cq->ep != ep || in->recv_cq->ep != ep)
         return MROCE_EINVAL;
     if (ep->nqps == ep->nqps_slots)
@@ -106,6 +107,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
                            ep->cfg.rand, ep->cfg.rand_user) < 0)
         goto fail;
     qp->paths.burst = a.path_burst;
+    qp->paths.reuse = a.path_reuse;
     qp->sq_mask = a.max_send_wr - 1;
     qp->rq_mask = a.max_recv_wr - 1;
     qp->tx_mask = a.window - 1;
@@ -217,6 +219,7 @@ void mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c)
     c->srtt = qp->srtt;
     c->min_rtt = qp->min_rtt;
     c->cwnd = qp->cc.cwnd;
+    c->path_reuses = qp->paths.reuses; /* PATH-16 */
 }
 
 int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps, int n)
@@ -567,7 +570,7 @@ int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
     if ((mask & MROCE_QP_MOD_PATHS) &&
         (in->npaths == 0 || in->npaths > 256 ||
          qp->attr.entropy_span < in->npaths || in->path_burst == 0 ||
-         in->path_burst > 64))
+         in->path_burst > 64 || in->path_reuse > 1))
         return MROCE_EINVAL;
     if ((mask & MROCE_QP_MOD_MTU) &&
         (in->mtu < 256 ||
@@ -594,8 +597,10 @@ int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
             qp->path_slots = slots;
         }
         qp->paths.burst = in->path_burst;
+        qp->paths.reuse = in->path_reuse;
         qp->attr.npaths = in->npaths;
         qp->attr.path_burst = in->path_burst;
+        qp->attr.path_reuse = in->path_reuse;
     }
     if (mask & MROCE_QP_MOD_RETRY) {
         qp->attr.retry_cnt = in->retry_cnt;
