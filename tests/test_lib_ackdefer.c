@@ -16,6 +16,12 @@
  *               deferral pauses, so a bulk receiver does not defer (nor
  *               keep the watchdog thread ticking); after the pause a
  *               ping-pong defers again.
+ *   read-answer a READs b's memory and answers each READ's completion at
+ *               once with a SEND (the provider's rendezvous FIN): the
+ *               round that received the READ's last response defers its
+ *               ACK, which then leaves behind the answer.  Before, only
+ *               rounds with a SEND or WRITE deferred: a's count stayed 0
+ *               and each answer waited behind the ACK's sendmsg.
  *
  * Driving both devices from one thread is what makes the order exact:
  * loopback sendmsg queues a datagram on the receiving socket before it
@@ -37,6 +43,9 @@
 #define MSG 64u
 #define PINGS 200
 #define STREAM 64
+#define READS 40
+#define READ_LEN 16384u /* several packets: only the LAST asks for an ACK */
+#define READ_OFF 8192u  /* clear of the SEND and receive areas */
 
 static uint64_t now_ms(void)
 {
@@ -84,7 +93,8 @@ static int side_init(struct side *s)
     s->buf = calloc(1, BUF_SIZE);
     if (!s->buf)
         return MROCE_ENOMEM;
-    return mroce_reg_mr(s->pd, s->buf, BUF_SIZE, MROCE_ACCESS_LOCAL_WRITE,
+    return mroce_reg_mr(s->pd, s->buf, BUF_SIZE,
+                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_READ,
                         &s->mr);
 }
 
@@ -114,6 +124,23 @@ static int post_send(struct side *s, uint64_t id)
     w.opcode = MROCE_WR_SEND;
     w.send_flags = MROCE_SEND_SIGNALED;
     return mroce_post_send(s->qp, &w, &bad);
+}
+
+/* a READs READ_LEN bytes of b's buffer into its own. */
+static int post_read(struct side *a, struct side *b, uint64_t id)
+{
+    struct mroce_sge sg = {(uintptr_t)a->buf + READ_OFF, READ_LEN,
+                           mroce_vmr_lkey(a->mr)};
+    struct mroce_send_wr w, *bad;
+    memset(&w, 0, sizeof(w));
+    w.wr_id = id;
+    w.sg_list = &sg;
+    w.num_sge = 1;
+    w.opcode = MROCE_WR_READ;
+    w.send_flags = MROCE_SEND_SIGNALED;
+    w.remote_addr = (uintptr_t)b->buf + READ_OFF;
+    w.rkey = mroce_vmr_rkey(b->mr);
+    return mroce_post_send(a->qp, &w, &bad);
 }
 
 #define RECV_ID 1000000u
@@ -180,6 +207,25 @@ static int ping_pong(struct side *a, struct side *b, int n, uint64_t base)
             return -1;
     }
     return acks_first;
+}
+
+/* a READs from b (b's library runs while a polls and finds nothing) and
+ * answers each completion at once with a SEND to b. */
+static int read_answer(struct side *a, struct side *b, int n, uint64_t base)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t id = base + (uint64_t)i, sid = base + 500000u + (uint64_t)i;
+        if (!CHECK(post_recv(b, RECV_ID + sid) == 0) ||
+            !CHECK(post_read(a, b, id) == 0))
+            return -1;
+        if (!CHECK_MSG(wait_for(a, id, 0, NULL, b), "a: READ %d never "
+                       "completed", i) ||
+            !CHECK(post_send(a, sid) == 0) ||
+            !CHECK(wait_for(b, RECV_ID + sid, 0, NULL, NULL)) ||
+            !CHECK(wait_for(a, sid, 0, NULL, b)))
+            return -1;
+    }
+    return 0;
 }
 
 struct accept_arg {
@@ -305,6 +351,31 @@ static void run(const char *defer_env)
                (unsigned long long)brep);
         CHECK_MSG(brep >= 30, "deferral did not resume: %llu of 40",
                   (unsigned long long)brep);
+    }
+    /* READs answered at once.  a's pongs were not answered (its next
+     * ping waits for the ping's completion), so a's deferral may be
+     * paused: wait the pause out first. */
+    usleep(60000);
+    memset(b.buf + READ_OFF, 0x5a, READ_LEN);
+    udp_counters(&a, &a0);
+    if (read_answer(&a, &b, READS, 20000) == 0) {
+        udp_counters(&a, &a1);
+        adef = a1.acks_deferred - a0.acks_deferred;
+        uint64_t arep = a1.acks_deferred_replied - a0.acks_deferred_replied;
+        printf("  read-answer x%d: a deferred %llu, behind its answer "
+               "%llu\n", READS, (unsigned long long)adef,
+               (unsigned long long)arep);
+        CHECK(a.buf[READ_OFF] == 0x5a && a.buf[READ_OFF + READ_LEN - 1] == 0x5a);
+        if (off) {
+            CHECK_EQ(adef, 0);
+        } else {
+            CHECK_MSG(arep >= (uint64_t)READS * 3 / 4,
+                      "a's READ ACKs behind its answer: %llu of %d",
+                      (unsigned long long)arep, READS);
+            CHECK_MSG(arep * 10 >= adef * 9,
+                      "a deferred %llu, only %llu behind its answer",
+                      (unsigned long long)adef, (unsigned long long)arep);
+        }
     }
     CHECK_EQ_INT(mroce_vqp_state(a.qp), MROCE_QPS_RTS);
     CHECK_EQ_INT(mroce_vqp_state(b.qp), MROCE_QPS_RTS);

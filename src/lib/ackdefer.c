@@ -1,7 +1,8 @@
 /*
  * ackdefer.c - APP progress mode: the ACKs of a progress round that
  * received a SEND or WRITE with ACK_REQ (its sender has nothing queued
- * behind it: it waits for an answer or a completion) are left staged in the
+ * behind it: it waits for an answer or a completion), or the last response
+ * of a READ or atomic (which completes ours), are left staged in the
  * datapath for the application's next call, and a watchdog thread bounds
  * how long they can wait there.
  *
@@ -71,10 +72,13 @@
  * the watchdog to go to sleep (LIB_ACK_WATCH_IDLE_NS); then it is tried
  * again.  A bulk receiver thus defers a handful of ACKs every 50 ms, and
  * its ACK clock is the one without deferral.  Rounds without an ACK_REQ
- * request never defer: the ACKs a stream's ack_freq (REL-18) asks for, and
- * those of READ responses (the reader's application answers a whole READ,
- * if at all), leave at once; with that, fi_pingpong at 1 MiB (rendezvous
- * READs) defers about once per message, nearly always behind an answer.
+ * packet never defer: the ACKs a stream's ack_freq (REL-18) asks for, and
+ * those of a READ's earlier responses, leave at once.  The round with a
+ * READ's (or atomic's) last response, which carries ACK_REQ, defers: the
+ * reader's application answers a whole READ, if at all, and the provider's
+ * rendezvous does at once (its FIN).  fi_pingpong at 1 MiB thus defers
+ * about twice per message (the RTS, the last READ response), nearly
+ * always behind an answer.
  *
  * Polls hold deferred ACKs for up to LIB_ACK_HOLD_NS (5 us, half of
  * max_ack_delay): an application that polls once more before it answers

@@ -170,9 +170,9 @@ struct mroce_device {
     uint8_t tx_deferred;           /* ACKs staged in the datapath, unsent */
     uint8_t tx_data_staged;        /* packets other than ACKs staged since
                                       the last flush */
-    uint8_t rx_ack_req;            /* this round received a SEND or WRITE
-                                      with ACK_REQ (1), a retransmitted
-                                      one (2) */
+    uint8_t rx_ack_req;            /* this round received a SEND, WRITE
+                                      or last READ/atomic response with
+                                      ACK_REQ (1), a retransmitted one (2) */
     uint32_t defer_no_reply;       /* deferrals in a row no data overtook */
     uint64_t acks_deferred_replied;/* deferrals whose ACKs data overtook */
     uint64_t defer_pauses;         /* adaptive pauses (no replies) */

@@ -57,14 +57,20 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
         dev->rx_now = lib_now();
     mroce_tstamp now = dev->rx_now;
     /* A SEND or WRITE with ACK_REQ: its sender has nothing queued behind
-     * it and waits; our application may be about to answer.  Only rounds
-     * that received one, and no retransmission, defer their ACKs
-     * (ackdefer.c): a sender that retransmits is recovering a loss, and
-     * the ACK that ends it should not wait.  A peek at two bytes
-     * of an unchecked packet: a forged one costs one deferral.  Flags are
-     * big-endian (WIRE-14): byte 3 holds bits 0-7. */
+     * it and waits; our application may be about to answer.  Likewise the
+     * last response of a READ or atomic (its ACK_REQ marks the last
+     * packet): the round completes our request, and the application often
+     * answers that completion at once (the provider's rendezvous FIN;
+     * without deferral the FIN waited behind the ACK's sendmsg, which on
+     * loopback runs the peer's receive path inline: 1-5 us per 1 MiB
+     * message).  Only rounds that received one, and no retransmission,
+     * defer their ACKs (ackdefer.c): a sender that retransmits is
+     * recovering a loss, and the ACK that ends it should not wait.  A peek
+     * at two bytes of an unchecked packet: a forged one costs one
+     * deferral.  Flags are big-endian (WIRE-14): byte 3 holds bits 0-7. */
     if (len >= MROCE_BASE_HDR_LEN &&
-        (pkt[1] == MROCE_OP_SEND || pkt[1] == MROCE_OP_WRITE) &&
+        (pkt[1] == MROCE_OP_SEND || pkt[1] == MROCE_OP_WRITE ||
+         pkt[1] == MROCE_OP_READ_RESP || pkt[1] == MROCE_OP_ATOMIC_RESP) &&
         (pkt[3] & (MROCE_F_ACK_REQ | MROCE_F_RETX)))
         dev->rx_ack_req |= (pkt[3] & MROCE_F_RETX) ? 2 : 1;
     mroce_ep_recv(dev->ep, pkt, len, info, now);
