@@ -177,7 +177,6 @@ struct mroce_qp {
                                  to send, since the last ACK (CC-19) */
     uint32_t slot;            /* index in ep->qps */
     uint32_t live_idx;        /* index in ep->live */
-    uint32_t heap_idx;        /* index in ep->theap, MROCE_NONE32 if absent */
     mroce_tstamp expiry_key;  /* its deadline as the heap last saw it */
     mroce_qp *ready_prev, *ready_next; /* ep ready list */
     mroce_qp *listen_prev, *listen_next; /* ep listen FIFO */
@@ -277,6 +276,13 @@ struct mroce_qp {
     struct mroce_qp_counters cnt;
 };
 
+/* A timer heap entry carries its QP's deadline, so sifting compares and
+ * moves entries of this array only (timers.c). */
+struct mroce_theap_ent {
+    mroce_tstamp key;
+    mroce_qp *qp;
+};
+
 struct mroce_ep {
     struct mroce_ep_config cfg;
     struct mroce_mem mem;
@@ -284,7 +290,8 @@ struct mroce_ep {
     uint32_t nqps_slots;
     uint32_t nqps;
     mroce_qp **live;             /* dense list of QPs */
-    mroce_qp **theap;            /* timer heap of QPs with a deadline */
+    struct mroce_theap_ent *theap; /* timer heap of QPs with a deadline */
+    uint32_t *theap_pos;         /* slot -> index in theap, NONE32 absent */
     uint32_t theap_n;
     mroce_mr **mrs;              /* slot -> MR */
     uint32_t nmr_slots;

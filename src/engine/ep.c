@@ -52,7 +52,10 @@ int mroce_ep_new(mroce_ep **pep, const struct mroce_ep_config *cfg)
     }
     ep->live = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->live));
     ep->theap = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->theap));
-    if (!ep->live || !ep->theap) {
+    ep->theap_pos = mroce_calloc(&ep->mem, cfg->max_qps,
+                                 sizeof(*ep->theap_pos));
+    if (!ep->live || !ep->theap || !ep->theap_pos) {
+        mroce_free(&ep->mem, ep->theap_pos);
         mroce_free(&ep->mem, ep->live);
         mroce_free(&ep->mem, ep->theap);
         mroce_free(&ep->mem, ep->qps);
@@ -61,6 +64,7 @@ int mroce_ep_new(mroce_ep **pep, const struct mroce_ep_config *cfg)
     }
     ep->nqps_slots = cfg->max_qps;
     if (mroce_conntab_init(ep) < 0) {
+        mroce_free(&ep->mem, ep->theap_pos);
         mroce_free(&ep->mem, ep->live);
         mroce_free(&ep->mem, ep->theap);
         mroce_free(&ep->mem, ep->qps);
@@ -82,6 +86,7 @@ void mroce_ep_del(mroce_ep *ep)
     mroce_free(&ep->mem, ep->qps);
     mroce_free(&ep->mem, ep->live);
     mroce_free(&ep->mem, ep->theap);
+    mroce_free(&ep->mem, ep->theap_pos);
     mroce_conntab_free(ep);
     struct mroce_mem mem = ep->mem;
     mroce_free(&mem, ep);

@@ -144,7 +144,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     a.send_cq->users++;
     a.recv_cq->users++;
     qp->state = MROCE_QPS_RESET;
-    qp->heap_idx = MROCE_NONE32;
+    ep->theap_pos[slot] = MROCE_NONE32;
     *pqp = qp;
     return 0;
 fail:

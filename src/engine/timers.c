@@ -13,59 +13,59 @@
  */
 #include "engine_int.h"
 
-static int before(const mroce_qp *a, const mroce_qp *b)
+/* The heap is an array of (deadline, QP) entries and the positions are
+ * kept by slot in ep->theap_pos, so a sift reads and writes those two
+ * arrays only: with the deadline read through each QP and the position
+ * written into it, every level of a sift was a cache miss on another QP
+ * (a simulated endpoint has ~1,000 of them, a few KB each). */
+static void heap_set(mroce_ep *ep, uint32_t i, struct mroce_theap_ent e)
 {
-    return a->expiry_key < b->expiry_key;
-}
-
-static void heap_set(mroce_ep *ep, uint32_t i, mroce_qp *qp)
-{
-    ep->theap[i] = qp;
-    qp->heap_idx = i;
+    ep->theap[i] = e;
+    ep->theap_pos[e.qp->slot] = i;
 }
 
 static void sift_up(mroce_ep *ep, uint32_t i)
 {
-    mroce_qp *qp = ep->theap[i];
+    struct mroce_theap_ent e = ep->theap[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (!before(qp, ep->theap[p]))
+        if (!(e.key < ep->theap[p].key))
             break;
         heap_set(ep, i, ep->theap[p]);
         i = p;
     }
-    heap_set(ep, i, qp);
+    heap_set(ep, i, e);
 }
 
 static void sift_down(mroce_ep *ep, uint32_t i)
 {
-    mroce_qp *qp = ep->theap[i];
+    struct mroce_theap_ent e = ep->theap[i];
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= ep->theap_n)
             break;
-        if (c + 1 < ep->theap_n && before(ep->theap[c + 1], ep->theap[c]))
+        if (c + 1 < ep->theap_n && ep->theap[c + 1].key < ep->theap[c].key)
             c++;
-        if (!before(ep->theap[c], qp))
+        if (!(ep->theap[c].key < e.key))
             break;
         heap_set(ep, i, ep->theap[c]);
         i = c;
     }
-    heap_set(ep, i, qp);
+    heap_set(ep, i, e);
 }
 
 void mroce_ep_timer_remove(mroce_ep *ep, mroce_qp *qp)
 {
-    uint32_t i = qp->heap_idx;
+    uint32_t i = ep->theap_pos[qp->slot];
     if (i == MROCE_NONE32)
         return;
-    qp->heap_idx = MROCE_NONE32;
-    mroce_qp *last = ep->theap[--ep->theap_n];
-    if (last == qp)
+    ep->theap_pos[qp->slot] = MROCE_NONE32;
+    struct mroce_theap_ent last = ep->theap[--ep->theap_n];
+    if (last.qp == qp)
         return;
     heap_set(ep, i, last);
     sift_up(ep, i);
-    sift_down(ep, last->heap_idx);
+    sift_down(ep, ep->theap_pos[last.qp->slot]);
 }
 
 void mroce_ep_timer_update(mroce_ep *ep, mroce_qp *qp)
@@ -75,24 +75,27 @@ void mroce_ep_timer_update(mroce_ep *ep, mroce_qp *qp)
         mroce_ep_timer_remove(ep, qp);
         return;
     }
-    if (qp->heap_idx == MROCE_NONE32) {
+    uint32_t i = ep->theap_pos[qp->slot];
+    if (i == MROCE_NONE32) {
         qp->expiry_key = e;
-        heap_set(ep, ep->theap_n++, qp);
-        sift_up(ep, qp->heap_idx);
+        i = ep->theap_n++;
+        heap_set(ep, i, (struct mroce_theap_ent){e, qp});
+        sift_up(ep, i);
         return;
     }
     if (e == qp->expiry_key)
         return;
     qp->expiry_key = e;
-    sift_up(ep, qp->heap_idx);
-    sift_down(ep, qp->heap_idx);
+    ep->theap[i].key = e;
+    sift_up(ep, i);
+    sift_down(ep, ep->theap_pos[qp->slot]);
 }
 
 mroce_tstamp mroce_ep_expiry(const mroce_ep *ep)
 {
     if (!ep || ep->theap_n == 0)
         return MROCE_TSTAMP_INF;
-    return ep->theap[0]->expiry_key;
+    return ep->theap[0].key;
 }
 
 void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now)
@@ -102,15 +105,15 @@ void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now)
     /* Each due QP is handled once per call: a QP whose timer is still due
      * afterwards waits for the next call rather than spinning here. */
     uint32_t budget = ep->theap_n;
-    while (budget-- && ep->theap_n && ep->theap[0]->expiry_key <= now) {
-        mroce_qp *qp = ep->theap[0];
+    while (budget-- && ep->theap_n && ep->theap[0].key <= now) {
+        mroce_qp *qp = ep->theap[0].qp;
         mroce_qp_ctrl_timer(qp, now);
         mroce_resp_ack_timer(qp, now);
         mroce_comp_timers(qp, now);
         if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
             mroce_ep_mark_ready(ep, qp);
         mroce_ep_timer_update(ep, qp);
-        if (qp->heap_idx == 0 && qp->expiry_key <= now)
+        if (ep->theap_pos[qp->slot] == 0 && qp->expiry_key <= now)
             break; /* still due: the caller will come back */
     }
 }
