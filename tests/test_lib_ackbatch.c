@@ -26,6 +26,7 @@
 
 #include <mroce/mroce.h>
 
+#include "libpair.h"
 #include "testutil.h"
 
 #define BUF_SIZE (1u << 20)
@@ -34,92 +35,7 @@
 #define MSGS 24u
 #define STREAM (MSGS * MSG / MTU) /* packets */
 #define MAX_NEW_PER_ACK 19u
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-struct side {
-    mroce_device *dev;
-    mroce_pd *pd;
-    mroce_vcq *cq;
-    mroce_vqp *qp;
-    uint8_t *buf;
-    mroce_vmr *mr;
-};
-
-/* A device on a free port (drawn from the pid, retried). */
-static int side_init(struct side *s)
-{
-    static unsigned salt;
-    memset(s, 0, sizeof(*s));
-    int rc = MROCE_EADDR;
-    for (int i = 0; i < 50 && rc == MROCE_EADDR; i++) {
-        struct mroce_device_attr a;
-        mroce_device_attr_default(&a);
-        a.progress = MROCE_PROGRESS_APP;
-        a.port = (uint16_t)(20000 + ((unsigned)getpid() * 331u +
-                                     salt++ * 7907u + (unsigned)i * 104723u) %
-                                        20000u);
-        a.src_port_count = 64;
-        rc = mroce_device_open(&a, &s->dev);
-    }
-    if (rc < 0)
-        return rc;
-    struct mroce_vqp_init_attr qa;
-    if ((rc = mroce_pd_alloc(s->dev, &s->pd)) < 0 ||
-        (rc = mroce_create_cq(s->dev, 256, &s->cq)) < 0)
-        return rc;
-    mroce_vqp_init_attr_default(&qa);
-    qa.eng.init_cwnd = 1u << 20; /* the whole stream at once */
-    qa.send_cq = s->cq;
-    qa.recv_cq = s->cq;
-    if ((rc = mroce_create_qp(s->pd, &qa, &s->qp)) < 0)
-        return rc;
-    s->buf = calloc(1, BUF_SIZE);
-    if (!s->buf)
-        return MROCE_ENOMEM;
-    return mroce_reg_mr(s->pd, s->buf, BUF_SIZE,
-                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                        &s->mr);
-}
-
-static void side_fini(struct side *s)
-{
-    if (s->dev)
-        mroce_device_close(s->dev);
-    free(s->buf);
-}
-
-struct accept_arg {
-    mroce_vqp *qp;
-    int rc;
-};
-
-static void *accept_main(void *p)
-{
-    struct accept_arg *a = p;
-    a->rc = mroce_accept(a->qp, 3000);
-    return NULL;
-}
-
-/* a connects to b; b accepts in a thread (each call drives its device). */
-static int connect_pair(struct side *a, struct side *b)
-{
-    struct accept_arg arg = {b->qp, -99};
-    pthread_t t;
-    if (!CHECK(pthread_create(&t, NULL, accept_main, &arg) == 0))
-        return 0;
-    usleep(10000); /* let accept listen (connect retries anyway) */
-    int rc = mroce_connect(a->qp, "127.0.0.1", mroce_device_port(b->dev), 0,
-                           3000);
-    pthread_join(t, NULL);
-    return CHECK_MSG(rc == 0 && arg.rc == 0, "connect %d accept %d", rc,
-                     arg.rc);
-}
+#define RW (MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE)
 
 /* MSGS WRITEs of MSG bytes in one chain, the last one signaled. */
 static int post_stream(struct side *a, struct side *b)
@@ -160,7 +76,9 @@ static uint64_t qp_counter_tx_acks(struct side *s)
 int main(void)
 {
     struct side a, b;
-    if (!CHECK(side_init(&a) == 0) || !CHECK(side_init(&b) == 0) ||
+    /* an initial window of 1 MiB: a sends the whole stream at once */
+    if (!CHECK(side_open(&a, BUF_SIZE, RW, 1u << 20) == 0) ||
+        !CHECK(side_open(&b, BUF_SIZE, RW, 1u << 20) == 0) ||
         !connect_pair(&a, &b)) {
         side_fini(&a);
         side_fini(&b);

@@ -37,6 +37,7 @@
 
 #include <mroce/mroce.h>
 
+#include "libpair.h"
 #include "testutil.h"
 
 #define BUF_SIZE 65536u
@@ -46,64 +47,7 @@
 #define READS 40
 #define READ_LEN 16384u /* several packets: only the LAST asks for an ACK */
 #define READ_OFF 8192u  /* clear of the SEND and receive areas */
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-struct side {
-    mroce_device *dev;
-    mroce_pd *pd;
-    mroce_vcq *cq;
-    mroce_vqp *qp;
-    uint8_t *buf;
-    mroce_vmr *mr;
-};
-
-/* A device on a free port (drawn from the pid, retried). */
-static int side_init(struct side *s)
-{
-    static unsigned salt;
-    memset(s, 0, sizeof(*s));
-    int rc = MROCE_EADDR;
-    for (int i = 0; i < 50 && rc == MROCE_EADDR; i++) {
-        struct mroce_device_attr a;
-        mroce_device_attr_default(&a);
-        a.progress = MROCE_PROGRESS_APP;
-        a.port = (uint16_t)(20000 + ((unsigned)getpid() * 173u +
-                                     salt++ * 7919u + (unsigned)i * 104729u) %
-                                        20000u);
-        a.src_port_count = 64;
-        rc = mroce_device_open(&a, &s->dev);
-    }
-    if (rc < 0)
-        return rc;
-    struct mroce_vqp_init_attr qa;
-    if ((rc = mroce_pd_alloc(s->dev, &s->pd)) < 0 ||
-        (rc = mroce_create_cq(s->dev, 256, &s->cq)) < 0)
-        return rc;
-    mroce_vqp_init_attr_default(&qa);
-    qa.send_cq = s->cq;
-    qa.recv_cq = s->cq;
-    if ((rc = mroce_create_qp(s->pd, &qa, &s->qp)) < 0)
-        return rc;
-    s->buf = calloc(1, BUF_SIZE);
-    if (!s->buf)
-        return MROCE_ENOMEM;
-    return mroce_reg_mr(s->pd, s->buf, BUF_SIZE,
-                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_READ,
-                        &s->mr);
-}
-
-static void side_fini(struct side *s)
-{
-    if (s->dev)
-        mroce_device_close(s->dev);
-    free(s->buf);
-}
+#define ACCESS (MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_READ)
 
 static int post_recv(struct side *s, uint64_t id)
 {
@@ -228,33 +172,6 @@ static int read_answer(struct side *a, struct side *b, int n, uint64_t base)
     return 0;
 }
 
-struct accept_arg {
-    mroce_vqp *qp;
-    int rc;
-};
-
-static void *accept_main(void *p)
-{
-    struct accept_arg *a = p;
-    a->rc = mroce_accept(a->qp, 3000);
-    return NULL;
-}
-
-/* a connects to b; b accepts in a thread (each call drives its device). */
-static int connect_pair(struct side *a, struct side *b)
-{
-    struct accept_arg arg = {b->qp, -99};
-    pthread_t t;
-    if (!CHECK(pthread_create(&t, NULL, accept_main, &arg) == 0))
-        return 0;
-    usleep(10000); /* let accept listen (connect retries anyway) */
-    int rc = mroce_connect(a->qp, "127.0.0.1", mroce_device_port(b->dev), 0,
-                           3000);
-    pthread_join(t, NULL);
-    return CHECK_MSG(rc == 0 && arg.rc == 0, "connect %d accept %d", rc,
-                     arg.rc);
-}
-
 static void run(const char *defer_env)
 {
     if (defer_env)
@@ -264,7 +181,8 @@ static void run(const char *defer_env)
     int off = defer_env && !strcmp(defer_env, "0");
     printf("MROCE_DEFER_ACKS=%s\n", defer_env ? defer_env : "(unset)");
     struct side a, b;
-    int ra = side_init(&a), rb = side_init(&b);
+    int ra = side_open(&a, BUF_SIZE, ACCESS, 0),
+        rb = side_open(&b, BUF_SIZE, ACCESS, 0);
     if (!CHECK_MSG(ra == 0 && rb == 0, "side_init %d %d", ra, rb) ||
         !connect_pair(&a, &b)) {
         side_fini(&a);

@@ -1,0 +1,114 @@
+/*
+ * libpair.h - two libmroce devices on 127.0.0.1, one RC QP each, connected
+ * to each other and driven from one thread: the set-up the libmroce tests
+ * that watch both ends of a connection (test_lib_ackdefer,
+ * test_lib_ackbatch) share.  Header-only and static like testutil.h.
+ *
+ * Each side has an APP-progress device on a port drawn from the pid and
+ * retried (parallel CTest runs must not collide), a PD, one CQ for both
+ * directions, a QP and a zeroed buffer registered with the access the test
+ * asks for.  connect_pair() accepts on b in a thread while a connects: each
+ * call drives its own device, so neither can stall the other.
+ */
+#ifndef MROCE_TESTS_LIBPAIR_H
+#define MROCE_TESTS_LIBPAIR_H
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mroce/mroce.h>
+
+#include "testutil.h"
+
+static inline uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct side {
+    mroce_device *dev;
+    mroce_pd *pd;
+    mroce_vcq *cq;
+    mroce_vqp *qp;
+    uint8_t *buf;
+    size_t buf_len;
+    mroce_vmr *mr;
+};
+
+/* buf_len bytes registered with `access`; init_cwnd 0 keeps the default. */
+static inline int side_open(struct side *s, size_t buf_len, int access,
+                            uint32_t init_cwnd)
+{
+    static unsigned salt;
+    memset(s, 0, sizeof(*s));
+    int rc = MROCE_EADDR;
+    for (int i = 0; i < 50 && rc == MROCE_EADDR; i++) {
+        struct mroce_device_attr a;
+        mroce_device_attr_default(&a);
+        a.progress = MROCE_PROGRESS_APP;
+        a.port = (uint16_t)(20000 + ((unsigned)getpid() * 173u +
+                                     salt++ * 7919u + (unsigned)i * 104729u) %
+                                        20000u);
+        a.src_port_count = 64;
+        rc = mroce_device_open(&a, &s->dev);
+    }
+    if (rc < 0)
+        return rc;
+    struct mroce_vqp_init_attr qa;
+    if ((rc = mroce_pd_alloc(s->dev, &s->pd)) < 0 ||
+        (rc = mroce_create_cq(s->dev, 256, &s->cq)) < 0)
+        return rc;
+    mroce_vqp_init_attr_default(&qa);
+    if (init_cwnd)
+        qa.eng.init_cwnd = init_cwnd;
+    qa.send_cq = s->cq;
+    qa.recv_cq = s->cq;
+    if ((rc = mroce_create_qp(s->pd, &qa, &s->qp)) < 0)
+        return rc;
+    s->buf = calloc(1, buf_len);
+    if (!s->buf)
+        return MROCE_ENOMEM;
+    s->buf_len = buf_len;
+    return mroce_reg_mr(s->pd, s->buf, buf_len, access, &s->mr);
+}
+
+static inline void side_fini(struct side *s)
+{
+    if (s->dev)
+        mroce_device_close(s->dev);
+    free(s->buf);
+}
+
+struct libpair_accept {
+    mroce_vqp *qp;
+    int rc;
+};
+
+static inline void *libpair_accept_main(void *p)
+{
+    struct libpair_accept *a = p;
+    a->rc = mroce_accept(a->qp, 3000);
+    return NULL;
+}
+
+/* a connects to b; 1 when both ends are connected (a failed CHECK if not). */
+static inline int connect_pair(struct side *a, struct side *b)
+{
+    struct libpair_accept arg = {b->qp, -99};
+    pthread_t t;
+    if (!CHECK(pthread_create(&t, NULL, libpair_accept_main, &arg) == 0))
+        return 0;
+    usleep(10000); /* let accept listen (connect retries anyway) */
+    int rc = mroce_connect(a->qp, "127.0.0.1", mroce_device_port(b->dev), 0,
+                           3000);
+    pthread_join(t, NULL);
+    return CHECK_MSG(rc == 0 && arg.rc == 0, "connect %d accept %d", rc,
+                     arg.rc);
+}
+
+#endif
