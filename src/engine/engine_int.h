@@ -177,7 +177,6 @@ struct mroce_qp {
                                  to send, since the last ACK (CC-19) */
     uint32_t slot;            /* index in ep->qps */
     uint32_t live_idx;        /* index in ep->live */
-    mroce_tstamp expiry_key;  /* its deadline as the heap last saw it */
     mroce_qp *ready_prev, *ready_next; /* ep ready list */
     mroce_qp *listen_prev, *listen_next; /* ep listen FIFO */
     mroce_qp *conn_next;      /* chain in ep->conn_tab */

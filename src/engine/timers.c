@@ -77,15 +77,13 @@ void mroce_ep_timer_update(mroce_ep *ep, mroce_qp *qp)
     }
     uint32_t i = ep->theap_pos[qp->slot];
     if (i == MROCE_NONE32) {
-        qp->expiry_key = e;
         i = ep->theap_n++;
         heap_set(ep, i, (struct mroce_theap_ent){e, qp});
         sift_up(ep, i);
         return;
     }
-    if (e == qp->expiry_key)
+    if (e == ep->theap[i].key)
         return;
-    qp->expiry_key = e;
     ep->theap[i].key = e;
     sift_up(ep, i);
     sift_down(ep, ep->theap_pos[qp->slot]);
@@ -113,7 +111,7 @@ void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now)
         if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
             mroce_ep_mark_ready(ep, qp);
         mroce_ep_timer_update(ep, qp);
-        if (ep->theap_pos[qp->slot] == 0 && qp->expiry_key <= now)
+        if (ep->theap_pos[qp->slot] == 0 && ep->theap[0].key <= now)
             break; /* still due: the caller will come back */
     }
 }
