@@ -302,10 +302,9 @@ static int rndv_post(struct mfi_ep *ep, struct mfi_op *op)
         return 0;
     struct mroce_send_wr *bad = NULL;
     int rc = mroce_post_send(op->conn->qp, wr, &bad);
-    /* The WRs before the refused one are queued (all of them on success). */
+    /* On failure bad points at the refused WR of the chain (the first one
+     * if the call refused it whole); those before it are queued. */
     int posted = rc ? (int)(bad - wr) : nw;
-    if (posted < 0 || posted > nw)
-        posted = 0; /* refused before the chain was looked at */
     for (int i = 0; i < posted; i++) {
         ep->wr_outstanding++;
         op->rd_pending++;
