@@ -105,6 +105,18 @@ static int open_udp(struct mroce_udp **u, struct mroce_udp_config *cfg,
     return MROCE_EADDR;
 }
 
+/* A receiver on 127.0.0.1 that sees every GSO segment as its own datagram
+ * (no GRO) and a sender configured by sc; 1 if both opened. */
+static int open_lo_pair(struct mroce_udp **rx, struct mroce_udp **tx,
+                        struct mroce_udp_config *sc)
+{
+    struct mroce_udp_config rc;
+    mroce_udp_config_default(&rc);
+    rc.use_gro = 0;
+    return CHECK(open_udp(rx, &rc, "127.0.0.1") == 0) &&
+           CHECK(open_udp(tx, sc, "127.0.0.1") == 0);
+}
+
 static struct mroce_addr addr_of(struct mroce_udp *u, const char *ip)
 {
     struct sockaddr_storage ss;
@@ -148,14 +160,11 @@ static void drain(struct mroce_udp *u, struct rxlog *l, unsigned want,
  * mroce_udp_flush_early() keeps them staged, intact, for the next flush. */
 static void test_late(void)
 {
-    struct mroce_udp_config rc, sc;
+    struct mroce_udp_config sc;
     struct mroce_udp *rx, *tx;
-    mroce_udp_config_default(&rc);
-    rc.use_gro = 0;
     mroce_udp_config_default(&sc);
     sc.src_port_count = 4;
-    if (!CHECK(open_udp(&rx, &rc, "127.0.0.1") == 0) ||
-        !CHECK(open_udp(&tx, &sc, "127.0.0.1") == 0))
+    if (!open_lo_pair(&rx, &tx, &sc))
         return;
     struct mroce_addr to = addr_of(rx, "127.0.0.1");
     uint16_t base = mroce_udp_src_base(tx);
@@ -199,14 +208,11 @@ static void test_late(void)
 
 static void test_gso_and_ports(void)
 {
-    struct mroce_udp_config rc, sc;
+    struct mroce_udp_config sc;
     struct mroce_udp *rx, *tx;
-    mroce_udp_config_default(&rc);
-    rc.use_gro = 0; /* see every segment as its own datagram */
     mroce_udp_config_default(&sc);
     sc.src_port_count = 16;
-    if (!CHECK(open_udp(&rx, &rc, "127.0.0.1") == 0) ||
-        !CHECK(open_udp(&tx, &sc, "127.0.0.1") == 0))
+    if (!open_lo_pair(&rx, &tx, &sc))
         return;
     uint16_t base = mroce_udp_src_base(tx);
     CHECK(base >= 49152 && base + 16 <= 65536);
@@ -637,17 +643,14 @@ static void zc_put(struct mroce_udp *u, const struct mroce_addr *to,
 
 static void zc_run(int gso, int dup)
 {
-    struct mroce_udp_config rc, sc;
+    struct mroce_udp_config sc;
     struct mroce_udp *rx, *tx;
-    mroce_udp_config_default(&rc);
-    rc.use_gro = 0;
     mroce_udp_config_default(&sc);
     sc.src_port_count = 4;
     sc.use_gso = (uint8_t)gso;
     if (dup)
         sc.tx_fault.dup = 1.0;
-    if (!CHECK(open_udp(&rx, &rc, "127.0.0.1") == 0) ||
-        !CHECK(open_udp(&tx, &sc, "127.0.0.1") == 0))
+    if (!open_lo_pair(&rx, &tx, &sc))
         return;
     struct mroce_addr to = addr_of(rx, "127.0.0.1");
     uint16_t base = mroce_udp_src_base(tx);
@@ -699,14 +702,11 @@ static void test_zerocopy(void)
  * leaves after the data at the flush. */
 static void test_stage_bytes(void)
 {
-    struct mroce_udp_config rc, sc;
+    struct mroce_udp_config sc;
     struct mroce_udp *rx, *tx;
-    mroce_udp_config_default(&rc);
-    rc.use_gro = 0;
     mroce_udp_config_default(&sc);
     sc.src_port_count = 1;
-    if (!CHECK(open_udp(&rx, &rc, "127.0.0.1") == 0) ||
-        !CHECK(open_udp(&tx, &sc, "127.0.0.1") == 0))
+    if (!open_lo_pair(&rx, &tx, &sc))
         return;
     struct mroce_addr to = addr_of(rx, "127.0.0.1");
     uint16_t base = mroce_udp_src_base(tx);
