@@ -172,21 +172,25 @@ pingpong() {
 }
 
 # calibrate PROV SIZE: sets ITERS for about SECS seconds from a short run
-# (0 if it fails)
+# (0 if it fails).  The bandwidth run is 200 iterations and at least 1000
+# are measured: tcp;ofi_rxm needs a few hundred 1 MiB iterations to reach
+# its steady rate (10 iterations 2.9 Gbit/s, 360 25, 2000 44, 8000 43; mroce
+# 28, 38, 39, 38), so the 10-iteration calibration used until 2026-11-30
+# gave rxm ~360 iterations and understated it by ~30%.
 calibrate() {
     local prov=$1 size=$2 small=0
     [ "$size" -le 65536 ] && small=1
     ITERS=${BW_ITERS:-}
     [ $small = 1 ] && ITERS=${LAT_ITERS:-}
     [ -n "$ITERS" ] && return
-    pingpong "$prov" "$size" "$([ $small = 1 ] && echo 2000 || echo 10)"
+    pingpong "$prov" "$size" "$([ $small = 1 ] && echo 2000 || echo 200)"
     ITERS=0
     [ -n "$RES" ] || return
     ITERS=$(python3 -c '
 import sys
 secs, usec, small = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "1"
 n = int(secs * 1e6 / max(2 * usec, 0.01))
-lo, hi = (1000, 500000) if small else (20, 20000)
+lo, hi = (1000, 500000) if small else (1000, 20000)
 print(min(max(n, lo), hi))' "$SECS" "${RES%% *}" "$small")
 }
 

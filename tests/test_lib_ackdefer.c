@@ -22,13 +22,18 @@
  *               ACK, which then leaves behind the answer.  Before, only
  *               rounds with a SEND or WRITE deferred: a's count stayed 0
  *               and each answer waited behind the ACK's sendmsg.
+ *   watchdog    0.3 s of ping-pong: b's watchdog thread backs off (looks
+ *               at most once per 300 us on average) and runs under
+ *               SCHED_IDLE.
  *
  * Driving both devices from one thread is what makes the order exact:
  * loopback sendmsg queues a datagram on the receiving socket before it
  * returns, and each side's library runs only when the test calls it.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +177,80 @@ static int read_answer(struct side *a, struct side *b, int n, uint64_t base)
     return 0;
 }
 
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Threads of this process named name, and how many of them run under
+ * SCHED_IDLE. */
+static int threads_named(const char *name, int *idle)
+{
+    int n = 0;
+    *idle = 0;
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (!fgets(comm, sizeof(comm), f))
+            comm[0] = 0;
+        fclose(f);
+        comm[strcspn(comm, "\n")] = 0;
+        if (strcmp(comm, name))
+            continue;
+        n++;
+        if (sched_getscheduler((pid_t)atoi(de->d_name)) == SCHED_IDLE)
+            (*idle)++;
+    }
+    closedir(dir);
+    return n;
+}
+
+/* While the application answers in time, the watchdog backs off to a look
+ * every LIB_ACK_WATCH_MAX_NS (500 us) and runs under SCHED_IDLE, so that
+ * it does not preempt busy pollers (ackdefer.c).  At the old fixed 100 us
+ * it looked ~7,000 times in a second of ping-pong (a nap of 100 us takes
+ * ~140 us); the bound below allows one look per 300 us, plus four for each
+ * ACK it had to send (each puts it back to 100 us). */
+static void watchdog_backoff(struct side *a, struct side *b)
+{
+    struct mroce_udp_counters w0, w1;
+    udp_counters(b, &w0);
+    uint64_t t0 = now_us(), base = 1000000;
+    while (now_us() - t0 < 300000) {
+        if (ping_pong(a, b, 50, base) < 0)
+            return;
+        base += 50;
+    }
+    uint64_t us = now_us() - t0;
+    udp_counters(b, &w1);
+    uint64_t ticks = w1.watchdog_ticks - w0.watchdog_ticks,
+             sent = w1.acks_watchdog - w0.acks_watchdog,
+             def = w1.acks_deferred - w0.acks_deferred;
+    int idle = 0, n = threads_named("mroce-ackwd", &idle);
+    printf("  watchdog: %llu looks in %llu us of ping-pong (%llu deferrals, "
+           "%llu ACKs sent by it); %d watchdog threads, %d SCHED_IDLE\n",
+           (unsigned long long)ticks, (unsigned long long)us,
+           (unsigned long long)def, (unsigned long long)sent, n, idle);
+    CHECK_MSG(def >= 100, "b deferred only %llu ACKs", (unsigned long long)def);
+    CHECK_MSG(ticks >= 1, "b's watchdog never looked");
+    CHECK_MSG(ticks <= us / 300 + 4 + 4 * sent,
+              "b's watchdog looked %llu times in %llu us",
+              (unsigned long long)ticks, (unsigned long long)us);
+    CHECK_MSG(n >= 1 && idle == n, "%d of %d watchdog threads SCHED_IDLE",
+              idle, n);
+}
+
 static void run(const char *defer_env)
 {
     if (defer_env)
@@ -295,6 +374,8 @@ static void run(const char *defer_env)
                       (unsigned long long)adef, (unsigned long long)arep);
         }
     }
+    if (!off)
+        watchdog_backoff(&a, &b);
     CHECK_EQ_INT(mroce_vqp_state(a.qp), MROCE_QPS_RTS);
     CHECK_EQ_INT(mroce_vqp_state(b.qp), MROCE_QPS_RTS);
     side_fini(&a);

@@ -212,6 +212,7 @@ void mroce_device_get_counters(const mroce_device *dev,
     X(acks_deferred_late) /* sent later than max_ack_delay (10 us) */     \
     X(acks_watchdog)    /* sent by the watchdog thread (the application   \
                            stayed away) */                                \
+    X(watchdog_ticks)   /* the watchdog thread's wake-ups to look */      \
     X(defer_pauses)     /* deferral paused: the application did not answer \
                            (a bulk receiver) */                           \
     X(rx_sockbuf)       /* not a count: the receive socket's buffer in    \

@@ -30,21 +30,39 @@
  * One that does not makes a deferred ACK late (sent by its next call or the
  * watchdog after more than LIB_ACK_DEFER_NS); then deferral pauses for
  * LIB_ACK_DEFER_PAUSE_NS, so a compute-after-receive pattern costs at most
- * one late ACK per pause, and that one is at most about a watchdog period
- * (plus scheduling delay) late, well below the 1 ms minimum RTO.  A late
+ * one late ACK per pause, and that one is at most a watchdog period (up
+ * to LIB_ACK_WATCH_MAX_NS, 500 us) late where a core is free, below the
+ * 1 ms minimum RTO (on a host with none, see below).  A late
  * ACK's ACK Delay field, written when the ACK was staged, understates its
  * hold time: the peer then sees a longer RTT, the safe direction.
  *
- * The period, LIB_ACK_WATCH_NS, stays 100 us.  While a ping-pong runs the
- * watchdog wakes every period (deferrals never stop), and on a host with
- * no idle core each wake-up preempts a busy poller: ~10% of bench_fi_bw
- * -m lat's 64 B rounds took over 3x the median (loaded 2-core host,
- * processes pinned to a core each).  250 us (tried 2026-11-30) cut that to
- * ~6% and p90 from ~9 to ~7 us, but the mean, what fi_pingpong reports,
- * got worse: 39-95 rounds of 20000 above 100 us (4-20 at 100 us), up to
- * 6 ms, and 12 RTOs on the server against 4 (counters of one run each;
- * most likely a holder preempted on a loaded host got its ACK out too late
- * for the peer's probe and 1 ms RTO: not verified).  500 us was worse.
+ * The watchdog must not cost the pollers it protects.  While a ping-pong
+ * runs, deferrals never stop and the watchdog never sleeps; on a host with
+ * no idle core (two busy pollers on two cores) each of its wake-ups
+ * preempted a poller for a whole context switch.  At a fixed 100 us
+ * period that was ~6-7% of bench_fi_bw -m lat's 64 B rounds over 3x the
+ * median (~1,500 wake-ups a second each side, each costing about two
+ * rounds), and fi_pingpong's 1 MiB ping-pong lost ~15% against
+ * MROCE_DEFER_ACKS=0 (the watchdog alone: with a 1 ms period the loss was
+ * gone).  So, 2026-11-30:
+ *   - the thread runs under SCHED_IDLE: its wake-ups never preempt a
+ *     running thread of normal policy; it runs on an idle core at once,
+ *     and on a fully busy host when the scheduler next balances (at the
+ *     latest a tick or two, 4-8 ms at HZ 250);
+ *   - its period doubles after each look that found nothing late, from
+ *     LIB_ACK_WATCH_NS (100 us) to LIB_ACK_WATCH_MAX_NS (500 us, half of
+ *     libmroce's 1 ms min_rto), and falls back to 100 us after each ACK it
+ *     had to send (the watchdog_ticks counter counts its looks).
+ * Quiet host, 2 runs each: slow rounds 6.5-7.4% -> 0.7-1.0% (keeper off,
+ * the provider's own thread; 1.9-2.6% with it), fi_pingpong 64 B mean
+ * 4.0-5.0 -> 3.2-3.4 us (udp;ofi_rxd 4.0-4.4 in the same runs), 1 MiB
+ * 29-32 -> 33-37 Gbit/s.  The cost: on a host with no idle core, an
+ * application that stops calling with a deferred ACK has it sent up to a
+ * few ms late instead of ~100 us, and its peer may retransmit once on its
+ * RTO (1 ms) in the meantime: a spurious retransmission, not a failure
+ * (retry_cnt allows 7 RTOs, doubling).  Tried before and not kept: a fixed
+ * 250 us period at normal priority (2026-11-30: fewer slow rounds, but a
+ * worse mean on a loaded host, and more RTOs; not explained).
  * Not deferred: progress-thread mode, devices whose fd the application
  * polls (mroce_device_fd), rounds that fired timers.
  *
@@ -108,6 +126,7 @@
  * process during a ping-pong.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -210,11 +229,15 @@ static void nap(uint64_t ns)
     nanosleep(&ts, NULL);
 }
 
-/* Ticks while deferrals happen; returns when they stopped or on stop. */
+/* Ticks while deferrals happen; returns when they stopped or on stop.
+ * Backs off while every look finds the ACKs already sent (ackdefer.c's
+ * top says why). */
 static void watch_ticks(mroce_device *dev)
 {
+    uint64_t period = LIB_ACK_WATCH_NS;
     for (;;) {
-        nap(LIB_ACK_WATCH_NS);
+        nap(period);
+        atomic_fetch_add_explicit(&dev->wd_ticks, 1, memory_order_relaxed);
         pthread_mutex_lock(&dev->wd_lock);
         int stop = dev->wd_stop;
         pthread_mutex_unlock(&dev->wd_lock);
@@ -222,7 +245,11 @@ static void watch_ticks(mroce_device *dev)
             return;
         mroce_tstamp now = lib_now();
         uint64_t at = atomic_load(&dev->wd_defer_at);
-        if (at && now - at >= LIB_ACK_DEFER_NS) {
+        int late = at && now - at >= LIB_ACK_DEFER_NS;
+        period = late ? LIB_ACK_WATCH_NS
+                      : period * 2 < LIB_ACK_WATCH_MAX_NS ? period * 2
+                                                          : LIB_ACK_WATCH_MAX_NS;
+        if (late) {
             lib_lock(dev);
             if (dev->tx_deferred) {
                 /* The application stayed away (computing, or preempted on
@@ -250,6 +277,11 @@ static void *watch_main(void *arg)
     mroce_device *dev = arg;
     /* Named, to be told apart in top -H and /proc/PID/task. */
     pthread_setname_np(pthread_self(), "mroce-ackwd");
+    /* Never preempt the application's pollers (top of the file).  Lowering
+     * one's own priority needs no privilege; if it fails all the same, the
+     * watchdog still works, only at a cost to busy pollers. */
+    struct sched_param sp = {0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
     pthread_mutex_lock(&dev->wd_lock);
     for (;;) {
         while (!dev->wd_stop && !dev->wd_kick)

@@ -363,6 +363,8 @@ void mroce_device_get_udp_counters(const mroce_device *cdev,
     c->acks_deferred_replied = dev->acks_deferred_replied;
     c->acks_deferred_late = dev->acks_deferred_late;
     c->acks_watchdog = dev->acks_watchdog;
+    c->watchdog_ticks = atomic_load_explicit(&dev->wd_ticks,
+                                             memory_order_relaxed);
     c->defer_pauses = dev->defer_pauses;
     lib_unlock(dev);
 }

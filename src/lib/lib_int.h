@@ -54,8 +54,10 @@ enum lib_magic {
 #define LIB_RX_ROUNDS 4
 /* APP mode ACK deferral (ackdefer.c explains).  A deferred ACK that the
  * application's next call did not send within LIB_ACK_DEFER_NS (the default
- * max_ack_delay, REL-19) is late.  The watchdog looks every
- * LIB_ACK_WATCH_NS while deferrals happen, sends late ones, and sleeps after
+ * max_ack_delay, REL-19) is late.  While deferrals happen the watchdog
+ * looks LIB_ACK_WATCH_NS after it starts or last had to send, twice as long
+ * after each look that found nothing late, up to LIB_ACK_WATCH_MAX_NS
+ * (half of libmroce's 1 ms min_rto); it sends late ones, and sleeps after
  * LIB_ACK_WATCH_IDLE_NS without a deferral.  Each ACK it has to send adds
  * LIB_ACK_RESCUE_SCORE to a score that each ACK the application sends in
  * time lowers by one; at LIB_ACK_PAUSE_SCORE deferral pauses for
@@ -71,6 +73,9 @@ enum lib_magic {
 #define LIB_ACK_DEFER_PAUSE_NS 20000000ull
 #ifndef LIB_ACK_WATCH_NS
 #define LIB_ACK_WATCH_NS 100000ull
+#endif
+#ifndef LIB_ACK_WATCH_MAX_NS
+#define LIB_ACK_WATCH_MAX_NS 500000ull
 #endif
 #define LIB_ACK_WATCH_IDLE_NS 2000000ull
 #define LIB_ACK_NO_REPLY_MAX 4u
@@ -180,6 +185,7 @@ struct mroce_device {
     mroce_tstamp defer_pause_until;/* no deferral before (after a late one) */
     uint32_t defer_score;          /* watchdog rescues, decaying */
     uint64_t acks_deferred, acks_deferred_late, acks_watchdog;
+    _Atomic uint64_t wd_ticks;     /* the watchdog's looks (wake-ups) */
     _Atomic uint64_t wd_defer_at;  /* defer_at for the watchdog, 0 = none */
     _Atomic uint64_t wd_last_defer;/* time of the last deferral */
     atomic_int wd_awake;           /* the watchdog is ticking */
