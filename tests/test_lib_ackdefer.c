@@ -31,7 +31,6 @@
  * returns, and each side's library runs only when the test calls it.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -44,6 +43,7 @@
 
 #include "libpair.h"
 #include "testutil.h"
+#include "threads.h"
 
 #define BUF_SIZE 65536u
 #define MSG 64u
@@ -184,38 +184,6 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* Threads of this process named name, and how many of them run under
- * SCHED_IDLE. */
-static int threads_named(const char *name, int *idle)
-{
-    int n = 0;
-    *idle = 0;
-    DIR *dir = opendir("/proc/self/task");
-    if (!dir)
-        return -1;
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[300], comm[32] = "";
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (!fgets(comm, sizeof(comm), f))
-            comm[0] = 0;
-        fclose(f);
-        comm[strcspn(comm, "\n")] = 0;
-        if (strcmp(comm, name))
-            continue;
-        n++;
-        if (sched_getscheduler((pid_t)atoi(de->d_name)) == SCHED_IDLE)
-            (*idle)++;
-    }
-    closedir(dir);
-    return n;
-}
-
 /* While the application answers in time, the watchdog backs off to a look
  * every LIB_ACK_WATCH_MAX_NS (500 us) and runs under SCHED_IDLE, so that
  * it does not preempt busy pollers (ackdefer.c).  At the old fixed 100 us
@@ -237,7 +205,10 @@ static void watchdog_backoff(struct side *a, struct side *b)
     uint64_t ticks = w1.watchdog_ticks - w0.watchdog_ticks,
              sent = w1.acks_watchdog - w0.acks_watchdog,
              def = w1.acks_deferred - w0.acks_deferred;
-    int idle = 0, n = threads_named("mroce-ackwd", &idle);
+    pid_t tids[8];
+    int idle = 0, n = threads_named("mroce-ackwd", tids, 8);
+    for (int i = 0; i < n && i < 8; i++)
+        idle += sched_getscheduler(tids[i]) == SCHED_IDLE;
     printf("  watchdog: %llu looks in %llu us of ping-pong (%llu deferrals, "
            "%llu ACKs sent by it); %d watchdog threads, %d SCHED_IDLE\n",
            (unsigned long long)ticks, (unsigned long long)us,

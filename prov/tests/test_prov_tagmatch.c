@@ -22,7 +22,6 @@
  * sets it).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -43,6 +42,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+
+#include "threads.h"
 
 static int failures;
 #define CHECK(c)                                                          \
@@ -615,36 +616,23 @@ static void test_receiver_away(void)
  * many such threads there are (in *count). */
 static long thread_wakes(const char *name, int *count)
 {
-    long sum = 0;
-    *count = 0;
-    DIR *dir = opendir("/proc/self/task");
-    if (!dir)
+    pid_t tids[16];
+    int found = threads_named(name, tids, 16);
+    *count = found < 0 ? 0 : found < 16 ? found : 16;
+    if (found < 0)
         return -1;
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[300], comm[32] = {0};
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+    long sum = 0;
+    for (int i = 0; i < *count; i++) {
+        char path[64], line[128];
+        snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tids[i]);
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
-        int ok = fgets(comm, sizeof(comm), f) != NULL;
-        fclose(f);
-        comm[strcspn(comm, "\n")] = 0;
-        if (!ok || strcmp(comm, name))
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
-        if (!(f = fopen(path, "r")))
-            continue;
-        char line[128];
         while (fgets(line, sizeof(line), f))
             if (!strncmp(line, "voluntary_ctxt_switches:", 24))
                 sum += atol(line + 24);
         fclose(f);
-        (*count)++;
     }
-    closedir(dir);
     return sum;
 }
 
