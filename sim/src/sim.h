@@ -40,7 +40,7 @@
 /* Datagram bytes a packet header holds itself (struct pkt's inl): the
  * headers and CRC of a zero-copy data packet, ACKs and other control
  * packets; anything larger takes a SIM_BUF_CAP buffer. */
-#define SIM_SMALL_BUF 184
+#define SIM_SMALL_BUF 176
 
 /* ---- deterministic randomness ---- */
 static inline uint64_t sim_splitmix(uint64_t *s)
@@ -112,25 +112,32 @@ struct pkt {
      * buf holds the headers and the CRC, payload/zc_len name the bytes
      * between them (host.c puts the datagram together on delivery). */
     uint8_t *buf;
-    const uint8_t *payload; /* zero-copy payload (registered memory) */
+    const uint8_t *payload; /* zero-copy payload (registered memory: zero,
+                             * so a delivery does not read it, host.c) */
     uint32_t len;      /* datagram bytes (UDP payload) */
     uint32_t wire;     /* bytes serialized on links */
     uint32_t src, dst; /* hosts */
     uint32_t in_link;  /* PFC: ingress link whose counter holds it, or NONE */
     uint32_t zc_len;   /* payload bytes, 0: the whole datagram is in buf */
+    uint32_t qp;       /* baseline: sender QP index */
     uint16_t entropy;  /* UDP source port: the ECMP input that varies */
     uint8_t ecn;       /* enum mroce_ecn */
     uint8_t kind;      /* enum pkt_kind */
     uint8_t last;      /* baseline data: last packet of its message */
     uint8_t big;       /* buf is from the pool, not inl */
-    uint32_t qp;       /* baseline: sender QP index */
-    uint32_t msg;      /* baseline data: message id */
-    uint64_t psn;      /* baseline */
+    uint8_t pad_[6];
     /* Headers + CRC of a zero-copy data packet, ACKs, control packets:
-     * next to the fields above, so a delivery loads one object. */
+     * next to the fields above, so a delivery loads one object, and
+     * from its second cache line on: a data packet's 60 bytes of
+     * headers and 4 of CRC are exactly that line (at offset 72 they
+     * spilled 8 bytes into a third line, one more miss per delivery). */
     uint8_t inl[SIM_SMALL_BUF];
+    uint64_t psn;      /* baseline */
+    uint32_t msg;      /* baseline data: message id */
 };
 _Static_assert(sizeof(struct pkt) == 256, "struct pkt is 4 cache lines");
+_Static_assert(offsetof(struct pkt, inl) == 64,
+               "a packet's headers start its second cache line");
 
 /* One packet on a link, from its transmission (or, on a lazy link, its
  * queueing) to its arrival at the far end: the arrival event's key and
@@ -402,7 +409,8 @@ struct sim {
     uint64_t pkts_alloc;
     /* the engine writes every packet here (hot in the cache) before it is
      * copied into a pool buffer of its size; deliveries of zero-copy
-     * packets are put together in rx_stage */
+     * packets are put together in rx_stage, zero but for the headers and
+     * CRC of the packet being delivered (host_on_pkt) */
     uint8_t *tx_stage, *rx_stage; /* SIM_BUF_CAP each, in the arena */
     uint64_t pkts_live;
     /* messages */
