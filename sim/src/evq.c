@@ -7,7 +7,9 @@
  * children per node so a pop touches half the levels of a binary heap.
  * The insertion sequence number breaks ties, so events at the same
  * picosecond run in the order they were scheduled - the source of
- * determinism.
+ * determinism.  It is the high 36 bits of an entry's key, the event's
+ * type and index the low 28 (sim.h), so comparing keys compares sequence
+ * numbers; pushing beyond either range stops the run with a message.
  *
  * Packet arrivals do not each have an entry: a link delivers its packets
  * in order, so fabric.c keeps them in a per-link FIFO (struct hop) and
@@ -20,43 +22,78 @@
  * next packet, evq_replace_top puts it in the root's place (one sift
  * instead of a pop and a push).
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim.h"
 
+#define LINE 64
+#define SKEW 3 /* entries ahead of h[0] in the block: h[1] is line-aligned */
+
 static inline int ev_less(const struct ev *a, const struct ev *b)
 {
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+    return a->t < b->t || (a->t == b->t && a->key < b->key);
+}
+
+/* A block for cap entries with h[1] on a cache-line boundary. */
+static int evq_alloc(struct evq *q, size_t cap)
+{
+    size_t bytes = (cap + SKEW) * sizeof(struct ev);
+    bytes = (bytes + LINE - 1) & ~(size_t)(LINE - 1);
+    void *m = aligned_alloc(LINE, bytes);
+    if (!m)
+        return -1;
+    struct ev *h = (struct ev *)m + SKEW;
+    if (q->n)
+        memcpy(h, q->h, q->n * sizeof(*h));
+    free(q->mem);
+    q->mem = m;
+    q->h = h;
+    q->cap = cap;
+    return 0;
 }
 
 int evq_init(struct evq *q, size_t cap)
 {
     q->n = 0;
     q->seq = 0;
-    q->cap = cap ? cap : 1024;
-    q->h = malloc(q->cap * sizeof(*q->h));
-    return q->h ? 0 : -1;
+    q->mem = NULL;
+    q->h = NULL;
+    return evq_alloc(q, cap ? cap : 1024);
 }
 
 void evq_free(struct evq *q)
 {
-    free(q->h);
+    free(q->mem);
+    q->mem = NULL;
     q->h = NULL;
     q->n = q->cap = 0;
+}
+
+/* The entry for (t, seq, type, idx), or -1 if they do not fit its key. */
+static inline int ev_make(struct ev *e, uint64_t t, uint64_t seq,
+                          uint32_t type, uint32_t idx)
+{
+    if (seq > EV_SEQ_MAX || type > 15 || idx >> EV_IDX_BITS) {
+        fprintf(stderr, "mroce-sim: event queue: event %llu, type %u, "
+                        "index %u out of range\n",
+                (unsigned long long)seq, type, idx);
+        return -1;
+    }
+    e->t = t;
+    e->key = seq << EV_TAG_BITS | (uint64_t)type << EV_IDX_BITS | idx;
+    return 0;
 }
 
 int evq_push_seq(struct evq *q, uint64_t t, uint64_t seq, uint32_t type,
                  uint32_t idx)
 {
-    if (q->n == q->cap) {
-        size_t nc = q->cap * 2;
-        struct ev *nh = realloc(q->h, nc * sizeof(*nh));
-        if (!nh)
-            return -1;
-        q->h = nh;
-        q->cap = nc;
-    }
-    struct ev e = {t, seq, type, idx};
+    struct ev e;
+    if (ev_make(&e, t, seq, type, idx) < 0)
+        return -1;
+    if (q->n == q->cap && evq_alloc(q, q->cap * 2) < 0)
+        return -1;
     size_t i = q->n++;
     while (i > 0) {
         size_t parent = (i - 1) >> 2;
@@ -109,6 +146,8 @@ int evq_pop(struct evq *q, struct ev *out)
 void evq_replace_top(struct evq *q, uint64_t t, uint64_t seq, uint32_t type,
                      uint32_t idx)
 {
-    struct ev e = {t, seq, type, idx};
+    struct ev e;
+    if (ev_make(&e, t, seq, type, idx) < 0)
+        exit(2);
     sift_down(q->h, q->n, e);
 }

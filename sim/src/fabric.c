@@ -50,6 +50,8 @@ struct pkt *pkt_alloc(struct sim *s)
     struct pkt *p = s->pkt_free;
     s->pkt_free = p->next;
     memset(p, 0, offsetof(struct pkt, inl));
+    p->psn = 0;
+    p->msg = 0;
     p->in_link = NONE32;
     s->pkts_live++;
     return p;

@@ -65,31 +65,32 @@ static void progress(struct sim *s)
 /* Every event but a packet arrival. */
 static void dispatch(struct sim *s, const struct ev *e)
 {
-    switch (e->type) {
+    uint32_t idx = ev_idx(e);
+    switch (ev_type(e)) {
     case EV_LINK_FREE:
-        fabric_on_link_free(s, e->idx);
+        fabric_on_link_free(s, idx);
         break;
     case EV_PAUSE:
-        fabric_on_pause(s, e->idx, 1);
+        fabric_on_pause(s, idx, 1);
         break;
     case EV_RESUME:
-        fabric_on_pause(s, e->idx, 0);
+        fabric_on_pause(s, idx, 0);
         break;
     case EV_TIMER:
-        host_on_timer(s, &s->hosts[e->idx], e->t);
+        host_on_timer(s, &s->hosts[idx], e->t);
         break;
     case EV_WAKE: {
-        struct host *h = &s->hosts[e->idx];
+        struct host *h = &s->hosts[idx];
         if (h->wake_pending && h->wake_at == e->t)
             h->wake_pending = 0;
         host_pull(s, h);
         break;
     }
     case EV_RTO:
-        roce_on_rto(s, e->idx, e->t);
+        roce_on_rto(s, idx, e->t);
         break;
     case EV_FAULT:
-        fabric_apply_fault(s, e->idx);
+        fabric_apply_fault(s, idx);
         break;
     case EV_ROUTE:
         if (topo_reroute(s) < 0) {
@@ -107,14 +108,14 @@ uint64_t sim_loop(struct sim *s, uint64_t until)
     while (!s->stop && s->q.n && s->q.h[0].t <= until) {
         s->now = s->q.h[0].t;
         n++;
-        if (s->q.h[0].type == EV_ARRIVE) {
+        if (ev_type(&s->q.h[0]) == EV_ARRIVE) {
             /* fabric.c takes the link's packet off its ring and the heap */
             s->ev_by_type[EV_ARRIVE]++;
-            fabric_on_arrive(s, s->q.h[0].idx);
+            fabric_on_arrive(s, ev_idx(&s->q.h[0]));
         } else {
             evq_pop(&s->q, &e);
             sim_prefetch_next(s);
-            s->ev_by_type[e.type & 15]++;
+            s->ev_by_type[ev_type(&e)]++;
             dispatch(s, &e);
         }
         if (s->sc->progress && !(n & 0xfffff)) {

@@ -40,7 +40,7 @@
 /* Datagram bytes a packet header holds itself (struct pkt's inl): the
  * headers and CRC of a zero-copy data packet, ACKs and other control
  * packets; anything larger takes a SIM_BUF_CAP buffer. */
-#define SIM_SMALL_BUF 184
+#define SIM_SMALL_BUF 176
 
 /* ---- deterministic randomness ---- */
 static inline uint64_t sim_splitmix(uint64_t *s)
@@ -68,15 +68,29 @@ enum ev_type {
     EV_ROUTE,      /* routing reconverges after a link went down */
 };
 
+/* An event: its time and one word that orders ties and names it,
+ * key = seq << 28 | type << 24 | idx.  The sequence number is unique, so
+ * comparing keys compares sequence numbers; 16 bytes instead of 24 let four
+ * siblings of the 4-ary heap share one cache line (evq.c). */
+#define EV_IDX_BITS 24
+#define EV_TAG_BITS 28 /* type and idx */
+#define EV_SEQ_MAX (((uint64_t)1 << (64 - EV_TAG_BITS)) - 1)
 struct ev {
     uint64_t t;    /* ps */
-    uint64_t seq;  /* insertion order: ties are FIFO, hence determinism */
-    uint32_t type;
-    uint32_t idx;
+    uint64_t key;  /* seq, type, idx: ties are FIFO, hence determinism */
 };
+static inline uint32_t ev_type(const struct ev *e)
+{
+    return (uint32_t)(e->key >> EV_IDX_BITS) & 15;
+}
+static inline uint32_t ev_idx(const struct ev *e)
+{
+    return (uint32_t)e->key & ((1u << EV_IDX_BITS) - 1);
+}
 
 struct evq {
-    struct ev *h;  /* 4-ary min-heap on (t, seq); owned */
+    struct ev *h;  /* 4-ary min-heap on (t, key), root h[0] */
+    void *mem;     /* owned: h sits 48 bytes into it (evq.c) */
     size_t n, cap;
     uint64_t seq;  /* next sequence number */
 };
@@ -112,25 +126,32 @@ struct pkt {
      * buf holds the headers and the CRC, payload/zc_len name the bytes
      * between them (host.c puts the datagram together on delivery). */
     uint8_t *buf;
-    const uint8_t *payload; /* zero-copy payload (registered memory) */
+    const uint8_t *payload; /* zero-copy payload (registered memory: zero,
+                             * so a delivery does not read it, host.c) */
     uint32_t len;      /* datagram bytes (UDP payload) */
     uint32_t wire;     /* bytes serialized on links */
     uint32_t src, dst; /* hosts */
     uint32_t in_link;  /* PFC: ingress link whose counter holds it, or NONE */
     uint32_t zc_len;   /* payload bytes, 0: the whole datagram is in buf */
+    uint32_t qp;       /* baseline: sender QP index */
     uint16_t entropy;  /* UDP source port: the ECMP input that varies */
     uint8_t ecn;       /* enum mroce_ecn */
     uint8_t kind;      /* enum pkt_kind */
     uint8_t last;      /* baseline data: last packet of its message */
     uint8_t big;       /* buf is from the pool, not inl */
-    uint32_t qp;       /* baseline: sender QP index */
-    uint32_t msg;      /* baseline data: message id */
-    uint64_t psn;      /* baseline */
+    uint8_t pad_[6];
     /* Headers + CRC of a zero-copy data packet, ACKs, control packets:
-     * next to the fields above, so a delivery loads one object. */
+     * next to the fields above, so a delivery loads one object, and
+     * from its second cache line on: a data packet's 60 bytes of
+     * headers and 4 of CRC are exactly that line (at offset 72 they
+     * spilled 8 bytes into a third line, one more miss per delivery). */
     uint8_t inl[SIM_SMALL_BUF];
+    uint64_t psn;      /* baseline */
+    uint32_t msg;      /* baseline data: message id */
 };
 _Static_assert(sizeof(struct pkt) == 256, "struct pkt is 4 cache lines");
+_Static_assert(offsetof(struct pkt, inl) == 64,
+               "a packet's headers start its second cache line");
 
 /* One packet on a link, from its transmission (or, on a lazy link, its
  * queueing) to its arrival at the far end: the arrival event's key and
@@ -402,7 +423,8 @@ struct sim {
     uint64_t pkts_alloc;
     /* the engine writes every packet here (hot in the cache) before it is
      * copied into a pool buffer of its size; deliveries of zero-copy
-     * packets are put together in rx_stage */
+     * packets are put together in rx_stage, zero but for the headers and
+     * CRC of the packet being delivered (host_on_pkt) */
     uint8_t *tx_stage, *rx_stage; /* SIM_BUF_CAP each, in the arena */
     uint64_t pkts_live;
     /* messages */
@@ -440,8 +462,8 @@ struct sim {
  * they are in cache when the current event is done. */
 static inline void sim_prefetch_next(const struct sim *s)
 {
-    if (s->q.n && s->q.h[0].type == EV_ARRIVE) {
-        const struct link *l = &s->links[s->q.h[0].idx];
+    if (s->q.n && ev_type(&s->q.h[0]) == EV_ARRIVE) {
+        const struct link *l = &s->links[ev_idx(&s->q.h[0])];
         const struct hop *h = &l->ring[l->rhead & l->rmask];
 #if defined(__x86_64__) || defined(__i386__)
         /* GCC 12 drops a __builtin_prefetch of this address at -O2/-O3 */
