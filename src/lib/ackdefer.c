@@ -49,9 +49,9 @@
  *     running thread of normal policy; it runs on an idle core at once,
  *     and on a fully busy host when the scheduler next balances (at the
  *     latest a tick or two, 4-8 ms at HZ 250).  When it has ACKs to send
- *     it holds the device lock; preempted there, it is no trap: a caller
- *     that then blocks on the lock frees its core, where the watchdog
- *     runs and lets go;
+ *     it holds the device lock; preempted there, it delays a caller that
+ *     needs the lock only until it runs again, and the caller, blocked,
+ *     frees its core for it (unless other normal-policy work takes it);
  *   - its period doubles after each look that found nothing late, from
  *     LIB_ACK_WATCH_NS (100 us) to LIB_ACK_WATCH_MAX_NS (500 us, half of
  *     libmroce's 1 ms min_rto), and falls back to 100 us after each ACK it
