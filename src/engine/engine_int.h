@@ -167,8 +167,8 @@ enum {
  * every packet reads (sent or received), then the sending side (data out,
  * ACKs in), then the receiving side (data in, ACKs out), then what only
  * the handshake, timeouts and setup use.  A simulator run with thousands
- * of QPs per core misses the cache on most QP lines it touches, so fewer
- * lines per packet is most of its speed (sim/README.md, Performance). */
+ * of QPs per core misses the cache on most QP lines it touches, so each
+ * line fewer per packet is a miss fewer (sim/README.md, Performance). */
 struct mroce_qp {
     /* every packet */
     mroce_ep *ep;
@@ -185,6 +185,10 @@ struct mroce_qp {
     uint8_t peer_credit_mode; /* peer asked for credits */
     uint8_t fatal_nak;        /* nak holds a fatal NAK for nak.nak_psn */
     uint32_t peer_qpn;
+    uint8_t probes_sent;
+    uint8_t backoff;
+    uint8_t consec_timeouts;
+    uint8_t rto_undo;         /* an RTO episode awaits its verdict */
     uint64_t local_token;     /* packets to us must carry this */
     uint64_t peer_token;      /* we put this in packets to the peer */
     mroce_qp *ready_prev, *ready_next; /* ep ready list */
@@ -234,10 +238,11 @@ struct mroce_qp {
     mroce_tstamp rack_time;   /* latest send time of an unambiguously
                                  acknowledged packet (RACK) */
     mroce_tstamp srtt, rttvar, min_rtt;
-    uint8_t probes_sent;
-    uint8_t backoff;
-    uint8_t consec_timeouts;
-    uint8_t rto_undo;            /* an RTO episode awaits its verdict */
+    /* cold; here they put attr's RTO, ACK-delay and ooo_thresh fields
+     * on one line where the simulator places a QP (16 B past a line) */
+    mroce_tstamp conn_start;     /* handshake start (timeout) */
+    mroce_tstamp ctrl_rto;       /* current control retransmit interval */
+    mroce_tstamp rto_time;       /* first RTO of an episode (LOSS-13) */
     struct mroce_qp_attr attr;
 
     /* receive side: PSN space of packets the peer sends */
@@ -254,13 +259,10 @@ struct mroce_qp {
     uint32_t rq_mask;
     uint32_t rq_head;         /* oldest not completed (== its rsn) */
     uint32_t rq_tail;         /* posted so far */
-    uint32_t next_rsn;        /* rsn for the next receive-consuming message */
 
     /* responder jobs */
-    struct mroce_rjob *rjobs;
-    uint32_t nrjobs;
     uint32_t rjobs_waiting;   /* jobs accepted but not yet executed */
-    uint64_t rjob_seq;
+    struct mroce_rjob *rjobs;
 
     struct mroce_qp_counters cnt;
 
@@ -274,10 +276,10 @@ struct mroce_qp {
     uint32_t local_start_psn, peer_start_psn;
     uint8_t *inline_buf;      /* MROCE_MAX_INLINE bytes per SQ slot, from
                                  the first inline WR on (NULL before) */
-    mroce_tstamp conn_start;     /* handshake start (timeout) */
-    mroce_tstamp ctrl_rto;       /* current control retransmit interval */
-    mroce_tstamp rto_time;       /* its first RTO (LOSS-13) */
-    struct mroce_cc rto_cc;      /* cc state just before that RTO */
+    uint32_t next_rsn;        /* rsn for the next receive-consuming message */
+    uint32_t nrjobs;
+    uint64_t rjob_seq;
+    struct mroce_cc rto_cc;      /* cc state just before rto_time's RTO */
     /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
     struct mroce_nak_hdr nak;
 };
