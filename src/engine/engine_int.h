@@ -163,34 +163,55 @@ enum {
     CTRL_NAK = 16,
 };
 
+/* Fields are grouped by when they are touched, not by topic: first what
+ * every packet reads (sent or received), then the sending side (data out,
+ * ACKs in), then the receiving side (data in, ACKs out), then what only
+ * the handshake, timeouts and setup use.  A simulator run with thousands
+ * of QPs per core misses the cache on most QP lines it touches, so each
+ * line fewer per packet is a miss fewer (sim/README.md, Performance). */
 struct mroce_qp {
+    /* every packet */
     mroce_ep *ep;
-    struct mroce_qp_attr attr;
     uint32_t qpn;
+    uint32_t slot;            /* index in ep->qps */
     uint8_t state;            /* enum mroce_qp_state */
     uint8_t ctrl;             /* CTRL_* packets to send */
     uint8_t on_ready;         /* in ep's ready list */
-    uint8_t peer_credit_mode; /* peer asked for credits */
+    uint8_t ack_now;          /* send an ACK as soon as possible */
     uint8_t cwnd_refused;     /* cwnd held back a packet (set by the
                                  requester, read by mroce_ep_write_pkt) */
     uint8_t starved;          /* ... while the endpoint had nothing else
                                  to send, since the last ACK (CC-19) */
-    uint32_t slot;            /* index in ep->qps */
-    uint32_t live_idx;        /* index in ep->live */
-    mroce_qp *ready_prev, *ready_next; /* ep ready list */
-    mroce_qp *listen_prev, *listen_next; /* ep listen FIFO */
-    mroce_qp *conn_next;      /* chain in ep->conn_tab */
-    uint8_t in_conn;          /* in ep->conn_tab (see conntab.c) */
-
-    /* peer */
-    struct mroce_addr peer;
+    uint8_t peer_credit_mode; /* peer asked for credits */
+    uint8_t fatal_nak;        /* nak holds a fatal NAK for nak.nak_psn */
     uint32_t peer_qpn;
+    uint8_t probes_sent;
+    uint8_t backoff;
+    uint8_t consec_timeouts;
+    uint8_t rto_undo;         /* an RTO episode awaits its verdict */
     uint64_t local_token;     /* packets to us must carry this */
     uint64_t peer_token;      /* we put this in packets to the peer */
-    uint32_t local_start_psn, peer_start_psn;
+    mroce_qp *ready_prev, *ready_next; /* ep ready list */
+    /* timers (every deadline is read when the QP is re-keyed) */
+    mroce_tstamp ack_deadline;
+    mroce_tstamp loss_deadline;  /* TLP / RTO */
+    mroce_tstamp reo_deadline;   /* out-of-order threshold re-check */
+    mroce_tstamp rnr_deadline;   /* retransmit RNR-NAKed packets */
+    mroce_tstamp ctrl_deadline;  /* CONNECT_REQ / DISCONNECT retransmit */
+    struct mroce_addr peer;
     uint16_t mtu;             /* negotiated payload MTU */
+    uint16_t echo_entropy;
     uint32_t peer_window;     /* PSNs the peer tracks */
-    uint32_t peer_rd_atomic;  /* READ/atomics the peer serves at once */
+
+    /* transmit side: PSN space of packets we send */
+    struct mroce_txent *tx;
+    uint32_t tx_mask;
+    uint32_t snd_una, snd_nxt;
+    uint32_t snd_high_acked;  /* highest PSN acknowledged + 1 (serial) */
+    uint32_t inflight_bytes;
+    uint32_t inflight_pkts;
+    uint32_t *retxq;          /* FIFO of PSNs declared lost */
+    uint32_t retxq_head, retxq_tail;
 
     /* send queue */
     struct mroce_swqe *sq;
@@ -199,10 +220,39 @@ struct mroce_qp {
     uint32_t sq_tx;           /* next WQE with packets never sent */
     uint32_t sq_tail;         /* next free (== next msn) */
     uint32_t tx_off;          /* offset of the next new packet in sq_tx */
-    uint32_t next_rsn;        /* rsn for the next receive-consuming message */
     uint32_t rd_outstanding;  /* READ/atomic WQEs sent, not completed */
-    uint8_t *inline_buf;      /* MROCE_MAX_INLINE bytes per SQ slot, from
-                                 the first inline WR on (NULL before) */
+    uint32_t peer_rd_atomic;  /* READ/atomics the peer serves at once */
+    uint32_t rjobs_unsent;    /* executed jobs with packets never sent */
+    uint32_t peer_credit;     /* bytes the peer allows in flight */
+    uint32_t ooo_cursor;      /* where the next ACK-driven loss scan starts */
+
+    /* paths and congestion control */
+    struct mroce_path *path_slots;
+    mroce_tstamp last_progress;  /* last ACK that acknowledged something */
+    struct mroce_pathset paths;
+    struct mroce_cc cc;
+
+    /* ACKs in */
+    uint32_t ooo_edge;        /* highest acked - ooo_thresh at the last scan */
+    uint32_t last_ce, last_rx; /* peer's cumulative ECN counters seen */
+    mroce_tstamp rack_time;   /* latest send time of an unambiguously
+                                 acknowledged packet (RACK) */
+    mroce_tstamp srtt, rttvar, min_rtt;
+    /* cold; here they put attr's RTO, ACK-delay and ooo_thresh fields
+     * on one line where the simulator places a QP (16 B past a line) */
+    mroce_tstamp conn_start;     /* handshake start (timeout) */
+    mroce_tstamp ctrl_rto;       /* current control retransmit interval */
+    mroce_tstamp rto_time;       /* first RTO of an episode (LOSS-13) */
+    struct mroce_qp_attr attr;
+
+    /* receive side: PSN space of packets the peer sends */
+    struct mroce_rxwin rxwin;
+    uint32_t ack_pending;        /* data packets not yet acknowledged */
+    uint32_t echo_psn, echo_ts;
+    uint32_t ce_count, rx_count; /* cumulative, echoed in ACKs */
+    uint8_t echo_flags;
+    mroce_tstamp echo_arrival;
+    mroce_tstamp credit_seen;    /* last F_CREDIT data packet */
 
     /* receive queue */
     struct mroce_rwqe *rq;
@@ -211,68 +261,27 @@ struct mroce_qp {
     uint32_t rq_tail;         /* posted so far */
 
     /* responder jobs */
-    struct mroce_rjob *rjobs;
-    uint32_t nrjobs;
-    uint32_t rjobs_unsent;    /* executed jobs with packets never sent */
     uint32_t rjobs_waiting;   /* jobs accepted but not yet executed */
-    uint64_t rjob_seq;
-
-    /* transmit side: PSN space of packets we send */
-    struct mroce_txent *tx;
-    uint32_t tx_mask;
-    uint32_t snd_una, snd_nxt;
-    uint32_t snd_high_acked;  /* highest PSN acknowledged + 1 (serial) */
-    uint32_t ooo_cursor;      /* where the next ACK-driven loss scan starts */
-    uint32_t ooo_edge;        /* highest acked - ooo_thresh at the last scan */
-    mroce_tstamp rack_time;   /* latest send time of an unambiguously
-                                 acknowledged packet (RACK) */
-    uint32_t inflight_bytes;
-    uint32_t inflight_pkts;
-    uint32_t *retxq;          /* FIFO of PSNs declared lost */
-    uint32_t retxq_head, retxq_tail;
-    uint32_t peer_credit;     /* bytes the peer allows in flight */
-    uint32_t last_ce, last_rx; /* peer's cumulative ECN counters seen */
-
-    /* paths and congestion control */
-    struct mroce_path *path_slots;
-    struct mroce_pathset paths;
-    struct mroce_cc cc;
-    mroce_tstamp srtt, rttvar, min_rtt;
-
-    /* timers */
-    mroce_tstamp last_progress;  /* last ACK that acknowledged something */
-    mroce_tstamp loss_deadline;  /* TLP / RTO */
-    mroce_tstamp reo_deadline;   /* out-of-order threshold re-check */
-    mroce_tstamp rnr_deadline;   /* retransmit RNR-NAKed packets */
-    mroce_tstamp ctrl_deadline;  /* CONNECT_REQ / DISCONNECT retransmit */
-    mroce_tstamp conn_start;     /* handshake start (timeout) */
-    mroce_tstamp ctrl_rto;       /* current control retransmit interval */
-    uint8_t probes_sent;
-    uint8_t backoff;
-    uint8_t consec_timeouts;
-    uint8_t rto_undo;            /* an RTO episode awaits its verdict */
-    mroce_tstamp rto_time;       /* its first RTO (LOSS-13) */
-    struct mroce_cc rto_cc;      /* cc state just before that RTO */
-    uint8_t ctrl_tries;
-
-    /* receive side: PSN space of packets the peer sends */
-    struct mroce_rxwin rxwin;
-    uint32_t ack_pending;        /* data packets not yet acknowledged */
-    uint8_t ack_now;             /* send an ACK as soon as possible */
-    uint8_t echo_flags;
-    uint16_t echo_entropy;
-    uint32_t echo_psn, echo_ts;
-    mroce_tstamp echo_arrival;
-    mroce_tstamp ack_deadline;
-    uint32_t ce_count, rx_count; /* cumulative, echoed in ACKs */
-    mroce_tstamp credit_seen;    /* last F_CREDIT data packet */
-
-    /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
-    struct mroce_nak_hdr nak;
-    uint16_t nak_entropy;
-    uint8_t fatal_nak;           /* nak holds a fatal NAK for nak.nak_psn */
+    struct mroce_rjob *rjobs;
 
     struct mroce_qp_counters cnt;
+
+    /* setup, handshake, RTO episodes and errors */
+    uint32_t live_idx;        /* index in ep->live */
+    uint8_t in_conn;          /* in ep->conn_tab (see conntab.c) */
+    uint8_t ctrl_tries;
+    uint16_t nak_entropy;
+    mroce_qp *listen_prev, *listen_next; /* ep listen FIFO */
+    mroce_qp *conn_next;      /* chain in ep->conn_tab */
+    uint32_t local_start_psn, peer_start_psn;
+    uint8_t *inline_buf;      /* MROCE_MAX_INLINE bytes per SQ slot, from
+                                 the first inline WR on (NULL before) */
+    uint32_t next_rsn;        /* rsn for the next receive-consuming message */
+    uint32_t nrjobs;
+    uint64_t rjob_seq;
+    struct mroce_cc rto_cc;      /* cc state just before rto_time's RTO */
+    /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
+    struct mroce_nak_hdr nak;
 };
 
 /* A timer heap entry carries its QP's deadline, so sifting compares and
