@@ -126,9 +126,39 @@ static struct mroce_addr addr_of(struct mroce_udp *u, const char *ip)
     return a;
 }
 
-/* Stages one packet of len bytes carrying seq. */
-static void put(struct mroce_udp *u, const struct mroce_addr *to,
-                uint16_t entropy, size_t len, uint32_t seq, mroce_tstamp now)
+/* A sender configured by sc and a receiver as open_lo_pair opens them,
+ * the receiver's address, the sender's first source port and a log for
+ * what arrives: what most datapath cases start from. */
+struct lo_case {
+    struct mroce_udp *rx, *tx;
+    struct mroce_addr to;
+    uint16_t base;
+    struct rxlog *l;
+};
+
+/* 1 if everything opened (a failed CHECK if not). */
+static int lo_open(struct lo_case *c, struct mroce_udp_config *sc)
+{
+    if (!open_lo_pair(&c->rx, &c->tx, sc))
+        return 0;
+    c->to = addr_of(c->rx, "127.0.0.1");
+    c->base = mroce_udp_src_base(c->tx);
+    c->l = calloc(1, sizeof(*c->l));
+    return CHECK(c->l != NULL);
+}
+
+static void lo_close(struct lo_case *c)
+{
+    free(c->l);
+    mroce_udp_close(c->tx);
+    mroce_udp_close(c->rx);
+}
+
+/* Stages one packet of len bytes carrying seq, with commit flags fl
+ * (MROCE_UDP_TX_LATE or 0). */
+static void put_fl(struct mroce_udp *u, const struct mroce_addr *to,
+                   uint16_t entropy, size_t len, uint32_t seq, unsigned fl,
+                   mroce_tstamp now)
 {
     size_t cap;
     uint8_t *b = mroce_udp_tx_slot(u, &cap);
@@ -138,7 +168,13 @@ static void put(struct mroce_udp *u, const struct mroce_addr *to,
     ti.to = *to;
     ti.entropy = entropy;
     ti.ecn = MROCE_ECN_ECT0;
-    mroce_udp_tx_commit(u, len, &ti, 0, now);
+    mroce_udp_tx_commit(u, len, &ti, fl, now);
+}
+
+static void put(struct mroce_udp *u, const struct mroce_addr *to,
+                uint16_t entropy, size_t len, uint32_t seq, mroce_tstamp now)
+{
+    put_fl(u, to, entropy, len, seq, 0, now);
 }
 
 /* Receives until `want` packets were logged or 1 s passed. */
@@ -161,86 +197,70 @@ static void drain(struct mroce_udp *u, struct rxlog *l, unsigned want,
 static void test_late(void)
 {
     struct mroce_udp_config sc;
-    struct mroce_udp *rx, *tx;
+    struct lo_case lc;
     mroce_udp_config_default(&sc);
     sc.src_port_count = 4;
-    if (!open_lo_pair(&rx, &tx, &sc))
+    if (!lo_open(&lc, &sc))
         return;
-    struct mroce_addr to = addr_of(rx, "127.0.0.1");
-    uint16_t base = mroce_udp_src_base(tx);
-    struct rxlog *l = calloc(1, sizeof(*l));
-    struct mroce_tx_info ti;
-    memset(&ti, 0, sizeof(ti));
-    ti.to = to;
     /* seq 0 (late), 1, 2 (late), 3: one socket, so arrival order is send
      * order; the late ones must arrive last, in their own order. */
-    for (uint32_t seq = 0; seq < 4; seq++) {
-        size_t cap;
-        fill(mroce_udp_tx_slot(tx, &cap), 100 + seq, seq);
-        ti.entropy = base;
-        mroce_udp_tx_commit(tx, 100 + seq, &ti,
-                            seq % 2 == 0 ? MROCE_UDP_TX_LATE : 0, 0);
-    }
+    for (uint32_t seq = 0; seq < 4; seq++)
+        put_fl(lc.tx, &lc.to, lc.base, 100 + seq, seq,
+               seq % 2 == 0 ? MROCE_UDP_TX_LATE : 0, 0);
     /* Early flush: 1 and 3 leave, 0 and 2 stay staged. */
-    CHECK_EQ(mroce_udp_flush_early(tx, 0), 2);
-    CHECK_EQ(mroce_udp_tx_pending(tx), 2);
-    drain(rx, l, 2, 0);
-    CHECK_EQ(l->n, 2);
-    CHECK_EQ(l->seq[0], 1);
-    CHECK_EQ(l->seq[1], 3);
+    CHECK_EQ(mroce_udp_flush_early(lc.tx, 0), 2);
+    CHECK_EQ(mroce_udp_tx_pending(lc.tx), 2);
+    drain(lc.rx, lc.l, 2, 0);
+    CHECK_EQ(lc.l->n, 2);
+    CHECK_EQ(lc.l->seq[0], 1);
+    CHECK_EQ(lc.l->seq[1], 3);
     /* A new normal packet (4), then a full flush: 4 first, then 0 and 2. */
-    size_t cap;
-    fill(mroce_udp_tx_slot(tx, &cap), 50, 4);
-    mroce_udp_tx_commit(tx, 50, &ti, 0, 0);
-    CHECK_EQ_INT(mroce_udp_flush(tx, 0), 3);
-    drain(rx, l, 5, 0);
-    CHECK_EQ(l->n, 5);
-    CHECK_EQ(l->seq[2], 4);
-    CHECK_EQ(l->seq[3], 0);
-    CHECK_EQ(l->seq[4], 2);
-    CHECK_EQ(l->len[3], 100);
-    CHECK_EQ(l->len[4], 102);
-    CHECK_EQ(l->corrupt, 0); /* the kept packets were moved intact */
-    free(l);
-    mroce_udp_close(tx);
-    mroce_udp_close(rx);
+    put(lc.tx, &lc.to, lc.base, 50, 4, 0);
+    CHECK_EQ_INT(mroce_udp_flush(lc.tx, 0), 3);
+    drain(lc.rx, lc.l, 5, 0);
+    CHECK_EQ(lc.l->n, 5);
+    CHECK_EQ(lc.l->seq[2], 4);
+    CHECK_EQ(lc.l->seq[3], 0);
+    CHECK_EQ(lc.l->seq[4], 2);
+    CHECK_EQ(lc.l->len[3], 100);
+    CHECK_EQ(lc.l->len[4], 102);
+    CHECK_EQ(lc.l->corrupt, 0); /* the kept packets were moved intact */
+    lo_close(&lc);
 }
 
 static void test_gso_and_ports(void)
 {
     struct mroce_udp_config sc;
-    struct mroce_udp *rx, *tx;
+    struct lo_case lc;
     mroce_udp_config_default(&sc);
     sc.src_port_count = 16;
-    if (!open_lo_pair(&rx, &tx, &sc))
+    if (!lo_open(&lc, &sc))
         return;
-    uint16_t base = mroce_udp_src_base(tx);
-    CHECK(base >= 49152 && base + 16 <= 65536);
-    struct mroce_addr to = addr_of(rx, "127.0.0.1");
-    struct rxlog *l = calloc(1, sizeof(*l));
-    /* Run 1: 10 packets on entropy base+3, the last shorter (GSO allows
-     * it); run 2: 5 packets on base+5; then one packet whose entropy is
-     * outside the pool (an ACK answering a peer's entropy): it wraps to
+    CHECK(lc.base >= 49152 && lc.base + 16 <= 65536);
+    /* Run 1: 10 packets on entropy lc.base+3, the last shorter (GSO allows
+     * it); run 2: 5 packets on lc.base+5; then one packet whose entropy is
+     * outside the pool (an ACK answering a peer's entropy): it wraps lc.to
      * socket entropy % 16. */
     uint32_t seq = 0;
     for (int i = 0; i < 10; i++)
-        put(tx, &to, (uint16_t)(base + 3), i == 9 ? 500 : 1000, seq++, 0);
+        put(lc.tx, &lc.to, (uint16_t)(lc.base + 3), i == 9 ? 500 : 1000,
+            seq++, 0);
     for (int i = 0; i < 5; i++)
-        put(tx, &to, (uint16_t)(base + 5), 1000, seq++, 0);
-    put(tx, &to, 7, 300, seq++, 0);
-    CHECK_EQ(mroce_udp_tx_pending(tx), 16);
-    CHECK_EQ_INT(mroce_udp_flush(tx, 0), 16);
+        put(lc.tx, &lc.to, (uint16_t)(lc.base + 5), 1000, seq++, 0);
+    put(lc.tx, &lc.to, 7, 300, seq++, 0);
+    CHECK_EQ(mroce_udp_tx_pending(lc.tx), 16);
+    CHECK_EQ_INT(mroce_udp_flush(lc.tx, 0), 16);
     struct mroce_udp_counters c;
-    mroce_udp_get_counters(tx, &c);
+    mroce_udp_get_counters(lc.tx, &c);
     CHECK_EQ(c.tx_syscalls, 3); /* one per run: three sockets */
     CHECK_EQ(c.tx_gso_sends, 2);
     CHECK_EQ(c.tx_gso_segs, 15);
     CHECK_EQ(c.tx_pkts, 16);
     CHECK_EQ(c.tx_errors, 0);
-    drain(rx, l, 16, 0);
-    CHECK_EQ(l->n, 16);
+    drain(lc.rx, lc.l, 16, 0);
+    CHECK_EQ(lc.l->n, 16);
     struct mroce_udp_counters r;
-    mroce_udp_get_counters(rx, &r);
+    mroce_udp_get_counters(lc.rx, &r);
     CHECK_EQ(r.rx_datagrams, 16); /* segmented by the kernel */
     /* The receive buffer as granted: the 8 MiB asked (doubled by the
      * kernel) where SO_RCVBUFFORCE is allowed (CAP_NET_ADMIN), else what
@@ -255,27 +275,27 @@ static void test_gso_and_ports(void)
         if (probe >= 0)
             close(probe);
     }
-    CHECK_EQ(l->corrupt, 0);
+    CHECK_EQ(lc.l->corrupt, 0);
     uint32_t next3 = 0, next5 = 10;
-    for (unsigned i = 0; i < l->n && i < MAXLOG; i++) {
-        uint32_t s = l->seq[i];
-        CHECK_EQ(l->ecn[i], MROCE_ECN_ECT0);
+    for (unsigned i = 0; i < lc.l->n && i < MAXLOG; i++) {
+        uint32_t s = lc.l->seq[i];
+        CHECK_EQ(lc.l->ecn[i], MROCE_ECN_ECT0);
         if (s < 10) {
-            CHECK_EQ(l->sport[i], base + 3);
+            CHECK_EQ(lc.l->sport[i], lc.base + 3);
             CHECK_EQ(s, next3); /* in order within a path */
             next3++;
-            CHECK_EQ(l->len[i], s == 9 ? 500 : 1000);
+            CHECK_EQ(lc.l->len[i], s == 9 ? 500 : 1000);
         } else if (s < 15) {
-            CHECK_EQ(l->sport[i], base + 5);
+            CHECK_EQ(lc.l->sport[i], lc.base + 5);
             CHECK_EQ(s, next5);
             next5++;
         } else {
-            CHECK_EQ(l->sport[i], base + 7 % 16);
-            CHECK_EQ(l->len[i], 300);
+            CHECK_EQ(lc.l->sport[i], lc.base + 7 % 16);
+            CHECK_EQ(lc.l->len[i], 300);
         }
     }
 
-    /* sendmmsg: consecutive packets on one socket to two destinations are
+    /* sendmmsg: consecutive packets on one socket lc.to two destinations are
      * two send units and one syscall. */
     struct mroce_udp *rx2;
     struct mroce_udp_config rc2;
@@ -283,38 +303,40 @@ static void test_gso_and_ports(void)
     if (CHECK(open_udp(&rx2, &rc2, "127.0.0.1") == 0)) {
         struct mroce_addr to2 = addr_of(rx2, "127.0.0.1");
         for (int i = 0; i < 4; i++)
-            put(tx, i & 1 ? &to2 : &to, (uint16_t)(base + 1), 200, 100 + i, 0);
-        mroce_udp_flush(tx, 0);
-        mroce_udp_get_counters(tx, &c);
+            put(lc.tx, i & 1 ? &to2 : &lc.to, (uint16_t)(lc.base + 1), 200,
+                100 + i, 0);
+        mroce_udp_flush(lc.tx, 0);
+        mroce_udp_get_counters(lc.tx, &c);
         CHECK_EQ(c.tx_syscalls, 4);
         CHECK_EQ(c.tx_pkts, 20);
-        memset(l, 0, sizeof(*l));
-        drain(rx, l, 2, 0);
-        drain(rx2, l, 4, 0);
-        CHECK_EQ(l->n, 4);
+        memset(lc.l, 0, sizeof(*lc.l));
+        drain(lc.rx, lc.l, 2, 0);
+        drain(rx2, lc.l, 4, 0);
+        CHECK_EQ(lc.l->n, 4);
 
         /* GRO: rx2 receives a GSO run as one datagram and splits it. */
-        memset(l, 0, sizeof(*l));
+        memset(lc.l, 0, sizeof(*lc.l));
         for (int i = 0; i < 12; i++)
-            put(tx, &to2, (uint16_t)(base + 2), i == 11 ? 77 : 1200, 200 + i, 0);
-        mroce_udp_flush(tx, 0);
+            put(lc.tx, &to2, (uint16_t)(lc.base + 2), i == 11 ? 77 : 1200,
+                200 + i, 0);
+        mroce_udp_flush(lc.tx, 0);
         struct mroce_udp_counters before;
         mroce_udp_get_counters(rx2, &before);
-        l->u = rx2;
-        drain(rx2, l, 12, 0);
+        lc.l->u = rx2;
+        drain(rx2, lc.l, 12, 0);
         mroce_udp_get_counters(rx2, &r);
-        CHECK_EQ(l->n, 12);
-        CHECK_EQ(l->corrupt, 0);
+        CHECK_EQ(lc.l->n, 12);
+        CHECK_EQ(lc.l->corrupt, 0);
         /* The first segment of each datagram is "new", the rest "same". */
         unsigned firsts = 0;
         for (unsigned i = 0; i < 12; i++)
-            firsts += !l->same[i];
-        CHECK_EQ(l->same[0], 0);
+            firsts += !lc.l->same[i];
+        CHECK_EQ(lc.l->same[0], 0);
         CHECK_EQ(firsts, r.rx_datagrams - before.rx_datagrams);
         CHECK_EQ(mroce_udp_rx_same_datagram(rx2), 0); /* outside a callback */
         for (unsigned i = 0; i < 12; i++) {
-            CHECK_EQ(l->seq[i], 200 + i);
-            CHECK_EQ(l->len[i], i == 11 ? 77 : 1200);
+            CHECK_EQ(lc.l->seq[i], 200 + i);
+            CHECK_EQ(lc.l->len[i], i == 11 ? 77 : 1200);
         }
         CHECK_MSG(r.rx_datagrams - before.rx_datagrams < 12,
                   "GRO: %llu datagrams for 12 packets",
@@ -327,19 +349,17 @@ static void test_gso_and_ports(void)
     struct mroce_udp *t2;
     struct mroce_udp_config fc;
     mroce_udp_config_default(&fc);
-    fc.src_port_base = base;
+    fc.src_port_base = lc.base;
     fc.src_port_count = 16;
     CHECK_EQ_INT(open_udp(&t2, &fc, "127.0.0.1"), MROCE_EADDR);
     fc.src_port_base = 0;
     if (CHECK(open_udp(&t2, &fc, "127.0.0.1") == 0)) {
-        CHECK(mroce_udp_src_base(t2) != base);
+        CHECK(mroce_udp_src_base(t2) != lc.base);
         mroce_udp_close(t2);
     }
     fc.src_port_count = 0;
     CHECK_EQ_INT(mroce_udp_open(&t2, &fc), MROCE_EINVAL);
-    free(l);
-    mroce_udp_close(rx);
-    mroce_udp_close(tx);
+    lo_close(&lc);
 }
 
 /* DSCP and ECT(0) in the TOS byte, read by a plain socket; and ICMP port
@@ -644,48 +664,43 @@ static void zc_put(struct mroce_udp *u, const struct mroce_addr *to,
 static void zc_run(int gso, int dup)
 {
     struct mroce_udp_config sc;
-    struct mroce_udp *rx, *tx;
+    struct lo_case lc;
     mroce_udp_config_default(&sc);
     sc.src_port_count = 4;
     sc.use_gso = (uint8_t)gso;
     if (dup)
         sc.tx_fault.dup = 1.0;
-    if (!open_lo_pair(&rx, &tx, &sc))
+    if (!lo_open(&lc, &sc))
         return;
-    struct mroce_addr to = addr_of(rx, "127.0.0.1");
-    uint16_t base = mroce_udp_src_base(tx);
-    struct rxlog *l = calloc(1, sizeof(*l));
     /* One GSO run of whole and zero-copy packets of 1000 bytes, then a
      * shorter zero-copy one, which ends the run: each zc packet is
      * flushed alone (its payload buffer is reused), so also stage whole
      * packets in between, flushed with the next zc packet. */
     uint32_t seq = 0;
     for (int i = 0; i < 6; i++) {
-        put(tx, &to, base, 1000, seq++, 0);
-        zc_put(tx, &to, base, 1000, seq++, 20 + (size_t)i);
+        put(lc.tx, &lc.to, lc.base, 1000, seq++, 0);
+        zc_put(lc.tx, &lc.to, lc.base, 1000, seq++, 20 + (size_t)i);
     }
-    put(tx, &to, base, 1000, seq++, 0);
-    put(tx, &to, base, 1000, seq++, 0);
-    zc_put(tx, &to, base, 600, seq++, 44);
+    put(lc.tx, &lc.to, lc.base, 1000, seq++, 0);
+    put(lc.tx, &lc.to, lc.base, 1000, seq++, 0);
+    zc_put(lc.tx, &lc.to, lc.base, 600, seq++, 44);
     unsigned want = seq * (dup ? 2u : 1u);
-    drain(rx, l, want, 0);
-    CHECK_EQ(l->n, want);
-    CHECK_EQ(l->corrupt, 0);
+    drain(lc.rx, lc.l, want, 0);
+    CHECK_EQ(lc.l->n, want);
+    CHECK_EQ(lc.l->corrupt, 0);
     int order = 1;
-    for (unsigned i = 0; i < l->n && i < want; i++)
-        order &= l->seq[i] == (dup ? i / 2 : i);
+    for (unsigned i = 0; i < lc.l->n && i < want; i++)
+        order &= lc.l->seq[i] == (dup ? i / 2 : i);
     CHECK_MSG(order, "zero-copy packets in send order (gso %d dup %d)", gso,
               dup);
-    CHECK_EQ(l->len[want - 1], 600);
+    CHECK_EQ(lc.l->len[want - 1], 600);
     struct mroce_udp_counters c;
-    mroce_udp_get_counters(tx, &c);
+    mroce_udp_get_counters(lc.tx, &c);
     CHECK_EQ(c.tx_pkts, want);
     CHECK_EQ(c.tx_errors, 0);
     if (gso && !dup)
         CHECK(c.tx_gso_sends > 0);
-    free(l);
-    mroce_udp_close(tx);
-    mroce_udp_close(rx);
+    lo_close(&lc);
 }
 
 static void test_zerocopy(void)
@@ -703,43 +718,32 @@ static void test_zerocopy(void)
 static void test_stage_bytes(void)
 {
     struct mroce_udp_config sc;
-    struct mroce_udp *rx, *tx;
+    struct lo_case lc;
     mroce_udp_config_default(&sc);
     sc.src_port_count = 1;
-    if (!open_lo_pair(&rx, &tx, &sc))
+    if (!lo_open(&lc, &sc))
         return;
-    struct mroce_addr to = addr_of(rx, "127.0.0.1");
-    uint16_t base = mroce_udp_src_base(tx);
-    struct rxlog *l = calloc(1, sizeof(*l));
-    struct mroce_tx_info ti;
-    memset(&ti, 0, sizeof(ti));
-    ti.to = to;
-    ti.entropy = base;
-    size_t cap;
-    fill(mroce_udp_tx_slot(tx, &cap), 64, 0);
-    mroce_udp_tx_commit(tx, 64, &ti, MROCE_UDP_TX_LATE, 0);
+    put_fl(lc.tx, &lc.to, lc.base, 64, 0, MROCE_UDP_TX_LATE, 0);
     const unsigned n = 20; /* 20 x 16000 bytes: well under 64 slots */
     for (uint32_t seq = 1; seq <= n; seq++)
-        put(tx, &to, base, 16000, seq, 0);
+        put(lc.tx, &lc.to, lc.base, 16000, seq, 0);
     struct mroce_udp_counters c;
-    mroce_udp_get_counters(tx, &c);
-    unsigned pending = mroce_udp_tx_pending(tx);
+    mroce_udp_get_counters(lc.tx, &c);
+    unsigned pending = mroce_udp_tx_pending(lc.tx);
     CHECK_MSG(c.tx_syscalls >= 2 && pending < n / 2,
               "staged %u of %u large packets before the flush, %llu sends",
               pending, n + 1, (unsigned long long)c.tx_syscalls);
-    mroce_udp_flush(tx, 0);
-    drain(rx, l, n + 1, 0);
-    CHECK_EQ(l->n, n + 1);
+    mroce_udp_flush(lc.tx, 0);
+    drain(lc.rx, lc.l, n + 1, 0);
+    CHECK_EQ(lc.l->n, n + 1);
     int order = 1;
-    for (unsigned i = 0; i < n && i < l->n; i++)
-        order &= l->seq[i] == i + 1;
+    for (unsigned i = 0; i < n && i < lc.l->n; i++)
+        order &= lc.l->seq[i] == i + 1;
     CHECK_MSG(order, "large packets in send order");
-    CHECK_EQ(l->seq[n], 0); /* the late one last */
-    CHECK_EQ(l->len[n], 64);
-    CHECK_EQ(l->corrupt, 0);
-    free(l);
-    mroce_udp_close(tx);
-    mroce_udp_close(rx);
+    CHECK_EQ(lc.l->seq[n], 0); /* the late one last */
+    CHECK_EQ(lc.l->len[n], 64);
+    CHECK_EQ(lc.l->corrupt, 0);
+    lo_close(&lc);
 }
 
 int main(void)
