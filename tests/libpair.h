@@ -1,13 +1,13 @@
 /*
  * libpair.h - two libmroce devices on 127.0.0.1, one RC QP each, connected
- * to each other and driven from one thread: the set-up the libmroce tests
- * that watch both ends of a connection (test_lib_ackdefer,
- * test_lib_ackbatch) share.  Header-only and static like testutil.h.
+ * to each other: the set-up the libmroce tests that watch both ends of a
+ * connection (test_lib_basic, test_lib_ackdefer, test_lib_ackbatch)
+ * share.  Header-only and static like testutil.h.
  *
- * Each side has an APP-progress device on a port drawn from the pid and
- * retried (parallel CTest runs must not collide), a PD, one CQ for both
- * directions, a QP and a zeroed buffer registered with the access the test
- * asks for.  connect_pair() accepts on b in a thread while a connects: each
+ * Each side has a device (APP progress unless asked) on a port drawn from
+ * the pid and retried (parallel CTest runs must not collide), a PD, one CQ
+ * for both directions, a QP and a zeroed, page-aligned buffer registered
+ * with the access the test asks for.  connect_pair() accepts on b in a thread while a connects: each
  * call drives its own device, so neither can stall the other.
  */
 #ifndef MROCE_TESTS_LIBPAIR_H
@@ -40,23 +40,34 @@ struct side {
     mroce_vmr *mr;
 };
 
-/* buf_len bytes registered with `access`; init_cwnd 0 keeps the default. */
-static inline int side_open(struct side *s, size_t buf_len, int access,
-                            uint32_t init_cwnd)
+/* Opens a device of progress mode `mode` on a port that is free now: ports
+ * are drawn from the pid and retried, so parallel CTest runs do not
+ * collide.  0 or a negative error. */
+static inline int libpair_open_dev(mroce_device **dev, int mode)
 {
     static unsigned salt;
-    memset(s, 0, sizeof(*s));
     int rc = MROCE_EADDR;
     for (int i = 0; i < 50 && rc == MROCE_EADDR; i++) {
         struct mroce_device_attr a;
         mroce_device_attr_default(&a);
-        a.progress = MROCE_PROGRESS_APP;
+        a.progress = (uint8_t)mode;
         a.port = (uint16_t)(20000 + ((unsigned)getpid() * 173u +
                                      salt++ * 7919u + (unsigned)i * 104729u) %
                                         20000u);
         a.src_port_count = 64;
-        rc = mroce_device_open(&a, &s->dev);
+        rc = mroce_device_open(&a, dev);
     }
+    return rc;
+}
+
+/* A device of progress mode `mode`, a PD, a CQ, a QP and buf_len zeroed,
+ * page-aligned bytes registered with `access`; init_cwnd 0 keeps the
+ * default.  0 or a negative error. */
+static inline int side_open_mode(struct side *s, size_t buf_len, int access,
+                                 uint32_t init_cwnd, int mode)
+{
+    memset(s, 0, sizeof(*s));
+    int rc = libpair_open_dev(&s->dev, mode);
     if (rc < 0)
         return rc;
     struct mroce_vqp_init_attr qa;
@@ -70,11 +81,42 @@ static inline int side_open(struct side *s, size_t buf_len, int access,
     qa.recv_cq = s->cq;
     if ((rc = mroce_create_qp(s->pd, &qa, &s->qp)) < 0)
         return rc;
-    s->buf = calloc(1, buf_len);
+    s->buf = aligned_alloc(4096, (buf_len + 4095) & ~(size_t)4095);
     if (!s->buf)
         return MROCE_ENOMEM;
+    memset(s->buf, 0, buf_len);
     s->buf_len = buf_len;
     return mroce_reg_mr(s->pd, s->buf, buf_len, access, &s->mr);
+}
+
+/* The same on an APP-progress device. */
+static inline int side_open(struct side *s, size_t buf_len, int access,
+                            uint32_t init_cwnd)
+{
+    return side_open_mode(s, buf_len, access, init_cwnd, MROCE_PROGRESS_APP);
+}
+
+/* Posts one signaled WR: opcode (SEND, WRITE or READ) over len bytes at
+ * offset off of s's buffer; a WRITE or READ goes to, or comes from, offset
+ * roff of peer's buffer (peer NULL for a SEND).  0 or a negative error. */
+static inline int side_post(struct side *s, enum mroce_wr_opcode opcode,
+                            uint64_t id, size_t off, uint32_t len,
+                            const struct side *peer, size_t roff)
+{
+    struct mroce_sge sg = {(uintptr_t)s->buf + off, len,
+                           mroce_vmr_lkey(s->mr)};
+    struct mroce_send_wr w, *bad;
+    memset(&w, 0, sizeof(w));
+    w.wr_id = id;
+    w.sg_list = &sg;
+    w.num_sge = 1;
+    w.opcode = opcode;
+    w.send_flags = MROCE_SEND_SIGNALED;
+    if (peer) {
+        w.remote_addr = (uintptr_t)peer->buf + roff;
+        w.rkey = mroce_vmr_rkey(peer->mr);
+    }
+    return mroce_post_send(s->qp, &w, &bad);
 }
 
 static inline void side_fini(struct side *s)

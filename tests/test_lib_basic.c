@@ -26,77 +26,15 @@
 
 #include <mroce/mroce.h>
 
+#include "libpair.h"
 #include "testutil.h"
 
 #define BUF_SIZE (2u << 20)
 #define MIB (1u << 20)
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* One side of a connection. */
-struct side {
-    mroce_device *dev;
-    mroce_pd *pd;
-    mroce_vcq *cq;
-    mroce_vqp *qp;
-    uint8_t *buf;
-    mroce_vmr *mr;
-};
-
-/* Opens a device on a port that is free now; ports are drawn from the pid
- * and retried, so parallel test runs do not collide. */
-static int open_dev(mroce_device **dev, int mode, uint16_t *port_out)
-{
-    static unsigned salt;
-    for (int i = 0; i < 50; i++) {
-        struct mroce_device_attr a;
-        mroce_device_attr_default(&a);
-        a.progress = (uint8_t)mode;
-        a.port = (uint16_t)(20000 + ((unsigned)getpid() * 131u + salt++ * 7919u +
-                                     (unsigned)i * 104729u) % 20000u);
-        a.src_port_count = 64;
-        int rc = mroce_device_open(&a, dev);
-        if (rc == 0) {
-            if (port_out)
-                *port_out = mroce_device_port(*dev);
-            return 0;
-        }
-        if (rc != MROCE_EADDR)
-            return rc;
-    }
-    return MROCE_EADDR;
-}
-
-static int side_init(struct side *s, int mode, uint16_t *port)
-{
-    memset(s, 0, sizeof(*s));
-    int rc = open_dev(&s->dev, mode, port);
-    if (rc < 0)
-        return rc;
-    struct mroce_vqp_init_attr qa;
-    if ((rc = mroce_pd_alloc(s->dev, &s->pd)) < 0 ||
-        (rc = mroce_create_cq(s->dev, 256, &s->cq)) < 0)
-        return rc;
-    mroce_vqp_init_attr_default(&qa);
-    qa.send_cq = s->cq;
-    qa.recv_cq = s->cq;
-    if ((rc = mroce_create_qp(s->pd, &qa, &s->qp)) < 0)
-        return rc;
-    s->buf = aligned_alloc(4096, BUF_SIZE);
-    if (!s->buf)
-        return MROCE_ENOMEM;
-    memset(s->buf, 0, BUF_SIZE);
-    return mroce_reg_mr(s->pd, s->buf, BUF_SIZE,
-                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
-                            MROCE_ACCESS_REMOTE_READ |
-                            MROCE_ACCESS_REMOTE_ATOMIC,
-                        &s->mr);
-}
+#define ACCESS_ALL                                                        \
+    (MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |               \
+     MROCE_ACCESS_REMOTE_READ | MROCE_ACCESS_REMOTE_ATOMIC)
 
 /* Polls s's CQ for one completion, driving `other` too (APP mode). */
 static int wait_wc(struct side *s, struct side *other, struct mroce_wc *wc,
@@ -113,30 +51,11 @@ static int wait_wc(struct side *s, struct side *other, struct mroce_wc *wc,
     return 0;
 }
 
-struct accept_arg {
-    mroce_vqp *qp;
-    int rc;
-};
-
-static void *accept_thread(void *p)
+/* Connects b (active) to a (listener, accepting in a thread: the blocking
+ * calls are what is tested, each driving its own device). */
+static void connect_sides(struct side *a, struct side *b)
 {
-    struct accept_arg *a = p;
-    a->rc = mroce_accept(a->qp, 3000);
-    return NULL;
-}
-
-/* Connects b (active) to a (listener): accept runs in a thread, so the
- * blocking calls are what is tested, each driving its own device. */
-static void connect_pair(struct side *a, struct side *b, uint16_t aport)
-{
-    struct accept_arg arg = {a->qp, -99};
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, accept_thread, &arg) == 0);
-    usleep(10000); /* let accept start listening (connect retries anyway) */
-    int rc = mroce_connect(b->qp, "127.0.0.1", aport, 0, 3000);
-    pthread_join(t, NULL);
-    CHECK_EQ_INT(rc, 0);
-    CHECK_EQ_INT(arg.rc, 0);
+    connect_pair(b, a);
     CHECK_EQ_INT(mroce_vqp_state(a->qp), MROCE_QPS_RTS);
     CHECK_EQ_INT(mroce_vqp_state(b->qp), MROCE_QPS_RTS);
 }
@@ -426,8 +345,10 @@ static void test_dead_peer(struct side *b, uint16_t live_port, int mode)
     /* A port nobody has: open and close a device to find one. */
     mroce_device *tmp;
     uint16_t dead = 0;
-    if (CHECK(open_dev(&tmp, MROCE_PROGRESS_APP, &dead) == 0))
+    if (CHECK(libpair_open_dev(&tmp, MROCE_PROGRESS_APP) == 0)) {
+        dead = mroce_device_port(tmp);
         mroce_device_close(tmp);
+    }
     uint64_t t0 = now_ms();
     int rc = mroce_connect(qp, "127.0.0.1", dead, 0, 500);
     uint64_t dt = now_ms() - t0;
@@ -535,17 +456,19 @@ static void test_peer_away(struct side *a, struct side *b)
 static void run_mode(int mode)
 {
     struct side a, b;
-    uint16_t aport = 0, bport = 0;
     printf("mode %s\n", mode ? "THREAD" : "APP");
-    int rca = side_init(&a, mode, &aport), rcb = side_init(&b, mode, &bport);
-    if (!CHECK_MSG(rca == 0 && rcb == 0, "side_init: %d %d", rca, rcb))
+    int rca = side_open_mode(&a, BUF_SIZE, ACCESS_ALL, 0, mode),
+        rcb = side_open_mode(&b, BUF_SIZE, ACCESS_ALL, 0, mode);
+    if (!CHECK_MSG(rca == 0 && rcb == 0, "side_open: %d %d", rca, rcb))
         return;
+    uint16_t aport = mroce_device_port(a.dev),
+             bport = mroce_device_port(b.dev);
     CHECK(aport != bport);
     struct mroce_device_attr qa;
     CHECK_EQ_INT(mroce_device_query(a.dev, &qa), 0);
     CHECK(qa.src_port_base != 0);
     CHECK_EQ(qa.port, aport);
-    connect_pair(&a, &b, aport);
+    connect_sides(&a, &b);
     test_ops(&a, &b);
     if (mode == MROCE_PROGRESS_APP)
         test_peer_away(&a, &b);
@@ -645,7 +568,7 @@ static void run_mode(int mode)
     CHECK_EQ_INT(mroce_create_qp(a.pd, &ia, &a.qp), 0);
     ia.send_cq = ia.recv_cq = b.cq;
     CHECK_EQ_INT(mroce_create_qp(b.pd, &ia, &b.qp), 0);
-    connect_pair(&a, &b, aport);
+    connect_sides(&a, &b);
 
     test_bad_calls(&a, &b);
     test_dead_peer(&b, aport, mode);
