@@ -64,32 +64,13 @@ static int post_recv(struct side *s, uint64_t id)
 
 static int post_send(struct side *s, uint64_t id)
 {
-    struct mroce_sge sg = {(uintptr_t)s->buf, MSG, mroce_vmr_lkey(s->mr)};
-    struct mroce_send_wr w, *bad;
-    memset(&w, 0, sizeof(w));
-    w.wr_id = id;
-    w.sg_list = &sg;
-    w.num_sge = 1;
-    w.opcode = MROCE_WR_SEND;
-    w.send_flags = MROCE_SEND_SIGNALED;
-    return mroce_post_send(s->qp, &w, &bad);
+    return side_post(s, MROCE_WR_SEND, id, 0, MSG, NULL, 0);
 }
 
 /* a READs READ_LEN bytes of b's buffer into its own. */
 static int post_read(struct side *a, struct side *b, uint64_t id)
 {
-    struct mroce_sge sg = {(uintptr_t)a->buf + READ_OFF, READ_LEN,
-                           mroce_vmr_lkey(a->mr)};
-    struct mroce_send_wr w, *bad;
-    memset(&w, 0, sizeof(w));
-    w.wr_id = id;
-    w.sg_list = &sg;
-    w.num_sge = 1;
-    w.opcode = MROCE_WR_READ;
-    w.send_flags = MROCE_SEND_SIGNALED;
-    w.remote_addr = (uintptr_t)b->buf + READ_OFF;
-    w.rkey = mroce_vmr_rkey(b->mr);
-    return mroce_post_send(a->qp, &w, &bad);
+    return side_post(a, MROCE_WR_READ, id, READ_OFF, READ_LEN, b, READ_OFF);
 }
 
 #define RECV_ID 1000000u
