@@ -16,51 +16,56 @@ export FI_PROVIDER_PATH="$dir" FI_MROCE_IFACE=127.0.0.1
 [ -n "$preload" ] && export LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0
 port=$((20000 + $$ % 20000))
 
-# run NAME FAULT ARGS...: one server/client pair; fails on either failing.
-run() {
-    name=$1 fault=$2
-    shift 2
+# pair ENV ARGS...: one fi_pingpong server/client pair, both with the
+# environment assignments ENV (words; may be empty) and fi_pingpong ARGS;
+# sets crc and src to their exit codes, their output stays in
+# /tmp/prov_pp_cli.$$ and /tmp/prov_pp_srv.$$.
+pair() {
+    penv=$1
+    shift
     port=$((port + 1))
-    t0=$(date +%s)
-    MROCE_FAULT="$fault" timeout 120 fi_pingpong -p mroce -e rdm -B $port "$@" \
+    env $penv timeout 120 fi_pingpong -p mroce -e rdm -B $port "$@" \
         > /tmp/prov_pp_srv.$$ 2>&1 &
     srv=$!
     sleep 0.5
-    MROCE_FAULT="$fault" timeout 120 fi_pingpong -p mroce -e rdm -P $port "$@" \
+    env $penv timeout 120 fi_pingpong -p mroce -e rdm -P $port "$@" \
         127.0.0.1 > /tmp/prov_pp_cli.$$ 2>&1
     crc=$?
     wait $srv
     src=$?
-    echo "== $name: client $crc, server $src, $(( $(date +%s) - t0 )) s"
-    cat /tmp/prov_pp_cli.$$
+}
+
+# pair_check NAME: the test fails (with both outputs) if either side did.
+pair_check() {
     if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-        echo "-- server output:"
-        cat /tmp/prov_pp_srv.$$
+        echo "$1: client $crc, server $src" >&2
+        cat /tmp/prov_pp_cli.$$ >&2
+        echo "-- server output:" >&2
+        cat /tmp/prov_pp_srv.$$ >&2
         rm -f /tmp/prov_pp_srv.$$ /tmp/prov_pp_cli.$$
         exit 1
     fi
+}
+
+# run NAME FAULT ARGS...: one pair with MROCE_FAULT=FAULT; fails on either
+# failing.
+run() {
+    name=$1 fault=$2
+    shift 2
+    t0=$(date +%s)
+    pair "MROCE_FAULT=$fault" "$@"
+    echo "== $name: client $crc, server $src, $(( $(date +%s) - t0 )) s"
+    pair_check "$name"
+    cat /tmp/prov_pp_cli.$$
     rm -f /tmp/prov_pp_srv.$$ /tmp/prov_pp_cli.$$
 }
 
 # pkt_size NAME MTU_ENV: a 1 MiB ping-pong with libmroce's counters dumped
-# when the QPs close; prints the busiest QP's bytes per data packet.
+# when the QPs close; prints the busiest QP's bytes per data packet (the
+# server's).
 pkt_size() {
-    port=$((port + 1))
-    env $2 MROCE_DUMP_COUNTERS=1 timeout 120 fi_pingpong -p mroce -e rdm \
-        -B $port -S 1048576 -I 20 > /tmp/prov_pp_srv.$$ 2>&1 &
-    srv=$!
-    sleep 0.5
-    env $2 timeout 120 fi_pingpong -p mroce -e rdm -P $port -S 1048576 -I 20 \
-        127.0.0.1 > /tmp/prov_pp_cli.$$ 2>&1
-    crc=$?
-    wait $srv
-    src=$?
-    if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-        echo "$1: client $crc, server $src" >&2
-        cat /tmp/prov_pp_cli.$$ /tmp/prov_pp_srv.$$ >&2
-        rm -f /tmp/prov_pp_srv.$$ /tmp/prov_pp_cli.$$
-        exit 1
-    fi
+    pair "MROCE_DUMP_COUNTERS=1 $2" -S 1048576 -I 20
+    pair_check "$1"
     awk '/tx_bytes/ { for (i = 1; i < NF; i++) { if ($i == "tx_bytes") b = $(i + 1);
                                                  if ($i == "tx_data_pkts") d = $(i + 1) }
                       if (d > best) { best = d; size = int(b / d) } }
@@ -70,8 +75,8 @@ pkt_size() {
 
 # The MTU comes from the interface (mroce_domain.c): loopback's 64 KiB
 # gives 16 KiB packets; FI_MROCE_MTU=4096 still gives 4 KiB ones.
-auto=$(pkt_size "MTU from the interface" "")
-fixed=$(pkt_size "FI_MROCE_MTU=4096" "FI_MROCE_MTU=4096")
+auto=$(pkt_size "MTU from the interface" "") || exit 1
+fixed=$(pkt_size "FI_MROCE_MTU=4096" "FI_MROCE_MTU=4096") || exit 1
 echo "== 1 MiB: $auto bytes per data packet (MTU from lo), $fixed (FI_MROCE_MTU=4096)"
 [ "$auto" -gt 12000 ] || { echo "expected packets of ~16 KiB on loopback"; exit 1; }
 [ "$fixed" -gt 3000 ] && [ "$fixed" -lt 6000 ] ||
