@@ -203,6 +203,20 @@ static void watchdog_backoff(struct side *a, struct side *b)
               idle, n);
 }
 
+/* What deferral must achieve where the application answers at once: of
+ * n messages, most had their ACKs deferred and overtaken by the answer
+ * (rep of def deferrals), and nearly every deferral was. */
+static void check_behind_answer(const char *who, uint64_t def, uint64_t rep,
+                                int n)
+{
+    CHECK_MSG(rep >= (uint64_t)n * 3 / 4,
+              "%s's ACKs behind its answer: %llu of %d", who,
+              (unsigned long long)rep, n);
+    CHECK_MSG(rep * 10 >= def * 9, "%s deferred %llu, only %llu behind its "
+              "answer", who, (unsigned long long)def,
+              (unsigned long long)rep);
+}
+
 static void run(const char *defer_env)
 {
     if (defer_env)
@@ -254,12 +268,7 @@ static void run(const char *defer_env)
          * overtaken by the answer. */
         CHECK_MSG(first <= PINGS / 4, "ACK before the answer %d of %d times",
                   first, PINGS);
-        CHECK_MSG(brep >= (uint64_t)PINGS * 3 / 4,
-                  "b's ACKs behind its answer: %llu of %d",
-                  (unsigned long long)brep, PINGS);
-        CHECK_MSG(brep * 10 >= bdef * 9,
-                  "b deferred %llu, only %llu behind its answer",
-                  (unsigned long long)bdef, (unsigned long long)brep);
+        check_behind_answer("b", bdef, brep, PINGS);
     }
 
     /* One-way stream: b only receives. */
@@ -318,12 +327,7 @@ static void run(const char *defer_env)
         if (off) {
             CHECK_EQ(adef, 0);
         } else {
-            CHECK_MSG(arep >= (uint64_t)READS * 3 / 4,
-                      "a's READ ACKs behind its answer: %llu of %d",
-                      (unsigned long long)arep, READS);
-            CHECK_MSG(arep * 10 >= adef * 9,
-                      "a deferred %llu, only %llu behind its answer",
-                      (unsigned long long)adef, (unsigned long long)arep);
+            check_behind_answer("a", adef, arep, READS);
         }
     }
     if (!off)
