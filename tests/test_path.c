@@ -476,6 +476,48 @@ static void test_rtt(void)
     CHECK(mroce_pathset_min_rtt(&ps) == 0 && mroce_pathset_max_srtt(&ps) == 0);
 }
 
+/* The cached maximum (struct mroce_pathset max_srtt) against a scan of
+ * every slot, through random samples that raise and lower each slot's
+ * srtt (the slot holding the maximum included) and retirements that zero
+ * it; queried after every step and, in a second run, only every 7th, so
+ * updates also land while the cache is stale. */
+static mroce_tstamp scan_max_srtt(const struct mroce_pathset *ps)
+{
+    mroce_tstamp m = 0;
+    uint16_t k;
+    for (k = 0; k < ps->npaths; k++)
+        if (ps->paths[k].srtt > m)
+            m = ps->paths[k].srtt;
+    return m;
+}
+
+static void test_max_srtt_cache(void)
+{
+    unsigned every, step, bad = 0, stale = 0;
+
+    for (every = 1; every <= 7; every += 6) {
+        struct mroce_pathset ps;
+        struct prng r = {14};
+        uint64_t x = 1234567;
+        setup(&ps, &r, 8);
+        for (step = 0; step < 20000; step++) {
+            uint64_t v = testutil_rand64(&x);
+            uint16_t i = (uint16_t)(v % 8);
+            if ((v >> 8) % 50 == 0)
+                mroce_path_retire(&ps, i);
+            else
+                mroce_path_on_ack(&ps, i, 1000 + (v >> 16) % 64000, 0);
+            stale += ps.max_stale;
+            if (step % every == 0 &&
+                mroce_pathset_max_srtt(&ps) != scan_max_srtt(&ps))
+                bad++;
+        }
+        CHECK(mroce_pathset_max_srtt(&ps) == scan_max_srtt(&ps));
+    }
+    CHECK_MSG(bad == 0, "cached max_srtt differed from the scan %u times", bad);
+    CHECK(stale > 0); /* the falling-maximum case was exercised */
+}
+
 static void test_weight(void)
 {
     struct mroce_pathset ps;
@@ -717,6 +759,7 @@ int main(void)
     test_on_sent();
     test_retire();
     test_rtt();
+    test_max_srtt_cache();
     test_weight();
     test_ecn_ewma();
     test_loss_weight();

@@ -209,7 +209,7 @@ struct slowest {
     mroce_tstamp v;
 };
 
-static mroce_tstamp slowest_get(const mroce_qp *qp, struct slowest *sl)
+static mroce_tstamp slowest_get(mroce_qp *qp, struct slowest *sl)
 {
     if (!sl->known) {
         sl->v = mroce_pathset_max_srtt(&qp->paths);
@@ -225,7 +225,7 @@ static mroce_tstamp slowest_get(const mroce_qp *qp, struct slowest *sl)
  * dominated by the fast paths; a packet sprayed onto a path with a deeper
  * queue (an oversubscribed spine link while another is idle) is late by
  * that queue, not lost, and a slot's own estimate can be a burst old. */
-static mroce_tstamp path_guard(const mroce_qp *qp, uint16_t path,
+static mroce_tstamp path_guard(mroce_qp *qp, uint16_t path,
                                struct slowest *sl)
 {
     const struct mroce_path *p = &qp->path_slots[path];

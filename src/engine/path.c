@@ -85,6 +85,24 @@ static int32_t path_fresh_entropy(const struct mroce_pathset *ps, uint32_t n)
     return -1;
 }
 
+/* Slot i's srtt has just been written: keep the cached maximum (see
+ * struct mroce_pathset).  While it is not stale it equals the largest srtt
+ * and max_slot holds it, so a new value at or above it is the new maximum,
+ * one below it changes nothing unless slot i held it. */
+static void path_srtt_noted(struct mroce_pathset *ps, uint16_t i)
+{
+    mroce_tstamp v = ps->paths[i].srtt;
+
+    if (ps->max_stale)
+        return;
+    if (v >= ps->max_srtt) {
+        ps->max_srtt = v;
+        ps->max_slot = i;
+    } else if (i == ps->max_slot) {
+        ps->max_stale = 1;
+    }
+}
+
 /* Fresh health state for a slot (init and retirement).  Counters, next_seq
  * and the engine-owned list links are deliberately not touched here. */
 static void path_reset_state(struct mroce_path *p)
@@ -131,6 +149,9 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
     ps->target_qdelay = target_qdelay;
     ps->rand = rand;
     ps->rand_user = rand_user;
+    ps->max_srtt = 0; /* every slot starts without a sample */
+    ps->max_slot = 0;
+    ps->max_stale = 0;
 
     for (i = 0; i < npaths; i++) {
         struct mroce_path *p = &paths[i];
@@ -397,6 +418,7 @@ void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
         if (rtt < p->min_rtt)
             p->min_rtt = rtt;
     }
+    path_srtt_noted(ps, i);
 
     if (base_rtt != 0 && rtt > base_rtt + ps->target_qdelay)
         path_weight_down(p);
@@ -506,6 +528,7 @@ void mroce_path_retire(struct mroce_pathset *ps, uint16_t i)
     if (e >= 0)
         p->entropy = (uint16_t)e;
     path_reset_state(p);
+    path_srtt_noted(ps, i);
     p->retirements++;
 }
 
@@ -522,14 +545,21 @@ mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps)
     return best;
 }
 
-mroce_tstamp mroce_pathset_max_srtt(const struct mroce_pathset *ps)
+mroce_tstamp mroce_pathset_max_srtt(struct mroce_pathset *ps)
 {
     mroce_tstamp worst = 0;
-    uint32_t k;
+    uint16_t k, at = 0;
 
+    if (!ps->max_stale)
+        return ps->max_srtt;
     for (k = 0; k < ps->npaths; k++)
-        if (ps->paths[k].srtt > worst)
+        if (ps->paths[k].srtt > worst) {
             worst = ps->paths[k].srtt;
+            at = k;
+        }
+    ps->max_srtt = worst;
+    ps->max_slot = at;
+    ps->max_stale = 0;
     return worst;
 }
 

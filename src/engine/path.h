@@ -80,6 +80,14 @@ struct mroce_pathset {
     uint32_t win_pkt;         /* in packets of up to this many bytes; 0:
                                  no window known (mroce_path_set_window) */
     mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
+    /* The largest srtt over the slots, kept as samples arrive so that
+     * mroce_pathset_max_srtt reads one field instead of every slot (a
+     * cache line each; loss detection asks on most ACKs).  A rise is
+     * taken at once; a fall of the slot holding it (max_slot) marks it
+     * stale and the next query rescans. */
+    mroce_tstamp max_srtt;
+    uint16_t max_slot;
+    uint8_t max_stale;
     void (*rand)(uint8_t *buf, size_t len, void *user);
     void *rand_user;
 };
@@ -158,9 +166,10 @@ int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i);
  * slot's in-flight list itself. */
 void mroce_path_retire(struct mroce_pathset *ps, uint16_t i);
 
-/* Lowest min_rtt and highest srtt over slots with samples (0 if none). */
+/* Lowest min_rtt and highest srtt over slots with samples (0 if none).
+ * The maximum is cached (max_srtt above), hence the non-const set. */
 mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps);
-mroce_tstamp mroce_pathset_max_srtt(const struct mroce_pathset *ps);
+mroce_tstamp mroce_pathset_max_srtt(struct mroce_pathset *ps);
 
 /* Fill a public stats record for slot i. */
 void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
