@@ -33,6 +33,26 @@ static double cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* MROCE_SIM_PERF_CTL=FIFO: tell a `perf record -D -1 --control fifo:FIFO`
+ * when the measured phase starts and ends ("enable" / "disable"), so its
+ * samples are the event loop's and not the setup's (bench/limits_sim.sh).
+ * A diagnostic: a FIFO that cannot be written is reported, never fatal. */
+static void perf_ctl(const char *cmd)
+{
+    const char *fifo = getenv("MROCE_SIM_PERF_CTL");
+    if (!fifo || !*fifo)
+        return;
+    FILE *fp = fopen(fifo, "w");
+    int bad = !fp;
+    if (fp) {
+        bad = fputs(cmd, fp) == EOF;
+        bad |= fclose(fp) == EOF;
+    }
+    if (bad)
+        fprintf(stderr, "mroce-sim: MROCE_SIM_PERF_CTL %s: cannot write\n",
+                fifo);
+}
+
 void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx)
 {
     if (evq_push(&s->q, t, type, idx) < 0) {
@@ -231,6 +251,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     for (uint32_t i = 0; i < sc->nfaults; i++)
         sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i);
     uint64_t limit = s->now + sc->limit_ps;
+    perf_ctl("enable\n");
     wl_start(s);
     if (sc->report_ps)
         report_loop(s, limit);
@@ -240,6 +261,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
         sim_loop(s, limit);
     res->wall_s = wall_now() - w1;
     res->cpu_s = cpu_now() - c1;
+    perf_ctl("disable\n");
     host_collect_counters(s);
     report_print(s);
     if (getenv("MROCE_SIM_DEBUG"))
