@@ -56,38 +56,47 @@ struct mroce_path {
     uint16_t pad;
 };
 
-/* The set of paths of one queue pair. */
+/* The set of paths of one queue pair.  Fields are ordered to leave no
+ * holes (one QP per connection, a million of them at scale). */
 struct mroce_pathset {
     struct mroce_path *paths; /* npaths slots, owned by the QP */
     uint16_t npaths;
     uint16_t cursor;          /* deficit round robin position */
-    uint8_t quantum;          /* deficit a pick costs: the highest weight at
-                                 the start of the cursor's sweep (PATH-3) */
     uint16_t last;            /* slot of the current burst */
-    uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
-    uint8_t burst_left;       /* packets left in the current burst */
     uint16_t ready_head;      /* slots whose latest echo came back clean, */
     uint16_t ready_tail;      /* oldest first, for reuse (PATH-16) */
-    uint32_t reuses;          /* picks that reused a clean slot */
+    uint8_t quantum;          /* deficit a pick costs: the highest weight at
+                                 the start of the cursor's sweep (PATH-3) */
+    uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
+    uint8_t burst_left;       /* packets left in the current burst */
     uint8_t reuse;            /* PATH-16 on (QP attribute path_reuse) */
     uint8_t reuse_run;        /* reuses since the last round robin pick */
     uint8_t mean_weight;      /* mean weight (rounded down) at the start of
                                  the cursor's sweep: reuse needs at least
                                  this much (PATH-16) */
-    uint16_t entropy_base;    /* entropies are in [base, base + span) */
-    uint16_t entropy_span;
+    uint32_t reuses;          /* picks that reused a clean slot */
     uint32_t win_bytes;       /* the window that bounds bursts (PATH-3), */
     uint32_t win_pkt;         /* in packets of up to this many bytes; 0:
                                  no window known (mroce_path_set_window) */
-    mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
+    uint16_t entropy_base;    /* entropies are in [base, base + span) */
+    uint16_t entropy_span;
+    /* The sum of the slots' weights and how many slots hold each weight
+     * (wcount[w - 1] for weight w), kept wherever a weight changes so that
+     * a new sweep (quantum, mean_weight) reads these instead of every slot
+     * (a cache line or two each).  Weights stay in 1..MROCE_PATH_WMAX; code
+     * that writes a slot's weight behind path.c's back (tests) calls
+     * mroce_pathset_resync afterwards. */
+    uint16_t wsum;
+    uint16_t wcount[MROCE_PATH_WMAX];
     /* The largest srtt over the slots, kept as samples arrive so that
      * mroce_pathset_max_srtt reads one field instead of every slot (a
      * cache line each; loss detection asks on most ACKs).  A rise is
      * taken at once; a fall of the slot holding it (max_slot) marks it
      * stale and the next query rescans. */
-    mroce_tstamp max_srtt;
     uint16_t max_slot;
     uint8_t max_stale;
+    mroce_tstamp max_srtt;
+    mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
     void (*rand)(uint8_t *buf, size_t len, void *user);
     void *rand_user;
 };
@@ -170,6 +179,11 @@ void mroce_path_retire(struct mroce_pathset *ps, uint16_t i);
  * The maximum is cached (max_srtt above), hence the non-const set. */
 mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps);
 mroce_tstamp mroce_pathset_max_srtt(struct mroce_pathset *ps);
+
+/* mroce_pathset_resync recomputes what the set caches from its slots
+ * (the weight sum and counts, the largest srtt), for code that wrote slot
+ * fields directly; path.c keeps them itself. */
+void mroce_pathset_resync(struct mroce_pathset *ps);
 
 /* Fill a public stats record for slot i. */
 void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
