@@ -22,11 +22,26 @@
 #define MROCE_PATH_REUSE_RUN 3     /* reuses in a row before the round robin
                                       picks again (PATH-16) */
 
-/* One path slot. */
+/* One path slot.  88 bytes, so most slots straddle two cache lines, and at
+ * scale every slot touched is a cache miss: fields are ordered so that a
+ * send (pick, mroce_path_on_sent, the tx ring's path list, the entropy for
+ * the header) reads only the first 28 bytes, which usually share one line,
+ * and an ACK (the path list, on_ack, on_ecn_echo, on_echo, the loss guard)
+ * bytes 19..80, two lines at most, with the rarely used fields at the end.
+ * The order carries no meaning beyond that. */
 struct mroce_path {
+    /* send side */
+    uint64_t tx_bytes;      /* counters for mroce_qp_path_stats() */
+    uint32_t tx_pkts;
+    uint32_t next_seq;      /* path_seq to give the next packet sent here */
     uint16_t entropy;       /* UDP source port used for this path */
-    uint8_t weight;         /* 1..MROCE_PATH_WMAX: share of the spray */
     uint8_t deficit;        /* deficit round robin accumulator */
+    /* both sides */
+    uint8_t weight;         /* 1..MROCE_PATH_WMAX: share of the spray */
+    uint32_t list_head;     /* oldest in-flight tx entry on this path (owned
+                               by the engine's tx ring), MROCE_PATH_NONE... */
+    uint32_t list_tail;     /* newest in-flight tx entry on this path */
+    /* ACK side */
     uint8_t consec_losses;  /* losses since the last ack on this path */
     uint8_t ce_last;        /* latest ECN echo was CE: acks earn no weight */
     uint8_t rto_losses;     /* of consec_losses, those charged by the RTOs
@@ -34,8 +49,10 @@ struct mroce_path {
                                LOSS-19); kept by the engine, zeroed here on
                                ack and retirement */
     uint8_t ready;          /* queued for reuse (PATH-16) */
-    uint32_t next_seq;      /* path_seq to give the next packet sent here */
+    uint32_t acked_pkts;
     uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
+    uint32_t ecn_marks;
+    uint32_t lost_pkts;     /* (here it fills what srtt's alignment leaves) */
     mroce_tstamp srtt;      /* smoothed RTT of this path, 0 = no sample */
     mroce_tstamp rttvar;    /* RTT variation */
     mroce_tstamp min_rtt;   /* lowest sample on this path */
@@ -43,15 +60,8 @@ struct mroce_path {
                                this slot (PATH-5): its entropy then worked
                                both ways, data out and ACK back; 0 = not
                                since init or the last retirement */
-    uint32_t list_head;     /* oldest in-flight tx entry on this path (owned
-                               by the engine's tx ring), MROCE_PATH_NONE... */
-    uint32_t list_tail;     /* newest in-flight tx entry on this path */
+    /* rarely */
     uint32_t retirements;   /* entropies this slot has retired */
-    uint32_t tx_pkts;       /* counters for mroce_qp_path_stats() */
-    uint64_t tx_bytes;
-    uint32_t acked_pkts;
-    uint32_t lost_pkts;
-    uint32_t ecn_marks;
     uint16_t ready_next;    /* next slot queued for reuse (PATH-16) */
     uint16_t pad;
 };
