@@ -357,8 +357,8 @@ static void test_on_sent(void)
     CHECK(mroce_path_on_sent(&ps, 2, 500) == 1);
     CHECK(mroce_path_on_sent(&ps, 3, 10) == 0);
     CHECK(mroce_path_on_sent(&ps, 2, 1) == 2);
-    CHECK(ps.paths[2].tx_pkts == 3 && ps.paths[2].tx_bytes == 1501);
-    CHECK(ps.paths[3].tx_pkts == 1 && ps.paths[0].tx_pkts == 0);
+    CHECK(ps.paths[2].next_seq == 3 && ps.paths[2].tx_bytes == 1501);
+    CHECK(ps.paths[3].next_seq == 1 && ps.paths[0].next_seq == 0);
 }
 
 static void test_retire(void)
@@ -397,7 +397,7 @@ static void test_retire(void)
           ps.paths[7].rttvar == 0 && ps.paths[7].ecn_ewma == 0);
     CHECK(ps.paths[7].list_head == 42 && ps.paths[7].list_tail == 43);
     CHECK(ps.paths[7].lost_pkts == 5 && ps.paths[7].acked_pkts == 2);
-    CHECK(ps.paths[7].tx_pkts == 10);
+    CHECK(ps.paths[7].next_seq == 10);
     CHECK(mroce_path_on_sent(&ps, 7, 1) == 10); /* path_seq continues */
 
     /* Many retirements: entropy always fresh and distinct. */

@@ -181,7 +181,6 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
         p->list_head = MROCE_PATH_NONE;
         p->list_tail = MROCE_PATH_NONE;
         p->retirements = 0;
-        p->tx_pkts = 0;
         p->tx_bytes = 0;
         p->acked_pkts = 0;
         p->lost_pkts = 0;
@@ -377,7 +376,6 @@ uint32_t mroce_path_on_sent(struct mroce_pathset *ps, uint16_t i,
     if (i >= ps->npaths)
         return 0;
     p = &ps->paths[i];
-    p->tx_pkts++;
     p->tx_bytes += bytes;
     return p->next_seq++;
 }
@@ -622,7 +620,7 @@ void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
     st->entropy = p->entropy;
     st->active = 1;
     st->weight = p->weight;
-    st->tx_pkts = p->tx_pkts;
+    st->tx_pkts = p->next_seq; /* one per packet sent, from 0 (path.h) */
     st->tx_bytes = p->tx_bytes;
     st->acked_pkts = p->acked_pkts;
     st->lost_pkts = p->lost_pkts;

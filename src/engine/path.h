@@ -25,15 +25,17 @@
 /* One path slot.  88 bytes, so most slots straddle two cache lines, and at
  * scale every slot touched is a cache miss: fields are ordered so that a
  * send (pick, mroce_path_on_sent, the tx ring's path list, the entropy for
- * the header) reads only the first 28 bytes, which usually share one line,
+ * the header) reads only the first 24 bytes, which usually share one line,
  * and an ACK (the path list, on_ack, on_ecn_echo, on_echo, the loss guard)
- * bytes 19..80, two lines at most, with the rarely used fields at the end.
- * The order carries no meaning beyond that. */
+ * bytes 15..80, two lines, with the rarely used fields in the gaps and at
+ * the end.  The order carries no meaning beyond that. */
 struct mroce_path {
     /* send side */
-    uint64_t tx_bytes;      /* counters for mroce_qp_path_stats() */
-    uint32_t tx_pkts;
-    uint32_t next_seq;      /* path_seq to give the next packet sent here */
+    uint64_t tx_bytes;      /* counter for mroce_qp_path_stats() */
+    uint32_t next_seq;      /* path_seq to give the next packet sent here;
+                               it starts at 0 and never restarts, so it is
+                               also the count of packets sent (tx_pkts in
+                               the stats), kept once to keep sends short */
     uint16_t entropy;       /* UDP source port used for this path */
     uint8_t deficit;        /* deficit round robin accumulator */
     /* both sides */
@@ -52,7 +54,9 @@ struct mroce_path {
     uint32_t acked_pkts;
     uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
     uint32_t ecn_marks;
-    uint32_t lost_pkts;     /* (here it fills what srtt's alignment leaves) */
+    uint32_t lost_pkts;
+    uint32_t retirements;   /* entropies this slot has retired (here it
+                               fills what srtt's alignment leaves) */
     mroce_tstamp srtt;      /* smoothed RTT of this path, 0 = no sample */
     mroce_tstamp rttvar;    /* RTT variation */
     mroce_tstamp min_rtt;   /* lowest sample on this path */
@@ -61,7 +65,6 @@ struct mroce_path {
                                both ways, data out and ACK back; 0 = not
                                since init or the last retirement */
     /* rarely */
-    uint32_t retirements;   /* entropies this slot has retired */
     uint16_t ready_next;    /* next slot queued for reuse (PATH-16) */
     uint16_t pad;
 };
