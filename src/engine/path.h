@@ -51,7 +51,8 @@ struct mroce_path {
                                LOSS-19); kept by the engine, zeroed here on
                                ack and retirement */
     uint8_t ready;          /* queued for reuse (PATH-16) */
-    uint32_t acked_pkts;
+    uint32_t acked_pkts;    /* counters for mroce_qp_path_stats(), as are
+                               ecn_marks, lost_pkts and retirements */
     uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
     uint32_t ecn_marks;
     uint32_t lost_pkts;
@@ -69,7 +70,7 @@ struct mroce_path {
     uint16_t pad;
 };
 
-/* The set of paths of one queue pair.  Fields are ordered to leave no
+/* The set of paths of one queue pair.  Fields are ordered to leave few
  * holes (one QP per connection, a million of them at scale). */
 struct mroce_pathset {
     struct mroce_path *paths; /* npaths slots, owned by the QP */
