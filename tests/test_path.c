@@ -154,6 +154,7 @@ static void check_shares(uint16_t n, const uint8_t *w, unsigned picks)
         ps.paths[k].weight = w[k];
         wsum += w[k];
     }
+    mroce_pathset_resync(&ps); /* weights written behind path.c's back */
     for (k = 0; k < picks; k++) {
         uint16_t i = mroce_path_pick(&ps, MROCE_PATH_NONE);
         if (i >= n) {
@@ -202,6 +203,7 @@ static void test_smooth(void)
 
     setup(&ps, &r, 2);
     ps.paths[1].weight = 1;
+    mroce_pathset_resync(&ps);
     for (k = 0; k < 100; k++) {
         uint16_t i = mroce_path_pick(&ps, MROCE_PATH_NONE);
         if (i == 1 && prev == 1)
@@ -226,6 +228,7 @@ static void test_quantum(void)
         ps.paths[k].weight = 1;
         ps.paths[k].deficit = k < 8 ? 0 : 4;
     }
+    mroce_pathset_resync(&ps);
     (void)mroce_path_pick(&ps, MROCE_PATH_NONE); /* pays a stale deficit */
     for (k = 0; k < 64; k++)
         ok &= mroce_path_pick(&ps, MROCE_PATH_NONE) == (k + 1) % 16;
@@ -236,6 +239,7 @@ static void test_quantum(void)
         unsigned c[2] = {0, 0};
         for (k = 0; k < 16; k++)
             ps.paths[k].weight = (uint8_t)(k % 2 ? 1 : 2);
+        mroce_pathset_resync(&ps);
         for (k = 0; k < 32; k++) /* the quantum changes at a sweep's start */
             (void)mroce_path_pick(&ps, MROCE_PATH_NONE);
         for (k = 0; k < 3 * 16 * 10; k++)
@@ -246,6 +250,7 @@ static void test_quantum(void)
     }
     /* Back to one full-weight slot: the quantum follows at the next sweep. */
     ps.paths[3].weight = MROCE_PATH_WMAX;
+    mroce_pathset_resync(&ps);
     for (k = 0; k < 32; k++)
         (void)mroce_path_pick(&ps, MROCE_PATH_NONE);
     CHECK(ps.quantum == MROCE_PATH_WMAX);
@@ -275,6 +280,7 @@ static void test_avoid(void)
     /* Two slots, one avoided: always the other, even at low weight. */
     setup(&ps, &r, 2);
     ps.paths[1].weight = 1;
+    mroce_pathset_resync(&ps);
     ok = 1;
     for (k = 0; k < 20; k++)
         ok &= mroce_path_pick(&ps, 0) == 1;
@@ -351,8 +357,8 @@ static void test_on_sent(void)
     CHECK(mroce_path_on_sent(&ps, 2, 500) == 1);
     CHECK(mroce_path_on_sent(&ps, 3, 10) == 0);
     CHECK(mroce_path_on_sent(&ps, 2, 1) == 2);
-    CHECK(ps.paths[2].tx_pkts == 3 && ps.paths[2].tx_bytes == 1501);
-    CHECK(ps.paths[3].tx_pkts == 1 && ps.paths[0].tx_pkts == 0);
+    CHECK(ps.paths[2].next_seq == 3 && ps.paths[2].tx_bytes == 1501);
+    CHECK(ps.paths[3].next_seq == 1 && ps.paths[0].next_seq == 0);
 }
 
 static void test_retire(void)
@@ -380,6 +386,7 @@ static void test_retire(void)
     CHECK(ps.paths[7].entropy == old && ps.paths[7].retirements == 0);
     /* Third consecutive loss retires. */
     ps.paths[7].weight = 3;
+    mroce_pathset_resync(&ps);
     CHECK(mroce_path_on_loss(&ps, 7) == 1);
     CHECK(ps.paths[7].entropy != old);
     CHECK(all_distinct_in_range(&ps));
@@ -390,7 +397,7 @@ static void test_retire(void)
           ps.paths[7].rttvar == 0 && ps.paths[7].ecn_ewma == 0);
     CHECK(ps.paths[7].list_head == 42 && ps.paths[7].list_tail == 43);
     CHECK(ps.paths[7].lost_pkts == 5 && ps.paths[7].acked_pkts == 2);
-    CHECK(ps.paths[7].tx_pkts == 10);
+    CHECK(ps.paths[7].next_seq == 10);
     CHECK(mroce_path_on_sent(&ps, 7, 1) == 10); /* path_seq continues */
 
     /* Many retirements: entropy always fresh and distinct. */
@@ -427,6 +434,7 @@ static void test_retire(void)
                                  &r3) == 0);
         old = ps.paths[3].entropy;
         ps.paths[3].weight = 1;
+        mroce_pathset_resync(&ps);
         mroce_path_retire(&ps, 3);
         CHECK(ps.paths[3].entropy == old);
         CHECK(ps.paths[3].weight == MROCE_PATH_WMAX);
@@ -516,6 +524,100 @@ static void test_max_srtt_cache(void)
     }
     CHECK_MSG(bad == 0, "cached max_srtt differed from the scan %u times", bad);
     CHECK(stale > 0); /* the falling-maximum case was exercised */
+}
+
+/* The weight sum and per-weight counts (struct mroce_pathset wsum,
+ * wcount) against a scan of every slot, through random hot and clean RTT
+ * samples, CE and clean echoes, losses (which retire a slot at the third
+ * in a row) and retirements, in phases that push the weights down and up
+ * so every weight and several quanta occur.  Every 5th step the cursor is
+ * put at 0, so the next pick starts a sweep: quantum and mean_weight must
+ * then be the scan's highest weight and rounded-down mean. */
+static void scan_weights(const struct mroce_pathset *ps, unsigned *cnt,
+                         unsigned *sum, unsigned *max)
+{
+    uint16_t k;
+    *sum = *max = 0;
+    memset(cnt, 0, MROCE_PATH_WMAX * sizeof(*cnt));
+    for (k = 0; k < ps->npaths; k++) {
+        unsigned w = ps->paths[k].weight;
+        if (w >= 1 && w <= MROCE_PATH_WMAX)
+            cnt[w - 1]++;
+        *sum += w;
+        if (w > *max)
+            *max = w;
+    }
+}
+
+static void test_weight_cache(void)
+{
+    struct mroce_pathset ps;
+    struct prng r = {15};
+    uint64_t x = 7654321;
+    unsigned step, bad = 0, badq = 0, seen_q = 0, seen_w = 0;
+
+    setup(&ps, &r, 16);
+    for (step = 0; step < 40000; step++) {
+        uint64_t v = testutil_rand64(&x);
+        uint16_t i = (uint16_t)(v % 16);
+        unsigned op = (unsigned)((v >> 8) % 100);
+        int down = (step / 2000) % 2 == 0; /* phase: mostly down or up */
+        unsigned cnt[MROCE_PATH_WMAX], sum, max, k;
+
+        if (op < (down ? 40u : 10u))
+            mroce_path_on_ack(&ps, i, 50000, 10000); /* hot: -1 */
+        else if (op < 60)
+            mroce_path_on_ack(&ps, i, 12000, 10000); /* clean: +1 */
+        else if (op < (down ? 75u : 65u))
+            mroce_path_on_ecn_echo(&ps, i, 1); /* CE: -1, blocks +1 */
+        else if (op < 85)
+            mroce_path_on_ecn_echo(&ps, i, 0);
+        else if (op < 99)
+            (void)mroce_path_on_loss(&ps, i); /* -1, retires at 3 */
+        else
+            mroce_path_retire(&ps, i);
+
+        scan_weights(&ps, cnt, &sum, &max);
+        if (ps.wsum != sum)
+            bad++;
+        for (k = 0; k < MROCE_PATH_WMAX; k++) {
+            if (ps.wcount[k] != cnt[k])
+                bad++;
+            if (cnt[k])
+                seen_w |= 1u << k;
+        }
+        if (step % 5 == 0) {
+            ps.cursor = 0; /* the pick starts a sweep (no reuse, burst 1) */
+            (void)mroce_path_pick(&ps, MROCE_PATH_NONE);
+            if (ps.quantum != max || ps.mean_weight != sum / 16)
+                badq++;
+            seen_q |= 1u << ps.quantum;
+        }
+    }
+    CHECK_MSG(bad == 0, "cached weight sum/counts differed %u times", bad);
+    CHECK_MSG(badq == 0, "quantum or mean_weight differed %u times", badq);
+    CHECK_MSG(seen_w == (1u << MROCE_PATH_WMAX) - 1, "weights seen %#x",
+              seen_w);
+    {
+        unsigned q, nq = 0;
+        for (q = 1; q <= MROCE_PATH_WMAX; q++)
+            nq += (seen_q >> q) & 1;
+        CHECK_MSG(nq >= 3, "quanta seen %#x", seen_q);
+    }
+
+    /* resync after direct writes; an out-of-range weight is clamped. */
+    ps.paths[2].weight = 0;
+    ps.paths[3].weight = 200;
+    mroce_pathset_resync(&ps);
+    CHECK(ps.paths[2].weight == 1 && ps.paths[3].weight == MROCE_PATH_WMAX);
+    {
+        unsigned cnt[MROCE_PATH_WMAX], sum, max, k, same;
+        scan_weights(&ps, cnt, &sum, &max);
+        same = ps.wsum == sum;
+        for (k = 0; k < MROCE_PATH_WMAX; k++)
+            same &= ps.wcount[k] == cnt[k];
+        CHECK(same);
+    }
 }
 
 static void test_weight(void)
@@ -761,6 +863,7 @@ int main(void)
     test_rtt();
     test_max_srtt_cache();
     test_weight();
+    test_weight_cache();
     test_ecn_ewma();
     test_loss_weight();
     test_pick_proven();

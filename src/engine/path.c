@@ -103,6 +103,17 @@ static void path_srtt_noted(struct mroce_pathset *ps, uint16_t i)
     }
 }
 
+/* Every change of a slot's weight goes through here, keeping the set's sum
+ * and per-weight counts (struct mroce_pathset wsum, wcount) in step. */
+static void path_weight_set(struct mroce_pathset *ps, struct mroce_path *p,
+                            uint8_t w)
+{
+    ps->wcount[p->weight - 1]--;
+    ps->wcount[w - 1]++;
+    ps->wsum = (uint16_t)(ps->wsum - p->weight + w);
+    p->weight = w;
+}
+
 /* Fresh health state for a slot (init and retirement).  Counters, next_seq
  * and the engine-owned list links are deliberately not touched here. */
 static void path_reset_state(struct mroce_path *p)
@@ -152,6 +163,11 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
     ps->max_srtt = 0; /* every slot starts without a sample */
     ps->max_slot = 0;
     ps->max_stale = 0;
+    /* every slot starts at full weight (path_reset_state below) */
+    for (i = 0; i < MROCE_PATH_WMAX; i++)
+        ps->wcount[i] = 0;
+    ps->wcount[MROCE_PATH_WMAX - 1] = npaths;
+    ps->wsum = (uint16_t)(npaths * MROCE_PATH_WMAX);
 
     for (i = 0; i < npaths; i++) {
         struct mroce_path *p = &paths[i];
@@ -165,7 +181,6 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
         p->list_head = MROCE_PATH_NONE;
         p->list_tail = MROCE_PATH_NONE;
         p->retirements = 0;
-        p->tx_pkts = 0;
         p->tx_bytes = 0;
         p->acked_pkts = 0;
         p->lost_pkts = 0;
@@ -298,7 +313,8 @@ uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
 }
 
 /* PATH-3: the quantum a slot pays per packet is the highest weight in the
- * set, taken once per sweep of the cursor (O(npaths) per npaths visits).
+ * set, taken once per sweep of the cursor from the set's per-weight counts
+ * (a scan of the slots here cost a cache miss or two per slot at scale).
  * Shares stay proportional to the weights; what changes is the spacing.
  * With a fixed quantum of 8 and every weight at 1 (on the namespace fabric
  * every path's RTT sample was above min_rtt + target_qdelay, PATH-6), a
@@ -310,15 +326,12 @@ uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
  * round robin at any level. */
 static void path_new_sweep(struct mroce_pathset *ps)
 {
-    uint8_t q = 1;
-    uint32_t sum = 0;
-    for (uint32_t k = 0; k < ps->npaths; k++) {
-        sum += ps->paths[k].weight;
-        if (ps->paths[k].weight > q)
-            q = ps->paths[k].weight;
-    }
-    ps->quantum = q > MROCE_PATH_WMAX ? MROCE_PATH_WMAX : q;
-    ps->mean_weight = (uint8_t)(sum / ps->npaths);
+    uint8_t q = MROCE_PATH_WMAX;
+
+    while (q > 1 && ps->wcount[q - 1] == 0)
+        q--;
+    ps->quantum = q;
+    ps->mean_weight = (uint8_t)(ps->wsum / ps->npaths);
 }
 
 static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid)
@@ -363,19 +376,20 @@ uint32_t mroce_path_on_sent(struct mroce_pathset *ps, uint16_t i,
     if (i >= ps->npaths)
         return 0;
     p = &ps->paths[i];
-    p->tx_pkts++;
     p->tx_bytes += bytes;
     return p->next_seq++;
 }
 
-static void path_weight_down(struct mroce_path *p)
+static void path_weight_down(struct mroce_pathset *ps, struct mroce_path *p)
 {
-    p->weight = (uint8_t)(p->weight - (p->weight > 1));
+    if (p->weight > 1)
+        path_weight_set(ps, p, (uint8_t)(p->weight - 1));
 }
 
-static void path_weight_up(struct mroce_path *p)
+static void path_weight_up(struct mroce_pathset *ps, struct mroce_path *p)
 {
-    p->weight = (uint8_t)(p->weight + (p->weight < MROCE_PATH_WMAX));
+    if (p->weight < MROCE_PATH_WMAX)
+        path_weight_set(ps, p, (uint8_t)(p->weight + 1));
 }
 
 /*
@@ -421,9 +435,9 @@ void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
     path_srtt_noted(ps, i);
 
     if (base_rtt != 0 && rtt > base_rtt + ps->target_qdelay)
-        path_weight_down(p);
+        path_weight_down(ps, p);
     else if (!p->ce_last)
-        path_weight_up(p);
+        path_weight_up(ps, p);
 }
 
 /*
@@ -444,7 +458,7 @@ void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce)
     p->ce_last = (uint8_t)is_ce;
     p->ecn_marks += is_ce;
     if (is_ce)
-        path_weight_down(p);
+        path_weight_down(ps, p);
     else
         path_ready_push(ps, i); /* reuse it (PATH-16) */
 }
@@ -496,7 +510,7 @@ int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i)
     /* A lossy path gets less of the spray too (PATH-6): a degraded link
      * that loses a fraction of its packets rarely loses three in a row, so
      * retirement alone would keep feeding it. */
-    path_weight_down(p);
+    path_weight_down(ps, p);
     if (p->consec_losses < 255)
         p->consec_losses++;
     if (p->consec_losses >= MROCE_PATH_RETIRE_LOSSES) {
@@ -527,6 +541,7 @@ void mroce_path_retire(struct mroce_pathset *ps, uint16_t i)
     e = path_fresh_entropy(ps, ps->npaths);
     if (e >= 0)
         p->entropy = (uint16_t)e;
+    path_weight_set(ps, p, MROCE_PATH_WMAX); /* as path_reset_state does */
     path_reset_state(p);
     path_srtt_noted(ps, i);
     p->retirements++;
@@ -563,6 +578,28 @@ mroce_tstamp mroce_pathset_max_srtt(struct mroce_pathset *ps)
     return worst;
 }
 
+/* The scans the cached fields replace, for direct writes to the slots.
+ * A weight outside 1..WMAX, which this file never produces, is moved to the
+ * nearest bound, so that the counts stay indexable by every slot's weight
+ * (path_weight_set). */
+void mroce_pathset_resync(struct mroce_pathset *ps)
+{
+    uint32_t k, sum = 0;
+
+    for (k = 0; k < MROCE_PATH_WMAX; k++)
+        ps->wcount[k] = 0;
+    for (k = 0; k < ps->npaths; k++) {
+        uint8_t w = ps->paths[k].weight;
+        w = w < 1 ? 1 : w > MROCE_PATH_WMAX ? MROCE_PATH_WMAX : w;
+        ps->paths[k].weight = w;
+        ps->wcount[w - 1]++;
+        sum += w;
+    }
+    ps->wsum = (uint16_t)sum;
+    ps->max_stale = 1;
+    (void)mroce_pathset_max_srtt(ps);
+}
+
 /* Slots are never empty (a retired slot holds its new entropy at once), so
  * every slot reports active = 1; out-of-range slots report all zeros. */
 void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
@@ -583,7 +620,7 @@ void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
     st->entropy = p->entropy;
     st->active = 1;
     st->weight = p->weight;
-    st->tx_pkts = p->tx_pkts;
+    st->tx_pkts = p->next_seq; /* one per packet sent, from 0 (path.h) */
     st->tx_bytes = p->tx_bytes;
     st->acked_pkts = p->acked_pkts;
     st->lost_pkts = p->lost_pkts;

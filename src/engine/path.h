@@ -22,11 +22,28 @@
 #define MROCE_PATH_REUSE_RUN 3     /* reuses in a row before the round robin
                                       picks again (PATH-16) */
 
-/* One path slot. */
+/* One path slot.  88 bytes, so most slots straddle two cache lines, and at
+ * scale every slot touched is a cache miss: fields are ordered so that a
+ * send (pick, mroce_path_on_sent, the tx ring's path list, the entropy for
+ * the header) reads only the first 24 bytes, which usually share one line,
+ * and an ACK (the path list, on_ack, on_ecn_echo, on_echo, the loss guard)
+ * bytes 15..80, two lines, with the rarely used fields in the gaps and at
+ * the end.  The order carries no meaning beyond that. */
 struct mroce_path {
+    /* send side */
+    uint64_t tx_bytes;      /* counter for mroce_qp_path_stats() */
+    uint32_t next_seq;      /* path_seq to give the next packet sent here;
+                               it starts at 0 and never restarts, so it is
+                               also the count of packets sent (tx_pkts in
+                               the stats), kept once to keep sends short */
     uint16_t entropy;       /* UDP source port used for this path */
-    uint8_t weight;         /* 1..MROCE_PATH_WMAX: share of the spray */
     uint8_t deficit;        /* deficit round robin accumulator */
+    /* both sides */
+    uint8_t weight;         /* 1..MROCE_PATH_WMAX: share of the spray */
+    uint32_t list_head;     /* oldest in-flight tx entry on this path (owned
+                               by the engine's tx ring), MROCE_PATH_NONE... */
+    uint32_t list_tail;     /* newest in-flight tx entry on this path */
+    /* ACK side */
     uint8_t consec_losses;  /* losses since the last ack on this path */
     uint8_t ce_last;        /* latest ECN echo was CE: acks earn no weight */
     uint8_t rto_losses;     /* of consec_losses, those charged by the RTOs
@@ -34,8 +51,13 @@ struct mroce_path {
                                LOSS-19); kept by the engine, zeroed here on
                                ack and retirement */
     uint8_t ready;          /* queued for reuse (PATH-16) */
-    uint32_t next_seq;      /* path_seq to give the next packet sent here */
+    uint32_t acked_pkts;    /* counters for mroce_qp_path_stats(), as are
+                               ecn_marks, lost_pkts and retirements */
     uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
+    uint32_t ecn_marks;
+    uint32_t lost_pkts;
+    uint32_t retirements;   /* entropies this slot has retired (here it
+                               fills what srtt's alignment leaves) */
     mroce_tstamp srtt;      /* smoothed RTT of this path, 0 = no sample */
     mroce_tstamp rttvar;    /* RTT variation */
     mroce_tstamp min_rtt;   /* lowest sample on this path */
@@ -43,51 +65,52 @@ struct mroce_path {
                                this slot (PATH-5): its entropy then worked
                                both ways, data out and ACK back; 0 = not
                                since init or the last retirement */
-    uint32_t list_head;     /* oldest in-flight tx entry on this path (owned
-                               by the engine's tx ring), MROCE_PATH_NONE... */
-    uint32_t list_tail;     /* newest in-flight tx entry on this path */
-    uint32_t retirements;   /* entropies this slot has retired */
-    uint32_t tx_pkts;       /* counters for mroce_qp_path_stats() */
-    uint64_t tx_bytes;
-    uint32_t acked_pkts;
-    uint32_t lost_pkts;
-    uint32_t ecn_marks;
+    /* rarely */
     uint16_t ready_next;    /* next slot queued for reuse (PATH-16) */
     uint16_t pad;
 };
 
-/* The set of paths of one queue pair. */
+/* The set of paths of one queue pair.  Fields are ordered to leave few
+ * holes (one QP per connection, a million of them at scale). */
 struct mroce_pathset {
     struct mroce_path *paths; /* npaths slots, owned by the QP */
     uint16_t npaths;
     uint16_t cursor;          /* deficit round robin position */
-    uint8_t quantum;          /* deficit a pick costs: the highest weight at
-                                 the start of the cursor's sweep (PATH-3) */
     uint16_t last;            /* slot of the current burst */
-    uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
-    uint8_t burst_left;       /* packets left in the current burst */
     uint16_t ready_head;      /* slots whose latest echo came back clean, */
     uint16_t ready_tail;      /* oldest first, for reuse (PATH-16) */
-    uint32_t reuses;          /* picks that reused a clean slot */
+    uint8_t quantum;          /* deficit a pick costs: the highest weight at
+                                 the start of the cursor's sweep (PATH-3) */
+    uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
+    uint8_t burst_left;       /* packets left in the current burst */
     uint8_t reuse;            /* PATH-16 on (QP attribute path_reuse) */
     uint8_t reuse_run;        /* reuses since the last round robin pick */
     uint8_t mean_weight;      /* mean weight (rounded down) at the start of
                                  the cursor's sweep: reuse needs at least
                                  this much (PATH-16) */
-    uint16_t entropy_base;    /* entropies are in [base, base + span) */
-    uint16_t entropy_span;
+    uint32_t reuses;          /* picks that reused a clean slot */
     uint32_t win_bytes;       /* the window that bounds bursts (PATH-3), */
     uint32_t win_pkt;         /* in packets of up to this many bytes; 0:
                                  no window known (mroce_path_set_window) */
-    mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
+    uint16_t entropy_base;    /* entropies are in [base, base + span) */
+    uint16_t entropy_span;
+    /* The sum of the slots' weights and how many slots hold each weight
+     * (wcount[w - 1] for weight w), kept wherever a weight changes so that
+     * a new sweep (quantum, mean_weight) reads these instead of every slot
+     * (a cache line or two each).  Weights stay in 1..MROCE_PATH_WMAX; code
+     * that writes a slot's weight behind path.c's back (tests) calls
+     * mroce_pathset_resync afterwards. */
+    uint16_t wsum;
+    uint16_t wcount[MROCE_PATH_WMAX];
     /* The largest srtt over the slots, kept as samples arrive so that
      * mroce_pathset_max_srtt reads one field instead of every slot (a
      * cache line each; loss detection asks on most ACKs).  A rise is
      * taken at once; a fall of the slot holding it (max_slot) marks it
      * stale and the next query rescans. */
-    mroce_tstamp max_srtt;
     uint16_t max_slot;
     uint8_t max_stale;
+    mroce_tstamp max_srtt;
+    mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
     void (*rand)(uint8_t *buf, size_t len, void *user);
     void *rand_user;
 };
@@ -170,6 +193,11 @@ void mroce_path_retire(struct mroce_pathset *ps, uint16_t i);
  * The maximum is cached (max_srtt above), hence the non-const set. */
 mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps);
 mroce_tstamp mroce_pathset_max_srtt(struct mroce_pathset *ps);
+
+/* mroce_pathset_resync recomputes what the set caches from its slots
+ * (the weight sum and counts, the largest srtt), for code that wrote slot
+ * fields directly; path.c keeps them itself. */
+void mroce_pathset_resync(struct mroce_pathset *ps);
 
 /* Fill a public stats record for slot i. */
 void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
