@@ -200,24 +200,6 @@ static int ack_one(mroce_qp *qp, uint32_t psn, const struct mroce_ack_hdr *a,
     return 1;
 }
 
-/* `slowest` for one scan, computed on first use: most ACK-driven scans
- * judge nothing under a path floor, and the maximum reads every path slot
- * (npaths x 88 bytes).  It must be the value from before the scan changed
- * anything, so it is also taken before the scan's first loss. */
-struct slowest {
-    int known;
-    mroce_tstamp v;
-};
-
-static mroce_tstamp slowest_get(mroce_qp *qp, struct slowest *sl)
-{
-    if (!sl->known) {
-        sl->v = mroce_pathset_max_srtt(&qp->paths);
-        sl->known = 1;
-    }
-    return sl->v;
-}
-
 /* The floor of LOSS-7's guards (c) for a packet on slot `path`: the larger
  * of its own path's RTO-style bound (srtt + 4 rttvar) and the slowest
  * path's srtt (`slowest`, from mroce_pathset_max_srtt), plus max_ack_delay;
@@ -225,11 +207,10 @@ static mroce_tstamp slowest_get(mroce_qp *qp, struct slowest *sl)
  * dominated by the fast paths; a packet sprayed onto a path with a deeper
  * queue (an oversubscribed spine link while another is idle) is late by
  * that queue, not lost, and a slot's own estimate can be a burst old. */
-static mroce_tstamp path_guard(mroce_qp *qp, uint16_t path,
-                               struct slowest *sl)
+static mroce_tstamp path_guard(const mroce_qp *qp, uint16_t path,
+                               mroce_tstamp slowest)
 {
     const struct mroce_path *p = &qp->path_slots[path];
-    mroce_tstamp slowest = slowest_get(qp, sl);
     mroce_tstamp g = p->srtt ? p->srtt + 4 * p->rttvar : 0;
     if (slowest > g)
         g = slowest;
@@ -241,7 +222,7 @@ static mroce_tstamp path_guard(mroce_qp *qp, uint16_t path,
  * floor (c) does not apply (LOSS-7 (d)). */
 static int ooo_judge(mroce_qp *qp, uint32_t psn, mroce_tstamp now,
                      uint32_t end, mroce_tstamp guard, mroce_tstamp tguard,
-                     struct slowest *sl, int nofloor, uint32_t *lost_bytes)
+                     mroce_tstamp slowest, int nofloor, uint32_t *lost_bytes)
 {
     struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
     if (e->state != TX_INFLIGHT)
@@ -249,7 +230,7 @@ static int ooo_judge(mroce_qp *qp, uint32_t psn, mroce_tstamp now,
     mroce_tstamp g = mroce_psn_diff(psn, end) < 0 ? guard : tguard;
     if (g == MROCE_TSTAMP_INF)
         return 1;
-    mroce_tstamp pg = nofloor ? 0 : path_guard(qp, e->path, sl);
+    mroce_tstamp pg = nofloor ? 0 : path_guard(qp, e->path, slowest);
     if (pg > g)
         g = pg;
     /* Only what was sent before something that has been acknowledged
@@ -257,10 +238,9 @@ static int ooo_judge(mroce_qp *qp, uint32_t psn, mroce_tstamp now,
      * that made it; look again once later traffic is acknowledged. */
     if (e->sent_time >= qp->rack_time)
         return 0;
-    if (now - e->sent_time >= g) {
-        (void)slowest_get(qp, sl); /* before the loss changes any path */
+    if (now - e->sent_time >= g)
         lose(qp, psn & qp->tx_mask, LOSS_OOO, lost_bytes);
-    } else if (e->sent_time + g < qp->reo_deadline)
+    else if (e->sent_time + g < qp->reo_deadline)
         qp->reo_deadline = e->sent_time + g;
     return 1;
 }
@@ -290,7 +270,10 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
         tguard = guard;
     uint32_t end = qp->snd_high_acked - qp->attr.ooo_thresh;
     uint32_t una = qp->snd_una, psn = una;
-    struct slowest sl = {0, 0}; /* mroce_pathset_max_srtt, when needed */
+    /* Taken before any judgement: a loss can retire a slot and change it.
+     * The path set keeps the maximum (path.h): no slot is read unless it
+     * fell since the last look. */
+    mroce_tstamp slowest = mroce_pathset_max_srtt(&qp->paths);
     /* LOSS-7 (d): the receiver acknowledges nothing beyond the SACK span
      * after its cumulative point (REL-15).  Once the highest acknowledged
      * PSN is at the end of that span, the packet at snd_una holds up every
@@ -315,11 +298,11 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
     qp->ooo_edge = end;
     uint32_t first_wait = qp->snd_high_acked;
     if (blocked && psn != una &&
-        !ooo_judge(qp, una, now, end, guard, tguard, &sl, 1, lost_bytes))
+        !ooo_judge(qp, una, now, end, guard, tguard, slowest, 1, lost_bytes))
         first_wait = una;
     for (; mroce_psn_diff(psn, qp->snd_high_acked) < 0; psn++) {
         int nofloor = blocked && psn == una;
-        if (!ooo_judge(qp, psn, now, end, guard, tguard, &sl, nofloor,
+        if (!ooo_judge(qp, psn, now, end, guard, tguard, slowest, nofloor,
                        lost_bytes) &&
             first_wait == qp->snd_high_acked)
             first_wait = psn; /* waits for an ACK: later scans start here */
