@@ -84,6 +84,20 @@ static inline void st64(uint8_t *p, uint64_t v)
     memcpy(p, &v, sizeof v);
 }
 
+/* The CRC32C that seals and checks every packet (WIRE-23/24).  The one
+ * place -DMROCE_MEASURE_NO_CRC acts: measurement builds only
+ * (bench/limits_fi.sh, what the CRC costs) take it as 0 on both sides. */
+static inline uint32_t pkt_crc(uint32_t crc, const uint8_t *p, size_t n)
+{
+#ifdef MROCE_MEASURE_NO_CRC
+    (void)p;
+    (void)n;
+    return crc;
+#else
+    return mroce_crc32c(crc, p, n);
+#endif
+}
+
 /* ---- byte offsets within each header (wire.h struct order) -------------- */
 
 enum {
@@ -261,14 +275,9 @@ int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
         return MROCE_WIRE_ETRUNCATED;
 
     body_end = len - MROCE_CRC_LEN;
-#ifdef MROCE_MEASURE_NO_CRC
-    /* Measurement builds only (bench/limits_fi.sh): what the CRC costs. */
-    (void)crc;
-#else
-    crc = mroce_crc32c(0, buf, body_end);
+    crc = pkt_crc(0, buf, body_end);
     if (crc != ld32(buf + body_end) && !MROCE_SEEDED_FAULT(CRC_SKIP))
         return MROCE_WIRE_ECRC;
-#endif
 
     h = buf + MROCE_BASE_HDR_LEN;
     switch (b->opcode) {
@@ -565,20 +574,15 @@ size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
 
 size_t mroce_pkt_seal(uint8_t *buf, size_t len)
 {
-    st32(buf + len, mroce_crc32c(0, buf, len));
+    st32(buf + len, pkt_crc(0, buf, len));
     return len + MROCE_CRC_LEN;
 }
 
 size_t mroce_pkt_seal_split(uint8_t *buf, size_t hdr_len,
                             const uint8_t *payload, size_t payload_len)
 {
-#ifdef MROCE_MEASURE_NO_CRC
-    (void)payload;
-    st32(buf + hdr_len, 0);
-#else
-    uint32_t crc = mroce_crc32c(0, buf, hdr_len);
-    st32(buf + hdr_len, mroce_crc32c(crc, payload, payload_len));
-#endif
+    uint32_t crc = pkt_crc(0, buf, hdr_len);
+    st32(buf + hdr_len, pkt_crc(crc, payload, payload_len));
     return hdr_len + payload_len + MROCE_CRC_LEN;
 }
 
