@@ -324,8 +324,8 @@ static void run_span(uint64_t seed)
                 if (qa->path_slots[stale].entropy == sp.dead)
                     stale = (uint16_t)((stale + 1) % qa->paths.npaths);
                 qa->path_slots[stale].srtt = 8000000;
-                qa->paths.max_stale = 1; /* written behind path.c's back:
-                                            its cached maximum rescans */
+                mroce_pathset_resync(&qa->paths); /* written behind path.c's
+                                                      back (path.h) */
                 if (mroce_psn_diff(qa->snd_high_acked, qa->snd_una) > 256)
                     span_reached++;
             }
