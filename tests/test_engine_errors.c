@@ -852,6 +852,35 @@ static void test_bad_api(void)
     /* Remote write without local write (verbs rule). */
     CHECK_EQ_INT(mroce_mr_reg(ea, a.p, 10, MROCE_ACCESS_REMOTE_WRITE, &mr),
                  MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_mr_reg(ea, a.p, 10, MROCE_ACCESS_REMOTE_ATOMIC |
+                                               MROCE_ACCESS_REMOTE_READ, &mr),
+                 MROCE_EINVAL);
+    /* The arithmetic of SEM-28: no empty range, none past the end of the
+     * address space (it would cover every address above its start). */
+    CHECK_EQ_INT(mroce_mr_reg(ea, a.p, 0, 0, &mr), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_mr_reg(ea, NULL, 0, 0, &mr), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_mr_reg(ea, a.p, SIZE_MAX, 0, &mr), MROCE_EFAULT);
+    CHECK_EQ_INT(mroce_mr_reg(ea, a.p, SIZE_MAX, MROCE_ACCESS_LOCAL_WRITE |
+                                                     MROCE_ACCESS_REMOTE_WRITE,
+                              &mr),
+                 MROCE_EFAULT);
+    {
+        size_t to_end = (size_t)(UINTPTR_MAX - (uintptr_t)a.p) + 1;
+        CHECK_EQ_INT(mroce_mr_reg(ea, a.p, to_end + 1, 0, &mr), MROCE_EFAULT);
+        CHECK_EQ_INT(mroce_mr_reg_check(a.p, to_end + 1, 0), MROCE_EFAULT);
+        /* Ending exactly at the end is arithmetic the engine accepts (it
+         * cannot see mappings); nothing here touches the range. */
+        CHECK_EQ_INT(mroce_mr_reg_check(a.p, to_end, 0), 0);
+        void *top = (void *)(UINTPTR_MAX - 7);
+        CHECK_EQ_INT(mroce_mr_reg_check(top, 8, 0), 0);
+        CHECK_EQ_INT(mroce_mr_reg_check(top, 9, 0), MROCE_EFAULT);
+        CHECK_EQ_INT(mroce_mr_reg(ea, top, 9, 0, &mr), MROCE_EFAULT);
+        CHECK_EQ_INT(mroce_mr_reg_check(a.p, 10, MROCE_ACCESS_REMOTE_WRITE),
+                     MROCE_EINVAL);
+        CHECK_EQ_INT(mroce_mr_reg_check(a.p, 10, 0x10), MROCE_EINVAL);
+        CHECK_EQ_INT(mroce_mr_reg_check(a.p, 10, MROCE_ACCESS_REMOTE_READ), 0);
+        CHECK(strcmp(mroce_strerror(MROCE_EFAULT), "unknown error") != 0);
+    }
     mroce_qp *q;
     CHECK_EQ_INT(mroce_qp_new(ea, NULL, &q), MROCE_EINVAL);
     struct mroce_qp_attr bat = e.at;

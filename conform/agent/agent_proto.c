@@ -260,6 +260,7 @@ const char *agent_err_code(int err)
     case MROCE_ENOENT:
     case MROCE_EDESTROYED: return "ENOENT";
     case MROCE_EACCESS: return "EACCESS";
+    case MROCE_EFAULT: return "EFAULT";
     default: return "EIO";
     }
 }

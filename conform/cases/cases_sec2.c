@@ -4,8 +4,9 @@
  * without the token have no effect, packets of an old connection (old
  * token, old QPN) are dropped, replies go only to the recorded peer
  * address whatever a packet's source, a CONNECT_REQ is answered by one
- * packet of its own size, and the responder's per-connection state for
- * READ and atomics stays within the slots it advertised.
+ * packet of its own size, the responder's per-connection state for
+ * READ and atomics stays within the slots it advertised, and a region
+ * cannot grant a remote write or atomic right without local write.
  */
 #include <stdio.h>
 #include <string.h>
@@ -298,4 +299,23 @@ CT_CASE(sec_deregistered_key_refused, "SEM-17 SEC-3",
     ct_send(c, &p);
     ct_expect_nak(c, p.base.psn, MROCE_NAK_REMOTE_ACCESS_KEY, CT_WAIT);
     ct_expect_silence(t, CT_QUIET);
+}
+
+CT_CASE(sec_mr_remote_write_needs_local_write, "SEM-28 SEC-9",
+        "MR_REG with rw or ra but not lw is refused with ERR EINVAL; with "
+        "lw, and rr alone, it is accepted")
+{
+    static const char *const bad[] = {"rw", "ra", "rw,rr", "rr,ra",
+                                      "rw,rr,ra"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *r =
+            ct_agent_try(t, "MR_REG len=4096 access=%s", bad[i]);
+        CT_REQUIRE(t, strncmp(r, "ERR EINVAL", 10) == 0,
+                   "MR_REG access=%s: expected ERR EINVAL, got \"%s\"",
+                   bad[i], r);
+    }
+    struct ct_mr ok1 = ct_mr_reg(t, 4096, "lw,rw,ra", 0);
+    struct ct_mr ok2 = ct_mr_reg(t, 4096, "rr", 0);
+    CT_REQUIRE(t, ok1.rkey != ok2.rkey, "two regions, one rkey 0x%x",
+               ok1.rkey);
 }

@@ -47,7 +47,8 @@ typedef uint64_t mroce_tstamp; /* nanoseconds */
     X(BUSY, -6, "object still in use")                          \
     X(ACCESS, -7, "local protection error: lkey, bounds or rights") \
     X(RANGE, -8, "length out of range")                         \
-    X(NOBUF, -9, "output buffer too small")
+    X(NOBUF, -9, "output buffer too small")                     \
+    X(FAULT, -10, "memory range not addressable (not mapped, or wraps)")
 
 enum mroce_err {
 #define MROCE_X_ENUM(name, val, desc) MROCE_E##name = (val),
@@ -346,12 +347,23 @@ int mroce_ep_want_write(const mroce_ep *ep);
 void mroce_ep_get_counters(const mroce_ep *ep, struct mroce_ep_counters *c);
 
 /* --- memory regions --- */
+/* Registers [addr, addr + len) with the rights in access (enum
+ * mroce_access).  MROCE_EINVAL: NULL addr, len 0, an unknown right, or
+ * REMOTE_WRITE / REMOTE_ATOMIC without LOCAL_WRITE; MROCE_EFAULT: the range
+ * runs past the end of the address space (SEM-28).  The engine makes no OS
+ * call, so it cannot tell whether the memory is mapped: layers that can
+ * (libmroce) check that before registering, and memory must stay mapped
+ * with those rights until deregistration (SEM-29). */
 int mroce_mr_reg(mroce_ep *ep, void *addr, size_t len, unsigned access,
                  mroce_mr **pmr);
 /* The same in protection domain pd (mroce_mr_reg uses domain 0): only QPs
  * created with attr.pd == pd may use it, locally or remotely. */
 int mroce_mr_reg_pd(mroce_ep *ep, uint32_t pd, void *addr, size_t len,
                     unsigned access, mroce_mr **pmr);
+/* The argument checks of mroce_mr_reg_pd() alone, registering nothing: 0,
+ * MROCE_EINVAL or MROCE_EFAULT, as it would return.  For layers that check
+ * more before they register. */
+int mroce_mr_reg_check(const void *addr, size_t len, unsigned access);
 int mroce_mr_dereg(mroce_mr *mr);
 uint32_t mroce_mr_lkey(const mroce_mr *mr);
 uint32_t mroce_mr_rkey(const mroce_mr *mr);

@@ -232,6 +232,16 @@ int mroce_pd_alloc(mroce_device *dev, mroce_pd **ppd);
 int mroce_pd_free(mroce_pd *pd); /* MROCE_EBUSY while MRs or QPs use it */
 
 /* --- memory regions --- */
+/* Registers [addr, addr + length) with access (enum mroce_access).  Besides
+ * the engine's checks (mroce_mr_reg: MROCE_EINVAL for length 0, unknown
+ * rights or a remote write/atomic right without LOCAL_WRITE; MROCE_EFAULT
+ * for a range past the end of the address space), every byte must be
+ * mapped readable (else MROCE_EFAULT) and, when access has LOCAL_WRITE,
+ * REMOTE_WRITE or REMOTE_ATOMIC, writable (else MROCE_EACCESS): read-only
+ * memory registers with REMOTE_READ (or no right) only (SEM-28).  Nothing
+ * is pinned: the memory must stay mapped with those rights until
+ * mroce_dereg_mr() succeeds, or a peer's packet or a retransmission that
+ * touches it kills the process with SIGSEGV/SIGBUS (SEM-29). */
 int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
                  mroce_vmr **pmr);
 int mroce_dereg_mr(mroce_vmr *mr); /* MROCE_EBUSY while work uses it */

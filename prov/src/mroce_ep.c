@@ -54,13 +54,14 @@ void mfi_op_put(struct mfi_ep *ep, struct mfi_op *op)
 }
 
 int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
-               uint32_t *lkey, uint32_t *rkey)
+               unsigned acc, uint32_t *lkey, uint32_t *rkey)
 {
     if (op->nmr == MFI_IOV_LIMIT)
         return -FI_EINVAL;
     mroce_vmr *mr;
-    unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_READ;
     int rc = mroce_reg_mr(ep->dom->pd, addr, len ? len : 1, acc, &mr);
+    if (rc == MROCE_EACCESS)
+        return -FI_EACCES; /* a buffer to be written is read-only */
     if (rc < 0)
         return mfi_errno(rc);
     op->mr[op->nmr++] = mr;
@@ -125,6 +126,7 @@ int mfi_errno(int e)
     case MROCE_ENOMEM: return -FI_ENOMEM;
     case MROCE_ESTATE: return -FI_EOPBADSTATE;
     case MROCE_EINVAL: case MROCE_EACCESS: case MROCE_ERANGE: return -FI_EINVAL;
+    case MROCE_EFAULT: return -FI_EFAULT;
     case MROCE_EUNREACH: return -FI_EHOSTUNREACH;
     case MROCE_ETIMEDOUT: return -FI_ETIMEDOUT;
     default: return -FI_EIO;

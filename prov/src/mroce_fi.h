@@ -360,9 +360,12 @@ void mfi_op_fail(struct mfi_ep *ep, struct mfi_op *op, int err, int prov,
                  size_t len, size_t olen, fi_addr_t src);
 /* Maps a libmroce error to -FI_*. */
 int mfi_errno(int mroce_err);
-/* Registers [addr, addr+len) on the device for op (kept in op->mr). */
+/* Registers [addr, addr+len) on the device for op (kept in op->mr) with
+ * the rights acc (enum mroce_access): only those the operation needs, so
+ * a read-only buffer can be sent.  -FI_EFAULT if it is not mapped,
+ * -FI_EACCES if acc writes into read-only memory. */
 int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
-               uint32_t *lkey, uint32_t *rkey);
+               unsigned acc, uint32_t *lkey, uint32_t *rkey);
 void mfi_op_dereg(struct mfi_op *op);
 
 /* --- mroce_conn.c --- */

@@ -7,8 +7,11 @@
  * of registering the buffer themselves.
  *
  * Registration in the engine is a table entry (no pinning: libmroce is
- * software), cheap enough that the data path also registers unregistered
- * rendezvous buffers per operation.
+ * software), and libmroce's check that the memory is mapped reads only the
+ * lines of /proc/self/maps up to the buffer: cheap enough that the data path
+ * also registers unregistered rendezvous buffers per operation.  Memory that
+ * is not mapped fails with -FI_EFAULT, write rights on read-only memory with
+ * -FI_EACCES (SEM-28).
  */
 #include <stdlib.h>
 
@@ -59,17 +62,26 @@ int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
     if (!mr)
         return -FI_ENOMEM;
     /* Every right: the engine checks rights per access, and libfabric's
-     * access flags are advisory for a provider without FI_MR_LOCAL. */
+     * access flags are advisory for a provider without FI_MR_LOCAL.  But
+     * libmroce refuses write rights on memory that is not writable
+     * (SEM-28): read-only memory gets REMOTE_READ alone, unless access asks
+     * for a right that writes into it (-FI_EACCES then). */
     unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_READ |
                    MROCE_ACCESS_REMOTE_WRITE | MROCE_ACCESS_REMOTE_ATOMIC;
     /* A zero-length registration still needs a valid range in the
      * engine: register one byte (never accessed). */
     mfi_lock(d);
     int rc = mroce_reg_mr(d->pd, (void *)buf, len ? len : 1, acc, &mr->vmr);
+    if (rc == MROCE_EACCESS && !(access & (FI_RECV | FI_READ | FI_REMOTE_WRITE)))
+        rc = mroce_reg_mr(d->pd, (void *)buf, len ? len : 1,
+                          MROCE_ACCESS_REMOTE_READ, &mr->vmr);
     if (rc < 0) {
         mfi_unlock(d);
         free(mr);
-        return rc == MROCE_ENOMEM ? -FI_ENOMEM : -FI_EINVAL;
+        return rc == MROCE_ENOMEM    ? -FI_ENOMEM
+               : rc == MROCE_EFAULT  ? -FI_EFAULT
+               : rc == MROCE_EACCESS ? -FI_EACCES
+                                     : -FI_EINVAL;
     }
     d->refs++;
     mfi_unlock(d);

@@ -139,7 +139,8 @@ ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
         if (!rc && count == 1 && desc && desc[0])
             rkey = (uint32_t)((struct mfi_mr *)desc[0])->mr.key;
         else if (!rc)
-            rc = mfi_op_reg(ep, op, src, len, NULL, &rkey);
+            rc = mfi_op_reg(ep, op, src, len, MROCE_ACCESS_REMOTE_READ, NULL,
+                            &rkey);
         if (rc) {
             mfi_buf_put(ep, b);
             mfi_op_put(ep, op);
@@ -335,8 +336,8 @@ static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
         size_t l = op->iov[i].iov_len < left ? op->iov[i].iov_len : left;
         if (!l)
             continue;
-        if ((rc = mfi_op_reg(ep, op, op->iov[i].iov_base, l, &op->rd_lkey[i],
-                             NULL)))
+        if ((rc = mfi_op_reg(ep, op, op->iov[i].iov_base, l,
+                             MROCE_ACCESS_LOCAL_WRITE, &op->rd_lkey[i], NULL)))
             break;
         left -= l;
     }

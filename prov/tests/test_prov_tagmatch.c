@@ -12,7 +12,9 @@
  * both ways; truncation (FI_ETRUNC); FI_MSG with remote CQ data; an
  * endpoint sending to itself; RMA write, read and writedata; 300 sends
  * to a receiver that makes no calls meanwhile (its keeper thread keeps
- * the transport going); a send to an address nobody listens on.
+ * the transport going); a send to an address nobody listens on;
+ * fi_mr_reg of unmapped, wrapping and read-only memory, and rendezvous
+ * sends from read-only memory.
  *
  * With the argument "auto" the endpoints use FI_PROGRESS_AUTO and
  * FI_THREAD_SAFE, and two threads send on one endpoint at once; with
@@ -32,6 +34,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -562,6 +565,62 @@ static void test_rma(void)
  * 300 messages arrive: its keeper thread must ACK them and keep receive
  * buffers posted, so every send completes; then all are received, in
  * order. */
+/* fi_mr_reg refuses memory that is not there with the rights asked
+ * (SEM-28): -FI_EFAULT unmapped or wrapping, -FI_EACCES for a right that
+ * writes into read-only memory; read-only memory registers for sending
+ * and remote reads, and a rendezvous send from it (registered by the
+ * provider per operation, and through its own MR) arrives intact. */
+static void test_mr_checks(void)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = 64 * 1024;
+    unsigned char *p = mmap(NULL, len + pg, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    DIE_IF(p == MAP_FAILED, "mmap");
+    unsigned char *ro = p, *gone = p + len;
+    fill(ro, len, 5);
+    CHECK(mprotect(ro, len, PROT_READ) == 0);
+    CHECK(munmap(gone, pg) == 0);
+    struct fid_mr *mr = NULL;
+    struct fid_domain *d = n[B].dom;
+    CHECK(fi_mr_reg(d, gone, pg, FI_REMOTE_READ, 0, 0, 0, &mr, NULL) ==
+          -FI_EFAULT);
+    CHECK(fi_mr_reg(d, ro, len + pg, FI_SEND, 0, 0, 0, &mr, NULL) ==
+          -FI_EFAULT);
+    CHECK(fi_mr_reg(d, ro, SIZE_MAX, FI_REMOTE_READ, 0, 0, 0, &mr, NULL) ==
+          -FI_EFAULT);
+    CHECK(fi_mr_reg(d, ro, len, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) ==
+          -FI_EACCES);
+    CHECK(fi_mr_reg(d, ro, len, FI_RECV, 0, 0, 0, &mr, NULL) == -FI_EACCES);
+    CHECK(fi_mr_reg(d, ro, len, FI_READ, 0, 0, 0, &mr, NULL) == -FI_EACCES);
+    mr = NULL;
+    CHECK(fi_mr_reg(n[A].dom, ro, len, FI_SEND | FI_REMOTE_READ, 0, 0, 0,
+                    &mr, NULL) == 0);
+    unsigned char *r = calloc(1, len);
+    struct fi_cq_tagged_entry e;
+    struct fi_cq_err_entry ee;
+    fi_addr_t src;
+    for (int round = 0; round < 2 && r; round++) {
+        int before = n[A].tx_done;
+        memset(r, 0, len);
+        trecv(B, r, len, FI_ADDR_UNSPEC, 0x40 + (uint64_t)round, 0, NULL);
+        ssize_t rc;
+        void *desc = round && mr ? fi_mr_desc(mr) : NULL;
+        while ((rc = fi_tsend(n[A].ep, ro, len, desc, n[A].peer[B],
+                              0x40 + (uint64_t)round, NULL)) == -FI_EAGAIN)
+            drive();
+        CHECK(rc == 0);
+        if (rc == 0) {
+            CHECK(wait_rx(B, &e, &src, &ee) == 1);
+            CHECK(e.len == len && !memcmp(ro, r, len));
+            wait_tx(A, before + 1);
+        }
+    }
+    if (mr)
+        CHECK(fi_close(&mr->fid) == 0);
+    free(r);
+    CHECK(munmap(p, len) == 0);
+}
+
 static void test_receiver_away(void)
 {
     enum { M = 300 };
@@ -861,6 +920,7 @@ int main(int argc, char **argv)
         test_large();
         test_msg_data();
         test_rma();
+        test_mr_checks();
         test_receiver_away();
         test_unreachable();
         if (!autoprog)

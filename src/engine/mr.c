@@ -3,7 +3,10 @@
  * remote access inside registered memory with the right permission.
  *
  * The responder calls mroce_mr_check_remote() on every WRITE, READ and atomic
- * packet before it touches memory (SEM-*, SEC-*).  Keys are a slot index and
+ * packet before it touches memory (SEM-*, SEC-*).  Registration checks what
+ * arithmetic can (SEM-28 (a)-(c): no empty range, no range past the end of
+ * the address space, no remote write without local write); whether the
+ * memory is mapped is for the layer that can make OS calls (libmroce).  Keys are a slot index and
  * an 8-bit random generation, so a stale key from a deregistered region is
  * unlikely to name a new one.  The SGE helpers copy between a message offset
  * and a scatter-gather list; their callers have checked the lists at post
@@ -53,15 +56,31 @@ int mroce_mr_reg(mroce_ep *ep, void *addr, size_t len, unsigned access,
     return mroce_mr_reg_pd(ep, 0, addr, len, access, pmr);
 }
 
-int mroce_mr_reg_pd(mroce_ep *ep, uint32_t pd, void *addr, size_t len,
-                    unsigned access, mroce_mr **pmr)
+int mroce_mr_reg_check(const void *addr, size_t len, unsigned access)
 {
-    if (!ep || !pmr || (!addr && len) || (access & ~15u))
+    if (!addr || !len || (access & ~15u))
         return MROCE_EINVAL;
-    /* Remote write or atomic access needs local write, as in verbs. */
+    /* Remote write or atomic access needs local write, as in verbs
+     * (SEM-28 (b)). */
     if ((access & (MROCE_ACCESS_REMOTE_WRITE | MROCE_ACCESS_REMOTE_ATOMIC)) &&
         !(access & MROCE_ACCESS_LOCAL_WRITE))
         return MROCE_EINVAL;
+    /* The last byte must not lie past the end of the address space: a
+     * range that wraps would pass mroce_mr_check_remote() for every
+     * address above addr (SEM-28 (c), SEC-9). */
+    if (len - 1 > UINTPTR_MAX - (uintptr_t)addr)
+        return MROCE_EFAULT;
+    return 0;
+}
+
+int mroce_mr_reg_pd(mroce_ep *ep, uint32_t pd, void *addr, size_t len,
+                    unsigned access, mroce_mr **pmr)
+{
+    if (!ep || !pmr)
+        return MROCE_EINVAL;
+    int rc = mroce_mr_reg_check(addr, len, access);
+    if (rc < 0)
+        return rc;
     uint32_t slot = 0;
     while (slot < ep->nmr_slots && ep->mrs[slot])
         slot++;

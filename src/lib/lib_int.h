@@ -295,6 +295,17 @@ void lib_defer_note_locked(mroce_device *dev, unsigned kept, mroce_tstamp now);
  * of them in the same flush.  Lock held. */
 void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now, int replied);
 
+/* --- memcheck.c --- */
+/* 0 if every byte of [addr, addr + len) is mapped readable (and writable,
+ * with want_write); MROCE_EFAULT if one is unmapped or unreadable, else
+ * MROCE_EACCESS if one is not writable though want_write.  The range must
+ * have passed mroce_mr_reg_check() (len > 0, no wrap).  Makes system calls:
+ * call it without the device lock. */
+int lib_mem_check(const void *addr, size_t len, int want_write);
+/* The same from the text of /proc/self/maps alone, as on kernels without
+ * PROCMAP_QUERY (for tests). */
+int lib_mem_check_text(const void *addr, size_t len, int want_write);
+
 /* --- resources.c / qp.c: teardown used by mroce_device_close --- */
 void lib_cq_release(mroce_vcq *cq);   /* closes efd, buries */
 void lib_qp_release(mroce_vqp *qp);   /* dumps counters if asked, buries */

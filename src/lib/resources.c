@@ -5,6 +5,8 @@
  *
  * A PD is a number the engine stamps on MRs and QPs (mroce_mr_reg_pd,
  * qp attr.pd): remote accesses through a QP may only use regions of its PD.
+ * Registration refuses memory that is not mapped with the rights it grants
+ * (memcheck.c), which the engine, making no OS calls, cannot see.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -64,12 +66,19 @@ int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
     int rc = lib_check(pd, MAGIC_PD);
     if (rc < 0)
         return rc;
-    if (!pmr || !addr || !length ||
-        (access & ~(unsigned)(MROCE_ACCESS_LOCAL_WRITE |
-                              MROCE_ACCESS_REMOTE_WRITE |
-                              MROCE_ACCESS_REMOTE_READ |
-                              MROCE_ACCESS_REMOTE_ATOMIC)))
+    if (!pmr)
         return MROCE_EINVAL;
+    /* The engine's arithmetic checks first (SEM-28 (a)-(c)), then whether
+     * the memory is really there with the rights asked (SEM-28 (d), (e)):
+     * a write right of any kind means the engine will write into it. */
+    rc = mroce_mr_reg_check(addr, length, access);
+    if (rc == 0)
+        rc = lib_mem_check(addr, length,
+                           (access & (MROCE_ACCESS_LOCAL_WRITE |
+                                      MROCE_ACCESS_REMOTE_WRITE |
+                                      MROCE_ACCESS_REMOTE_ATOMIC)) != 0);
+    if (rc < 0)
+        return rc;
     mroce_vmr *mr = calloc(1, sizeof(*mr));
     if (!mr)
         return MROCE_ENOMEM;
