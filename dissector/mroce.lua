@@ -32,7 +32,7 @@ local mroce = Proto("mroce", "MetaRoCE")
 local DEFAULT_PORT = 4794
 local VERSION = 1
 local BASE_LEN, REQ_LEN, ATOMIC_LEN, RESP_LEN = 28, 32, 16, 16
-local ACK_LEN, NAK_LEN, CONN_LEN, CRC_LEN = 32, 16, 32, 4
+local ACK_LEN, NAK_LEN, CONN_LEN, CRC_LEN = 32, 16, 36, 4
 local MAX_SACK_WORDS = 8
 local ATOMIC_VAL_LEN = 8
 local MAX_PKT_LEN = 65000
@@ -239,6 +239,7 @@ field("conn_max_rd_atomic", ProtoField.uint32("mroce.conn.max_rd_atomic", "Max R
 field("conn_flags", ProtoField.uint32("mroce.conn.flags", "Flags", base.HEX))
 field("conn_flags_credit", ProtoField.bool("mroce.conn.flags.credit", "CREDIT", 32,
     { "Receiver-driven credit mode", "No credit mode" }, CONN_F_CREDIT))
+field("conn_max_ack_delay", ProtoField.uint32("mroce.conn.max_ack_delay", "Max ACK Delay (ns)", base.DEC))
 
 -- Payload, trailer, diagnostics
 field("payload", ProtoField.bytes("mroce.payload", "Payload"))
@@ -800,6 +801,7 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
         add(ct, pf.conn_max_rd_atomic, 52, 4)
         local cfitem = add(ct, pf.conn_flags, 56, 4)
         if cfitem then cfitem:add(pf.conn_flags_credit, tvb(off + 56, 4)) end
+        add(ct, pf.conn_max_ack_delay, 60, 4)
         if body_end < hlen then
             hdr_truncated("CONN header", hlen)
         elseif readable_end >= hlen then

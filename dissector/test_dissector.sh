@@ -191,6 +191,7 @@ fields="frame.number frame.protocols mroce.version mroce.opcode mroce.flags
   mroce.nak.reserved mroce.nak.cum_psn mroce.conn.src_qpn mroce.conn.start_psn
   mroce.conn.token mroce.conn.mtu mroce.conn.npaths mroce.conn.rx_window
   mroce.conn.max_rd_atomic mroce.conn.flags mroce.conn.flags.credit
+  mroce.conn.max_ack_delay
   mroce.payload mroce.payload_len mroce.crc mroce.crc.status mroce.error
   mroce.segments mroce.expert.bad_crc mroce.expert.truncated mroce.expert.length
   mroce.expert.version mroce.expert.opcode mroce.expert.flags mroce.expert.field

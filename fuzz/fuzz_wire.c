@@ -82,7 +82,8 @@ static void same_or_abort(const struct mroce_pkt *a, const struct mroce_pkt *b)
         if (p->src_qpn != q->src_qpn || p->start_psn != q->start_psn ||
             p->token != q->token || p->mtu != q->mtu ||
             p->npaths != q->npaths || p->rx_window != q->rx_window ||
-            p->max_rd_atomic != q->max_rd_atomic || p->flags != q->flags)
+            p->max_rd_atomic != q->max_rd_atomic || p->flags != q->flags ||
+            p->max_ack_delay != q->max_ack_delay)
             abort();
         break;
     }

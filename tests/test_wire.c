@@ -142,6 +142,7 @@ static const struct field {
     FLD("conn.rx_window", G_CONN, u.conn.rx_window),
     FLD("conn.max_rd_atomic", G_CONN, u.conn.max_rd_atomic),
     FLD("conn.flags", G_CONN, u.conn.flags),
+    FLD("conn.max_ack_delay", G_CONN, u.conn.max_ack_delay),
 };
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
@@ -801,6 +802,7 @@ static void rnd_pkt(struct mroce_pkt *p, unsigned op, const uint8_t *pool)
         p->u.conn.rx_window = (uint32_t)rnd();
         p->u.conn.max_rd_atomic = (uint32_t)rnd();
         p->u.conn.flags = (uint32_t)rnd();
+        p->u.conn.max_ack_delay = (uint32_t)rnd();
         break;
     default: /* DISCONNECT, DISCONNECT_ACK */
         break;

@@ -166,11 +166,21 @@ int agent_reset(struct agent *a)
     return 0;
 }
 
+/* The byte order of a 64-bit atomic target in this process's memory
+ * (AGENT-18): libmroce's responder operates on native integers (SEM-12). */
+static const char *atomic_order(void)
+{
+    const uint64_t one = 1;
+    uint8_t first;
+    memcpy(&first, &one, 1);
+    return first ? "le" : "be";
+}
+
 static int cmd_hello(struct agent *a, struct agent_cmd *c,
                      struct agent_reply *r)
 {
-    agent_reply_add(r, "version=1 impl=%s udp_port=%u", a->impl,
-                    (unsigned)mroce_device_port(a->dev));
+    agent_reply_add(r, "version=1 impl=%s udp_port=%u atomic_order=%s", a->impl,
+                    (unsigned)mroce_device_port(a->dev), atomic_order());
     return 0;
 }
 

@@ -310,6 +310,15 @@ static void test_datapath(const char *host, int v6, int full)
     CHECK_MSG(strcmp(kv(r, "version"), "1") == 0, "%s", r);
     CHECK_EQ(num(kv(r, "udp_port")), ag.udp_port);
     CHECK(kv(r, "impl")[0] != '\0');
+    {
+        /* AGENT-18: the agent runs on this host, so its atomic targets are
+         * in this host's byte order. */
+        const uint64_t one = 1;
+        uint8_t lo;
+        memcpy(&lo, &one, 1);
+        CHECK_MSG(strcmp(kv(r, "atomic_order"), lo ? "le" : "be") == 0, "%s",
+                  r);
+    }
 
     r = cmd("MR_REG len=8192 access=lw,rw,rr,ra fill=0x11");
     OK(r);

@@ -9,7 +9,7 @@
 #include "conform.h"
 
 CT_CASE(conn_handshake_as_requester, "CONN-8 CONN-13 CONN-14 WIRE-21 SEC-6",
-        "CONNECT_REQ to a LISTEN QP: one 64-byte CONNECT_RESP to our port "
+        "CONNECT_REQ to a LISTEN QP: one 68-byte CONNECT_RESP to our port "
         "with our token, its QPN, non-zero token; QP in RTS")
 {
     struct ct_conn *c = ct_conn_new(t, "");
@@ -17,7 +17,7 @@ CT_CASE(conn_handshake_as_requester, "CONN-8 CONN-13 CONN-14 WIRE-21 SEC-6",
 
     ct_conn_connect(c); /* checks token, Src QPN, sends the confirming ACK */
     r = &c->hs;
-    CT_EQ(t, "CONNECT_RESP Pkt Len (SEC-6: same as CONNECT_REQ)", 64,
+    CT_EQ(t, "CONNECT_RESP Pkt Len (SEC-6: same as CONNECT_REQ)", 68,
           r->base.pkt_len);
     CT_REQUIRE(t, c->hs_sock < 0,
                "CONNECT_RESP went to our entropy port, expected our "
@@ -51,7 +51,7 @@ CT_CASE(conn_handshake_as_listener, "CONN-4 CONN-11 CONN-13 WIRE-10",
           q->base.dst_qpn);
     CT_EQ(t, "CONNECT_REQ base PSN = Start PSN", q->u.conn.start_psn,
           q->base.psn);
-    CT_EQ(t, "CONNECT_REQ Pkt Len", 64, q->base.pkt_len);
+    CT_EQ(t, "CONNECT_REQ Pkt Len", 68, q->base.pkt_len);
     ct_expect_silence(t, CT_QUIET);
 }
 

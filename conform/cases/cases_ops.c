@@ -10,9 +10,12 @@
  * the earlier PSNs; atomics run in PSN order).  The IUT as requester is in
  * cases_ops_req.c.
  *
- * The responder's byte order for atomics is its own (SEM-12): cases learn
- * it from the first original value returned (it must be one of the two
- * readings of the bytes written), or use byte-symmetric values.
+ * The responder's byte order for atomics is its own (SEM-12), and the
+ * agent reports it (HELLO atomic_order, AGENT-18): the original value
+ * returned must be the bytes written, read in that order.  With an agent
+ * that does not report it, cases learn it from the first original value
+ * (it must be one of the two readings of the bytes written), or use
+ * byte-symmetric values.
  */
 #include <stdio.h>
 #include <string.h>
@@ -171,9 +174,21 @@ static uint64_t atomic_do(struct ct_conn *c, struct mroce_pkt *p,
     return ct_get64(rx->p.payload, 1);
 }
 
-/* The responder's byte order: orig must be one reading of bytes. */
+/* The responder's byte order: orig must be the reading of bytes in the
+ * order the agent reported (AGENT-18), or, if it reported none, one of the
+ * two readings. */
 static int byte_order(struct ct *t, const uint8_t *bytes, uint64_t orig)
 {
+    int be = ct_atomic_be(t);
+    if (be >= 0) {
+        CT_REQUIRE(t, orig == ct_get64(bytes, be),
+                   "atomic original value 0x%016llx is not the target's "
+                   "bytes read %s-endian (0x%016llx), the order HELLO "
+                   "reported (atomic_order, SEM-12)",
+                   (unsigned long long)orig, be ? "big" : "little",
+                   (unsigned long long)ct_get64(bytes, be));
+        return be;
+    }
     if (orig == ct_get64(bytes, 0))
         return 0;
     if (orig == ct_get64(bytes, 1))
@@ -244,6 +259,33 @@ CT_CASE(ops_cmp_swap_equal, "SEM-12",
     CT_EQ(t, "CMP_SWAP original value", o, atomic_do(c, &p, c->astart + 1));
     CT_EQ(t, "target after CMP_SWAP", 0xfeedfacecafebeefull,
           mem64(t, &mr, 8, be));
+}
+
+CT_CASE(ops_atomic_in_reported_order, "SEM-12",
+        "target written in the byte order HELLO reports (atomic_order, "
+        "AGENT-18): CMP_SWAP with that value as Compare swaps, FETCH_ADD "
+        "then adds; each returns the value before it")
+{
+    struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0);
+    struct ct_conn *c;
+    struct mroce_pkt p;
+    const uint64_t v = 0x0123456789abcdefull, w = 0xfedcba9876543210ull;
+    uint8_t b[8];
+    int be = ct_atomic_be(t);
+
+    if (be < 0)
+        ct_skip(t, "the agent does not report atomic_order (AGENT-18)");
+    c = ct_connect(t, "");
+    ct_put64(b, v, be);
+    ct_mr_write(t, &mr, 24, b, 8);
+    ct_pkt_atomic(c, &p, MROCE_OP_CMP_SWAP, &mr, 24, w, v);
+    CT_EQ(t, "CMP_SWAP original value", v, atomic_do(c, &p, c->astart));
+    CT_EQ(t, "target after CMP_SWAP", w, mem64(t, &mr, 24, be));
+    ct_pkt_atomic(c, &p, MROCE_OP_FETCH_ADD, &mr, 24, 0x10, 0);
+    CT_EQ(t, "FETCH_ADD original value", w, atomic_do(c, &p, c->astart + 1));
+    CT_EQ(t, "target after FETCH_ADD", w + 0x10, mem64(t, &mr, 24, be));
+    ct_expect_mem_fill(t, &mr, 0, 24, 0);
+    ct_expect_mem_fill(t, &mr, 32, 32, 0);
 }
 
 CT_CASE(ops_cmp_swap_differs, "SEM-12",
@@ -901,11 +943,13 @@ CT_CASE(ops_read_resp_reread_on_retransmission, "SEM-10 LOSS-15",
 
 CT_CASE(ops_range_overflow_refused, "SEM-17 SEC-1 SEC-3",
         "WRITE at Remote Address 2^64 - 16 with 32 bytes, and a READ of Msg "
-        "Len 0xFFFFFFFF from the region's start: both NAK "
+        "Len 0xFFFFFFFF from the region's start (on a second connection: "
+        "the first holds its fatal NAK, REL-40): both NAK "
         "REMOTE_ACCESS_BOUNDS (overflow is out of bounds), nothing placed")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0x45);
     struct ct_conn *c = ct_connect(t, "");
+    struct ct_conn *c2 = ct_connect(t, "");
     struct mroce_pkt p;
     uint8_t d[32];
 
@@ -918,11 +962,9 @@ CT_CASE(ops_range_overflow_refused, "SEM-17 SEC-1 SEC-3",
     p.payload_len = sizeof(d);
     ct_send(c, &p);
     ct_expect_nak(c, p.base.psn, MROCE_NAK_REMOTE_ACCESS_BOUNDS, CT_WAIT);
-    ct_pkt_read(c, &p, &mr, 0, 0xffffffffu);
-    p.base.psn++;
-    p.u.rq.req.msn++;
-    ct_send(c, &p);
-    ct_expect_nak(c, p.base.psn, MROCE_NAK_REMOTE_ACCESS_BOUNDS, CT_WAIT);
+    ct_pkt_read(c2, &p, &mr, 0, 0xffffffffu);
+    ct_send(c2, &p);
+    ct_expect_nak(c2, p.base.psn, MROCE_NAK_REMOTE_ACCESS_BOUNDS, CT_WAIT);
     ct_expect_mem_fill(t, &mr, 0, 4096, 0x45);
 }
 
@@ -1131,38 +1173,6 @@ CT_CASE(ops_region_held_by_pending_read, "SEM-26 SEM-17",
                "READ_RESP does not carry the region's bytes");
 }
 
-CT_CASE(ops_no_rnr_nak_while_fatal_held, "REL-27 SEM-18",
-        "after a bad-RKey WRITE at p is NAKed (fatal, sticky), a SEND at "
-        "p+1 with no receive posted gets no RNR NAK (nothing at all); the "
-        "WRITE resent gets the same fatal NAK")
-{
-    struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
-    struct ct_conn *c = ct_connect(t, "");
-    struct ct_mr bad = mr;
-    struct mroce_pkt s, w;
-    uint8_t d[16] = {0};
-
-    bad.rkey ^= 0x00ff0000;
-    ct_pkt_req(c, &w, MROCE_OP_WRITE);
-    w.u.rq.req.raddr = bad.addr;
-    w.u.rq.req.rkey = bad.rkey;
-    w.u.rq.req.msg_len = sizeof(d);
-    w.payload = d;
-    w.payload_len = sizeof(d);
-    ct_consume(c, &w);
-    ct_send(c, &w);
-    ct_expect_nak(c, w.base.psn, MROCE_NAK_REMOTE_ACCESS_KEY, CT_WAIT);
-    ct_pkt_req(c, &s, MROCE_OP_SEND);
-    s.u.rq.req.msg_len = sizeof(d);
-    s.payload = d;
-    s.payload_len = sizeof(d);
-    ct_send(c, &s);
-    ct_expect_silence(t, CT_QUIET);
-    w.base.flags |= MROCE_F_RETX;
-    ct_send(c, &w);
-    ct_expect_nak(c, w.base.psn, MROCE_NAK_REMOTE_ACCESS_KEY, CT_WAIT);
-}
-
 CT_CASE(ops_write_imm_rnr_before_key, "SEM-16 SEM-18 SEM-17",
         "WRITE with IMM, no receive posted and a bad RKey: SEM-18 comes "
         "first, NAK RNR; after POST_RECV the resend is NAKed "
@@ -1189,17 +1199,19 @@ CT_CASE(ops_write_imm_rnr_before_key, "SEM-16 SEM-18 SEM-17",
 CT_CASE(ops_write_bounds_before_permission, "SEM-17",
         "WRITE past the end of a region that also lacks remote write: "
         "bounds are checked before permission, NAK REMOTE_ACCESS_BOUNDS; "
-        "in bounds, NAK REMOTE_ACCESS_PERM")
+        "in bounds (on a second connection: the first holds its fatal NAK, "
+        "REL-40), NAK REMOTE_ACCESS_PERM")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
     struct ct_conn *c = ct_connect(t, "");
+    struct ct_conn *c2 = ct_connect(t, "");
     uint8_t d[64] = {0};
     uint32_t psn;
 
     psn = ct_send_write(c, &mr, 4096 - 32, d, sizeof(d), 0);
     ct_expect_nak(c, psn, MROCE_NAK_REMOTE_ACCESS_BOUNDS, CT_WAIT);
-    psn = ct_send_write(c, &mr, 0, d, sizeof(d), 0);
-    ct_expect_nak(c, psn, MROCE_NAK_REMOTE_ACCESS_PERM, CT_WAIT);
+    psn = ct_send_write(c2, &mr, 0, d, sizeof(d), 0);
+    ct_expect_nak(c2, psn, MROCE_NAK_REMOTE_ACCESS_PERM, CT_WAIT);
 }
 
 CT_CASE(ops_placed_receive_flushed_on_error, "SEM-24 CONN-20",

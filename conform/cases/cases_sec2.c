@@ -178,7 +178,7 @@ CT_CASE(sec_replies_only_to_peer_address, "SEC-6 CONN-13 REL-22 WIRE-10",
 
 CT_CASE(sec_connect_req_no_amplification, "SEC-6 CONN-13 CONN-8",
         "a CONNECT_REQ from a fresh UDP port to a LISTEN QP: exactly one "
-        "reply, a CONNECT_RESP of 64 bytes (the CONNECT_REQ's size) to that "
+        "reply, a CONNECT_RESP of 68 bytes (the CONNECT_REQ's size) to that "
         "port, nothing to our other ports")
 {
     struct ct_conn *c = ct_conn_new(t, "");
@@ -189,7 +189,7 @@ CT_CASE(sec_connect_req_no_amplification, "SEC-6 CONN-13 CONN-8",
     ct_pkt_connect_req(c, &req);
     fd = ct_send_from_new_socket(c, &req);
     n = ct_sock_recv(t, fd, CT_WAIT);
-    CT_EQ(t, "reply size (SEC-6: same as the 64-byte CONNECT_REQ)", 64, n);
+    CT_EQ(t, "reply size (SEC-6: same as the 68-byte CONNECT_REQ)", 68, n);
     n = ct_sock_recv(t, fd, CT_QUIET);
     ct_sock_close(fd);
     CT_EQ(t, "further replies", 0, n);
@@ -283,11 +283,13 @@ CT_CASE(sec_connect_req_to_connected_qp, "CONN-7 SEC-7 CONN-9",
 }
 
 CT_CASE(sec_deregistered_key_refused, "SEM-17 SEC-3",
-        "after MR_DEREG, a WRITE and a READ with the old RKey: NAK "
+        "after MR_DEREG, a WRITE and a READ (on a second connection: the "
+        "first holds its fatal NAK, REL-40) with the old RKey: NAK "
         "REMOTE_ACCESS_KEY each, no READ_RESP")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0);
     struct ct_conn *c = ct_connect(t, "");
+    struct ct_conn *c2 = ct_connect(t, "");
     struct mroce_pkt p;
     uint8_t d[16] = {0};
     uint32_t psn;
@@ -295,9 +297,9 @@ CT_CASE(sec_deregistered_key_refused, "SEM-17 SEC-3",
     ct_agent(t, "MR_DEREG mr=%d", mr.id);
     psn = ct_send_write(c, &mr, 0, d, sizeof(d), 0);
     ct_expect_nak(c, psn, MROCE_NAK_REMOTE_ACCESS_KEY, CT_WAIT);
-    ct_pkt_read(c, &p, &mr, 0, 16);
-    ct_send(c, &p);
-    ct_expect_nak(c, p.base.psn, MROCE_NAK_REMOTE_ACCESS_KEY, CT_WAIT);
+    ct_pkt_read(c2, &p, &mr, 0, 16);
+    ct_send(c2, &p);
+    ct_expect_nak(c2, p.base.psn, MROCE_NAK_REMOTE_ACCESS_KEY, CT_WAIT);
     ct_expect_silence(t, CT_QUIET);
 }
 

@@ -101,6 +101,10 @@ void ct_check_eq(struct ct *t, const char *what, uint64_t expected,
 
 /* Waits scaled by --slow. */
 int ct_ms(const struct ct *t, int ms);
+/* The IUT's byte order for atomic targets as HELLO reported it
+ * (atomic_order, AGENT-18): 1 big-endian, 0 little-endian, -1 the agent
+ * did not say. */
+int ct_atomic_be(const struct ct *t);
 /* Monotonic nanoseconds. */
 uint64_t ct_now_ns(void);
 /* Case-local random numbers (--seed). */

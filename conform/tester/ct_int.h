@@ -25,6 +25,7 @@ struct ct_run {
     uint64_t seed;     /* --seed */
     uint32_t next_qpn; /* tester QPNs, fresh per connection */
     char impl[128];    /* agent's impl= from HELLO */
+    int atomic_be;     /* HELLO atomic_order: 1 be, 0 le, -1 not reported */
 };
 
 /* One case's context. */

@@ -262,6 +262,20 @@ int main(int argc, char **argv)
     }
     if (ct_kv_str(run.ctl.line, "impl", run.impl, sizeof(run.impl)) < 0)
         snprintf(run.impl, sizeof(run.impl), "?");
+    {
+        char o[8];
+        run.atomic_be = -1; /* an older agent: cases infer it */
+        if (ct_kv_str(run.ctl.line, "atomic_order", o, sizeof(o)) == 0) {
+            if (strcmp(o, "le") != 0 && strcmp(o, "be") != 0) {
+                fprintf(stderr,
+                        "mroce-conform: HELLO: atomic_order=%s is "
+                        "neither le nor be (AGENT-18)\n",
+                        o);
+                return 2;
+            }
+            run.atomic_be = o[0] == 'b';
+        }
+    }
     if (udp) {
         if (ct_split_hostport(udp, uhost, sizeof(uhost), &uport) < 0) {
             fprintf(stderr, "mroce-conform: bad --udp %s\n", udp);
@@ -275,7 +289,7 @@ int main(int argc, char **argv)
             return 2;
         }
         snprintf(uhost, sizeof(uhost), "%s", host);
-        uport = (unsigned)strtoul(p, NULL, 10);
+        uport = (unsigned)strtoul(p, NULL, 0); /* decimal or 0x (AGENT-19) */
     }
     if (ct_net_open(&run.net, local, uhost, uport, 8, err, sizeof(err)) < 0) {
         fprintf(stderr, "mroce-conform: %s\n", err);

@@ -66,6 +66,11 @@ struct ct_conn *ct_conn_new(struct ct *t, const char *qp_opts)
     c->par.rx_window = 1024;
     c->par.max_rd_atomic = 16;
     c->par.flags = 0;
+    /* The spec's default (REL-19): the IUT's loss timers allow for the
+     * tester's ACK delay as it advertises it (LOSS-25), and the timing
+     * cases reckon with this value; the tester itself acknowledges at once
+     * (auto_ack) or not at all. */
+    c->par.max_ack_delay = 10000;
     c->auto_ack = 1;
     c->imm = 0x600dcafe;
     memcpy(&c->peer, &t->run->net.iut, sizeof(c->peer));

@@ -62,6 +62,11 @@ int ct_ms(const struct ct *t, int ms)
     return (int)(ms * t->run->slow);
 }
 
+int ct_atomic_be(const struct ct *t)
+{
+    return t->run->atomic_be;
+}
+
 uint64_t ct_rand(struct ct *t)
 {
     /* splitmix64 */

@@ -38,7 +38,7 @@ extern "C" {
 #define MROCE_RESP_HDR_LEN 16   /* READ_RESP, ATOMIC_RESP */
 #define MROCE_ACK_HDR_LEN 32    /* ACK, before its SACK words */
 #define MROCE_NAK_HDR_LEN 16    /* NAK */
-#define MROCE_CONN_HDR_LEN 32   /* CONNECT_REQ, CONNECT_RESP */
+#define MROCE_CONN_HDR_LEN 36   /* CONNECT_REQ, CONNECT_RESP */
 #define MROCE_CRC_LEN 4         /* CRC32C trailer on every packet */
 #define MROCE_MAX_SACK_WORDS 8  /* 256 PSNs beyond the cumulative point */
 #define MROCE_ATOMIC_LEN 8      /* atomics operate on 64-bit words */
@@ -191,6 +191,7 @@ struct mroce_conn_hdr {
     uint32_t rx_window;    /* PSNs the sender tracks beyond cum_psn */
     uint32_t max_rd_atomic; /* READ/atomics the sender serves at once */
     uint32_t flags;        /* enum mroce_conn_flag */
+    uint32_t max_ack_delay; /* ns the sender may delay an ACK (REL-19) */
 };
 
 /* A decoded packet.  payload points into the caller's buffer. */

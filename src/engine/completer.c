@@ -25,7 +25,7 @@ static mroce_tstamp rto_base(const mroce_qp *qp)
 {
     if (!qp->srtt)
         return qp->attr.min_rto * 5;
-    mroce_tstamp r = qp->srtt + 4 * qp->rttvar + qp->attr.max_ack_delay;
+    mroce_tstamp r = qp->srtt + 4 * qp->rttvar + qp->peer_ack_delay;
     return r < qp->attr.min_rto ? qp->attr.min_rto : r;
 }
 
@@ -37,11 +37,12 @@ static mroce_tstamp cur_rto(const mroce_qp *qp)
     return r > qp->attr.max_rto ? qp->attr.max_rto : r;
 }
 
-/* The probe timeout (LOSS-9): min(RTO_eff, 2 srtt + max_ack_delay). */
+/* The probe timeout (LOSS-9): min(RTO_eff, 2 srtt + max_ack_delay), with
+ * the peer's max_ack_delay (LOSS-25), as in the RTO and the loss guards. */
 static mroce_tstamp cur_pto(const mroce_qp *qp)
 {
     mroce_tstamp rto = cur_rto(qp);
-    mroce_tstamp pto = qp->srtt ? 2 * qp->srtt + qp->attr.max_ack_delay : rto;
+    mroce_tstamp pto = qp->srtt ? 2 * qp->srtt + qp->peer_ack_delay : rto;
     return pto < rto ? pto : rto;
 }
 
@@ -214,7 +215,7 @@ static mroce_tstamp path_guard(const mroce_qp *qp, uint16_t path,
     mroce_tstamp g = p->srtt ? p->srtt + 4 * p->rttvar : 0;
     if (slowest > g)
         g = slowest;
-    return g ? g + qp->attr.max_ack_delay : 0;
+    return g ? g + qp->peer_ack_delay : 0;
 }
 
 /* LOSS-7 for one packet: declares it lost or notes its guard time; returns
@@ -264,7 +265,7 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
                      int full)
 {
     mroce_tstamp guard = qp->min_rtt ? qp->min_rtt : qp->attr.min_rto;
-    mroce_tstamp tguard = qp->srtt ? 2 * qp->srtt + qp->attr.max_ack_delay
+    mroce_tstamp tguard = qp->srtt ? 2 * qp->srtt + qp->peer_ack_delay
                                    : MROCE_TSTAMP_INF;
     if (tguard < guard)
         tguard = guard;

@@ -235,6 +235,9 @@ struct mroce_qp {
     /* ACKs in */
     uint32_t ooo_edge;        /* highest acked - ooo_thresh at the last scan */
     uint32_t last_ce, last_rx; /* peer's cumulative ECN counters seen */
+    uint32_t peer_ack_delay;  /* ns: the peer's advertised max_ack_delay
+                               * (REL-19) bounded by max_rto, in the RTO,
+                               * PTO and loss guards (LOSS-25) */
     mroce_tstamp rack_time;   /* latest send time of an unambiguously
                                  acknowledged packet (RACK) */
     mroce_tstamp srtt, rttvar, min_rtt;

@@ -112,6 +112,10 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     qp->rq_mask = a.max_recv_wr - 1;
     qp->tx_mask = a.window - 1;
     qp->mtu = a.mtu;
+    /* Until the peer advertises its own (LOSS-25). */
+    qp->peer_ack_delay = a.max_ack_delay < 0xffffffffu
+                             ? (uint32_t)a.max_ack_delay
+                             : 0xffffffffu;
     /* Receiver-driven mode starts from a small unsolicited allowance and
      * waits for the receiver's grant, so N senders starting at once do not
      * fill the receiver's queue before the first ACK (CC). */
@@ -294,6 +298,9 @@ static void adopt_peer(mroce_qp *qp, const struct mroce_conn_hdr *c)
     if (qp->peer_window < 64)
         qp->peer_window = 64;
     qp->peer_rd_atomic = c->max_rd_atomic ? c->max_rd_atomic : 1;
+    qp->peer_ack_delay = c->max_ack_delay < qp->attr.max_rto
+                             ? c->max_ack_delay
+                             : (uint32_t)qp->attr.max_rto; /* LOSS-25 */
     mroce_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window,
                      c->start_psn);
 }
@@ -443,6 +450,9 @@ int mroce_qp_write_ctrl(mroce_qp *qp, uint8_t *buf, size_t cap,
         c->rx_window = qp->attr.window;
         c->max_rd_atomic = qp->nrjobs;
         c->flags = qp->attr.credit_mode ? MROCE_CONN_CREDIT : 0;
+        c->max_ack_delay = qp->attr.max_ack_delay < 0xffffffffu
+                               ? (uint32_t)qp->attr.max_ack_delay
+                               : 0xffffffffu; /* WIRE-21, LOSS-25 */
     }
     size_t n = mroce_pkt_encode(&p, buf, cap);
     if (n == 0)

@@ -105,11 +105,21 @@ void mroce_resp_complete_recvs(mroce_qp *qp)
     }
 }
 
+/* Queue the NAK refusing pkt (REL-27).  Until the first fatal NAK a later
+ * refusal replaces a pending NAK, and an RNR NAK never replaces a fatal
+ * one.  From the first fatal NAK on, the QP holds it (REL-40): every later
+ * refusal, whatever its own code, is answered with the held NAK again. */
 static void queue_nak(mroce_qp *qp, const struct mroce_pkt *pkt, uint8_t code,
                       int fatal)
 {
-    if ((qp->fatal_nak && !fatal) || MROCE_SEEDED_FAULT(NAK_SILENT))
-        return; /* a fatal NAK outranks an RNR one */
+    if (MROCE_SEEDED_FAULT(NAK_SILENT))
+        return;
+    if (qp->fatal_nak) {
+        /* The held NAK, on the path of the packet it answers (REL-22). */
+        qp->nak_entropy = pkt->base.entropy;
+        qp->ctrl |= CTRL_NAK;
+        return;
+    }
     qp->nak.nak_psn = pkt->base.psn;
     qp->nak.msn = pkt->u.rq.req.msn;
     qp->nak.code = code;
@@ -426,10 +436,16 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
 {
     uint32_t psn = pkt->base.psn;
     int ce = info->ecn == MROCE_ECN_CE && !MROCE_SEEDED_FAULT(ECN_IGNORE);
+    if (pkt->payload_len > qp->mtu) {
+        qp->cnt.drop_invalid++; /* larger than negotiated (CONN-12, WIRE-31) */
+        return;
+    }
     if (pkt->base.flags & MROCE_F_CREDIT)
         qp->credit_seen = now;
     if (qp->fatal_nak && psn == qp->nak.nak_psn) {
-        qp->ctrl |= CTRL_NAK; /* our NAK was lost: say it again */
+        /* Our NAK was lost: say it again, on the retransmission's path. */
+        qp->nak_entropy = pkt->base.entropy;
+        qp->ctrl |= CTRL_NAK;
         return;
     }
     int cls = mroce_rxwin_classify(&qp->rxwin, psn);

@@ -154,6 +154,7 @@ enum {
     C_RX_WINDOW = 20,
     C_MAX_RD_ATOMIC = 24,
     C_FLAGS = 28,
+    C_MAX_ACK_DELAY = 32,
 };
 
 /* Smallest MTU a CONNECT may advertise: below this the data headers would
@@ -407,6 +408,7 @@ int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
         c->rx_window = ld32(h + C_RX_WINDOW);
         c->max_rd_atomic = ld32(h + C_MAX_RD_ATOMIC);
         c->flags = ld32(h + C_FLAGS);
+        c->max_ack_delay = ld32(h + C_MAX_ACK_DELAY);
         pkt->payload = NULL;
         pkt->payload_len = 0;
         /* conn.flags are capabilities: unknown bits are ignored, not
@@ -564,6 +566,7 @@ size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
         st32(h + C_RX_WINDOW, c->rx_window);
         st32(h + C_MAX_RD_ATOMIC, c->max_rd_atomic);
         st32(h + C_FLAGS, c->flags);
+        st32(h + C_MAX_ACK_DELAY, c->max_ack_delay);
         break;
     }
     default: /* DISCONNECT, DISCONNECT_ACK: base header only */
