@@ -44,9 +44,13 @@ struct mfi_op *mfi_op_get(struct mfi_ep *ep)
     return op;
 }
 
+/* Called for requests that libmroce never saw (refused at post time) and
+ * for finished ones whose registrations are released, so nothing here is
+ * still busy. */
 void mfi_op_put(struct mfi_ep *ep, struct mfi_op *op)
 {
-    mfi_op_dereg(op);
+    if (!mfi_op_dereg(op))
+        MFI_WARN(FI_LOG_EP_DATA, "request freed with a busy registration\n");
     free(op->copy);
     op->copy = NULL;
     op->next = ep->op_free;
@@ -54,12 +58,12 @@ void mfi_op_put(struct mfi_ep *ep, struct mfi_op *op)
 }
 
 int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
-               unsigned acc, uint32_t *lkey, uint32_t *rkey)
+               unsigned access, uint32_t *lkey, uint32_t *rkey)
 {
     if (op->nmr == MFI_IOV_LIMIT)
         return -FI_EINVAL;
     mroce_vmr *mr;
-    int rc = mroce_reg_mr(ep->dom->pd, addr, len ? len : 1, acc, &mr);
+    int rc = mroce_reg_mr(ep->dom->pd, addr, len ? len : 1, access, &mr);
     if (rc == MROCE_EACCESS)
         return -FI_EACCES; /* a buffer to be written is read-only */
     if (rc < 0)
@@ -72,11 +76,22 @@ int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
     return 0;
 }
 
-void mfi_op_dereg(struct mfi_op *op)
+/* MROCE_EBUSY: a work request or a READ responder's job still uses the
+ * region (a job holds it until the requester has acknowledged every
+ * response packet, and resends from it until then); it stays in op->mr to
+ * be tried again. */
+int mfi_op_dereg(struct mfi_op *op)
 {
-    for (int i = 0; i < op->nmr; i++)
-        mroce_dereg_mr(op->mr[i]);
-    op->nmr = 0;
+    int busy = 0;
+    for (int i = 0; i < op->nmr; i++) {
+        int rc = mroce_dereg_mr(op->mr[i]);
+        if (rc == MROCE_EBUSY)
+            op->mr[busy++] = op->mr[i];
+        else if (rc < 0)
+            MFI_WARN(FI_LOG_EP_DATA, "deregistration failed: %d\n", rc);
+    }
+    op->nmr = busy;
+    return busy == 0;
 }
 
 static struct mfi_cq *op_cq(struct mfi_ep *ep, struct mfi_op *op)
@@ -92,12 +107,19 @@ static int is_tx(const struct mfi_op *op)
            op->type == MFI_OP_WRITE;
 }
 
-void mfi_op_complete(struct mfi_ep *ep, struct mfi_op *op, size_t len,
-                     uint64_t data, uint64_t tag, fi_addr_t src)
+/* The completion of a finished request whose buffers libmroce has
+ * released (a buffer is never touched after its completion), then the
+ * request is freed. */
+static void op_report(struct mfi_ep *ep, struct mfi_op *op)
 {
     struct mfi_cq *cq = op_cq(ep, op);
-    if (cq && !op->nocomp)
-        mfi_cq_write(cq, op->context, op->cq_flags, len, NULL, data, tag, src);
+    const struct mfi_done *d = &op->done;
+    if (cq && d->err)
+        mfi_cq_write_err(cq, op->context, op->cq_flags, d->len, NULL, d->data,
+                         d->tag, d->olen, d->err, d->prov, d->src);
+    else if (cq && !op->nocomp)
+        mfi_cq_write(cq, op->context, op->cq_flags, d->len, NULL, d->data,
+                     d->tag, d->src);
     if (is_tx(op))
         ep->tx_inflight--;
     else
@@ -105,18 +127,60 @@ void mfi_op_complete(struct mfi_ep *ep, struct mfi_op *op, size_t len,
     mfi_op_put(ep, op);
 }
 
+/* A request can finish before libmroce is done with its buffers: a
+ * rendezvous send finishes when its FIN arrives, but the READ responses
+ * that carried its data may still await their ACKs, and libmroce resends
+ * them from the buffer until then.  Such a request waits on
+ * ep->releasing, still counted in flight, until its registrations can be
+ * dropped; the others complete at once. */
+static void op_finish(struct mfi_ep *ep, struct mfi_op *op)
+{
+    if (mfi_op_dereg(op)) {
+        op_report(ep, op);
+        return;
+    }
+    op->next = ep->releasing;
+    ep->releasing = op;
+}
+
+/* Progress: completes the requests whose buffers libmroce has released
+ * since. */
+static void release_retry(struct mfi_ep *ep)
+{
+    for (struct mfi_op **pp = &ep->releasing; *pp;) {
+        struct mfi_op *op = *pp;
+        if (!mfi_op_dereg(op)) {
+            pp = &op->next;
+            continue;
+        }
+        *pp = op->next;
+        op_report(ep, op);
+    }
+}
+
+void mfi_op_complete(struct mfi_ep *ep, struct mfi_op *op, size_t len,
+                     uint64_t data, uint64_t tag, fi_addr_t src)
+{
+    op->done.len = len;
+    op->done.olen = 0;
+    op->done.data = data;
+    op->done.tag = tag;
+    op->done.src = src;
+    op->done.err = op->done.prov = 0;
+    op_finish(ep, op);
+}
+
 void mfi_op_fail(struct mfi_ep *ep, struct mfi_op *op, int err, int prov,
                  size_t len, size_t olen, fi_addr_t src)
 {
-    struct mfi_cq *cq = op_cq(ep, op);
-    if (cq)
-        mfi_cq_write_err(cq, op->context, op->cq_flags, len, NULL, op->data,
-                         op->tag, olen, err, prov, src);
-    if (is_tx(op))
-        ep->tx_inflight--;
-    else
-        ep->rx_posted_ops--;
-    mfi_op_put(ep, op);
+    op->done.len = len;
+    op->done.olen = olen;
+    op->done.data = op->data;
+    op->done.tag = op->tag;
+    op->done.src = src;
+    op->done.err = err ? err : FI_EIO;
+    op->done.prov = prov;
+    op_finish(ep, op);
 }
 
 int mfi_errno(int e)
@@ -309,6 +373,8 @@ void mfi_ep_progress(struct mfi_ep *ep)
         if (n < 32)
             break;
     }
+    if (ep->releasing)
+        release_retry(ep);
     /* Accepted QPs also show up through their first receive; this catches
      * ones whose HELLO has not arrived yet. */
     if ((++ep->progress_calls & 255) == 0)
@@ -383,7 +449,8 @@ static int ep_control(struct fid *fid, int command, void *arg)
 static void ep_drain(struct mfi_ep *ep)
 {
     uint64_t t0 = mfi_now_ns(), limit = (uint64_t)mfi_param.conn_timeout * 1000000ull;
-    while (ep->wr_outstanding && mfi_now_ns() - t0 < limit)
+    while ((ep->wr_outstanding || ep->releasing) &&
+           mfi_now_ns() - t0 < limit)
         mfi_ep_progress(ep);
     struct mroce_udp_counters uc;
     mroce_device_get_udp_counters(ep->dom->dev, &uc);
@@ -416,10 +483,13 @@ static int ep_close(struct fid *fid)
     d->ep = NULL;
     d->refs--;
     mfi_unlock(d);
-    /* Requests still posted or in flight die with their QPs. */
+    /* Requests still posted or in flight die with their QPs, which have
+     * released their registrations. */
     while (ep->all_ops) {
         struct mfi_op *op = ep->all_ops;
         ep->all_ops = op->all_next;
+        if (!mfi_op_dereg(op))
+            MFI_WARN(FI_LOG_EP_CTRL, "a registration is still busy at close\n");
         free(op->copy);
         free(op);
     }

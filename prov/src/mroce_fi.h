@@ -260,13 +260,22 @@ enum mfi_op_type {
     MFI_OP_WRITE,     /* fi_write / writedata */
 };
 
+/* What a finished request's completion will say. */
+struct mfi_done {
+    size_t len, olen;
+    uint64_t data, tag;
+    fi_addr_t src;
+    int err, prov;           /* err 0: success */
+};
+
 struct mfi_op {
     uint8_t kind;            /* MFI_WR_OP (first, see struct mfi_buf) */
     uint8_t type;            /* enum mfi_op_type */
     uint8_t tagged;          /* FI_TAGGED (else FI_MSG) */
     uint8_t nocomp;          /* no CQ entry on success (inject,
                                 selective completion) */
-    struct mfi_op *next;     /* free list / rendezvous list */
+    struct mfi_op *next;     /* free list / rendezvous list / releasing
+                                list */
     struct mfi_op *all_next; /* every request allocated (freed at close) */
     struct mfi_ep *ep;
     void *context;
@@ -296,6 +305,8 @@ struct mfi_op {
     int nmr;
     void *copy;              /* rendezvous send of several iovs: a
                                 contiguous copy (malloc) */
+    struct mfi_done done;    /* its completion, kept while libmroce
+                                still uses its buffers */
 };
 
 /* --- endpoint --- */
@@ -328,6 +339,9 @@ struct mfi_ep {
     struct mfi_op *op_free;            /* recycled requests */
     struct mfi_op *all_ops;            /* every request allocated */
     struct mfi_op *rndv;               /* sends waiting for FIN */
+    struct mfi_op *releasing;          /* finished requests whose buffers
+                                          libmroce still uses: completed
+                                          once it releases them */
     uint64_t next_cookie;
     uint32_t tx_inflight;              /* sends/reads/writes posted */
     uint32_t rx_posted_ops;            /* posted receives */
@@ -353,20 +367,27 @@ size_t mfi_copy_to_iov(const struct iovec *iov, size_t n, const void *src,
                        size_t len);
 size_t mfi_copy_from_iov(void *dst, const struct iovec *iov, size_t n,
                          size_t len);
-/* Completion of a request to its CQ (unless suppressed), then freed. */
+/* The request is finished: its completion (unless suppressed) goes to
+ * its CQ and the request is freed, at once if libmroce no longer uses its
+ * buffers, else once it releases them (ep->releasing, retried by
+ * progress). */
 void mfi_op_complete(struct mfi_ep *ep, struct mfi_op *op, size_t len,
                      uint64_t data, uint64_t tag, fi_addr_t src);
 void mfi_op_fail(struct mfi_ep *ep, struct mfi_op *op, int err, int prov,
                  size_t len, size_t olen, fi_addr_t src);
 /* Maps a libmroce error to -FI_*. */
 int mfi_errno(int mroce_err);
-/* Registers [addr, addr+len) on the device for op (kept in op->mr) with
- * the rights acc (enum mroce_access): only those the operation needs, so
- * a read-only buffer can be sent.  -FI_EFAULT if it is not mapped,
- * -FI_EACCES if acc writes into read-only memory. */
+/* Registers [addr, addr+len) on the device for op (kept in op->mr), with
+ * the rights that op's use needs and no more (MROCE_ACCESS_*: a READ's
+ * destination LOCAL_WRITE, a rendezvous source REMOTE_READ, a WRITE's
+ * source none, so read-only memory can be sent and receive buffers are
+ * not readable by peers).  -FI_EFAULT if it is not mapped, -FI_EACCES if
+ * access writes into read-only memory. */
 int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
-               unsigned acc, uint32_t *lkey, uint32_t *rkey);
-void mfi_op_dereg(struct mfi_op *op);
+               unsigned access, uint32_t *lkey, uint32_t *rkey);
+/* Deregisters op's registrations that libmroce no longer uses; returns 1
+ * when none is left, 0 while some are still busy (kept in op->mr). */
+int mfi_op_dereg(struct mfi_op *op);
 
 /* --- mroce_conn.c --- */
 /* The peer for fi_addr, connecting a QP on first use.  NULL + *err. */

@@ -3,8 +3,10 @@
  * domain's device (all QPs share its protection domain), so the key the
  * application sends to peers is the engine's rkey (FI_MR_PROV_KEY) and
  * remote addresses are virtual addresses (FI_MR_VIRT_ADDR).  fi_mr_desc
- * gives the struct mfi_mr, from which sends and RMA take the lkey instead
- * of registering the buffer themselves.
+ * gives the struct mfi_mr, from which RMA takes the lkey instead of
+ * registering the buffer itself.  A rendezvous send registers its buffer
+ * anyway (mroce_msg.c): its completion waits until libmroce drops that
+ * registration, which must be the send's alone.
  *
  * Registration in the engine is a table entry (no pinning: libmroce is
  * software), and libmroce's check that the memory is mapped reads only the

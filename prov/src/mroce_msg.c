@@ -7,7 +7,10 @@
  * (so fi_inject and FI_INJECT cost nothing more); its completion comes
  * when the engine has the SEND acknowledged (transmit complete).  A larger
  * message sends an RTS naming the registered source buffer; the receiver
- * READs it once matched and answers FIN, which completes the send.
+ * READs it once matched and answers FIN.  The FIN finishes the send, which
+ * completes once libmroce has also released the buffer: the READ
+ * responses are resent from it until the receiver acknowledges them, and
+ * the FIN may overtake those ACKs (mroce_ep.c, op_finish).
  *
  * Receive: each QP's bounce buffers take whatever arrives.  A message is
  * matched against the posted receives (oldest first); an eager one is
@@ -125,7 +128,12 @@ ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
         b->op = op; /* the SEND's completion completes the request */
         b->counted = inject;
     } else {
-        /* Rendezvous: the receiver READs the source buffer in place. */
+        /* Rendezvous: the receiver READs the source buffer in place,
+         * through a registration of the request's own, also when the
+         * application passed one (desc): the send completes only once
+         * libmroce has dropped every use of it (mfi_op_dereg), which a
+         * registration shared with the application's other operations
+         * cannot tell. */
         void *src = count == 1 ? iov[0].iov_base : NULL;
         uint32_t rkey = 0;
         int rc = 0;
@@ -136,9 +144,7 @@ ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
                 mfi_copy_from_iov(op->copy, iov, count, len);
             src = op->copy;
         }
-        if (!rc && count == 1 && desc && desc[0])
-            rkey = (uint32_t)((struct mfi_mr *)desc[0])->mr.key;
-        else if (!rc)
+        if (!rc)
             rc = mfi_op_reg(ep, op, src, len, MROCE_ACCESS_REMOTE_READ, NULL,
                             &rkey);
         if (rc) {

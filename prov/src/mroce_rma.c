@@ -66,8 +66,8 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
             sge[i].lkey = ((struct mfi_mr *)desc[i])->lkey;
         else
             rc = mfi_op_reg(ep, op, iov[i].iov_base, iov[i].iov_len,
-                            write ? 0 : MROCE_ACCESS_LOCAL_WRITE, &sge[i].lkey,
-                            NULL);
+                            write ? 0 : MROCE_ACCESS_LOCAL_WRITE,
+                            &sge[i].lkey, NULL);
     }
     if (rc) {
         mfi_op_put(ep, op);

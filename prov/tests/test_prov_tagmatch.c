@@ -24,7 +24,6 @@
  * sets it).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,35 +45,13 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "prov_fi_test.h"
 #include "threads.h"
 
-static int failures;
-#define CHECK(c)                                                          \
-    do {                                                                  \
-        if (!(c)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__,        \
-                    __LINE__, #c);                                        \
-            failures++;                                                   \
-        }                                                                 \
-    } while (0)
-#define DIE_IF(c, what)                                                   \
-    do {                                                                  \
-        int rc_ = (c);                                                    \
-        if (rc_) {                                                        \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, what,  \
-                    fi_strerror(-rc_));                                   \
-            exit(1);                                                      \
-        }                                                                 \
-    } while (0)
 
 enum { NEP = 3 };
 struct node {
-    struct fid_domain *dom;
-    struct fid_av *av;
-    struct fid_cq *txcq, *rxcq;
-    struct fid_ep *ep;
-    char name[64];
-    size_t namelen;
+    struct prov_ep f;    /* domain, AV, CQs, endpoint, name */
     fi_addr_t peer[NEP]; /* fi_addr of every node in this node's AV */
     int tx_done, tx_err;
     void *seen[64];      /* contexts of recent transmit completions */
@@ -84,26 +61,19 @@ static struct fi_info *info;
 static struct fid_fabric *fabric;
 static struct node n[NEP];
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
 /* Drains every transmit CQ (which also drives that endpoint). */
 static void drive(void)
 {
     for (int i = 0; i < NEP; i++) {
         struct fi_cq_tagged_entry e[8];
-        ssize_t r = fi_cq_read(n[i].txcq, e, 8);
+        ssize_t r = fi_cq_read(n[i].f.txcq, e, 8);
         if (r > 0) {
             n[i].tx_done += (int)r;
             for (ssize_t k = 0; k < r; k++)
                 n[i].seen[n[i].nseen++ % 64] = e[k].op_context;
         } else if (r == -FI_EAVAIL) {
             struct fi_cq_err_entry err = {0};
-            fi_cq_readerr(n[i].txcq, &err, 0);
+            fi_cq_readerr(n[i].f.txcq, &err, 0);
             fprintf(stderr, "node %d: tx error %s\n", i, fi_strerror(err.err));
             n[i].tx_err++;
         }
@@ -118,12 +88,12 @@ static int wait_rx(int i, struct fi_cq_tagged_entry *e, fi_addr_t *src,
 {
     double t0 = now_s();
     for (;;) {
-        ssize_t r = fi_cq_readfrom(n[i].rxcq, e, 1, src);
+        ssize_t r = fi_cq_readfrom(n[i].f.rxcq, e, 1, src);
         if (r == 1)
             return 1;
         if (r == -FI_EAVAIL) {
             memset(ee, 0, sizeof(*ee));
-            fi_cq_readerr(n[i].rxcq, ee, 0);
+            fi_cq_readerr(n[i].f.rxcq, ee, 0);
             return -ee->err;
         }
         drive();
@@ -140,7 +110,7 @@ static int rx_quiet(int i, double secs)
     double t0 = now_s();
     while (now_s() - t0 < secs) {
         struct fi_cq_tagged_entry e;
-        ssize_t r = fi_cq_read(n[i].rxcq, &e, 1);
+        ssize_t r = fi_cq_read(n[i].f.rxcq, &e, 1);
         if (r != -FI_EAGAIN)
             return 0;
         drive();
@@ -181,30 +151,12 @@ static void wait_ctx(int i, void *ctx)
 
 static void open_node(int i)
 {
-    struct node *x = &n[i];
-    DIE_IF(fi_domain(fabric, info, &x->dom, NULL), "fi_domain");
-    struct fi_av_attr av = {.type = i == 1 ? FI_AV_MAP : FI_AV_TABLE};
-    DIE_IF(fi_av_open(x->dom, &av, &x->av, NULL), "fi_av_open");
-    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
-                            .wait_obj = FI_WAIT_NONE};
-    DIE_IF(fi_cq_open(x->dom, &cq, &x->txcq, NULL), "fi_cq_open");
-    DIE_IF(fi_cq_open(x->dom, &cq, &x->rxcq, NULL), "fi_cq_open");
-    DIE_IF(fi_endpoint(x->dom, info, &x->ep, NULL), "fi_endpoint");
-    DIE_IF(fi_ep_bind(x->ep, &x->av->fid, 0), "bind av");
-    DIE_IF(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT), "bind txcq");
-    DIE_IF(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV), "bind rxcq");
-    DIE_IF(fi_enable(x->ep), "fi_enable");
-    x->namelen = sizeof(x->name);
-    DIE_IF(fi_getname(&x->ep->fid, x->name, &x->namelen), "fi_getname");
+    prov_ep_open(&n[i].f, fabric, info, i == 1 ? FI_AV_MAP : FI_AV_TABLE);
 }
 
 static void close_node(int i)
 {
-    CHECK(fi_close(&n[i].ep->fid) == 0);
-    CHECK(fi_close(&n[i].txcq->fid) == 0);
-    CHECK(fi_close(&n[i].rxcq->fid) == 0);
-    CHECK(fi_close(&n[i].av->fid) == 0);
-    CHECK(fi_close(&n[i].dom->fid) == 0);
+    CHECK(prov_ep_close(&n[i].f) == 0);
 }
 
 #define A 0
@@ -214,7 +166,7 @@ static void close_node(int i)
 static void tsend(int from, int to, const void *buf, size_t len, uint64_t tag)
 {
     ssize_t r;
-    while ((r = fi_tsend(n[from].ep, buf, len, NULL, n[from].peer[to], tag,
+    while ((r = fi_tsend(n[from].f.ep, buf, len, NULL, n[from].peer[to], tag,
                          NULL)) == -FI_EAGAIN)
         drive();
     DIE_IF((int)r, "fi_tsend");
@@ -223,7 +175,7 @@ static void tsend(int from, int to, const void *buf, size_t len, uint64_t tag)
 static void trecv(int at, void *buf, size_t len, fi_addr_t src, uint64_t tag,
                   uint64_t ignore, void *ctx)
 {
-    DIE_IF((int)fi_trecv(n[at].ep, buf, len, NULL, src, tag, ignore, ctx),
+    DIE_IF((int)fi_trecv(n[at].f.ep, buf, len, NULL, src, tag, ignore, ctx),
            "fi_trecv");
 }
 
@@ -235,7 +187,7 @@ static void wait_unexp(int at, uint64_t tag, uint64_t ignore)
         struct fi_context ctx;
         struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = tag,
                                   .ignore = ignore, .context = &ctx};
-        DIE_IF((int)fi_trecvmsg(n[at].ep, &m, FI_PEEK), "peek");
+        DIE_IF((int)fi_trecvmsg(n[at].f.ep, &m, FI_PEEK), "peek");
         struct fi_cq_tagged_entry e;
         struct fi_cq_err_entry ee;
         fi_addr_t src;
@@ -357,7 +309,7 @@ static void test_peek_claim(void)
     /* Peek of nothing. */
     struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 0x4242,
                               .context = &ctx};
-    DIE_IF((int)fi_trecvmsg(n[B].ep, &m, FI_PEEK), "peek");
+    DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, FI_PEEK), "peek");
     CHECK(wait_rx(B, &e, &src, &ee) == -FI_ENOMSG);
     CHECK(ee.op_context == &ctx);
 
@@ -365,17 +317,17 @@ static void test_peek_claim(void)
     wait_unexp(B, 0x77, 0);
     /* Peek again: still there (peek does not consume); reports the size. */
     m.tag = 0x77;
-    DIE_IF((int)fi_trecvmsg(n[B].ep, &m, FI_PEEK), "peek");
+    DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, FI_PEEK), "peek");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
     CHECK(e.len == 7 && e.tag == 0x77 && src == n[B].peer[A]);
     /* Peek and claim, then an ordinary receive cannot take it... */
-    DIE_IF((int)fi_trecvmsg(n[B].ep, &m, FI_PEEK | FI_CLAIM), "peek+claim");
+    DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, FI_PEEK | FI_CLAIM), "peek+claim");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
     char other[16];
     int oc;
     trecv(B, other, sizeof(other), FI_ADDR_UNSPEC, 0x77, 0, &oc);
     CHECK(rx_quiet(B, 0.2));
-    DIE_IF((int)fi_cancel(&n[B].ep->fid, &oc), "cancel");
+    DIE_IF((int)fi_cancel(&n[B].f.ep->fid, &oc), "cancel");
     CHECK(wait_rx(B, &e, &src, &ee) == -FI_ECANCELED);
     /* ...but the claim delivers it. */
     char buf[16] = {0};
@@ -383,20 +335,20 @@ static void test_peek_claim(void)
     struct fi_msg_tagged cm = {.msg_iov = &iov, .iov_count = 1,
                                .addr = FI_ADDR_UNSPEC, .tag = 0x77,
                                .context = &ctx};
-    DIE_IF((int)fi_trecvmsg(n[B].ep, &cm, FI_CLAIM), "claim");
+    DIE_IF((int)fi_trecvmsg(n[B].f.ep, &cm, FI_CLAIM), "claim");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
     CHECK(e.op_context == &ctx && !strcmp(buf, "peekme") && e.len == 7);
     /* Peek + claim + discard. */
     tsend(A, B, "drop", 5, 0x78);
     wait_unexp(B, 0x78, 0);
     m.tag = 0x78;
-    DIE_IF((int)fi_trecvmsg(n[B].ep, &m, FI_PEEK | FI_CLAIM), "peek+claim");
+    DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, FI_PEEK | FI_CLAIM), "peek+claim");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
     struct fi_msg_tagged dm = {.addr = FI_ADDR_UNSPEC, .tag = 0x78,
                                .context = &ctx};
-    DIE_IF((int)fi_trecvmsg(n[B].ep, &dm, FI_CLAIM | FI_DISCARD), "discard");
+    DIE_IF((int)fi_trecvmsg(n[B].f.ep, &dm, FI_CLAIM | FI_DISCARD), "discard");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
-    DIE_IF((int)fi_trecvmsg(n[B].ep, &m, FI_PEEK), "peek");
+    DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, FI_PEEK), "peek");
     CHECK(wait_rx(B, &e, &src, &ee) == -FI_ENOMSG);
 }
 
@@ -408,10 +360,10 @@ static void test_cancel(void)
     struct fi_cq_err_entry ee;
     fi_addr_t src;
     trecv(B, b1, sizeof(b1), FI_ADDR_UNSPEC, 0x999, 0, &c1);
-    DIE_IF((int)fi_cancel(&n[B].ep->fid, &c1), "fi_cancel");
+    DIE_IF((int)fi_cancel(&n[B].f.ep->fid, &c1), "fi_cancel");
     CHECK(wait_rx(B, &e, &src, &ee) == -FI_ECANCELED);
     CHECK(ee.op_context == &c1 && (ee.flags & FI_TAGGED));
-    CHECK(fi_cancel(&n[B].ep->fid, &c1) == -FI_ENOENT);
+    CHECK(fi_cancel(&n[B].f.ep->fid, &c1) == -FI_ENOENT);
     tsend(A, B, "late", 5, 0x999); /* must not land in the cancelled one */
     wait_unexp(B, 0x999, 0);
     trecv(B, b2, sizeof(b2), FI_ADDR_UNSPEC, 0x999, 0, &c2);
@@ -475,7 +427,7 @@ static void test_large(void)
         memset(r2, 0, big);
         struct fi_msg_tagged m = {.msg_iov = iov, .iov_count = 3,
                                   .addr = FI_ADDR_UNSPEC, .tag = 0x5e6};
-        DIE_IF((int)fi_trecvmsg(n[B].ep, &m, 0), "fi_trecvmsg");
+        DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, 0), "fi_trecvmsg");
         tsend(A, B, s2, big, 0x5e6);
         int r3 = wait_rx(B, &e, &src, &ee);
         if (trunc)
@@ -497,10 +449,11 @@ static void test_msg_data(void)
     struct fi_cq_tagged_entry e;
     struct fi_cq_err_entry ee;
     fi_addr_t src;
-    DIE_IF((int)fi_recv(n[B].ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL),
+    DIE_IF((int)fi_recv(n[B].f.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC,
+                        NULL),
            "fi_recv");
     ssize_t r;
-    while ((r = fi_senddata(n[A].ep, "msg", 4, NULL, 0xcafe, n[A].peer[B],
+    while ((r = fi_senddata(n[A].f.ep, "msg", 4, NULL, 0xcafe, n[A].peer[B],
                             NULL)) == -FI_EAGAIN)
         drive();
     DIE_IF((int)r, "fi_senddata");
@@ -510,9 +463,10 @@ static void test_msg_data(void)
     /* A tagged receive must not take an untagged message and vice versa. */
     char tb[8];
     trecv(B, tb, sizeof(tb), FI_ADDR_UNSPEC, 0, ~0ull, NULL);
-    DIE_IF((int)fi_inject(n[A].ep, "m2", 3, n[A].peer[B]), "fi_inject");
+    DIE_IF((int)fi_inject(n[A].f.ep, "m2", 3, n[A].peer[B]), "fi_inject");
     CHECK(rx_quiet(B, 0.2));
-    DIE_IF((int)fi_recv(n[B].ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, NULL),
+    DIE_IF((int)fi_recv(n[B].f.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC,
+                        NULL),
            "fi_recv");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
     CHECK(!strcmp(buf, "m2") && (e.flags & FI_MSG));
@@ -532,21 +486,21 @@ static void test_rma(void)
     size_t len = 256 * 1024;
     unsigned char *tgt = calloc(1, len), *src = malloc(len), *back = malloc(len);
     struct fid_mr *mr;
-    DIE_IF(fi_mr_reg(n[B].dom, tgt, len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+    DIE_IF(fi_mr_reg(n[B].f.dom, tgt, len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
                      0, 0, &mr, NULL), "fi_mr_reg");
     uint64_t key = fi_mr_key(mr);
     fill(src, len, 9);
     int cw, cr, cd;
-    DIE_IF((int)fi_write(n[A].ep, src, len, NULL, n[A].peer[B],
+    DIE_IF((int)fi_write(n[A].f.ep, src, len, NULL, n[A].peer[B],
                          (uintptr_t)tgt, key, &cw), "fi_write");
     wait_ctx(A, &cw);
     CHECK(!memcmp(tgt, src, len));
     memset(back, 0, len);
-    DIE_IF((int)fi_read(n[A].ep, back, len, NULL, n[A].peer[B],
+    DIE_IF((int)fi_read(n[A].f.ep, back, len, NULL, n[A].peer[B],
                         (uintptr_t)tgt, key, &cr), "fi_read");
     wait_ctx(A, &cr);
     CHECK(!memcmp(back, src, len));
-    DIE_IF((int)fi_writedata(n[A].ep, src, 64, NULL, 0x5eed, n[A].peer[B],
+    DIE_IF((int)fi_writedata(n[A].f.ep, src, 64, NULL, 0x5eed, n[A].peer[B],
                              (uintptr_t)tgt + 64, key, &cd), "fi_writedata");
     struct fi_cq_tagged_entry e;
     struct fi_cq_err_entry ee;
@@ -581,7 +535,7 @@ static void test_mr_checks(void)
     CHECK(mprotect(ro, len, PROT_READ) == 0);
     CHECK(munmap(gone, pg) == 0);
     struct fid_mr *mr = NULL;
-    struct fid_domain *d = n[B].dom;
+    struct fid_domain *d = n[B].f.dom;
     CHECK(fi_mr_reg(d, gone, pg, FI_REMOTE_READ, 0, 0, 0, &mr, NULL) ==
           -FI_EFAULT);
     CHECK(fi_mr_reg(d, ro, len + pg, FI_SEND, 0, 0, 0, &mr, NULL) ==
@@ -593,7 +547,7 @@ static void test_mr_checks(void)
     CHECK(fi_mr_reg(d, ro, len, FI_RECV, 0, 0, 0, &mr, NULL) == -FI_EACCES);
     CHECK(fi_mr_reg(d, ro, len, FI_READ, 0, 0, 0, &mr, NULL) == -FI_EACCES);
     mr = NULL;
-    CHECK(fi_mr_reg(n[A].dom, ro, len, FI_SEND | FI_REMOTE_READ, 0, 0, 0,
+    CHECK(fi_mr_reg(n[A].f.dom, ro, len, FI_SEND | FI_REMOTE_READ, 0, 0, 0,
                     &mr, NULL) == 0);
     unsigned char *r = calloc(1, len);
     struct fi_cq_tagged_entry e;
@@ -605,7 +559,7 @@ static void test_mr_checks(void)
         trecv(B, r, len, FI_ADDR_UNSPEC, 0x40 + (uint64_t)round, 0, NULL);
         ssize_t rc;
         void *desc = round && mr ? fi_mr_desc(mr) : NULL;
-        while ((rc = fi_tsend(n[A].ep, ro, len, desc, n[A].peer[B],
+        while ((rc = fi_tsend(n[A].f.ep, ro, len, desc, n[A].peer[B],
                               0x40 + (uint64_t)round, NULL)) == -FI_EAGAIN)
             drive();
         CHECK(rc == 0);
@@ -631,10 +585,10 @@ static void test_receiver_away(void)
     for (int i = 0; i < M; i++) {
         snprintf(msg, sizeof(msg), "w%d", i);
         ssize_t r;
-        while ((r = fi_tsend(n[A].ep, msg, strlen(msg) + 1, NULL,
+        while ((r = fi_tsend(n[A].f.ep, msg, strlen(msg) + 1, NULL,
                              n[A].peer[B], 0x700, &ctx[i])) == -FI_EAGAIN) {
             struct fi_cq_tagged_entry e[8];
-            ssize_t k = fi_cq_read(n[A].txcq, e, 8); /* only A: B is away */
+            ssize_t k = fi_cq_read(n[A].f.txcq, e, 8); /* only A: B is away */
             if (k > 0)
                 done += (int)k;
         }
@@ -643,12 +597,12 @@ static void test_receiver_away(void)
     double t0 = now_s();
     while (done < M && now_s() - t0 < 10) {
         struct fi_cq_tagged_entry e[8];
-        ssize_t r = fi_cq_read(n[A].txcq, e, 8);
+        ssize_t r = fi_cq_read(n[A].f.txcq, e, 8);
         if (r > 0)
             done += (int)r;
         else if (r == -FI_EAVAIL) {
             struct fi_cq_err_entry ee = {0};
-            fi_cq_readerr(n[A].txcq, &ee, 0);
+            fi_cq_readerr(n[A].f.txcq, &ee, 0);
             fprintf(stderr, "send failed while the receiver was away: %s\n",
                     fi_strerror(ee.err));
             CHECK(0);
@@ -713,7 +667,7 @@ static void test_keeper_wakes(void)
     while (now_s() - t0 < secs)
         for (int i = 0; i < NEP; i++) {
             struct fi_cq_tagged_entry x;
-            (void)fi_cq_read(n[i].rxcq, &x, 1);
+            (void)fi_cq_read(n[i].f.rxcq, &x, 1);
         }
     double el = now_s() - t0;
     long w1 = thread_wakes("mroce-keeper", &k1);
@@ -730,7 +684,7 @@ static void test_keeper_wakes(void)
 static void test_unreachable(void)
 {
     struct sockaddr_storage ss;
-    memcpy(&ss, n[C].name, n[C].namelen);
+    memcpy(&ss, n[C].f.name, n[C].f.namelen);
     struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
     if (sin->sin_family != AF_INET)
         return;
@@ -748,9 +702,9 @@ static void test_unreachable(void)
     close(fd);
     sin->sin_port = tmp.sin_port;
     fi_addr_t dead;
-    CHECK(fi_av_insert(n[A].av, &ss, 1, &dead, 0, NULL) == 1);
+    CHECK(fi_av_insert(n[A].f.av, &ss, 1, &dead, 0, NULL) == 1);
     int ctx;
-    ssize_t rc = fi_tsend(n[A].ep, "void", 5, NULL, dead, 1, &ctx);
+    ssize_t rc = fi_tsend(n[A].f.ep, "void", 5, NULL, dead, 1, &ctx);
     double t0 = now_s();
     struct fi_cq_err_entry ee = {0};
     if (rc == -FI_EHOSTUNREACH) {
@@ -762,9 +716,9 @@ static void test_unreachable(void)
     }
     while (rc == 0) {
         struct fi_cq_tagged_entry e;
-        ssize_t r = fi_cq_read(n[A].txcq, &e, 1);
+        ssize_t r = fi_cq_read(n[A].f.txcq, &e, 1);
         if (r == -FI_EAVAIL) {
-            fi_cq_readerr(n[A].txcq, &ee, 0);
+            fi_cq_readerr(n[A].f.txcq, &ee, 0);
             break;
         }
         CHECK(r != 1 || e.op_context != &ctx);
@@ -792,10 +746,10 @@ static void *sender(void *arg)
     for (int i = 0; i < TM; i++) {
         snprintf(msg, sizeof(msg), "%d:%d", t, i);
         ssize_t r;
-        while ((r = fi_tinject(n[A].ep, msg, strlen(msg) + 1, n[A].peer[B],
+        while ((r = fi_tinject(n[A].f.ep, msg, strlen(msg) + 1, n[A].peer[B],
                                0x800 + (uint64_t)t)) == -FI_EAGAIN) {
             struct fi_cq_tagged_entry e[8];
-            (void)fi_cq_read(n[A].txcq, e, 8);
+            (void)fi_cq_read(n[A].f.txcq, e, 8);
         }
         if (r) {
             fprintf(stderr, "thread %d: fi_tinject: %s\n", t, fi_strerror((int)-r));
@@ -870,36 +824,17 @@ int main(int argc, char **argv)
     int autoprog = noclose || (argc > 1 && !strcmp(argv[1], "auto"));
     /* Keep the provider mapped after libfabric unloads it at exit, so
      * that leak reports (sanitized builds) can name its functions. */
-    const char *dir = getenv("FI_PROVIDER_PATH");
-    if (dir && !noclose) {
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/libmroce-fi.so", dir);
-        (void)dlopen(path, RTLD_NOW | RTLD_NODELETE);
-    }
-    struct fi_info *hints = fi_allocinfo();
-    hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->fabric_attr->prov_name = strdup("mroce");
-    hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR |
-                                  FI_MR_ALLOCATED;
-    if (autoprog) {
-        /* The same cases with the provider's progress thread running
-         * beside the test's own polling (and FI_THREAD_SAFE locking). */
-        hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
-        hints->domain_attr->threading = FI_THREAD_SAFE;
-    }
-    int rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
-    if (rc) {
-        fprintf(stderr, "fi_getinfo(mroce): %s (is FI_PROVIDER_PATH set?)\n",
-                fi_strerror(-rc));
-        return 1;
-    }
-    DIE_IF(fi_fabric(info->fabric_attr, &fabric, NULL), "fi_fabric");
+    if (!noclose)
+        prov_keep_mapped();
+    /* With autoprog, the same cases with the provider's progress thread
+     * running beside the test's own polling (and FI_THREAD_SAFE locking). */
+    info = prov_getinfo(FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV,
+                        autoprog, &fabric);
     for (int i = 0; i < NEP; i++)
         open_node(i);
     for (int i = 0; i < NEP; i++)
         for (int j = 0; j < NEP; j++)
-            CHECK(fi_av_insert(n[i].av, n[j].name, 1, &n[i].peer[j], 0,
+            CHECK(fi_av_insert(n[i].f.av, n[j].f.name, 1, &n[i].peer[j], 0,
                                NULL) == 1);
 
     if (noclose) {
@@ -938,7 +873,6 @@ int main(int argc, char **argv)
         close_node(i);
     CHECK(fi_close(&fabric->fid) == 0);
     fi_freeinfo(info);
-    fi_freeinfo(hints);
     if (failures) {
         fprintf(stderr, "test_prov_tagmatch: %d failures\n", failures);
         return 1;

@@ -25,6 +25,11 @@
  *   allreduce         int32/uint32/int64/double; SUM MAX MIN PROD BAND BOR
  *                     BXOR; 1 to 262144 elements (1 MiB); also MPI_IN_PLACE
  *   alltoall          1 to 65536 int32 per pair (1 MiB per rank)
+ *   p2p_protnone      pairs of ranks, 1 MiB messages both ways, MPI_Send
+ *                     and batches of MPI_Isend + MPI_Waitall; each send
+ *                     buffer is made PROT_NONE as soon as its send has
+ *                     completed: a provider that still reads it (say, to
+ *                     resend a lost packet) crashes the rank
  *
  * Rank 0 prints one line per test and a closing "mpi_check: N passed,
  * M failed"; every rank exits 1 if any check failed anywhere, so mpirun
@@ -42,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define MIB (1 << 20)
@@ -708,6 +714,93 @@ static void t_alltoall(void)
     }
 }
 
+/* p2p_protnone: the ring of send buffers (mmap, so that each can be
+ * protected on its own) and the messages per direction and call. */
+#define PN_BUFS 8
+#define PN_MSGS 96
+#define PN_BATCH 4
+
+static void pn_protect(uint8_t *b, int prot)
+{
+    if (mprotect(b, MIB, prot)) {
+        perror("mprotect");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+/* Sends PN_MSGS blocking then PN_MSGS non-blocking 1 MiB messages to dst
+ * from the ring, protecting each buffer once its send is complete. */
+static void pn_send(uint8_t **ring, int dst)
+{
+    int next = 0;
+    for (int m = 0; m < PN_MSGS; m++) {
+        uint8_t *b = ring[next++ % PN_BUFS];
+        int tag = 3000 + m;
+        pn_protect(b, PROT_READ | PROT_WRITE);
+        for (size_t i = 0; i < MIB; i++)
+            b[i] = pat(rank, dst, tag, i);
+        MPI_Send(b, MIB, MPI_BYTE, dst, tag, MPI_COMM_WORLD);
+        pn_protect(b, PROT_NONE);
+    }
+    for (int m = 0; m < PN_MSGS; m += PN_BATCH) {
+        MPI_Request rq[PN_BATCH];
+        uint8_t *bs[PN_BATCH];
+        for (int k = 0; k < PN_BATCH; k++) {
+            int tag = 3000 + PN_MSGS + m + k;
+            bs[k] = ring[next++ % PN_BUFS];
+            pn_protect(bs[k], PROT_READ | PROT_WRITE);
+            for (size_t i = 0; i < MIB; i++)
+                bs[k][i] = pat(rank, dst, tag, i);
+            MPI_Isend(bs[k], MIB, MPI_BYTE, dst, tag, MPI_COMM_WORLD, &rq[k]);
+        }
+        MPI_Waitall(PN_BATCH, rq, MPI_STATUSES_IGNORE);
+        for (int k = 0; k < PN_BATCH; k++)
+            pn_protect(bs[k], PROT_NONE);
+    }
+}
+
+static void pn_recv(int src)
+{
+    uint8_t *rb = make_rbuf(MIB);
+    for (int m = 0; m < 2 * PN_MSGS; m++) {
+        int tag = 3000 + m;
+        MPI_Status st = {0};
+        MPI_Recv(rb, MIB, MPI_BYTE, src, tag, MPI_COMM_WORLD, &st);
+        check_status(&st, src, tag, MIB);
+        check_msg(rb, MIB, MIB, src, rank, tag);
+    }
+    free(rb);
+}
+
+/* Ranks pair up (0-1, 2-3, ...; an odd last rank sits out); the even rank
+ * sends first, then the odd one. */
+static void t_p2p_protnone(void)
+{
+    int peer = rank ^ 1;
+    if (peer >= nranks)
+        return;
+    uint8_t *ring[PN_BUFS];
+    for (int i = 0; i < PN_BUFS; i++) {
+        ring[i] = mmap(NULL, MIB, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (ring[i] == MAP_FAILED) {
+            perror("mmap");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    for (int phase = 0; phase < 2; phase++) {
+        if ((rank & 1) == phase)
+            pn_send(ring, peer);
+        else
+            pn_recv(peer);
+    }
+    /* The last buffers stay protected until the peer has had time to
+     * acknowledge everything. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < PN_BUFS; i++)
+        munmap(ring[i], MIB);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -721,6 +814,7 @@ static const struct {
     {"p2p_unexpected", t_p2p_unexpected},
     {"allreduce", t_allreduce},
     {"alltoall", t_alltoall},
+    {"p2p_protnone", t_p2p_protnone},
 };
 
 int main(int argc, char **argv)

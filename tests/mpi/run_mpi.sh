@@ -107,6 +107,8 @@ if command -v fi_info >/dev/null 2>&1; then
     echo "run_mpi: provider $prov, first address ${addr:-(none shown)}"
 fi
 
+[ -n "${MROCE_FAULT:-}" ] && echo "run_mpi: MROCE_FAULT=$MROCE_FAULT"
+[ -n "${MPI_CHECK_TESTS:-}" ] && echo "run_mpi: MPI_CHECK_TESTS=$MPI_CHECK_TESTS"
 echo "run_mpi: $np ranks, pml cm, mtl ofi, provider $prov${ppath:+, FI_PROVIDER_PATH=$ppath}, $([ $netns = 1 ] && echo 'private network namespace (lo only)' || echo 'host network, loopback only')"
 # shellcheck disable=SC2086 # MPI_EXTRA is a list of arguments
 in_ns timeout -k 10 $((MPI_CHECK_TIMEOUT + 30)) \
