@@ -11,10 +11,11 @@
  * Bounce buffers (header + eager size each) come in registered slabs of
  * MFI_BUF_SLAB.  Each QP keeps rx_depth of them posted.  A buffer that
  * receives an unexpected message stays with the message (no copy) and the
- * QP gets a fresh one, until unexp_max buffers hold unexpected messages:
- * from then on the QP is owed a buffer instead, its posted receives run
- * down, and the sender meets RNR NAKs (back-pressure) until receives
- * consume the backlog.
+ * QP gets a fresh one, until unexp_max buffers hold unexpected messages;
+ * then copies of the messages wait instead (mroce_flow.c), and once those
+ * reach their byte bound too the QP is owed a buffer instead, its posted
+ * receives run down, and the sender meets RNR NAKs (back-pressure) until
+ * receives consume the backlog.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -295,6 +296,10 @@ int mfi_buf_post_rx(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b)
 
 void mfi_unexp_release(struct mfi_ep *ep, struct mfi_buf *b)
 {
+    if (b->held == MFI_HELD_COPY) {
+        mfi_flow_copy_free(ep, b); /* its buffer went back on arrival */
+        return;
+    }
     if (b->held) {
         b->held = 0;
         ep->unexp_held--;
@@ -375,6 +380,8 @@ void mfi_ep_progress(struct mfi_ep *ep)
     }
     if (ep->releasing)
         release_retry(ep);
+    if (ep->ctrl_wait || ep->rd_wait)
+        mfi_flow_retry(ep); /* completions made send-queue room */
     /* Accepted QPs also show up through their first receive; this catches
      * ones whose HELLO has not arrived yet. */
     if ((++ep->progress_calls & 255) == 0)
@@ -449,7 +456,8 @@ static int ep_control(struct fid *fid, int command, void *arg)
 static void ep_drain(struct mfi_ep *ep)
 {
     uint64_t t0 = mfi_now_ns(), limit = (uint64_t)mfi_param.conn_timeout * 1000000ull;
-    while ((ep->wr_outstanding || ep->releasing) &&
+    while ((ep->wr_outstanding || ep->releasing || ep->ctrl_wait ||
+            ep->rd_wait) &&
            mfi_now_ns() - t0 < limit)
         mfi_ep_progress(ep);
     struct mroce_udp_counters uc;
@@ -476,6 +484,7 @@ static int ep_close(struct fid *fid)
     if (ep->enabled)
         ep_drain(ep);
     mfi_conn_close_all(ep);
+    mfi_flow_close(ep);
     if (ep->tx_cq)
         ep->tx_cq->users--;
     if (ep->rx_cq)

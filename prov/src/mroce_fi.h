@@ -24,6 +24,8 @@
  *                      buffers, progress (libmroce completions -> protocol)
  *   mroce_conn.c       peers and QPs: connect on first use, accept, HELLO
  *   mroce_msg.c        FI_MSG and the send/receive engine under FI_TAGGED
+ *   mroce_flow.c       a full send queue (work waits and is retried) and
+ *                      unexpected messages past the held-buffer bound
  *   mroce_tagged.c     FI_TAGGED entry points, peek/claim
  *   mroce_rma.c        FI_RMA: read, write, writedata
  *   mroce_tag_match.c  matching queues (pure data structure)
@@ -86,7 +88,9 @@ struct mfi_params {
     int eager_size;    /* largest message sent eagerly; 8192 */
     int rx_depth;      /* bounce buffers posted per QP; 32 */
     int unexp_max;     /* bounce buffers that may hold unexpected messages
-                          before back-pressure; 1024 */
+                          before they are copied out; 1024 */
+    int unexp_copy_max; /* bytes of unexpected messages copied out of
+                          bounce buffers before back-pressure; 64 MiB */
     int conn_timeout;  /* ms to connect before failing sends; 2000 */
     int rnr_retry;     /* RNR NAK rounds before a send fails; 255 */
     int retry_cnt;     /* consecutive timeouts before a QP fails; 12 */
@@ -216,6 +220,8 @@ struct mfi_conn {
     uint8_t dead;            /* QP failed: kept until the endpoint closes */
     uint32_t rx_posted;      /* bounce buffers posted on it */
     uint32_t rx_owed;        /* buffers not reposted: back-pressure */
+    uint32_t ctrl_waiting;   /* control messages for it waiting for
+                                send-queue room (mroce_flow.c) */
 };
 struct mfi_peer {
     struct mfi_peer *next;   /* ep->peers */
@@ -233,9 +239,13 @@ enum mfi_wr_kind { MFI_WR_RXBUF = 1, MFI_WR_TXBUF, MFI_WR_OP };
 struct mfi_buf {
     uint8_t kind;            /* MFI_WR_RXBUF or MFI_WR_TXBUF: first, so a
                                 libmroce wr_id can be told apart */
-    uint8_t held;            /* rx: holds an unexpected message */
+    uint8_t held;            /* rx: holds an unexpected message
+                                (MFI_HELD_BUF, or MFI_HELD_COPY: a copy
+                                made by mroce_flow.c, not a pool buffer) */
     uint8_t counted;         /* tx: an inject counted in tx_inflight */
-    struct mfi_buf *next;    /* free list */
+    struct mfi_buf *next;    /* free list, send-queue wait list, or
+                                the endpoint's list of copies */
+    struct mfi_buf **pprev;  /* copies: the link pointing at it */
     struct mtm_entry ue;     /* unexpected queue link */
     struct mfi_conn *conn;   /* rx: the QP it was posted on */
     struct mfi_op *op;       /* tx: the send it carries (NULL: internal) */
@@ -243,6 +253,8 @@ struct mfi_buf {
     uint32_t lkey;
     uint8_t *data;           /* header + payload, registered */
 };
+
+enum { MFI_HELD_BUF = 1, MFI_HELD_COPY = 2 };
 
 /* A block of MFI_BUF_SLAB bounce buffers, registered once. */
 struct mfi_slab {
@@ -275,7 +287,7 @@ struct mfi_op {
     uint8_t nocomp;          /* no CQ entry on success (inject,
                                 selective completion) */
     struct mfi_op *next;     /* free list / rendezvous list / releasing
-                                list */
+                                list / send-queue wait list */
     struct mfi_op *all_next; /* every request allocated (freed at close) */
     struct mfi_ep *ep;
     void *context;
@@ -335,6 +347,13 @@ struct mfi_ep {
     uint32_t unexp_gen;                /* AV generation unexpected
                                           sources were resolved at */
     uint32_t unexp_held;               /* buffers held by unexpected msgs */
+    struct mfi_buf *copies;            /* unexpected messages copied out
+                                          of their buffers (mroce_flow.c) */
+    size_t copy_bytes;                 /*   and their bytes */
+    struct mfi_buf *ctrl_wait, **ctrl_wait_tail; /* control messages
+                                          waiting for send-queue room */
+    struct mfi_op *rd_wait, **rd_wait_tail; /* rendezvous reads waiting
+                                          for send-queue room */
     int unexp_warned;
     struct mfi_op *op_free;            /* recycled requests */
     struct mfi_op *all_ops;            /* every request allocated */
@@ -442,6 +461,28 @@ void mfi_msg_refresh_unexp(struct mfi_ep *ep);
 void mfi_msg_discard(struct mfi_ep *ep, struct mfi_buf *b);
 /* fi_cancel of a posted receive. */
 ssize_t mfi_msg_cancel(struct mfi_ep *ep, void *context);
+
+/* Posts the next READs of rendezvous read op (one that waited for
+ * send-queue room): 1 if the send queue is still full (nothing posted),
+ * 0 once posted or finished (failed: its completion is written). */
+int mfi_rndv_resume(struct mfi_ep *ep, struct mfi_op *op);
+
+/* --- mroce_flow.c: send-queue room and unexpected-message copies --- */
+/* Posts control buffer b (wire bytes in b->len) on c, or queues it if the
+ * send queue is full or others for c wait before it.  0 or -FI_*. */
+int mfi_flow_ctrl(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b);
+/* Queues rendezvous read op until its QP's send queue has room. */
+void mfi_flow_rd_wait(struct mfi_ep *ep, struct mfi_op *op);
+/* Progress: posts what waits for send-queue room, oldest first. */
+void mfi_flow_retry(struct mfi_ep *ep);
+/* A copy of unexpected message b (a pool buffer just received) that
+ * stands for it in the unexpected queue, so b can be reposted; NULL when
+ * the copies' byte bound is reached (or no memory). */
+struct mfi_buf *mfi_flow_copy(struct mfi_ep *ep, const struct mfi_buf *b);
+/* Frees a copy made by mfi_flow_copy. */
+void mfi_flow_copy_free(struct mfi_ep *ep, struct mfi_buf *b);
+/* Endpoint close: frees every copy left. */
+void mfi_flow_close(struct mfi_ep *ep);
 
 /* --- mroce_tagged.c, mroce_rma.c --- */
 extern struct fi_ops_tagged mfi_tagged_ops;

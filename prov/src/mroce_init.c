@@ -39,6 +39,7 @@ struct mfi_params mfi_param = {
     .eager_size = 8192,
     .rx_depth = 32,
     .unexp_max = 1024,
+    .unexp_copy_max = 64 << 20,
     .conn_timeout = 2000,
     .rnr_retry = 255,
     .retry_cnt = 12,
@@ -85,9 +86,14 @@ static void define_params(void)
     fi_param_define(&mfi_prov, "rx_depth", FI_PARAM_INT,
                     "Bounce buffers posted per QP (default: 32)");
     fi_param_define(&mfi_prov, "unexp_max", FI_PARAM_INT,
-                    "Unexpected messages buffered per endpoint before "
-                    "receive buffers stop being reposted (RNR "
-                    "back-pressure) (default: 1024)");
+                    "Unexpected messages kept in their receive buffers "
+                    "per endpoint; further ones are copied out "
+                    "(default: 1024)");
+    fi_param_define(&mfi_prov, "unexp_copy_max", FI_PARAM_INT,
+                    "Bytes of unexpected messages copied out of receive "
+                    "buffers per endpoint before receive buffers stop "
+                    "being reposted (RNR back-pressure) (default: "
+                    "67108864)");
     fi_param_define(&mfi_prov, "conn_timeout", FI_PARAM_INT,
                     "Milliseconds to set up a connection before sends to "
                     "the peer fail (default: 2000)");
@@ -141,6 +147,7 @@ static void read_params(void)
     get_int("rx_depth", &mfi_param.rx_depth, 4, 4096);
     get_int("rndv_seg", &mfi_param.rndv_seg, 0, 1 << 30);
     get_int("unexp_max", &mfi_param.unexp_max, 0, 1 << 20);
+    get_int("unexp_copy_max", &mfi_param.unexp_copy_max, 0, 1 << 30);
     get_int("conn_timeout", &mfi_param.conn_timeout, 10, 600000);
     get_int("rnr_retry", &mfi_param.rnr_retry, 0, 255);
     get_int("retry_cnt", &mfi_param.retry_cnt, 1, 255);

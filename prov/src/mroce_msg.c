@@ -55,12 +55,11 @@ int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
     h->kind = kind;
     h->len = len;
     memcpy(h + 1, payload, len);
-    int rc = post_buf(ep, c, b, sizeof(*h) + len);
-    if (rc < 0) {
+    b->len = (uint32_t)(sizeof(*h) + len);
+    int rc = mfi_flow_ctrl(ep, c, b); /* waits if the send queue is full */
+    if (rc < 0)
         mfi_buf_put(ep, b);
-        return mfi_errno(rc);
-    }
-    return 0;
+    return rc;
 }
 
 ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
@@ -262,8 +261,10 @@ ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
  * responder, woken by the first, produced the whole first slice before it
  * read the others (a capture showed its responses pause there in nearly
  * every 1 MiB message).  A send queue that is full while some READ is in
- * flight is tried again when that one completes.  Returns 0, or a negative
- * fi error when nothing is in flight and nothing could be posted. */
+ * flight is tried again when that one completes.  Returns 0; 1 when the
+ * send queue is full and none of op's READs is in flight (the caller
+ * queues op: mfi_flow_rd_wait); or a negative fi error when nothing is in
+ * flight and nothing could be posted. */
 static int rndv_post(struct mfi_ep *ep, struct mfi_op *op)
 {
     size_t seg = mfi_param.rndv_seg ? (size_t)mfi_param.rndv_seg : op->rd_want;
@@ -318,8 +319,9 @@ static int rndv_post(struct mfi_ep *ep, struct mfi_op *op)
         op->rd_off += len[i];
     }
     if (rc) {
-        if (op->rd_pending && rc == MROCE_EFULL)
-            return 0; /* again when a READ completes */
+        if (rc == MROCE_EFULL)
+            return op->rd_pending ? 0 /* again when a READ completes */
+                                  : 1 /* again from progress */;
         if (op->rd_pending) {
             op->rd_status = -1; /* fail once those complete */
             return 0;
@@ -327,6 +329,15 @@ static int rndv_post(struct mfi_ep *ep, struct mfi_op *op)
         return mfi_errno(rc);
     }
     return 0;
+}
+
+/* A rendezvous read that could not start: the sender is told, the
+ * receive fails with err (a negative fi error). */
+static void rndv_abort(struct mfi_ep *ep, struct mfi_op *op, int err)
+{
+    struct mfi_fin fin = {op->rcookie, 1, 0};
+    mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
+    mfi_op_fail(ep, op, -err, 0, 0, 0, op->src);
 }
 
 /* Starts the READ of a matched RTS into op's buffers: one READ, or with
@@ -363,11 +374,28 @@ static void rndv_start(struct mfi_ep *ep, struct mfi_op *op,
     op->rd_want = want;
     op->rd_raddr = r->addr;
     op->rd_rkey = r->rkey;
-    if (!rc && (rc = rndv_post(ep, op)) == 0)
-        return;
-    struct mfi_fin fin = {op->rcookie, 1, 0};
-    mfi_send_ctrl(ep, op->conn, MFI_PKT_FIN, &fin, sizeof(fin));
-    mfi_op_fail(ep, op, -rc, 0, 0, 0, op->src);
+    if (!rc) {
+        /* Behind the reads already waiting for send-queue room, so that
+         * receives are served in the order they matched. */
+        rc = ep->rd_wait ? 1 : rndv_post(ep, op);
+        if (rc == 1)
+            mfi_flow_rd_wait(ep, op);
+        if (rc >= 0)
+            return;
+    }
+    rndv_abort(ep, op, rc);
+}
+
+int mfi_rndv_resume(struct mfi_ep *ep, struct mfi_op *op)
+{
+    if (op->conn->dead) {
+        mfi_op_fail(ep, op, FI_EIO, 0, 0, 0, op->src);
+        return 0;
+    }
+    int rc = rndv_post(ep, op);
+    if (rc < 0)
+        rndv_abort(ep, op, rc);
+    return rc == 1;
 }
 
 /* The decoded header of a buffer that mfi_msg_rx() accepted (so parsing
@@ -495,9 +523,20 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
                         b);
         return;
     }
-    /* Unexpected: the buffer waits with the message; the QP gets another
-     * one unless the bound is reached (then it runs down: RNR). */
-    b->held = 1;
+    /* Unexpected: the buffer waits with the message and the QP gets
+     * another one; past the bound a copy of the message waits instead
+     * and the buffer goes straight back (mroce_flow.c); past the copies'
+     * bound the QP runs down: RNR. */
+    if (ep->unexp_held >= (uint32_t)mfi_param.unexp_max) {
+        struct mfi_buf *cb = mfi_flow_copy(ep, b);
+        if (cb) {
+            mtm_append(&ep->unexp[t], &cb->ue);
+            if (mfi_buf_post_rx(ep, c, b) != 0)
+                c->rx_owed++;
+            return;
+        }
+    }
+    b->held = MFI_HELD_BUF;
     ep->unexp_held++;
     mtm_append(&ep->unexp[t], &b->ue);
     if (ep->unexp_held <= (uint32_t)mfi_param.unexp_max) {
@@ -509,10 +548,12 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
     if (!ep->unexp_warned) {
         ep->unexp_warned = 1;
         MFI_WARN(FI_LOG_EP_DATA,
-                 "%u unexpected messages buffered (FI_MROCE_UNEXP_MAX=%d): "
-                 "receive buffers are no longer reposted; senders see RNR "
+                 "%u unexpected messages buffered (FI_MROCE_UNEXP_MAX=%d, "
+                 "%zu bytes copied, FI_MROCE_UNEXP_COPY_MAX=%d): receive "
+                 "buffers are no longer reposted; senders see RNR "
                  "back-pressure until receives are posted\n",
-                 ep->unexp_held, mfi_param.unexp_max);
+                 ep->unexp_held, mfi_param.unexp_max, ep->copy_bytes,
+                 mfi_param.unexp_copy_max);
     }
 }
 
@@ -547,9 +588,16 @@ void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op, const struct mroce_wc *wc)
             op->rd_status = (int)wc->status;
         if (op->rd_pending)
             op->rd_pending--;
-        if (!op->rd_status && op->rd_off < op->rd_want &&
-            rndv_post(ep, op) < 0)
-            op->rd_status = -1;
+        if (!op->rd_status && op->rd_off < op->rd_want) {
+            int rc = rndv_post(ep, op);
+            if (rc == 1) {
+                mfi_flow_rd_wait(ep, op); /* none in flight: progress
+                                             posts the rest */
+                return;
+            }
+            if (rc < 0)
+                op->rd_status = -1;
+        }
         if (op->rd_pending)
             return; /* more READs of this message in flight */
         ok = !op->rd_status;

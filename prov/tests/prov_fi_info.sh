@@ -13,7 +13,8 @@ echo "$out" | grep -aq 'provider: mroce' || { echo "mroce not listed"; exit 1; }
 echo "$out" | grep -aq 'FI_EP_RDM' || { echo "no FI_EP_RDM endpoint"; exit 1; }
 out=$(fi_info -e) || { echo "fi_info -e failed"; exit 1; }
 for p in FI_MROCE_PATHS FI_MROCE_MTU FI_MROCE_CC FI_MROCE_IFACE \
-         FI_MROCE_EAGER_SIZE FI_MROCE_UNEXP_MAX; do
+         FI_MROCE_EAGER_SIZE FI_MROCE_UNEXP_MAX \
+         FI_MROCE_UNEXP_COPY_MAX; do
     echo "$out" | grep -aq "$p" || { echo "parameter $p not listed"; exit 1; }
 done
 echo "$out" | grep -a -A1 FI_MROCE_
