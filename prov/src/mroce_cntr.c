@@ -15,9 +15,12 @@
  * the counter's condition variable (waited on with that same lock), so
  * fi_cntr_wait cannot miss a wake-up between its check and its sleep.
  * The waiter drives progress itself (FI_PROGRESS_MANUAL has nobody else
- * to do it), first by polling, then in short sleeps on the condition, so
- * an auto-progress thread or another application thread wakes it at
- * once and the timeout is kept.
+ * to do it), first by polling, then by sleeping in short slices: with
+ * manual progress in mroce_cq_wait, which drives the device meanwhile and
+ * returns as soon as a completion is waiting (so a long rendezvous keeps
+ * moving at full speed); with FI_PROGRESS_AUTO on the condition, which
+ * the progress thread's completions broadcast.  Either way a change made
+ * by another thread is seen within a slice and the timeout is kept.
  *
  * A poll set lists CQs and counters of one domain; fi_poll runs progress
  * once and returns the contexts of the CQs holding entries and of the
@@ -36,7 +39,7 @@
  * it sleeps, and then sleeps at most MFI_CNTR_NAP_NS between its own
  * progress passes: a reply that comes soon (a ping-pong) is seen at once,
  * and a long wait does not keep a core busy. */
-#define MFI_CNTR_SPIN_NS 10000000ull
+#define MFI_CNTR_SPIN_NS 2000000ull
 #define MFI_CNTR_NAP_NS 1000000L
 
 void mfi_cntr_report(struct mfi_cntr *c, int err)
@@ -122,6 +125,13 @@ static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
         uint64_t nap = deadline - now < (uint64_t)MFI_CNTR_NAP_NS
                            ? deadline - now
                            : (uint64_t)MFI_CNTR_NAP_NS;
+        if (c->dom->data_progress != FI_PROGRESS_AUTO) {
+            /* Outside the lock, as the auto-progress thread waits. */
+            mfi_unlock(c->dom);
+            mroce_cq_wait(c->dom->cq, nap >= 1000000 ? (int)(nap / 1000000) : 1);
+            mfi_lock(c->dom);
+            continue;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += (long)nap;
