@@ -234,18 +234,6 @@ static struct fi_ops domain_fi_ops = {
     .ops_open = mfi_no_ops_open,
 };
 
-static int no_cntr(struct fid_domain *domain, struct fi_cntr_attr *attr,
-                   struct fid_cntr **cntr, void *context)
-{
-    return -FI_ENOSYS;
-}
-
-static int no_poll(struct fid_domain *domain, struct fi_poll_attr *attr,
-                   struct fid_poll **pollset)
-{
-    return -FI_ENOSYS;
-}
-
 static int no_sep(struct fid_domain *domain, struct fi_info *info,
                   struct fid_ep **sep, void *context)
 {
@@ -277,8 +265,8 @@ static struct fi_ops_domain domain_ops = {
     .cq_open = mfi_cq_open,
     .endpoint = mfi_ep_open,
     .scalable_ep = no_sep,
-    .cntr_open = no_cntr,
-    .poll_open = no_poll,
+    .cntr_open = mfi_cntr_open,
+    .poll_open = mfi_poll_open,
     .stx_ctx = no_stx,
     .srx_ctx = no_srx,
     .query_atomic = no_atomic,

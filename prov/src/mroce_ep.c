@@ -108,24 +108,54 @@ static int is_tx(const struct mfi_op *op)
            op->type == MFI_OP_WRITE;
 }
 
+/* The counter slot a request of op's type counts in (-1: none). */
+static int op_cntr_slot(const struct mfi_op *op)
+{
+    switch (op->type) {
+    case MFI_OP_SEND: return MFI_CNTR_SEND;
+    case MFI_OP_RECV: case MFI_OP_RNDV_READ: return MFI_CNTR_RECV;
+    case MFI_OP_READ: return MFI_CNTR_READ;
+    case MFI_OP_WRITE: return MFI_CNTR_WRITE;
+    default: return -1;
+    }
+}
+
 /* The completion of a finished request whose buffers libmroce has
  * released (a buffer is never touched after its completion), then the
- * request is freed. */
+ * request is freed.  Counters count it whether or not a CQ entry is
+ * written.  A part of a multi-receive buffer reports where its data lies
+ * (and FI_MULTI_RECV when it is the buffer's last); a cancelled buffer
+ * with parts still in flight stays until they are reported
+ * (mroce_mrecv.c). */
 static void op_report(struct mfi_ep *ep, struct mfi_op *op)
 {
+    struct mfi_op *parent = op->mrecv;
+    int keep = op->mr_parent && !mfi_mrecv_parent_done(op);
+    void *buf = NULL;
+    if (parent) {
+        mfi_mrecv_child_flags(op);
+        buf = op->iov[0].iov_base;
+    }
     struct mfi_cq *cq = op_cq(ep, op);
     const struct mfi_done *d = &op->done;
     if (cq && d->err)
-        mfi_cq_write_err(cq, op->context, op->cq_flags, d->len, NULL, d->data,
+        mfi_cq_write_err(cq, op->context, op->cq_flags, d->len, buf, d->data,
                          d->tag, d->olen, d->err, d->prov, d->src);
     else if (cq && !op->nocomp)
-        mfi_cq_write(cq, op->context, op->cq_flags, d->len, NULL, d->data,
+        mfi_cq_write(cq, op->context, op->cq_flags, d->len, buf, d->data,
                      d->tag, d->src);
+    int slot = op_cntr_slot(op);
+    if (slot >= 0)
+        mfi_cntr_report(ep->cntr[slot], d->err != 0);
+    if (keep)
+        return;
     if (is_tx(op))
         ep->tx_inflight--;
     else
         ep->rx_posted_ops--;
     mfi_op_put(ep, op);
+    if (parent)
+        mfi_mrecv_reported(ep, parent);
 }
 
 /* A request can finish before libmroce is done with its buffers: a
@@ -354,9 +384,13 @@ static void handle_wc(struct mfi_ep *ep, const struct mroce_wc *wc)
     } else if (kind == MFI_WR_TXBUF) {
         struct mfi_buf *b = (struct mfi_buf *)(uintptr_t)wc->wr_id;
         ep->wr_outstanding--;
-        if (b->counted)
-            ep->tx_inflight--;
         struct mfi_op *op = b->op;
+        if (b->counted) {
+            ep->tx_inflight--;
+            if (!op) /* an fi_inject: counted, never in a CQ */
+                mfi_cntr_report(ep->cntr[MFI_CNTR_SEND],
+                                wc->status != MROCE_WC_SUCCESS);
+        }
         mfi_buf_put(ep, b);
         if (op)
             mfi_op_wc(ep, op, wc);
@@ -422,8 +456,35 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
     }
     case FI_CLASS_EQ:
         break; /* no events to report: nothing to keep */
+    case FI_CLASS_CNTR: {
+        struct mfi_cntr *cn = (struct mfi_cntr *)bfid;
+        static const uint64_t slot_flag[MFI_CNTR_N] = {FI_SEND, FI_RECV,
+                                                       FI_READ, FI_WRITE};
+        if (cn->dom != ep->dom ||
+            (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+                       FI_REMOTE_READ | FI_REMOTE_WRITE))) {
+            rc = -FI_EINVAL;
+            break;
+        }
+        /* The target's engine serves READs and WRITEs without a word to
+         * the provider: nothing could count them (no FI_RMA_EVENT). */
+        if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) {
+            MFI_WARN(FI_LOG_EP_CTRL, "remote-access counters need "
+                     "FI_RMA_EVENT, which mroce does not offer\n");
+            rc = -FI_ENOSYS;
+            break;
+        }
+        for (int i = 0; i < MFI_CNTR_N; i++)
+            if (flags & slot_flag[i]) {
+                if (ep->cntr[i])
+                    ep->cntr[i]->users--;
+                ep->cntr[i] = cn;
+                cn->users++;
+            }
+        break;
+    }
     default:
-        rc = -FI_ENOSYS; /* counters */
+        rc = -FI_ENOSYS;
     }
     mfi_unlock(ep->dom);
     return rc;
@@ -489,6 +550,9 @@ static int ep_close(struct fid *fid)
         ep->tx_cq->users--;
     if (ep->rx_cq)
         ep->rx_cq->users--;
+    for (int i = 0; i < MFI_CNTR_N; i++)
+        if (ep->cntr[i])
+            ep->cntr[i]->users--;
     d->ep = NULL;
     d->refs--;
     mfi_unlock(d);
@@ -530,16 +594,35 @@ static ssize_t ep_cancel(fid_t fid, void *context)
     return rc;
 }
 
+/* Options: FI_OPT_MIN_MULTI_RECV (the room below which a multi-receive
+ * buffer is released). */
 static int ep_getopt(fid_t fid, int level, int optname, void *optval,
                      size_t *optlen)
 {
-    return -FI_ENOPROTOOPT;
+    struct mfi_ep *ep = (struct mfi_ep *)fid;
+    if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+        return -FI_ENOPROTOOPT;
+    if (!optval || !optlen || *optlen < sizeof(size_t))
+        return -FI_ETOOSMALL;
+    mfi_lock(ep->dom);
+    *(size_t *)optval = ep->min_multi_recv;
+    mfi_unlock(ep->dom);
+    *optlen = sizeof(size_t);
+    return 0;
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
                      size_t optlen)
 {
-    return -FI_ENOPROTOOPT;
+    struct mfi_ep *ep = (struct mfi_ep *)fid;
+    if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+        return -FI_ENOPROTOOPT;
+    if (!optval || optlen != sizeof(size_t))
+        return -FI_EINVAL;
+    mfi_lock(ep->dom);
+    ep->min_multi_recv = *(const size_t *)optval;
+    mfi_unlock(ep->dom);
+    return 0;
 }
 
 static ssize_t ep_rx_size_left(struct fid_ep *fep)
@@ -614,6 +697,7 @@ int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
     ep->caps = info && info->caps ? info->caps : ~0ull;
     ep->tx_op_flags = info && info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
+    ep->min_multi_recv = (size_t)mfi_param.eager_size;
     ep->buf_size = (sizeof(struct mfi_hdr) + (size_t)mfi_param.eager_size + 63) &
                    ~(size_t)63;
     for (int i = 0; i < 2; i++) {

@@ -29,6 +29,8 @@
  *   mroce_tagged.c     FI_TAGGED entry points, peek/claim
  *   mroce_rma.c        FI_RMA: read, write, writedata
  *   mroce_tag_match.c  matching queues (pure data structure)
+ *   mroce_cntr.c       counters and poll sets
+ *   mroce_mrecv.c      FI_MULTI_RECV buffers
  *
  * Locking: one mutex per domain, taken by every entry point (so
  * FI_THREAD_SAFE holds) and by the auto-progress thread.  libmroce calls
@@ -193,6 +195,26 @@ int mfi_cq_write_err(struct mfi_cq *cq, void *context, uint64_t flags,
                      size_t len, void *buf, uint64_t data, uint64_t tag,
                      size_t olen, int err, int prov_errno, fi_addr_t src);
 
+/* --- counters and poll sets (mroce_cntr.c) --- */
+struct mfi_cntr {
+    struct fid_cntr cntr;
+    struct mfi_domain *dom;
+    uint64_t val, err;    /* changed under the domain lock only */
+    pthread_cond_t cond;  /* broadcast on every change (domain lock) */
+    int users;            /* endpoints bound, poll sets listing it */
+};
+/* What an endpoint's counters count (fi_ep_bind flags). */
+enum mfi_cntr_slot {
+    MFI_CNTR_SEND, MFI_CNTR_RECV, MFI_CNTR_READ, MFI_CNTR_WRITE, MFI_CNTR_N
+};
+int mfi_cntr_open(struct fid_domain *d, struct fi_cntr_attr *attr,
+                  struct fid_cntr **cntr, void *context);
+int mfi_poll_open(struct fid_domain *d, struct fi_poll_attr *attr,
+                  struct fid_poll **pollset);
+/* A request the counter (NULL: none bound) counts has finished, in error
+ * if err.  Lock held. */
+void mfi_cntr_report(struct mfi_cntr *c, int err);
+
 /* --- memory registration --- */
 struct mfi_mr {
     struct fid_mr mr;
@@ -319,6 +341,14 @@ struct mfi_op {
                                 contiguous copy (malloc) */
     struct mfi_done done;    /* its completion, kept while libmroce
                                 still uses its buffers */
+    /* FI_MULTI_RECV (mroce_mrecv.c): a buffer's receive (mr_parent) and
+     * the receives carved from it (mrecv: their buffer's). */
+    struct mfi_op *mrecv;
+    uint8_t mr_parent;       /* a multi-receive buffer */
+    uint8_t mr_retired;      /* no longer matched: too little room left,
+                                or cancelled */
+    uint32_t mr_children;    /* carved receives not yet reported */
+    size_t mr_off;           /* bytes of the buffer handed out */
 };
 
 /* --- endpoint --- */
@@ -365,6 +395,8 @@ struct mfi_ep {
     uint32_t tx_inflight;              /* sends/reads/writes posted */
     uint32_t rx_posted_ops;            /* posted receives */
     uint32_t progress_calls;
+    struct mfi_cntr *cntr[MFI_CNTR_N];  /* bound counters (fi_ep_bind) */
+    size_t min_multi_recv;             /* FI_OPT_MIN_MULTI_RECV */
 };
 
 int mfi_ep_open(struct fid_domain *d, struct fi_info *info,
@@ -483,6 +515,24 @@ struct mfi_buf *mfi_flow_copy(struct mfi_ep *ep, const struct mfi_buf *b);
 void mfi_flow_copy_free(struct mfi_ep *ep, struct mfi_buf *b);
 /* Endpoint close: frees every copy left. */
 void mfi_flow_close(struct mfi_ep *ep);
+
+/* --- mroce_mrecv.c: FI_MULTI_RECV --- */
+/* Posts a multi-receive buffer (fi_recv/fi_recvmsg with FI_MULTI_RECV):
+ * it takes unexpected messages at once, then waits in the posted queue. */
+ssize_t mfi_mrecv_post(struct mfi_ep *ep, const struct iovec *iov,
+                       size_t count, fi_addr_t src, uint64_t flags,
+                       void *context);
+/* The message in b (from the wire, matched in the posted queue by the
+ * buffer's receive parent) goes to the next part of the buffer. */
+void mfi_mrecv_deliver(struct mfi_ep *ep, struct mfi_op *parent,
+                       struct mfi_buf *b);
+/* op_report hooks: a carved receive is reported (flags and buffer of its
+ * CQ entry); after it, mfi_mrecv_reported frees what it may. */
+void mfi_mrecv_child_flags(struct mfi_op *op);
+void mfi_mrecv_reported(struct mfi_ep *ep, struct mfi_op *parent);
+/* A buffer's own receive finished (cancelled): 1 if op_report must
+ * write its entry now, 0 if it waits for carved receives. */
+int mfi_mrecv_parent_done(struct mfi_op *op);
 
 /* --- mroce_tagged.c, mroce_rma.c --- */
 extern struct fi_ops_tagged mfi_tagged_ops;

@@ -51,7 +51,7 @@ struct mfi_params mfi_param = {
 #define MFI_CAPS                                                             \
     (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE |  \
      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE |       \
-     FI_LOCAL_COMM | FI_REMOTE_COMM)
+     FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV)
 #define MFI_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* Keys are the engine's rkeys and remote addresses virtual addresses. */
 #define MFI_MR_MODE (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
@@ -314,7 +314,7 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
 
     struct fi_tx_attr *tx = fi->tx_attr;
     tx->caps = caps & ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
-                        FI_DIRECTED_RECV | FI_SOURCE);
+                        FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
     tx->mode = 0;
     tx->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
     tx->msg_order = FI_ORDER_SAS;
@@ -374,6 +374,7 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     d->mr_key_size = 4;
     d->cq_data_size = 4;
     d->cq_cnt = 64;
+    d->cntr_cnt = 64;
     d->ep_cnt = 1;
     d->tx_ctx_cnt = 1;
     d->rx_ctx_cnt = 1;

@@ -214,6 +214,8 @@ ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
         src = FI_ADDR_UNSPEC;
     if (!tagged)
         tag = ignore = 0;
+    if ((flags & FI_MULTI_RECV) && !tagged)
+        return mfi_mrecv_post(ep, iov, count, src, flags, context);
     struct mfi_op *op = mfi_op_get(ep);
     if (!op)
         return -FI_ENOMEM;
@@ -517,10 +519,14 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
     b->ue.ignore = 0;
     struct mtm_entry *e = mtm_find_posted(&ep->posted[t], p.tag, src);
     if (e) {
+        struct mfi_op *op = (struct mfi_op *)((char *)e -
+                                              offsetof(struct mfi_op, me));
+        if (op->mr_parent) { /* stays posted while it has room */
+            mfi_mrecv_deliver(ep, op, b);
+            return;
+        }
         mtm_remove(&ep->posted[t], e);
-        mfi_msg_deliver(ep, (struct mfi_op *)((char *)e -
-                                              offsetof(struct mfi_op, me)),
-                        b);
+        mfi_msg_deliver(ep, op, b);
         return;
     }
     /* Unexpected: the buffer waits with the message and the QP gets
