@@ -520,9 +520,18 @@ int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
     a->credit = mroce_ep_credit_share(qp->ep, qp, now);
     mroce_tstamp d = now > qp->echo_arrival ? now - qp->echo_arrival : 0;
     a->ack_delay = d > 0xffffffffu ? 0xffffffffu : (uint32_t)d;
+    if (qp->ka & KA_PROBE)
+        p.base.flags |= MROCE_F_ACK_REQ; /* a keepalive (REL-34) */
+    /* A keepalive, or its answer, that echoes no packet newer than the
+     * last ACK's carries DUP: its echo is old and no RTT sample (REL-35). */
+    if (qp->ka && !qp->ack_pending)
+        a->echo_flags |= MROCE_ECHO_DUP;
     size_t n = mroce_pkt_encode(&p, buf, cap);
     if (n == 0)
         return MROCE_ENOBUF;
+    if (qp->ka & KA_PROBE)
+        qp->cnt.tx_keepalives++;
+    qp->ka = 0;
     qp->ack_now = 0;
     qp->ack_pending = 0;
     qp->ack_deadline = MROCE_TSTAMP_INF;
