@@ -205,8 +205,8 @@ int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
         return 0;
     }
     /* REL-32: with nothing of ours outstanding, any packet shows the peer
-     * is there; otherwise only an ACK that acknowledges something (or an
-     * RNR NAK) does, in completer.c. */
+     * is there; otherwise only an ACK that acknowledges something, an RNR
+     * NAK (completer.c) or a response (responder.c) does. */
     if (qp->snd_una == qp->snd_nxt)
         qp->heard = now;
     switch (pkt.base.opcode) {

@@ -8,8 +8,9 @@
  * host stall of a second or two (a descheduled process, a paused VM) costs
  * retransmissions, never the connection.  "Silent" is measured from
  * qp->heard: the last ACK that acknowledged something of ours, the last
- * RNR NAK (the peer is there, only short of receives), and, while nothing
- * of ours is outstanding, the last packet of any kind from the peer.
+ * response to one of our READs or atomics, the last RNR NAK (the peer is
+ * there, only short of receives), and, while nothing of ours is
+ * outstanding, the last packet of any kind from the peer.
  *
  * A side with nothing outstanding (a WRITE target, a receiver waiting for
  * SENDs) has no retransmission to time out, so it asks: after a quarter of

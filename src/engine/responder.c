@@ -461,7 +461,12 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
     case MROCE_OP_READ_REQ: rc = on_read(qp, pkt); break;
     case MROCE_OP_FETCH_ADD:
     case MROCE_OP_CMP_SWAP: rc = on_atomic(qp, pkt); break;
-    default: rc = on_response(qp, pkt); break;
+    default:
+        rc = on_response(qp, pkt);
+        /* A response shows the request arrived, as an ACK would (REL-32). */
+        if (rc == 0)
+            qp->heard = now;
+        break;
     }
     if (rc < 0)
         return; /* NAKed or dropped: not marked, nothing acknowledged */
