@@ -24,6 +24,11 @@
  *     gets the SEND); rnr_retry 6 still fails after 7 rounds.
  *  6. peer_timeout 0: retry_cnt timeouts alone fail the QP (verbs' rule),
  *     and an idle QP sends nothing, however long.
+ *  7. Ask before giving up: a QP whose own host stopped for 3 x its
+ *     peer_timeout (the peer, with a longer one, is alive) and a QP whose
+ *     peer_timeout is switched on after an idle hour both send a keepalive
+ *     first, get the answer and stay in RTS; with the peer gone the latter
+ *     fails a sixteenth of peer_timeout after asking.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -480,6 +485,50 @@ out:
     world_del(&w);
 }
 
+static void test_ask_first(void)
+{
+    struct world w;
+    struct mroce_qp_attr a = attr(10 * SEC);
+    if (world_new(&w, &a) < 0)
+        goto out;
+    mroce_qp *qa = w.e[0].qp, *qb = w.e[1].qp;
+    struct mroce_qp_attr m = *mroce_qp_get_attr(qa);
+    m.peer_timeout = 1 * SEC;
+    CHECK(mroce_qp_modify(qa, &m, MROCE_QP_MOD_TIMEOUT) == 0);
+    run_to(&w, w.now + 100 * MS, NULL);
+    w.e[0].stopped = 1; /* host 0 stops for 3 s; host 1 waits */
+    run_to(&w, w.now + 3 * SEC, NULL);
+    w.e[0].stopped = 0;
+    uint64_t k0 = w.e[0].keepalives;
+    run_to(&w, w.now + 200 * MS, NULL);
+    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mroce_qp_state(qb), MROCE_QPS_RTS);
+    CHECK(w.e[0].keepalives > k0);
+    world_del(&w);
+
+    a = attr(0);
+    if (world_new(&w, &a) < 0)
+        goto out;
+    qa = w.e[0].qp;
+    run_to(&w, w.now + 3600 * SEC, NULL);
+    m = *mroce_qp_get_attr(qa);
+    m.peer_timeout = 1 * SEC;
+    CHECK(mroce_qp_modify(qa, &m, MROCE_QP_MOD_TIMEOUT) == 0);
+    CHECK(mroce_ep_expiry(w.e[0].ep) <= w.now);
+    run_to(&w, w.now + 10 * MS, NULL);
+    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(w.e[0].keepalives, 1u);
+    CHECK_EQ(qa->heard, w.now - 10 * MS); /* answered at once */
+    /* Peer gone: asked once more at the next quarter, then failed. */
+    w.e[1].stopped = 1;
+    mroce_tstamp heard = qa->heard;
+    run_to(&w, heard + 10 * SEC, qa);
+    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_ERROR);
+    CHECK_EQ(w.now, heard + 1 * SEC);
+out:
+    world_del(&w);
+}
+
 int main(void)
 {
     test_stall(1900 * MS);
@@ -489,5 +538,6 @@ int main(void)
     test_rnr(MROCE_RNR_RETRY_FOREVER, 2 * SEC);
     test_rnr(6, 100 * MS);
     test_no_time_rule();
+    test_ask_first();
     return TESTUTIL_SUMMARY("test_engine_liveness");
 }

@@ -250,6 +250,7 @@ struct mroce_qp {
     mroce_tstamp conn_start;     /* handshake start (timeout) */
     mroce_tstamp ctrl_rto;       /* current control retransmit interval */
     mroce_tstamp rto_time;       /* first RTO of an episode (LOSS-13) */
+    mroce_tstamp ka_time;        /* last keepalive asked for (liveness.c) */
     struct mroce_qp_attr attr;
 
     /* receive side: PSN space of packets the peer sends */

@@ -18,6 +18,11 @@
  * ACK_REQ (REL-34), and repeats it every sixteenth of peer_timeout while
  * the silence lasts; the peer answers each with a plain ACK (REL-35).  An
  * idle connection costs one such exchange per quarter of peer_timeout.
+ * The silence fails the QP only once a keepalive sent after the peer's
+ * last sign of life has had a sixteenth of peer_timeout to be answered:
+ * in the normal course the last one goes at 15/16 of it, but a QP whose
+ * own host stalled for longer than peer_timeout, or whose peer_timeout
+ * was just shortened, asks once before it gives up.
  *
  * peer_timeout 0 turns the time rule off: retry_cnt timeouts alone fail a
  * QP, as in verbs, and no keepalive is sent (REL-32).
@@ -92,7 +97,8 @@ void mroce_live_timer(mroce_qp *qp, mroce_tstamp now)
         qp->live_deadline = qp->heard + ka_idle(qp); /* heard meanwhile */
         return;
     }
-    if (s >= qp->attr.peer_timeout &&
+    if (s >= qp->attr.peer_timeout && qp->ka_time > qp->heard &&
+        now - qp->ka_time >= ka_repeat(qp) &&
         (qp->snd_una == qp->snd_nxt ||
          qp->consec_timeouts > qp->attr.retry_cnt)) {
         mroce_live_fail(qp);
@@ -103,6 +109,7 @@ void mroce_live_timer(mroce_qp *qp, mroce_tstamp now)
      * one): ask the peer. */
     qp->ka |= KA_PROBE;
     qp->ack_now = 1;
+    qp->ka_time = now;
     mroce_tstamp next = now + ka_repeat(qp);
     mroce_tstamp end = qp->heard + qp->attr.peer_timeout;
     qp->live_deadline = s < qp->attr.peer_timeout && next > end ? end : next;
