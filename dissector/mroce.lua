@@ -586,6 +586,11 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
 
     local info = name
     if is_data_opcode(op) then info = info .. string.format(" psn=%d", psn) end
+    -- An ACK with ACK_REQ asks for an answer: a keepalive (WIRE-28).
+    if op == OP.ACK and band(flags, F.ACK_REQ) ~= 0 then
+        info = info .. " (keepalive)"
+        tree:append_text(" (keepalive)")
+    end
     local info_flags = fnames ~= "" and (" [" .. fnames .. "]") or ""
     local payload_len = 0
     local data_only = F.FIRST + F.LAST + F.IMM

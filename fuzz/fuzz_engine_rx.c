@@ -985,6 +985,24 @@ int main(int argc, char **argv)
     gen_genuine(0, 0, 0, 30, 0);
     gen_write(dir, "crafted");
     teardown();
+
+    /* Keepalives (REL-34, REL-35): an ACK with ACK_REQ to each host, then
+     * genuine traffic run on until the timers send their own. */
+    glen = 0;
+    setup();
+    {
+        struct mroce_pkt p;
+        memset(&p, 0, sizeof(p));
+        p.base.opcode = MROCE_OP_ACK;
+        p.base.flags = MROCE_F_ACK_REQ;
+        p.u.ack.echo_flags = MROCE_ECHO_DUP;
+        p.u.ack.credit = MROCE_CREDIT_UNLIMITED;
+        gen_crafted(0, &p);
+        gen_crafted(1, &p);
+    }
+    gen_genuine(0, 0, 0, 300, 0);
+    gen_write(dir, "keepalive");
+    teardown();
     return 0;
 }
 #endif

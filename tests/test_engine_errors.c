@@ -538,7 +538,12 @@ static void test_recv_too_small(uint32_t send_len)
 static void test_peer_dead(int how)
 {
     struct env e;
-    if (env_new(&e, 500 + (uint64_t)how, NULL) < 0) {
+    /* retry_cnt alone decides here (peer_timeout 0, verbs' rule); the
+     * peer-silence rule is test_engine_liveness's. */
+    struct mroce_qp_attr at;
+    mroce_qp_attr_default(&at);
+    at.peer_timeout = 0;
+    if (env_new(&e, 500 + (uint64_t)how, &at) < 0) {
         env_del(&e);
         return;
     }
@@ -1266,21 +1271,27 @@ static void test_disconnect(int peer_alive)
     } else {
         CHECK_EQ_INT(rc, MROCE_ESTATE);
     }
-    CHECK(mroce_netdrive_run_idle(e.tb->d, env_now(&e) + 500 * MS));
-    CHECK_EQ(mroce_tb_cq_count(e.tb->h[0].scq), 0);
     if (peer_alive) {
+        CHECK(mroce_netdrive_run_idle(e.tb->d, env_now(&e) + 500 * MS));
+        CHECK_EQ(mroce_tb_cq_count(e.tb->h[0].scq), 0);
         CHECK_EQ(mroce_tb_cq_count(e.tb->h[1].scq), 0);
         CHECK_EQ(mroce_qp_state(e.qb), MROCE_QPS_CLOSED);
     } else {
-        CHECK_EQ(mroce_qp_state(e.qb), MROCE_QPS_RTS); /* never heard */
-        /* Its receives are still posted (and hold their region) until the
-         * user gives up on it. */
-        CHECK_EQ_INT(mroce_mr_dereg(dst.mr), MROCE_EBUSY);
-        CHECK_EQ_INT(mroce_qp_set_error(e.qb), 0);
+        /* The responder never heard DISCONNECT: its keepalives go
+         * unanswered and it fails peer_timeout after the last packet it
+         * got (REL-36), its oldest receive RETRY_EXC_ERR, the others
+         * flushed; then everything falls silent. */
+        CHECK_EQ(mroce_qp_state(e.qb), MROCE_QPS_RTS);
+        CHECK_EQ_INT(mroce_mr_dereg(dst.mr), MROCE_EBUSY); /* receives */
+        CHECK(mroce_netdrive_run_idle(e.tb->d,
+                                      env_now(&e) + e.at.peer_timeout));
+        CHECK_EQ(mroce_tb_cq_count(e.tb->h[0].scq), 0);
+        CHECK_EQ(mroce_qp_state(e.qb), MROCE_QPS_ERROR);
         CHECK_EQ_INT(mroce_cq_poll(e.tb->h[1].rcq, 4, wc), 3);
         for (int i = 0; i < 3; i++) {
             CHECK_EQ(wc[i].wr_id, 10 + (uint64_t)i);
-            CHECK_EQ(wc[i].status, MROCE_WC_WR_FLUSH_ERR);
+            CHECK_EQ(wc[i].status, i == 0 ? MROCE_WC_RETRY_EXC_ERR
+                                          : MROCE_WC_WR_FLUSH_ERR);
         }
     }
     CHECK(gbuf_guards_intact(&dst));

@@ -476,6 +476,10 @@ static void gen_attr(struct scen *S, struct mroce_qp_attr *a)
      * 3 losses, cwnd is one packet after a timeout): it gets there, but may
      * need well over 30 RTOs. */
     a->retry_cnt = S->blackhole >= 0 ? 200 : S->lossy ? 30 : 7;
+    /* The runs end by checking that the engines fall idle, which a
+     * keepalive never lets a connected QP do: retry_cnt alone decides
+     * (liveness has its own test, test_engine_liveness). */
+    a->peer_timeout = 0;
     a->handshake_timeout = 20000000000ull;
 }
 

@@ -37,7 +37,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     struct mroce_vqp_init_attr ia;
     mroce_vqp_init_attr_default(&ia);
     struct mroce_qp_attr *e = &ia.eng;
-    uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us;
+    uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us, pt_ms;
     if (agent_arg_u64(c, "mtu", U32MAX, e->mtu, &mtu) < 0 ||
         agent_arg_u64(c, "npaths", U32MAX, e->npaths, &npaths) < 0 ||
         agent_arg_u64(c, "window", U32MAX, e->window, &window) < 0 ||
@@ -48,7 +48,9 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         agent_arg_u64(c, "handshake_timeout_ms", U32MAX,
                       e->handshake_timeout / 1000000, &hs_ms) < 0 ||
         agent_arg_u64(c, "max_ack_delay_us", U32MAX, e->max_ack_delay / 1000,
-                      &mad_us) < 0) {
+                      &mad_us) < 0 ||
+        agent_arg_u64(c, "peer_timeout_ms", U32MAX,
+                      e->peer_timeout / 1000000, &pt_ms) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");
         return -1;
     }
@@ -83,6 +85,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         bad = "handshake_timeout_ms";
     else if (mad_us > 1000000)
         bad = "max_ack_delay_us";
+    else if (pt_ms > 3600000)
+        bad = "peer_timeout_ms";
     if (bad) {
         agent_reply_err(r, "ENOTSUP", "%s out of the range libmroce supports",
                         bad);
@@ -102,6 +106,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         e->handshake_timeout = hs_ms * 1000000;
     if (agent_arg(c, "max_ack_delay_us"))
         e->max_ack_delay = mad_us * 1000;
+    if (agent_arg(c, "peer_timeout_ms")) /* AGENT-15 */
+        e->peer_timeout = pt_ms * 1000000;
     mroce_pd *pd = agent_find_pd(a, c, r);
     if (!pd)
         return -1;

@@ -373,7 +373,8 @@ CT_CASE(loss_retry_exceeded, "LOSS-14 LOSS-13 SEM-25 SEM-23 CONN-20 CONN-21",
         "and 1 retried timeout, the 2nd timeout fails WR 1 RETRY_EXC_ERR, "
         "WR 2 WR_FLUSH_ERR, QP ERROR; timeouts = 2; then silence")
 {
-    struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000");
+    struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000 "
+                                         "peer_timeout_ms=0");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_rl_pkt pk[2];
     const struct ct_rx *rx;
@@ -405,7 +406,8 @@ CT_CASE(loss_retry_exceeded_responses_only, "LOSS-14 LOSS-13 CONN-20",
         "never ACKed; with no send WR of its own it still enters ERROR once "
         "the retries are spent, with no completion, then sends nothing")
 {
-    struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000");
+    struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000 "
+                                         "peer_timeout_ms=0");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0x21);
     struct mroce_pkt q;
     const struct ct_rx *rx;

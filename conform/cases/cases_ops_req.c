@@ -792,7 +792,8 @@ CT_CASE(ops_iut_retry_exceeded, "SEM-25 LOSS-14 CONN-20 SEM-23",
         "ERROR and silent")
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_conn *c = ct_accept(t, "retry=2 min_rto_us=1000");
+    struct ct_conn *c = ct_accept(t, "retry=2 min_rto_us=1000 "
+                                         "peer_timeout_ms=0");
 
     c->auto_ack = 0;
     ct_agent(t,

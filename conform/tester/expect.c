@@ -144,6 +144,13 @@ const struct ct_rx *ct_recv(struct ct *t, int wait_ms)
         if (c->auto_ack)
             ct_send_ack(c, &rx->p);
     }
+    /* A peer answers keepalives (REL-35), so that a case that takes
+     * longer than the IUT's peer_timeout does not see its QP fail. */
+    if (rx->rc == 0 && rx->p.base.opcode == MROCE_OP_ACK &&
+        (rx->p.base.flags & MROCE_F_ACK_REQ) &&
+        (c = conn_of(t, rx->p.base.dst_qpn)) != NULL && c->connected &&
+        rx->p.base.token == c->token && c->auto_ack)
+        ct_rl_send_ack(c, c->rcv_cum, NULL, 0, NULL, MROCE_ECHO_DUP);
     return rx;
 }
 

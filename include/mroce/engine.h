@@ -214,6 +214,9 @@ struct mroce_ep_config {
 };
 void mroce_ep_config_default(struct mroce_ep_config *cfg);
 
+/* rnr_retry value that retries RNR NAKs forever (verbs' 7, REL-37). */
+#define MROCE_RNR_RETRY_FOREVER 7
+
 /* Queue pair attributes; mroce_qp_attr_default() fills defaults.  Times in ns. */
 struct mroce_qp_attr {
     mroce_cq *send_cq;
@@ -224,8 +227,12 @@ struct mroce_qp_attr {
     uint16_t npaths;        /* entropies to spray over, 1..256; default 64 */
     uint32_t window;        /* PSNs in flight / tracked, power of 2; 1024 */
     uint32_t max_rd_atomic; /* outstanding READ/atomics; default 16 */
-    uint8_t retry_cnt;      /* consecutive timeouts before RETRY_EXC; 7 */
-    uint8_t rnr_retry;      /* RNR NAKs before RNR_RETRY_EXC; 7 (7 = 7) */
+    uint8_t retry_cnt;      /* timeouts in a row a QP survives at least;
+                               it fails only once the peer has also been
+                               silent for peer_timeout (LOSS-14); 7 */
+    uint8_t rnr_retry;      /* RNR rounds per message before RNR_RETRY_EXC;
+                               MROCE_RNR_RETRY_FOREVER (7, the default)
+                               retries forever, as in verbs (REL-37) */
     uint8_t cc_algo;        /* enum mroce_cc_algo */
     uint8_t credit_mode;    /* 1: ask the receiver for credits */
     mroce_tstamp min_rto;   /* default 200 us */
@@ -246,6 +253,12 @@ struct mroce_qp_attr {
                                back clean (PATH-16, recycled entropies);
                                0 (default): round robin only.  libmroce
                                sets 1 */
+    mroce_tstamp peer_timeout; /* a peer silent this long fails the QP, and
+                                  no shorter silence does (REL-32); the
+                                  keepalive starts after a quarter of it
+                                  (REL-34); default 5 s.  0: retry_cnt
+                                  timeouts alone fail it (verbs' rule) and
+                                  no keepalive is sent */
     uint32_t pd;            /* protection domain: remote accesses through
                                this QP may only use regions of the same PD
                                (mroce_mr_reg_pd); 0 by default */
@@ -272,7 +285,8 @@ struct mroce_path_stats {
     X(drop_token) X(drop_window) X(drop_state) X(drop_invalid)        \
     X(drop_stale) X(timeouts) X(probes) X(paths_retired)              \
     X(rnr_naks_rx) X(rnr_naks_tx) X(rtt_last) X(srtt) X(min_rtt)      \
-    X(cwnd) X(completions) X(spurious_rto) X(path_reuses)
+    X(cwnd) X(completions) X(spurious_rto) X(path_reuses)            \
+    X(tx_keepalives) X(peer_timeouts)
 
 struct mroce_qp_counters {
 #define MROCE_X_FIELD(name) uint64_t name;
@@ -410,7 +424,8 @@ const struct mroce_qp_attr *mroce_qp_get_attr(const mroce_qp *qp);
 /* Attributes mroce_qp_modify() may change, by mask bit. */
 enum mroce_qp_mod {
     MROCE_QP_MOD_RETRY = 1,   /* retry_cnt, rnr_retry: any state */
-    MROCE_QP_MOD_TIMEOUT = 2, /* min_rto, max_rto, handshake_timeout: any
+    MROCE_QP_MOD_TIMEOUT = 2, /* min_rto, max_rto, handshake_timeout,
+                                 peer_timeout: any
                                  state; used from the next timer on */
     MROCE_QP_MOD_CC = 4,      /* cc_algo, init_cwnd, target_qdelay: RESET */
     MROCE_QP_MOD_PATHS = 8,   /* npaths, path_burst, path_reuse: RESET */

@@ -324,7 +324,8 @@ int mroce_modify_qp_error(mroce_vqp *qp);
  * return MROCE_ESTATE later. */
 enum mroce_vqp_attr_mask {
     MROCE_QP_ATTR_RETRY = 1,     /* retry_cnt, rnr_retry */
-    MROCE_QP_ATTR_TIMEOUT = 2,   /* min_rto, max_rto, handshake_timeout */
+    MROCE_QP_ATTR_TIMEOUT = 2,   /* min_rto, max_rto, handshake_timeout,
+                                    peer_timeout */
     MROCE_QP_ATTR_CC = 4,        /* cc_algo, init_cwnd, target_qdelay
                                     (before connect only) */
     MROCE_QP_ATTR_PATHS = 8,     /* npaths, path_burst (before connect only) */

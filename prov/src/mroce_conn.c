@@ -58,6 +58,7 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
     a.eng.npaths = (uint16_t)mfi_param.paths;
     a.eng.rnr_retry = (uint8_t)mfi_param.rnr_retry;
     a.eng.retry_cnt = (uint8_t)mfi_param.retry_cnt;
+    a.eng.peer_timeout = (mroce_tstamp)mfi_param.peer_timeout * 1000000ull;
     a.eng.handshake_timeout = (mroce_tstamp)mfi_param.conn_timeout * 1000000ull;
     if (mfi_param.cc && !strcmp(mfi_param.cc, "none"))
         a.eng.cc_algo = MROCE_CC_NONE;

@@ -29,10 +29,11 @@
  * Even with FI_PROGRESS_MANUAL the transport must stay alive while the
  * application is away (fi_pingpong, between sizes, sits in a TCP read
  * for a long while; an MPI rank computes): the peer's retransmissions
- * need ACKs (after retry_cnt unanswered timeouts its QP fails), and its
- * SENDs need receive buffers (after rnr_retry RNR rounds of 20 us, ~5 ms,
- * they fail).  So a light keeper thread, when no progress call has come
- * for two of its periods (FI_MROCE_KEEPER_US, 500 us; 0 turns it off),
+ * need ACKs (after retry_cnt unanswered timeouts and FI_MROCE_PEER_TIMEOUT
+ * of silence its QP fails), and its SENDs need receive buffers (after
+ * rnr_retry RNR rounds of 20 us, ~5 ms, they fail).  So a light keeper
+ * thread, when no progress call has come for two of its periods
+ * (FI_MROCE_KEEPER_US, 500 us; 0 turns it off),
  * runs one progress pass itself: under the domain
  * lock if it is free (trylock: it never waits for the application), else
  * libmroce alone, and again every period while the application stays

@@ -95,7 +95,8 @@ struct mfi_params {
                           bounce buffers before back-pressure; 64 MiB */
     int conn_timeout;  /* ms to connect before failing sends; 2000 */
     int rnr_retry;     /* RNR NAK rounds before a send fails; 255 */
-    int retry_cnt;     /* consecutive timeouts before a QP fails; 12 */
+    int retry_cnt;     /* consecutive timeouts a QP survives at least; 12 */
+    int peer_timeout;  /* ms of peer silence before a QP fails; 5000 */
     int keeper_us;     /* keeper thread period (manual progress); 500,
                           0 = no keeper */
     int port_base;     /* first UDP port tried for a domain; 0 = random */

@@ -43,6 +43,7 @@ struct mfi_params mfi_param = {
     .conn_timeout = 2000,
     .rnr_retry = 255,
     .retry_cnt = 12,
+    .peer_timeout = 5000,
     .keeper_us = 500,
     .rndv_seg = 262144,
 };
@@ -99,10 +100,18 @@ static void define_params(void)
                     "the peer fail (default: 2000)");
     fi_param_define(&mfi_prov, "rnr_retry", FI_PARAM_INT,
                     "RNR NAK rounds (20 us each) a send survives while the "
-                    "receiver applies back-pressure (default: 255)");
+                    "receiver applies back-pressure; 7: forever, as in "
+                    "verbs (default: 255)");
     fi_param_define(&mfi_prov, "retry_cnt", FI_PARAM_INT,
                     "Consecutive retransmission timeouts (1 ms doubling "
-                    "up to 100 ms) before a connection fails (default: 12)");
+                    "up to 100 ms) a connection survives at least; it "
+                    "fails only after FI_MROCE_PEER_TIMEOUT of peer "
+                    "silence too (default: 12)");
+    fi_param_define(&mfi_prov, "peer_timeout", FI_PARAM_INT,
+                    "Milliseconds a peer may stay silent (a stalled or "
+                    "descheduled host) before its connection fails; an idle "
+                    "connection sends a keepalive after a quarter of it; "
+                    "0: retry_cnt alone decides (default: 5000)");
     fi_param_define(&mfi_prov, "keeper_us", FI_PARAM_INT,
                     "Manual progress: period of the thread that keeps "
                     "connections and receive buffers going while the "
@@ -151,6 +160,7 @@ static void read_params(void)
     get_int("conn_timeout", &mfi_param.conn_timeout, 10, 600000);
     get_int("rnr_retry", &mfi_param.rnr_retry, 0, 255);
     get_int("retry_cnt", &mfi_param.retry_cnt, 1, 255);
+    get_int("peer_timeout", &mfi_param.peer_timeout, 0, 3600000);
     get_int("keeper_us", &mfi_param.keeper_us, 0, 1000000);
 }
 

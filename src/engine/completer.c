@@ -13,7 +13,8 @@
  *           receiver can acknowledge (within the SACK span) is resent to
  *           solicit a SACK that exposes the real losses;
  *   rto   - no progress for a retransmission timeout (exponential backoff;
- *           retry_cnt timeouts in a row fail the QP).
+ *           retry_cnt timeouts in a row and peer_timeout of silence fail
+ *           the QP, liveness.c).
  * Send completions are produced strictly in posting order.
  */
 #include "engine_int.h"
@@ -446,6 +447,7 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
 
     if (acked) {
         qp->last_progress = now;
+        qp->heard = now;
         qp->probes_sent = 0;
         qp->backoff = 0;
         qp->consec_timeouts = 0;
@@ -550,10 +552,15 @@ void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
          * later packets, belong to the round already counted. */
         if (!w->rnr_tries ||
             (e->cause == LOSS_RNR && e->sent_time >= w->rnr_last)) {
-            w->rnr_tries++;
+            if (w->rnr_tries < 255)
+                w->rnr_tries++;
             w->rnr_last = now;
         }
-        if (w->rnr_tries > qp->attr.rnr_retry) {
+        /* The peer is there, only short of receives (REL-32). */
+        qp->heard = now;
+        /* REL-37: rnr_retry 7 retries forever, as in verbs. */
+        if (qp->attr.rnr_retry != MROCE_RNR_RETRY_FOREVER &&
+            w->rnr_tries > qp->attr.rnr_retry) {
             w->status = MROCE_WC_RNR_RETRY_EXC_ERR;
             mroce_qp_enter_error(qp);
             return;
@@ -730,11 +737,15 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
             qp->loss_deadline = now + cur_rto(qp);
         } else {
             qp->cnt.timeouts++;
-            if (++qp->consec_timeouts > qp->attr.retry_cnt) {
-                struct mroce_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
-                if (qp->sq_head != qp->sq_tail)
-                    w->status = MROCE_WC_RETRY_EXC_ERR;
-                mroce_qp_enter_error(qp);
+            if (qp->consec_timeouts < 255)
+                qp->consec_timeouts++;
+            /* LOSS-14: retry_cnt timeouts in a row are the least a QP
+             * survives; it fails only once the peer has also been silent
+             * for peer_timeout (REL-32), so a stall of either host shorter
+             * than that costs retransmissions at max_rto, not the QP. */
+            if (qp->consec_timeouts > qp->attr.retry_cnt &&
+                mroce_live_expired(qp, now)) {
+                mroce_live_fail(qp);
                 return;
             }
             if (qp->backoff < 30)

@@ -163,6 +163,12 @@ enum {
     CTRL_NAK = 16,
 };
 
+/* Keepalive flags for the next ACK (qp->ka). */
+enum {
+    KA_PROBE = 1,  /* it is a keepalive: ACK_REQ set (REL-34) */
+    KA_ANSWER = 2, /* it answers one (REL-35) */
+};
+
 /* Fields are grouped by when they are touched, not by topic: first what
  * every packet reads (sent or received), then the sending side (data out,
  * ACKs in), then the receiving side (data in, ACKs out), then what only
@@ -198,6 +204,7 @@ struct mroce_qp {
     mroce_tstamp reo_deadline;   /* out-of-order threshold re-check */
     mroce_tstamp rnr_deadline;   /* retransmit RNR-NAKed packets */
     mroce_tstamp ctrl_deadline;  /* CONNECT_REQ / DISCONNECT retransmit */
+    mroce_tstamp live_deadline;  /* keepalive / peer silence (liveness.c) */
     struct mroce_addr peer;
     uint16_t mtu;             /* negotiated payload MTU */
     uint16_t echo_entropy;
@@ -246,6 +253,7 @@ struct mroce_qp {
     mroce_tstamp conn_start;     /* handshake start (timeout) */
     mroce_tstamp ctrl_rto;       /* current control retransmit interval */
     mroce_tstamp rto_time;       /* first RTO of an episode (LOSS-13) */
+    mroce_tstamp ka_time;        /* last keepalive asked for (liveness.c) */
     struct mroce_qp_attr attr;
 
     /* receive side: PSN space of packets the peer sends */
@@ -254,8 +262,11 @@ struct mroce_qp {
     uint32_t echo_psn, echo_ts;
     uint32_t ce_count, rx_count; /* cumulative, echoed in ACKs */
     uint8_t echo_flags;
+    uint8_t ka;                  /* KA_* for the next ACK (liveness.c) */
     mroce_tstamp echo_arrival;
     mroce_tstamp credit_seen;    /* last F_CREDIT data packet */
+    mroce_tstamp heard;          /* the peer last showed it is there and
+                                    gets our packets (liveness.c) */
 
     /* receive queue */
     struct mroce_rwqe *rq;
@@ -411,6 +422,17 @@ void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
 void mroce_comp_complete_sends(mroce_qp *qp);
 void mroce_comp_arm_loss_timer(mroce_qp *qp, mroce_tstamp now);
 void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now);
+
+/* liveness.c: the peer-silence rule and the keepalive (REL-32..REL-36). */
+void mroce_live_start(mroce_qp *qp, mroce_tstamp now);
+/* 1 once the peer has been silent for peer_timeout (REL-32). */
+int mroce_live_expired(const mroce_qp *qp, mroce_tstamp now);
+/* Fail the QP for a silent peer: the oldest incomplete WR gets
+ * RETRY_EXC_ERR, the rest are flushed (REL-33). */
+void mroce_live_fail(mroce_qp *qp);
+void mroce_live_timer(mroce_qp *qp, mroce_tstamp now);
+/* A keepalive arrived (an ACK with ACK_REQ): answer it (REL-35). */
+void mroce_live_on_probe(mroce_qp *qp);
 void mroce_comp_flush(mroce_qp *qp);
 void mroce_comp_on_resp_done(mroce_qp *qp);
 

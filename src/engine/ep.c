@@ -204,11 +204,18 @@ int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
         qp->cnt.drop_token++;
         return 0;
     }
+    /* REL-32: with nothing of ours outstanding, any packet shows the peer
+     * is there; otherwise only an ACK that acknowledges something, an RNR
+     * NAK (completer.c) or a response (responder.c) does. */
+    if (qp->snd_una == qp->snd_nxt)
+        qp->heard = now;
     switch (pkt.base.opcode) {
     case MROCE_OP_ACK:
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->cnt.rx_acks++;
             mroce_comp_on_ack(qp, &pkt, now);
+            if (pkt.base.flags & MROCE_F_ACK_REQ)
+                mroce_live_on_probe(qp); /* a keepalive (REL-35) */
         } else {
             qp->cnt.drop_state++;
         }

@@ -476,7 +476,8 @@ void mroce_path_on_echo(struct mroce_pathset *ps, uint16_t i, mroce_tstamp now)
  * put that packet on whatever slot comes next, and after a link failure
  * many slots are dead (a blackholed spine link kills a slot if either its
  * data or its ACKs hash onto it: 7 in 16 slots with 4 spines); each miss
- * costs a doubled timeout, and retry_cnt misses in a row fail the QP.  The
+ * costs a doubled timeout, and the misses add up to the silence that
+ * fails the QP (retry_cnt of them and peer_timeout, liveness.c).  The
  * slot with the freshest echo is the one most likely to still work, both
  * ways.  A slot that lost a packet since its last ack (including a
  * recovery transmission that drew no ACK, charged by the next timeout) is

@@ -41,6 +41,7 @@ void mroce_qp_attr_default(struct mroce_qp_attr *a)
     a->entropy_span = 16384;
     a->path_burst = 1;
     a->path_reuse = 0;
+    a->peer_timeout = 5000000000ull;
 }
 
 /* Free a QP's arrays and the QP itself (each may be NULL). */
@@ -124,7 +125,8 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
                                  MROCE_CRC_LEN)
                           : MROCE_CREDIT_UNLIMITED;
     qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
-        qp->rnr_deadline = qp->ctrl_deadline = MROCE_TSTAMP_INF;
+        qp->rnr_deadline = qp->ctrl_deadline = qp->live_deadline =
+            MROCE_TSTAMP_INF;
     const struct mroce_cc_ops *ops = mroce_cc_ops_get(a.cc_algo);
     uint64_t maxc = (uint64_t)a.window * (a.mtu + MROCE_MAX_DATA_HDR_LEN);
     mroce_cc_init(&qp->cc, ops, a.mtu, a.init_cwnd,
@@ -334,10 +336,10 @@ void mroce_ep_on_connect_req(mroce_ep *ep, const struct mroce_pkt *pkt,
     adopt_peer(qp, c);
     qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
     qp->state = MROCE_QPS_RTS;
+    mroce_live_start(qp, now);
     mroce_conntab_insert(ep, qp);
     qp->ctrl |= CTRL_CONN_RESP;
     qp->cnt.rx_pkts++;
-    (void)now;
     mroce_ep_mark_ready(ep, qp);
 }
 
@@ -357,6 +359,7 @@ void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
             adopt_peer(qp, c);
             qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
             qp->state = MROCE_QPS_RTS;
+            mroce_live_start(qp, now);
             mroce_conntab_insert(qp->ep, qp);
             qp->ctrl &= (uint8_t)~CTRL_CONN_REQ;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
@@ -555,8 +558,10 @@ void mroce_qp_enter_error(mroce_qp *qp)
     qp->ctrl = 0;
     qp->ack_now = 0;
     qp->ack_pending = 0;
+    qp->ka = 0;
     qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
-        qp->rnr_deadline = qp->ctrl_deadline = MROCE_TSTAMP_INF;
+        qp->rnr_deadline = qp->ctrl_deadline = qp->live_deadline =
+            MROCE_TSTAMP_INF;
     mroce_comp_flush(qp);
 }
 
@@ -620,6 +625,13 @@ int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
         qp->attr.min_rto = in->min_rto;
         qp->attr.max_rto = in->max_rto;
         qp->attr.handshake_timeout = in->handshake_timeout;
+        qp->attr.peer_timeout = in->peer_timeout;
+        /* A new peer_timeout takes effect now, not at the old deadline. */
+        if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
+            qp->live_deadline =
+                in->peer_timeout ? qp->heard : MROCE_TSTAMP_INF;
+            mroce_ep_timer_update(qp->ep, qp);
+        }
     }
     if (mask & MROCE_QP_MOD_MTU) {
         qp->attr.mtu = in->mtu;
@@ -657,5 +669,10 @@ mroce_tstamp mroce_qp_expiry(const mroce_qp *qp)
         t = qp->rnr_deadline;
     if (qp->ctrl_deadline < t)
         t = qp->ctrl_deadline;
+    /* Only a connection has a peer to watch (a closed QP keeps its stale
+     * keepalive deadline until the next one would have fired). */
+    if (qp->live_deadline < t &&
+        (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING))
+        t = qp->live_deadline;
     return t;
 }

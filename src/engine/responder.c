@@ -477,7 +477,12 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
     case MROCE_OP_READ_REQ: rc = on_read(qp, pkt); break;
     case MROCE_OP_FETCH_ADD:
     case MROCE_OP_CMP_SWAP: rc = on_atomic(qp, pkt); break;
-    default: rc = on_response(qp, pkt); break;
+    default:
+        rc = on_response(qp, pkt);
+        /* A response shows the request arrived, as an ACK would (REL-32). */
+        if (rc == 0)
+            qp->heard = now;
+        break;
     }
     if (rc < 0)
         return; /* NAKed or dropped: not marked, nothing acknowledged */
@@ -536,9 +541,18 @@ int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
     a->credit = mroce_ep_credit_share(qp->ep, qp, now);
     mroce_tstamp d = now > qp->echo_arrival ? now - qp->echo_arrival : 0;
     a->ack_delay = d > 0xffffffffu ? 0xffffffffu : (uint32_t)d;
+    if (qp->ka & KA_PROBE)
+        p.base.flags |= MROCE_F_ACK_REQ; /* a keepalive (REL-34) */
+    /* A keepalive, or its answer, that echoes no packet newer than the
+     * last ACK's carries DUP: its echo is old and no RTT sample (REL-35). */
+    if (qp->ka && !qp->ack_pending)
+        a->echo_flags |= MROCE_ECHO_DUP;
     size_t n = mroce_pkt_encode(&p, buf, cap);
     if (n == 0)
         return MROCE_ENOBUF;
+    if (qp->ka & KA_PROBE)
+        qp->cnt.tx_keepalives++;
+    qp->ka = 0;
     qp->ack_now = 0;
     qp->ack_pending = 0;
     qp->ack_deadline = MROCE_TSTAMP_INF;

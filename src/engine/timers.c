@@ -4,9 +4,10 @@
  * mroce_ep_handle_expiry() touches only the QPs that are due.
  *
  * A QP's deadlines (ACK delay, loss/probe, out-of-order re-check, RNR,
- * handshake/close) change only while the engine works on that QP: in
- * mroce_ep_recv() for its packets, mroce_ep_write_pkt() when it sends,
- * handle_expiry() when it is due, and the API calls on it.  Each of those
+ * handshake/close, keepalive/peer silence) change only while the engine
+ * works on that QP: in mroce_ep_recv() for its packets,
+ * mroce_ep_write_pkt() when it sends, handle_expiry() when it is due, and
+ * the API calls on it.  Each of those
  * ends with mroce_ep_timer_update(), which re-keys the QP here (O(log n)).
  * With thousands of QPs per endpoint (a simulated all-to-all) a scan over
  * every QP per call was the engine's largest cost.
@@ -108,6 +109,7 @@ void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now)
         mroce_qp_ctrl_timer(qp, now);
         mroce_resp_ack_timer(qp, now);
         mroce_comp_timers(qp, now);
+        mroce_live_timer(qp, now);
         if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
             mroce_ep_mark_ready(ep, qp);
         mroce_ep_timer_update(ep, qp);

@@ -63,7 +63,8 @@
  * application that stops calling with a deferred ACK has it sent up to a
  * few ms late instead of ~100 us, and its peer may retransmit once on its
  * RTO (1 ms) in the meantime: a spurious retransmission, not a failure
- * (retry_cnt allows 7 RTOs, doubling).  Tried before and not kept: a fixed
+ * (a QP survives retry_cnt RTOs and peer_timeout of silence at least).
+ * Tried before and not kept: a fixed
  * 250 us period at normal priority (2026-11-30: fewer slow rounds, but a
  * worse mean on a loaded host, and more RTOs; not explained).
  * Not deferred: progress-thread mode, devices whose fd the application

@@ -130,6 +130,8 @@ struct opts {
     int timeout_set;        /* --timeout given: also bounds accept */
     int x_corrupt;          /* --x-corrupt (testing): spoil one message */
     uint32_t min_rto_us;    /* --min-rto: QP min_rto (0 = engine default) */
+    double peer_timeout;    /* --peer-timeout seconds */
+    int peer_timeout_set;   /* --peer-timeout given (else engine default) */
 };
 
 /* Control message.  Every field is a uint64_t so it has no padding and goes

@@ -75,6 +75,8 @@ static void usage(FILE *f)
 "      --seed=N           verify pattern and fault injection seed\n"
 "      --min-rto=USEC     the QPs' minimum retransmission timeout (engine\n"
 "                         default 200); per side\n"
+"      --peer-timeout=SEC a QP fails once its peer has been silent this\n"
+"                         long, never sooner (engine default 5); per side\n"
 "      --timeout=SEC      connect / handshake / peer-silence limit (default\n"
 "                         10); also bounds the server's wait for a client\n"
 "      --x-corrupt        testing: with --verify, send the last WRITE/SEND\n"
@@ -174,7 +176,8 @@ static void parse_fault(struct opts *o, const char *spec)
 static void parse_args(int argc, char **argv, struct opts *o)
 {
     enum { O_PATHS = 256, O_FAULT, O_JSON, O_VERIFY, O_PROGRESS, O_CC, O_BURST,
-           O_SEED, O_TIMEOUT, O_LPORT, O_XCORRUPT, O_MINRTO };
+           O_SEED, O_TIMEOUT, O_LPORT, O_XCORRUPT, O_MINRTO,
+           O_PEERTO };
     static const struct option lo[] = {
         {"size", required_argument, 0, 's'},
         {"all", no_argument, 0, 'a'},
@@ -200,6 +203,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
         {"timeout", required_argument, 0, O_TIMEOUT},
         {"x-corrupt", no_argument, 0, O_XCORRUPT},
         {"min-rto", required_argument, 0, O_MINRTO},
+        {"peer-timeout", required_argument, 0, O_PEERTO},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -261,6 +265,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
         case O_TIMEOUT: o->timeout = parse_double(optarg, "timeout", 0.1, 86400); o->timeout_set = 1; break;
         case O_XCORRUPT: o->x_corrupt = 1; break;
         case O_MINRTO: o->min_rto_us = (uint32_t)parse_u64(optarg, "min RTO", 1, 10000000); break;
+        case O_PEERTO:
+            o->peer_timeout = parse_double(optarg, "peer timeout", 0, 3600);
+            o->peer_timeout_set = 1;
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }

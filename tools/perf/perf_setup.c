@@ -175,7 +175,9 @@ void create_qp(struct pqp *q)
         ia.eng.path_burst = (uint8_t)P.o.burst;
     ia.eng.handshake_timeout = timeout_ns();
     /* RNR NAKs are a pacing signal here, not a failure. */
-    ia.eng.rnr_retry = 255;
+    ia.eng.rnr_retry = MROCE_RNR_RETRY_FOREVER;
+    if (P.o.peer_timeout_set)
+        ia.eng.peer_timeout = (mroce_tstamp)(P.o.peer_timeout * 1e9);
     if (P.o.min_rto_us) {
         ia.eng.min_rto = (mroce_tstamp)P.o.min_rto_us * 1000;
         if (ia.eng.max_rto < ia.eng.min_rto)
