@@ -104,7 +104,7 @@ static struct mfi_cq *op_cq(struct mfi_ep *ep, struct mfi_op *op)
 static int is_tx(const struct mfi_op *op)
 {
     return op->type == MFI_OP_SEND || op->type == MFI_OP_READ ||
-           op->type == MFI_OP_WRITE;
+           op->type == MFI_OP_WRITE || op->type == MFI_OP_ATOMIC;
 }
 
 /* The completion of a finished request whose buffers libmroce has
@@ -375,6 +375,8 @@ void mfi_ep_progress(struct mfi_ep *ep)
     }
     if (ep->releasing)
         release_retry(ep);
+    if (ep->amo_resend)
+        mfi_atomic_progress(ep);
     /* Accepted QPs also show up through their first receive; this catches
      * ones whose HELLO has not arrived yet. */
     if ((++ep->progress_calls & 255) == 0)
@@ -476,6 +478,7 @@ static int ep_close(struct fid *fid)
     if (ep->enabled)
         ep_drain(ep);
     mfi_conn_close_all(ep);
+    mfi_atomic_close(ep);
     if (ep->tx_cq)
         ep->tx_cq->users--;
     if (ep->rx_cq)
@@ -619,6 +622,7 @@ int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
     ep->ep.msg = &mfi_msg_ops;
     ep->ep.tagged = &mfi_tagged_ops;
     ep->ep.rma = &mfi_rma_ops;
+    ep->ep.atomic = &mfi_atomic_ops;
     d->ep = ep;
     d->refs++;
     mfi_unlock(d);
