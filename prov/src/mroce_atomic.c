@@ -110,9 +110,12 @@ static size_t amo_max_count(unsigned dt)
 
 /* --- the operations, one element at a time --- */
 
-/* new = op(old, src, cmp) for the integer types; arithmetic in U, an
- * unsigned type at least as wide as int, so that overflow wraps. */
-#define CALC_INT(T, U)                                                     \
+/* new = op(old, src, cmp), built from the groups of cases each class of
+ * datatype has: integers all of them, reals all but the bitwise ones,
+ * complex numbers neither the bitwise nor the ordered ones.  Arithmetic is
+ * done in U, for integers an unsigned type at least as wide as int, so
+ * that overflow wraps. */
+#define CALC_BEGIN(T)                                                      \
     {                                                                      \
         T d, s = 0, c = 0, n;                                              \
         memcpy(&d, old, sizeof(d));                                        \
@@ -121,84 +124,38 @@ static size_t amo_max_count(unsigned dt)
         if (cmp)                                                           \
             memcpy(&c, cmp, sizeof(c));                                    \
         n = d;                                                             \
-        switch (op) {                                                      \
-        case FI_MIN: if (s < d) n = s; break;                              \
-        case FI_MAX: if (s > d) n = s; break;                              \
+        switch (op) {
+#define CALC_END                                                           \
+        default: break;                                                    \
+        }                                                                  \
+        memcpy(nw, &n, sizeof(n));                                         \
+        return;                                                            \
+    }
+#define CASES_ANY(T, U)                                                    \
         case FI_SUM: n = (T)((U)d + (U)s); break;                          \
         case FI_PROD: n = (T)((U)d * (U)s); break;                         \
-        case FI_LOR: n = d || s; break;                                    \
-        case FI_LAND: n = d && s; break;                                   \
-        case FI_BOR: n = (T)(d | s); break;                                \
-        case FI_BAND: n = (T)(d & s); break;                               \
-        case FI_LXOR: n = !d != !s; break;                                 \
-        case FI_BXOR: n = (T)(d ^ s); break;                               \
-        case FI_ATOMIC_WRITE: n = s; break;                                \
-        case FI_CSWAP: if (c == d) n = s; break;                           \
-        case FI_CSWAP_NE: if (c != d) n = s; break;                        \
-        case FI_CSWAP_LE: if (c <= d) n = s; break;                        \
-        case FI_CSWAP_LT: if (c < d) n = s; break;                         \
-        case FI_CSWAP_GE: if (c >= d) n = s; break;                        \
-        case FI_CSWAP_GT: if (c > d) n = s; break;                         \
-        case FI_MSWAP: n = (T)((s & c) | (d & ~c)); break;                 \
-        default: break;                                                    \
-        }                                                                  \
-        memcpy(nw, &n, sizeof(n));                                         \
-        return;                                                            \
-    }
-
-#define CALC_REAL(T)                                                       \
-    {                                                                      \
-        T d, s = 0, c = 0, n;                                              \
-        memcpy(&d, old, sizeof(d));                                        \
-        if (src)                                                           \
-            memcpy(&s, src, sizeof(s));                                    \
-        if (cmp)                                                           \
-            memcpy(&c, cmp, sizeof(c));                                    \
-        n = d;                                                             \
-        switch (op) {                                                      \
-        case FI_MIN: if (s < d) n = s; break;                              \
-        case FI_MAX: if (s > d) n = s; break;                              \
-        case FI_SUM: n = d + s; break;                                     \
-        case FI_PROD: n = d * s; break;                                    \
-        case FI_LOR: n = d || s; break;                                    \
-        case FI_LAND: n = d && s; break;                                   \
-        case FI_LXOR: n = !d != !s; break;                                 \
-        case FI_ATOMIC_WRITE: n = s; break;                                \
-        case FI_CSWAP: if (c == d) n = s; break;                           \
-        case FI_CSWAP_NE: if (c != d) n = s; break;                        \
-        case FI_CSWAP_LE: if (c <= d) n = s; break;                        \
-        case FI_CSWAP_LT: if (c < d) n = s; break;                         \
-        case FI_CSWAP_GE: if (c >= d) n = s; break;                        \
-        case FI_CSWAP_GT: if (c > d) n = s; break;                         \
-        default: break;                                                    \
-        }                                                                  \
-        memcpy(nw, &n, sizeof(n));                                         \
-        return;                                                            \
-    }
-
-#define CALC_CPLX(T)                                                       \
-    {                                                                      \
-        T d, s = 0, c = 0, n;                                              \
-        memcpy(&d, old, sizeof(d));                                        \
-        if (src)                                                           \
-            memcpy(&s, src, sizeof(s));                                    \
-        if (cmp)                                                           \
-            memcpy(&c, cmp, sizeof(c));                                    \
-        n = d;                                                             \
-        switch (op) {                                                      \
-        case FI_SUM: n = d + s; break;                                     \
-        case FI_PROD: n = d * s; break;                                    \
         case FI_LOR: n = d != 0 || s != 0; break;                          \
         case FI_LAND: n = d != 0 && s != 0; break;                         \
         case FI_LXOR: n = (d == 0) != (s == 0); break;                     \
         case FI_ATOMIC_WRITE: n = s; break;                                \
         case FI_CSWAP: if (c == d) n = s; break;                           \
-        case FI_CSWAP_NE: if (c != d) n = s; break;                        \
-        default: break;                                                    \
-        }                                                                  \
-        memcpy(nw, &n, sizeof(n));                                         \
-        return;                                                            \
-    }
+        case FI_CSWAP_NE: if (c != d) n = s; break;
+#define CASES_ORDERED                                                      \
+        case FI_MIN: if (s < d) n = s; break;                              \
+        case FI_MAX: if (s > d) n = s; break;                              \
+        case FI_CSWAP_LE: if (c <= d) n = s; break;                        \
+        case FI_CSWAP_LT: if (c < d) n = s; break;                         \
+        case FI_CSWAP_GE: if (c >= d) n = s; break;                        \
+        case FI_CSWAP_GT: if (c > d) n = s; break;
+#define CASES_BITS(T)                                                      \
+        case FI_BOR: n = (T)(d | s); break;                                \
+        case FI_BAND: n = (T)(d & s); break;                               \
+        case FI_BXOR: n = (T)(d ^ s); break;                               \
+        case FI_MSWAP: n = (T)((s & c) | (d & ~c)); break;
+
+#define CALC_INT(T, U) CALC_BEGIN(T) CASES_ANY(T, U) CASES_ORDERED CASES_BITS(T) CALC_END
+#define CALC_REAL(T) CALC_BEGIN(T) CASES_ANY(T, T) CASES_ORDERED CALC_END
+#define CALC_CPLX(T) CALC_BEGIN(T) CASES_ANY(T, T) CALC_END
 
 /* nw = the element's new value given its old one (amo_defined(op, dt)). */
 static void amo_calc(unsigned op, unsigned dt, const void *old,
