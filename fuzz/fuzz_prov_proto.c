@@ -9,7 +9,9 @@
  * UBSan catch any read outside it) and checks what they accept:
  *   - the view stays inside the input (payload and plen), and each kind's
  *     rule holds (eager: hdr.len == payload length; RTS: a whole body and a
- *     length within MFI_PROTO_MAX_MSG; FIN: a whole body);
+ *     length within MFI_PROTO_MAX_MSG; FIN: a whole body; ATOMIC: a known
+ *     op and datatype and exactly the operand bytes they need; ATOMIC_RESP:
+ *     a whole body);
  *   - re-encoding with mfi_proto_build() reproduces the input's header and
  *     body, except the bytes the format ignores (hdr.rsvd; the tag of
  *     untagged kinds), and parses again to the same fields;
@@ -70,7 +72,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
 
     size_t hl = sizeof(struct mfi_hdr);
-    CHECK(size >= hl && p.payload == data + hl && p.plen == size - hl);
+    /* The atomic kinds' view starts past their fixed body. */
+    size_t skip = p.kind == MFI_PKT_ATOMIC        ? sizeof(struct mfi_amo)
+                  : p.kind == MFI_PKT_ATOMIC_RESP ? sizeof(struct mfi_amo_resp)
+                                                  : 0;
+    CHECK(size >= hl + skip && p.payload == data + hl + skip &&
+          p.plen == size - hl - skip);
     CHECK(p.flags == (data[2] | data[3] << 8));
     CHECK(!(p.flags & ~MFI_HDR_CQ_DATA));
     CHECK(is_tagged(p.kind) || p.tag == 0);
@@ -89,6 +96,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case MFI_PKT_FIN:
         body = sizeof(struct mfi_fin);
         CHECK(p.plen >= body);
+        break;
+    case MFI_PKT_ATOMIC:
+        body = skip;
+        CHECK(p.len == p.plen + skip && p.amo.count >= 1 &&
+              p.amo.op < MFI_AMO_OP_CNT && mfi_amo_dt_size(p.amo.datatype) &&
+              !(p.amo.flags & ~MFI_AMO_FETCH));
+        CHECK(p.plen == (size_t)p.amo.count * mfi_amo_dt_size(p.amo.datatype) *
+                            mfi_amo_operands(p.amo.op));
+        break;
+    case MFI_PKT_ATOMIC_RESP:
+        body = skip;
+        CHECK(p.len == p.plen + skip);
         break;
     default:
         abort(); /* an unknown kind was accepted */
@@ -115,7 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(q.kind == p.kind && q.flags == p.flags && q.tag == p.tag &&
           q.data == p.data && q.len == p.len && q.plen == p.plen &&
           memcmp(&q.rts, &p.rts, sizeof(p.rts)) == 0 &&
-          memcmp(&q.fin, &p.fin, sizeof(p.fin)) == 0);
+          memcmp(&q.fin, &p.fin, sizeof(p.fin)) == 0 &&
+          memcmp(&q.amo, &p.amo, sizeof(p.amo)) == 0 &&
+          memcmp(&q.amo_resp, &p.amo_resp, sizeof(p.amo_resp)) == 0);
     free(again);
     return 0;
 }
@@ -193,6 +214,52 @@ int main(int argc, char **argv)
     emit_pkt("fin_ok", &p, 0);
     p.fin.status = 1;
     emit_pkt("fin_error", &p, 0);
+
+    /* Atomics: a fetch-add of one uint64, a compare-swap of two int32s,
+     * a read (no operand), and malformed ones. */
+    memset(&p, 0, sizeof(p));
+    p.kind = MFI_PKT_ATOMIC;
+    p.amo.addr = 0x7f0012345000ull;
+    p.amo.key = 0x1234;
+    p.amo.cookie = 7;
+    p.amo.count = 1;
+    p.amo.op = 2;       /* FI_SUM */
+    p.amo.datatype = 7; /* FI_UINT64 */
+    p.amo.flags = MFI_AMO_FETCH;
+    p.len = sizeof(p.amo) + 8;
+    emit_pkt("atomic_fadd_u64", &p, 8);
+    p.amo.count = 2;
+    p.amo.op = 12;      /* FI_CSWAP */
+    p.amo.datatype = 4; /* FI_INT32 */
+    p.len = sizeof(p.amo) + 16;
+    emit_pkt("atomic_cswap_i32x2", &p, 16);
+    p.amo.count = 1;
+    p.amo.op = MFI_AMO_OP_READ;
+    p.len = sizeof(p.amo);
+    emit_pkt("atomic_read", &p, 0);
+    p.len = sizeof(p.amo) + 4;
+    emit_pkt("atomic_read_extra", &p, 4);
+    p.amo.op = 2;
+    p.amo.datatype = 16; /* unknown */
+    emit_pkt("atomic_bad_type", &p, 4);
+    p.amo.datatype = 4;
+    p.amo.count = 0;
+    p.len = sizeof(p.amo);
+    emit_pkt("atomic_zero_count", &p, 0);
+    p.amo.count = 0x40000001; /* count * size overflows 32 bits */
+    p.len = sizeof(p.amo) + 4;
+    emit_pkt("atomic_count_wrap", &p, 4);
+
+    memset(&p, 0, sizeof(p));
+    p.kind = MFI_PKT_ATOMIC_RESP;
+    p.amo_resp.cookie = 7;
+    p.len = sizeof(p.amo_resp) + 8;
+    emit_pkt("atomic_resp_fetch", &p, 8);
+    p.amo_resp.status = 13;
+    p.len = sizeof(p.amo_resp);
+    emit_pkt("atomic_resp_error", &p, 0);
+    n = mfi_proto_build(b, &p);
+    emit("atomic_resp_short", b, n - 1);
 
     memset(&p, 0, sizeof(p));
     p.kind = MFI_PKT_HELLO;

@@ -247,6 +247,7 @@ void mfi_conn_failed(struct mfi_ep *ep, struct mfi_conn *c)
     /* Flush whatever is still queued so it completes (with errors). */
     mroce_modify_qp_error(c->qp);
     mfi_msg_conn_failed(ep, c);
+    mfi_atomic_conn_failed(ep, c);
 }
 
 void mfi_conn_close_all(struct mfi_ep *ep)

@@ -253,13 +253,6 @@ static int no_srx(struct fid_domain *domain, struct fi_rx_attr *attr,
     return -FI_ENOSYS;
 }
 
-static int no_atomic(struct fid_domain *domain, enum fi_datatype datatype,
-                     enum fi_op op, struct fi_atomic_attr *attr,
-                     uint64_t flags)
-{
-    return -FI_ENOSYS;
-}
-
 static struct fi_ops_domain domain_ops = {
     .size = sizeof(struct fi_ops_domain),
     .av_open = mfi_av_open,
@@ -270,7 +263,7 @@ static struct fi_ops_domain domain_ops = {
     .poll_open = mfi_poll_open,
     .stx_ctx = no_stx,
     .srx_ctx = no_srx,
-    .query_atomic = no_atomic,
+    .query_atomic = mfi_query_atomic,
 };
 
 static struct fi_ops_mr domain_mr_ops = {

@@ -105,7 +105,7 @@ static struct mfi_cq *op_cq(struct mfi_ep *ep, struct mfi_op *op)
 static int is_tx(const struct mfi_op *op)
 {
     return op->type == MFI_OP_SEND || op->type == MFI_OP_READ ||
-           op->type == MFI_OP_WRITE;
+           op->type == MFI_OP_WRITE || op->type == MFI_OP_ATOMIC;
 }
 
 /* The counter slot a request of op's type counts in (-1: none). */
@@ -116,6 +116,8 @@ static int op_cntr_slot(const struct mfi_op *op)
     case MFI_OP_RECV: case MFI_OP_RNDV_READ: return MFI_CNTR_RECV;
     case MFI_OP_READ: return MFI_CNTR_READ;
     case MFI_OP_WRITE: return MFI_CNTR_WRITE;
+    case MFI_OP_ATOMIC: /* fi_atomic counts as a write, fetching ones as reads */
+        return op->cq_flags & FI_READ ? MFI_CNTR_READ : MFI_CNTR_WRITE;
     default: return -1;
     }
 }
@@ -416,6 +418,8 @@ void mfi_ep_progress(struct mfi_ep *ep)
         release_retry(ep);
     if (ep->ctrl_wait || ep->rd_wait)
         mfi_flow_retry(ep); /* completions made send-queue room */
+    if (ep->amo_resend)
+        mfi_atomic_progress(ep);
     /* Accepted QPs also show up through their first receive; this catches
      * ones whose HELLO has not arrived yet. */
     if ((++ep->progress_calls & 255) == 0)
@@ -546,6 +550,7 @@ static int ep_close(struct fid *fid)
         ep_drain(ep);
     mfi_conn_close_all(ep);
     mfi_flow_close(ep);
+    mfi_atomic_close(ep);
     if (ep->tx_cq)
         ep->tx_cq->users--;
     if (ep->rx_cq)
@@ -712,6 +717,7 @@ int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
     ep->ep.msg = &mfi_msg_ops;
     ep->ep.tagged = &mfi_tagged_ops;
     ep->ep.rma = &mfi_rma_ops;
+    ep->ep.atomic = &mfi_atomic_ops;
     d->ep = ep;
     d->refs++;
     mfi_unlock(d);

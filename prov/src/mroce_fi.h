@@ -28,6 +28,7 @@
  *                      unexpected messages past the held-buffer bound
  *   mroce_tagged.c     FI_TAGGED entry points, peek/claim
  *   mroce_rma.c        FI_RMA: read, write, writedata
+ *   mroce_atomic.c     FI_ATOMIC: executed by the target's provider
  *   mroce_tag_match.c  matching queues (pure data structure)
  *   mroce_cntr.c       counters and poll sets
  *   mroce_mrecv.c      FI_MULTI_RECV buffers
@@ -46,6 +47,7 @@
 #include <sys/uio.h>
 
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -128,6 +130,8 @@ struct mfi_domain {
     enum fi_progress data_progress;
     uint64_t mr_mode;
     struct mfi_ep *ep; /* the endpoint (at most one) */
+    struct mfi_mr *mrs;/* open registrations (atomic targets are checked
+                          against them) */
     int refs;          /* AVs, CQs, MRs, endpoints open */
     pthread_t thread;  /* auto progress, or the keeper (manual progress) */
     int thread_on;
@@ -222,7 +226,15 @@ struct mfi_mr {
     struct mfi_domain *dom;
     mroce_vmr *vmr;
     uint32_t lkey;
+    struct mfi_mr *next;  /* dom->mrs */
+    uintptr_t base;       /* registered range */
+    size_t len;
+    int writable;         /* registered with remote write rights */
 };
+/* The open registration with key key covering [addr, addr+len), or NULL.
+ * Lock held. */
+struct mfi_mr *mfi_mr_find(struct mfi_domain *d, uint64_t key, uint64_t addr,
+                           size_t len);
 int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
                uint64_t offset, uint64_t requested_key, uint64_t flags,
                struct fid_mr **mr, void *context);
@@ -293,6 +305,7 @@ enum mfi_op_type {
     MFI_OP_RNDV_READ, /* receive matched an RTS: READing the data */
     MFI_OP_READ,      /* fi_read */
     MFI_OP_WRITE,     /* fi_write / writedata */
+    MFI_OP_ATOMIC,    /* fi_atomic family: waiting for ATOMIC_RESP */
 };
 
 /* What a finished request's completion will say. */
@@ -398,6 +411,10 @@ struct mfi_ep {
     uint32_t progress_calls;
     struct mfi_cntr *cntr[MFI_CNTR_N];  /* bound counters (fi_ep_bind) */
     size_t min_multi_recv;             /* FI_OPT_MIN_MULTI_RECV */
+    struct mfi_op *amo_wait;           /* atomics waiting for their
+                                          response */
+    struct mfi_amo_out *amo_resend;    /* responses the send queue had no
+                                          room for: sent by progress */
 };
 
 int mfi_ep_open(struct fid_domain *d, struct fi_info *info,
@@ -541,6 +558,21 @@ extern struct fi_ops_rma mfi_rma_ops;
 /* A remote write with immediate data consumed bounce buffer b. */
 void mfi_rma_rx_imm(struct mfi_ep *ep, struct mfi_buf *b,
                     const struct mroce_wc *wc);
+
+/* --- mroce_atomic.c --- */
+extern struct fi_ops_atomic mfi_atomic_ops;
+int mfi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+                     enum fi_op op, struct fi_atomic_attr *attr,
+                     uint64_t flags);
+/* An ATOMIC or ATOMIC_RESP arrived in b (parsed as p).  Releases b. */
+void mfi_atomic_rx(struct mfi_ep *ep, struct mfi_buf *b,
+                   const struct mfi_pkt *p);
+/* Progress: resends responses that could not be posted. */
+void mfi_atomic_progress(struct mfi_ep *ep);
+/* c failed: atomics waiting for a response over it fail. */
+void mfi_atomic_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
+/* Frees what the endpoint's atomics still hold (close). */
+void mfi_atomic_close(struct mfi_ep *ep);
 
 /* --- mroce_fabric.c, mroce_domain.c --- */
 int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,

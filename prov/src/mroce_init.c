@@ -50,7 +50,7 @@ struct mfi_params mfi_param = {
 
 /* What the provider can do; getinfo returns the part the hints ask for. */
 #define MFI_CAPS                                                             \
-    (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE |  \
+    (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | FI_WRITE |  \
      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE |       \
      FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV)
 #define MFI_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
@@ -232,7 +232,7 @@ static int check_hints(const struct fi_info *h)
          * addresses (FI_MR_BASIC means both).  Without RMA nothing of the
          * application's memory is ever accessed remotely, so any mode
          * works. */
-        if ((h->caps & FI_RMA) && d->mr_mode != FI_MR_UNSPEC &&
+        if ((h->caps & (FI_RMA | FI_ATOMIC)) && d->mr_mode != FI_MR_UNSPEC &&
             d->mr_mode != FI_MR_BASIC &&
             (d->mr_mode & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)) !=
                 (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR))
@@ -299,7 +299,7 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     /* Asking for FI_MSG or FI_TAGGED implies both directions. */
     if (!(caps & (FI_SEND | FI_RECV)) && (caps & (FI_MSG | FI_TAGGED)))
         caps |= FI_SEND | FI_RECV;
-    if ((caps & FI_RMA) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ |
+    if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ |
                                      FI_REMOTE_WRITE)))
         caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     /* Secondary capabilities the provider always has. */
@@ -373,7 +373,7 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
         d->control_progress = FI_PROGRESS_AUTO; /* the same thread */
     d->resource_mgmt = FI_RM_ENABLED;
     d->av_type = hd && hd->av_type != FI_AV_UNSPEC ? hd->av_type : FI_AV_UNSPEC;
-    if (caps & FI_RMA)
+    if (caps & (FI_RMA | FI_ATOMIC))
         d->mr_mode = MFI_MR_MODE;
     else
         d->mr_mode = hd && hd->mr_mode != FI_MR_BASIC && hd->mr_mode != FI_MR_SCALABLE

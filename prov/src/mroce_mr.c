@@ -29,6 +29,11 @@ static int mr_close(struct fid *fid)
         mfi_unlock(d);
         return -FI_EBUSY;
     }
+    for (struct mfi_mr **pp = &d->mrs; *pp; pp = &(*pp)->next)
+        if (*pp == mr) {
+            *pp = mr->next;
+            break;
+        }
     d->refs--;
     mfi_unlock(d);
     free(mr);
@@ -74,9 +79,12 @@ int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
      * engine: register one byte (never accessed). */
     mfi_lock(d);
     int rc = mroce_reg_mr(d->pd, (void *)buf, len ? len : 1, acc, &mr->vmr);
-    if (rc == MROCE_EACCESS && !(access & (FI_RECV | FI_READ | FI_REMOTE_WRITE)))
+    mr->writable = 1;
+    if (rc == MROCE_EACCESS && !(access & (FI_RECV | FI_READ | FI_REMOTE_WRITE))) {
         rc = mroce_reg_mr(d->pd, (void *)buf, len ? len : 1,
                           MROCE_ACCESS_REMOTE_READ, &mr->vmr);
+        mr->writable = 0;
+    }
     if (rc < 0) {
         mfi_unlock(d);
         free(mr);
@@ -86,18 +94,34 @@ int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
                                      : -FI_EINVAL;
     }
     d->refs++;
-    mfi_unlock(d);
     mr->dom = d;
+    mr->base = (uintptr_t)buf;
+    mr->len = len;
     mr->lkey = mroce_vmr_lkey(mr->vmr);
     mr->mr.fid.fclass = FI_CLASS_MR;
     mr->mr.fid.context = context;
     mr->mr.fid.ops = &mr_fi_ops;
     mr->mr.mem_desc = mr;
     mr->mr.key = mroce_vmr_rkey(mr->vmr);
+    mr->next = d->mrs;
+    d->mrs = mr;
+    mfi_unlock(d);
     (void)offset;
     (void)requested_key;
     *pmr = &mr->mr;
     return 0;
+}
+
+struct mfi_mr *mfi_mr_find(struct mfi_domain *d, uint64_t key, uint64_t addr,
+                           size_t len)
+{
+    for (struct mfi_mr *mr = d->mrs; mr; mr = mr->next)
+        if (mr->mr.key == key)
+            return addr >= mr->base && len <= mr->len &&
+                           addr - mr->base <= mr->len - len
+                       ? mr
+                       : NULL;
+    return NULL;
 }
 
 int mfi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,

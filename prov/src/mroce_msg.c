@@ -509,6 +509,9 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
         fin_rx(ep, &p.fin);
         mfi_unexp_release(ep, b);
         return;
+    case MFI_PKT_ATOMIC: case MFI_PKT_ATOMIC_RESP:
+        mfi_atomic_rx(ep, b, &p);
+        return;
     default:
         break; /* MSG, TAGGED, RTS_MSG, RTS_TAGGED */
     }

@@ -8,6 +8,9 @@
  * (fuzz/fuzz_prov_proto.c) compiles this file directly: the provider's
  * shared library is not built with clang's fuzzing runtimes.
  *
+ * For the atomic kinds the payload view starts past their fixed body, at
+ * the values, whose length parsing has checked against op and count.
+ *
  * Fields are little endian on the wire and the provider builds only on
  * little-endian hosts (mroce_proto.h), so decoding is memcpy out of a
  * possibly unaligned buffer.
@@ -28,6 +31,38 @@ const char *mfi_pkt_kind_str(unsigned kind)
     if (kind < sizeof(kind_names) / sizeof(kind_names[0]) && kind_names[kind])
         return kind_names[kind];
     return "?";
+}
+
+size_t mfi_amo_dt_size(unsigned dt)
+{
+    /* FI_INT8 .. FI_UINT128 in enum order; long double is stored in 16
+     * bytes on the (x86-64, aarch64) hosts the provider builds on. */
+    static const uint8_t sz[MFI_AMO_DT_CNT] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8,
+                                               8, 16, 16, 32, 16, 16};
+    return dt < MFI_AMO_DT_CNT ? sz[dt] : 0;
+}
+
+unsigned mfi_amo_operands(unsigned op)
+{
+    return op == MFI_AMO_OP_READ ? 0 : op >= MFI_AMO_OP_CSWAP ? 2 : 1;
+}
+
+static int parse_amo(const struct mfi_hdr *h, struct mfi_pkt *out)
+{
+    if (h->len != out->plen)
+        return MFI_PARSE_LEN;
+    if (out->plen < sizeof(out->amo))
+        return MFI_PARSE_SHORT;
+    memcpy(&out->amo, out->payload, sizeof(out->amo));
+    out->payload += sizeof(out->amo);
+    out->plen -= sizeof(out->amo);
+    const struct mfi_amo *a = &out->amo;
+    if (a->op >= MFI_AMO_OP_CNT || !mfi_amo_dt_size(a->datatype) ||
+        a->count == 0 || (a->flags & ~(uint8_t)MFI_AMO_FETCH))
+        return MFI_PARSE_KIND;
+    uint64_t want = (uint64_t)a->count * mfi_amo_dt_size(a->datatype) *
+                    mfi_amo_operands(a->op);
+    return want == out->plen ? MFI_PARSE_OK : MFI_PARSE_LEN;
 }
 
 int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out)
@@ -70,6 +105,17 @@ int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out)
             return MFI_PARSE_SHORT;
         memcpy(&out->fin, out->payload, sizeof(out->fin));
         return MFI_PARSE_OK;
+    case MFI_PKT_ATOMIC:
+        return parse_amo(&h, out);
+    case MFI_PKT_ATOMIC_RESP:
+        if (h.len != out->plen)
+            return MFI_PARSE_LEN;
+        if (out->plen < sizeof(out->amo_resp))
+            return MFI_PARSE_SHORT;
+        memcpy(&out->amo_resp, out->payload, sizeof(out->amo_resp));
+        out->payload += sizeof(out->amo_resp);
+        out->plen -= sizeof(out->amo_resp);
+        return MFI_PARSE_OK;
     default:
         return MFI_PARSE_KIND;
     }
@@ -111,6 +157,12 @@ size_t mfi_proto_build(void *buf, const struct mfi_pkt *p)
     case MFI_PKT_FIN:
         memcpy(body, &p->fin, sizeof(p->fin));
         return sizeof(h) + sizeof(p->fin);
+    case MFI_PKT_ATOMIC:
+        memcpy(body, &p->amo, sizeof(p->amo));
+        return sizeof(h) + sizeof(p->amo);
+    case MFI_PKT_ATOMIC_RESP:
+        memcpy(body, &p->amo_resp, sizeof(p->amo_resp));
+        return sizeof(h) + sizeof(p->amo_resp);
     default:
         return sizeof(h);
     }

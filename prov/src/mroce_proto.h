@@ -18,6 +18,12 @@
  *               application's buffer, then sends FIN.
  *   FIN         rendezvous done: struct mfi_fin; the sender completes its
  *               send and releases the registration.
+ *   ATOMIC      an atomic operation for the target's provider to execute
+ *               (mroce_atomic.c): struct mfi_amo, then count operands, then
+ *               (compare ops) count compare values; hdr.len = bytes after
+ *               the header.
+ *   ATOMIC_RESP its outcome: struct mfi_amo_resp, then (fetching ops, on
+ *               success) the count values the target held before.
  *
  * Why a READ-based rendezvous (receiver pulls) rather than the receiver
  * advertising its buffer for a WRITE: the pull needs one control message
@@ -46,7 +52,9 @@
     X(TAGGED, 3)         \
     X(RTS_MSG, 4)        \
     X(RTS_TAGGED, 5)     \
-    X(FIN, 6)
+    X(FIN, 6)            \
+    X(ATOMIC, 7)         \
+    X(ATOMIC_RESP, 8)
 
 enum mfi_pkt_kind {
 #define MFI_X_ENUM(name, val) MFI_PKT_##name = (val),
@@ -83,6 +91,41 @@ struct mfi_fin {
     uint32_t rsvd;
 };
 
+/* Atomic operations.  op and datatype carry libfabric's enum fi_op and
+ * enum fi_datatype values (mroce_atomic.c checks that they agree): the
+ * wire names them by number so this file needs no libfabric header. */
+#define MFI_AMO_OP_CNT 19       /* FI_MIN .. FI_MSWAP */
+#define MFI_AMO_OP_READ 10      /* FI_ATOMIC_READ: no operand */
+#define MFI_AMO_OP_CSWAP 12     /* FI_CSWAP .. FI_MSWAP: operand + compare */
+#define MFI_AMO_DT_CNT 16       /* FI_INT8 .. FI_UINT128 */
+
+enum mfi_amo_flags {
+    MFI_AMO_FETCH = 1,          /* the response carries the old values */
+};
+
+struct mfi_amo {
+    uint64_t addr;   /* target virtual address of the first element */
+    uint64_t key;    /* target registration (its fi_mr_key) */
+    uint64_t cookie; /* names the request in the response */
+    uint32_t count;  /* elements (>= 1) */
+    uint8_t op;      /* enum fi_op */
+    uint8_t datatype;/* enum fi_datatype */
+    uint8_t flags;   /* enum mfi_amo_flags */
+    uint8_t rsvd;
+};
+
+struct mfi_amo_resp {
+    uint64_t cookie; /* from the request */
+    uint32_t status; /* 0, or a positive FI_E* error (FI_EACCES, FI_EINVAL,
+                        FI_EOPNOTSUPP) */
+    uint32_t rsvd;
+};
+
+/* Bytes of one element of wire datatype dt (0: unknown), and how many
+ * arrays of count elements an ATOMIC of op carries (0, 1 or 2). */
+size_t mfi_amo_dt_size(unsigned dt);
+unsigned mfi_amo_operands(unsigned op);
+
 /* --- decoding (mroce_proto.c) ---
  *
  * Everything the provider reads from a received SEND goes through these
@@ -115,12 +158,18 @@ struct mfi_pkt {
     size_t plen;            /* bytes after the header */
     struct mfi_rts rts;     /* RTS kinds */
     struct mfi_fin fin;     /* FIN */
+    struct mfi_amo amo;     /* ATOMIC (payload/plen: past it, the values) */
+    struct mfi_amo_resp amo_resp; /* ATOMIC_RESP (payload/plen: past it) */
 };
 
 /* Decodes buf[0..len): 0, or a negative enum mfi_parse_err (out is then
  * unspecified).  Accepts: HELLO with any payload (see mfi_proto_hello),
  * MSG/TAGGED whose hdr.len equals the payload, RTS_* with a whole mfi_rts
- * and hdr.len <= MFI_PROTO_MAX_MSG, FIN with a whole mfi_fin. */
+ * and hdr.len <= MFI_PROTO_MAX_MSG, FIN with a whole mfi_fin, ATOMIC with
+ * a whole mfi_amo of a known op and datatype, count >= 1 and exactly the
+ * operand bytes that op and count need after it, ATOMIC_RESP with a whole
+ * mfi_amo_resp; for both hdr.len equals the bytes after the header.  For
+ * the atomic kinds payload/plen then describe the values after the body. */
 int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out);
 
 /* A HELLO's payload: the sender's name, an AF_INET or AF_INET6 sockaddr

@@ -9,9 +9,13 @@
 #     PROVIDER       for mtl_ofi_provider_include: mroce, "tcp;ofi_rxm", ...
 #     MPI_CHECK      the mpi_check program; default: built here with mpicc
 #   e.g.  tests/mpi/run_mpi.sh build/prov/libmroce-fi.so mroce
+#         MPI_OSC=1 tests/mpi/run_mpi.sh build/prov/libmroce-fi.so mroce build/tests/mpi/mpi_osc
 #         tests/mpi/run_mpi.sh - "tcp;ofi_rxm"
 #   env:  NP=4  MPI_CHECK_TIMEOUT=240 (s, per rank)  MPI_NETNS=auto|1|0
 #         MPI_EXTRA="..." (more mpirun arguments)
+#         MPI_OSC=1: one-sided (MPI_CHECK is then mpi_osc): Open MPI's
+#         default osc, rdma, over btl ofi and the same provider
+#         (btl ofi,self; btl_ofi_provider_include; osc_rdma_btls ofi)
 # Exit status: 0 passed, 1 failed, 77 skipped (the provider library,
 # mpirun or mpicc is missing; CTest's SKIP_RETURN_CODE).
 #
@@ -28,7 +32,7 @@
 #    and PMIx, whose server listens on 127.0.0.1 only by default.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,21p' "$0" >&2; exit 2; }
 ppath=$1
 prov=$2
 check=${3:-}
@@ -110,11 +114,16 @@ fi
 [ -n "${MROCE_FAULT:-}" ] && echo "run_mpi: MROCE_FAULT=$MROCE_FAULT"
 [ -n "${MPI_CHECK_TESTS:-}" ] && echo "run_mpi: MPI_CHECK_TESTS=$MPI_CHECK_TESTS"
 echo "run_mpi: $np ranks, pml cm, mtl ofi, provider $prov${ppath:+, FI_PROVIDER_PATH=$ppath}, $([ $netns = 1 ] && echo 'private network namespace (lo only)' || echo 'host network, loopback only')"
-# shellcheck disable=SC2086 # MPI_EXTRA is a list of arguments
+btl="--mca btl self"
+if [ "${MPI_OSC:-0}" = 1 ]; then
+    btl="--mca btl ofi,self --mca btl_ofi_provider_include $prov --mca osc rdma --mca osc_rdma_btls ofi"
+    echo "run_mpi: one-sided: osc rdma over btl ofi, provider $prov"
+fi
+# shellcheck disable=SC2086 # MPI_EXTRA and btl are lists of arguments
 in_ns timeout -k 10 $((MPI_CHECK_TIMEOUT + 30)) \
     mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" \
     --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$prov" \
-    --mca btl self --mca btl_tcp_if_include lo \
+    $btl --mca btl_tcp_if_include lo \
     --mca oob_tcp_if_include lo --mca mpi_yield_when_idle 1 \
     ${MPI_EXTRA:-} "$check"
 rc=$?
