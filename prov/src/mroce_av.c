@@ -81,14 +81,24 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count,
     size_t stride = av->dom->addr_format == FI_SOCKADDR_IN6
                         ? sizeof(struct sockaddr_in6)
                         : sizeof(struct sockaddr_in);
+    /* FI_SYNC_ERR: context is an int per address, set to 0 or the
+     * (positive) fi_errno of its failure. */
+    int *sync_err = (flags & FI_SYNC_ERR) ? context : NULL;
+    if ((flags & FI_SYNC_ERR) && !context)
+        return -FI_EINVAL;
+    if (flags & ~(uint64_t)(FI_MORE | FI_SYNC_ERR))
+        return -FI_EBADFLAGS;
     int ok = 0;
     mfi_lock(av->dom);
     for (size_t i = 0; i < count; i++) {
         const struct sockaddr *sa =
             (const struct sockaddr *)((const char *)addr + i * stride);
         fi_addr_t a = FI_ADDR_NOTAVAIL;
-        if (av_add(av, sa, &a) == 0)
+        int rc = av_add(av, sa, &a);
+        if (rc == 0)
             ok++;
+        if (sync_err)
+            sync_err[i] = -rc;
         if (fi_addr)
             fi_addr[i] = a;
     }
@@ -196,7 +206,15 @@ static struct fi_ops av_fi_ops = {
     .bind = mfi_no_bind,
     .control = mfi_no_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
+
+static int av_no_set(struct fid_av *av, struct fi_av_set_attr *attr,
+                     struct fid_av_set **av_set, void *context)
+{
+    return -FI_ENOSYS; /* no collectives */
+}
 
 static struct fi_ops_av av_ops = {
     .size = sizeof(struct fi_ops_av),
@@ -206,6 +224,7 @@ static struct fi_ops_av av_ops = {
     .remove = av_remove,
     .lookup = av_lookup,
     .straddr = av_straddr,
+    .av_set = av_no_set,
 };
 
 int mfi_av_open(struct fid_domain *fd, struct fi_av_attr *attr,

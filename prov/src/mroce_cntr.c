@@ -167,6 +167,8 @@ static struct fi_ops cntr_fi_ops = {
     .bind = mfi_no_bind,
     .control = mfi_no_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
 
 static struct fi_ops_cntr cntr_ops = {
@@ -347,6 +349,8 @@ static struct fi_ops poll_fi_ops = {
     .bind = mfi_no_bind,
     .control = mfi_no_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
 
 static struct fi_ops_poll poll_ops = {

@@ -146,12 +146,15 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf,
 static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
                             fi_addr_t *src, const void *cond, int timeout)
 {
+    struct mfi_cq *cq = (struct mfi_cq *)fcq;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         ssize_t rc = cq_readfrom(fcq, buf, count, src);
         if (rc != -FI_EAGAIN)
             return rc;
+        if (atomic_exchange(&cq->signaled, 0))
+            return -FI_EAGAIN; /* woken by fi_cq_signal */
         clock_gettime(CLOCK_MONOTONIC, &t);
         long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
         if (timeout >= 0 && ms >= timeout)
@@ -166,7 +169,13 @@ static ssize_t cq_sread(struct fid_cq *fcq, void *buf, size_t count,
     return cq_sreadfrom(fcq, buf, count, NULL, cond, timeout);
 }
 
-static int cq_signal(struct fid_cq *fcq) { return 0; }
+/* Wakes the thread blocked in fi_cq_sread on this CQ, or, if none is, the
+ * next one to block (the signal is not lost in between). */
+static int cq_signal(struct fid_cq *fcq)
+{
+    atomic_store(&((struct mfi_cq *)fcq)->signaled, 1);
+    return 0;
+}
 
 static const char *cq_strerror(struct fid_cq *fcq, int prov_errno,
                                const void *err_data, char *buf, size_t len)
@@ -209,6 +218,8 @@ static struct fi_ops cq_fi_ops = {
     .bind = mfi_no_bind,
     .control = mfi_no_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
 
 static struct fi_ops_cq cq_ops = {

@@ -233,6 +233,8 @@ static struct fi_ops domain_fi_ops = {
     .bind = mfi_no_bind,
     .control = mfi_no_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
 
 static int no_sep(struct fid_domain *domain, struct fi_info *info,
@@ -253,6 +255,21 @@ static int no_srx(struct fid_domain *domain, struct fi_rx_attr *attr,
     return -FI_ENOSYS;
 }
 
+static int no_collective(struct fid_domain *domain, enum fi_collective_op coll,
+                         struct fi_collective_attr *attr, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+/* fi_endpoint2 (endpoint flags such as FI_PEER): no flags are known. */
+static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info,
+                            struct fid_ep **ep, uint64_t flags, void *context)
+{
+    if (flags)
+        return -FI_EBADFLAGS;
+    return mfi_ep_open(domain, info, ep, context);
+}
+
 static struct fi_ops_domain domain_ops = {
     .size = sizeof(struct fi_ops_domain),
     .av_open = mfi_av_open,
@@ -264,6 +281,8 @@ static struct fi_ops_domain domain_ops = {
     .stx_ctx = no_stx,
     .srx_ctx = no_srx,
     .query_atomic = mfi_query_atomic,
+    .query_collective = no_collective,
+    .endpoint2 = domain_endpoint2,
 };
 
 static struct fi_ops_mr domain_mr_ops = {

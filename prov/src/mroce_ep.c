@@ -588,6 +588,8 @@ static struct fi_ops ep_fi_ops = {
     .bind = ep_bind,
     .control = ep_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
 
 static ssize_t ep_cancel(fid_t fid, void *context)
@@ -642,11 +644,28 @@ static ssize_t ep_tx_size_left(struct fid_ep *fep)
     return MFI_TX_SIZE > ep->tx_inflight ? MFI_TX_SIZE - ep->tx_inflight : 0;
 }
 
+/* No transmit or receive contexts of their own (tx_ctx_cnt 1). */
+static int ep_no_tx_ctx(struct fid_ep *sep, int index,
+                        struct fi_tx_attr *attr, struct fid_ep **tx_ep,
+                        void *context)
+{
+    return -FI_ENOSYS;
+}
+
+static int ep_no_rx_ctx(struct fid_ep *sep, int index,
+                        struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+                        void *context)
+{
+    return -FI_ENOSYS;
+}
+
 static struct fi_ops_ep ep_ops = {
     .size = sizeof(struct fi_ops_ep),
     .cancel = ep_cancel,
     .getopt = ep_getopt,
     .setopt = ep_setopt,
+    .tx_ctx = ep_no_tx_ctx,
+    .rx_ctx = ep_no_rx_ctx,
     .rx_size_left = ep_rx_size_left,
     .tx_size_left = ep_tx_size_left,
 };
@@ -674,11 +693,53 @@ static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
     return -FI_ENOSYS;
 }
 
+/* Connection management belongs to FI_EP_MSG; an RDM endpoint connects
+ * on its own (mroce_conn.c), so these have nothing to do.  fi_shutdown is
+ * what portable code calls on any endpoint before closing it. */
+static int ep_no_connect(struct fid_ep *ep, const void *addr,
+                         const void *param, size_t paramlen)
+{
+    return -FI_ENOSYS;
+}
+
+static int ep_no_listen(struct fid_pep *pep)
+{
+    return -FI_ENOSYS;
+}
+
+static int ep_no_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+    return -FI_ENOSYS;
+}
+
+static int ep_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+                        size_t paramlen)
+{
+    return -FI_ENOSYS;
+}
+
+static int ep_no_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+    return -FI_ENOSYS;
+}
+
+static int ep_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+                      struct fid_mc **mc, void *context)
+{
+    return -FI_ENOSYS;
+}
+
 static struct fi_ops_cm ep_cm_ops = {
     .size = sizeof(struct fi_ops_cm),
     .setname = ep_setname,
     .getname = ep_getname,
     .getpeer = ep_getpeer,
+    .connect = ep_no_connect,
+    .listen = ep_no_listen,
+    .accept = ep_no_accept,
+    .reject = ep_no_reject,
+    .shutdown = ep_no_shutdown,
+    .join = ep_no_join,
 };
 
 int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
@@ -718,6 +779,7 @@ int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
     ep->ep.tagged = &mfi_tagged_ops;
     ep->ep.rma = &mfi_rma_ops;
     ep->ep.atomic = &mfi_atomic_ops;
+    ep->ep.collective = &mfi_coll_ops;
     d->ep = ep;
     d->refs++;
     mfi_unlock(d);

@@ -126,6 +126,8 @@ static struct fi_ops eq_fi_ops = {
     .bind = mfi_no_bind,
     .control = mfi_no_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
 
 static struct fi_ops_eq eq_ops = {

@@ -26,6 +26,17 @@ int mfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
     return -FI_ENOSYS;
 }
 
+int mfi_no_tostr(const struct fid *fid, char *buf, size_t len)
+{
+    return -FI_ENOSYS;
+}
+
+int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
+                   void *ops, void *context)
+{
+    return -FI_ENOSYS;
+}
+
 static int fabric_close(struct fid *fid)
 {
     struct mfi_fabric *f = (struct mfi_fabric *)fid;
@@ -41,6 +52,8 @@ static struct fi_ops fabric_fi_ops = {
     .bind = mfi_no_bind,
     .control = mfi_no_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
 
 static int no_wait(struct fid_fabric *fabric, struct fi_wait_attr *attr,
@@ -62,6 +75,16 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids,
     return -FI_EAGAIN;
 }
 
+/* fi_domain2 (domain flags such as FI_PEER): no flags are known. */
+static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info,
+                          struct fid_domain **dom, uint64_t flags,
+                          void *context)
+{
+    if (flags)
+        return -FI_EBADFLAGS;
+    return mfi_domain_open(fabric, info, dom, context);
+}
+
 static struct fi_ops_fabric fabric_ops = {
     .size = sizeof(struct fi_ops_fabric),
     .domain = mfi_domain_open,
@@ -69,6 +92,7 @@ static struct fi_ops_fabric fabric_ops = {
     .eq_open = mfi_eq_open,
     .wait_open = no_wait,
     .trywait = fabric_trywait,
+    .domain2 = fabric_domain2,
 };
 
 int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,

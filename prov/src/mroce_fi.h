@@ -29,6 +29,7 @@
  *   mroce_tagged.c     FI_TAGGED entry points, peek/claim
  *   mroce_rma.c        FI_RMA: read, write, writedata
  *   mroce_atomic.c     FI_ATOMIC: executed by the target's provider
+ *   mroce_coll.c       FI_COLLECTIVE entry points (all -FI_ENOSYS)
  *   mroce_tag_match.c  matching queues (pure data structure)
  *   mroce_cntr.c       counters and poll sets
  *   mroce_mrecv.c      FI_MULTI_RECV buffers
@@ -189,6 +190,8 @@ struct mfi_cq {
                                    on the next read, as err_data lives
                                    until then) */
     int users;            /* endpoints bound */
+    atomic_int signaled;  /* fi_cq_signal: the next (or current) blocking
+                             read returns -FI_EAGAIN at once */
 };
 int mfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr,
                 struct fid_cq **cq, void *context);
@@ -555,6 +558,8 @@ int mfi_mrecv_parent_done(struct mfi_op *op);
 /* --- mroce_tagged.c, mroce_rma.c --- */
 extern struct fi_ops_tagged mfi_tagged_ops;
 extern struct fi_ops_rma mfi_rma_ops;
+/* mroce_coll.c: every entry -FI_ENOSYS (no FI_COLLECTIVE). */
+extern struct fi_ops_collective mfi_coll_ops;
 /* A remote write with immediate data consumed bounce buffer b. */
 void mfi_rma_rx_imm(struct mfi_ep *ep, struct mfi_buf *b,
                     const struct mroce_wc *wc);
@@ -594,6 +599,9 @@ int mfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int mfi_no_control(struct fid *fid, int command, void *arg);
 int mfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
                     void **ops, void *context);
+int mfi_no_tostr(const struct fid *fid, char *buf, size_t len);
+int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
+                   void *ops, void *context);
 
 #pragma GCC visibility pop
 

@@ -56,6 +56,16 @@ struct mfi_params mfi_param = {
 #define MFI_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* Keys are the engine's rkeys and remote addresses virtual addresses. */
 #define MFI_MR_MODE (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
+/* The capabilities that put keys and addresses on the wire, and so need
+ * FI_MR_PROV_KEY | FI_MR_VIRT_ADDR from the application. */
+#define MFI_RMA_CAPS                                                         \
+    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |              \
+     FI_REMOTE_WRITE)
+/* Ordering: one QP carries an endpoint's traffic to a peer, and its
+ * messages are matched in order (send after send); nothing else is
+ * promised, and completions come in no particular order. */
+#define MFI_MSG_ORDER FI_ORDER_SAS
+#define MFI_COMP_ORDER FI_ORDER_NONE
 
 static void define_params(void)
 {
@@ -203,6 +213,15 @@ static int check_hints(const struct fi_info *h)
         return 0;
     if (h->caps & ~MFI_CAPS)
         return -FI_ENODATA;
+    /* Orderings asked for must all be given (fi_getinfo(3)). */
+    if (h->tx_attr && ((h->tx_attr->msg_order & ~(uint64_t)MFI_MSG_ORDER) ||
+                       (h->tx_attr->comp_order & ~(uint64_t)MFI_COMP_ORDER) ||
+                       (h->tx_attr->caps & ~MFI_CAPS)))
+        return -FI_ENODATA;
+    if (h->rx_attr && ((h->rx_attr->msg_order & ~(uint64_t)MFI_MSG_ORDER) ||
+                       (h->rx_attr->comp_order & ~(uint64_t)MFI_COMP_ORDER) ||
+                       (h->rx_attr->caps & ~MFI_CAPS)))
+        return -FI_ENODATA;
     if (h->ep_attr && h->ep_attr->type != FI_EP_UNSPEC &&
         h->ep_attr->type != FI_EP_RDM)
         return -FI_ENODATA;
@@ -228,18 +247,53 @@ static int check_hints(const struct fi_info *h)
         if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_TABLE &&
             d->av_type != FI_AV_MAP)
             return -FI_ENODATA;
-        /* RMA needs the application to accept provider keys and virtual
-         * addresses (FI_MR_BASIC means both).  Without RMA nothing of the
-         * application's memory is ever accessed remotely, so any mode
-         * works. */
-        if ((h->caps & (FI_RMA | FI_ATOMIC)) && d->mr_mode != FI_MR_UNSPEC &&
-            d->mr_mode != FI_MR_BASIC &&
-            (d->mr_mode & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)) !=
-                (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR))
-            return -FI_ENODATA;
         if (d->cq_data_size > 4)
             return -FI_ENODATA;
     }
+    return 0;
+}
+
+/* The memory registration mode: the bits the provider needs of those the
+ * application accepts (hints), never one it did not set.
+ *   API < 1.5: the old enum; FI_MR_UNSPEC means FI_MR_BASIC, which is what
+ *     the provider does (provider keys, virtual addresses, allocated).
+ *   API >= 1.5: a bitmask.  FI_MR_BASIC alone is still the old mode;
+ *     FI_MR_SCALABLE (application keys, offsets) is refused.  The RMA
+ *     capabilities need FI_MR_PROV_KEY | FI_MR_VIRT_ADDR: an application
+ *     that accepts neither gets an fi_info without them, unless it asked
+ *     for them (then there is none).  FI_MR_ALLOCATED is passed on if set
+ *     (registrations of unmapped memory fail anyway).
+ * -FI_ENODATA if no mode fits; *caps may lose the RMA capabilities. */
+static int pick_mr_mode(uint32_t version, const struct fi_info *hints,
+                        uint64_t *caps, int *mode)
+{
+    const struct fi_domain_attr *hd = hints ? hints->domain_attr : NULL;
+    int want = hd ? hd->mr_mode : FI_MR_UNSPEC;
+    if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
+        if (want != FI_MR_UNSPEC && want != FI_MR_BASIC)
+            return -FI_ENODATA;
+        *mode = FI_MR_BASIC;
+        return 0;
+    }
+    if (!hd) {
+        *mode = MFI_MR_MODE;
+        return 0;
+    }
+    if (want & FI_MR_SCALABLE)
+        return -FI_ENODATA;
+    if (want & FI_MR_BASIC) {
+        if (want != FI_MR_BASIC)
+            return -FI_ENODATA;
+        *mode = FI_MR_BASIC;
+        return 0;
+    }
+    const int need = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
+    if ((*caps & MFI_RMA_CAPS) && (want & need) != need) {
+        if (hints->caps & MFI_RMA_CAPS)
+            return -FI_ENODATA;
+        *caps &= ~(uint64_t)MFI_RMA_CAPS;
+    }
+    *mode = ((*caps & MFI_RMA_CAPS) ? need : 0) | (want & FI_MR_ALLOCATED);
     return 0;
 }
 
@@ -307,6 +361,11 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     if (!hints || !hints->caps || (hints->caps & FI_DIRECTED_RECV))
         caps |= FI_DIRECTED_RECV;
     caps &= MFI_CAPS;
+    int mr_mode = 0;
+    if ((rc = pick_mr_mode(version, hints, &caps, &mr_mode))) {
+        fi_freeinfo(fi);
+        return rc;
+    }
 
     fi->caps = caps;
     fi->mode = 0; /* FI_CONTEXT/FI_CONTEXT2 welcome, not required */
@@ -323,23 +382,26 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     }
 
     struct fi_tx_attr *tx = fi->tx_attr;
+    /* Domain capabilities (FI_LOCAL_COMM, FI_REMOTE_COMM) stay out of the
+     * tx and rx attributes. */
     tx->caps = caps & ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
-                        FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
+                        FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV |
+                        MFI_DOMAIN_CAPS);
     tx->mode = 0;
     tx->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
-    tx->msg_order = FI_ORDER_SAS;
-    tx->comp_order = FI_ORDER_NONE;
+    tx->msg_order = MFI_MSG_ORDER;
+    tx->comp_order = MFI_COMP_ORDER;
     tx->inject_size = (size_t)mfi_param.eager_size;
     tx->size = MFI_TX_SIZE;
     tx->iov_limit = MFI_IOV_LIMIT;
     tx->rma_iov_limit = 1;
 
     struct fi_rx_attr *rx = fi->rx_attr;
-    rx->caps = caps & ~(FI_SEND | FI_READ | FI_WRITE);
+    rx->caps = caps & ~(FI_SEND | FI_READ | FI_WRITE | MFI_DOMAIN_CAPS);
     rx->mode = 0;
     rx->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
-    rx->msg_order = FI_ORDER_SAS;
-    rx->comp_order = FI_ORDER_NONE;
+    rx->msg_order = MFI_MSG_ORDER;
+    rx->comp_order = MFI_COMP_ORDER;
     rx->total_buffered_recv =
         (size_t)mfi_param.unexp_max * (size_t)mfi_param.eager_size;
     rx->size = MFI_RX_SIZE;
@@ -373,14 +435,7 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
         d->control_progress = FI_PROGRESS_AUTO; /* the same thread */
     d->resource_mgmt = FI_RM_ENABLED;
     d->av_type = hd && hd->av_type != FI_AV_UNSPEC ? hd->av_type : FI_AV_UNSPEC;
-    if (caps & (FI_RMA | FI_ATOMIC))
-        d->mr_mode = MFI_MR_MODE;
-    else
-        d->mr_mode = hd && hd->mr_mode != FI_MR_BASIC && hd->mr_mode != FI_MR_SCALABLE
-                         ? hd->mr_mode & MFI_MR_MODE
-                         : MFI_MR_MODE;
-    if (hd && hd->mr_mode == FI_MR_BASIC)
-        d->mr_mode = FI_MR_BASIC;
+    d->mr_mode = mr_mode;
     d->mr_key_size = 4;
     d->cq_data_size = 4;
     d->cq_cnt = 64;
@@ -400,7 +455,6 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     fi->fabric_attr->name = strdup(MFI_NAME);
     fi->fabric_attr->prov_version = MFI_VERSION;
     fi->fabric_attr->api_version = MFI_FI_VERSION;
-    (void)version;
     *info = fi;
     return 0;
 }

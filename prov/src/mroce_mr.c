@@ -56,6 +56,8 @@ static struct fi_ops mr_fi_ops = {
     .bind = mr_bind,
     .control = mr_control,
     .ops_open = mfi_no_ops_open,
+    .tostr = mfi_no_tostr,
+    .ops_set = mfi_no_ops_set,
 };
 
 int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,

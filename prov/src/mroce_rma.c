@@ -7,8 +7,11 @@
  *
  * Local buffers: the lkey of the fi_mr passed as desc, else the buffer is
  * registered for the operation.  Writes of up to 256 bytes from one iov go
- * inline (copied at post time), which is also what makes fi_inject_write
- * safe to return at once.
+ * inline (copied at post time).  An inject (fi_inject_write[data], or
+ * FI_INJECT on writemsg) leaves the caller's buffer free at return: up to
+ * MROCE_MAX_INLINE bytes from one iov go inline, anything else up to
+ * inject_size (the eager size) is copied into a bounce buffer that the
+ * WRITE is posted from and that returns to the pool on its completion.
  *
  * fi_writedata: the immediate (cq_data_size 4) consumes a bounce buffer
  * at the target, which reports it as an FI_REMOTE_CQ_DATA completion.
@@ -32,9 +35,11 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
     size_t len = 0;
     for (size_t i = 0; i < count; i++)
         len += iov[i].iov_len;
+    int copy = write && (inject || (flags & FI_INJECT));
+    if (copy && len > (size_t)mfi_param.eager_size)
+        return -FI_EMSGSIZE; /* tx_attr->inject_size */
     int inl = write && count == 1 && len <= MROCE_MAX_INLINE;
-    if (inject && !inl)
-        return -FI_EMSGSIZE;
+    int bounce = copy && !inl;
     if (ep->tx_inflight >= MFI_TX_SIZE) {
         mfi_ep_progress(ep);
         if (ep->tx_inflight >= MFI_TX_SIZE)
@@ -55,8 +60,21 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
     op->nocomp = inject || (ep->tx_selective && !(flags & FI_COMPLETION));
     op->len = len;
     struct mroce_sge sge[MFI_IOV_LIMIT];
+    struct mfi_buf *b = NULL;
+    if (bounce) {
+        if (!(b = mfi_buf_get(ep, 0))) {
+            mfi_op_put(ep, op);
+            return -FI_EAGAIN;
+        }
+        mfi_copy_from_iov(b->data, iov, count, len);
+        b->op = op; /* the WRITE's completion completes the request */
+        sge[0].addr = (uintptr_t)b->data;
+        sge[0].length = (uint32_t)len;
+        sge[0].lkey = b->lkey;
+        count = 1;
+    }
     int rc = 0;
-    for (size_t i = 0; i < count && !rc; i++) {
+    for (size_t i = 0; i < count && !rc && !b; i++) {
         sge[i].addr = (uintptr_t)iov[i].iov_base;
         sge[i].length = (uint32_t)iov[i].iov_len;
         sge[i].lkey = 0;
@@ -74,7 +92,8 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
         return rc;
     }
     struct mroce_send_wr wr = {
-        .wr_id = (uintptr_t)op, .sg_list = sge, .num_sge = (int)count,
+        .wr_id = b ? (uintptr_t)b : (uintptr_t)op, .sg_list = sge,
+        .num_sge = (int)count,
         .opcode = !write ? MROCE_WR_READ
                   : (flags & FI_REMOTE_CQ_DATA) ? MROCE_WR_WRITE_WITH_IMM
                                                 : MROCE_WR_WRITE,
@@ -83,6 +102,8 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
         .rkey = (uint32_t)key};
     rc = mroce_post_send(c->qp, &wr, NULL);
     if (rc < 0) {
+        if (b)
+            mfi_buf_put(ep, b);
         mfi_op_put(ep, op);
         return mfi_errno(rc);
     }
