@@ -116,14 +116,17 @@ static void test_checks(mroce_pd *pd)
 
     CHECK(munmap(p, 3 * pg) == 0);
 
-    /* A large region: one mapping, whatever its size (nothing touched). */
+    /* A large region: one mapping, whatever its size (nothing touched).
+     * The page after it is made PROT_NONE here, so a range running past
+     * the end meets an unreadable page whatever else the process maps. */
     size_t big = (size_t)1 << 30;
-    uint8_t *b = mmap(NULL, big, PROT_READ | PROT_WRITE,
+    uint8_t *b = mmap(NULL, big + pg, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (CHECK(b != MAP_FAILED)) {
+        CHECK(mprotect(b + big, pg, PROT_NONE) == 0);
         CHECK_EQ_INT(reg(pd, b, big, LW | RW | RR | RA), 0);
         CHECK_EQ_INT(reg(pd, b + big - pg, 2 * pg, LW), MROCE_EFAULT);
-        CHECK(munmap(b, big) == 0);
+        CHECK(munmap(b, big + pg) == 0);
     }
 
     /* Many mappings (alternating protections, so none merge): the text
