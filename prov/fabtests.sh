@@ -166,7 +166,7 @@ CASES=(
     "c|fi_rma_bw -e rdm -o writedata -S all -v -I 10"
     "c|fi_rma_bw -e rdm -o write -I 5 -S 1024"
     "c|fi_rma_bw -e rdm -o writedata -I 5 -S 1024"
-    "c|fi_rdm_atomic -o all -S all -v -I 5"
+    "c|fi_rdm_atomic -o all -S all -I 5"
     # issue 16's large and unexpected-message cases
     "c|fi_rdm_tagged_bw -W 256 -S 8388608 -v -I 256"
     "c|fi_unexpected_msg -e rdm -M 1100 -I 3"
