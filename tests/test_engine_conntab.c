@@ -17,38 +17,11 @@
 
 #include <mroce/wire.h>
 
-#include "engine_int.h"
-#include "testutil.h"
+#include "engine_end.h"
 
 #define NQP 500   /* client QPs; named listeners get NAMED of them */
 #define NAMED 400
 #define MAXQ 600  /* not a power of two: the table rounds up */
-
-struct end {
-    mroce_ep *ep;
-    mroce_cq *cq;
-    struct mroce_addr addr;
-    uint64_t seed;
-};
-
-static int end_new(struct end *e, uint8_t id)
-{
-    struct mroce_ep_config c;
-    mroce_ep_config_default(&c);
-    c.mem.calloc = testutil_calloc;
-    c.mem.free = testutil_free;
-    c.rand = testutil_rand_bytes;
-    e->seed = 1000 + id;
-    c.rand_user = &e->seed;
-    c.max_qps = MAXQ;
-    memset(&e->addr, 0, sizeof(e->addr));
-    e->addr.len = 6;
-    e->addr.data[0] = 10;
-    e->addr.data[3] = id;
-    if (mroce_ep_new(&e->ep, &c) < 0)
-        return -1;
-    return mroce_cq_new(e->ep, 4096, &e->cq);
-}
 
 static mroce_qp *qp_new(struct end *e)
 {
@@ -186,7 +159,8 @@ static void check_all_keys(struct end *srv, struct end *cli, mroce_qp **client)
 int main(void)
 {
     struct end cli, srv;
-    if (!CHECK(end_new(&cli, 1) == 0) || !CHECK(end_new(&srv, 2) == 0))
+    if (!CHECK(end_new(&cli, 1, 1001, MAXQ, 4096) == 0) ||
+        !CHECK(end_new(&srv, 2, 1002, MAXQ, 4096) == 0))
         return TESTUTIL_SUMMARY("test_engine_conntab");
     static mroce_qp *client[NQP], *server[NQP];
     int ok = 1;

@@ -18,34 +18,7 @@
 
 #include <mroce/wire.h>
 
-#include "engine_int.h"
-#include "testutil.h"
-
-struct end {
-    mroce_ep *ep;
-    mroce_cq *cq;
-    struct mroce_addr addr;
-    uint64_t seed;
-};
-
-static int end_new(struct end *e, uint8_t id)
-{
-    struct mroce_ep_config c;
-    mroce_ep_config_default(&c);
-    c.mem.calloc = testutil_calloc;
-    c.mem.free = testutil_free;
-    c.rand = testutil_rand_bytes;
-    e->seed = 2000 + id;
-    c.rand_user = &e->seed;
-    c.max_qps = 8;
-    memset(&e->addr, 0, sizeof(e->addr));
-    e->addr.len = 6;
-    e->addr.data[0] = 10;
-    e->addr.data[3] = id;
-    if (mroce_ep_new(&e->ep, &c) < 0)
-        return -1;
-    return mroce_cq_new(e->ep, 64, &e->cq);
-}
+#include "engine_end.h"
 
 static mroce_qp *qp_new(struct end *e, uint16_t mtu, mroce_tstamp ack_delay,
                         mroce_tstamp max_rto)
@@ -158,7 +131,8 @@ static uint64_t drop_invalid(const mroce_qp *qp)
 int main(void)
 {
     struct end a, b;
-    if (!CHECK(end_new(&a, 1) == 0) || !CHECK(end_new(&b, 2) == 0))
+    if (!CHECK(end_new(&a, 1, 2001, 8, 64) == 0) ||
+        !CHECK(end_new(&b, 2, 2002, 8, 64) == 0))
         return TESTUTIL_SUMMARY("test_engine_handshake");
     uint32_t req_mad, resp_mad;
 
