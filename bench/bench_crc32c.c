@@ -4,14 +4,14 @@
  * Every packet is CRC32C-checked over its whole length twice (seal and
  * check), so the CRC sets a floor under the engine's per-byte cost.  This
  * times each path the CPU supports (table, sse4.2 three-way crc32, pclmul
- * 4x128-bit folding, vpclmul 4x512-bit folding) and mroce_crc32c() itself,
+ * 4x128-bit folding, vpclmul 4x512-bit folding) and mrw_crc32c() itself,
  * which dispatches by CPU and length, on one in-cache buffer at the sizes
  * that matter (64 B acks, 128 B small packets, 512 B, 4 KiB and 8 KiB
  * payloads), with memcpy over the same sizes as a yardstick for what the
  * machine moves per second.  A second table shows packet lengths (never a
  * multiple of 64) on misaligned buffers, where the folding paths' tail and
  * alignment handling shows; a third the latency of one call, which is what
- * a single small packet waits for and what set mroce_crc32c()'s length
+ * a single small packet waits for and what set mrw_crc32c()'s length
  * thresholds.
  *
  * Calls are independent (each starts from 0; the results are xored into a
@@ -33,13 +33,13 @@ typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
 static const struct path {
     const char *name;
     crc_fn fn;
-    unsigned needs; /* mroce_crc32c_features() bits; 0 = runs anywhere */
+    unsigned needs; /* mrw_crc32c_features() bits; 0 = runs anywhere */
 } paths[] = {
-    {"table", mroce_crc32c_sw, 0},
-    {"sse4.2", mroce_crc32c_sse42, MROCE_CRC32C_SSE42},
-    {"pclmul", mroce_crc32c_pclmul, MROCE_CRC32C_PCLMUL},
-    {"vpclmul", mroce_crc32c_vpclmul, MROCE_CRC32C_VPCLMUL},
-    {"dispatch", mroce_crc32c, 0},
+    {"table", mrw_crc32c_sw, 0},
+    {"sse4.2", mrw_crc32c_sse42, MROCE_CRC32C_SSE42},
+    {"pclmul", mrw_crc32c_pclmul, MROCE_CRC32C_PCLMUL},
+    {"vpclmul", mrw_crc32c_vpclmul, MROCE_CRC32C_VPCLMUL},
+    {"dispatch", mrw_crc32c, 0},
 };
 #define NPATHS (sizeof paths / sizeof paths[0])
 
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
     static const size_t pkts[] = {124, 4156, 8252};
     static const size_t offs[] = {0, 1, 16, 33};
     static const size_t lat[] = {16, 48, 64, 124, 128, 256, 512, 4156};
-    unsigned feat = mroce_crc32c_features();
+    unsigned feat = mrw_crc32c_features();
     uint8_t *buf = aligned_alloc(64, 8192 + 128);
     uint8_t *dst = aligned_alloc(64, 8192 + 128);
     char label[32];
@@ -172,7 +172,7 @@ int main(int argc, char **argv)
     memset(dst, 0, 8192 + 128);
 
     printf("CRC32C GB/s, in cache, 64-byte aligned buffer "
-           "(dispatch = mroce_crc32c)\n");
+           "(dispatch = mrw_crc32c)\n");
     header(feat, "bytes", 1);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         snprintf(label, sizeof label, "%zu", sizes[i]);

@@ -60,9 +60,9 @@ static double memcpy_gbps(size_t len, double secs)
 
 /* --- a pair of engines joined by the direct wire --- */
 struct pair {
-    mroce_ep *ep[2];
-    mroce_cq *scq[2], *rcq[2];
-    mroce_qp *qp[2];
+    mre_ep *ep[2];
+    mre_cq *scq[2], *rcq[2];
+    mre_qp *qp[2];
     uint64_t rnd;
     mroce_tstamp now;
     uint64_t pkts[2];
@@ -87,8 +87,8 @@ static int interleave;
 static uint64_t pump_one(struct pair *p, int s, int max)
 {
     static uint8_t buf[MROCE_MAX_PKT_LEN];
-    struct mroce_tx_info ti;
-    struct mroce_rx_info ri;
+    struct mre_tx_info ti;
+    struct mre_rx_info ri;
     memset(&ri, 0, sizeof(ri));
     ri.ecn = MROCE_ECN_ECT0;
     ri.from.len = 1;
@@ -96,8 +96,8 @@ static uint64_t pump_one(struct pair *p, int s, int max)
     uint64_t moved = 0;
     int n;
     while ((max < 0 || (int)moved < max) &&
-           (n = mroce_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) > 0) {
-        mroce_ep_recv(p->ep[!s], buf, (size_t)n, &ri, p->now);
+           (n = mre_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) > 0) {
+        mre_ep_recv(p->ep[!s], buf, (size_t)n, &ri, p->now);
         p->pkts[s]++;
         moved++;
     }
@@ -119,15 +119,15 @@ static uint64_t pump(struct pair *p)
     static uint8_t buf[MROCE_MAX_PKT_LEN];
     uint64_t moved = 0;
     for (int s = 0; s < 2; s++) {
-        struct mroce_tx_info ti;
-        struct mroce_rx_info ri;
+        struct mre_tx_info ti;
+        struct mre_rx_info ri;
         memset(&ri, 0, sizeof(ri));
         ri.ecn = MROCE_ECN_ECT0;
         int n;
-        while ((n = mroce_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) > 0) {
+        while ((n = mre_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) > 0) {
             ri.from.len = 1;
             ri.from.data[0] = (uint8_t)s;
-            mroce_ep_recv(p->ep[!s], buf, (size_t)n, &ri, p->now);
+            mre_ep_recv(p->ep[!s], buf, (size_t)n, &ri, p->now);
             p->pkts[s]++;
             moved++;
         }
@@ -141,16 +141,16 @@ static void pair_new(struct pair *p, uint32_t mtu, uint16_t npaths)
     p->rnd = 88172645463325252ull;
     p->now = 1000;
     for (int s = 0; s < 2; s++) {
-        struct mroce_ep_config c;
-        mroce_ep_config_default(&c);
+        struct mre_ep_config c;
+        mre_ep_config_default(&c);
         c.mem = mroce_tb_stdmem;
         c.rand = rnd_fill;
         c.rand_user = &p->rnd;
-        mroce_ep_new(&p->ep[s], &c);
-        mroce_cq_new(p->ep[s], 4096, &p->scq[s]);
-        mroce_cq_new(p->ep[s], 4096, &p->rcq[s]);
-        struct mroce_qp_attr a;
-        mroce_qp_attr_default(&a);
+        mre_ep_new(&p->ep[s], &c);
+        mre_cq_new(p->ep[s], 4096, &p->scq[s]);
+        mre_cq_new(p->ep[s], 4096, &p->rcq[s]);
+        struct mre_qp_attr a;
+        mre_qp_attr_default(&a);
         a.send_cq = p->scq[s];
         a.recv_cq = p->rcq[s];
         a.mtu = (uint16_t)mtu;
@@ -160,19 +160,19 @@ static void pair_new(struct pair *p, uint32_t mtu, uint16_t npaths)
         a.window = 4096;
         a.cc_algo = MROCE_CC_NONE; /* the ideal wire has no queue to manage */
         a.init_cwnd = 1u << 30;
-        mroce_qp_new(p->ep[s], &a, &p->qp[s]);
+        mre_qp_new(p->ep[s], &a, &p->qp[s]);
     }
-    struct mroce_addr to = {.len = 1, .data = {1}};
-    mroce_qp_listen(p->qp[1], p->now);
-    mroce_qp_connect(p->qp[0], &to, mroce_qp_num(p->qp[1]), p->now);
+    struct mre_addr to = {.len = 1, .data = {1}};
+    mre_qp_listen(p->qp[1], p->now);
+    mre_qp_connect(p->qp[0], &to, mre_qp_num(p->qp[1]), p->now);
     for (int i = 0; i < 10; i++)
         pump(p);
 }
 
 static void pair_del(struct pair *p)
 {
-    mroce_ep_del(p->ep[0]);
-    mroce_ep_del(p->ep[1]);
+    mre_ep_del(p->ep[0]);
+    mre_ep_del(p->ep[1]);
 }
 
 struct result {
@@ -194,43 +194,43 @@ static struct result run_direct(uint32_t msg, uint64_t total, uint32_t mtu)
     uint8_t *src = aligned_alloc(64, rlen), *dst = aligned_alloc(64, rlen);
     memset(src, 7, rlen);
     memset(dst, 0, rlen);
-    mroce_mr *ms, *md;
-    mroce_mr_reg(p.ep[0], src, rlen, MROCE_ACCESS_LOCAL_WRITE, &ms);
-    mroce_mr_reg(p.ep[1], dst, rlen,
+    mre_mr *ms, *md;
+    mre_mr_reg(p.ep[0], src, rlen, MROCE_ACCESS_LOCAL_WRITE, &ms);
+    mre_mr_reg(p.ep[1], dst, rlen,
                  MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
     uint64_t posted = 0, done = 0;
     struct mroce_wc wc[64];
     struct mroce_qp_counters c0;
-    mroce_qp_get_counters(p.qp[0], &c0);
+    mre_qp_get_counters(p.qp[0], &c0);
     uint64_t tx0 = c0.tx_data_pkts;
     double t0 = wall();
     while (done < total) {
         while (posted < total && posted - done < 256) {
             uint32_t slot = (uint32_t)(posted % nslots);
             struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + (size_t)slot * msg),
-                                   msg, mroce_mr_lkey(ms)};
+                                   msg, mre_mr_lkey(ms)};
             struct mroce_send_wr wr = {
                 .wr_id = posted, .sg_list = &sg, .num_sge = 1,
                 .opcode = MROCE_WR_WRITE,
                 .send_flags = (posted & 15) == 15 || posted + 1 == total
                                   ? MROCE_SEND_SIGNALED : 0,
                 .remote_addr = (uint64_t)(uintptr_t)(dst + (size_t)slot * msg),
-                .rkey = mroce_mr_rkey(md)};
-            if (mroce_qp_post_send(p.qp[0], &wr, NULL, p.now) < 0)
+                .rkey = mre_mr_rkey(md)};
+            if (mre_qp_post_send(p.qp[0], &wr, NULL, p.now) < 0)
                 break;
             posted++;
         }
         p.now += 100;
         if (!pump(&p)) {
             /* Nothing moved: let coalesced ACKs out. */
-            mroce_tstamp e = mroce_ep_expiry(p.ep[1]);
+            mroce_tstamp e = mre_ep_expiry(p.ep[1]);
             if (e != MROCE_TSTAMP_INF && e > p.now)
                 p.now = e;
-            mroce_ep_handle_expiry(p.ep[1], p.now);
-            mroce_ep_handle_expiry(p.ep[0], p.now);
+            mre_ep_handle_expiry(p.ep[1], p.now);
+            mre_ep_handle_expiry(p.ep[0], p.now);
         }
         int n;
-        while ((n = mroce_cq_poll(p.scq[0], 64, wc)) > 0)
+        while ((n = mre_cq_poll(p.scq[0], 64, wc)) > 0)
             for (int i = 0; i < n; i++) {
                 if (wc[i].status != MROCE_WC_SUCCESS) {
                     fprintf(stderr, "bench: completion error %s\n",
@@ -242,7 +242,7 @@ static struct result run_direct(uint32_t msg, uint64_t total, uint32_t mtu)
     }
     struct result r;
     r.secs = wall() - t0;
-    mroce_qp_get_counters(p.qp[0], &c0);
+    mre_qp_get_counters(p.qp[0], &c0);
     r.msgs = total;
     r.bytes = total * msg;
     r.data_pkts = c0.tx_data_pkts - tx0;
@@ -268,14 +268,14 @@ static struct result run_model(uint32_t msg, uint64_t total, uint32_t mtu)
     cfg.net.delay = 0;
     struct mroce_testbed *tb;
     mroce_tb_new(&tb, &cfg, NULL);
-    struct mroce_qp_attr a;
-    mroce_qp_attr_default(&a);
+    struct mre_qp_attr a;
+    mre_qp_attr_default(&a);
     a.mtu = (uint16_t)mtu;
     a.max_send_wr = 1024;
     a.window = 4096;
     a.cc_algo = MROCE_CC_NONE;
     a.init_cwnd = 1u << 30;
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     mroce_tb_connect(tb, 0, 1, &a, &qa, &qb, 100000000);
     /* Source and target stay cache-resident (256 KiB each), as the memcpy
      * reference does: the figure is the engine's cost, not DRAM's. */
@@ -285,9 +285,9 @@ static struct result run_model(uint32_t msg, uint64_t total, uint32_t mtu)
     uint8_t *src = aligned_alloc(64, rlen), *dst = aligned_alloc(64, rlen);
     memset(src, 9, rlen);
     memset(dst, 0, rlen);
-    mroce_mr *ms, *md;
-    mroce_mr_reg(tb->h[0].ep, src, rlen, MROCE_ACCESS_LOCAL_WRITE, &ms);
-    mroce_mr_reg(tb->h[1].ep, dst, rlen,
+    mre_mr *ms, *md;
+    mre_mr_reg(tb->h[0].ep, src, rlen, MROCE_ACCESS_LOCAL_WRITE, &ms);
+    mre_mr_reg(tb->h[1].ep, dst, rlen,
                  MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
     uint64_t posted = 0, done = 0;
     struct mroce_wc wc[64];
@@ -298,15 +298,15 @@ static struct result run_model(uint32_t msg, uint64_t total, uint32_t mtu)
         while (posted < total && posted - done < 256) {
             uint32_t slot = (uint32_t)(posted % nslots);
             struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + (size_t)slot * msg),
-                                   msg, mroce_mr_lkey(ms)};
+                                   msg, mre_mr_lkey(ms)};
             struct mroce_send_wr wr = {
                 .wr_id = posted, .sg_list = &sg, .num_sge = 1,
                 .opcode = MROCE_WR_WRITE,
                 .send_flags = (posted & 15) == 15 || posted + 1 == total
                                   ? MROCE_SEND_SIGNALED : 0,
                 .remote_addr = (uint64_t)(uintptr_t)(dst + (size_t)slot * msg),
-                .rkey = mroce_mr_rkey(md)};
-            if (mroce_qp_post_send(qa, &wr, NULL, mroce_netdrive_now(tb->d)) < 0)
+                .rkey = mre_mr_rkey(md)};
+            if (mre_qp_post_send(qa, &wr, NULL, mroce_netdrive_now(tb->d)) < 0)
                 break;
             posted++;
         }
@@ -314,7 +314,7 @@ static struct result run_model(uint32_t msg, uint64_t total, uint32_t mtu)
         for (int i = 0; i < 64 && mroce_netdrive_step(tb->d); i++)
             ;
         int n;
-        while ((n = mroce_cq_poll(tb->h[0].scq, 64, wc)) > 0)
+        while ((n = mre_cq_poll(tb->h[0].scq, 64, wc)) > 0)
             for (int i = 0; i < n; i++) {
                 if (wc[i].status != MROCE_WC_SUCCESS) {
                     fprintf(stderr, "bench: completion error\n");
@@ -327,7 +327,7 @@ static struct result run_model(uint32_t msg, uint64_t total, uint32_t mtu)
     r.secs = wall() - t0;
     mroce_netdrive_get_counters(tb->d, &d1);
     struct mroce_qp_counters c;
-    mroce_qp_get_counters(qa, &c);
+    mre_qp_get_counters(qa, &c);
     r.msgs = total;
     r.bytes = total * msg;
     r.data_pkts = c.tx_data_pkts;

@@ -112,20 +112,20 @@ int main(int argc, char **argv)
     pid_t child = single ? 1 : fork();
     if (single) {
         mroce_pd *pd;
-        mroce_vcq *cq;
-        mroce_vqp *qp;
-        mroce_vmr *mr;
-        struct mroce_vqp_init_attr qa;
+        mroce_cq *cq;
+        mroce_qp *qp;
+        mroce_mr *mr;
+        struct mroce_qp_init_attr qa;
         if (open_dev(&rdev, mode, gso, gro) < 0)
             return 1;
         uint8_t *buf = calloc(1, region);
         mroce_pd_alloc(rdev, &pd);
         mroce_create_cq(rdev, 1024, &cq);
-        mroce_vqp_init_attr_default(&qa);
+        mroce_qp_init_attr_default(&qa);
         qa.send_cq = qa.recv_cq = cq;
         mroce_create_qp(pd, &qa, &qp);
         mroce_reg_mr(pd, buf, region, MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mr);
-        struct hello h = {mroce_device_port(rdev), mroce_vmr_rkey(mr), (uintptr_t)buf};
+        struct hello h = {mroce_device_port(rdev), mroce_mr_rkey(mr), (uintptr_t)buf};
         mroce_listen(qp);
         if (write(up[1], &h, sizeof(h)) != sizeof(h))
             return 1;
@@ -133,20 +133,20 @@ int main(int argc, char **argv)
         /* Responder: a region to write into, and progress until told. */
         mroce_device *dev;
         mroce_pd *pd;
-        mroce_vcq *cq;
-        mroce_vqp *qp;
-        mroce_vmr *mr;
-        struct mroce_vqp_init_attr qa;
+        mroce_cq *cq;
+        mroce_qp *qp;
+        mroce_mr *mr;
+        struct mroce_qp_init_attr qa;
         if (open_dev(&dev, mode, gso, gro) < 0)
             _exit(1);
         uint8_t *buf = calloc(1, region);
         mroce_pd_alloc(dev, &pd);
         mroce_create_cq(dev, 1024, &cq);
-        mroce_vqp_init_attr_default(&qa);
+        mroce_qp_init_attr_default(&qa);
         qa.send_cq = qa.recv_cq = cq;
         mroce_create_qp(pd, &qa, &qp);
         mroce_reg_mr(pd, buf, region, MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mr);
-        struct hello h = {mroce_device_port(dev), mroce_vmr_rkey(mr), (uintptr_t)buf};
+        struct hello h = {mroce_device_port(dev), mroce_mr_rkey(mr), (uintptr_t)buf};
         mroce_listen(qp);
         if (write(up[1], &h, sizeof(h)) != sizeof(h))
             _exit(1);
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
             FD_SET(down[0], &fds);
             if (select(down[0] + 1, &fds, NULL, NULL, &tv) > 0)
                 break;
-            if (t0 == 0 && mroce_vqp_state(qp) == MROCE_QPS_RTS)
+            if (t0 == 0 && mroce_qp_get_state(qp) == MROCE_QPS_RTS)
                 t0 = now_s();
         }
         if (read(down[0], &c, 1) != 1)
@@ -182,16 +182,16 @@ int main(int argc, char **argv)
         return 1;
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_vcq *cq;
-    mroce_vqp *qp;
-    mroce_vmr *mr;
-    struct mroce_vqp_init_attr qa;
+    mroce_cq *cq;
+    mroce_qp *qp;
+    mroce_mr *mr;
+    struct mroce_qp_init_attr qa;
     if (open_dev(&dev, mode, gso, gro) < 0)
         return 1;
     uint8_t *buf = calloc(1, msg);
     mroce_pd_alloc(dev, &pd);
     mroce_create_cq(dev, 1024, &cq);
-    mroce_vqp_init_attr_default(&qa);
+    mroce_qp_init_attr_default(&qa);
     qa.send_cq = qa.recv_cq = cq;
     qa.eng.max_send_wr = 1024;
     if (cc >= 0)
@@ -209,21 +209,21 @@ int main(int argc, char **argv)
     int rc;
     if (single) {
         rc = mroce_connect_start(qp, "127.0.0.1", h.port, 0);
-        for (int i = 0; i < 100000 && mroce_vqp_state(qp) == MROCE_QPS_CONNECTING; i++) {
+        for (int i = 0; i < 100000 && mroce_qp_get_state(qp) == MROCE_QPS_CONNECTING; i++) {
             mroce_device_progress(rdev);
             mroce_device_progress(dev);
         }
-        if (mroce_vqp_state(qp) != MROCE_QPS_RTS)
+        if (mroce_qp_get_state(qp) != MROCE_QPS_RTS)
             rc = MROCE_ETIMEDOUT;
     } else {
         rc = mroce_connect(qp, "127.0.0.1", h.port, 0, 2000);
     }
     if (rc) {
-        fprintf(stderr, "connect: %s\n", mroce_lib_strerror(rc));
+        fprintf(stderr, "connect: %s\n", mroce_strerror(rc));
         kill(child, SIGKILL);
         return 1;
     }
-    struct mroce_sge sge = {(uintptr_t)buf, (uint32_t)msg, mroce_vmr_lkey(mr)};
+    struct mroce_sge sge = {(uintptr_t)buf, (uint32_t)msg, mroce_mr_lkey(mr)};
     struct mroce_send_wr wr, *bad;
     memset(&wr, 0, sizeof(wr));
     wr.sg_list = &sge;
@@ -264,7 +264,7 @@ int main(int argc, char **argv)
            (double)done / el, errors ? " (ERRORS)" : "");
     print_udp("requester", dev, el);
     struct mroce_qp_counters qc;
-    mroce_vqp_counters(qp, &qc);
+    mroce_qp_get_counters(qp, &qc);
     printf("requester qp: tx_data %llu retx %llu (path %llu ooo %llu rto %llu probe %llu) "
            "timeouts %llu (spurious %llu) cwnd %llu srtt %llu ns\n",
            (unsigned long long)qc.tx_data_pkts, (unsigned long long)qc.retx_pkts,

@@ -17,7 +17,7 @@ any port when its first byte is version 1, its opcode is known and its
 pkt_len fields add up to the UDP payload length (one packet, or several
 packets back to back as GSO/GRO coalesces them on loopback).
 
-The dissector mirrors mroce_pkt_decode(): the checks run in the order of
+The dissector mirrors mrw_pkt_decode(): the checks run in the order of
 WIRE-25/WIRE-26 and the first failing one is reported as mroce.error (same
 names as MROCE_WIRE_E*), with an expert info for every problem found.
 Fields that are present are shown even when the packet is invalid.

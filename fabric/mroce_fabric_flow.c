@@ -141,17 +141,17 @@ static void on_stop(int sig)
 static void die(const char *what, int rc)
 {
     fprintf(stderr, "mroce-fabric-flow: %s: %s\n", what,
-            rc < 0 ? mroce_lib_strerror(rc) : strerror(errno));
+            rc < 0 ? mroce_strerror(rc) : strerror(errno));
     exit(1);
 }
 
 struct conn {
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_vcq *cq;
-    mroce_vqp *qp;
+    mroce_cq *cq;
+    mroce_qp *qp;
     struct ctrl *ctl; /* [0] receive, [1] send */
-    mroce_vmr *ctl_mr;
+    mroce_mr *ctl_mr;
 };
 
 static void setup(struct conn *c, uint16_t port)
@@ -169,8 +169,8 @@ static void setup(struct conn *c, uint16_t port)
         die("pd_alloc", rc);
     if ((rc = mroce_create_cq(c->dev, 4096, &c->cq)) < 0)
         die("create_cq", rc);
-    struct mroce_vqp_init_attr qa;
-    mroce_vqp_init_attr_default(&qa);
+    struct mroce_qp_init_attr qa;
+    mroce_qp_init_attr_default(&qa);
     qa.send_cq = qa.recv_cq = c->cq;
     qa.eng.npaths = O.paths;
     qa.eng.max_send_wr = 1024;
@@ -202,7 +202,7 @@ static void dump_state(struct conn *c, const char *why)
     struct mroce_ep_counters e;
     struct mroce_udp_counters u;
     fprintf(stderr, "mroce-fabric-flow: %s %s: state dump\n", O.label, why);
-    mroce_vqp_dump_counters(c->qp, stderr);
+    mroce_qp_dump_counters(c->qp, stderr);
     mroce_device_get_counters(c->dev, &e);
     fprintf(stderr, "  ep:");
 #define X_EP(name) fprintf(stderr, " %s=%" PRIu64, #name, e.name);
@@ -220,7 +220,7 @@ static void dump_state(struct conn *c, const char *why)
 static void post_ctl_recv(struct conn *c)
 {
     struct mroce_sge sge = {(uintptr_t)&c->ctl[0], sizeof(struct ctrl),
-                            mroce_vmr_lkey(c->ctl_mr)};
+                            mroce_mr_lkey(c->ctl_mr)};
     struct mroce_recv_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1}, *bad;
     int rc = mroce_post_recv(c->qp, &wr, &bad);
     if (rc < 0)
@@ -231,7 +231,7 @@ static void send_ctl(struct conn *c, const struct ctrl *m)
 {
     c->ctl[1] = *m;
     struct mroce_sge sge = {(uintptr_t)&c->ctl[1], sizeof(struct ctrl),
-                            mroce_vmr_lkey(c->ctl_mr)};
+                            mroce_mr_lkey(c->ctl_mr)};
     struct mroce_send_wr wr = {.wr_id = 2, .sg_list = &sge, .num_sge = 1,
                                .opcode = MROCE_WR_SEND,
                                .send_flags = MROCE_SEND_SIGNALED}, *bad;
@@ -278,7 +278,7 @@ static void print_qp(const char *role, struct conn *c)
 {
     struct mroce_qp_counters k;
     struct mroce_udp_counters u;
-    mroce_vqp_counters(c->qp, &k);
+    mroce_qp_get_counters(c->qp, &k);
     mroce_device_get_udp_counters(c->dev, &u);
     printf(" retx=%" PRIu64 " retx_rto=%" PRIu64 " retx_ooo=%" PRIu64
            " retx_path=%" PRIu64 " retx_probe=%" PRIu64 " timeouts=%" PRIu64
@@ -312,14 +312,14 @@ static int run_server(void)
     if (!region)
         die("alloc", 0);
     memset(region, 0, hello.bytes);
-    mroce_vmr *mr;
+    mroce_mr *mr;
     if ((rc = mroce_reg_mr(c.pd, region, hello.bytes,
                            MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                            &mr)) < 0)
         die("reg_mr", rc);
     post_ctl_recv(&c);
     struct ctrl m = {.type = MSG_REGION, .addr = (uintptr_t)region,
-                     .rkey = mroce_vmr_rkey(mr), .bytes = hello.bytes};
+                     .rkey = mroce_mr_rkey(mr), .bytes = hello.bytes};
     send_ctl(&c, &m);
     double t0 = now_s();
     wait_ctl(&c, MSG_DONE, now_s() + O.timeout + 60);
@@ -358,7 +358,7 @@ static int run_client(void)
     if (!src)
         die("alloc", 0);
     fill(src, O.bytes, O.seed);
-    mroce_vmr *mr;
+    mroce_mr *mr;
     int rc = mroce_reg_mr(c.pd, src, O.bytes, MROCE_ACCESS_LOCAL_WRITE, &mr);
     if (rc < 0)
         die("reg_mr", rc);
@@ -397,7 +397,7 @@ static int run_client(void)
         while (posted < nmsg && posted - done < O.depth) {
             uint64_t off = posted * O.msg;
             uint32_t len = (uint32_t)(O.bytes - off < O.msg ? O.bytes - off : O.msg);
-            struct mroce_sge sge = {(uintptr_t)src + off, len, mroce_vmr_lkey(mr)};
+            struct mroce_sge sge = {(uintptr_t)src + off, len, mroce_mr_lkey(mr)};
             struct mroce_send_wr wr = {.wr_id = 100 + posted, .sg_list = &sge,
                                        .num_sge = 1, .opcode = MROCE_WR_WRITE,
                                        .send_flags = MROCE_SEND_SIGNALED,
@@ -440,7 +440,7 @@ static int run_client(void)
         if (O.run && t_act < 0 && t - t0 >= O.at_ms / 1e3) {
             char *argv[] = {"/bin/sh", "-c", (char *)O.run, NULL};
             struct mroce_qp_counters k;
-            mroce_vqp_counters(c.qp, &k);
+            mroce_qp_get_counters(c.qp, &k);
             rtt_act = k.srtt / 1e9;
             t_act = t;
             if (posix_spawn(&act_pid, "/bin/sh", NULL, NULL, argv, environ) != 0)
@@ -453,7 +453,7 @@ static int run_client(void)
         /* sample retirements every 0.5 ms */
         if (t >= next_sample) {
             struct mroce_qp_counters k;
-            mroce_vqp_counters(c.qp, &k);
+            mroce_qp_get_counters(c.qp, &k);
             if (k.paths_retired != ret_seen) {
                 if (t_act >= 0) {
                     if (first_ret < 0)
@@ -467,7 +467,7 @@ static int run_client(void)
         }
         if (O.interval_ms > 0 && t >= next_iv) {
             struct mroce_qp_counters k;
-            mroce_vqp_counters(c.qp, &k);
+            mroce_qp_get_counters(c.qp, &k);
             printf("interval label=%s t=%.3f mbps=%.1f cwnd_kib=%.1f srtt_us=%.0f\n",
                    O.label, t - t0,
                    (done - iv_done) * (double)O.msg * 8 / (O.interval_ms / 1e3) / 1e6,
@@ -506,7 +506,7 @@ static int run_client(void)
     wait_ctl(&c, MSG_VERDICT, now_s() + O.timeout);
     struct ctrl v = c.ctl[0];
     struct mroce_qp_counters k;
-    mroce_vqp_counters(&*c.qp, &k);
+    mroce_qp_get_counters(&*c.qp, &k);
     double secs = t1 - t0;
     printf("result role=client label=%s bytes=%" PRIu64 " secs=%.3f"
            " goodput_mbps=%.1f verify=%s max_stall_ms=%.2f stall_at_ms=%.1f"
@@ -542,7 +542,7 @@ static int run_client(void)
     print_qp("client", &c);
     printf("\n");
     struct mroce_path_stats ps[256];
-    int np = mroce_vqp_path_stats(c.qp, ps, 256);
+    int np = mroce_qp_path_stats(c.qp, ps, 256);
     for (int i = 0; i < np; i++)
         printf("path label=%s slot=%d entropy=%u active=%u weight=%u tx_pkts=%"
                PRIu64 " tx_bytes=%" PRIu64 " lost=%" PRIu64 " ecn=%" PRIu64

@@ -10,8 +10,8 @@
  * packets, ACKs and responses outstanding.  Each host also has a second QP
  * mid-handshake (A's CONNECTING towards a QPN that does not exist, B's
  * LISTENing).  The input is a sequence of records fed to the engines with
- * mroce_ep_recv() at increasing times, interleaved with timers and draining
- * of mroce_ep_write_pkt() (genuine traffic delivered to the peer or dropped).
+ * mre_ep_recv() at increasing times, interleaved with timers and draining
+ * of mre_ep_write_pkt() (genuine traffic delivered to the peer or dropped).
  * After every record, and at the end, the target checks: guard bytes and a
  * read-only region untouched (the engine wrote nowhere but registered,
  * writable memory; under ASan the guards are also poisoned, so any access is
@@ -22,7 +22,7 @@
  *   mode bit 0     target host: 0 = A, 1 = B (sender is the other host)
  *   mode bits 1-2  0 raw: the bytes as they are
  *                  1 fix-up: dst_qpn and token set to the target QP's,
- *                    pkt_len to len, CRC recomputed (mroce_pkt_seal)
+ *                    pkt_len to len, CRC recomputed (mrw_pkt_seal)
  *                  2 fix-up + relative: as 1, then PSN-like fields are
  *                    offsets from the target QP's live state (see rel())
  *                  3 action: an API call, bytes select it (see action())
@@ -114,11 +114,11 @@ static const unsigned reg_acc[NREG] = {
     MROCE_ACCESS_REMOTE_READ, MROCE_ACCESS_LOCAL_WRITE};
 
 struct fz_host {
-    mroce_ep *ep;
-    mroce_cq *scq, *rcq;
-    mroce_qp *qp, *aux; /* the connected QP, the handshake QP */
+    mre_ep *ep;
+    mre_cq *scq, *rcq;
+    mre_qp *qp, *aux; /* the connected QP, the handshake QP */
     uint8_t *arena;
-    mroce_mr *mr[NREG];
+    mre_mr *mr[NREG];
 };
 
 struct qpkt {
@@ -215,7 +215,7 @@ static uint64_t reg_addr(int host, int r, uint32_t off)
 
 /* --- invariants on engine state --- */
 
-static void check_qp(const mroce_qp *qp)
+static void check_qp(const mre_qp *qp)
 {
     uint32_t win = qp->tx_mask + 1;
     FZ_CHECK(qp->state <= MROCE_QPS_ERROR);
@@ -225,11 +225,11 @@ static void check_qp(const mroce_qp *qp)
     FZ_CHECK(qp->snd_nxt - qp->snd_una <= win);
     FZ_CHECK(qp->retxq_tail - qp->retxq_head <= win);
     FZ_CHECK(qp->rd_outstanding <= qp->sq_tx - qp->sq_head);
-    int32_t span = mroce_psn_diff(qp->rxwin.high, qp->rxwin.cum);
+    int32_t span = mrw_psn_diff(qp->rxwin.high, qp->rxwin.cum);
     FZ_CHECK(span >= 0 && (uint32_t)span <= qp->rxwin.size);
     uint32_t pkts = 0, bytes = 0;
     for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++) {
-        const struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
+        const struct mre_txent *e = &qp->tx[p & qp->tx_mask];
         FZ_CHECK(e->state <= TX_RNR);
         if (e->state == TX_INFLIGHT) {
             FZ_CHECK(e->path < qp->paths.npaths);
@@ -256,7 +256,7 @@ static void check_qp(const mroce_qp *qp)
      * connecting must not keep the count of an MTU the handshake lowered:
      * the message would end early and still complete successfully). */
     for (uint32_t m = qp->sq_head; m != qp->sq_tail; m++) {
-        const struct mroce_swqe *w = &qp->sq[m & qp->sq_mask];
+        const struct mre_swqe *w = &qp->sq[m & qp->sq_mask];
         FZ_CHECK(w->state == SWQE_POSTED && w->msn == m);
         FZ_CHECK(w->acked_pkts <= w->sent_pkts && w->sent_pkts <= w->npkts);
         if (w->opcode < MROCE_WR_READ && w->sent_pkts)
@@ -269,11 +269,11 @@ static void check_qp(const mroce_qp *qp)
             FZ_CHECK(qp->rjobs[i].sent_pkts <= qp->rjobs[i].npkts);
 }
 
-static void check_cq(mroce_cq *cq, int host)
+static void check_cq(mre_cq *cq, int host)
 {
     struct mroce_wc wc[32];
     int n;
-    while ((n = mroce_cq_poll(cq, 32, wc)) > 0) {
+    while ((n = mre_cq_poll(cq, 32, wc)) > 0) {
         for (int i = 0; i < n; i++) {
             FZ_CHECK(wc[i].status <= MROCE_WC_WR_FLUSH_ERR);
             FZ_CHECK(wc[i].opcode <= MROCE_WC_RECV_WITH_IMM);
@@ -310,11 +310,11 @@ static void check_all(void)
 
 static void rx(int host, const uint8_t *buf, size_t len, int from, int ce)
 {
-    struct mroce_rx_info ri;
+    struct mre_rx_info ri;
     memset(&ri, 0, sizeof(ri));
     mroce_netdrive_addr((uint32_t)from, &ri.from);
     ri.ecn = ce ? MROCE_ECN_CE : MROCE_ECN_ECT0;
-    mroce_ep_recv(F.h[host].ep, buf, len, &ri, F.now);
+    mre_ep_recv(F.h[host].ep, buf, len, &ri, F.now);
 }
 
 /* Drain both endpoints; deliver what they wrote to the peer if `deliver`,
@@ -326,16 +326,16 @@ static void pump(int deliver, int rounds)
         for (int h = 0; h < 2; h++) {
             for (int k = 0; k < 48 && F.nq < FZ_QUEUE; k++) {
                 struct qpkt *q = &F.q[F.nq];
-                struct mroce_tx_info ti;
-                struct mroce_pkt pk;
+                struct mre_tx_info ti;
+                struct mrw_pkt pk;
                 memset(&ti, 0, sizeof(ti));
-                int n = mroce_ep_write_pkt(F.h[h].ep, q->buf, sizeof(q->buf),
+                int n = mre_ep_write_pkt(F.h[h].ep, q->buf, sizeof(q->buf),
                                            &ti, F.now);
                 FZ_CHECK(n >= 0 && n <= (int)sizeof(q->buf));
                 if (n == 0)
                     break;
                 /* Whatever the engine sends must be a well-formed packet. */
-                FZ_CHECK(mroce_pkt_decode(&pk, q->buf, (size_t)n) == 0);
+                FZ_CHECK(mrw_pkt_decode(&pk, q->buf, (size_t)n) == 0);
                 q->src = h;
                 q->dst = mroce_netdrive_host_of(&ti.to);
                 q->qp_num = ti.qp_num;
@@ -360,51 +360,51 @@ static void pump(int deliver, int rounds)
 static void timers(void)
 {
     for (int h = 0; h < 2; h++)
-        mroce_ep_handle_expiry(F.h[h].ep, F.now);
+        mre_ep_handle_expiry(F.h[h].ep, F.now);
 }
 
 static mroce_tstamp next_expiry(void)
 {
-    mroce_tstamp a = mroce_ep_expiry(F.h[0].ep), b = mroce_ep_expiry(F.h[1].ep);
+    mroce_tstamp a = mre_ep_expiry(F.h[0].ep), b = mre_ep_expiry(F.h[1].ep);
     return a < b ? a : b;
 }
 
 /* --- setup: the same state for every input --- */
 
-static void post_recv(mroce_qp *qp, int host, uint32_t off1, uint32_t len1,
+static void post_recv(mre_qp *qp, int host, uint32_t off1, uint32_t len1,
                       uint32_t off2, uint32_t len2, int nsge)
 {
     struct mroce_sge s[2] = {
-        {reg_addr(host, R_LOC, off1), len1, mroce_mr_lkey(F.h[host].mr[R_LOC])},
-        {reg_addr(host, R_LOC, off2), len2, mroce_mr_lkey(F.h[host].mr[R_LOC])}};
+        {reg_addr(host, R_LOC, off1), len1, mre_mr_lkey(F.h[host].mr[R_LOC])},
+        {reg_addr(host, R_LOC, off2), len2, mre_mr_lkey(F.h[host].mr[R_LOC])}};
     uint32_t cap = (nsge > 0 ? len1 : 0) + (nsge > 1 ? len2 : 0);
     struct mroce_recv_wr wr = {.wr_id = TAG_RECV | cap, .sg_list = s,
                                .num_sge = nsge};
-    mroce_qp_post_recv(qp, &wr, NULL);
+    mre_qp_post_recv(qp, &wr, NULL);
 }
 
-static void post_send(mroce_qp *qp, int host, enum mroce_wr_opcode op,
+static void post_send(mre_qp *qp, int host, enum mroce_wr_opcode op,
                       int lreg, uint32_t loff, uint32_t len, int rreg,
                       uint32_t roff, unsigned flags, uint64_t id)
 {
     int peer = 1 - host;
     struct mroce_sge s = {reg_addr(host, lreg, loff), len,
-                          mroce_mr_lkey(F.h[host].mr[lreg])};
+                          mre_mr_lkey(F.h[host].mr[lreg])};
     struct mroce_send_wr wr = {
         .wr_id = TAG_SEND | id, .sg_list = &s, .num_sge = 1, .opcode = op,
         .send_flags = flags, .imm_data = 0x1d000000u | (uint32_t)id,
         .remote_addr = reg_addr(peer, rreg, roff),
-        .rkey = mroce_mr_rkey(F.h[peer].mr[rreg]),
+        .rkey = mre_mr_rkey(F.h[peer].mr[rreg]),
         .compare_add = op == MROCE_WR_CMP_SWAP ? 0 : 3, .swap = 0x77};
     if (op == MROCE_WR_CMP_SWAP && roff + 8 <= reg_len[rreg])
         memcpy(&wr.compare_add, (void *)(uintptr_t)wr.remote_addr, 8);
     /* (the pattern there, so the swap happens) */
-    mroce_qp_post_send(qp, &wr, NULL, F.now);
+    mre_qp_post_send(qp, &wr, NULL, F.now);
 }
 
 static void setup_work(int h)
 {
-    mroce_qp *qp = F.h[h].qp;
+    mre_qp *qp = F.h[h].qp;
     const unsigned sig = MROCE_SEND_SIGNALED;
     /* Receives, consumed in order by the peer's SEND, SEND_WITH_IMM,
      * WRITE_WITH_IMM and inline SEND; two more left for fuzzed SENDs. */
@@ -431,15 +431,15 @@ static void setup_work(int h)
 static void setup(void)
 {
     struct mroce_netdrive_config cfg;
-    struct mroce_qp_attr at;
-    mroce_qp *qa, *qb;
+    struct mre_qp_attr at;
+    mre_qp *qa, *qb;
 
     arena_map();
     arena_reset();
     mroce_netdrive_config_default(&cfg);
     cfg.net.seed = 7;
     FZ_CHECK(mroce_tb_new(&F.tb, &cfg, NULL) == 0);
-    mroce_qp_attr_default(&at);
+    mre_qp_attr_default(&at);
     at.mtu = FZ_MTU;
     at.npaths = 8;
     at.window = 256;
@@ -458,16 +458,16 @@ static void setup(void)
         H->rcq = F.tb->h[h].rcq;
         H->arena = F.arena + (size_t)h * HOST_STRIDE;
         for (int r = 0; r < NREG; r++)
-            FZ_CHECK(mroce_mr_reg(H->ep, H->arena + reg_off[r], reg_len[r],
+            FZ_CHECK(mre_mr_reg(H->ep, H->arena + reg_off[r], reg_len[r],
                                   reg_acc[r], &H->mr[r]) == 0);
         at.send_cq = H->scq;
         at.recv_cq = H->rcq;
-        FZ_CHECK(mroce_qp_new(H->ep, &at, &H->aux) == 0);
+        FZ_CHECK(mre_qp_new(H->ep, &at, &H->aux) == 0);
     }
-    struct mroce_addr to;
+    struct mre_addr to;
     mroce_netdrive_addr(1, &to);
-    FZ_CHECK(mroce_qp_connect(F.h[0].aux, &to, 0x00ab0007u, F.now) == 0);
-    FZ_CHECK(mroce_qp_listen(F.h[1].aux, F.now) == 0);
+    FZ_CHECK(mre_qp_connect(F.h[0].aux, &to, 0x00ab0007u, F.now) == 0);
+    FZ_CHECK(mre_qp_listen(F.h[1].aux, F.now) == 0);
     /* Work both ways; deliver part of it so everything is half done:
      * packets lost, ACKs and responses outstanding, gaps at receivers. */
     setup_work(0);
@@ -478,8 +478,8 @@ static void setup(void)
         for (int h = 0; h < 2; h++) {
             for (int k = 0; F.nq < FZ_QUEUE; k++) {
                 struct qpkt *q = &F.q[F.nq];
-                struct mroce_tx_info ti;
-                int n = mroce_ep_write_pkt(F.h[h].ep, q->buf, sizeof(q->buf),
+                struct mre_tx_info ti;
+                int n = mre_ep_write_pkt(F.h[h].ep, q->buf, sizeof(q->buf),
                                            &ti, F.now);
                 FZ_CHECK(n >= 0);
                 if (n == 0)
@@ -526,7 +526,7 @@ static void st32(uint8_t *p, uint32_t v)
  * ACK/NAK PSNs from our oldest unacknowledged; rsn from the oldest posted
  * receive, response msn from the oldest send; raddr from the target's
  * arena; rkey 0..2 name its regions; CONNECT qpn/token XOR the peer's. */
-static void rel(struct mroce_pkt *p, const mroce_qp *qp, int host, int dir)
+static void rel(struct mrw_pkt *p, const mre_qp *qp, int host, int dir)
 {
     uint32_t d = dir > 0 ? 1u : (uint32_t)-1;
     uint64_t arena = (uint64_t)(uintptr_t)(F.arena + (size_t)host * HOST_STRIDE);
@@ -536,12 +536,12 @@ static void rel(struct mroce_pkt *p, const mroce_qp *qp, int host, int dir)
     case MROCE_OP_READ_REQ:
     case MROCE_OP_FETCH_ADD:
     case MROCE_OP_CMP_SWAP: {
-        struct mroce_req_hdr *r = &p->u.rq.req;
+        struct mrw_req_hdr *r = &p->u.rq.req;
         p->base.psn += d * qp->rxwin.cum;
         r->rsn += d * qp->rq_head;
         r->raddr += (dir > 0 ? arena : (uint64_t)0 - arena);
         for (int i = 0; i < NREG; i++) { /* swap i <-> key: an involution */
-            uint32_t key = mroce_mr_rkey(F.h[host].mr[i]);
+            uint32_t key = mre_mr_rkey(F.h[host].mr[i]);
             if (r->rkey == (uint32_t)i) {
                 r->rkey = key;
                 break;
@@ -580,11 +580,11 @@ static void rel(struct mroce_pkt *p, const mroce_qp *qp, int host, int dir)
 
 /* Modes 1 and 2: address the bytes to the target QP and make them pass the
  * CRC (and, for mode 2, turn relative fields into live values). */
-static size_t fixup(uint8_t *buf, size_t len, const mroce_qp *qp, int host,
+static size_t fixup(uint8_t *buf, size_t len, const mre_qp *qp, int host,
                     int relative)
 {
     static uint8_t out[FZ_MAX_PKT];
-    struct mroce_pkt pk;
+    struct mrw_pkt pk;
     if (len < MROCE_BASE_HDR_LEN + MROCE_CRC_LEN)
         return len;
     st32(buf + 4, qp->qpn);
@@ -594,11 +594,11 @@ static size_t fixup(uint8_t *buf, size_t len, const mroce_qp *qp, int host,
     }
     buf[26] = (uint8_t)(len >> 8);
     buf[27] = (uint8_t)len;
-    mroce_pkt_seal(buf, len - MROCE_CRC_LEN);
-    if (!relative || mroce_pkt_decode(&pk, buf, len) != 0)
+    mrw_pkt_seal(buf, len - MROCE_CRC_LEN);
+    if (!relative || mrw_pkt_decode(&pk, buf, len) != 0)
         return len;
     rel(&pk, qp, host, +1);
-    size_t n = mroce_pkt_encode(&pk, out, sizeof(out));
+    size_t n = mrw_pkt_encode(&pk, out, sizeof(out));
     if (n == 0 || n > FZ_MAX_PKT)
         return len;
     memcpy(buf, out, n);
@@ -607,7 +607,7 @@ static size_t fixup(uint8_t *buf, size_t len, const mroce_qp *qp, int host,
 
 /* Mode 3: an API call on the target host (posting work, closing), so that
  * packets also meet QPs in CLOSING, CLOSED and ERROR and fresh work. */
-static void action(int host, mroce_qp *qp, const uint8_t *d, size_t n)
+static void action(int host, mre_qp *qp, const uint8_t *d, size_t n)
 {
     uint8_t b[16];
     memset(b, 0, sizeof(b));
@@ -638,10 +638,10 @@ static void action(int host, mroce_qp *qp, const uint8_t *d, size_t n)
         break;
     }
     case 2:
-        mroce_qp_disconnect(qp, F.now);
+        mre_qp_disconnect(qp, F.now);
         break;
     case 3:
-        mroce_qp_set_error(qp);
+        mre_qp_set_error(qp);
         break;
     case 4: /* let the genuine traffic settle */
         pump(1, 16);
@@ -680,7 +680,7 @@ static void deliver(unsigned mode, const uint8_t *data, size_t len)
     static uint8_t buf[FZ_MAX_PKT];
     int host = mode & 1;
     unsigned pm = (mode >> 1) & 3;
-    mroce_qp *qp = (mode & 8) ? F.h[host].aux : F.h[host].qp;
+    mre_qp *qp = (mode & 8) ? F.h[host].aux : F.h[host].qp;
     if (pm == 3) {
         action(host, qp, data, len);
     } else {
@@ -735,15 +735,15 @@ static void emit(unsigned mode, const uint8_t *p, size_t len)
 static void gen_record(unsigned mode, const uint8_t *p, size_t len)
 {
     uint8_t buf[FZ_MAX_PKT];
-    struct mroce_pkt pk;
+    struct mrw_pkt pk;
     if (len)
         memcpy(buf, p, len);
     advance(mode);
     int host = mode & 1;
-    mroce_qp *qp = (mode & 8) ? F.h[host].aux : F.h[host].qp;
-    if (((mode >> 1) & 3) == 2 && mroce_pkt_decode(&pk, p, len) == 0) {
+    mre_qp *qp = (mode & 8) ? F.h[host].aux : F.h[host].qp;
+    if (((mode >> 1) & 3) == 2 && mrw_pkt_decode(&pk, p, len) == 0) {
         rel(&pk, qp, host, -1);
-        len = mroce_pkt_encode(&pk, buf, sizeof(buf));
+        len = mrw_pkt_encode(&pk, buf, sizeof(buf));
     }
     emit(mode, buf, len);
     F.ncap = 0;
@@ -754,7 +754,7 @@ static void gen_report(void)
 {
     for (int h = 0; h < 2; h++)
         for (int a = 0; a < 2; a++) {
-            const mroce_qp *qp = a ? F.h[h].aux : F.h[h].qp;
+            const mre_qp *qp = a ? F.h[h].aux : F.h[h].qp;
             printf("  %c%s %-10s sq %u/%u rq %u/%u una %u nxt %u cpl %llu "
                    "retx %llu (path %llu ooo %llu rto %llu probe %llu rnr %llu) dups %llu\n",
                    "AB"[h], a ? "-aux" : "    ",
@@ -840,11 +840,11 @@ static void gen_action(int host, const uint8_t *b, size_t n)
 }
 
 /* A crafted packet from the target's point of view (relative fields). */
-static void gen_crafted(int host, struct mroce_pkt *p)
+static void gen_crafted(int host, struct mrw_pkt *p)
 {
     uint8_t buf[FZ_MAX_PKT];
     p->base.version = MROCE_VERSION;
-    size_t n = mroce_pkt_encode(p, buf, sizeof(buf));
+    size_t n = mrw_pkt_encode(p, buf, sizeof(buf));
     FZ_CHECK(n > 0);
     advance(0);
     emit((unsigned)host | 2u << 1, buf, n);
@@ -900,7 +900,7 @@ int main(int argc, char **argv)
     glen = 0;
     setup();
     {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         static const uint8_t codes[] = {1, 2, 3, 4, 5, 6, 7};
         for (size_t i = 0; i < sizeof(codes); i++) { /* NAK each code */
             memset(&p, 0, sizeof(p));
@@ -991,7 +991,7 @@ int main(int argc, char **argv)
     glen = 0;
     setup();
     {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         memset(&p, 0, sizeof(p));
         p.base.opcode = MROCE_OP_ACK;
         p.base.flags = MROCE_F_ACK_REQ;

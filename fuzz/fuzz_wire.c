@@ -1,7 +1,7 @@
 /*
  * fuzz_wire.c - libFuzzer target for the packet decoder.
  *
- * mroce_pkt_decode() is the one function that sees raw bytes from the
+ * mrw_pkt_decode() is the one function that sees raw bytes from the
  * network, so it must survive anything: this target feeds it arbitrary
  * input (ASan/UBSan catch any out-of-bounds read or undefined arithmetic).
  * Whatever it accepts must be exactly representable: re-encoding the decoded
@@ -21,9 +21,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void same_or_abort(const struct mroce_pkt *a, const struct mroce_pkt *b)
+static void same_or_abort(const struct mrw_pkt *a, const struct mrw_pkt *b)
 {
-    const struct mroce_base_hdr *x = &a->base, *y = &b->base;
+    const struct mrw_base_hdr *x = &a->base, *y = &b->base;
     if (x->version != y->version || x->opcode != y->opcode ||
         x->flags != y->flags || x->dst_qpn != y->dst_qpn ||
         x->token != y->token || x->psn != y->psn || x->tsval != y->tsval ||
@@ -39,7 +39,7 @@ static void same_or_abort(const struct mroce_pkt *a, const struct mroce_pkt *b)
     case MROCE_OP_READ_REQ:
     case MROCE_OP_FETCH_ADD:
     case MROCE_OP_CMP_SWAP: {
-        const struct mroce_req_hdr *r = &a->u.rq.req, *s = &b->u.rq.req;
+        const struct mrw_req_hdr *r = &a->u.rq.req, *s = &b->u.rq.req;
         if (r->msn != s->msn || r->rsn != s->rsn || r->raddr != s->raddr ||
             r->rkey != s->rkey || r->msg_len != s->msg_len ||
             r->offset != s->offset || r->imm != s->imm ||
@@ -54,7 +54,7 @@ static void same_or_abort(const struct mroce_pkt *a, const struct mroce_pkt *b)
             abort(); /* four uint32_t: no padding */
         break;
     case MROCE_OP_ACK: {
-        const struct mroce_ack_hdr *p = &a->u.ack, *q = &b->u.ack;
+        const struct mrw_ack_hdr *p = &a->u.ack, *q = &b->u.ack;
         unsigned i;
         if (p->cum_psn != q->cum_psn || p->echo_psn != q->echo_psn ||
             p->echo_ts != q->echo_ts || p->echo_entropy != q->echo_entropy ||
@@ -69,7 +69,7 @@ static void same_or_abort(const struct mroce_pkt *a, const struct mroce_pkt *b)
         break;
     }
     case MROCE_OP_NAK: {
-        const struct mroce_nak_hdr *p = &a->u.nak, *q = &b->u.nak;
+        const struct mrw_nak_hdr *p = &a->u.nak, *q = &b->u.nak;
         if (p->nak_psn != q->nak_psn || p->msn != q->msn ||
             p->code != q->code || p->rnr_delay != q->rnr_delay ||
             p->reserved != q->reserved || p->cum_psn != q->cum_psn)
@@ -78,7 +78,7 @@ static void same_or_abort(const struct mroce_pkt *a, const struct mroce_pkt *b)
     }
     case MROCE_OP_CONNECT_REQ:
     case MROCE_OP_CONNECT_RESP: {
-        const struct mroce_conn_hdr *p = &a->u.conn, *q = &b->u.conn;
+        const struct mrw_conn_hdr *p = &a->u.conn, *q = &b->u.conn;
         if (p->src_qpn != q->src_qpn || p->start_psn != q->start_psn ||
             p->token != q->token || p->mtu != q->mtu ||
             p->npaths != q->npaths || p->rx_window != q->rx_window ||
@@ -96,9 +96,9 @@ static void same_or_abort(const struct mroce_pkt *a, const struct mroce_pkt *b)
 static void check_one(const uint8_t *buf, size_t len)
 {
     static uint8_t out[MROCE_MAX_PKT_LEN];
-    struct mroce_pkt pkt, again;
+    struct mrw_pkt pkt, again;
     size_t n;
-    int rc = mroce_pkt_decode(&pkt, buf, len);
+    int rc = mrw_pkt_decode(&pkt, buf, len);
 
     if (rc != 0) {
         if (rc < MROCE_WIRE_EFIELD || rc > MROCE_WIRE_ETRUNCATED)
@@ -106,19 +106,19 @@ static void check_one(const uint8_t *buf, size_t len)
         return;
     }
     /* Accepted packets obey the contract the engine relies on. */
-    if (pkt.base.pkt_len != len || !mroce_opcode_name(pkt.base.opcode) ||
-        mroce_opcode_name(pkt.base.opcode)[0] == '?' ||
+    if (pkt.base.pkt_len != len || !mrw_opcode_name(pkt.base.opcode) ||
+        mrw_opcode_name(pkt.base.opcode)[0] == '?' ||
         (pkt.payload_len &&
          (pkt.payload < buf ||
           pkt.payload + pkt.payload_len > buf + len - MROCE_CRC_LEN)) ||
         (pkt.payload_len == 0 && pkt.payload != NULL) ||
-        mroce_pkt_hdr_len(&pkt) + pkt.payload_len + MROCE_CRC_LEN != len)
+        mrw_pkt_hdr_len(&pkt) + pkt.payload_len + MROCE_CRC_LEN != len)
         abort();
 
-    n = mroce_pkt_encode(&pkt, out, sizeof out);
+    n = mrw_pkt_encode(&pkt, out, sizeof out);
     if (n != len || memcmp(out, buf, len) != 0)
         abort();
-    if (mroce_pkt_decode(&again, out, n) != 0)
+    if (mrw_pkt_decode(&again, out, n) != 0)
         abort();
     same_or_abort(&pkt, &again);
 }
@@ -136,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(fixed, data, size);
         fixed[26] = (uint8_t)(size >> 8);
         fixed[27] = (uint8_t)size;
-        mroce_pkt_seal(fixed, size - MROCE_CRC_LEN);
+        mrw_pkt_seal(fixed, size - MROCE_CRC_LEN);
         check_one(fixed, size);
     }
     return 0;

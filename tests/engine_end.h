@@ -12,9 +12,9 @@
 #include "testutil.h"
 
 struct end {
-    mroce_ep *ep;            /* owned: freed by the test */
-    mroce_cq *cq;            /* owned by ep */
-    struct mroce_addr addr;  /* 10.0.0.id */
+    mre_ep *ep;            /* owned: freed by the test */
+    mre_cq *cq;            /* owned by ep */
+    struct mre_addr addr;  /* 10.0.0.id */
     uint64_t seed;           /* state of the endpoint's random bytes */
 };
 
@@ -23,8 +23,8 @@ struct end {
 static inline int end_new(struct end *e, uint8_t id, uint64_t seed,
                           uint32_t max_qps, uint32_t cq_depth)
 {
-    struct mroce_ep_config c;
-    mroce_ep_config_default(&c);
+    struct mre_ep_config c;
+    mre_ep_config_default(&c);
     c.mem.calloc = testutil_calloc;
     c.mem.free = testutil_free;
     c.rand = testutil_rand_bytes;
@@ -35,10 +35,10 @@ static inline int end_new(struct end *e, uint8_t id, uint64_t seed,
     e->addr.len = 6;
     e->addr.data[0] = 10;
     e->addr.data[3] = id;
-    int rc = mroce_ep_new(&e->ep, &c);
+    int rc = mre_ep_new(&e->ep, &c);
     if (rc < 0)
         return rc;
-    return mroce_cq_new(e->ep, cq_depth, &e->cq);
+    return mre_cq_new(e->ep, cq_depth, &e->cq);
 }
 
 #endif /* MROCE_TEST_ENGINE_END_H */

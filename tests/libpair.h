@@ -33,11 +33,11 @@ static inline uint64_t now_ms(void)
 struct side {
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_vcq *cq;
-    mroce_vqp *qp;
+    mroce_cq *cq;
+    mroce_qp *qp;
     uint8_t *buf;
     size_t buf_len;
-    mroce_vmr *mr;
+    mroce_mr *mr;
 };
 
 /* Opens a device of progress mode `mode` on a port that is free now: ports
@@ -70,11 +70,11 @@ static inline int side_open_mode(struct side *s, size_t buf_len, int access,
     int rc = libpair_open_dev(&s->dev, mode);
     if (rc < 0)
         return rc;
-    struct mroce_vqp_init_attr qa;
+    struct mroce_qp_init_attr qa;
     if ((rc = mroce_pd_alloc(s->dev, &s->pd)) < 0 ||
         (rc = mroce_create_cq(s->dev, 256, &s->cq)) < 0)
         return rc;
-    mroce_vqp_init_attr_default(&qa);
+    mroce_qp_init_attr_default(&qa);
     if (init_cwnd)
         qa.eng.init_cwnd = init_cwnd;
     qa.send_cq = s->cq;
@@ -104,7 +104,7 @@ static inline int side_post(struct side *s, enum mroce_wr_opcode opcode,
                             const struct side *peer, size_t roff)
 {
     struct mroce_sge sg = {(uintptr_t)s->buf + off, len,
-                           mroce_vmr_lkey(s->mr)};
+                           mroce_mr_lkey(s->mr)};
     struct mroce_send_wr w, *bad;
     memset(&w, 0, sizeof(w));
     w.wr_id = id;
@@ -114,7 +114,7 @@ static inline int side_post(struct side *s, enum mroce_wr_opcode opcode,
     w.send_flags = MROCE_SEND_SIGNALED;
     if (peer) {
         w.remote_addr = (uintptr_t)peer->buf + roff;
-        w.rkey = mroce_vmr_rkey(peer->mr);
+        w.rkey = mroce_mr_rkey(peer->mr);
     }
     return mroce_post_send(s->qp, &w, &bad);
 }
@@ -127,7 +127,7 @@ static inline void side_fini(struct side *s)
 }
 
 struct libpair_accept {
-    mroce_vqp *qp;
+    mroce_qp *qp;
     int rc;
 };
 

@@ -26,10 +26,10 @@
 #define HIGH (BASE + 8 * QDELAY)    /* delay target in a round without */
 #define FULL 0x01000000u /* bytes in flight: the window is in use */
 
-static struct mroce_cc_ack ack(uint32_t bytes, mroce_tstamp rtt,
+static struct mre_cc_ack ack(uint32_t bytes, mroce_tstamp rtt,
                                mroce_tstamp now)
 {
-    struct mroce_cc_ack ev;
+    struct mre_cc_ack ev;
     ev.acked_bytes = bytes;
     ev.acked_pkts = bytes / MTU;
     ev.ce_pkts = 0;
@@ -41,27 +41,27 @@ static struct mroce_cc_ack ack(uint32_t bytes, mroce_tstamp rtt,
     return ev;
 }
 
-static void on_ack(struct mroce_cc *cc, uint32_t bytes, mroce_tstamp rtt,
+static void on_ack(struct mre_cc *cc, uint32_t bytes, mroce_tstamp rtt,
                    mroce_tstamp now)
 {
-    struct mroce_cc_ack ev = ack(bytes, rtt, now);
+    struct mre_cc_ack ev = ack(bytes, rtt, now);
     cc->ops->on_ack(cc, &ev);
 }
 
-static void setup(struct mroce_cc *cc)
+static void setup(struct mre_cc *cc)
 {
-    mroce_cc_init(cc, &mroce_cc_delay_ecn, MTU, INIT, MAXW, QDELAY);
+    mre_cc_init(cc, &mre_cc_delay_ecn, MTU, INIT, MAXW, QDELAY);
 }
 
 /* One round of 10 acks BASE/10 apart (srtt = BASE, so the last one closes
  * the round), each with RTT sample `rtt` (an entry of rtts[] if given),
  * ce/rx of them reporting one CE-marked / one received packet, no bytes. */
-static void round_of(struct mroce_cc *cc, mroce_tstamp *now, mroce_tstamp rtt,
+static void round_of(struct mre_cc *cc, mroce_tstamp *now, mroce_tstamp rtt,
                      const mroce_tstamp *rtts, uint32_t ce, uint32_t rx)
 {
     unsigned j;
     for (j = 0; j < 10; j++) {
-        struct mroce_cc_ack ev = ack(0, rtts ? rtts[j] : rtt, *now += BASE / 10);
+        struct mre_cc_ack ev = ack(0, rtts ? rtts[j] : rtt, *now += BASE / 10);
         ev.ce_pkts = j < ce ? 1 : 0;
         ev.rx_pkts = j < rx ? 1 : 0;
         cc->ops->on_ack(cc, &ev);
@@ -70,7 +70,7 @@ static void round_of(struct mroce_cc *cc, mroce_tstamp *now, mroce_tstamp rtt,
 
 /* A delay+ECN window with srtt = BASE and base_rtt = BASE whose first
  * round opens at *now, so each round_of() closes one round. */
-static void round_setup(struct mroce_cc *cc, mroce_tstamp *now)
+static void round_setup(struct mre_cc *cc, mroce_tstamp *now)
 {
     setup(cc);
     cc->srtt = BASE;
@@ -80,40 +80,40 @@ static void round_setup(struct mroce_cc *cc, mroce_tstamp *now)
 
 static void test_ops_and_init(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
 
-    CHECK(mroce_cc_ops_get(MROCE_CC_DELAY_ECN) == &mroce_cc_delay_ecn);
-    CHECK(mroce_cc_ops_get(MROCE_CC_NONE) == &mroce_cc_fixed);
-    CHECK(mroce_cc_ops_get(2) == NULL);
-    CHECK(mroce_cc_ops_get(12345) == NULL);
+    CHECK(mre_cc_ops_get(MROCE_CC_DELAY_ECN) == &mre_cc_delay_ecn);
+    CHECK(mre_cc_ops_get(MROCE_CC_NONE) == &mre_cc_fixed);
+    CHECK(mre_cc_ops_get(2) == NULL);
+    CHECK(mre_cc_ops_get(12345) == NULL);
 
     setup(&cc);
-    CHECK(cc.ops == &mroce_cc_delay_ecn);
+    CHECK(cc.ops == &mre_cc_delay_ecn);
     CHECK(cc.cwnd == INIT && cc.init_cwnd == INIT);
     CHECK(cc.min_cwnd == MTU && cc.max_cwnd == MAXW && cc.mtu == MTU);
     CHECK(cc.base_rtt == 0 && cc.ai_acc == 0);
     CHECK(cc.alpha == 65536); /* DCTCP's conservative start */
     CHECK(cc.target_qdelay == QDELAY);
 
-    mroce_cc_init(&cc, &mroce_cc_delay_ecn, MTU, 10 * MAXW, MAXW, QDELAY);
+    mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, 10 * MAXW, MAXW, QDELAY);
     CHECK(cc.cwnd == MAXW && cc.init_cwnd == MAXW);
-    mroce_cc_init(&cc, &mroce_cc_delay_ecn, MTU, 100, MAXW, QDELAY);
+    mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, 100, MAXW, QDELAY);
     CHECK(cc.cwnd == MTU);
-    mroce_cc_init(&cc, &mroce_cc_fixed, MTU, INIT, 1000, QDELAY);
+    mre_cc_init(&cc, &mre_cc_fixed, MTU, INIT, 1000, QDELAY);
     CHECK(cc.max_cwnd == MTU && cc.cwnd == MTU);
-    mroce_cc_init(&cc, NULL, MTU, INIT, MAXW, QDELAY);
-    CHECK(cc.ops == &mroce_cc_delay_ecn);
-    CHECK(mroce_cc_delay_ecn.name != NULL && mroce_cc_fixed.name != NULL);
+    mre_cc_init(&cc, NULL, MTU, INIT, MAXW, QDELAY);
+    CHECK(cc.ops == &mre_cc_delay_ecn);
+    CHECK(mre_cc_delay_ecn.name != NULL && mre_cc_fixed.name != NULL);
 }
 
 static void test_fixed(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
     unsigned k, ok = 1;
-    struct mroce_cc_ack ev;
+    struct mre_cc_ack ev;
 
-    mroce_cc_init(&cc, &mroce_cc_fixed, MTU, INIT, MAXW, QDELAY);
+    mre_cc_init(&cc, &mre_cc_fixed, MTU, INIT, MAXW, QDELAY);
     for (k = 0; k < 1000; k++) {
         now += 1000;
         ev = ack(MTU, (k & 1) ? BASE : 100 * BASE, now);
@@ -136,7 +136,7 @@ static void test_fixed(void)
  * it. */
 static void test_slow_start(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
     unsigned k;
 
@@ -150,7 +150,7 @@ static void test_slow_start(void)
     CHECK(cc.cwnd == 2 * INIT + 4 * MTU);
     now += 10 * BASE; /* the next ack closes a round: all marked */
     {
-        struct mroce_cc_ack ev = ack(0, BASE, now);
+        struct mre_cc_ack ev = ack(0, BASE, now);
         ev.ce_pkts = ev.rx_pkts = 10;
         cc.ops->on_ack(&cc, &ev);
     }
@@ -167,7 +167,7 @@ static void test_slow_start(void)
     on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == INIT + MTU);
     {
-        struct mroce_cc_ack ev = ack(MTU, BASE, now += 1000);
+        struct mre_cc_ack ev = ack(MTU, BASE, now += 1000);
         ev.ce_pkts = ev.rx_pkts = 1;
         cc.ops->on_ack(&cc, &ev);
     }
@@ -180,9 +180,9 @@ static void test_slow_start(void)
  * NIC was busy with other QPs) does not grow. */
 static void test_validation(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
-    struct mroce_cc_ack ev;
+    struct mre_cc_ack ev;
     unsigned k;
 
     setup(&cc);
@@ -207,7 +207,7 @@ static void test_validation(void)
 /* +3 MTU per cwnd of acked bytes. */
 static void test_additive_increase(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
     unsigned k;
 
@@ -246,7 +246,7 @@ static void test_additive_increase(void)
     }
 
     /* Growth stops at max_cwnd. */
-    mroce_cc_init(&cc, &mroce_cc_delay_ecn, MTU, INIT, INIT + MTU, QDELAY);
+    mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, INIT, INIT + MTU, QDELAY);
     for (k = 0; k < 1000; k++)
         on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == INIT + MTU);
@@ -258,9 +258,9 @@ static void test_additive_increase(void)
 static uint32_t ai_acc_after(mroce_tstamp srtt, uint32_t alpha,
                              uint32_t starved, int know_base, uint32_t bytes)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
-    struct mroce_cc_ack ev;
+    struct mre_cc_ack ev;
 
     setup(&cc);
     cc.scratch[0] = 0; /* past slow start */
@@ -299,7 +299,7 @@ static void test_ai_rtt_scale(void)
         {10 * BASE, 8192},
         {0, 1024},                  /* no srtt yet: 1 */
     };
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
     unsigned i, k;
 
@@ -321,7 +321,7 @@ static void test_ai_rtt_scale(void)
     cc.srtt = 2 * BASE;
     cc.alpha = 0;
     for (k = 0; k < INIT / MTU / 4; k++) {
-        struct mroce_cc_ack ev = ack(MTU, 0, now += 100);
+        struct mre_cc_ack ev = ack(MTU, 0, now += 100);
         CHECK(cc.cwnd == INIT);
         ev.starved = 1;
         cc.ops->on_ack(&cc, &ev);
@@ -333,7 +333,7 @@ static void test_ai_rtt_scale(void)
  * cwnd *= max(1 - 0.8*(R-T)/R, 0.5), T = TARGET with CE, HIGH without. */
 static void test_delay_decrease(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
     uint32_t w;
 
@@ -398,7 +398,7 @@ static void test_delay_decrease(void)
 
 static void test_ecn(void)
 {
-    struct mroce_cc lo, hi, none;
+    struct mre_cc lo, hi, none;
     mroce_tstamp t1 = T0, t2 = T0, t3 = T0;
     uint32_t w;
 
@@ -460,7 +460,7 @@ static void test_ecn(void)
     round_setup(&hi, &t2);
     {
         unsigned j;
-        struct mroce_cc_ack ev;
+        struct mre_cc_ack ev;
         for (j = 0; j < 9; j++) {
             ev = ack(0, BASE, t2 += BASE / 10);
             ev.ce_pkts = ev.rx_pkts = 1;
@@ -480,7 +480,7 @@ static void test_ecn(void)
  * no CE: a path that marks is judged by its marks. */
 static void test_ecn_memory(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
     uint32_t w;
     unsigned k;
@@ -513,7 +513,7 @@ static void test_ecn_memory(void)
  * a fully marked one; either ends slow start at once. */
 static void test_loss_timeout(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     mroce_tstamp now = T0;
     uint32_t w;
     unsigned k, rtts;
@@ -633,17 +633,17 @@ static void test_loss_timeout(void)
 /* A seeded storm of arbitrary events: cwnd always within [min, max]. */
 static void test_bounds(void)
 {
-    struct mroce_cc cc;
+    struct mre_cc cc;
     uint64_t seed = 42;
     mroce_tstamp now = T0;
     unsigned k, ok = 1, algo;
 
     for (algo = 0; algo < 2; algo++) {
-        mroce_cc_init(&cc, mroce_cc_ops_get(algo), 1500, 30000, 150000,
+        mre_cc_init(&cc, mre_cc_ops_get(algo), 1500, 30000, 150000,
                       QDELAY);
         for (k = 0; k < 200000; k++) {
             uint64_t r = testutil_rand64(&seed);
-            struct mroce_cc_ack ev;
+            struct mre_cc_ack ev;
             now += r % 20000;
             switch ((r >> 16) % 16) {
             case 0:

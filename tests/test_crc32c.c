@@ -2,7 +2,7 @@
  * test_crc32c.c - every CRC32C path against the table path and a bitwise
  * reference.
  *
- * mroce_crc32c() dispatches by CPU and length to one of four paths (table,
+ * mrw_crc32c() dispatches by CPU and length to one of four paths (table,
  * three-way crc32, 128-bit and 512-bit carry-less folding), and the folding
  * paths split each buffer into pieces by its length modulo 64 and 256 and
  * (the 512-bit one) by its alignment modulo 64.  So each path the CPU
@@ -32,12 +32,12 @@ typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
 static const struct path {
     const char *name;
     crc_fn fn;
-    unsigned needs; /* mroce_crc32c_features() bits */
+    unsigned needs; /* mrw_crc32c_features() bits */
 } all_paths[] = {
-    {"sse4.2", mroce_crc32c_sse42, MROCE_CRC32C_SSE42},
-    {"pclmul", mroce_crc32c_pclmul, MROCE_CRC32C_PCLMUL},
-    {"vpclmul", mroce_crc32c_vpclmul, MROCE_CRC32C_VPCLMUL},
-    {"dispatch", mroce_crc32c, 0},
+    {"sse4.2", mrw_crc32c_sse42, MROCE_CRC32C_SSE42},
+    {"pclmul", mrw_crc32c_pclmul, MROCE_CRC32C_PCLMUL},
+    {"vpclmul", mrw_crc32c_vpclmul, MROCE_CRC32C_VPCLMUL},
+    {"dispatch", mrw_crc32c, 0},
 };
 #define N_ALL (sizeof all_paths / sizeof all_paths[0])
 
@@ -77,14 +77,14 @@ static uint8_t *place(void **blk, size_t align, const uint8_t *src, size_t len)
 
 static void select_paths(void)
 {
-    unsigned f = mroce_crc32c_features();
+    unsigned f = mrw_crc32c_features();
 
     /* Each path implies the ones before it; hw_active is the first. */
     CHECK(!(f & MROCE_CRC32C_VPCLMUL) || (f & MROCE_CRC32C_PCLMUL));
     CHECK(!(f & MROCE_CRC32C_PCLMUL) || (f & MROCE_CRC32C_SSE42));
-    CHECK_EQ(mroce_crc32c_hw_active(), (f & MROCE_CRC32C_SSE42) != 0);
+    CHECK_EQ(mrw_crc32c_hw_active(), (f & MROCE_CRC32C_SSE42) != 0);
 
-    paths[npaths++] = (struct path){"table", mroce_crc32c_sw, 0};
+    paths[npaths++] = (struct path){"table", mrw_crc32c_sw, 0};
     printf("crc32c paths:");
     for (size_t i = 0; i < N_ALL; i++) {
         if ((all_paths[i].needs & f) != all_paths[i].needs)
@@ -119,7 +119,7 @@ static void test_table_vs_bitwise(const uint8_t *data)
     int ok = 1;
     for (size_t len = 0; len <= MAX_LEN; len++) {
         uint32_t seed = (uint32_t)testutil_rand64(&rng);
-        if (mroce_crc32c_sw(seed, data, len) !=
+        if (mrw_crc32c_sw(seed, data, len) !=
             crc32c_bitwise(seed, data, len)) {
             ok = 0;
             CHECK_MSG(0, "table != bitwise at length %zu", len);
@@ -140,7 +140,7 @@ static void test_lengths_alignments(const uint8_t *data)
         ok[i] = 1;
     for (size_t len = 0; len <= MAX_LEN; len++) {
         uint32_t seed = (uint32_t)testutil_rand64(&rng);
-        uint32_t want = mroce_crc32c_sw(seed, data, len);
+        uint32_t want = mrw_crc32c_sw(seed, data, len);
         for (size_t align = 0; align < MAX_ALIGN; align++) {
             void *blk;
             const uint8_t *p = place(&blk, align, data, len);
@@ -179,7 +179,7 @@ static void test_large(void)
         ok[i] = 1;
     for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
         uint32_t seed = (uint32_t)testutil_rand64(&rng);
-        uint32_t want = mroce_crc32c_sw(seed, data, lens[l]);
+        uint32_t want = mrw_crc32c_sw(seed, data, lens[l]);
         for (size_t a = 0; a < sizeof aligns / sizeof aligns[0]; a++) {
             void *blk;
             const uint8_t *p = place(&blk, aligns[a], data, lens[l]);
@@ -209,7 +209,7 @@ static void test_chained(const uint8_t *data)
             size_t off = (size_t)testutil_rand_below(&rng, MAX_ALIGN);
             size_t len = (size_t)testutil_rand_below(&rng, 3 * MAX_LEN);
             uint32_t seed = (uint32_t)testutil_rand64(&rng);
-            uint32_t want = mroce_crc32c_sw(seed, data + off, len);
+            uint32_t want = mrw_crc32c_sw(seed, data + off, len);
             uint32_t crc = seed;
             size_t pos = 0;
             while (pos < len) {

@@ -169,13 +169,13 @@ static uint64_t byte_bad(const uint8_t *b, size_t len, uint8_t v)
 struct srv {
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_vcq *cq;
+    mroce_cq *cq;
     uint8_t *mem;       /* guard|ALL|guard|SMALL|guard|RO|guard|WO|guard */
     uint8_t *all, *small, *ro, *wo;
     uint8_t *rx;        /* SRV_MAX_QPS * SRV_NRX slots */
     uint8_t *tx;        /* reply buffers, one per QP */
-    mroce_vmr *mr_all, *mr_small, *mr_ro, *mr_wo, *mr_rx;
-    mroce_vqp *qps[SRV_MAX_QPS];
+    mroce_mr *mr_all, *mr_small, *mr_ro, *mr_wo, *mr_rx;
+    mroce_qp *qps[SRV_MAX_QPS];
     int nqps, listening; /* index of the listening QP */
     long failures;
     struct reply last;
@@ -191,10 +191,10 @@ static int srv_new_listener(struct srv *s)
 {
     if (s->nqps == SRV_MAX_QPS)
         return -1;
-    struct mroce_vqp_init_attr ia;
-    mroce_vqp_init_attr_default(&ia);
+    struct mroce_qp_init_attr ia;
+    mroce_qp_init_attr_default(&ia);
     ia.send_cq = ia.recv_cq = s->cq;
-    mroce_vqp *qp;
+    mroce_qp *qp;
     if (mroce_create_qp(s->pd, &ia, &qp) < 0)
         return -1;
     int i = s->nqps++;
@@ -202,7 +202,7 @@ static int srv_new_listener(struct srv *s)
     for (int k = 0; k < SRV_NRX; k++) {
         struct mroce_sge sge = {
             .addr = (uintptr_t)(s->rx + ((size_t)i * SRV_NRX + k) * SRV_RX_SLOT),
-            .length = SRV_RX_SLOT, .lkey = mroce_vmr_lkey(s->mr_rx)};
+            .length = SRV_RX_SLOT, .lkey = mroce_mr_lkey(s->mr_rx)};
         struct mroce_recv_wr wr = {.wr_id = (uint64_t)i * SRV_NRX + k,
                                    .sg_list = &sge, .num_sge = 1};
         struct mroce_recv_wr *bad;
@@ -218,7 +218,7 @@ static int srv_new_listener(struct srv *s)
 static int srv_qp_index(struct srv *s, uint32_t qpn)
 {
     for (int i = 0; i < s->nqps; i++)
-        if (mroce_vqp_num(s->qps[i]) == qpn)
+        if (mroce_qp_num(s->qps[i]) == qpn)
             return i;
     return -1;
 }
@@ -228,7 +228,7 @@ static void srv_reply(struct srv *s, int qi, uint32_t result,
 {
     uint8_t *buf = s->tx + (size_t)qi * 64;
     struct mroce_sge sge = {.addr = (uintptr_t)buf, .length = 0,
-                            .lkey = mroce_vmr_lkey(s->mr_rx)};
+                            .lkey = mroce_mr_lkey(s->mr_rx)};
     if (payload) {
         memcpy(buf, payload, sizeof(*payload));
         sge.length = sizeof(*payload);
@@ -319,12 +319,12 @@ static void srv_on_recv(struct srv *s, const struct mroce_wc *wc)
     }
 repost:;
     struct mroce_sge sge = {.addr = (uintptr_t)buf, .length = SRV_RX_SLOT,
-                            .lkey = mroce_vmr_lkey(s->mr_rx)};
+                            .lkey = mroce_mr_lkey(s->mr_rx)};
     struct mroce_recv_wr wr = {.wr_id = wc->wr_id, .sg_list = &sge,
                                .num_sge = 1};
     struct mroce_recv_wr *bad;
     if (mroce_post_recv(s->qps[qi], &wr, &bad) < 0 &&
-        mroce_vqp_state(s->qps[qi]) == MROCE_QPS_RTS) {
+        mroce_qp_get_state(s->qps[qi]) == MROCE_QPS_RTS) {
         fprintf(stderr, "server: repost failed\n");
         s->failures++;
     }
@@ -394,10 +394,10 @@ static void srv_main(int pipe_wr, uint16_t port, const struct mroce_fault *f)
     info.small = (uintptr_t)s->small;
     info.ro = (uintptr_t)s->ro;
     info.wo = (uintptr_t)s->wo;
-    info.rk_all = mroce_vmr_rkey(s->mr_all);
-    info.rk_small = mroce_vmr_rkey(s->mr_small);
-    info.rk_ro = mroce_vmr_rkey(s->mr_ro);
-    info.rk_wo = mroce_vmr_rkey(s->mr_wo);
+    info.rk_all = mroce_mr_rkey(s->mr_all);
+    info.rk_small = mroce_mr_rkey(s->mr_small);
+    info.rk_ro = mroce_mr_rkey(s->mr_ro);
+    info.rk_wo = mroce_mr_rkey(s->mr_wo);
     info.ok = 1;
     if (write(pipe_wr, &info, sizeof(info)) != (ssize_t)sizeof(info))
         _exit(6);
@@ -422,7 +422,7 @@ static void srv_main(int pipe_wr, uint16_t port, const struct mroce_fault *f)
             /* Reply completions: nothing to do; errors are the client's
              * business (its QP may be in ERROR on purpose). */
         }
-        enum mroce_qp_state st = mroce_vqp_state(s->qps[s->listening]);
+        enum mroce_qp_state st = mroce_qp_get_state(s->qps[s->listening]);
         if (st != MROCE_QPS_LISTEN && srv_new_listener(s) < 0) {
             fprintf(stderr, "server: out of QPs\n");
             _exit(8);
@@ -492,7 +492,7 @@ struct cli {
     mroce_pd *pd;
     uint8_t *mem;       /* BIG + 8 MiB: sources, READ destinations, replies */
     size_t len;
-    mroce_vmr *mr;
+    mroce_mr *mr;
     uint32_t lkey;
     struct srv_info si;
 };
@@ -503,8 +503,8 @@ struct cli {
 #define CLI_REPLY (BIG + 7u * MIB)   /* reply receive buffers, 64 B each */
 
 struct conn {
-    mroce_vcq *cq;
-    mroce_vqp *qp;
+    mroce_cq *cq;
+    mroce_qp *qp;
     int nreply;         /* reply receives posted so far */
 };
 
@@ -537,7 +537,7 @@ static int cli_open(struct cli *c, uint16_t port, const struct mroce_fault *f,
     rc = mroce_reg_mr(c->pd, c->mem, c->len, MROCE_ACCESS_LOCAL_WRITE, &c->mr);
     if (!CHECK(rc == 0))
         return -1;
-    c->lkey = mroce_vmr_lkey(c->mr);
+    c->lkey = mroce_mr_lkey(c->mr);
     return 0;
 }
 
@@ -565,8 +565,8 @@ static int conn_open(struct cli *c, struct conn *k, int connect)
     memset(k, 0, sizeof(*k));
     if (!CHECK(mroce_create_cq(c->dev, 1024, &k->cq) == 0))
         return -1;
-    struct mroce_vqp_init_attr ia;
-    mroce_vqp_init_attr_default(&ia);
+    struct mroce_qp_init_attr ia;
+    mroce_qp_init_attr_default(&ia);
     ia.send_cq = ia.recv_cq = k->cq;
     if (!CHECK(mroce_create_qp(c->pd, &ia, &k->qp) == 0))
         return -1;
@@ -575,7 +575,7 @@ static int conn_open(struct cli *c, struct conn *k, int connect)
     if (!connect)
         return 0;
     int rc = mroce_connect(k->qp, "127.0.0.1", c->si.port, 0, 5000);
-    if (!CHECK_MSG(rc == 0, "connect: %s", mroce_lib_strerror(rc)))
+    if (!CHECK_MSG(rc == 0, "connect: %s", mroce_strerror(rc)))
         return -1;
     return 0;
 }
@@ -618,13 +618,13 @@ static int do_wr(struct cli *c, struct conn *k, enum mroce_wr_opcode op,
     struct mroce_send_wr *bad;
     int rc = mroce_post_send(k->qp, &wr, &bad);
     if (!CHECK_MSG(rc == 0, "post op %d len %u: %s", op, len,
-                   mroce_lib_strerror(rc)))
+                   mroce_strerror(rc)))
         return -1;
     struct mroce_wc wc;
     /* Generous: a loaded CI machine can slow a 64 MiB WRITE a lot. */
     if (!CHECK_MSG(next_wc(k, &wc, 60000), "op %d len %u: no completion", op,
                    len)) {
-        mroce_vqp_dump_counters(k->qp, stderr); /* slow or stuck? */
+        mroce_qp_dump_counters(k->qp, stderr); /* slow or stuck? */
         return -1;
     }
     CHECK_EQ(wc.wr_id, wr.wr_id);
@@ -692,10 +692,10 @@ static void scenario_ops(void)
     C.si = si;
     if (conn_open(&C, &K, 1) < 0)
         goto out;
-    struct mroce_qp_attr qa;
+    struct mre_qp_attr qa;
     CHECK_EQ_INT(mroce_query_qp(K.qp, &qa), 0);
     CHECK_EQ(qa.mtu, MTU);
-    CHECK_EQ_INT(mroce_vqp_state(K.qp), MROCE_QPS_RTS);
+    CHECK_EQ_INT(mroce_qp_get_state(K.qp), MROCE_QPS_RTS);
 
     const uint32_t sizes[] = {1, MTU - 1, MTU, MTU + 1, MIB};
     uint8_t *src = C.mem + CLI_SMALL, *dst = C.mem + CLI_SMALL + 2 * MIB;
@@ -885,7 +885,7 @@ static void scenario_ops(void)
     CHECK_EQ(command(&C, &K, CMD_STATUS, 0, 0, 0, NULL), 0);
     CHECK_EQ(command(&C, &K, CMD_GUARDS, 0, 0, 0, NULL), 0);
     struct mroce_qp_counters qc;
-    CHECK_EQ_INT(mroce_vqp_counters(K.qp, &qc), 0);
+    CHECK_EQ_INT(mroce_qp_get_counters(K.qp, &qc), 0);
     printf("  ops: %" PRIu64 " packets sent, %" PRIu64 " retransmitted\n",
            qc.tx_pkts, qc.retx_pkts);
     CHECK_EQ(command(&C, &K, CMD_EXIT, 0, 0, 0, NULL), 0);
@@ -978,8 +978,8 @@ static void scenario_access(void)
                   cases[ci].name, got[2]);
         CHECK_MSG(nrecv_flushed == 4, "%s: %d receives flushed",
                   cases[ci].name, nrecv_flushed);
-        CHECK_MSG(mroce_vqp_state(K.qp) == MROCE_QPS_ERROR, "%s: state %s",
-                  cases[ci].name, mroce_qp_state_str(mroce_vqp_state(K.qp)));
+        CHECK_MSG(mroce_qp_get_state(K.qp) == MROCE_QPS_ERROR, "%s: state %s",
+                  cases[ci].name, mroce_qp_state_str(mroce_qp_get_state(K.qp)));
         /* Posting to a QP in ERROR fails or flushes; never executes. */
         conn_close(&K);
     }
@@ -1016,10 +1016,10 @@ static void scenario_no_listener(void)
         int rc = mroce_connect(K.qp, "127.0.0.1", C.si.port, 0, 3000);
         uint64_t dt = now_ms() - t0;
         CHECK_MSG(rc == MROCE_EUNREACH || rc == MROCE_ETIMEDOUT,
-                  "connect to a dead port: %d (%s)", rc, mroce_lib_strerror(rc));
+                  "connect to a dead port: %d (%s)", rc, mroce_strerror(rc));
         CHECK_MSG(dt < 4000, "connect took %" PRIu64 " ms", dt);
-        CHECK(mroce_vqp_state(K.qp) != MROCE_QPS_RTS);
-        const char *msg = mroce_lib_strerror(rc);
+        CHECK(mroce_qp_get_state(K.qp) != MROCE_QPS_RTS);
+        const char *msg = mroce_strerror(rc);
         CHECK(msg && *msg);
         printf("  connect to a closed port: \"%s\" after %" PRIu64 " ms\n",
                msg, dt);
@@ -1063,7 +1063,7 @@ static void scenario_peer_killed(void)
     int nwc = 0;
     for (;;) {
         struct mroce_qp_counters qc;
-        mroce_vqp_counters(K.qp, &qc);
+        mroce_qp_get_counters(K.qp, &qc);
         if (qc.tx_bytes > 2 * MIB || now_ms() - t0 > 5000)
             break;
         int n = mroce_poll_cq(K.cq, 1, &wcs[nwc]);
@@ -1110,7 +1110,7 @@ static void scenario_peer_killed(void)
     CHECK_EQ_INT(other, 0);
     CHECK(order_ok);
     CHECK_EQ_INT(recv_flushed, 4);
-    CHECK_EQ_INT(mroce_vqp_state(K.qp), MROCE_QPS_ERROR);
+    CHECK_EQ_INT(mroce_qp_get_state(K.qp), MROCE_QPS_ERROR);
     CHECK_MSG(dt < 15000, "error took %" PRIu64 " ms", dt);
     printf("  peer killed: RETRY_EXC_ERR after %" PRIu64 " ms (%d ok, %d flushed)\n",
            dt, ok, flushed);
@@ -1167,7 +1167,7 @@ static void scenario_lossy(void)
     CHECK_EQ(command(&C, &K, CMD_STATUS, 0, 0, 0, NULL), 0);
     CHECK_EQ(command(&C, &K, CMD_GUARDS, 0, 0, 0, NULL), 0);
     struct mroce_qp_counters qc;
-    CHECK_EQ_INT(mroce_vqp_counters(K.qp, &qc), 0);
+    CHECK_EQ_INT(mroce_qp_get_counters(K.qp, &qc), 0);
     CHECK(qc.retx_pkts > 0);
     CHECK(qc.rx_dups > 0);
     printf("  lossy: %" PRIu64 " packets sent, %" PRIu64 " retransmitted, %"

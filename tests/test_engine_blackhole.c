@@ -70,7 +70,7 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
 {
     struct obs *o = user;
     if (pkt->src != 0 || pkt->len < MROCE_BASE_HDR_LEN ||
-        !mroce_opcode_has_psn(pkt->buf[1]))
+        !mrw_opcode_has_psn(pkt->buf[1]))
         return MROCE_NETDRIVE_PASS; /* only host 0's sprayed data packets */
     unsigned s = pkt->spine % SPINES;
     o->share[o->tx_bytes >= o->total / 2][s]++;
@@ -104,7 +104,7 @@ static int rx_hook(void *user, struct mroce_netdrive_pkt *pkt)
 struct failure {
     struct obs *o;
     mroce_net *net;
-    mroce_qp *qa;
+    mre_qp *qa;
     int mode, on_spine, npaths;
     mroce_tstamp srtt_bh;
     struct mroce_path_stats before[256];
@@ -120,9 +120,9 @@ static void fail_at_half(void *user)
     o->dead = xfer_busiest_spine(f->net, f->qa, SPINES, &f->on_spine);
     CHECK(mroce_net_set_spine_blackhole(f->net, (uint32_t)o->dead, 1) == 0);
     o->t_bh = mroce_netdrive_now(f->d);
-    f->npaths = mroce_qp_path_stats(f->qa, f->before, 256);
+    f->npaths = mre_qp_path_stats(f->qa, f->before, 256);
     struct mroce_qp_counters c;
-    mroce_qp_get_counters(f->qa, &c);
+    mre_qp_get_counters(f->qa, &c);
     f->srtt_bh = c.srtt;
 }
 
@@ -146,11 +146,11 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
     if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return res;
     mroce_net *net = mroce_netdrive_net(tb->d);
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at); /* delay+ECN CC, 4 KiB MTU, ooo_thresh 64 */
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at); /* delay+ECN CC, 4 KiB MTU, ooo_thresh 64 */
     at.npaths = npaths_attr;
     at.max_send_wr = (uint32_t)(size / XFER_CHUNK) + XFER_NSENDS;
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
         mroce_tb_del(tb);
         return res;
@@ -185,14 +185,14 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
               "%u failed", (unsigned long long)seed, mode, x.nsend_done, x.nwr,
               x.nrecv_done, (unsigned)XFER_NSENDS, x.bad);
     xfer_check_data(&x);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
     int on_spine = f.on_spine, npaths = f.npaths, dead_slots = 0;
     mroce_tstamp srtt_bh = f.srtt_bh;
     struct mroce_path_stats *before = f.before;
 
     struct mroce_qp_counters ca, cb;
-    mroce_qp_get_counters(qa, &ca);
-    mroce_qp_get_counters(qb, &cb);
+    mre_qp_get_counters(qa, &ca);
+    mre_qp_get_counters(qb, &cb);
     int sp = mode == 0 ? o.dead : o.bad;
     uint64_t t1 = 0, t2 = 0;
     for (int i = 0; i < SPINES; i++) {
@@ -205,7 +205,7 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
     if (mode == 0 && CHECK(o.dead >= 0) && CHECK(srtt_bh > 0)) {
         /* Every slot on the dead spine at the failure has been retired. */
         struct mroce_path_stats after[256];
-        CHECK_EQ(mroce_qp_path_stats(qa, after, 256), npaths);
+        CHECK_EQ(mre_qp_path_stats(qa, after, 256), npaths);
         int not_retired = 0, now_dead = 0;
         for (int i = 0; i < npaths; i++) {
             if ((int)mroce_net_spine_of(net, 0, 1, before[i].entropy) == o.dead) {
@@ -254,8 +254,8 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
                100 * res.share_first, 100 * res.share_second,
                (unsigned long long)ca.paths_retired,
                (unsigned long long)ca.retx_pkts);
-    mroce_qp_del(qa);
-    mroce_qp_del(qb);
+    mre_qp_del(qa);
+    mre_qp_del(qb);
     mroce_tb_del(tb);
     xfer_free(&x);
     return res;

@@ -20,11 +20,11 @@
 
 #include "engine_end.h"
 
-static mroce_qp *qp_new(struct end *e, uint16_t mtu, mroce_tstamp ack_delay,
+static mre_qp *qp_new(struct end *e, uint16_t mtu, mroce_tstamp ack_delay,
                         mroce_tstamp max_rto)
 {
-    struct mroce_qp_attr a;
-    mroce_qp_attr_default(&a);
+    struct mre_qp_attr a;
+    mre_qp_attr_default(&a);
     a.send_cq = a.recv_cq = e->cq;
     a.max_send_wr = a.max_recv_wr = 4;
     a.window = 64;
@@ -32,8 +32,8 @@ static mroce_qp *qp_new(struct end *e, uint16_t mtu, mroce_tstamp ack_delay,
     a.mtu = mtu;
     a.max_ack_delay = ack_delay;
     a.max_rto = max_rto;
-    mroce_qp *qp = NULL;
-    if (mroce_qp_new(e->ep, &a, &qp) < 0)
+    mre_qp *qp = NULL;
+    if (mre_qp_new(e->ep, &a, &qp) < 0)
         return NULL;
     return qp;
 }
@@ -44,52 +44,52 @@ static uint32_t seen_mad;
 static int pump(struct end *from, struct end *to)
 {
     uint8_t buf[MROCE_MAX_PKT_LEN];
-    struct mroce_tx_info ti;
+    struct mre_tx_info ti;
     int moved = 0, n;
-    while ((n = mroce_ep_write_pkt(from->ep, buf, sizeof(buf), &ti, 0)) > 0) {
-        struct mroce_pkt p;
-        if (mroce_pkt_decode(&p, buf, (size_t)n) == 0 &&
+    while ((n = mre_ep_write_pkt(from->ep, buf, sizeof(buf), &ti, 0)) > 0) {
+        struct mrw_pkt p;
+        if (mrw_pkt_decode(&p, buf, (size_t)n) == 0 &&
             (p.base.opcode == MROCE_OP_CONNECT_REQ ||
              p.base.opcode == MROCE_OP_CONNECT_RESP)) {
             CHECK_EQ(n,
                      MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN + MROCE_CRC_LEN);
             seen_mad = p.u.conn.max_ack_delay;
         }
-        struct mroce_rx_info ri = {from->addr, MROCE_ECN_ECT0};
-        mroce_ep_recv(to->ep, buf, (size_t)n, &ri, 0);
+        struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+        mre_ep_recv(to->ep, buf, (size_t)n, &ri, 0);
         moved++;
     }
     return moved;
 }
 
-static void handshake(struct end *cli, mroce_qp *c, struct end *srv,
-                      mroce_qp *s, uint32_t *req_mad, uint32_t *resp_mad)
+static void handshake(struct end *cli, mre_qp *c, struct end *srv,
+                      mre_qp *s, uint32_t *req_mad, uint32_t *resp_mad)
 {
-    CHECK_EQ(mroce_qp_listen(s, 0), 0);
-    CHECK_EQ(mroce_qp_connect(c, &srv->addr, mroce_qp_num(s), 0), 0);
+    CHECK_EQ(mre_qp_listen(s, 0), 0);
+    CHECK_EQ(mre_qp_connect(c, &srv->addr, mre_qp_num(s), 0), 0);
     pump(cli, srv);
     *req_mad = seen_mad;
     pump(srv, cli);
     *resp_mad = seen_mad;
     pump(cli, srv); /* the confirming ACK */
-    CHECK_EQ(mroce_qp_state(c), MROCE_QPS_RTS);
-    CHECK_EQ(mroce_qp_state(s), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(c), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(s), MROCE_QPS_RTS);
 }
 
 /* Delivers a one-packet request to responder qp r on end e, as its peer
  * would send it at the peer's next PSN; returns the opcode of the first
  * packet e answers with (0: none) and its NAK header in *nak. */
-static uint8_t deliver(struct end *e, const struct end *from, mroce_qp *r,
+static uint8_t deliver(struct end *e, const struct end *from, mre_qp *r,
                        uint8_t op, uint32_t psn, uint32_t msn, uint32_t rkey,
                        uint64_t raddr, const uint8_t *data, uint32_t len,
-                       struct mroce_nak_hdr *nak)
+                       struct mrw_nak_hdr *nak)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     memset(&p, 0, sizeof(p));
     p.base.version = MROCE_VERSION;
     p.base.opcode = op;
     p.base.flags = MROCE_F_FIRST | MROCE_F_LAST | MROCE_F_ACK_REQ;
-    p.base.dst_qpn = mroce_qp_num(r);
+    p.base.dst_qpn = mre_qp_num(r);
     p.base.token = r->local_token;
     p.base.psn = psn;
     p.base.entropy = 0xc000;
@@ -100,31 +100,31 @@ static uint8_t deliver(struct end *e, const struct end *from, mroce_qp *r,
     p.payload = data;
     p.payload_len = len;
     static uint8_t buf[MROCE_MAX_PKT_LEN];
-    size_t n = mroce_pkt_encode(&p, buf, sizeof(buf));
+    size_t n = mrw_pkt_encode(&p, buf, sizeof(buf));
     if (!CHECK(n > 0))
         return 0;
-    struct mroce_rx_info ri = {from->addr, MROCE_ECN_ECT0};
-    mroce_ep_recv(e->ep, buf, n, &ri, 0);
-    struct mroce_tx_info ti;
+    struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+    mre_ep_recv(e->ep, buf, n, &ri, 0);
+    struct mre_tx_info ti;
     uint8_t out = 0;
-    int k = mroce_ep_write_pkt(e->ep, buf, sizeof(buf), &ti, 0);
+    int k = mre_ep_write_pkt(e->ep, buf, sizeof(buf), &ti, 0);
     if (k > 0) {
-        struct mroce_pkt q;
-        if (CHECK(mroce_pkt_decode(&q, buf, (size_t)k) == 0)) {
+        struct mrw_pkt q;
+        if (CHECK(mrw_pkt_decode(&q, buf, (size_t)k) == 0)) {
             out = q.base.opcode;
             if (out == MROCE_OP_NAK && nak)
                 *nak = q.u.nak;
         }
     }
-    while (mroce_ep_write_pkt(e->ep, buf, sizeof(buf), &ti, 0) > 0)
+    while (mre_ep_write_pkt(e->ep, buf, sizeof(buf), &ti, 0) > 0)
         ;
     return out;
 }
 
-static uint64_t drop_invalid(const mroce_qp *qp)
+static uint64_t drop_invalid(const mre_qp *qp)
 {
     struct mroce_qp_counters c;
-    mroce_qp_get_counters(qp, &c);
+    mre_qp_get_counters(qp, &c);
     return c.drop_invalid;
 }
 
@@ -137,8 +137,8 @@ int main(void)
     uint32_t req_mad, resp_mad;
 
     /* Max ACK Delay both ways; b's max_rto (1.5 ms) is above a's 10 us. */
-    mroce_qp *qa = qp_new(&a, 4096, 10000, 100000000);
-    mroce_qp *qb = qp_new(&b, 1024, 2000000, 1500000);
+    mre_qp *qa = qp_new(&a, 4096, 10000, 100000000);
+    mre_qp *qb = qp_new(&b, 1024, 2000000, 1500000);
     if (!CHECK(qa && qb))
         return TESTUTIL_SUMMARY("test_engine_handshake");
     handshake(&a, qa, &b, qb, &req_mad, &resp_mad);
@@ -151,8 +151,8 @@ int main(void)
 
     /* A value beyond 32 bits of ns saturates on the wire; the peer bounds
      * it by its max_rto. */
-    mroce_qp *qc = qp_new(&a, 4096, 5000000000ull, 100000000);
-    mroce_qp *qd = qp_new(&b, 4096, 10000, 3000000);
+    mre_qp *qc = qp_new(&a, 4096, 5000000000ull, 100000000);
+    mre_qp *qd = qp_new(&b, 4096, 10000, 3000000);
     if (!CHECK(qc && qd))
         return TESTUTIL_SUMMARY("test_engine_handshake");
     handshake(&a, qc, &b, qd, &req_mad, &resp_mad);
@@ -164,13 +164,13 @@ int main(void)
     static uint8_t mem[4096], data[2048];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i * 7 + 1);
-    mroce_mr *mr;
+    mre_mr *mr;
     if (!CHECK(
-            mroce_mr_reg(b.ep, mem, sizeof(mem),
+            mre_mr_reg(b.ep, mem, sizeof(mem),
                          MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                          &mr) == 0))
         return TESTUTIL_SUMMARY("test_engine_handshake");
-    uint32_t rkey = mroce_mr_rkey(mr);
+    uint32_t rkey = mre_mr_rkey(mr);
     uint64_t base = (uint64_t)(uintptr_t)mem;
     uint32_t psn = qb->rxwin.cum, msn = 0;
     uint64_t d0 = drop_invalid(qb);
@@ -190,7 +190,7 @@ int main(void)
 
     /* REL-40: a bad key at psn is the held NAK; a SEND without a receive
      * and an out-of-bounds WRITE after it are answered with it. */
-    struct mroce_nak_hdr nak;
+    struct mrw_nak_hdr nak;
     memset(&nak, 0, sizeof(nak));
     CHECK_EQ(deliver(&b, &a, qb, MROCE_OP_WRITE, psn, msn, rkey ^ 0x00ff0000,
                      base, data, 16, &nak),
@@ -211,11 +211,11 @@ int main(void)
     CHECK_EQ(nak.nak_psn, psn);
     CHECK_EQ(nak.code, MROCE_NAK_REMOTE_ACCESS_KEY);
     struct mroce_qp_counters cnt;
-    mroce_qp_get_counters(qb, &cnt);
+    mre_qp_get_counters(qb, &cnt);
     CHECK_EQ(cnt.rnr_naks_tx, 0);
     CHECK_EQ(mem[sizeof(mem) - 8], 0);
 
-    mroce_ep_del(b.ep);
-    mroce_ep_del(a.ep);
+    mre_ep_del(b.ep);
+    mre_ep_del(a.ep);
     return TESTUTIL_SUMMARY("test_engine_handshake");
 }

@@ -39,8 +39,8 @@ static struct run_result run(int mode)
     cfg.net.queue_limit = 512 * 1024;
     cfg.net.ecn_thresh = 32 * 1024;
     cfg.net.seed = 11;
-    struct mroce_ep_config ec;
-    mroce_ep_config_default(&ec);
+    struct mre_ep_config ec;
+    mre_ep_config_default(&ec);
     /* Credits: the receiver's bandwidth-delay product (25 Gbit/s * ~8 us =
      * 25 KB) times a margin for ACK coalescing (an ACK per 4 packets), so
      * the link stays busy while the queue stays short. */
@@ -48,15 +48,15 @@ static struct run_result run(int mode)
     struct mroce_testbed *tb;
     if (!CHECK(mroce_tb_new(&tb, &cfg, &ec) == 0))
         return res;
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at);
     at.cc_algo = mode == 0 ? MROCE_CC_NONE : MROCE_CC_DELAY_ECN;
     at.init_cwnd = mode == 0 ? 2u << 20 : 64 * 1024;
     at.credit_mode = mode == 2;
     at.max_send_wr = 1024;
-    mroce_qp *qs[NSEND], *qr[NSEND];
+    mre_qp *qs[NSEND], *qr[NSEND];
     uint8_t *src[NSEND], *dst[NSEND];
-    mroce_mr *ms[NSEND], *md[NSEND];
+    mre_mr *ms[NSEND], *md[NSEND];
     for (int i = 0; i < NSEND; i++) {
         CHECK(mroce_tb_connect(tb, (uint32_t)i, NSEND, &at, &qs[i], &qr[i],
                                100000000) == 0);
@@ -64,22 +64,22 @@ static struct run_result run(int mode)
         dst[i] = calloc(1, TOTAL);
         for (uint32_t k = 0; k < TOTAL; k++)
             src[i][k] = (uint8_t)(k * 7 + (uint32_t)i * 13 + (k >> 12));
-        mroce_mr_reg(tb->h[i].ep, src[i], TOTAL, MROCE_ACCESS_LOCAL_WRITE, &ms[i]);
-        mroce_mr_reg(tb->h[NSEND].ep, dst[i], TOTAL,
+        mre_mr_reg(tb->h[i].ep, src[i], TOTAL, MROCE_ACCESS_LOCAL_WRITE, &ms[i]);
+        mre_mr_reg(tb->h[NSEND].ep, dst[i], TOTAL,
                      MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md[i]);
     }
     mroce_tstamp t0 = mroce_netdrive_now(tb->d);
     for (int i = 0; i < NSEND; i++) {
         for (uint32_t off = 0; off < TOTAL; off += MSG) {
             struct mroce_sge sg = {(uint64_t)(uintptr_t)(src[i] + off), MSG,
-                                   mroce_mr_lkey(ms[i])};
+                                   mre_mr_lkey(ms[i])};
             struct mroce_send_wr wr = {
                 .wr_id = off, .sg_list = &sg, .num_sge = 1,
                 .opcode = MROCE_WR_WRITE,
                 .send_flags = off + MSG == TOTAL ? MROCE_SEND_SIGNALED : 0,
                 .remote_addr = (uint64_t)(uintptr_t)(dst[i] + off),
-                .rkey = mroce_mr_rkey(md[i])};
-            CHECK(mroce_qp_post_send(qs[i], &wr, NULL, t0) == 0);
+                .rkey = mre_mr_rkey(md[i])};
+            CHECK(mre_qp_post_send(qs[i], &wr, NULL, t0) == 0);
         }
     }
     mroce_tstamp done[NSEND] = {0};
@@ -90,7 +90,7 @@ static struct run_result run(int mode)
             break;
         for (int i = 0; i < NSEND; i++) {
             struct mroce_wc wc;
-            if (!done[i] && mroce_cq_poll(tb->h[i].scq, 1, &wc) == 1) {
+            if (!done[i] && mre_cq_poll(tb->h[i].scq, 1, &wc) == 1) {
                 CHECK_EQ(wc.status, MROCE_WC_SUCCESS);
                 done[i] = mroce_netdrive_now(tb->d);
                 ndone++;
@@ -107,7 +107,7 @@ static struct run_result run(int mode)
             last = done[i];
         res.gbps[i] = done[i] > t0 ? TOTAL * 8.0 / (double)(done[i] - t0) : 0;
         struct mroce_qp_counters c;
-        mroce_qp_get_counters(qs[i], &c);
+        mre_qp_get_counters(qs[i], &c);
         res.retx += c.retx_pkts;
     }
     res.agg_gbps = NSEND * (double)TOTAL * 8.0 / (double)(last - t0);

@@ -73,7 +73,7 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
 {
     struct run_state *s = user;
     if (s->failed && pkt->src == 0 && pkt->spine == DEAD && pkt->len > 1 &&
-        mroce_opcode_has_psn(pkt->buf[1])) {
+        mrw_opcode_has_psn(pkt->buf[1])) {
         s->dead_pkts++;
         s->t_last_dead = pkt->now;
     }
@@ -103,8 +103,8 @@ static void run(int mode, uint64_t seed)
     if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return;
     mroce_net *net = mroce_netdrive_net(tb->d);
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at);
     at.npaths = 64;
     at.entropy_base = 50000;
     at.entropy_span = 256;
@@ -113,7 +113,7 @@ static void run(int mode, uint64_t seed)
     at.path_reuse = 1;          /* libmroce: PATH-16 */
     at.min_rto = 1000000;       /* LIB_MIN_RTO */
     at.target_qdelay = 50000;   /* LIB_TARGET_QDELAY */
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
         mroce_tb_del(tb);
         return;
@@ -124,10 +124,10 @@ static void run(int mode, uint64_t seed)
         r = testutil_rand64(&r);
         memcpy(src + i, &r, 8);
     }
-    mroce_mr *ms, *md;
-    CHECK(mroce_mr_reg(tb->h[0].ep, src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
+    mre_mr *ms, *md;
+    CHECK(mre_mr_reg(tb->h[0].ep, src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
                        &ms) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, dst, SIZE,
+    CHECK(mre_mr_reg(tb->h[1].ep, dst, SIZE,
                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                        &md) == 0);
     struct run_state s;
@@ -145,13 +145,13 @@ static void run(int mode, uint64_t seed)
         mroce_tstamp now = mroce_netdrive_now(tb->d);
         while (posted < nmsg && posted - done < DEPTH) {
             struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + posted * MSG),
-                                   MSG, mroce_mr_lkey(ms)};
+                                   MSG, mre_mr_lkey(ms)};
             struct mroce_send_wr wr = {
                 .wr_id = posted, .sg_list = &sg, .num_sge = 1,
                 .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
                 .remote_addr = (uint64_t)(uintptr_t)(dst + posted * MSG),
-                .rkey = mroce_mr_rkey(md)};
-            if (!CHECK(mroce_qp_post_send(qa, &wr, NULL, now) == 0))
+                .rkey = mre_mr_rkey(md)};
+            if (!CHECK(mre_qp_post_send(qa, &wr, NULL, now) == 0))
                 break;
             posted++;
         }
@@ -161,7 +161,7 @@ static void run(int mode, uint64_t seed)
         now = mroce_netdrive_now(tb->d);
         if (now - t0 > MODEL_LIMIT)
             break;
-        mroce_qp_get_counters(qa, &c);
+        mre_qp_get_counters(qa, &c);
         if (!s.failed && now - t0 >= FAIL_AT) {
             s.failed = 1;
             s.t_fail = now;
@@ -173,7 +173,7 @@ static void run(int mode, uint64_t seed)
         if (qa->consec_timeouts > max_consec)
             max_consec = qa->consec_timeouts;
         struct mroce_wc wc[32];
-        int n = mroce_cq_poll(tb->h[0].scq, 32, wc);
+        int n = mre_cq_poll(tb->h[0].scq, 32, wc);
         for (int i = 0; i < n; i++, done++) {
             bad += wc[i].status != MROCE_WC_SUCCESS;
             order += wc[i].wr_id != done;
@@ -184,7 +184,7 @@ static void run(int mode, uint64_t seed)
         if (bad)
             break;
     }
-    mroce_qp_get_counters(qa, &c);
+    mre_qp_get_counters(qa, &c);
     const char *what = mode ? "blackhole" : "link down";
     CHECK_MSG(done == nmsg && !bad, "%s seed %llu: %llu/%llu WRITEs done, "
               "%u failed, %u timeouts in a row", what,
@@ -192,7 +192,7 @@ static void run(int mode, uint64_t seed)
               (unsigned long long)nmsg, bad, max_consec);
     CHECK_EQ(order, 0);
     CHECK(memcmp(src, dst, SIZE) == 0);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
     CHECK_MSG(max_consec <= MAX_CONSEC_RTO && c.timeouts <= MAX_RTOS,
               "%s seed %llu: %llu timeouts, %u in a row", what,
               (unsigned long long)seed, (unsigned long long)c.timeouts,
@@ -200,7 +200,7 @@ static void run(int mode, uint64_t seed)
     CHECK_MSG(stall <= MAX_STALL, "%s seed %llu: %.2f ms without a completion",
               what, (unsigned long long)seed, (double)stall / 1e6);
     struct mroce_path_stats ps[256];
-    int np = mroce_qp_path_stats(qa, ps, 256), dead_left = 0;
+    int np = mre_qp_path_stats(qa, ps, 256), dead_left = 0;
     for (int i = 0; i < np; i++)
         dead_left += mroce_net_spine_of(net, 0, 1, ps[i].entropy) == DEAD;
     CHECK_MSG(dead_left == 0, "%s seed %llu: %d slots still on the dead "
@@ -224,8 +224,8 @@ static void run(int mode, uint64_t seed)
            (unsigned long long)c.probes, (unsigned long long)c.retx_pkts,
            (unsigned long long)c.retx_path, (unsigned long long)c.retx_ooo,
            (unsigned long long)c.retx_rto, (unsigned long long)c.retx_probe);
-    mroce_qp_del(qa);
-    mroce_qp_del(qb);
+    mre_qp_del(qa);
+    mre_qp_del(qb);
     mroce_tb_del(tb);
     free(src);
     free(dst);

@@ -42,10 +42,10 @@
 #define SEC 1000000000ull
 
 struct end {
-    mroce_ep *ep;
-    mroce_cq *cq;
-    mroce_qp *qp;
-    struct mroce_addr addr;
+    mre_ep *ep;
+    mre_cq *cq;
+    mre_qp *qp;
+    struct mre_addr addr;
     uint64_t seed;
     int stopped;
     uint64_t keepalives, plain_acks, pkts; /* packets it sent */
@@ -59,9 +59,9 @@ struct world {
 
 static int end_new(struct end *e, uint8_t id)
 {
-    struct mroce_ep_config c;
+    struct mre_ep_config c;
     memset(e, 0, sizeof(*e));
-    mroce_ep_config_default(&c);
+    mre_ep_config_default(&c);
     c.mem.calloc = testutil_calloc;
     c.mem.free = testutil_free;
     c.rand = testutil_rand_bytes;
@@ -70,9 +70,9 @@ static int end_new(struct end *e, uint8_t id)
     e->addr.len = 6;
     e->addr.data[0] = 10;
     e->addr.data[3] = id;
-    if (mroce_ep_new(&e->ep, &c) < 0)
+    if (mre_ep_new(&e->ep, &c) < 0)
         return -1;
-    return mroce_cq_new(e->ep, 256, &e->cq);
+    return mre_cq_new(e->ep, 256, &e->cq);
 }
 
 /* Move packets both ways until neither end has one, or `max` have moved
@@ -80,7 +80,7 @@ static int end_new(struct end *e, uint8_t id)
 static void exchange_n(struct world *w, long max)
 {
     uint8_t buf[MROCE_MAX_PKT_LEN];
-    struct mroce_tx_info ti;
+    struct mre_tx_info ti;
     int moved;
     do {
         moved = 0;
@@ -89,14 +89,14 @@ static void exchange_n(struct world *w, long max)
             int n;
             if (from->stopped)
                 continue;
-            while (max > 0 && (n = mroce_ep_write_pkt(from->ep, buf,
+            while (max > 0 && (n = mre_ep_write_pkt(from->ep, buf,
                                                       sizeof(buf), &ti,
                                                       w->now)) > 0) {
-                struct mroce_pkt p;
+                struct mrw_pkt p;
                 moved++;
                 max--;
                 from->pkts++;
-                if (mroce_pkt_decode(&p, buf, (size_t)n) == 0 &&
+                if (mrw_pkt_decode(&p, buf, (size_t)n) == 0 &&
                     p.base.opcode == MROCE_OP_ACK) {
                     from->last_ack_req = !!(p.base.flags & MROCE_F_ACK_REQ);
                     from->last_echo_dup =
@@ -107,8 +107,8 @@ static void exchange_n(struct world *w, long max)
                         from->plain_acks++;
                 }
                 if (!to->stopped) {
-                    struct mroce_rx_info ri = {from->addr, MROCE_ECN_ECT0};
-                    mroce_ep_recv(to->ep, buf, (size_t)n, &ri, w->now);
+                    struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+                    mre_ep_recv(to->ep, buf, (size_t)n, &ri, w->now);
                 }
             }
         }
@@ -125,7 +125,7 @@ static mroce_tstamp next_expiry(const struct world *w)
     mroce_tstamp t = MROCE_TSTAMP_INF;
     for (int i = 0; i < 2; i++) {
         mroce_tstamp x = w->e[i].stopped ? MROCE_TSTAMP_INF
-                                         : mroce_ep_expiry(w->e[i].ep);
+                                         : mre_ep_expiry(w->e[i].ep);
         if (x < t)
             t = x;
     }
@@ -134,11 +134,11 @@ static mroce_tstamp next_expiry(const struct world *w)
 
 /* Run the timers, in order, up to `until` (then the clock reads until);
  * stops early, at the moment it happens, if `watch` leaves RTS. */
-static void run_to(struct world *w, mroce_tstamp until, const mroce_qp *watch)
+static void run_to(struct world *w, mroce_tstamp until, const mre_qp *watch)
 {
     for (long steps = 0; steps < 10000000; steps++) {
         exchange(w);
-        if (watch && mroce_qp_state(watch) != MROCE_QPS_RTS)
+        if (watch && mre_qp_state(watch) != MROCE_QPS_RTS)
             return;
         mroce_tstamp t = next_expiry(w);
         if (t > until)
@@ -147,30 +147,30 @@ static void run_to(struct world *w, mroce_tstamp until, const mroce_qp *watch)
             w->now = t;
         for (int i = 0; i < 2; i++)
             if (!w->e[i].stopped)
-                mroce_ep_handle_expiry(w->e[i].ep, w->now);
+                mre_ep_handle_expiry(w->e[i].ep, w->now);
     }
     w->now = until;
     exchange(w);
 }
 
 /* Two ends, connected at t = 1 s with attributes `a` (both sides). */
-static int world_new(struct world *w, const struct mroce_qp_attr *a)
+static int world_new(struct world *w, const struct mre_qp_attr *a)
 {
     memset(w, 0, sizeof(*w));
     w->now = SEC;
     for (int i = 0; i < 2; i++) {
         if (!CHECK(end_new(&w->e[i], (uint8_t)(i + 1)) == 0))
             return -1;
-        struct mroce_qp_attr x = *a;
+        struct mre_qp_attr x = *a;
         x.send_cq = x.recv_cq = w->e[i].cq;
-        if (!CHECK(mroce_qp_new(w->e[i].ep, &x, &w->e[i].qp) == 0))
+        if (!CHECK(mre_qp_new(w->e[i].ep, &x, &w->e[i].qp) == 0))
             return -1;
     }
-    CHECK(mroce_qp_listen(w->e[1].qp, w->now) == 0);
-    CHECK(mroce_qp_connect(w->e[0].qp, &w->e[1].addr, 0, w->now) == 0);
+    CHECK(mre_qp_listen(w->e[1].qp, w->now) == 0);
+    CHECK(mre_qp_connect(w->e[0].qp, &w->e[1].addr, 0, w->now) == 0);
     exchange(w);
-    if (!CHECK(mroce_qp_state(w->e[0].qp) == MROCE_QPS_RTS) ||
-        !CHECK(mroce_qp_state(w->e[1].qp) == MROCE_QPS_RTS))
+    if (!CHECK(mre_qp_state(w->e[0].qp) == MROCE_QPS_RTS) ||
+        !CHECK(mre_qp_state(w->e[1].qp) == MROCE_QPS_RTS))
         return -1;
     return 0;
 }
@@ -179,13 +179,13 @@ static void world_del(struct world *w)
 {
     for (int i = 0; i < 2; i++)
         if (w->e[i].ep)
-            mroce_ep_del(w->e[i].ep);
+            mre_ep_del(w->e[i].ep);
 }
 
-static struct mroce_qp_attr attr(mroce_tstamp peer_timeout)
+static struct mre_qp_attr attr(mroce_tstamp peer_timeout)
 {
-    struct mroce_qp_attr a;
-    mroce_qp_attr_default(&a);
+    struct mre_qp_attr a;
+    mre_qp_attr_default(&a);
     a.min_rto = 1 * MS; /* as libmroce */
     a.max_rto = 100 * MS;
     a.retry_cnt = 7;
@@ -196,10 +196,10 @@ static struct mroce_qp_attr attr(mroce_tstamp peer_timeout)
     return a;
 }
 
-static uint64_t counter_timeouts(const mroce_qp *qp)
+static uint64_t counter_timeouts(const mre_qp *qp)
 {
     struct mroce_qp_counters c;
-    mroce_qp_get_counters(qp, &c);
+    mre_qp_get_counters(qp, &c);
     return c.timeouts;
 }
 
@@ -211,25 +211,25 @@ static void test_stall(mroce_tstamp stall)
 {
     const mroce_tstamp pt = 2 * SEC;
     struct world w;
-    struct mroce_qp_attr a = attr(pt);
+    struct mre_qp_attr a = attr(pt);
     uint8_t *src = malloc(XFER), *dst = calloc(1, XFER);
-    mroce_mr *ms = NULL, *md = NULL;
+    mre_mr *ms = NULL, *md = NULL;
     if (world_new(&w, &a) < 0)
         goto out;
     for (uint32_t i = 0; i < XFER; i++)
         src[i] = (uint8_t)(i * 7 + 3);
-    CHECK(mroce_mr_reg(w.e[0].ep, src, XFER, MROCE_ACCESS_LOCAL_WRITE, &ms) == 0);
-    CHECK(mroce_mr_reg(w.e[1].ep, dst, XFER,
+    CHECK(mre_mr_reg(w.e[0].ep, src, XFER, MROCE_ACCESS_LOCAL_WRITE, &ms) == 0);
+    CHECK(mre_mr_reg(w.e[1].ep, dst, XFER,
                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                        &md) == 0);
-    struct mroce_sge sg = {(uintptr_t)src, XFER, mroce_mr_lkey(ms)};
+    struct mroce_sge sg = {(uintptr_t)src, XFER, mre_mr_lkey(ms)};
     struct mroce_send_wr wr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1,
                                .opcode = MROCE_WR_WRITE,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uintptr_t)dst,
-                               .rkey = mroce_mr_rkey(md)};
-    mroce_qp *qa = w.e[0].qp;
-    CHECK(mroce_qp_post_send(qa, &wr, NULL, w.now) == 0);
+                               .rkey = mre_mr_rkey(md)};
+    mre_qp *qa = w.e[0].qp;
+    CHECK(mre_qp_post_send(qa, &wr, NULL, w.now) == 0);
     /* A few packets go, then the peer stops with the rest outstanding. */
     mroce_tstamp t_stop = w.now + 10000;
     w.now = t_stop;
@@ -240,16 +240,16 @@ static void test_stall(mroce_tstamp stall)
     struct mroce_wc wc;
     if (stall) {
         run_to(&w, t_stop + stall, qa);
-        CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+        CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
         uint64_t to = counter_timeouts(qa);
         CHECK_MSG(to > 2u * a.retry_cnt, "only %llu timeouts in the stall",
                   (unsigned long long)to);
-        CHECK_EQ(mroce_cq_poll(w.e[0].cq, 1, &wc), 0);
+        CHECK_EQ(mre_cq_poll(w.e[0].cq, 1, &wc), 0);
         w.e[1].stopped = 0; /* SIGCONT */
         run_to(&w, w.now + 2 * SEC, NULL);
-        CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
-        CHECK_EQ(mroce_qp_state(w.e[1].qp), MROCE_QPS_RTS);
-        if (CHECK(mroce_cq_poll(w.e[0].cq, 1, &wc) == 1)) {
+        CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
+        CHECK_EQ(mre_qp_state(w.e[1].qp), MROCE_QPS_RTS);
+        if (CHECK(mre_cq_poll(w.e[0].cq, 1, &wc) == 1)) {
             CHECK_EQ(wc.wr_id, 1u);
             CHECK_EQ(wc.status, MROCE_WC_SUCCESS);
         }
@@ -260,23 +260,23 @@ static void test_stall(mroce_tstamp stall)
     } else {
         /* Alive until peer_timeout after it last heard from the peer... */
         run_to(&w, heard + pt - 1, qa);
-        CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+        CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
         /* ...and failed right then. */
         run_to(&w, heard + pt + 10 * SEC, qa);
-        CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_ERROR);
+        CHECK_EQ(mre_qp_state(qa), MROCE_QPS_ERROR);
         CHECK_MSG(w.now == heard + pt, "failed %lld ns after peer_timeout",
                   (long long)(w.now - (heard + pt)));
-        if (CHECK(mroce_cq_poll(w.e[0].cq, 1, &wc) == 1))
+        if (CHECK(mre_cq_poll(w.e[0].cq, 1, &wc) == 1))
             CHECK_EQ(wc.status, MROCE_WC_RETRY_EXC_ERR);
         struct mroce_qp_counters c;
-        mroce_qp_get_counters(qa, &c);
+        mre_qp_get_counters(qa, &c);
         CHECK_EQ(c.peer_timeouts, 1u);
     }
 out:
     if (ms)
-        mroce_mr_dereg(ms);
+        mre_mr_dereg(ms);
     if (md)
-        mroce_mr_dereg(md);
+        mre_mr_dereg(md);
     world_del(&w);
     free(src);
     free(dst);
@@ -286,10 +286,10 @@ static void test_idle(void)
 {
     const mroce_tstamp pt = 4 * SEC;
     struct world w;
-    struct mroce_qp_attr a = attr(pt);
+    struct mre_qp_attr a = attr(pt);
     if (world_new(&w, &a) < 0)
         goto out;
-    mroce_qp *qa = w.e[0].qp, *qb = w.e[1].qp;
+    mre_qp *qa = w.e[0].qp, *qb = w.e[1].qp;
     mroce_tstamp t0 = w.now;
     uint64_t p0 = w.e[0].pkts + w.e[1].pkts;
     /* Host 1 does not run its timers for now: host 0's keepalive and its
@@ -298,32 +298,32 @@ static void test_idle(void)
     run_to(&w, t0 + pt / 4 - 1, NULL);
     CHECK_EQ(w.e[0].pkts + w.e[1].pkts, p0); /* quiet until then */
     w.now = t0 + pt / 4;
-    mroce_ep_handle_expiry(w.e[0].ep, w.now);
+    mre_ep_handle_expiry(w.e[0].ep, w.now);
     uint8_t buf[MROCE_MAX_PKT_LEN];
-    struct mroce_tx_info ti;
-    int n = mroce_ep_write_pkt(w.e[0].ep, buf, sizeof(buf), &ti, w.now);
-    struct mroce_pkt p;
-    if (CHECK(n > 0) && CHECK(mroce_pkt_decode(&p, buf, (size_t)n) == 0)) {
+    struct mre_tx_info ti;
+    int n = mre_ep_write_pkt(w.e[0].ep, buf, sizeof(buf), &ti, w.now);
+    struct mrw_pkt p;
+    if (CHECK(n > 0) && CHECK(mrw_pkt_decode(&p, buf, (size_t)n) == 0)) {
         CHECK_EQ(p.base.opcode, MROCE_OP_ACK);
         CHECK(p.base.flags & MROCE_F_ACK_REQ);
         CHECK(p.u.ack.echo_flags & MROCE_ECHO_DUP);
         CHECK_EQ(p.u.ack.cum_psn, qa->rxwin.cum);
     }
-    CHECK_EQ_INT(mroce_ep_write_pkt(w.e[0].ep, buf, sizeof(buf), &ti, w.now), 0);
+    CHECK_EQ_INT(mre_ep_write_pkt(w.e[0].ep, buf, sizeof(buf), &ti, w.now), 0);
     /* Host 1 answers at once, with a plain ACK. */
     mroce_tstamp t_ans = w.now + 20000;
     w.now = t_ans;
-    struct mroce_rx_info ri = {w.e[0].addr, MROCE_ECN_ECT0};
-    mroce_ep_recv(w.e[1].ep, buf, (size_t)n, &ri, w.now);
-    n = mroce_ep_write_pkt(w.e[1].ep, buf, sizeof(buf), &ti, w.now);
-    if (CHECK(n > 0) && CHECK(mroce_pkt_decode(&p, buf, (size_t)n) == 0)) {
+    struct mre_rx_info ri = {w.e[0].addr, MROCE_ECN_ECT0};
+    mre_ep_recv(w.e[1].ep, buf, (size_t)n, &ri, w.now);
+    n = mre_ep_write_pkt(w.e[1].ep, buf, sizeof(buf), &ti, w.now);
+    if (CHECK(n > 0) && CHECK(mrw_pkt_decode(&p, buf, (size_t)n) == 0)) {
         CHECK_EQ(p.base.opcode, MROCE_OP_ACK);
         CHECK(!(p.base.flags & MROCE_F_ACK_REQ));
         CHECK(p.u.ack.echo_flags & MROCE_ECHO_DUP);
     }
-    CHECK_EQ_INT(mroce_ep_write_pkt(w.e[1].ep, buf, sizeof(buf), &ti, w.now), 0);
-    struct mroce_rx_info rb = {w.e[1].addr, MROCE_ECN_ECT0};
-    mroce_ep_recv(w.e[0].ep, buf, (size_t)n, &rb, w.now);
+    CHECK_EQ_INT(mre_ep_write_pkt(w.e[1].ep, buf, sizeof(buf), &ti, w.now), 0);
+    struct mre_rx_info rb = {w.e[1].addr, MROCE_ECN_ECT0};
+    mre_ep_recv(w.e[0].ep, buf, (size_t)n, &rb, w.now);
     CHECK_EQ(qa->heard, t_ans);
     /* The answer resets host 0's clock: its next keepalive is due a
      * quarter of peer_timeout after it. */
@@ -335,8 +335,8 @@ static void test_idle(void)
     w.e[1].stopped = 0;
     uint64_t before = w.e[0].pkts + w.e[1].pkts;
     run_to(&w, w.now + 60 * SEC, NULL);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
-    CHECK_EQ(mroce_qp_state(qb), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qb), MROCE_QPS_RTS);
     uint64_t sent = w.e[0].pkts + w.e[1].pkts - before;
     uint64_t kas = w.e[0].keepalives + w.e[1].keepalives;
     CHECK_MSG(sent >= 60 / 1 && sent <= 4 * 60 / (pt / 4 / SEC),
@@ -353,20 +353,20 @@ static void test_passive(void)
 {
     const mroce_tstamp pt = 800 * MS;
     struct world w;
-    struct mroce_qp_attr a = attr(pt);
+    struct mre_qp_attr a = attr(pt);
     static uint8_t rbuf[64];
-    mroce_mr *mr = NULL;
+    mre_mr *mr = NULL;
     if (world_new(&w, &a) < 0)
         goto out;
-    mroce_qp *qa = w.e[0].qp;
-    CHECK(mroce_mr_reg(w.e[0].ep, rbuf, sizeof(rbuf),
+    mre_qp *qa = w.e[0].qp;
+    CHECK(mre_mr_reg(w.e[0].ep, rbuf, sizeof(rbuf),
                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                        &mr) == 0);
-    struct mroce_sge sg = {(uintptr_t)rbuf, sizeof(rbuf), mroce_mr_lkey(mr)};
+    struct mroce_sge sg = {(uintptr_t)rbuf, sizeof(rbuf), mre_mr_lkey(mr)};
     struct mroce_recv_wr r1 = {.wr_id = 11, .sg_list = &sg, .num_sge = 1};
     struct mroce_recv_wr r0 = {.wr_id = 10, .next = &r1, .sg_list = &sg,
                                .num_sge = 1};
-    CHECK(mroce_qp_post_recv(qa, &r0, NULL) == 0);
+    CHECK(mre_qp_post_recv(qa, &r0, NULL) == 0);
     run_to(&w, w.now + 100 * MS, NULL);
     w.e[1].stopped = 1; /* SIGKILL: nothing more from it */
     mroce_tstamp heard = qa->heard;
@@ -375,15 +375,15 @@ static void test_passive(void)
     run_to(&w, heard + pt / 4, qa);
     CHECK_EQ(w.e[0].keepalives, 1u);
     run_to(&w, heard + pt - 1, qa);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
     /* One at pt/4, then one every pt/16 until pt: 12 in all. */
     CHECK_EQ(w.e[0].keepalives, 12u);
     run_to(&w, heard + 10 * pt, qa);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_ERROR);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_ERROR);
     CHECK_MSG(w.now == heard + pt, "failed %lld ns after peer_timeout",
               (long long)(w.now - (heard + pt)));
     struct mroce_wc wc[2];
-    if (CHECK(mroce_cq_poll(w.e[0].cq, 2, wc) == 2)) {
+    if (CHECK(mre_cq_poll(w.e[0].cq, 2, wc) == 2)) {
         CHECK_EQ(wc[0].wr_id, 10u);
         CHECK_EQ(wc[0].status, MROCE_WC_RETRY_EXC_ERR);
         CHECK_EQ(wc[1].wr_id, 11u);
@@ -394,7 +394,7 @@ static void test_passive(void)
            (double)(w.now - heard) / MS, (unsigned long long)w.e[0].keepalives);
 out:
     if (mr)
-        mroce_mr_dereg(mr);
+        mre_mr_dereg(mr);
     world_del(&w);
 }
 
@@ -402,107 +402,107 @@ out:
 static void test_rnr(uint8_t rnr_retry, mroce_tstamp late)
 {
     struct world w;
-    struct mroce_qp_attr a = attr(5 * SEC);
+    struct mre_qp_attr a = attr(5 * SEC);
     a.rnr_retry = rnr_retry;
     static uint8_t sbuf[64], rbuf[64];
-    mroce_mr *ms = NULL, *mr = NULL;
+    mre_mr *ms = NULL, *mr = NULL;
     if (world_new(&w, &a) < 0)
         goto out;
-    mroce_qp *qa = w.e[0].qp;
-    CHECK(mroce_mr_reg(w.e[0].ep, sbuf, sizeof(sbuf), MROCE_ACCESS_LOCAL_WRITE,
+    mre_qp *qa = w.e[0].qp;
+    CHECK(mre_mr_reg(w.e[0].ep, sbuf, sizeof(sbuf), MROCE_ACCESS_LOCAL_WRITE,
                        &ms) == 0);
-    CHECK(mroce_mr_reg(w.e[1].ep, rbuf, sizeof(rbuf), MROCE_ACCESS_LOCAL_WRITE,
+    CHECK(mre_mr_reg(w.e[1].ep, rbuf, sizeof(rbuf), MROCE_ACCESS_LOCAL_WRITE,
                        &mr) == 0);
     memset(sbuf, 0x5a, sizeof(sbuf));
-    struct mroce_sge ss = {(uintptr_t)sbuf, sizeof(sbuf), mroce_mr_lkey(ms)};
+    struct mroce_sge ss = {(uintptr_t)sbuf, sizeof(sbuf), mre_mr_lkey(ms)};
     struct mroce_send_wr wr = {.wr_id = 5, .sg_list = &ss, .num_sge = 1,
                                .opcode = MROCE_WR_SEND,
                                .send_flags = MROCE_SEND_SIGNALED};
-    CHECK(mroce_qp_post_send(qa, &wr, NULL, w.now) == 0);
+    CHECK(mre_qp_post_send(qa, &wr, NULL, w.now) == 0);
     run_to(&w, w.now + late, qa);
     struct mroce_qp_counters c;
-    mroce_qp_get_counters(qa, &c);
+    mre_qp_get_counters(qa, &c);
     struct mroce_wc wc;
     if (rnr_retry == MROCE_RNR_RETRY_FOREVER) {
-        CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+        CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
         CHECK_MSG(c.rnr_naks_rx > 1000, "%llu RNR NAKs",
                   (unsigned long long)c.rnr_naks_rx);
-        struct mroce_sge rs = {(uintptr_t)rbuf, sizeof(rbuf), mroce_mr_lkey(mr)};
+        struct mroce_sge rs = {(uintptr_t)rbuf, sizeof(rbuf), mre_mr_lkey(mr)};
         struct mroce_recv_wr rw = {.wr_id = 6, .sg_list = &rs, .num_sge = 1};
-        CHECK(mroce_qp_post_recv(w.e[1].qp, &rw, NULL) == 0);
+        CHECK(mre_qp_post_recv(w.e[1].qp, &rw, NULL) == 0);
         run_to(&w, w.now + 100 * MS, NULL);
-        if (CHECK(mroce_cq_poll(w.e[0].cq, 1, &wc) == 1))
+        if (CHECK(mre_cq_poll(w.e[0].cq, 1, &wc) == 1))
             CHECK_EQ(wc.status, MROCE_WC_SUCCESS);
-        if (CHECK(mroce_cq_poll(w.e[1].cq, 1, &wc) == 1))
+        if (CHECK(mre_cq_poll(w.e[1].cq, 1, &wc) == 1))
             CHECK_EQ(wc.status, MROCE_WC_SUCCESS);
         CHECK(memcmp(sbuf, rbuf, sizeof(rbuf)) == 0);
         printf("rnr_retry 7: %llu RNR rounds in %.1f s, then delivered\n",
                (unsigned long long)c.rnr_naks_rx, (double)late / SEC);
     } else {
-        CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_ERROR);
+        CHECK_EQ(mre_qp_state(qa), MROCE_QPS_ERROR);
         CHECK_EQ(c.rnr_naks_rx, (uint64_t)rnr_retry + 1);
-        if (CHECK(mroce_cq_poll(w.e[0].cq, 1, &wc) == 1))
+        if (CHECK(mre_cq_poll(w.e[0].cq, 1, &wc) == 1))
             CHECK_EQ(wc.status, MROCE_WC_RNR_RETRY_EXC_ERR);
     }
 out:
     if (ms)
-        mroce_mr_dereg(ms);
+        mre_mr_dereg(ms);
     if (mr)
-        mroce_mr_dereg(mr);
+        mre_mr_dereg(mr);
     world_del(&w);
 }
 
 static void test_no_time_rule(void)
 {
     struct world w;
-    struct mroce_qp_attr a = attr(0);
+    struct mre_qp_attr a = attr(0);
     static uint8_t sbuf[64];
-    mroce_mr *ms = NULL;
+    mre_mr *ms = NULL;
     if (world_new(&w, &a) < 0)
         goto out;
-    mroce_qp *qa = w.e[0].qp;
+    mre_qp *qa = w.e[0].qp;
     uint64_t p0 = w.e[0].pkts + w.e[1].pkts;
     run_to(&w, w.now + 3600 * SEC, NULL);
     CHECK_EQ(w.e[0].pkts + w.e[1].pkts, p0); /* an idle hour: silence */
-    CHECK_EQ(mroce_ep_expiry(w.e[0].ep), MROCE_TSTAMP_INF);
-    CHECK(mroce_mr_reg(w.e[0].ep, sbuf, sizeof(sbuf), MROCE_ACCESS_LOCAL_WRITE,
+    CHECK_EQ(mre_ep_expiry(w.e[0].ep), MROCE_TSTAMP_INF);
+    CHECK(mre_mr_reg(w.e[0].ep, sbuf, sizeof(sbuf), MROCE_ACCESS_LOCAL_WRITE,
                        &ms) == 0);
-    struct mroce_sge ss = {(uintptr_t)sbuf, sizeof(sbuf), mroce_mr_lkey(ms)};
+    struct mroce_sge ss = {(uintptr_t)sbuf, sizeof(sbuf), mre_mr_lkey(ms)};
     struct mroce_send_wr wr = {.wr_id = 5, .sg_list = &ss, .num_sge = 1,
                                .opcode = MROCE_WR_SEND,
                                .send_flags = MROCE_SEND_SIGNALED};
     w.e[1].stopped = 1;
-    CHECK(mroce_qp_post_send(qa, &wr, NULL, w.now) == 0);
+    CHECK(mre_qp_post_send(qa, &wr, NULL, w.now) == 0);
     run_to(&w, w.now + 10 * SEC, qa);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_ERROR);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_ERROR);
     CHECK_EQ(counter_timeouts(qa), (uint64_t)a.retry_cnt + 1);
     struct mroce_wc wc;
-    if (CHECK(mroce_cq_poll(w.e[0].cq, 1, &wc) == 1))
+    if (CHECK(mre_cq_poll(w.e[0].cq, 1, &wc) == 1))
         CHECK_EQ(wc.status, MROCE_WC_RETRY_EXC_ERR);
 out:
     if (ms)
-        mroce_mr_dereg(ms);
+        mre_mr_dereg(ms);
     world_del(&w);
 }
 
 static void test_ask_first(void)
 {
     struct world w;
-    struct mroce_qp_attr a = attr(10 * SEC);
+    struct mre_qp_attr a = attr(10 * SEC);
     if (world_new(&w, &a) < 0)
         goto out;
-    mroce_qp *qa = w.e[0].qp, *qb = w.e[1].qp;
-    struct mroce_qp_attr m = *mroce_qp_get_attr(qa);
+    mre_qp *qa = w.e[0].qp, *qb = w.e[1].qp;
+    struct mre_qp_attr m = *mre_qp_get_attr(qa);
     m.peer_timeout = 1 * SEC;
-    CHECK(mroce_qp_modify(qa, &m, MROCE_QP_MOD_TIMEOUT) == 0);
+    CHECK(mre_qp_modify(qa, &m, MROCE_QP_MOD_TIMEOUT) == 0);
     run_to(&w, w.now + 100 * MS, NULL);
     w.e[0].stopped = 1; /* host 0 stops for 3 s; host 1 waits */
     run_to(&w, w.now + 3 * SEC, NULL);
     w.e[0].stopped = 0;
     uint64_t k0 = w.e[0].keepalives;
     run_to(&w, w.now + 200 * MS, NULL);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
-    CHECK_EQ(mroce_qp_state(qb), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qb), MROCE_QPS_RTS);
     CHECK(w.e[0].keepalives > k0);
     world_del(&w);
 
@@ -511,19 +511,19 @@ static void test_ask_first(void)
         goto out;
     qa = w.e[0].qp;
     run_to(&w, w.now + 3600 * SEC, NULL);
-    m = *mroce_qp_get_attr(qa);
+    m = *mre_qp_get_attr(qa);
     m.peer_timeout = 1 * SEC;
-    CHECK(mroce_qp_modify(qa, &m, MROCE_QP_MOD_TIMEOUT) == 0);
-    CHECK(mroce_ep_expiry(w.e[0].ep) <= w.now);
+    CHECK(mre_qp_modify(qa, &m, MROCE_QP_MOD_TIMEOUT) == 0);
+    CHECK(mre_ep_expiry(w.e[0].ep) <= w.now);
     run_to(&w, w.now + 10 * MS, NULL);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
     CHECK_EQ(w.e[0].keepalives, 1u);
     CHECK_EQ(qa->heard, w.now - 10 * MS); /* answered at once */
     /* Peer gone: asked once more at the next quarter, then failed. */
     w.e[1].stopped = 1;
     mroce_tstamp heard = qa->heard;
     run_to(&w, heard + 10 * SEC, qa);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_ERROR);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_ERROR);
     CHECK_EQ(w.now, heard + 1 * SEC);
 out:
     world_del(&w);

@@ -16,7 +16,7 @@
 
 struct side {
     uint8_t *buf;
-    mroce_mr *mr;
+    mre_mr *mr;
 };
 
 static void fill(uint8_t *p, size_t n, uint32_t seed)
@@ -27,19 +27,19 @@ static void fill(uint8_t *p, size_t n, uint32_t seed)
     }
 }
 
-static int reg(mroce_ep *ep, struct side *s)
+static int reg(mre_ep *ep, struct side *s)
 {
     s->buf = calloc(1, BUFSZ);
-    return mroce_mr_reg(ep, s->buf, BUFSZ,
+    return mre_mr_reg(ep, s->buf, BUFSZ,
                         MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
                             MROCE_ACCESS_REMOTE_READ |
                             MROCE_ACCESS_REMOTE_ATOMIC,
                         &s->mr);
 }
 
-static int poll1(mroce_cq *cq, struct mroce_wc *wc)
+static int poll1(mre_cq *cq, struct mroce_wc *wc)
 {
-    return mroce_cq_poll(cq, 1, wc);
+    return mre_cq_poll(cq, 1, wc);
 }
 
 static void run_suite(double loss, double reorder, double dup, uint64_t seed)
@@ -53,11 +53,11 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
     struct mroce_testbed *tb;
     if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return;
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at);
     at.mtu = MTU;
     at.npaths = 16;
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
     struct side A, B;
     CHECK(reg(tb->h[0].ep, &A) == 0);
@@ -71,22 +71,22 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
     uint32_t off = 0;
     for (int i = 0; i < nsz; i++) {
         struct mroce_sge rs = {(uint64_t)(uintptr_t)(B.buf + off), sizes[i] + 16,
-                               mroce_mr_lkey(B.mr)};
+                               mre_mr_lkey(B.mr)};
         struct mroce_recv_wr rw = {.wr_id = 100 + (uint64_t)i, .sg_list = &rs,
                                    .num_sge = 1};
-        CHECK(mroce_qp_post_recv(qb, &rw, NULL) == 0);
+        CHECK(mre_qp_post_recv(qb, &rw, NULL) == 0);
         off += sizes[i] + 16;
     }
     off = 0;
     fill(A.buf, BUFSZ, (uint32_t)seed);
     for (int i = 0; i < nsz; i++) {
         struct mroce_sge ss = {(uint64_t)(uintptr_t)(A.buf + off), sizes[i],
-                               mroce_mr_lkey(A.mr)};
+                               mre_mr_lkey(A.mr)};
         struct mroce_send_wr sw = {
             .wr_id = (uint64_t)i, .sg_list = &ss, .num_sge = 1,
             .opcode = (i & 1) ? MROCE_WR_SEND_WITH_IMM : MROCE_WR_SEND,
             .send_flags = MROCE_SEND_SIGNALED, .imm_data = 0xabc0u + (uint32_t)i};
-        CHECK(mroce_qp_post_send(qa, &sw, NULL, now) == 0);
+        CHECK(mre_qp_post_send(qa, &sw, NULL, now) == 0);
         off += sizes[i] + 16;
     }
     CHECK(mroce_tb_run_until_cq(tb, tb->h[1].rcq, nsz, 2000000000));
@@ -114,14 +114,14 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
     memset(B.buf, 0, BUFSZ);
     fill(A.buf, BUFSZ, (uint32_t)seed * 7u);
     struct mroce_recv_wr rw0 = {.wr_id = 77};
-    CHECK(mroce_qp_post_recv(qb, &rw0, NULL) == 0);
-    struct mroce_sge s1 = {(uint64_t)(uintptr_t)A.buf, 1u << 20, mroce_mr_lkey(A.mr)};
+    CHECK(mre_qp_post_recv(qb, &rw0, NULL) == 0);
+    struct mroce_sge s1 = {(uint64_t)(uintptr_t)A.buf, 1u << 20, mre_mr_lkey(A.mr)};
     struct mroce_sge s2 = {(uint64_t)(uintptr_t)(A.buf + (1u << 20) + 1024), 3000,
-                           mroce_mr_lkey(A.mr)};
+                           mre_mr_lkey(A.mr)};
     struct mroce_sge s3 = {(uint64_t)(uintptr_t)(A.buf + 1300000), 700000,
-                           mroce_mr_lkey(A.mr)};
-    struct mroce_sge s4 = {(uint64_t)(uintptr_t)(A.buf + BUFSZ - 64), 8, mroce_mr_lkey(A.mr)};
-    struct mroce_sge s5 = {(uint64_t)(uintptr_t)(A.buf + BUFSZ - 56), 8, mroce_mr_lkey(A.mr)};
+                           mre_mr_lkey(A.mr)};
+    struct mroce_sge s4 = {(uint64_t)(uintptr_t)(A.buf + BUFSZ - 64), 8, mre_mr_lkey(A.mr)};
+    struct mroce_sge s5 = {(uint64_t)(uintptr_t)(A.buf + BUFSZ - 56), 8, mre_mr_lkey(A.mr)};
     uint64_t counter = 1000;
     memcpy(B.buf + 64, &counter, 8);
     uint8_t *rd_src = B.buf + (1u << 20) + 4096;
@@ -130,31 +130,31 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
                                .opcode = MROCE_WR_CMP_SWAP,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)(B.buf + 64),
-                               .rkey = mroce_mr_rkey(B.mr), .compare_add = 1042,
+                               .rkey = mre_mr_rkey(B.mr), .compare_add = 1042,
                                .swap = 7};
     struct mroce_send_wr w4 = {.wr_id = 4, .next = &w5, .sg_list = &s4,
                                .num_sge = 1, .opcode = MROCE_WR_FETCH_ADD,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)(B.buf + 64),
-                               .rkey = mroce_mr_rkey(B.mr), .compare_add = 42};
+                               .rkey = mre_mr_rkey(B.mr), .compare_add = 42};
     struct mroce_send_wr w3 = {.wr_id = 3, .next = &w4, .sg_list = &s3,
                                .num_sge = 1, .opcode = MROCE_WR_READ,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)rd_src,
-                               .rkey = mroce_mr_rkey(B.mr)};
+                               .rkey = mre_mr_rkey(B.mr)};
     struct mroce_send_wr w2 = {.wr_id = 2, .next = &w3, .sg_list = &s2,
                                .num_sge = 1, .opcode = MROCE_WR_WRITE_WITH_IMM,
                                .send_flags = MROCE_SEND_SIGNALED, .imm_data = 55,
                                .remote_addr = (uint64_t)(uintptr_t)(B.buf + (1u << 20) + 1024),
-                               .rkey = mroce_mr_rkey(B.mr)};
+                               .rkey = mre_mr_rkey(B.mr)};
     struct mroce_send_wr w1 = {.wr_id = 1, .next = &w2, .sg_list = &s1,
                                .num_sge = 1, .opcode = MROCE_WR_WRITE,
                                .send_flags = 0,
                                .remote_addr = (uint64_t)(uintptr_t)B.buf + 128,
-                               .rkey = mroce_mr_rkey(B.mr)};
+                               .rkey = mre_mr_rkey(B.mr)};
     /* Targets in B do not overlap: atomic word at 64, WRITE at 128 (1 MiB),
      * WRITE_WITH_IMM at 1 MiB + 1024, READ source at 1 MiB + 4096. */
-    CHECK(mroce_qp_post_send(qa, &w1, NULL, now) == 0);
+    CHECK(mre_qp_post_send(qa, &w1, NULL, now) == 0);
     CHECK(mroce_tb_run_until_cq(tb, tb->h[0].scq, 4, 2000000000));
     CHECK(mroce_tb_run_until_cq(tb, tb->h[1].rcq, 1, 2000000000));
     uint64_t expect_ids[] = {2, 3, 4, 5};
@@ -181,8 +181,8 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
         CHECK_EQ(wc.byte_len, 3000u);
     }
     struct mroce_qp_counters ca, cb;
-    mroce_qp_get_counters(qa, &ca);
-    mroce_qp_get_counters(qb, &cb);
+    mre_qp_get_counters(qa, &ca);
+    mre_qp_get_counters(qb, &cb);
     printf("loss %.2f reorder %.2f dup %.2f: A tx %llu retx %llu (path %llu "
            "ooo %llu rto %llu probe %llu) B dups %llu, srtt %llu ns\n",
            loss, reorder, dup, (unsigned long long)ca.tx_data_pkts,

@@ -27,42 +27,42 @@ static void test_pd(void)
     struct mroce_testbed *tb;
     if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return;
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at);
     at.pd = 1;
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
     static uint8_t src[4096], own[4096], other[4096];
     memset(src, 0xab, sizeof(src));
-    mroce_mr *ms0, *ms1, *mown, *mother;
-    CHECK(mroce_mr_reg_pd(tb->h[0].ep, 0, src, sizeof(src),
+    mre_mr *ms0, *ms1, *mown, *mother;
+    CHECK(mre_mr_reg_pd(tb->h[0].ep, 0, src, sizeof(src),
                           MROCE_ACCESS_LOCAL_WRITE, &ms0) == 0);
-    CHECK(mroce_mr_reg_pd(tb->h[0].ep, 1, src, sizeof(src),
+    CHECK(mre_mr_reg_pd(tb->h[0].ep, 1, src, sizeof(src),
                           MROCE_ACCESS_LOCAL_WRITE, &ms1) == 0);
     unsigned rw = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE;
-    CHECK(mroce_mr_reg_pd(tb->h[1].ep, 1, own, sizeof(own), rw, &mown) == 0);
-    CHECK(mroce_mr_reg_pd(tb->h[1].ep, 2, other, sizeof(other), rw, &mother) == 0);
+    CHECK(mre_mr_reg_pd(tb->h[1].ep, 1, own, sizeof(own), rw, &mown) == 0);
+    CHECK(mre_mr_reg_pd(tb->h[1].ep, 2, other, sizeof(other), rw, &mother) == 0);
     mroce_tstamp now = mroce_netdrive_now(tb->d);
 
     /* Local: an lkey of PD 0 on a PD 1 QP is refused at once. */
-    struct mroce_sge bad = {(uint64_t)(uintptr_t)src, 64, mroce_mr_lkey(ms0)};
+    struct mroce_sge bad = {(uint64_t)(uintptr_t)src, 64, mre_mr_lkey(ms0)};
     struct mroce_send_wr w0 = {.wr_id = 1, .sg_list = &bad, .num_sge = 1,
                                .opcode = MROCE_WR_WRITE,
                                .remote_addr = (uint64_t)(uintptr_t)own,
-                               .rkey = mroce_mr_rkey(mown)};
-    CHECK_EQ_INT(mroce_qp_post_send(qa, &w0, NULL, now), MROCE_EACCESS);
+                               .rkey = mre_mr_rkey(mown)};
+    CHECK_EQ_INT(mre_qp_post_send(qa, &w0, NULL, now), MROCE_EACCESS);
 
     /* Same PD: works. */
-    struct mroce_sge ok = {(uint64_t)(uintptr_t)src, 64, mroce_mr_lkey(ms1)};
+    struct mroce_sge ok = {(uint64_t)(uintptr_t)src, 64, mre_mr_lkey(ms1)};
     struct mroce_send_wr w1 = {.wr_id = 2, .sg_list = &ok, .num_sge = 1,
                                .opcode = MROCE_WR_WRITE,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)own,
-                               .rkey = mroce_mr_rkey(mown)};
-    CHECK_EQ_INT(mroce_qp_post_send(qa, &w1, NULL, now), 0);
+                               .rkey = mre_mr_rkey(mown)};
+    CHECK_EQ_INT(mre_qp_post_send(qa, &w1, NULL, now), 0);
     CHECK(mroce_tb_run_until_cq(tb, tb->h[0].scq, 1, 100000000));
     struct mroce_wc wc;
-    CHECK_EQ_INT(mroce_cq_poll(tb->h[0].scq, 1, &wc), 1);
+    CHECK_EQ_INT(mre_cq_poll(tb->h[0].scq, 1, &wc), 1);
     CHECK_EQ(wc.status, MROCE_WC_SUCCESS);
     CHECK(own[0] == 0xab && own[63] == 0xab);
 
@@ -71,10 +71,10 @@ static void test_pd(void)
     struct mroce_send_wr w2 = w1;
     w2.wr_id = 3;
     w2.remote_addr = (uint64_t)(uintptr_t)other;
-    w2.rkey = mroce_mr_rkey(mother);
-    CHECK_EQ_INT(mroce_qp_post_send(qa, &w2, NULL, mroce_netdrive_now(tb->d)), 0);
+    w2.rkey = mre_mr_rkey(mother);
+    CHECK_EQ_INT(mre_qp_post_send(qa, &w2, NULL, mroce_netdrive_now(tb->d)), 0);
     CHECK(mroce_tb_run_until_cq(tb, tb->h[0].scq, 1, 100000000));
-    CHECK_EQ_INT(mroce_cq_poll(tb->h[0].scq, 1, &wc), 1);
+    CHECK_EQ_INT(mre_cq_poll(tb->h[0].scq, 1, &wc), 1);
     CHECK_EQ(wc.wr_id, 3u);
     CHECK_EQ(wc.status, MROCE_WC_REM_ACCESS_ERR);
     static const uint8_t zero[4096];
@@ -91,8 +91,8 @@ struct burst_obs {
 static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
 {
     struct burst_obs *o = user;
-    struct mroce_pkt pkt;
-    if (p->src != 0 || mroce_pkt_decode(&pkt, p->buf, p->len) < 0 ||
+    struct mrw_pkt pkt;
+    if (p->src != 0 || mrw_pkt_decode(&pkt, p->buf, p->len) < 0 ||
         pkt.base.opcode != MROCE_OP_WRITE || (pkt.base.flags & MROCE_F_RETX))
         return MROCE_NETDRIVE_PASS;
     o->pkts++;
@@ -123,36 +123,36 @@ static void test_burst(uint8_t burst, double loss, uint32_t window,
     struct mroce_testbed *tb;
     if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return;
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at);
     at.path_burst = burst;
     at.path_reuse = reuse;
     at.npaths = 16;
     at.cc_algo = MROCE_CC_NONE;
     at.init_cwnd = window;
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
     size_t len = 4u << 20;
     uint8_t *src = malloc(len), *dst = calloc(1, len);
     for (size_t i = 0; i < len; i++)
         src[i] = (uint8_t)(i * 31 + (i >> 9));
-    mroce_mr *ms, *md;
-    mroce_mr_reg(tb->h[0].ep, src, len, MROCE_ACCESS_LOCAL_WRITE, &ms);
-    mroce_mr_reg(tb->h[1].ep, dst, len,
+    mre_mr *ms, *md;
+    mre_mr_reg(tb->h[0].ep, src, len, MROCE_ACCESS_LOCAL_WRITE, &ms);
+    mre_mr_reg(tb->h[1].ep, dst, len,
                  MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
     struct burst_obs o;
     memset(&o, 0, sizeof(o));
     mroce_netdrive_set_tx_hook(tb->d, tx_hook, &o);
-    struct mroce_sge sg = {(uint64_t)(uintptr_t)src, (uint32_t)len, mroce_mr_lkey(ms)};
+    struct mroce_sge sg = {(uint64_t)(uintptr_t)src, (uint32_t)len, mre_mr_lkey(ms)};
     struct mroce_send_wr wr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1,
                                .opcode = MROCE_WR_WRITE,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)dst,
-                               .rkey = mroce_mr_rkey(md)};
-    CHECK_EQ_INT(mroce_qp_post_send(qa, &wr, NULL, mroce_netdrive_now(tb->d)), 0);
+                               .rkey = mre_mr_rkey(md)};
+    CHECK_EQ_INT(mre_qp_post_send(qa, &wr, NULL, mroce_netdrive_now(tb->d)), 0);
     CHECK(mroce_tb_run_until_cq(tb, tb->h[0].scq, 1, 2000000000));
     struct mroce_wc wc;
-    CHECK_EQ_INT(mroce_cq_poll(tb->h[0].scq, 1, &wc), 1);
+    CHECK_EQ_INT(mre_cq_poll(tb->h[0].scq, 1, &wc), 1);
     CHECK_EQ(wc.status, MROCE_WC_SUCCESS);
     CHECK(memcmp(src, dst, len) == 0);
     if (o.run)

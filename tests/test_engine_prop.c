@@ -143,8 +143,8 @@ struct pktrec {
 
 struct qs {
     int host, peer, pair;
-    mroce_qp *qp;
-    struct mroce_qp_attr attr;
+    mre_qp *qp;
+    struct mre_qp_attr attr;
     struct wrs *wr;
     int nwr, capwr;
     struct rcv *rv;
@@ -162,7 +162,7 @@ struct qs {
 
 struct region {
     size_t off, len;
-    mroce_mr *mr;
+    mre_mr *mr;
 };
 
 struct hostmem {
@@ -193,7 +193,7 @@ struct scen {
     uint64_t rng, rng_run;
     char desc[512];
     struct mroce_netdrive_config ncfg;
-    struct mroce_ep_config ecfg;
+    struct mre_ep_config ecfg;
     int blackhole;           /* spine index or -1 */
     mroce_tstamp bh_on, bh_off; /* blackhole period, relative to t0 */
     int bh_state;            /* 0 before, 1 on, 2 over */
@@ -292,7 +292,7 @@ static uint8_t *bshadow(struct scen *S, int b)
 static uint32_t bkey(struct scen *S, int b)
 {
     const struct bufd *d = &S->buf[b];
-    return mroce_mr_lkey(S->h[d->host].reg[d->region].mr);
+    return mre_mr_lkey(S->h[d->host].reg[d->region].mr);
 }
 
 /* Split len into n parts (some may be empty), each its own buffer. */
@@ -442,12 +442,12 @@ static uint32_t pow2_ceil(uint32_t v)
     return p;
 }
 
-static void gen_attr(struct scen *S, struct mroce_qp_attr *a)
+static void gen_attr(struct scen *S, struct mre_qp_attr *a)
 {
     uint64_t *r = &S->rng;
     static const uint16_t mtus[] = {256, 1024, 4096, 8000};
     static const uint32_t swr[] = {4, 16, 64, 256};
-    mroce_qp_attr_default(a);
+    mre_qp_attr_default(a);
     a->mtu = mtus[below(r, 4)];
     a->npaths = (uint16_t)(1 + log_uniform(r, 255));
     a->window = 64u << below(r, 7);
@@ -488,7 +488,7 @@ static void gen(struct scen *S)
     uint64_t *r = &S->rng;
     struct mroce_net_config *c = &S->ncfg.net;
     mroce_netdrive_config_default(&S->ncfg);
-    mroce_ep_config_default(&S->ecfg);
+    mre_ep_config_default(&S->ecfg);
     c->seed = S->seed;
     S->nhosts = 2 + (int)below(r, 3);
     c->hosts = (uint32_t)S->nhosts;
@@ -777,7 +777,7 @@ static uint8_t wr_wire_op(int op)
 /* A data packet sent by side x: it must carry exactly what its work request
  * (or, for responses, the peer's request) says, and a PSN must carry the
  * same thing on every transmission. */
-static void record_tx(struct scen *S, struct qs *x, const struct mroce_pkt *pk)
+static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
 {
     int xi = (int)(x - S->q);
     struct qs *y = &S->q[x->peer];
@@ -811,8 +811,8 @@ static void record_tx(struct scen *S, struct qs *x, const struct mroce_pkt *pk)
             rc->len != pk->payload_len || rc->aval != aval)
             fail(S, "q%d PSN %u retransmitted with different contents "
                  "(op %s/%s msn %u/%u off %u/%u len %u/%u val %" PRIx64 "/%" PRIx64 ")",
-                 xi, pk->base.psn, mroce_opcode_name(rc->op),
-                 mroce_opcode_name(pk->base.opcode), rc->msn, msn, rc->off, off,
+                 xi, pk->base.psn, mrw_opcode_name(rc->op),
+                 mrw_opcode_name(pk->base.opcode), rc->msn, msn, rc->off, off,
                  rc->len, pk->payload_len, rc->aval, aval);
     } else {
         rc->seen = 1;
@@ -858,7 +858,7 @@ static void record_tx(struct scen *S, struct qs *x, const struct mroce_pkt *pk)
         return;
     }
     struct wrs *w = &x->wr[msn];
-    const struct mroce_req_hdr *h = &pk->u.rq.req;
+    const struct mrw_req_hdr *h = &pk->u.rq.req;
     int imm = (pk->base.flags & MROCE_F_IMM) != 0;
     int want_imm = w->op == MROCE_WR_SEND_WITH_IMM || w->op == MROCE_WR_WRITE_WITH_IMM;
     if (pk->base.opcode != wr_wire_op(w->op) || h->msg_len != w->len ||
@@ -867,7 +867,7 @@ static void record_tx(struct scen *S, struct qs *x, const struct mroce_pkt *pk)
         (w->recv >= 0 && h->rsn != (uint32_t)w->recv)) {
         fail(S, "q%d %s msn %u: header does not match the WR (op %s len %u "
              "off %u rsn %u imm %d)", xi, op_name(w->op), msn,
-             mroce_opcode_name(pk->base.opcode), h->msg_len, off, h->rsn, imm);
+             mrw_opcode_name(pk->base.opcode), h->msg_len, off, h->rsn, imm);
         return;
     }
     if (w->rbuf >= 0 && (h->raddr != (uint64_t)(uintptr_t)bmem(S, w->rbuf) ||
@@ -948,16 +948,16 @@ static void check_ack_psn(struct scen *S, struct qs *x, struct qs *y, uint32_t p
     if (bad >= 0)
         fail(S, "q%d ACKed PSN %u (%s msn %u off %u len %u of q%d) before it "
              "was placed/executed (first bad offset %" PRId64 ")",
-             xi, psn, mroce_opcode_name(rc->op), rc->msn, rc->off, rc->len, yi, bad);
+             xi, psn, mrw_opcode_name(rc->op), rc->msn, rc->off, rc->len, yi, bad);
 }
 
 /* An ACK (or a NAK, whose cum_psn acknowledges too) from x. */
 static void check_ack(struct scen *S, struct qs *x, uint32_t cum,
-                      const struct mroce_ack_hdr *a)
+                      const struct mrw_ack_hdr *a)
 {
     struct qs *y = &S->q[x->peer];
     S->st.acks_checked++;
-    if (mroce_psn_diff(cum, y->cum_checked) < 0) {
+    if (mrw_psn_diff(cum, y->cum_checked) < 0) {
         fail(S, "q%d ACK cum %u went backwards (was %u)", (int)(x - S->q), cum,
              y->cum_checked);
         return;
@@ -974,18 +974,18 @@ static void check_ack(struct scen *S, struct qs *x, uint32_t cum,
 static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
 {
     struct scen *S = user;
-    struct mroce_pkt pk;
-    int rc = mroce_pkt_decode(&pk, p->buf, p->len);
+    struct mrw_pkt pk;
+    int rc = mrw_pkt_decode(&pk, p->buf, p->len);
     if (rc < 0) {
         fail(S, "host %u sent an undecodable packet (%s)", p->src,
-             mroce_wire_error_name(rc));
+             mrw_wire_error_name(rc));
         return MROCE_NETDRIVE_PASS;
     }
     struct qs *x = find_qs(S, p->src, p->qp_num);
     if (S->verbose) {
         printf("%10" PRIu64 " h%u->h%u q%d %-12s psn %u fl %03x e %u", p->now,
                p->src, p->dst, x ? (int)(x - S->q) : -1,
-               mroce_opcode_name(pk.base.opcode), pk.base.psn, pk.base.flags,
+               mrw_opcode_name(pk.base.opcode), pk.base.psn, pk.base.flags,
                pk.base.entropy);
         if (pk.base.opcode == MROCE_OP_ACK)
             printf(" cum %u sack %u:%08x echo %u%s", pk.u.ack.cum_psn,
@@ -993,20 +993,20 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
                    pk.u.ack.echo_psn,
                    pk.u.ack.echo_flags & MROCE_ECHO_DUP ? " DUP" : "");
         else if (pk.base.opcode == MROCE_OP_NAK)
-            printf(" %s nak_psn %u", mroce_nak_code_name(pk.u.nak.code),
+            printf(" %s nak_psn %u", mrw_nak_code_name(pk.u.nak.code),
                    pk.u.nak.nak_psn);
         else if (pk.base.opcode == MROCE_OP_READ_RESP ||
                  pk.base.opcode == MROCE_OP_ATOMIC_RESP)
             printf(" req_msn %u off %u len %u", pk.u.resp.req_msn,
                    pk.u.resp.offset, pk.payload_len);
-        else if (mroce_opcode_has_psn(pk.base.opcode))
+        else if (mrw_opcode_has_psn(pk.base.opcode))
             printf(" msn %u off %u len %u/%u", pk.u.rq.req.msn,
                    pk.u.rq.req.offset, pk.payload_len, pk.u.rq.req.msg_len);
         putchar('\n');
     }
     if (!x)
         return MROCE_NETDRIVE_PASS; /* handshake: QPs not known yet */
-    if (mroce_opcode_has_psn(pk.base.opcode)) {
+    if (mrw_opcode_has_psn(pk.base.opcode)) {
         S->st.pkts++;
         record_tx(S, x, &pk);
     } else if (pk.base.opcode == MROCE_OP_ACK) {
@@ -1015,7 +1015,7 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
         check_ack(S, x, pk.u.nak.cum_psn, NULL);
         if (pk.u.nak.code != MROCE_NAK_RNR || !(S->late_recv || S->tight_rq))
             fail(S, "q%d sent NAK %s for PSN %u", (int)(x - S->q),
-                 mroce_nak_code_name(pk.u.nak.code), pk.u.nak.nak_psn);
+                 mrw_nak_code_name(pk.u.nak.code), pk.u.nak.nak_psn);
     }
     return MROCE_NETDRIVE_PASS;
 }
@@ -1023,12 +1023,12 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
 /* -v only: what the fabric delivers (after loss, corruption, CE marks). */
 static int rx_trace_hook(void *user, struct mroce_netdrive_pkt *p)
 {
-    struct mroce_pkt pk;
+    struct mrw_pkt pk;
     (void)user;
-    int rc = mroce_pkt_decode(&pk, p->buf, p->len);
+    int rc = mrw_pkt_decode(&pk, p->buf, p->len);
     printf("%10" PRIu64 "   rx h%u->h%u spine %u %s", p->now, p->src, p->dst,
-           p->spine, rc < 0 ? mroce_wire_error_name(rc)
-                            : mroce_opcode_name(pk.base.opcode));
+           p->spine, rc < 0 ? mrw_wire_error_name(rc)
+                            : mrw_opcode_name(pk.base.opcode));
     if (rc == 0)
         printf(" psn %u e %u%s", pk.base.psn, pk.base.entropy,
                p->ecn == MROCE_ECN_CE ? " CE" : "");
@@ -1061,9 +1061,9 @@ static void post_recvs(struct scen *S, struct qs *x, int upto)
             rw[k].next = k + 1 < n ? &rw[k + 1] : NULL;
         }
         struct mroce_recv_wr *bad = NULL;
-        int rc = mroce_qp_post_recv(x->qp, rw, &bad);
+        int rc = mre_qp_post_recv(x->qp, rw, &bad);
         if (rc < 0) {
-            fail(S, "q%d post_recv failed: %s", xi, mroce_strerror(rc));
+            fail(S, "q%d post_recv failed: %s", xi, mre_strerror(rc));
             S->aborted = 1;
             return;
         }
@@ -1075,7 +1075,7 @@ static void post_recvs(struct scen *S, struct qs *x, int upto)
 static int post_sends(struct scen *S, struct qs *x, mroce_tstamp now)
 {
     int xi = (int)(x - S->q), posted = 0;
-    mroce_qp *qp = x->qp;
+    mre_qp *qp = x->qp;
     int lim = S->phase_done ? x->nwr : x->phase2;
     while (x->posted < lim) {
         uint32_t room = qp->sq_mask + 1 - (qp->sq_tail - qp->sq_head);
@@ -1120,9 +1120,9 @@ static int post_sends(struct scen *S, struct qs *x, mroce_tstamp now)
                   x->posted + k, op_name(w->op), w->len, w->nsge, w->flags);
         }
         struct mroce_send_wr *bad = NULL;
-        int rc = mroce_qp_post_send(qp, sw, &bad, now);
+        int rc = mre_qp_post_send(qp, sw, &bad, now);
         if (rc < 0) {
-            fail(S, "q%d post_send failed: %s", xi, mroce_strerror(rc));
+            fail(S, "q%d post_send failed: %s", xi, mre_strerror(rc));
             S->aborted = 1;
             return posted;
         }
@@ -1248,10 +1248,10 @@ static int app_poll(struct scen *S)
     for (int hi = 0; hi < S->nhosts; hi++) {
         int n;
         /* After the first bad completion the rest say nothing new. */
-        while (!S->aborted && (n = mroce_cq_poll(S->tb->h[hi].scq, 32, wc)) > 0)
+        while (!S->aborted && (n = mre_cq_poll(S->tb->h[hi].scq, 32, wc)) > 0)
             for (int k = 0; k < n && !S->aborted; k++)
                 on_send_wc(S, hi, &wc[k]);
-        while (!S->aborted && (n = mroce_cq_poll(S->tb->h[hi].rcq, 32, wc)) > 0)
+        while (!S->aborted && (n = mre_cq_poll(S->tb->h[hi].rcq, 32, wc)) > 0)
             for (int k = 0; k < n && !S->aborted; k++)
                 on_recv_wc(S, hi, &wc[k]);
     }
@@ -1284,8 +1284,8 @@ static int app_poll(struct scen *S)
     int done = 1;
     for (int i = 0; i < S->nqs; i++) {
         struct qs *x = &S->q[i];
-        if (mroce_qp_state(x->qp) != MROCE_QPS_RTS) {
-            fail(S, "q%d left RTS: %s", i, mroce_qp_state_str(mroce_qp_state(x->qp)));
+        if (mre_qp_state(x->qp) != MROCE_QPS_RTS) {
+            fail(S, "q%d left RTS: %s", i, mroce_qp_state_str(mre_qp_state(x->qp)));
             S->aborted = 1;
             return 1;
         }
@@ -1475,7 +1475,7 @@ static void finalize(struct scen *S)
 static void check_quiescent(struct scen *S)
 {
     for (int i = 0; i < S->nqs; i++) {
-        mroce_qp *qp = S->q[i].qp;
+        mre_qp *qp = S->q[i].qp;
         int busy = 0;
         for (uint32_t j = 0; j < qp->nrjobs; j++)
             busy += qp->rjobs[j].active;
@@ -1484,7 +1484,7 @@ static void check_quiescent(struct scen *S)
             qp->inflight_pkts || qp->inflight_bytes || busy)
             fail(S, "q%d not quiescent at the end: state %s sq %u/%u rq %u/%u "
                  "una %u nxt %u inflight %u/%u jobs %d", i,
-                 mroce_qp_state_str(mroce_qp_state(qp)), qp->sq_head,
+                 mroce_qp_state_str(mre_qp_state(qp)), qp->sq_head,
                  qp->sq_tail, qp->rq_head, qp->rq_tail, qp->snd_una,
                  qp->snd_nxt, qp->inflight_pkts, qp->inflight_bytes, busy);
     }
@@ -1505,7 +1505,7 @@ static void collect_stats(struct scen *S)
     t->ecn_marks += nc.ce_marked;
     for (int hi = 0; hi < S->nhosts; hi++) {
         struct mroce_ep_counters ec;
-        mroce_ep_get_counters(S->tb->h[hi].ep, &ec);
+        mre_ep_get_counters(S->tb->h[hi].ep, &ec);
         t->drop_corrupt += ec.drop_crc;
         t->drop_other += ec.drop_truncated + ec.drop_version + ec.drop_opcode +
                          ec.drop_flags + ec.drop_length + ec.drop_field +
@@ -1513,7 +1513,7 @@ static void collect_stats(struct scen *S)
     }
     for (int i = 0; i < S->nqs; i++) {
         struct mroce_qp_counters c;
-        mroce_qp_get_counters(S->q[i].qp, &c);
+        mre_qp_get_counters(S->q[i].qp, &c);
         t->retx += c.retx_pkts;
         t->retx_path += c.retx_path;
         t->retx_ooo += c.retx_ooo;
@@ -1559,18 +1559,18 @@ static int connect_all(struct scen *S)
             struct qs *x = s ? b : a;
             x->attr.send_cq = S->tb->h[x->host].scq;
             x->attr.recv_cq = S->tb->h[x->host].rcq;
-            int rc = mroce_qp_new(S->tb->h[x->host].ep, &x->attr, &x->qp);
+            int rc = mre_qp_new(S->tb->h[x->host].ep, &x->attr, &x->qp);
             if (rc < 0) {
-                fail(S, "qp_new: %s", mroce_strerror(rc));
+                fail(S, "qp_new: %s", mre_strerror(rc));
                 return -1;
             }
-            x->qpn = mroce_qp_num(x->qp);
+            x->qpn = mre_qp_num(x->qp);
         }
-        struct mroce_addr to;
+        struct mre_addr to;
         mroce_netdrive_addr((uint32_t)b->host, &to);
         mroce_tstamp now = mroce_netdrive_now(d);
-        if (mroce_qp_listen(b->qp, now) < 0 ||
-            mroce_qp_connect(a->qp, &to, b->qpn, now) < 0) {
+        if (mre_qp_listen(b->qp, now) < 0 ||
+            mre_qp_connect(a->qp, &to, b->qpn, now) < 0) {
             fail(S, "listen/connect refused");
             return -1;
         }
@@ -1580,7 +1580,7 @@ static int connect_all(struct scen *S)
     for (;;) {
         int all = 1;
         for (int i = 0; i < S->nqs; i++)
-            if (mroce_qp_state(S->q[i].qp) != MROCE_QPS_RTS)
+            if (mre_qp_state(S->q[i].qp) != MROCE_QPS_RTS)
                 all = 0;
         if (all)
             break;
@@ -1608,7 +1608,7 @@ static void dump_qps(struct scen *S)
     if (S->dumped++)
         return;
     for (int i = 0; i < S->nqs; i++) {
-        const mroce_qp *qp = S->q[i].qp;
+        const mre_qp *qp = S->q[i].qp;
         uint32_t st[5] = {0, 0, 0, 0, 0};
         for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
             st[qp->tx[p & qp->tx_mask].state]++;
@@ -1617,7 +1617,7 @@ static void dump_qps(struct scen *S)
                "%u B cwnd %u credit %u retxq %u rq %u/%u rx cum %u high %u "
                "deadlines loss %" PRIu64 " reo %" PRIu64 " rnr %" PRIu64
                " ack %" PRIu64 " ack_now %u ctrl %x ready %u\n",
-               i, mroce_qp_state_str(mroce_qp_state(qp)), qp->sq_head,
+               i, mroce_qp_state_str(mre_qp_state(qp)), qp->sq_head,
                qp->sq_tx, qp->sq_tail, qp->tx_off, qp->rd_outstanding,
                qp->snd_una, qp->snd_nxt, st[0], st[1], st[2], st[3], st[4],
                qp->inflight_pkts, qp->inflight_bytes, qp->cc.cwnd,
@@ -1667,7 +1667,7 @@ static void run_scenario(struct scen *S)
     for (int hi = 0; hi < S->nhosts; hi++) {
         struct hostmem *H = &S->h[hi];
         for (int g = 0; g < H->nreg; g++)
-            if (mroce_mr_reg(S->tb->h[hi].ep, H->mem + H->reg[g].off,
+            if (mre_mr_reg(S->tb->h[hi].ep, H->mem + H->reg[g].off,
                              H->reg[g].len, FULL_ACCESS, &H->reg[g].mr) < 0) {
                 fail(S, "mr_reg failed");
                 return;

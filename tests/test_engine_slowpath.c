@@ -59,7 +59,7 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
 {
     struct obs *o = user;
     if (pkt->src != 0 || pkt->len < MROCE_BASE_HDR_LEN ||
-        !mroce_opcode_has_psn(pkt->buf[1]))
+        !mrw_opcode_has_psn(pkt->buf[1]))
         return MROCE_NETDRIVE_PASS; /* only host 0's sprayed data packets */
     o->share[o->tx_bytes >= o->total / 2][pkt->spine % SPINES]++;
     o->tx_bytes += pkt->len;
@@ -84,11 +84,11 @@ static struct result run(uint64_t seed)
     if (!CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return res;
     mroce_net *net = mroce_netdrive_net(tb->d);
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at); /* delay+ECN CC, 4 KiB MTU, 64 paths */
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at); /* delay+ECN CC, 4 KiB MTU, 64 paths */
     at.npaths = 64;
     at.max_send_wr = SIZE / XFER_CHUNK + XFER_NSENDS;
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
         mroce_tb_del(tb);
         return res;
@@ -114,7 +114,7 @@ static struct result run(uint64_t seed)
               (unsigned long long)seed, x.nsend_done, x.nwr, x.nrecv_done,
               (unsigned)XFER_NSENDS, x.bad);
     xfer_check_data(&x);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
 
     uint64_t t1 = 0, t2 = 0;
     for (int i = 0; i < SPINES; i++) {
@@ -127,7 +127,7 @@ static struct result run(uint64_t seed)
     struct mroce_qp_counters ca;
     struct mroce_net_spine_counters sc;
     struct mroce_net_counters nc;
-    mroce_qp_get_counters(qa, &ca);
+    mre_qp_get_counters(qa, &ca);
     mroce_net_get_spine_counters(net, (uint32_t)slow, &sc);
     mroce_net_get_counters(net, &nc);
     printf("slowpath seed %llu: spine %d at 10 Gbit/s (%d/64 paths at start): "
@@ -145,8 +145,8 @@ static struct result run(uint64_t seed)
            (unsigned long long)ca.retx_pkts, (double)ca.srtt / 1e3,
            elapsed ? (double)o.total * 8.0 / (double)elapsed : 0.0);
     res.gbps = elapsed ? (double)o.total * 8.0 / (double)elapsed : 0.0;
-    mroce_qp_del(qa);
-    mroce_qp_del(qb);
+    mre_qp_del(qa);
+    mre_qp_del(qb);
     mroce_tb_del(tb);
     xfer_free(&x);
     return res;

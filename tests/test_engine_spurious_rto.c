@@ -68,7 +68,7 @@ static int hold_hook(void *user, struct mroce_netdrive_pkt *pkt)
     return MROCE_NETDRIVE_PASS;
 }
 
-static unsigned charged_paths(const mroce_qp *qp)
+static unsigned charged_paths(const mre_qp *qp)
 {
     unsigned n = 0;
     for (uint16_t i = 0; i < qp->paths.npaths; i++)
@@ -85,8 +85,8 @@ struct xfer {
     struct mroce_testbed *tb;
     mroce_net *net;
     mroce_tstamp base_delay, t0;
-    struct mroce_qp_attr at;
-    mroce_qp *qa, *qb;
+    struct mre_qp_attr at;
+    mre_qp *qa, *qb;
     uint8_t *src, *dst;
 };
 
@@ -101,7 +101,7 @@ static int xfer_start(struct xfer *x, uint64_t seed)
     x->net = mroce_netdrive_net(x->tb->d);
     x->base_delay = cfg.net.delay;
     CHECK(mroce_net_set_rate(x->net, 0) == 0);
-    mroce_qp_attr_default(&x->at);
+    mre_qp_attr_default(&x->at);
     x->at.min_rto = 1000000; /* 1 ms, as libmroce */
     x->at.max_send_wr = NCHUNKS;
     if (!CHECK(mroce_tb_connect(x->tb, 0, 1, &x->at, &x->qa, &x->qb,
@@ -116,22 +116,22 @@ static int xfer_start(struct xfer *x, uint64_t seed)
         s = testutil_rand64(&s);
         memcpy(x->src + i, &s, 8);
     }
-    mroce_mr *msrc, *mdst;
-    CHECK(mroce_mr_reg(x->tb->h[0].ep, x->src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
+    mre_mr *msrc, *mdst;
+    CHECK(mre_mr_reg(x->tb->h[0].ep, x->src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
                        &msrc) == 0);
-    CHECK(mroce_mr_reg(x->tb->h[1].ep, x->dst, SIZE,
+    CHECK(mre_mr_reg(x->tb->h[1].ep, x->dst, SIZE,
                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                        &mdst) == 0);
     x->t0 = mroce_netdrive_now(x->tb->d);
     for (uint32_t i = 0; i < NCHUNKS; i++) {
         struct mroce_sge sg = {(uint64_t)(uintptr_t)(x->src + (uint64_t)i * CHUNK),
-                               CHUNK, mroce_mr_lkey(msrc)};
+                               CHUNK, mre_mr_lkey(msrc)};
         struct mroce_send_wr wr = {
             .wr_id = i, .sg_list = &sg, .num_sge = 1,
             .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
             .remote_addr = (uint64_t)(uintptr_t)(x->dst + (uint64_t)i * CHUNK),
-            .rkey = mroce_mr_rkey(mdst)};
-        CHECK(mroce_qp_post_send(x->qa, &wr, NULL, x->t0) == 0);
+            .rkey = mre_mr_rkey(mdst)};
+        CHECK(mre_qp_post_send(x->qa, &wr, NULL, x->t0) == 0);
     }
     return 0;
 }
@@ -149,7 +149,7 @@ static void xfer_poll(struct xfer *x, uint32_t *done, uint32_t *bad,
                       uint32_t *order)
 {
     struct mroce_wc wc[16];
-    int n = mroce_cq_poll(x->tb->h[0].scq, 16, wc);
+    int n = mre_cq_poll(x->tb->h[0].scq, 16, wc);
     for (int i = 0; i < n; i++, (*done)++) {
         *bad += wc[i].status != MROCE_WC_SUCCESS;
         if (order)
@@ -159,8 +159,8 @@ static void xfer_poll(struct xfer *x, uint32_t *done, uint32_t *bad,
 
 static void xfer_end(struct xfer *x)
 {
-    mroce_qp_del(x->qa);
-    mroce_qp_del(x->qb);
+    mre_qp_del(x->qa);
+    mre_qp_del(x->qb);
     mroce_tb_del(x->tb);
     free(x->src);
     free(x->dst);
@@ -172,7 +172,7 @@ static void run(uint64_t seed, int genuine)
     if (xfer_start(&x, seed) != 0)
         return;
     mroce_net *net = x.net;
-    mroce_qp *qa = x.qa, *qb = x.qb;
+    mre_qp *qa = x.qa, *qb = x.qb;
     struct hold hold = {net, 0, x.base_delay, 0};
     mroce_netdrive_set_tx_hook(x.tb->d, hold_hook, &hold);
     mroce_netdrive_kick_all(x.tb->d);
@@ -186,7 +186,7 @@ static void run(uint64_t seed, int genuine)
     unsigned charged_at_rto = 0, charged_at_verdict = 0;
     struct mroce_qp_counters c;
     while (done < NCHUNKS && xfer_step(&x)) {
-        mroce_qp_get_counters(qa, &c);
+        mre_qp_get_counters(qa, &c);
         if (phase == 0) {
             pre_cwnd = c.cwnd;
             if (c.tx_data_pkts * x.at.mtu >= SIZE / 4) {
@@ -217,15 +217,15 @@ static void run(uint64_t seed, int genuine)
         if (bad)
             break;
     }
-    mroce_qp_get_counters(qa, &c);
+    mre_qp_get_counters(qa, &c);
     struct mroce_qp_counters cb;
-    mroce_qp_get_counters(qb, &cb);
+    mre_qp_get_counters(qb, &cb);
     CHECK_MSG(done == NCHUNKS && !bad, "seed %llu genuine %d: %u/%u done, "
               "%u failed", (unsigned long long)seed, genuine, done, NCHUNKS,
               bad);
     CHECK_EQ(order, 0);
     CHECK(memcmp(x.src, x.dst, SIZE) == 0);
-    CHECK_EQ(mroce_qp_state(qa), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
     CHECK(timeouts_at_rto == 1);
     CHECK(charged_at_rto > 0);
     uint32_t pkt = (uint32_t)x.at.mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
@@ -297,7 +297,7 @@ static void run_span(uint64_t seed)
     struct xfer x;
     if (xfer_start(&x, seed) != 0)
         return;
-    mroce_qp *qa = x.qa;
+    mre_qp *qa = x.qa;
     struct span sp = {0, 0, 0, 0};
     mroce_netdrive_set_tx_hook(x.tb->d, span_hook, &sp);
     mroce_netdrive_kick_all(x.tb->d);
@@ -307,7 +307,7 @@ static void run_span(uint64_t seed)
     uint32_t done = 0, bad = 0;
     struct mroce_qp_counters c;
     while (done < NCHUNKS && xfer_step(&x)) {
-        mroce_qp_get_counters(qa, &c);
+        mre_qp_get_counters(qa, &c);
         if (phase == 0 && c.tx_data_pkts * x.at.mtu >= SIZE / 4) {
             sp.armed = 1;
             retired0 = c.paths_retired;
@@ -324,9 +324,9 @@ static void run_span(uint64_t seed)
                 if (qa->path_slots[stale].entropy == sp.dead)
                     stale = (uint16_t)((stale + 1) % qa->paths.npaths);
                 qa->path_slots[stale].srtt = 8000000;
-                mroce_pathset_resync(&qa->paths); /* written behind path.c's
+                mre_pathset_resync(&qa->paths); /* written behind path.c's
                                                       back (path.h) */
-                if (mroce_psn_diff(qa->snd_high_acked, qa->snd_una) > 256)
+                if (mrw_psn_diff(qa->snd_high_acked, qa->snd_una) > 256)
                     span_reached++;
             }
         }
@@ -334,7 +334,7 @@ static void run_span(uint64_t seed)
         if (bad)
             break;
     }
-    mroce_qp_get_counters(qa, &c);
+    mre_qp_get_counters(qa, &c);
     printf("seed %llu span: dead-path drops %llu, steps at the SACK span end "
            "%llu; timeouts %llu, retired %llu; retx %llu (path %llu ooo %llu "
            "rto %llu probe %llu); %.1f ms\n",

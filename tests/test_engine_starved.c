@@ -1,7 +1,7 @@
 /*
  * test_engine_starved.c - the `starved` input of congestion control
  * (CC-5, CC-19): set on a QP when cwnd held back its packet in a
- * mroce_ep_write_pkt() call that sent nothing (the endpoint had nothing
+ * mre_ep_write_pkt() call that sent nothing (the endpoint had nothing
  * else to send, so its link idles because of that window), not when
  * another QP of the endpoint sent instead, and cleared by the next ACK.
  *
@@ -21,20 +21,20 @@
 #define SIZE (1u << 20)
 
 /* Pull packets from ep until it has nothing to send; returns how many. */
-static unsigned drain(mroce_ep *ep, mroce_tstamp now)
+static unsigned drain(mre_ep *ep, mroce_tstamp now)
 {
     static uint8_t buf[9000];
-    struct mroce_tx_info ti;
+    struct mre_tx_info ti;
     unsigned n = 0;
-    while (mroce_ep_write_pkt(ep, buf, sizeof buf, &ti, now) > 0)
+    while (mre_ep_write_pkt(ep, buf, sizeof buf, &ti, now) > 0)
         n++;
     return n;
 }
 
-static void post_write(mroce_qp *qp, mroce_mr *src, mroce_mr *dst,
+static void post_write(mre_qp *qp, mre_mr *src, mre_mr *dst,
                        uint8_t *sbuf, uint8_t *dbuf, mroce_tstamp now)
 {
-    struct mroce_sge sg = {(uint64_t)(uintptr_t)sbuf, SIZE, mroce_mr_lkey(src)};
+    struct mroce_sge sg = {(uint64_t)(uintptr_t)sbuf, SIZE, mre_mr_lkey(src)};
     struct mroce_send_wr wr;
     memset(&wr, 0, sizeof wr);
     wr.sg_list = &sg;
@@ -42,17 +42,17 @@ static void post_write(mroce_qp *qp, mroce_mr *src, mroce_mr *dst,
     wr.opcode = MROCE_WR_WRITE;
     wr.send_flags = MROCE_SEND_SIGNALED;
     wr.remote_addr = (uint64_t)(uintptr_t)dbuf;
-    wr.rkey = mroce_mr_rkey(dst);
-    CHECK(mroce_qp_post_send(qp, &wr, NULL, now) == 0);
+    wr.rkey = mre_mr_rkey(dst);
+    CHECK(mre_qp_post_send(qp, &wr, NULL, now) == 0);
 }
 
 int main(void)
 {
     struct mroce_netdrive_config cfg;
     struct mroce_testbed *tb;
-    struct mroce_qp_attr at;
-    mroce_qp *qa, *qb, *ra, *rb;
-    mroce_mr *msa, *msb, *mda, *mdb;
+    struct mre_qp_attr at;
+    mre_qp *qa, *qb, *ra, *rb;
+    mre_mr *msa, *msb, *mda, *mdb;
     uint8_t *sa = calloc(1, SIZE), *sb = calloc(1, SIZE);
     uint8_t *da = calloc(1, SIZE), *db = calloc(1, SIZE);
     mroce_tstamp now;
@@ -65,17 +65,17 @@ int main(void)
     if (!CHECK(sa && sb && da && db) ||
         !CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return TESTUTIL_SUMMARY("test_engine_starved");
-    mroce_qp_attr_default(&at);
+    mre_qp_attr_default(&at);
     at.init_cwnd = 16 * 1024;
     CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &ra, 100000000) == 0);
     at.init_cwnd = 1u << 20;
     CHECK(mroce_tb_connect(tb, 0, 1, &at, &qb, &rb, 100000000) == 0);
-    mroce_ep *ep = tb->h[0].ep;
-    mroce_mr_reg(ep, sa, SIZE, MROCE_ACCESS_LOCAL_WRITE, &msa);
-    mroce_mr_reg(ep, sb, SIZE, MROCE_ACCESS_LOCAL_WRITE, &msb);
-    mroce_mr_reg(tb->h[1].ep, da, SIZE,
+    mre_ep *ep = tb->h[0].ep;
+    mre_mr_reg(ep, sa, SIZE, MROCE_ACCESS_LOCAL_WRITE, &msa);
+    mre_mr_reg(ep, sb, SIZE, MROCE_ACCESS_LOCAL_WRITE, &msb);
+    mre_mr_reg(tb->h[1].ep, da, SIZE,
                  MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mda);
-    mroce_mr_reg(tb->h[1].ep, db, SIZE,
+    mre_mr_reg(tb->h[1].ep, db, SIZE,
                  MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mdb);
     now = mroce_netdrive_now(tb->d);
     CHECK(!qa->starved && !qb->starved);
@@ -91,11 +91,11 @@ int main(void)
      * ready list (as an ACK would), so that it is asked before B. */
     qa->starved = 0;
     post_write(qb, msb, mdb, sb, db, now);
-    mroce_ep_mark_ready(ep, qa);
+    mre_ep_mark_ready(ep, qa);
     {
         static uint8_t buf[9000];
-        struct mroce_tx_info ti;
-        CHECK(mroce_ep_write_pkt(ep, buf, sizeof buf, &ti, now) > 0);
+        struct mre_tx_info ti;
+        CHECK(mre_ep_write_pkt(ep, buf, sizeof buf, &ti, now) > 0);
         CHECK(ti.qp_num == qb->qpn);
     }
     CHECK(!qa->starved); /* refused by cwnd, but the link was busy */

@@ -1,8 +1,8 @@
 /*
- * test_engine_zerocopy.c - zero-copy transmit (mroce_ep_write_pkt_zc): a
+ * test_engine_zerocopy.c - zero-copy transmit (mre_ep_write_pkt_zc): a
  * data packet whose payload is one piece of registered memory leaves it
  * there and names it, and the packet put together from headers + payload +
- * CRC is byte for byte what the copying mroce_ep_write_pkt would write.
+ * CRC is byte for byte what the copying mre_ep_write_pkt would write.
  *
  * Two endpoints exchange packets directly.  The requester's side is
  * written with the zero-copy call, reassembled into one buffer, checked
@@ -13,7 +13,7 @@
  * responder's READ responses are zero-copy too, from its region) and a
  * FETCH_ADD (its 8-byte result is on the stack: never zero-copy).  The
  * data must arrive intact and every WR complete successfully.  Also
- * mroce_pkt_seal_split against mroce_pkt_seal at several lengths.
+ * mrw_pkt_seal_split against mrw_pkt_seal at several lengths.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +27,12 @@
 #define BUFSZ (64u << 10)
 
 struct end {
-    mroce_ep *ep;
-    mroce_cq *cq;
-    mroce_qp *qp;
-    mroce_mr *mr;
+    mre_ep *ep;
+    mre_cq *cq;
+    mre_qp *qp;
+    mre_mr *mr;
     uint8_t *buf;
-    struct mroce_addr addr;
+    struct mre_addr addr;
     uint64_t seed;
     /* what its zero-copy writes produced */
     unsigned zc_pkts, copied_data_pkts;
@@ -41,8 +41,8 @@ struct end {
 static void end_new(struct end *e, uint8_t id)
 {
     memset(e, 0, sizeof(*e));
-    struct mroce_ep_config c;
-    mroce_ep_config_default(&c);
+    struct mre_ep_config c;
+    mre_ep_config_default(&c);
     c.mem.calloc = testutil_calloc;
     c.mem.free = testutil_free;
     c.rand = testutil_rand_bytes;
@@ -51,16 +51,16 @@ static void end_new(struct end *e, uint8_t id)
     e->addr.len = 6;
     e->addr.data[0] = 10;
     e->addr.data[3] = id;
-    CHECK(mroce_ep_new(&e->ep, &c) == 0);
-    CHECK(mroce_cq_new(e->ep, 256, &e->cq) == 0);
-    struct mroce_qp_attr a;
-    mroce_qp_attr_default(&a);
+    CHECK(mre_ep_new(&e->ep, &c) == 0);
+    CHECK(mre_cq_new(e->ep, 256, &e->cq) == 0);
+    struct mre_qp_attr a;
+    mre_qp_attr_default(&a);
     a.send_cq = a.recv_cq = e->cq;
     a.mtu = MTU;
     a.npaths = 4;
-    CHECK(mroce_qp_new(e->ep, &a, &e->qp) == 0);
+    CHECK(mre_qp_new(e->ep, &a, &e->qp) == 0);
     e->buf = calloc(1, BUFSZ);
-    CHECK(mroce_mr_reg(e->ep, e->buf, BUFSZ,
+    CHECK(mre_mr_reg(e->ep, e->buf, BUFSZ,
                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
                            MROCE_ACCESS_REMOTE_READ |
                            MROCE_ACCESS_REMOTE_ATOMIC,
@@ -69,7 +69,7 @@ static void end_new(struct end *e, uint8_t id)
 
 static void end_del(struct end *e)
 {
-    mroce_ep_del(e->ep);
+    mre_ep_del(e->ep);
     free(e->buf);
 }
 
@@ -84,10 +84,10 @@ static int is_data(uint8_t op)
 static int pump(struct end *from, struct end *to, mroce_tstamp now)
 {
     uint8_t buf[MROCE_MAX_PKT_LEN], whole[MROCE_MAX_PKT_LEN];
-    struct mroce_tx_info ti;
-    struct mroce_tx_zc zc;
+    struct mre_tx_info ti;
+    struct mre_tx_zc zc;
     int moved = 0, n;
-    while ((n = mroce_ep_write_pkt_zc(from->ep, buf, sizeof(buf), &ti, &zc,
+    while ((n = mre_ep_write_pkt_zc(from->ep, buf, sizeof(buf), &ti, &zc,
                                       now)) > 0) {
         const uint8_t *pkt = buf;
         if (zc.payload) {
@@ -103,8 +103,8 @@ static int pump(struct end *from, struct end *to, mroce_tstamp now)
         } else {
             CHECK(zc.payload_len == 0);
         }
-        struct mroce_pkt p;
-        if (!CHECK(mroce_pkt_decode(&p, pkt, (size_t)n) == 0))
+        struct mrw_pkt p;
+        if (!CHECK(mrw_pkt_decode(&p, pkt, (size_t)n) == 0))
             continue;
         if (zc.payload) {
             CHECK(is_data(p.base.opcode));
@@ -113,8 +113,8 @@ static int pump(struct end *from, struct end *to, mroce_tstamp now)
         } else if (is_data(p.base.opcode)) {
             from->copied_data_pkts++;
         }
-        struct mroce_rx_info ri = {from->addr, MROCE_ECN_ECT0};
-        mroce_ep_recv(to->ep, pkt, (size_t)n, &ri, now);
+        struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+        mre_ep_recv(to->ep, pkt, (size_t)n, &ri, now);
         moved++;
     }
     return moved;
@@ -128,12 +128,12 @@ static void run(struct end *a, struct end *b, mroce_tstamp *now, int want,
     *got = 0;
     for (int idle = 0, guard = 0; idle < 50 && guard < 100000; guard++) {
         *now += 1000;
-        mroce_ep_handle_expiry(a->ep, *now);
-        mroce_ep_handle_expiry(b->ep, *now);
+        mre_ep_handle_expiry(a->ep, *now);
+        mre_ep_handle_expiry(b->ep, *now);
         int m = pump(a, b, *now) + pump(b, a, *now);
-        int k = mroce_cq_poll(a->cq, 16, wc + *got);
+        int k = mre_cq_poll(a->cq, 16, wc + *got);
         *got += k;
-        k = mroce_cq_poll(b->cq, 16, wc + *got);
+        k = mre_cq_poll(b->cq, 16, wc + *got);
         *got += k;
         if (*got >= want)
             return;
@@ -157,8 +157,8 @@ static void test_seal_split(void)
         size_t h = 44, pl = lens[i];
         fill(a, h + pl, (uint32_t)(i + 1));
         memcpy(b, a, h);
-        size_t n1 = mroce_pkt_seal(a, h + pl);
-        size_t n2 = mroce_pkt_seal_split(b, h, a + h, pl);
+        size_t n1 = mrw_pkt_seal(a, h + pl);
+        size_t n2 = mrw_pkt_seal_split(b, h, a + h, pl);
         CHECK_EQ_INT((int)n1, (int)n2);
         /* the split CRC sits right after the headers */
         CHECK(memcmp(a + h + pl, b + h, MROCE_CRC_LEN) == 0);
@@ -173,20 +173,20 @@ int main(void)
     end_new(&a, 1);
     end_new(&b, 2);
     mroce_tstamp now = 1000000;
-    CHECK(mroce_qp_listen(b.qp, now) == 0);
-    CHECK(mroce_qp_connect(a.qp, &b.addr, 0, now) == 0);
+    CHECK(mre_qp_listen(b.qp, now) == 0);
+    CHECK(mre_qp_connect(a.qp, &b.addr, 0, now) == 0);
     struct mroce_wc wc[64];
     int got;
     run(&a, &b, &now, 1000, wc, &got); /* handshake: no completions */
-    CHECK(mroce_qp_state(a.qp) == MROCE_QPS_RTS);
-    CHECK(mroce_qp_state(b.qp) == MROCE_QPS_RTS);
+    CHECK(mre_qp_state(a.qp) == MROCE_QPS_RTS);
+    CHECK(mre_qp_state(b.qp) == MROCE_QPS_RTS);
 
     fill(a.buf, BUFSZ, 5);
     fill(b.buf, BUFSZ, 6);
 
     /* 1. WRITE of 3 MTUs + 100 bytes from one SGE: all zero-copy. */
     uint32_t len1 = 3 * MTU + 100;
-    struct mroce_sge s1 = {(uintptr_t)a.buf, len1, mroce_mr_lkey(a.mr)};
+    struct mroce_sge s1 = {(uintptr_t)a.buf, len1, mre_mr_lkey(a.mr)};
     struct mroce_send_wr w1;
     memset(&w1, 0, sizeof(w1));
     w1.wr_id = 1;
@@ -195,9 +195,9 @@ int main(void)
     w1.opcode = MROCE_WR_WRITE;
     w1.send_flags = MROCE_SEND_SIGNALED;
     w1.remote_addr = (uintptr_t)b.buf + 8192;
-    w1.rkey = mroce_mr_rkey(b.mr);
+    w1.rkey = mre_mr_rkey(b.mr);
     struct mroce_send_wr *bad;
-    CHECK(mroce_qp_post_send(a.qp, &w1, &bad, now) == 0);
+    CHECK(mre_qp_post_send(a.qp, &w1, &bad, now) == 0);
     run(&a, &b, &now, 1, wc, &got);
     CHECK_EQ_INT(got, 1);
     CHECK(wc[0].wr_id == 1 && wc[0].status == MROCE_WC_SUCCESS);
@@ -211,15 +211,15 @@ int main(void)
      * SGE (zero-copy). */
     a.zc_pkts = a.copied_data_pkts = 0;
     struct mroce_sge s2[3] = {
-        {(uintptr_t)a.buf + 20000, 700, mroce_mr_lkey(a.mr)},
-        {(uintptr_t)a.buf + 30000, 1500, mroce_mr_lkey(a.mr)},
-        {(uintptr_t)a.buf + 40000, 900, mroce_mr_lkey(a.mr)},
+        {(uintptr_t)a.buf + 20000, 700, mre_mr_lkey(a.mr)},
+        {(uintptr_t)a.buf + 30000, 1500, mre_mr_lkey(a.mr)},
+        {(uintptr_t)a.buf + 40000, 900, mre_mr_lkey(a.mr)},
     };
     w1.wr_id = 2;
     w1.sg_list = s2;
     w1.num_sge = 3;
     w1.remote_addr = (uintptr_t)b.buf + 16384;
-    CHECK(mroce_qp_post_send(a.qp, &w1, &bad, now) == 0);
+    CHECK(mre_qp_post_send(a.qp, &w1, &bad, now) == 0);
     run(&a, &b, &now, 1, wc, &got);
     CHECK_EQ_INT(got, 1);
     CHECK(wc[0].wr_id == 2 && wc[0].status == MROCE_WC_SUCCESS);
@@ -232,17 +232,17 @@ int main(void)
     /* 3. SEND of 2 MTUs + 1 into a posted receive. */
     a.zc_pkts = a.copied_data_pkts = 0;
     struct mroce_sge rs = {(uintptr_t)b.buf + 32768, 4096,
-                           mroce_mr_lkey(b.mr)};
+                           mre_mr_lkey(b.mr)};
     struct mroce_recv_wr rw = {7, NULL, &rs, 1};
     struct mroce_recv_wr *rbad;
-    CHECK(mroce_qp_post_recv(b.qp, &rw, &rbad) == 0);
+    CHECK(mre_qp_post_recv(b.qp, &rw, &rbad) == 0);
     struct mroce_sge s3 = {(uintptr_t)a.buf + 50000, 2 * MTU + 1,
-                           mroce_mr_lkey(a.mr)};
+                           mre_mr_lkey(a.mr)};
     w1.wr_id = 3;
     w1.sg_list = &s3;
     w1.num_sge = 1;
     w1.opcode = MROCE_WR_SEND;
-    CHECK(mroce_qp_post_send(a.qp, &w1, &bad, now) == 0);
+    CHECK(mre_qp_post_send(a.qp, &w1, &bad, now) == 0);
     run(&a, &b, &now, 2, wc, &got);
     CHECK_EQ_INT(got, 2);
     for (int i = 0; i < got; i++)
@@ -254,13 +254,13 @@ int main(void)
      * out of b's region. */
     b.zc_pkts = b.copied_data_pkts = 0;
     struct mroce_sge s4 = {(uintptr_t)a.buf + 60000 - 3000, 2 * MTU + 300,
-                           mroce_mr_lkey(a.mr)};
+                           mre_mr_lkey(a.mr)};
     w1.wr_id = 4;
     w1.sg_list = &s4;
     w1.num_sge = 1;
     w1.opcode = MROCE_WR_READ;
     w1.remote_addr = (uintptr_t)b.buf + 1000;
-    CHECK(mroce_qp_post_send(a.qp, &w1, &bad, now) == 0);
+    CHECK(mre_qp_post_send(a.qp, &w1, &bad, now) == 0);
     run(&a, &b, &now, 1, wc, &got);
     CHECK_EQ_INT(got, 1);
     CHECK(wc[0].wr_id == 4 && wc[0].status == MROCE_WC_SUCCESS);
@@ -273,13 +273,13 @@ int main(void)
     b.zc_pkts = b.copied_data_pkts = 0;
     uint64_t before;
     memcpy(&before, b.buf + 2048, 8);
-    struct mroce_sge s5 = {(uintptr_t)a.buf + 63000, 8, mroce_mr_lkey(a.mr)};
+    struct mroce_sge s5 = {(uintptr_t)a.buf + 63000, 8, mre_mr_lkey(a.mr)};
     w1.wr_id = 5;
     w1.sg_list = &s5;
     w1.opcode = MROCE_WR_FETCH_ADD;
     w1.remote_addr = (uintptr_t)b.buf + 2048;
     w1.compare_add = 5;
-    CHECK(mroce_qp_post_send(a.qp, &w1, &bad, now) == 0);
+    CHECK(mre_qp_post_send(a.qp, &w1, &bad, now) == 0);
     run(&a, &b, &now, 1, wc, &got);
     CHECK_EQ_INT(got, 1);
     CHECK(wc[0].wr_id == 5 && wc[0].status == MROCE_WC_SUCCESS);
@@ -287,8 +287,8 @@ int main(void)
 
     /* A NULL zc is refused. */
     uint8_t buf[MROCE_MAX_PKT_LEN];
-    struct mroce_tx_info ti;
-    CHECK_EQ_INT(mroce_ep_write_pkt_zc(a.ep, buf, sizeof(buf), &ti, NULL, now),
+    struct mre_tx_info ti;
+    CHECK_EQ_INT(mre_ep_write_pkt_zc(a.ep, buf, sizeof(buf), &ti, NULL, now),
                  MROCE_EINVAL);
 
     end_del(&a);

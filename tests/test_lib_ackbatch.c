@@ -46,14 +46,14 @@ static int post_stream(struct side *a, struct side *b)
     for (unsigned i = 0; i < MSGS; i++) {
         sg[i].addr = (uintptr_t)a->buf + (size_t)i * MSG;
         sg[i].length = MSG;
-        sg[i].lkey = mroce_vmr_lkey(a->mr);
+        sg[i].lkey = mroce_mr_lkey(a->mr);
         w[i].wr_id = i;
         w[i].sg_list = &sg[i];
         w[i].num_sge = 1;
         w[i].opcode = MROCE_WR_WRITE;
         w[i].send_flags = i == MSGS - 1 ? MROCE_SEND_SIGNALED : 0;
         w[i].remote_addr = (uintptr_t)b->buf + (size_t)i * MSG;
-        w[i].rkey = mroce_vmr_rkey(b->mr);
+        w[i].rkey = mroce_mr_rkey(b->mr);
         w[i].next = i + 1 < MSGS ? &w[i + 1] : NULL;
         memset(a->buf + (size_t)i * MSG, (int)(i + 1), MSG);
     }
@@ -64,13 +64,13 @@ static int post_stream(struct side *a, struct side *b)
 static uint64_t qp_counter_rx_data(struct side *s)
 {
     struct mroce_qp_counters c;
-    return mroce_vqp_counters(s->qp, &c) == 0 ? c.rx_data_pkts : 0;
+    return mroce_qp_get_counters(s->qp, &c) == 0 ? c.rx_data_pkts : 0;
 }
 
 static uint64_t qp_counter_tx_acks(struct side *s)
 {
     struct mroce_qp_counters c;
-    return mroce_vqp_counters(s->qp, &c) == 0 ? c.tx_acks : 0;
+    return mroce_qp_get_counters(s->qp, &c) == 0 ? c.tx_acks : 0;
 }
 
 int main(void)

@@ -57,7 +57,7 @@
 static int post_recv(struct side *s, uint64_t id)
 {
     struct mroce_sge sg = {(uintptr_t)s->buf + BUF_SIZE / 2, MSG,
-                           mroce_vmr_lkey(s->mr)};
+                           mroce_mr_lkey(s->mr)};
     struct mroce_recv_wr w = {.wr_id = id, .sg_list = &sg, .num_sge = 1}, *bad;
     return mroce_post_recv(s->qp, &w, &bad);
 }
@@ -332,8 +332,8 @@ static void run(const char *defer_env)
     }
     if (!off)
         watchdog_backoff(&a, &b);
-    CHECK_EQ_INT(mroce_vqp_state(a.qp), MROCE_QPS_RTS);
-    CHECK_EQ_INT(mroce_vqp_state(b.qp), MROCE_QPS_RTS);
+    CHECK_EQ_INT(mroce_qp_get_state(a.qp), MROCE_QPS_RTS);
+    CHECK_EQ_INT(mroce_qp_get_state(b.qp), MROCE_QPS_RTS);
     side_fini(&a);
     side_fini(&b);
 }

@@ -56,8 +56,8 @@ static int wait_wc(struct side *s, struct side *other, struct mroce_wc *wc,
 static void connect_sides(struct side *a, struct side *b)
 {
     connect_pair(b, a);
-    CHECK_EQ_INT(mroce_vqp_state(a->qp), MROCE_QPS_RTS);
-    CHECK_EQ_INT(mroce_vqp_state(b->qp), MROCE_QPS_RTS);
+    CHECK_EQ_INT(mroce_qp_get_state(a->qp), MROCE_QPS_RTS);
+    CHECK_EQ_INT(mroce_qp_get_state(b->qp), MROCE_QPS_RTS);
 }
 
 static void test_ops(struct side *a, struct side *b)
@@ -71,14 +71,14 @@ static void test_ops(struct side *a, struct side *b)
     memset(a->buf, 0, 4096);
     sge.addr = (uintptr_t)a->buf;
     sge.length = 4096;
-    sge.lkey = mroce_vmr_lkey(a->mr);
+    sge.lkey = mroce_mr_lkey(a->mr);
     memset(&rwr, 0, sizeof(rwr));
     rwr.wr_id = 11;
     rwr.sg_list = &sge;
     rwr.num_sge = 1;
     CHECK_EQ_INT(mroce_post_recv(a->qp, &rwr, &rbad), 0);
     strcpy((char *)b->buf, "hello over udp");
-    struct mroce_sge ssge = {(uintptr_t)b->buf, 15, mroce_vmr_lkey(b->mr)};
+    struct mroce_sge ssge = {(uintptr_t)b->buf, 15, mroce_mr_lkey(b->mr)};
     memset(&wr, 0, sizeof(wr));
     wr.wr_id = 21;
     wr.sg_list = &ssge;
@@ -105,7 +105,7 @@ static void test_ops(struct side *a, struct side *b)
     wr.wr_id = 22;
     wr.opcode = MROCE_WR_WRITE;
     wr.remote_addr = (uintptr_t)a->buf + 8192;
-    wr.rkey = mroce_vmr_rkey(a->mr);
+    wr.rkey = mroce_mr_rkey(a->mr);
     CHECK_EQ_INT(mroce_post_send(b->qp, &wr, &bad), 0);
     CHECK_EQ_INT(wait_wc(b, a, &wc, 3000), 1);
     CHECK_EQ(wc.wr_id, 22);
@@ -154,7 +154,7 @@ static void test_ops(struct side *a, struct side *b)
     /* 1 MiB WRITE (a -> b this time). */
     for (unsigned i = 0; i < MIB; i++)
         a->buf[i] = (uint8_t)(i ^ (i >> 8) ^ 0x5a);
-    struct mroce_sge big = {(uintptr_t)a->buf, MIB, mroce_vmr_lkey(a->mr)};
+    struct mroce_sge big = {(uintptr_t)a->buf, MIB, mroce_mr_lkey(a->mr)};
     memset(&wr, 0, sizeof(wr));
     wr.wr_id = 26;
     wr.sg_list = &big;
@@ -162,7 +162,7 @@ static void test_ops(struct side *a, struct side *b)
     wr.opcode = MROCE_WR_WRITE;
     wr.send_flags = MROCE_SEND_SIGNALED;
     wr.remote_addr = (uintptr_t)b->buf + MIB;
-    wr.rkey = mroce_vmr_rkey(b->mr);
+    wr.rkey = mroce_mr_rkey(b->mr);
     uint64_t t0 = now_ms();
     CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), 0);
     CHECK_EQ_INT(wait_wc(a, b, &wc, 5000), 1);
@@ -180,10 +180,10 @@ static void test_cq_fd(struct side *a, struct side *b, int mode)
     CHECK(fd >= 0);
     struct pollfd p = {fd, POLLIN, 0};
     CHECK_EQ_INT(poll(&p, 1, 0), 0); /* nothing waiting yet */
-    struct mroce_sge sge = {(uintptr_t)a->buf, 64, mroce_vmr_lkey(a->mr)};
+    struct mroce_sge sge = {(uintptr_t)a->buf, 64, mroce_mr_lkey(a->mr)};
     struct mroce_recv_wr rwr = {31, NULL, &sge, 1}, *rbad;
     CHECK_EQ_INT(mroce_post_recv(a->qp, &rwr, &rbad), 0);
-    struct mroce_sge ssge = {(uintptr_t)b->buf, 64, mroce_vmr_lkey(b->mr)};
+    struct mroce_sge ssge = {(uintptr_t)b->buf, 64, mroce_mr_lkey(b->mr)};
     struct mroce_send_wr wr, *bad;
     memset(&wr, 0, sizeof(wr));
     wr.wr_id = 32;
@@ -216,10 +216,10 @@ static void test_bad_calls(struct side *a, struct side *b)
 {
     struct mroce_wc wc;
     mroce_pd *pd;
-    mroce_vcq *cq;
-    mroce_vmr *mr;
+    mroce_cq *cq;
+    mroce_mr *mr;
     struct mroce_send_wr wr, *bad;
-    struct mroce_vqp_init_attr qa;
+    struct mroce_qp_init_attr qa;
 
     /* NULL everything. */
     CHECK_EQ_INT(mroce_device_open(NULL, NULL), MROCE_EINVAL);
@@ -239,8 +239,8 @@ static void test_bad_calls(struct side *a, struct side *b)
     CHECK_EQ_INT(mroce_cq_fd(NULL), MROCE_EINVAL);
     CHECK_EQ_INT(mroce_cq_wait(NULL, 0), MROCE_EINVAL);
     CHECK_EQ_INT(mroce_create_qp(NULL, &qa, NULL), MROCE_EINVAL);
-    mroce_vqp_init_attr_default(&qa);
-    mroce_vqp *qp;
+    mroce_qp_init_attr_default(&qa);
+    mroce_qp *qp;
     CHECK_EQ_INT(mroce_create_qp(a->pd, &qa, &qp), MROCE_EINVAL); /* no CQs */
     CHECK_EQ_INT(mroce_create_qp(a->pd, NULL, &qp), MROCE_EINVAL);
     qa.send_cq = qa.recv_cq = b->cq; /* another device's CQ */
@@ -253,14 +253,14 @@ static void test_bad_calls(struct side *a, struct side *b)
     CHECK_EQ_INT(mroce_accept(NULL, 10), MROCE_EINVAL);
     CHECK_EQ_INT(mroce_disconnect(NULL, 10), MROCE_EINVAL);
     CHECK_EQ_INT(mroce_modify_qp_error(NULL), MROCE_EINVAL);
-    CHECK_EQ_INT(mroce_vqp_counters(NULL, NULL), MROCE_EINVAL);
+    CHECK_EQ_INT(mroce_qp_get_counters(NULL, NULL), MROCE_EINVAL);
     CHECK_EQ_INT(mroce_device_progress(NULL), MROCE_EINVAL);
-    CHECK_EQ(mroce_vqp_num(NULL), 0);
-    CHECK_EQ(mroce_vmr_lkey(NULL), 0);
+    CHECK_EQ(mroce_qp_num(NULL), 0);
+    CHECK_EQ(mroce_mr_lkey(NULL), 0);
     CHECK_EQ(mroce_device_port(NULL), 0);
     mroce_device_close(NULL); /* no crash */
-    CHECK(strlen(mroce_lib_strerror(MROCE_EDESTROYED)) > 0);
-    CHECK(strlen(mroce_lib_strerror(MROCE_EINVAL)) > 0);
+    CHECK(strlen(mroce_strerror(MROCE_EDESTROYED)) > 0);
+    CHECK(strlen(mroce_strerror(MROCE_EINVAL)) > 0);
 
     /* Bad device attributes and addresses. */
     struct mroce_device_attr da;
@@ -281,7 +281,7 @@ static void test_bad_calls(struct side *a, struct side *b)
     CHECK_EQ_INT(mroce_pd_free(pd), MROCE_EBUSY); /* MR in it */
     CHECK_EQ_INT(mroce_dereg_mr(mr), 0);
     CHECK_EQ_INT(mroce_dereg_mr(mr), MROCE_EDESTROYED);
-    CHECK_EQ(mroce_vmr_lkey(mr), 0);
+    CHECK_EQ(mroce_mr_lkey(mr), 0);
     CHECK_EQ_INT(mroce_pd_free(pd), 0);
     CHECK_EQ_INT(mroce_pd_free(pd), MROCE_EDESTROYED);
     CHECK_EQ_INT(mroce_reg_mr(pd, a->buf, 64, 0, &mr), MROCE_EDESTROYED);
@@ -298,16 +298,16 @@ static void test_bad_calls(struct side *a, struct side *b)
     memset(&wr, 0, sizeof(wr));
     CHECK_EQ_INT(mroce_post_send(qp, &wr, &bad), MROCE_EDESTROYED);
     CHECK_EQ_INT(mroce_connect(qp, "127.0.0.1", 1, 0, 10), MROCE_EDESTROYED);
-    CHECK_EQ_INT(mroce_vqp_state(qp), MROCE_QPS_ERROR);
+    CHECK_EQ_INT(mroce_qp_get_state(qp), MROCE_QPS_ERROR);
 
     /* Posting outside a region: lkey range and remote-less local checks. */
     struct mroce_sge sge = {(uintptr_t)a->buf + BUF_SIZE - 10, 100,
-                            mroce_vmr_lkey(a->mr)};
+                            mroce_mr_lkey(a->mr)};
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = MROCE_WR_WRITE;
     wr.remote_addr = (uintptr_t)b->buf;
-    wr.rkey = mroce_vmr_rkey(b->mr);
+    wr.rkey = mroce_mr_rkey(b->mr);
     CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), MROCE_EACCESS);
     CHECK(bad == &wr);
     sge.addr = (uintptr_t)a->buf;
@@ -315,7 +315,7 @@ static void test_bad_calls(struct side *a, struct side *b)
     CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), MROCE_EACCESS);
     /* A remote range outside b's region: the WR completes with a remote
      * access error and the QP goes to ERROR. */
-    sge.lkey = mroce_vmr_lkey(a->mr);
+    sge.lkey = mroce_mr_lkey(a->mr);
     wr.remote_addr = (uintptr_t)b->buf + BUF_SIZE - 10;
     wr.wr_id = 41;
     wr.send_flags = MROCE_SEND_SIGNALED;
@@ -323,13 +323,13 @@ static void test_bad_calls(struct side *a, struct side *b)
     CHECK_EQ_INT(wait_wc(a, b, &wc, 3000), 1);
     CHECK_EQ(wc.wr_id, 41);
     CHECK_EQ_INT(wc.status, MROCE_WC_REM_ACCESS_ERR);
-    CHECK_EQ_INT(mroce_vqp_state(a->qp), MROCE_QPS_ERROR);
+    CHECK_EQ_INT(mroce_qp_get_state(a->qp), MROCE_QPS_ERROR);
     /* Posting on a QP in ERROR. */
     wr.remote_addr = (uintptr_t)b->buf;
     CHECK_EQ_INT(mroce_post_send(a->qp, &wr, &bad), MROCE_ESTATE);
     CHECK_EQ_INT(mroce_connect(a->qp, "127.0.0.1", 1, 0, 10), MROCE_ESTATE);
     CHECK_EQ_INT(mroce_modify_qp_error(b->qp), 0);
-    CHECK_EQ_INT(mroce_vqp_state(b->qp), MROCE_QPS_ERROR);
+    CHECK_EQ_INT(mroce_qp_get_state(b->qp), MROCE_QPS_ERROR);
 }
 
 /* Connecting to a port where nothing listens fails within the timeout:
@@ -337,10 +337,10 @@ static void test_bad_calls(struct side *a, struct side *b)
  * QP after the timeout (ETIMEDOUT). */
 static void test_dead_peer(struct side *b, uint16_t live_port, int mode)
 {
-    struct mroce_vqp_init_attr qa;
-    mroce_vqp_init_attr_default(&qa);
+    struct mroce_qp_init_attr qa;
+    mroce_qp_init_attr_default(&qa);
     qa.send_cq = qa.recv_cq = b->cq;
-    mroce_vqp *qp;
+    mroce_qp *qp;
     CHECK_EQ_INT(mroce_create_qp(b->pd, &qa, &qp), 0);
     /* A port nobody has: open and close a device to find one. */
     mroce_device *tmp;
@@ -355,9 +355,9 @@ static void test_dead_peer(struct side *b, uint16_t live_port, int mode)
     CHECK_MSG(rc == MROCE_EUNREACH || rc == MROCE_ETIMEDOUT, "rc %d", rc);
     CHECK_MSG(dt <= 700, "dead port took %llu ms", (unsigned long long)dt);
     printf("  dead port (%s): %s after %llu ms\n",
-           mode ? "thread" : "app", mroce_lib_strerror(rc),
+           mode ? "thread" : "app", mroce_strerror(rc),
            (unsigned long long)dt);
-    CHECK_EQ_INT(mroce_vqp_state(qp), MROCE_QPS_ERROR);
+    CHECK_EQ_INT(mroce_qp_get_state(qp), MROCE_QPS_ERROR);
     CHECK_EQ_INT(mroce_destroy_qp(qp), 0);
 
     /* The device exists but has no listening QP: nobody answers. */
@@ -377,7 +377,7 @@ static void test_dead_peer(struct side *b, uint16_t live_port, int mode)
     t0 = now_ms();
     CHECK_EQ_INT(mroce_accept(qp, 50), MROCE_ETIMEDOUT);
     CHECK(now_ms() - t0 >= 45);
-    CHECK_EQ_INT(mroce_vqp_state(qp), MROCE_QPS_LISTEN);
+    CHECK_EQ_INT(mroce_qp_get_state(qp), MROCE_QPS_LISTEN);
     /* qp is left for device close to clean up. */
 }
 
@@ -390,14 +390,14 @@ static void test_dead_peer(struct side *b, uint16_t live_port, int mode)
 static void test_peer_away(struct side *a, struct side *b)
 {
     struct mroce_wc wc;
-    struct mroce_sge rs = {(uintptr_t)b->buf + 4096, 64, mroce_vmr_lkey(b->mr)};
+    struct mroce_sge rs = {(uintptr_t)b->buf + 4096, 64, mroce_mr_lkey(b->mr)};
     struct mroce_recv_wr rw = {.wr_id = 77, .sg_list = &rs, .num_sge = 1}, *rb;
     CHECK_EQ_INT(mroce_post_recv(b->qp, &rw, &rb), 0);
     struct mroce_qp_counters c0, c1;
-    CHECK_EQ_INT(mroce_vqp_counters(a->qp, &c0), 0);
+    CHECK_EQ_INT(mroce_qp_get_counters(a->qp, &c0), 0);
     struct mroce_udp_counters u0, u1;
     mroce_device_get_udp_counters(b->dev, &u0);
-    struct mroce_sge ss = {(uintptr_t)a->buf, 64, mroce_vmr_lkey(a->mr)};
+    struct mroce_sge ss = {(uintptr_t)a->buf, 64, mroce_mr_lkey(a->mr)};
     struct mroce_send_wr sw, *sb;
     memset(&sw, 0, sizeof(sw));
     sw.wr_id = 78;
@@ -435,8 +435,8 @@ static void test_peer_away(struct side *a, struct side *b)
         CHECK_MSG(wc.status == MROCE_WC_SUCCESS, "SEND: %s",
                   mroce_wc_status_str(wc.status));
     }
-    CHECK_EQ_INT(mroce_vqp_state(a->qp), MROCE_QPS_RTS);
-    CHECK_EQ_INT(mroce_vqp_counters(a->qp, &c1), 0);
+    CHECK_EQ_INT(mroce_qp_get_state(a->qp), MROCE_QPS_RTS);
+    CHECK_EQ_INT(mroce_qp_get_counters(a->qp, &c1), 0);
     mroce_device_get_udp_counters(b->dev, &u1);
     printf("  peer away: SEND completed after %llu ms, %llu retransmissions; "
            "b deferred %llu, its watchdog sent %llu\n",
@@ -476,10 +476,10 @@ static void run_mode(int mode)
 
     /* Counters and the dump. */
     struct mroce_qp_counters c;
-    CHECK_EQ_INT(mroce_vqp_counters(b.qp, &c), 0);
+    CHECK_EQ_INT(mroce_qp_get_counters(b.qp, &c), 0);
     CHECK(c.tx_data_pkts > 0 && c.rx_acks > 0);
     struct mroce_path_stats ps[64];
-    int np = mroce_vqp_path_stats(a.qp, ps, 64);
+    int np = mroce_qp_path_stats(a.qp, ps, 64);
     CHECK(np == 64);
     int used = 0;
     for (int i = 0; i < np; i++)
@@ -487,7 +487,7 @@ static void run_mode(int mode)
     CHECK_MSG(used > 8, "paths used %d", used);
     FILE *devnull = fopen("/dev/null", "w");
     if (devnull) {
-        mroce_vqp_dump_counters(a.qp, devnull);
+        mroce_qp_dump_counters(a.qp, devnull);
         fclose(devnull);
     }
     struct mroce_udp_counters u;
@@ -525,7 +525,7 @@ static void run_mode(int mode)
      * age out the bulk history, then a 20 ms idle wait yields nothing. */
     if (mode == MROCE_PROGRESS_APP) {
         struct mroce_wc wc;
-        struct mroce_sge sg = {(uintptr_t)b.buf, 64, mroce_vmr_lkey(b.mr)};
+        struct mroce_sge sg = {(uintptr_t)b.buf, 64, mroce_mr_lkey(b.mr)};
         struct mroce_send_wr w, *bw;
         memset(&w, 0, sizeof(w));
         w.sg_list = &sg;
@@ -533,7 +533,7 @@ static void run_mode(int mode)
         w.opcode = MROCE_WR_WRITE;
         w.send_flags = MROCE_SEND_SIGNALED;
         w.remote_addr = (uintptr_t)a.buf;
-        w.rkey = mroce_vmr_rkey(a.mr);
+        w.rkey = mroce_mr_rkey(a.mr);
         for (int i = 0; i < 64; i++) {
             w.wr_id = 900 + (uint64_t)i;
             CHECK_EQ_INT(mroce_post_send(b.qp, &w, &bw), 0);
@@ -556,14 +556,14 @@ static void run_mode(int mode)
     /* Orderly close, then a fresh connection on new QPs works. */
     CHECK_EQ_INT(mroce_disconnect(b.qp, 2000), 0);
     for (uint64_t end = now_ms() + 2000;
-         now_ms() < end && mroce_vqp_state(a.qp) != MROCE_QPS_CLOSED;)
+         now_ms() < end && mroce_qp_get_state(a.qp) != MROCE_QPS_CLOSED;)
         mroce_device_progress(a.dev);
-    CHECK_EQ_INT(mroce_vqp_state(a.qp), MROCE_QPS_CLOSED);
+    CHECK_EQ_INT(mroce_qp_get_state(a.qp), MROCE_QPS_CLOSED);
     CHECK_EQ_INT(mroce_disconnect(a.qp, 100), 0); /* already closed */
     CHECK_EQ_INT(mroce_destroy_qp(a.qp), 0);
     CHECK_EQ_INT(mroce_destroy_qp(b.qp), 0);
-    struct mroce_vqp_init_attr ia;
-    mroce_vqp_init_attr_default(&ia);
+    struct mroce_qp_init_attr ia;
+    mroce_qp_init_attr_default(&ia);
     ia.send_cq = ia.recv_cq = a.cq;
     CHECK_EQ_INT(mroce_create_qp(a.pd, &ia, &a.qp), 0);
     ia.send_cq = ia.recv_cq = b.cq;

@@ -41,11 +41,11 @@ int lib_mem_check_text(const void *addr, size_t len, int want_write);
  * arithmetic passes, the text walk must come to the same answer. */
 static int reg(mroce_pd *pd, void *addr, size_t len, unsigned access)
 {
-    mroce_vmr *mr = NULL;
+    mroce_mr *mr = NULL;
     int rc = mroce_reg_mr(pd, addr, len, access, &mr);
     if (rc == 0)
         CHECK_EQ_INT(mroce_dereg_mr(mr), 0);
-    if (mroce_mr_reg_check(addr, len, access) == 0) {
+    if (mre_mr_reg_check(addr, len, access) == 0) {
         int t = lib_mem_check_text(addr, len, (access & (LW | RW | RA)) != 0);
         CHECK_MSG(t == rc, "%p+%zu access %u: text walk %d, reg_mr %d", addr,
                   len, access, t, rc);
@@ -149,8 +149,8 @@ static void test_checks(mroce_pd *pd)
     CHECK_EQ_INT(reg(pd, (void *)(uintptr_t)&test_checks, 16, RR), 0);
     CHECK_EQ_INT(reg(pd, (void *)(uintptr_t)&test_checks, 16, LW),
                  MROCE_EACCESS);
-    CHECK(strlen(mroce_lib_strerror(MROCE_EFAULT)) > 0);
-    CHECK(strcmp(mroce_lib_strerror(MROCE_EFAULT), "unknown error") != 0);
+    CHECK(strlen(mroce_strerror(MROCE_EFAULT)) > 0);
+    CHECK(strcmp(mroce_strerror(MROCE_EFAULT), "unknown error") != 0);
 }
 
 /* Drives both devices until s has a completion. */
@@ -186,19 +186,19 @@ static void test_wrap_e2e(void)
 
     /* The registration that once covered everything above b.buf. */
     size_t wrap = (size_t)(UINTPTR_MAX - (uintptr_t)b.buf) + 2;
-    mroce_vmr *wmr = NULL;
+    mroce_mr *wmr = NULL;
     int rc = mroce_reg_mr(b.pd, b.buf, wrap, LW | RW, &wmr);
     CHECK_EQ_INT(rc, MROCE_EFAULT);
 
     /* What b registers instead, or, where the wrap was accepted, that
      * region: either way a WRITE to the victim byte must fail. */
-    mroce_vmr *mr = wmr;
+    mroce_mr *mr = wmr;
     if (!mr) {
         rc = mroce_reg_mr(b.pd, b.buf, pg, LW | RW, &mr);
         if (!CHECK_MSG(rc == 0, "reg_mr %d", rc))
             goto out;
     }
-    struct mroce_sge sg = {(uintptr_t)a.buf, 64, mroce_vmr_lkey(a.mr)};
+    struct mroce_sge sg = {(uintptr_t)a.buf, 64, mroce_mr_lkey(a.mr)};
     struct mroce_send_wr w, *bad;
     memset(&w, 0, sizeof(w));
     w.wr_id = 7;
@@ -207,7 +207,7 @@ static void test_wrap_e2e(void)
     w.opcode = MROCE_WR_WRITE;
     w.send_flags = MROCE_SEND_SIGNALED;
     w.remote_addr = (uintptr_t)victim;
-    w.rkey = mroce_vmr_rkey(mr);
+    w.rkey = mroce_mr_rkey(mr);
     CHECK_EQ_INT(mroce_post_send(a.qp, &w, &bad), 0);
     struct mroce_wc wc;
     if (CHECK(wait_wc(&a, &b, &wc) == 1))

@@ -37,9 +37,9 @@ static void const_rand(uint8_t *buf, size_t len, void *user)
 
 /* ---- helpers --------------------------------------------------------- */
 
-static struct mroce_path slots[256];
+static struct mre_path slots[256];
 
-static int all_distinct_in_range(const struct mroce_pathset *ps)
+static int all_distinct_in_range(const struct mre_pathset *ps)
 {
     unsigned i, j;
     for (i = 0; i < ps->npaths; i++) {
@@ -54,9 +54,9 @@ static int all_distinct_in_range(const struct mroce_pathset *ps)
     return 1;
 }
 
-static void setup(struct mroce_pathset *ps, struct prng *r, uint16_t n)
+static void setup(struct mre_pathset *ps, struct prng *r, uint16_t n)
 {
-    int rc = mroce_pathset_init(ps, slots, n, 49152, 16384, 5000, prng_rand,
+    int rc = mre_pathset_init(ps, slots, n, 49152, 16384, 5000, prng_rand,
                                 r);
     CHECK(rc == 0);
 }
@@ -65,29 +65,29 @@ static void setup(struct mroce_pathset *ps, struct prng *r, uint16_t n)
 
 static void test_init_args(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {1};
 
-    CHECK(mroce_pathset_init(&ps, slots, 0, 49152, 16384, 0, prng_rand, &r) ==
+    CHECK(mre_pathset_init(&ps, slots, 0, 49152, 16384, 0, prng_rand, &r) ==
           MROCE_EINVAL);
-    CHECK(mroce_pathset_init(&ps, slots, 257, 1000, 16384, 0, prng_rand,
+    CHECK(mre_pathset_init(&ps, slots, 257, 1000, 16384, 0, prng_rand,
                              &r) == MROCE_EINVAL);
-    CHECK(mroce_pathset_init(&ps, slots, 8, 49152, 7, 0, prng_rand, &r) ==
+    CHECK(mre_pathset_init(&ps, slots, 8, 49152, 7, 0, prng_rand, &r) ==
           MROCE_EINVAL);
-    CHECK(mroce_pathset_init(&ps, slots, 8, 65530, 16, 0, prng_rand, &r) ==
+    CHECK(mre_pathset_init(&ps, slots, 8, 65530, 16, 0, prng_rand, &r) ==
           MROCE_EINVAL); /* range would pass 65535 */
-    CHECK(mroce_pathset_init(&ps, slots, 8, 49152, 16, 0, NULL, &r) ==
+    CHECK(mre_pathset_init(&ps, slots, 8, 49152, 16, 0, NULL, &r) ==
           MROCE_EINVAL);
-    CHECK(mroce_pathset_init(&ps, NULL, 8, 49152, 16, 0, prng_rand, &r) ==
+    CHECK(mre_pathset_init(&ps, NULL, 8, 49152, 16, 0, prng_rand, &r) ==
           MROCE_EINVAL);
-    CHECK(mroce_pathset_init(&ps, slots, 8, 65520, 16, 0, prng_rand, &r) ==
+    CHECK(mre_pathset_init(&ps, slots, 8, 65520, 16, 0, prng_rand, &r) ==
           0); /* ends exactly at 65535 */
     CHECK(all_distinct_in_range(&ps));
 }
 
 static void test_entropies(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     uint64_t seed;
     unsigned i, ok = 1, fresh = 1;
 
@@ -107,45 +107,45 @@ static void test_entropies(void)
     /* span == npaths: the set must be a permutation of the whole range. */
     {
         struct prng r = {99};
-        CHECK(mroce_pathset_init(&ps, slots, 256, 1000, 256, 0, prng_rand,
+        CHECK(mre_pathset_init(&ps, slots, 256, 1000, 256, 0, prng_rand,
                                  &r) == 0);
         CHECK(all_distinct_in_range(&ps));
     }
     /* Odd span (modulo bias path) and a tiny set. */
     {
         struct prng r = {7};
-        CHECK(mroce_pathset_init(&ps, slots, 5, 3000, 7, 0, prng_rand, &r) ==
+        CHECK(mre_pathset_init(&ps, slots, 5, 3000, 7, 0, prng_rand, &r) ==
               0);
         CHECK(all_distinct_in_range(&ps));
     }
     /* A constant generator must still give distinct entropies and return. */
-    CHECK(mroce_pathset_init(&ps, slots, 64, 49152, 16384, 0, const_rand,
+    CHECK(mre_pathset_init(&ps, slots, 64, 49152, 16384, 0, const_rand,
                              NULL) == 0);
     CHECK(all_distinct_in_range(&ps));
 }
 
 static void test_round_robin(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {2};
     unsigned k, ok = 1;
 
     setup(&ps, &r, 16);
     for (k = 0; k < 64; k++)
-        ok &= mroce_path_pick(&ps, MROCE_PATH_NONE) == k % 16;
+        ok &= mre_path_pick(&ps, MROCE_PATH_NONE) == k % 16;
     CHECK(ok);
     CHECK(ps.cursor == 0);
 
     /* One slot: always slot 0, whatever `avoid` says. */
     setup(&ps, &r, 1);
-    CHECK(mroce_path_pick(&ps, MROCE_PATH_NONE) == 0);
-    CHECK(mroce_path_pick(&ps, 0) == 0);
+    CHECK(mre_path_pick(&ps, MROCE_PATH_NONE) == 0);
+    CHECK(mre_path_pick(&ps, 0) == 0);
 }
 
 /* Weights w get shares proportional to w: 10k picks, each within 5%. */
 static void check_shares(uint16_t n, const uint8_t *w, unsigned picks)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {3};
     unsigned cnt[256] = {0}, k, wsum = 0, ok = 1;
 
@@ -154,9 +154,9 @@ static void check_shares(uint16_t n, const uint8_t *w, unsigned picks)
         ps.paths[k].weight = w[k];
         wsum += w[k];
     }
-    mroce_pathset_resync(&ps); /* weights written behind path.c's back */
+    mre_pathset_resync(&ps); /* weights written behind path.c's back */
     for (k = 0; k < picks; k++) {
-        uint16_t i = mroce_path_pick(&ps, MROCE_PATH_NONE);
+        uint16_t i = mre_path_pick(&ps, MROCE_PATH_NONE);
         if (i >= n) {
             ok = 0;
             break;
@@ -196,16 +196,16 @@ static void test_shares(void)
  * other sweep, never twice in a row. */
 static void test_smooth(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {4};
     unsigned k, ok = 1;
     uint16_t prev = MROCE_PATH_NONE;
 
     setup(&ps, &r, 2);
     ps.paths[1].weight = 1;
-    mroce_pathset_resync(&ps);
+    mre_pathset_resync(&ps);
     for (k = 0; k < 100; k++) {
-        uint16_t i = mroce_path_pick(&ps, MROCE_PATH_NONE);
+        uint16_t i = mre_path_pick(&ps, MROCE_PATH_NONE);
         if (i == 1 && prev == 1)
             ok = 0;
         prev = i;
@@ -219,7 +219,7 @@ static void test_smooth(void)
  * two groups of slots whose deficits were 4 apart sent group by group. */
 static void test_quantum(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {5};
     unsigned k, ok = 1;
 
@@ -228,10 +228,10 @@ static void test_quantum(void)
         ps.paths[k].weight = 1;
         ps.paths[k].deficit = k < 8 ? 0 : 4;
     }
-    mroce_pathset_resync(&ps);
-    (void)mroce_path_pick(&ps, MROCE_PATH_NONE); /* pays a stale deficit */
+    mre_pathset_resync(&ps);
+    (void)mre_path_pick(&ps, MROCE_PATH_NONE); /* pays a stale deficit */
     for (k = 0; k < 64; k++)
-        ok &= mroce_path_pick(&ps, MROCE_PATH_NONE) == (k + 1) % 16;
+        ok &= mre_path_pick(&ps, MROCE_PATH_NONE) == (k + 1) % 16;
     CHECK(ok);
     CHECK(ps.quantum == 1);
     /* Weights 2 and 1: shares 2:1, the weight-1 slots every other sweep. */
@@ -239,33 +239,33 @@ static void test_quantum(void)
         unsigned c[2] = {0, 0};
         for (k = 0; k < 16; k++)
             ps.paths[k].weight = (uint8_t)(k % 2 ? 1 : 2);
-        mroce_pathset_resync(&ps);
+        mre_pathset_resync(&ps);
         for (k = 0; k < 32; k++) /* the quantum changes at a sweep's start */
-            (void)mroce_path_pick(&ps, MROCE_PATH_NONE);
+            (void)mre_path_pick(&ps, MROCE_PATH_NONE);
         for (k = 0; k < 3 * 16 * 10; k++)
-            c[mroce_path_pick(&ps, MROCE_PATH_NONE) % 2]++;
+            c[mre_path_pick(&ps, MROCE_PATH_NONE) % 2]++;
         CHECK(ps.quantum == 2);
         CHECK_MSG(c[0] + 16 >= 2 * c[1] && c[0] <= 2 * c[1] + 16,
                   "weight 2: %u picks, weight 1: %u", c[0], c[1]);
     }
     /* Back to one full-weight slot: the quantum follows at the next sweep. */
     ps.paths[3].weight = MROCE_PATH_WMAX;
-    mroce_pathset_resync(&ps);
+    mre_pathset_resync(&ps);
     for (k = 0; k < 32; k++)
-        (void)mroce_path_pick(&ps, MROCE_PATH_NONE);
+        (void)mre_path_pick(&ps, MROCE_PATH_NONE);
     CHECK(ps.quantum == MROCE_PATH_WMAX);
 }
 
 static void test_avoid(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {5};
     unsigned k, ok = 1, cnt[8] = {0};
 
     setup(&ps, &r, 8);
     for (k = 0; k < 1000; k++) {
         uint16_t avoid = (uint16_t)(k % 8);
-        uint16_t i = mroce_path_pick(&ps, avoid);
+        uint16_t i = mre_path_pick(&ps, avoid);
         ok &= i != avoid && i < 8;
         cnt[i]++;
     }
@@ -275,119 +275,119 @@ static void test_avoid(void)
 
     /* Avoiding the slot the cursor points at gives the next one. */
     setup(&ps, &r, 4);
-    CHECK(mroce_path_pick(&ps, 0) == 1);
-    CHECK(mroce_path_pick(&ps, 2) == 3);
+    CHECK(mre_path_pick(&ps, 0) == 1);
+    CHECK(mre_path_pick(&ps, 2) == 3);
     /* Two slots, one avoided: always the other, even at low weight. */
     setup(&ps, &r, 2);
     ps.paths[1].weight = 1;
-    mroce_pathset_resync(&ps);
+    mre_pathset_resync(&ps);
     ok = 1;
     for (k = 0; k < 20; k++)
-        ok &= mroce_path_pick(&ps, 0) == 1;
+        ok &= mre_path_pick(&ps, 0) == 1;
     CHECK(ok);
     /* Out-of-range avoid is ignored. */
-    CHECK(mroce_path_pick(&ps, 7) < 2);
+    CHECK(mre_path_pick(&ps, 7) < 2);
 }
 
-/* PATH-3: the burst is bounded by the window (mroce_path_set_window), so a
+/* PATH-3: the burst is bounded by the window (mre_path_set_window), so a
  * window spans at least MROCE_PATH_WINDOW_PICKS picks; the attribute stays
  * the upper bound. */
-static unsigned burst_run(struct mroce_pathset *ps)
+static unsigned burst_run(struct mre_pathset *ps)
 {
-    uint16_t first = mroce_path_pick(ps, MROCE_PATH_NONE);
+    uint16_t first = mre_path_pick(ps, MROCE_PATH_NONE);
     unsigned n = 1;
-    while (n < 300 && mroce_path_pick(ps, MROCE_PATH_NONE) == first)
+    while (n < 300 && mre_path_pick(ps, MROCE_PATH_NONE) == first)
         n++;
     return n; /* one past the burst: the next burst has started */
 }
 
 static void test_window_burst(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {21};
     const uint32_t pkt = 4200;
     const uint32_t span = pkt * MROCE_PATH_WINDOW_PICKS; /* one packet each */
 
     setup(&ps, &r, 16);
-    CHECK(mroce_path_burst_cap(&ps) == 255); /* no window known: the attribute rules */
+    CHECK(mre_path_burst_cap(&ps) == 255); /* no window known: the attribute rules */
     ps.burst = 8;
     CHECK(burst_run(&ps) == 8);
     /* A window of fewer than 2 packets per pick: per-packet spraying. */
-    mroce_path_set_window(&ps, 64 * 1024, pkt);
-    CHECK(mroce_path_burst_cap(&ps) == 1);
+    mre_path_set_window(&ps, 64 * 1024, pkt);
+    CHECK(mre_path_burst_cap(&ps) == 1);
     ps.burst_left = 0;
     CHECK(burst_run(&ps) == 1);
     CHECK(burst_run(&ps) == 1);
     /* Bursts grow with the window: 3 packets per pick for 3 * span. */
-    mroce_path_set_window(&ps, 3 * span, pkt);
-    CHECK(mroce_path_burst_cap(&ps) == 3);
+    mre_path_set_window(&ps, 3 * span, pkt);
+    CHECK(mre_path_burst_cap(&ps) == 3);
     ps.burst_left = 0;
     CHECK(burst_run(&ps) == 3);
-    mroce_path_set_window(&ps, 3 * span - 1, pkt); /* rounds down */
-    CHECK(mroce_path_burst_cap(&ps) == 2);
+    mre_path_set_window(&ps, 3 * span - 1, pkt); /* rounds down */
+    CHECK(mre_path_burst_cap(&ps) == 2);
     /* ... up to the attribute. */
-    mroce_path_set_window(&ps, 100 * span, pkt);
-    CHECK(mroce_path_burst_cap(&ps) == 100);
+    mre_path_set_window(&ps, 100 * span, pkt);
+    CHECK(mre_path_burst_cap(&ps) == 100);
     ps.burst_left = 0;
     CHECK(burst_run(&ps) == 8);
-    mroce_path_set_window(&ps, UINT32_MAX, 1); /* capped, not wrapped */
-    CHECK(mroce_path_burst_cap(&ps) == 255);
+    mre_path_set_window(&ps, UINT32_MAX, 1); /* capped, not wrapped */
+    CHECK(mre_path_burst_cap(&ps) == 255);
     /* Window 0 or a nonsense packet size: cap 1, or left alone. */
-    mroce_path_set_window(&ps, 0, pkt);
-    CHECK(mroce_path_burst_cap(&ps) == 1);
-    mroce_path_set_window(&ps, 5 * span, 0);
-    CHECK(mroce_path_burst_cap(&ps) == 1);
-    mroce_path_set_window(&ps, UINT32_MAX, UINT32_MAX / 2);
-    CHECK(mroce_path_burst_cap(&ps) == 1);
+    mre_path_set_window(&ps, 0, pkt);
+    CHECK(mre_path_burst_cap(&ps) == 1);
+    mre_path_set_window(&ps, 5 * span, 0);
+    CHECK(mre_path_burst_cap(&ps) == 1);
+    mre_path_set_window(&ps, UINT32_MAX, UINT32_MAX / 2);
+    CHECK(mre_path_burst_cap(&ps) == 1);
     /* The cap applies from the next burst; the current one runs out. */
-    mroce_path_set_window(&ps, 100 * span, pkt);
+    mre_path_set_window(&ps, 100 * span, pkt);
     ps.burst_left = 0;
-    (void)mroce_path_pick(&ps, MROCE_PATH_NONE); /* starts a burst of 8 */
-    mroce_path_set_window(&ps, 0, pkt);
+    (void)mre_path_pick(&ps, MROCE_PATH_NONE); /* starts a burst of 8 */
+    mre_path_set_window(&ps, 0, pkt);
     CHECK(ps.burst_left == 7);
 }
 
 static void test_on_sent(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {6};
 
     setup(&ps, &r, 4);
-    CHECK(mroce_path_on_sent(&ps, 2, 1000) == 0);
-    CHECK(mroce_path_on_sent(&ps, 2, 500) == 1);
-    CHECK(mroce_path_on_sent(&ps, 3, 10) == 0);
-    CHECK(mroce_path_on_sent(&ps, 2, 1) == 2);
+    CHECK(mre_path_on_sent(&ps, 2, 1000) == 0);
+    CHECK(mre_path_on_sent(&ps, 2, 500) == 1);
+    CHECK(mre_path_on_sent(&ps, 3, 10) == 0);
+    CHECK(mre_path_on_sent(&ps, 2, 1) == 2);
     CHECK(ps.paths[2].next_seq == 3 && ps.paths[2].tx_bytes == 1501);
     CHECK(ps.paths[3].next_seq == 1 && ps.paths[0].next_seq == 0);
 }
 
 static void test_retire(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {8};
     uint16_t old;
     unsigned k;
 
     setup(&ps, &r, 64);
     for (k = 0; k < 10; k++)
-        (void)mroce_path_on_sent(&ps, 7, 100);
-    mroce_path_on_ack(&ps, 7, 10000, 10000);
+        (void)mre_path_on_sent(&ps, 7, 100);
+    mre_path_on_ack(&ps, 7, 10000, 10000);
     ps.paths[7].list_head = 42; /* engine-owned: must survive retirement */
     ps.paths[7].list_tail = 43;
     old = ps.paths[7].entropy;
 
     /* An ack between losses resets the count. */
-    CHECK(mroce_path_on_loss(&ps, 7) == 0);
-    CHECK(mroce_path_on_loss(&ps, 7) == 0);
-    mroce_path_on_ack(&ps, 7, 0, 10000);
+    CHECK(mre_path_on_loss(&ps, 7) == 0);
+    CHECK(mre_path_on_loss(&ps, 7) == 0);
+    mre_path_on_ack(&ps, 7, 0, 10000);
     CHECK(ps.paths[7].consec_losses == 0);
-    CHECK(mroce_path_on_loss(&ps, 7) == 0);
-    CHECK(mroce_path_on_loss(&ps, 7) == 0);
+    CHECK(mre_path_on_loss(&ps, 7) == 0);
+    CHECK(mre_path_on_loss(&ps, 7) == 0);
     CHECK(ps.paths[7].entropy == old && ps.paths[7].retirements == 0);
     /* Third consecutive loss retires. */
     ps.paths[7].weight = 3;
-    mroce_pathset_resync(&ps);
-    CHECK(mroce_path_on_loss(&ps, 7) == 1);
+    mre_pathset_resync(&ps);
+    CHECK(mre_path_on_loss(&ps, 7) == 1);
     CHECK(ps.paths[7].entropy != old);
     CHECK(all_distinct_in_range(&ps));
     CHECK(ps.paths[7].retirements == 1);
@@ -398,14 +398,14 @@ static void test_retire(void)
     CHECK(ps.paths[7].list_head == 42 && ps.paths[7].list_tail == 43);
     CHECK(ps.paths[7].lost_pkts == 5 && ps.paths[7].acked_pkts == 2);
     CHECK(ps.paths[7].next_seq == 10);
-    CHECK(mroce_path_on_sent(&ps, 7, 1) == 10); /* path_seq continues */
+    CHECK(mre_path_on_sent(&ps, 7, 1) == 10); /* path_seq continues */
 
     /* Many retirements: entropy always fresh and distinct. */
     {
         unsigned ok = 1;
         for (k = 0; k < 500; k++) {
             uint16_t i = (uint16_t)(k % 64), before = ps.paths[i].entropy;
-            mroce_path_retire(&ps, i);
+            mre_path_retire(&ps, i);
             ok &= ps.paths[i].entropy != before;
             ok &= (unsigned)all_distinct_in_range(&ps);
         }
@@ -416,12 +416,12 @@ static void test_retire(void)
     {
         struct prng r2 = {9};
         unsigned ok = 1;
-        CHECK(mroce_pathset_init(&ps, slots, 16, 2000, 17, 0, prng_rand,
+        CHECK(mre_pathset_init(&ps, slots, 16, 2000, 17, 0, prng_rand,
                                  &r2) == 0);
         for (k = 0; k < 50; k++) {
             uint16_t i = (uint16_t)((k * 5) % 16), before =
                                                        ps.paths[i].entropy;
-            mroce_path_retire(&ps, i);
+            mre_path_retire(&ps, i);
             ok &= ps.paths[i].entropy != before;
             ok &= (unsigned)all_distinct_in_range(&ps);
         }
@@ -430,66 +430,66 @@ static void test_retire(void)
     /* span == npaths: nothing free, slot keeps its entropy, state resets. */
     {
         struct prng r3 = {10};
-        CHECK(mroce_pathset_init(&ps, slots, 16, 2000, 16, 0, prng_rand,
+        CHECK(mre_pathset_init(&ps, slots, 16, 2000, 16, 0, prng_rand,
                                  &r3) == 0);
         old = ps.paths[3].entropy;
         ps.paths[3].weight = 1;
-        mroce_pathset_resync(&ps);
-        mroce_path_retire(&ps, 3);
+        mre_pathset_resync(&ps);
+        mre_path_retire(&ps, 3);
         CHECK(ps.paths[3].entropy == old);
         CHECK(ps.paths[3].weight == MROCE_PATH_WMAX);
         CHECK(ps.paths[3].retirements == 1);
         CHECK(all_distinct_in_range(&ps));
     }
     /* With a constant generator retirement still finds a fresh value. */
-    CHECK(mroce_pathset_init(&ps, slots, 32, 49152, 16384, 0, const_rand,
+    CHECK(mre_pathset_init(&ps, slots, 32, 49152, 16384, 0, const_rand,
                              NULL) == 0);
     old = ps.paths[0].entropy;
     for (k = 0; k < MROCE_PATH_RETIRE_LOSSES; k++)
-        (void)mroce_path_on_loss(&ps, 0);
+        (void)mre_path_on_loss(&ps, 0);
     CHECK(ps.paths[0].entropy != old);
     CHECK(all_distinct_in_range(&ps));
 }
 
 static void test_rtt(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {11};
-    struct mroce_path *p = &slots[0];
+    struct mre_path *p = &slots[0];
     unsigned k;
 
     setup(&ps, &r, 4);
-    mroce_path_on_ack(&ps, 0, 0, 0); /* no sample: no estimate */
+    mre_path_on_ack(&ps, 0, 0, 0); /* no sample: no estimate */
     CHECK(p->srtt == 0 && p->min_rtt == 0);
-    mroce_path_on_ack(&ps, 0, 10000, 0);
+    mre_path_on_ack(&ps, 0, 10000, 0);
     CHECK(p->srtt == 10000 && p->rttvar == 5000 && p->min_rtt == 10000);
-    mroce_path_on_ack(&ps, 0, 20000, 0);
+    mre_path_on_ack(&ps, 0, 20000, 0);
     CHECK(p->srtt == 11250);  /* 7/8 * 10000 + 1/8 * 20000 */
     CHECK(p->rttvar == 6250); /* 3/4 * 5000 + 1/4 * 10000 */
     CHECK(p->min_rtt == 10000);
     for (k = 0; k < 100; k++)
-        mroce_path_on_ack(&ps, 0, 20000, 0);
+        mre_path_on_ack(&ps, 0, 20000, 0);
     CHECK(p->srtt >= 19990 && p->srtt <= 20000);
     CHECK(p->rttvar < 100);
     for (k = 0; k < 100; k++)
-        mroce_path_on_ack(&ps, 0, 8000, 0);
+        mre_path_on_ack(&ps, 0, 8000, 0);
     CHECK(p->srtt >= 8000 && p->srtt <= 8010);
     CHECK(p->min_rtt == 8000);
 
     /* Set-wide minimum and maximum over slots with samples. */
-    mroce_path_on_ack(&ps, 2, 30000, 0);
-    CHECK(mroce_pathset_min_rtt(&ps) == 8000);
-    CHECK(mroce_pathset_max_srtt(&ps) == 30000);
+    mre_path_on_ack(&ps, 2, 30000, 0);
+    CHECK(mre_pathset_min_rtt(&ps) == 8000);
+    CHECK(mre_pathset_max_srtt(&ps) == 30000);
     setup(&ps, &r, 4);
-    CHECK(mroce_pathset_min_rtt(&ps) == 0 && mroce_pathset_max_srtt(&ps) == 0);
+    CHECK(mre_pathset_min_rtt(&ps) == 0 && mre_pathset_max_srtt(&ps) == 0);
 }
 
-/* The cached maximum (struct mroce_pathset max_srtt) against a scan of
+/* The cached maximum (struct mre_pathset max_srtt) against a scan of
  * every slot, through random samples that raise and lower each slot's
  * srtt (the slot holding the maximum included) and retirements that zero
  * it; queried after every step and, in a second run, only every 7th, so
  * updates also land while the cache is stale. */
-static mroce_tstamp scan_max_srtt(const struct mroce_pathset *ps)
+static mroce_tstamp scan_max_srtt(const struct mre_pathset *ps)
 {
     mroce_tstamp m = 0;
     uint16_t k;
@@ -504,7 +504,7 @@ static void test_max_srtt_cache(void)
     unsigned every, step, bad = 0, stale = 0;
 
     for (every = 1; every <= 7; every += 6) {
-        struct mroce_pathset ps;
+        struct mre_pathset ps;
         struct prng r = {14};
         uint64_t x = 1234567;
         setup(&ps, &r, 8);
@@ -512,28 +512,28 @@ static void test_max_srtt_cache(void)
             uint64_t v = testutil_rand64(&x);
             uint16_t i = (uint16_t)(v % 8);
             if ((v >> 8) % 50 == 0)
-                mroce_path_retire(&ps, i);
+                mre_path_retire(&ps, i);
             else
-                mroce_path_on_ack(&ps, i, 1000 + (v >> 16) % 64000, 0);
+                mre_path_on_ack(&ps, i, 1000 + (v >> 16) % 64000, 0);
             stale += ps.max_stale;
             if (step % every == 0 &&
-                mroce_pathset_max_srtt(&ps) != scan_max_srtt(&ps))
+                mre_pathset_max_srtt(&ps) != scan_max_srtt(&ps))
                 bad++;
         }
-        CHECK(mroce_pathset_max_srtt(&ps) == scan_max_srtt(&ps));
+        CHECK(mre_pathset_max_srtt(&ps) == scan_max_srtt(&ps));
     }
     CHECK_MSG(bad == 0, "cached max_srtt differed from the scan %u times", bad);
     CHECK(stale > 0); /* the falling-maximum case was exercised */
 }
 
-/* The weight sum and per-weight counts (struct mroce_pathset wsum,
+/* The weight sum and per-weight counts (struct mre_pathset wsum,
  * wcount) against a scan of every slot, through random hot and clean RTT
  * samples, CE and clean echoes, losses (which retire a slot at the third
  * in a row) and retirements, in phases that push the weights down and up
  * so every weight and several quanta occur.  Every 5th step the cursor is
  * put at 0, so the next pick starts a sweep: quantum and mean_weight must
  * then be the scan's highest weight and rounded-down mean. */
-static void scan_weights(const struct mroce_pathset *ps, unsigned *cnt,
+static void scan_weights(const struct mre_pathset *ps, unsigned *cnt,
                          unsigned *sum, unsigned *max)
 {
     uint16_t k;
@@ -551,7 +551,7 @@ static void scan_weights(const struct mroce_pathset *ps, unsigned *cnt,
 
 static void test_weight_cache(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {15};
     uint64_t x = 7654321;
     unsigned step, bad = 0, badq = 0, seen_q = 0, seen_w = 0;
@@ -565,17 +565,17 @@ static void test_weight_cache(void)
         unsigned cnt[MROCE_PATH_WMAX], sum, max, k;
 
         if (op < (down ? 40u : 10u))
-            mroce_path_on_ack(&ps, i, 50000, 10000); /* hot: -1 */
+            mre_path_on_ack(&ps, i, 50000, 10000); /* hot: -1 */
         else if (op < 60)
-            mroce_path_on_ack(&ps, i, 12000, 10000); /* clean: +1 */
+            mre_path_on_ack(&ps, i, 12000, 10000); /* clean: +1 */
         else if (op < (down ? 75u : 65u))
-            mroce_path_on_ecn_echo(&ps, i, 1); /* CE: -1, blocks +1 */
+            mre_path_on_ecn_echo(&ps, i, 1); /* CE: -1, blocks +1 */
         else if (op < 85)
-            mroce_path_on_ecn_echo(&ps, i, 0);
+            mre_path_on_ecn_echo(&ps, i, 0);
         else if (op < 99)
-            (void)mroce_path_on_loss(&ps, i); /* -1, retires at 3 */
+            (void)mre_path_on_loss(&ps, i); /* -1, retires at 3 */
         else
-            mroce_path_retire(&ps, i);
+            mre_path_retire(&ps, i);
 
         scan_weights(&ps, cnt, &sum, &max);
         if (ps.wsum != sum)
@@ -588,7 +588,7 @@ static void test_weight_cache(void)
         }
         if (step % 5 == 0) {
             ps.cursor = 0; /* the pick starts a sweep (no reuse, burst 1) */
-            (void)mroce_path_pick(&ps, MROCE_PATH_NONE);
+            (void)mre_path_pick(&ps, MROCE_PATH_NONE);
             if (ps.quantum != max || ps.mean_weight != sum / 16)
                 badq++;
             seen_q |= 1u << ps.quantum;
@@ -608,7 +608,7 @@ static void test_weight_cache(void)
     /* resync after direct writes; an out-of-range weight is clamped. */
     ps.paths[2].weight = 0;
     ps.paths[3].weight = 200;
-    mroce_pathset_resync(&ps);
+    mre_pathset_resync(&ps);
     CHECK(ps.paths[2].weight == 1 && ps.paths[3].weight == MROCE_PATH_WMAX);
     {
         unsigned cnt[MROCE_PATH_WMAX], sum, max, k, same;
@@ -622,50 +622,50 @@ static void test_weight_cache(void)
 
 static void test_weight(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {12};
-    struct mroce_path *p = &slots[1];
+    struct mre_path *p = &slots[1];
     unsigned k;
 
     setup(&ps, &r, 4); /* target_qdelay 5000: hot above base + 5000 */
-    mroce_path_on_ack(&ps, 1, 15000, 10000); /* == threshold: clean */
+    mre_path_on_ack(&ps, 1, 15000, 10000); /* == threshold: clean */
     CHECK(p->weight == MROCE_PATH_WMAX);
-    mroce_path_on_ack(&ps, 1, 15001, 10000);
+    mre_path_on_ack(&ps, 1, 15001, 10000);
     CHECK(p->weight == MROCE_PATH_WMAX - 1);
     for (k = 0; k < 20; k++)
-        mroce_path_on_ack(&ps, 1, 50000, 10000);
+        mre_path_on_ack(&ps, 1, 50000, 10000);
     CHECK(p->weight == 1);
-    mroce_path_on_ack(&ps, 1, 0, 10000); /* no sample: unchanged */
+    mre_path_on_ack(&ps, 1, 0, 10000); /* no sample: unchanged */
     CHECK(p->weight == 1);
-    mroce_path_on_ack(&ps, 1, 50000, 0); /* unknown base: not hot */
+    mre_path_on_ack(&ps, 1, 50000, 0); /* unknown base: not hot */
     CHECK(p->weight == 2);
     for (k = 0; k < 20; k++)
-        mroce_path_on_ack(&ps, 1, 11000, 10000);
+        mre_path_on_ack(&ps, 1, 11000, 10000);
     CHECK(p->weight == MROCE_PATH_WMAX);
 
     /* CE echo: -1, and clean acks earn nothing until a clean echo. */
-    mroce_path_on_ecn_echo(&ps, 1, 1);
+    mre_path_on_ecn_echo(&ps, 1, 1);
     CHECK(p->weight == MROCE_PATH_WMAX - 1 && p->ecn_marks == 1);
-    mroce_path_on_ack(&ps, 1, 11000, 10000);
+    mre_path_on_ack(&ps, 1, 11000, 10000);
     CHECK(p->weight == MROCE_PATH_WMAX - 1);
     for (k = 0; k < 3; k++) {
-        mroce_path_on_ecn_echo(&ps, 1, 1);
-        mroce_path_on_ack(&ps, 1, 11000, 10000);
+        mre_path_on_ecn_echo(&ps, 1, 1);
+        mre_path_on_ack(&ps, 1, 11000, 10000);
     }
     CHECK(p->weight == MROCE_PATH_WMAX - 4 && p->ecn_marks == 4);
     for (k = 0; k < 20; k++)
-        mroce_path_on_ecn_echo(&ps, 1, 1);
+        mre_path_on_ecn_echo(&ps, 1, 1);
     CHECK(p->weight == 1);
-    mroce_path_on_ecn_echo(&ps, 1, 0);
+    mre_path_on_ecn_echo(&ps, 1, 0);
     CHECK(p->weight == 1);
-    mroce_path_on_ack(&ps, 1, 11000, 10000);
+    mre_path_on_ack(&ps, 1, 11000, 10000);
     CHECK(p->weight == 2);
 
     /* Reduced weight reduces the share in pick. */
     {
         unsigned c1 = 0;
         for (k = 0; k < 8000; k++)
-            c1 += mroce_path_pick(&ps, MROCE_PATH_NONE) == 1;
+            c1 += mre_path_pick(&ps, MROCE_PATH_NONE) == 1;
         /* weights 8,2,8,8: slot 1 gets 2/26 */
         CHECK(c1 > 8000 * 2 / 26 - 20 && c1 < 8000 * 2 / 26 + 20);
     }
@@ -673,28 +673,28 @@ static void test_weight(void)
 
 static void test_ecn_ewma(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {13};
-    struct mroce_path *p = &slots[2];
+    struct mre_path *p = &slots[2];
     unsigned k, ok = 1;
 
     setup(&ps, &r, 4);
-    mroce_path_on_ecn_echo(&ps, 2, 1);
+    mre_path_on_ecn_echo(&ps, 2, 1);
     CHECK(p->ecn_ewma == 4096); /* g = 1/16 of 1.0 */
-    mroce_path_on_ecn_echo(&ps, 2, 0);
+    mre_path_on_ecn_echo(&ps, 2, 0);
     CHECK(p->ecn_ewma == 3840); /* 15/16 */
     for (k = 0; k < 500; k++) {
-        mroce_path_on_ecn_echo(&ps, 2, 1);
+        mre_path_on_ecn_echo(&ps, 2, 1);
         ok &= p->ecn_ewma <= 65536;
     }
     CHECK(ok);
     CHECK(p->ecn_ewma > 65000);
     for (k = 0; k < 500; k++)
-        mroce_path_on_ecn_echo(&ps, 2, 0);
+        mre_path_on_ecn_echo(&ps, 2, 0);
     CHECK(p->ecn_ewma == 0);
     /* Half marked: settles around 0.5. */
     for (k = 0; k < 1000; k++)
-        mroce_path_on_ecn_echo(&ps, 2, (int)(k & 1));
+        mre_path_on_ecn_echo(&ps, 2, (int)(k & 1));
     CHECK(p->ecn_ewma > 30000 && p->ecn_ewma < 36000);
 }
 
@@ -702,18 +702,18 @@ static void test_ecn_ewma(void)
  * when it never loses three in a row); clean sampled acks restore it. */
 static void test_loss_weight(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {21};
 
     setup(&ps, &r, 4);
-    struct mroce_path *p = &ps.paths[1];
-    (void)mroce_path_on_loss(&ps, 1);
-    mroce_path_on_ack(&ps, 1, 10000, 10000);
-    (void)mroce_path_on_loss(&ps, 1);
+    struct mre_path *p = &ps.paths[1];
+    (void)mre_path_on_loss(&ps, 1);
+    mre_path_on_ack(&ps, 1, 10000, 10000);
+    (void)mre_path_on_loss(&ps, 1);
     CHECK(p->weight == MROCE_PATH_WMAX - 1); /* -1 +1 -1 */
     CHECK(p->consec_losses == 1);             /* not retired */
     for (int k = 0; k < 3; k++)
-        mroce_path_on_ack(&ps, 1, 10000, 10000);
+        mre_path_on_ack(&ps, 1, 10000, 10000);
     CHECK(p->weight == MROCE_PATH_WMAX);
 }
 
@@ -722,32 +722,32 @@ static void test_loss_weight(void)
  * round robin decides; a proven choice leaves the round robin alone. */
 static void test_pick_proven(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {33};
 
     setup(&ps, &r, 8);
     /* No echo yet: the round robin's choice, avoiding slot 0. */
-    CHECK(mroce_path_pick_proven(&ps, 0) == 1);
-    mroce_path_on_echo(&ps, 2, 1000);
-    mroce_path_on_echo(&ps, 5, 3000);
-    mroce_path_on_echo(&ps, 6, 2000);
+    CHECK(mre_path_pick_proven(&ps, 0) == 1);
+    mre_path_on_echo(&ps, 2, 1000);
+    mre_path_on_echo(&ps, 5, 3000);
+    mre_path_on_echo(&ps, 6, 2000);
     uint16_t cursor = ps.cursor;
-    CHECK(mroce_path_pick_proven(&ps, MROCE_PATH_NONE) == 5);
-    CHECK(mroce_path_pick_proven(&ps, 5) == 6);  /* avoid: next freshest */
+    CHECK(mre_path_pick_proven(&ps, MROCE_PATH_NONE) == 5);
+    CHECK(mre_path_pick_proven(&ps, 5) == 6);  /* avoid: next freshest */
     CHECK(ps.cursor == cursor);                   /* round robin untouched */
-    (void)mroce_path_on_loss(&ps, 5);             /* suspect now */
-    CHECK(mroce_path_pick_proven(&ps, MROCE_PATH_NONE) == 6);
-    mroce_path_on_ack(&ps, 5, 0, 0);              /* acked again */
-    CHECK(mroce_path_pick_proven(&ps, MROCE_PATH_NONE) == 5);
-    mroce_path_retire(&ps, 5);                    /* a fresh entropy: */
+    (void)mre_path_on_loss(&ps, 5);             /* suspect now */
+    CHECK(mre_path_pick_proven(&ps, MROCE_PATH_NONE) == 6);
+    mre_path_on_ack(&ps, 5, 0, 0);              /* acked again */
+    CHECK(mre_path_pick_proven(&ps, MROCE_PATH_NONE) == 5);
+    mre_path_retire(&ps, 5);                    /* a fresh entropy: */
     CHECK(ps.paths[5].last_echo == 0);            /* no proof */
-    CHECK(mroce_path_pick_proven(&ps, MROCE_PATH_NONE) == 6);
-    mroce_path_on_echo(&ps, 3, 0);                /* time 0 still counts */
+    CHECK(mre_path_pick_proven(&ps, MROCE_PATH_NONE) == 6);
+    mre_path_on_echo(&ps, 3, 0);                /* time 0 still counts */
     CHECK(ps.paths[3].last_echo != 0);
     /* Every proven slot suspect or avoided: the round robin again. */
-    (void)mroce_path_on_loss(&ps, 2);
-    (void)mroce_path_on_loss(&ps, 3);
-    uint16_t k = mroce_path_pick_proven(&ps, 6);
+    (void)mre_path_on_loss(&ps, 2);
+    (void)mre_path_on_loss(&ps, 3);
+    uint16_t k = mre_path_pick_proven(&ps, 6);
     CHECK(k != 6 && k < 8);
     CHECK(ps.cursor != cursor);
 }
@@ -755,33 +755,33 @@ static void test_pick_proven(void)
 /* PATH-16: a clean echo queues its slot, and a new burst reuses the oldest
  * healthy queued slot before the round robin chooses, at most
  * MROCE_PATH_REUSE_RUN times in a row; a CE echo queues nothing. */
-static void echo(struct mroce_pathset *ps, uint16_t i, int ce)
+static void echo(struct mre_pathset *ps, uint16_t i, int ce)
 {
-    mroce_path_on_ecn_echo(ps, i, ce);
-    mroce_path_on_echo(ps, i, 1000);
+    mre_path_on_ecn_echo(ps, i, ce);
+    mre_path_on_echo(ps, i, 1000);
 }
 
 static void test_reuse(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct prng r = {44};
     const uint16_t none = MROCE_PATH_NONE;
 
     setup(&ps, &r, 8); /* off, the engine's default: round robin only */
     echo(&ps, 5, 0);
-    CHECK(mroce_path_pick(&ps, none) == 0);
+    CHECK(mre_path_pick(&ps, none) == 0);
     CHECK(ps.reuses == 0);
 
     setup(&ps, &r, 8);
     ps.reuse = 1;
     for (uint16_t k = 0; k < 4; k++)
-        CHECK(mroce_path_pick(&ps, none) == k); /* nothing queued yet */
+        CHECK(mre_path_pick(&ps, none) == k); /* nothing queued yet */
     echo(&ps, 2, 0);
     echo(&ps, 1, 1); /* CE: not reused */
     echo(&ps, 3, 0);
-    CHECK(mroce_path_pick(&ps, none) == 2);
-    CHECK(mroce_path_pick(&ps, none) == 3);
-    CHECK(mroce_path_pick(&ps, none) == 4); /* queue empty: round robin */
+    CHECK(mre_path_pick(&ps, none) == 2);
+    CHECK(mre_path_pick(&ps, none) == 3);
+    CHECK(mre_path_pick(&ps, none) == 4); /* queue empty: round robin */
     CHECK(ps.reuses == 2);
 
     echo(&ps, 5, 0);
@@ -789,13 +789,13 @@ static void test_reuse(void)
     echo(&ps, 7, 0);
     echo(&ps, 0, 0);
     echo(&ps, 5, 0); /* queued once only */
-    CHECK(mroce_path_pick(&ps, none) == 5);
-    CHECK(mroce_path_pick(&ps, none) == 6);
-    CHECK(mroce_path_pick(&ps, none) == 7);
+    CHECK(mre_path_pick(&ps, none) == 5);
+    CHECK(mre_path_pick(&ps, none) == 6);
+    CHECK(mre_path_pick(&ps, none) == 7);
     CHECK(ps.reuses == 5);
-    CHECK(mroce_path_pick(&ps, none) == 5);  /* the round robin's turn */
+    CHECK(mre_path_pick(&ps, none) == 5);  /* the round robin's turn */
     CHECK(ps.reuses == 5);
-    CHECK(mroce_path_pick(&ps, none) == 0);  /* then the queue again */
+    CHECK(mre_path_pick(&ps, none) == 0);  /* then the queue again */
     CHECK(ps.reuses == 6);
 
     /* Unhealthy entries are dropped: a loss since the ack, a retirement
@@ -805,46 +805,46 @@ static void test_reuse(void)
     echo(&ps, 4, 0);
     echo(&ps, 1, 0);
     echo(&ps, 6, 0);
-    (void)mroce_path_on_loss(&ps, 2);
-    mroce_path_retire(&ps, 3);
+    (void)mre_path_on_loss(&ps, 2);
+    mre_path_retire(&ps, 3);
     echo(&ps, 1, 1);
-    CHECK(mroce_path_pick(&ps, 4) == 6);
+    CHECK(mre_path_pick(&ps, 4) == 6);
     CHECK(ps.ready_head == none && ps.reuses == 7);
 
     /* A weight below the set's mean (PATH-6 lowered it) is not reused. */
     echo(&ps, 7, 0);
     for (int k = 0; k < 4; k++)
-        mroce_path_on_ack(&ps, 7, 100000, 1000); /* above the target */
+        mre_path_on_ack(&ps, 7, 100000, 1000); /* above the target */
     CHECK(ps.paths[7].weight < ps.mean_weight);
-    (void)mroce_path_pick(&ps, none);
+    (void)mre_path_pick(&ps, none);
     CHECK(ps.reuses == 7);
 
     setup(&ps, &r, 1); /* one slot: nothing to choose */
     ps.reuse = 1;
     echo(&ps, 0, 0);
-    CHECK(mroce_path_pick(&ps, none) == 0);
+    CHECK(mre_path_pick(&ps, none) == 0);
     CHECK(ps.reuses == 0);
 }
 
 static void test_stats(void)
 {
-    struct mroce_pathset ps;
+    struct mre_pathset ps;
     struct mroce_path_stats st;
     struct prng r = {14};
 
     setup(&ps, &r, 4);
-    (void)mroce_path_on_sent(&ps, 3, 4096);
-    (void)mroce_path_on_sent(&ps, 3, 4096);
-    mroce_path_on_ack(&ps, 3, 12000, 10000);
-    mroce_path_on_ecn_echo(&ps, 3, 1);
-    (void)mroce_path_on_loss(&ps, 3);
-    mroce_path_get_stats(&ps, 3, &st);
+    (void)mre_path_on_sent(&ps, 3, 4096);
+    (void)mre_path_on_sent(&ps, 3, 4096);
+    mre_path_on_ack(&ps, 3, 12000, 10000);
+    mre_path_on_ecn_echo(&ps, 3, 1);
+    (void)mre_path_on_loss(&ps, 3);
+    mre_path_get_stats(&ps, 3, &st);
     CHECK(st.entropy == ps.paths[3].entropy && st.active == 1);
     CHECK(st.weight == MROCE_PATH_WMAX - 2); /* one for CE, one for loss */
     CHECK(st.tx_pkts == 2 && st.tx_bytes == 8192 && st.acked_pkts == 1);
     CHECK(st.lost_pkts == 1 && st.ecn_marks == 1);
     CHECK(st.srtt == 12000 && st.min_rtt == 12000 && st.retirements == 0);
-    mroce_path_get_stats(&ps, 4, &st);
+    mre_path_get_stats(&ps, 4, &st);
     CHECK(st.active == 0 && st.tx_pkts == 0 && st.entropy == 0);
 }
 

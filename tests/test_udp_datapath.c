@@ -38,7 +38,7 @@ struct rxlog {
     unsigned corrupt; /* payloads that do not match their pattern */
     unsigned errs;    /* ICMP errors reported */
     int last_err;
-    struct mroce_addr err_to;
+    struct mre_addr err_to;
 };
 
 static uint8_t pattern(uint32_t seq, size_t i)
@@ -54,7 +54,7 @@ static void fill(uint8_t *b, size_t len, uint32_t seq)
 }
 
 static void on_rx(void *user, const uint8_t *pkt, size_t len,
-                  const struct mroce_rx_info *info)
+                  const struct mre_rx_info *info)
 {
     struct rxlog *l = user;
     uint32_t seq = 0;
@@ -80,7 +80,7 @@ static void on_rx(void *user, const uint8_t *pkt, size_t len,
     l->n++;
 }
 
-static void on_err(void *user, const struct mroce_addr *to, int err)
+static void on_err(void *user, const struct mre_addr *to, int err)
 {
     struct rxlog *l = user;
     l->errs++;
@@ -117,10 +117,10 @@ static int open_lo_pair(struct mroce_udp **rx, struct mroce_udp **tx,
            CHECK(open_udp(tx, sc, "127.0.0.1") == 0);
 }
 
-static struct mroce_addr addr_of(struct mroce_udp *u, const char *ip)
+static struct mre_addr addr_of(struct mroce_udp *u, const char *ip)
 {
     struct sockaddr_storage ss;
-    struct mroce_addr a;
+    struct mre_addr a;
     mroce_udp_resolve(ip, mroce_udp_port(u), AF_UNSPEC, &ss);
     mroce_udp_addr_from_sa(&a, (struct sockaddr *)&ss, sizeof(ss));
     return a;
@@ -131,7 +131,7 @@ static struct mroce_addr addr_of(struct mroce_udp *u, const char *ip)
  * what arrives: what most datapath cases start from. */
 struct lo_case {
     struct mroce_udp *rx, *tx;
-    struct mroce_addr to;
+    struct mre_addr to;
     uint16_t base;
     struct rxlog *l;
 };
@@ -156,14 +156,14 @@ static void lo_close(struct lo_case *c)
 
 /* Stages one packet of len bytes carrying seq, with commit flags fl
  * (MROCE_UDP_TX_LATE or 0). */
-static void put_fl(struct mroce_udp *u, const struct mroce_addr *to,
+static void put_fl(struct mroce_udp *u, const struct mre_addr *to,
                    uint16_t entropy, size_t len, uint32_t seq, unsigned fl,
                    mroce_tstamp now)
 {
     size_t cap;
     uint8_t *b = mroce_udp_tx_slot(u, &cap);
     fill(b, len, seq);
-    struct mroce_tx_info ti;
+    struct mre_tx_info ti;
     memset(&ti, 0, sizeof(ti));
     ti.to = *to;
     ti.entropy = entropy;
@@ -171,7 +171,7 @@ static void put_fl(struct mroce_udp *u, const struct mroce_addr *to,
     mroce_udp_tx_commit(u, len, &ti, fl, now);
 }
 
-static void put(struct mroce_udp *u, const struct mroce_addr *to,
+static void put(struct mroce_udp *u, const struct mre_addr *to,
                 uint16_t entropy, size_t len, uint32_t seq, mroce_tstamp now)
 {
     put_fl(u, to, entropy, len, seq, 0, now);
@@ -301,7 +301,7 @@ static void test_gso_and_ports(void)
     struct mroce_udp_config rc2;
     mroce_udp_config_default(&rc2);
     if (CHECK(open_udp(&rx2, &rc2, "127.0.0.1") == 0)) {
-        struct mroce_addr to2 = addr_of(rx2, "127.0.0.1");
+        struct mre_addr to2 = addr_of(rx2, "127.0.0.1");
         for (int i = 0; i < 4; i++)
             put(lc.tx, i & 1 ? &to2 : &lc.to, (uint16_t)(lc.base + 1), 200,
                 100 + i, 0);
@@ -382,7 +382,7 @@ static void test_tos_and_icmp(void)
     socklen_t sl = sizeof(sin);
     getsockname(fd, (struct sockaddr *)&sin, &sl);
     setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
-    struct mroce_addr to;
+    struct mre_addr to;
     mroce_udp_addr_from_sa(&to, (struct sockaddr *)&sin, sizeof(sin));
     put(tx, &to, 0, 100, 1, 0);
     mroce_udp_flush(tx, 0);
@@ -409,7 +409,7 @@ static void test_tos_and_icmp(void)
     size_t cap;
     uint8_t *b = mroce_udp_tx_slot(tx, &cap);
     fill(b, 64, 9);
-    struct mroce_tx_info ti;
+    struct mre_tx_info ti;
     memset(&ti, 0, sizeof(ti));
     ti.to = to;
     mroce_udp_tx_commit(tx, 64, &ti, MROCE_UDP_TX_FROM_RX, 0);
@@ -445,7 +445,7 @@ static void test_ipv6(void)
         return;
     }
     CHECK_EQ_INT(mroce_udp_family(a), AF_INET6);
-    struct mroce_addr to = addr_of(a, "::1");
+    struct mre_addr to = addr_of(a, "::1");
     CHECK_EQ(to.len, sizeof(struct sockaddr_in6));
     for (int i = 0; i < 6; i++)
         put(b, &to, (uint16_t)(mroce_udp_src_base(b) + 1), 900, (uint32_t)i, 0);
@@ -468,7 +468,7 @@ static void test_ipv6(void)
 static void run_faults(struct mroce_udp *tx, struct mroce_udp *rx,
                        struct rxlog *l, unsigned n)
 {
-    struct mroce_addr to = addr_of(rx, "127.0.0.1");
+    struct mre_addr to = addr_of(rx, "127.0.0.1");
     mroce_tstamp now = 1000000;
     for (unsigned s = 0; s < n; s++) {
         put(tx, &to, (uint16_t)(mroce_udp_src_base(tx) + s % 4), 200, s, now);
@@ -618,7 +618,7 @@ static void test_fault_parse(void)
 static void test_addresses(void)
 {
     struct sockaddr_storage ss;
-    struct mroce_addr a, b;
+    struct mre_addr a, b;
     CHECK_EQ_INT(mroce_udp_resolve("127.0.0.1", 4794, AF_INET, &ss), 0);
     CHECK_EQ_INT(mroce_udp_addr_from_sa(&a, (struct sockaddr *)&ss, sizeof(ss)), 0);
     CHECK_EQ(a.len, sizeof(struct sockaddr_in));
@@ -643,7 +643,7 @@ static void test_addresses(void)
  * without GSO), they must arrive as the same bytes in order.  With a tx
  * fault configured (dup), the payload is copied into the slot and the
  * duplicates are intact too. */
-static void zc_put(struct mroce_udp *u, const struct mroce_addr *to,
+static void zc_put(struct mroce_udp *u, const struct mre_addr *to,
                    uint16_t entropy, size_t len, uint32_t seq, size_t hdr)
 {
     static uint8_t ext[2048];
@@ -652,7 +652,7 @@ static void zc_put(struct mroce_udp *u, const struct mroce_addr *to,
     fill(ext, len, seq);
     memcpy(b, ext, hdr);
     memcpy(b + hdr, ext + len - MROCE_CRC_LEN, MROCE_CRC_LEN);
-    struct mroce_tx_info ti;
+    struct mre_tx_info ti;
     memset(&ti, 0, sizeof(ti));
     ti.to = *to;
     ti.entropy = entropy;

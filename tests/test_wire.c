@@ -57,7 +57,7 @@ static const char *const flag_names[8] = {
 };
 
 /* Exact-size heap copy: ASan then flags any read past the datagram. */
-static int decode_exact(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
+static int decode_exact(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
 {
     uint8_t *copy = malloc(len ? len : 1);
     int rc;
@@ -65,7 +65,7 @@ static int decode_exact(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
         abort();
     if (len)
         memcpy(copy, buf, len);
-    rc = mroce_pkt_decode(pkt, copy, len);
+    rc = mrw_pkt_decode(pkt, copy, len);
     /* payload must not outlive the copy: point it back into buf */
     if (rc == 0 && pkt->payload)
         pkt->payload = buf + (pkt->payload - copy);
@@ -79,8 +79,8 @@ enum group { G_BASE, G_REQ, G_ATOMIC, G_RESP, G_ACK, G_NAK, G_CONN, G_SACK };
 
 #define FLD(path, grp, member)                                                 \
     {                                                                          \
-        path, grp, offsetof(struct mroce_pkt, member),                         \
-            sizeof(((struct mroce_pkt *)0)->member)                            \
+        path, grp, offsetof(struct mrw_pkt, member),                         \
+            sizeof(((struct mrw_pkt *)0)->member)                            \
     }
 
 static const struct field {
@@ -146,7 +146,7 @@ static const struct field {
 };
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
-static uint64_t field_get(const struct mroce_pkt *p, const struct field *f)
+static uint64_t field_get(const struct mrw_pkt *p, const struct field *f)
 {
     const unsigned char *src = (const unsigned char *)p + f->off;
     switch (f->size) {
@@ -171,7 +171,7 @@ static uint64_t field_get(const struct mroce_pkt *p, const struct field *f)
 }
 
 /* Does this opcode's decoded packet have the field? */
-static int field_applies(const struct field *f, const struct mroce_pkt *p)
+static int field_applies(const struct field *f, const struct mrw_pkt *p)
 {
     unsigned op = p->base.opcode;
     switch (f->group) {
@@ -189,7 +189,7 @@ static int field_applies(const struct field *f, const struct mroce_pkt *p)
         return op == MROCE_OP_ACK;
     case G_SACK:
         return op == MROCE_OP_ACK &&
-               (f->off - offsetof(struct mroce_pkt, u.ack.sack)) / 4 <
+               (f->off - offsetof(struct mrw_pkt, u.ack.sack)) / 4 <
                    p->u.ack.sack_words;
     case G_NAK:
         return op == MROCE_OP_NAK;
@@ -281,7 +281,7 @@ static int parse_value(const char *key, const char *s, uint64_t *out)
     if (strcmp(key, "base.opcode") == 0) {
         unsigned v;
         for (v = 0; v < 256; v++)
-            if (strcmp(mroce_opcode_name(v), s) == 0) {
+            if (strcmp(mrw_opcode_name(v), s) == 0) {
                 *out = v;
                 return 1;
             }
@@ -290,7 +290,7 @@ static int parse_value(const char *key, const char *s, uint64_t *out)
     if (strcmp(key, "nak.code") == 0) {
         unsigned v;
         for (v = 0; v < 256; v++)
-            if (strcmp(mroce_nak_code_name(v), s) == 0) {
+            if (strcmp(mrw_nak_code_name(v), s) == 0) {
                 *out = v;
                 return 1;
             }
@@ -333,7 +333,7 @@ static int parse_expect(const char *s, int *out)
         return 1;
     }
     for (i = 0; i < N_ERRORS; i++)
-        if (strcmp(s, mroce_wire_error_name(all_errors[i])) == 0) {
+        if (strcmp(s, mrw_wire_error_name(all_errors[i])) == 0) {
             *out = all_errors[i];
             return 1;
         }
@@ -341,7 +341,7 @@ static int parse_expect(const char *s, int *out)
 }
 
 /* Compare everything a decoded packet carries for its opcode. */
-static int pkt_same(const struct mroce_pkt *a, const struct mroce_pkt *b)
+static int pkt_same(const struct mrw_pkt *a, const struct mrw_pkt *b)
 {
     size_t i;
     if (a->base.opcode != b->base.opcode)
@@ -359,7 +359,7 @@ static int pkt_same(const struct mroce_pkt *a, const struct mroce_pkt *b)
 }
 
 static void check_valid_vector(const struct vector *v,
-                               const struct mroce_pkt *p)
+                               const struct mrw_pkt *p)
 {
     int i;
     size_t f;
@@ -396,7 +396,7 @@ static void check_valid_vector(const struct vector *v,
                            v->bytes[v->len - 1];
             CHECK_MSG(want == crc, "%s: crc trailer 0x%08x != listed 0x%llx",
                       v->name, crc, (unsigned long long)want);
-            CHECK_MSG(mroce_crc32c(0, v->bytes, v->len - 4) == crc,
+            CHECK_MSG(mrw_crc32c(0, v->bytes, v->len - 4) == crc,
                       "%s: listed crc is not the CRC32C", v->name);
             continue;
         }
@@ -407,7 +407,7 @@ static void check_valid_vector(const struct vector *v,
             continue;
         CHECK_MSG(field_applies(&fields[f], p),
                   "%s: field %s does not belong to opcode %s", v->name, k,
-                  mroce_opcode_name(p->base.opcode));
+                  mrw_opcode_name(p->base.opcode));
         CHECK_MSG(field_get(p, &fields[f]) == want,
                   "%s: %s decoded 0x%llx, vector says 0x%llx", v->name, k,
                   (unsigned long long)field_get(p, &fields[f]),
@@ -421,7 +421,7 @@ static void check_valid_vector(const struct vector *v,
                       fields[f].path);
 
     /* Re-encoding the decoded packet gives back the exact bytes. */
-    n = mroce_pkt_encode(p, re, sizeof re);
+    n = mrw_pkt_encode(p, re, sizeof re);
     CHECK_MSG(n == v->len && memcmp(re, v->bytes, n) == 0,
               "%s: re-encode differs (%zu vs %zu bytes)", v->name, n, v->len);
 }
@@ -429,7 +429,7 @@ static void check_valid_vector(const struct vector *v,
 /* Every proper prefix is TRUNCATED; every single-bit flip is rejected. */
 static void check_mangled(const struct vector *v)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t buf[MAX_VEC_BYTES];
     size_t cut, bit;
     int trunc_ok = 1, flip_ok = 1;
@@ -439,7 +439,7 @@ static void check_mangled(const struct vector *v)
         if (rc != MROCE_WIRE_ETRUNCATED) {
             trunc_ok = 0;
             CHECK_MSG(0, "%s cut to %zu bytes: %s, want TRUNCATED", v->name,
-                      cut, mroce_wire_error_name(rc));
+                      cut, mrw_wire_error_name(rc));
         }
     }
     CHECK_MSG(trunc_ok, "%s: truncations", v->name);
@@ -460,7 +460,7 @@ static void check_mangled(const struct vector *v)
 
 static void run_vector(struct vector *v)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     int rc, i;
 
     cov.nvec++;
@@ -469,8 +469,8 @@ static void run_vector(struct vector *v)
         goto out;
     rc = decode_exact(&p, v->bytes, v->len);
     CHECK_MSG(rc == v->expect, "%s (line %d): decode gives %s, want %s",
-              v->name, v->line, mroce_wire_error_name(rc),
-              mroce_wire_error_name(v->expect));
+              v->name, v->line, mrw_wire_error_name(rc),
+              mrw_wire_error_name(v->expect));
     if (v->expect != 0) {
         CHECK_MSG(v->nfields == 0, "%s: fields listed on an invalid vector",
                   v->name);
@@ -576,17 +576,17 @@ static void check_coverage(void)
     for (i = 0; i < N_OPCODES; i++)
         CHECK_MSG(cov.valid_op[all_opcodes[i].val] > 0,
                   "no valid vector for %s",
-                  mroce_opcode_name(all_opcodes[i].val));
+                  mrw_opcode_name(all_opcodes[i].val));
     CHECK_MSG(cov.op_imm == 3 && cov.op_noimm == 3,
               "SEND and WRITE each need vectors with and without IMM");
     CHECK(cov.ack_nosack > 0);
     CHECK(cov.ack_multisack > 0);
     for (i = 0; i < N_NAK_CODES; i++)
         CHECK_MSG(cov.nak_code[all_nak_codes[i]] > 0, "no vector for NAK %s",
-                  mroce_nak_code_name(all_nak_codes[i]));
+                  mrw_nak_code_name(all_nak_codes[i]));
     for (i = 0; i < N_ERRORS; i++)
         CHECK_MSG(cov.err[-all_errors[i]] > 0, "no vector expecting %s",
-                  mroce_wire_error_name(all_errors[i]));
+                  mrw_wire_error_name(all_errors[i]));
 }
 
 /* ---- CRC32C ----------------------------------------------------------------
@@ -611,23 +611,23 @@ static void test_crc32c(void)
     uint64_t rng = 1;
     size_t i;
 
-    CHECK_EQ(mroce_crc32c(0, "123456789", 9), 0xE3069283u);
-    CHECK_EQ(mroce_crc32c_sw(0, "123456789", 9), 0xE3069283u);
-    CHECK_EQ(mroce_crc32c(0, NULL, 0), 0);
+    CHECK_EQ(mrw_crc32c(0, "123456789", 9), 0xE3069283u);
+    CHECK_EQ(mrw_crc32c_sw(0, "123456789", 9), 0xE3069283u);
+    CHECK_EQ(mrw_crc32c(0, NULL, 0), 0);
     /* RFC 3720 (iSCSI) B.4 examples. */
     memset(v, 0, sizeof v);
-    CHECK_EQ(mroce_crc32c(0, v, 32), 0x8A9136AAu);
+    CHECK_EQ(mrw_crc32c(0, v, 32), 0x8A9136AAu);
     memset(v, 0xff, sizeof v);
-    CHECK_EQ(mroce_crc32c(0, v, 32), 0x62A8AB43u);
+    CHECK_EQ(mrw_crc32c(0, v, 32), 0x62A8AB43u);
     for (i = 0; i < 32; i++)
         v[i] = (uint8_t)i;
-    CHECK_EQ(mroce_crc32c(0, v, 32), 0x46DD794Eu);
+    CHECK_EQ(mrw_crc32c(0, v, 32), 0x46DD794Eu);
     for (i = 0; i < 32; i++)
         v[i] = (uint8_t)(31 - i);
-    CHECK_EQ(mroce_crc32c(0, v, 32), 0x113FDB5Cu);
+    CHECK_EQ(mrw_crc32c(0, v, 32), 0x113FDB5Cu);
 
     printf("crc32c: %s path\n",
-           mroce_crc32c_hw_active() ? "SSE4.2 hardware" : "table");
+           mrw_crc32c_hw_active() ? "SSE4.2 hardware" : "table");
 
     for (i = 0; i < sizeof buf; i++)
         buf[i] = (uint8_t)testutil_rand64(&rng);
@@ -640,10 +640,10 @@ static void test_crc32c(void)
             size_t off = len % 8;
             uint32_t ref = crc32c_bitwise(0, buf + off, len);
             uint32_t split = (uint32_t)(len / 3);
-            uint32_t chained = mroce_crc32c(mroce_crc32c(0, buf + off, split),
+            uint32_t chained = mrw_crc32c(mrw_crc32c(0, buf + off, split),
                                             buf + off + split, len - split);
-            if (mroce_crc32c(0, buf + off, len) != ref ||
-                mroce_crc32c_sw(0, buf + off, len) != ref || chained != ref) {
+            if (mrw_crc32c(0, buf + off, len) != ref ||
+                mrw_crc32c_sw(0, buf + off, len) != ref || chained != ref) {
                 ok = 0;
                 CHECK_MSG(0, "crc32c mismatch at length %zu", len);
             }
@@ -708,7 +708,7 @@ static void rnd_segment(uint32_t *msg_len, uint32_t *offset, uint32_t *plen,
         *flags |= MROCE_F_LAST;
 }
 
-static void rnd_pkt(struct mroce_pkt *p, unsigned op, const uint8_t *pool)
+static void rnd_pkt(struct mrw_pkt *p, unsigned op, const uint8_t *pool)
 {
     /* Flags any opcode may carry. */
     const uint16_t free_flags = MROCE_F_ACK_REQ | MROCE_F_SOLICITED |
@@ -733,7 +733,7 @@ static void rnd_pkt(struct mroce_pkt *p, unsigned op, const uint8_t *pool)
     case MROCE_OP_READ_REQ:
     case MROCE_OP_FETCH_ADD:
     case MROCE_OP_CMP_SWAP: {
-        struct mroce_req_hdr *q = &p->u.rq.req;
+        struct mrw_req_hdr *q = &p->u.rq.req;
         q->msn = (uint32_t)rnd();
         q->rsn = (uint32_t)rnd();
         q->raddr = rnd();
@@ -769,7 +769,7 @@ static void rnd_pkt(struct mroce_pkt *p, unsigned op, const uint8_t *pool)
         p->base.flags |= MROCE_F_FIRST | MROCE_F_LAST;
         break;
     case MROCE_OP_ACK: {
-        struct mroce_ack_hdr *a = &p->u.ack;
+        struct mrw_ack_hdr *a = &p->u.ack;
         a->cum_psn = (uint32_t)rnd();
         a->echo_psn = (uint32_t)rnd();
         a->echo_ts = (uint32_t)rnd();
@@ -821,47 +821,47 @@ static void test_roundtrip(void)
         unsigned op = all_opcodes[k].val;
         int ok = 1;
         for (i = 0; i < ROUNDTRIP_ITERS && ok; i++) {
-            struct mroce_pkt p, d;
+            struct mrw_pkt p, d;
             size_t n, hdr, n2;
             int rc;
             rnd_pkt(&p, op, pool);
-            n = mroce_pkt_encode(&p, buf, sizeof buf);
-            hdr = mroce_pkt_hdr_len(&p);
+            n = mrw_pkt_encode(&p, buf, sizeof buf);
+            hdr = mrw_pkt_hdr_len(&p);
             ok &= CHECK_MSG(n == hdr + p.payload_len + MROCE_CRC_LEN,
                             "%s iter %zu: encode length %zu",
-                            mroce_opcode_name(op), i, n);
+                            mrw_opcode_name(op), i, n);
             if (!ok)
                 break;
             rc = decode_exact(&d, buf, n);
             ok &=
                 CHECK_MSG(rc == 0, "%s iter %zu: decode %s",
-                          mroce_opcode_name(op), i, mroce_wire_error_name(rc));
+                          mrw_opcode_name(op), i, mrw_wire_error_name(rc));
             if (!ok)
                 break;
             p.base.pkt_len = (uint16_t)n; /* computed by the encoder */
             ok &= CHECK_MSG(pkt_same(&p, &d), "%s iter %zu: fields differ",
-                            mroce_opcode_name(op), i);
+                            mrw_opcode_name(op), i);
             ok &= CHECK_MSG(
                 d.payload_len == 0 ? d.payload == NULL : d.payload == buf + hdr,
-                "%s iter %zu: payload pointer", mroce_opcode_name(op), i);
+                "%s iter %zu: payload pointer", mrw_opcode_name(op), i);
             /* Split encode (headers, caller-placed payload, seal) gives the
              * same bytes. */
-            n2 = mroce_pkt_encode_hdr(&p, buf2, n);
+            n2 = mrw_pkt_encode_hdr(&p, buf2, n);
             if (n2 == hdr) {
                 if (p.payload_len)
                     memcpy(buf2 + hdr, p.payload, p.payload_len);
-                n2 = mroce_pkt_seal(buf2, hdr + p.payload_len);
+                n2 = mrw_pkt_seal(buf2, hdr + p.payload_len);
             }
             ok &= CHECK_MSG(n2 == n && memcmp(buf, buf2, n) == 0,
                             "%s iter %zu: encode_hdr+seal differs",
-                            mroce_opcode_name(op), i);
+                            mrw_opcode_name(op), i);
             /* One byte less room than needed: refused, not overrun. */
-            ok &= CHECK_MSG(mroce_pkt_encode(&p, buf2, n - 1) == 0 &&
-                                mroce_pkt_encode_hdr(&p, buf2, n - 1) == 0,
+            ok &= CHECK_MSG(mrw_pkt_encode(&p, buf2, n - 1) == 0 &&
+                                mrw_pkt_encode_hdr(&p, buf2, n - 1) == 0,
                             "%s iter %zu: short cap accepted",
-                            mroce_opcode_name(op), i);
+                            mrw_opcode_name(op), i);
         }
-        CHECK_MSG(ok, "round trips of %s", mroce_opcode_name(op));
+        CHECK_MSG(ok, "round trips of %s", mrw_opcode_name(op));
     }
 }
 
@@ -872,30 +872,30 @@ static void test_encoder_limits(void)
 {
     static uint8_t big[MROCE_MAX_PKT_LEN + 16];
     uint8_t buf[256];
-    struct mroce_pkt p, d;
+    struct mrw_pkt p, d;
     size_t cap, n;
 
     memset(&p, 0, sizeof p);
     p.base.opcode = MROCE_OP_DISCONNECT;
     /* A zero-initialised struct still produces a valid version byte. */
-    n = mroce_pkt_encode(&p, buf, sizeof buf);
+    n = mrw_pkt_encode(&p, buf, sizeof buf);
     CHECK_EQ(n, MROCE_BASE_HDR_LEN + MROCE_CRC_LEN);
     CHECK_EQ(buf[0], MROCE_VERSION);
-    CHECK_EQ_INT(mroce_pkt_decode(&d, buf, n), 0);
+    CHECK_EQ_INT(mrw_pkt_decode(&d, buf, n), 0);
     for (cap = 0; cap < n; cap++)
-        CHECK_EQ(mroce_pkt_encode(&p, buf, cap), 0);
+        CHECK_EQ(mrw_pkt_encode(&p, buf, cap), 0);
 
     p.base.opcode = 0x99;
-    CHECK_EQ(mroce_pkt_hdr_len(&p), 0);
-    CHECK_EQ(mroce_pkt_encode(&p, buf, sizeof buf), 0);
+    CHECK_EQ(mrw_pkt_hdr_len(&p), 0);
+    CHECK_EQ(mrw_pkt_encode(&p, buf, sizeof buf), 0);
 
     p.base.opcode = MROCE_OP_ACK;
     p.u.ack.sack_words = MROCE_MAX_SACK_WORDS;
-    CHECK_EQ(mroce_pkt_hdr_len(&p),
+    CHECK_EQ(mrw_pkt_hdr_len(&p),
              MROCE_BASE_HDR_LEN + MROCE_ACK_HDR_LEN + 4 * MROCE_MAX_SACK_WORDS);
     p.u.ack.sack_words = MROCE_MAX_SACK_WORDS + 1;
-    CHECK_EQ(mroce_pkt_hdr_len(&p), 0);
-    CHECK_EQ(mroce_pkt_encode(&p, buf, sizeof buf), 0);
+    CHECK_EQ(mrw_pkt_hdr_len(&p), 0);
+    CHECK_EQ(mrw_pkt_encode(&p, buf, sizeof buf), 0);
 
     /* Largest acceptable packet, and one byte more. */
     memset(&p, 0, sizeof p);
@@ -905,16 +905,16 @@ static void test_encoder_limits(void)
                     MROCE_CRC_LEN;
     p.u.rq.req.msg_len = p.payload_len;
     p.payload = big + MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN; /* in place */
-    n = mroce_pkt_encode(&p, big, sizeof big);
+    n = mrw_pkt_encode(&p, big, sizeof big);
     CHECK_EQ(n, MROCE_MAX_PKT_LEN);
-    CHECK_EQ_INT(mroce_pkt_decode(&d, big, n), 0);
+    CHECK_EQ_INT(mrw_pkt_decode(&d, big, n), 0);
     p.payload_len++;
     p.u.rq.req.msg_len++;
-    CHECK_EQ(mroce_pkt_encode(&p, big, sizeof big), 0);
+    CHECK_EQ(mrw_pkt_encode(&p, big, sizeof big), 0);
     p.payload_len = 0xffffffffu;
-    CHECK_EQ(mroce_pkt_encode(&p, big, sizeof big), 0);
+    CHECK_EQ(mrw_pkt_encode(&p, big, sizeof big), 0);
     /* A datagram longer than MROCE_MAX_PKT_LEN can never match pkt_len. */
-    CHECK_EQ_INT(mroce_pkt_decode(&d, big, sizeof big), MROCE_WIRE_ELENGTH);
+    CHECK_EQ_INT(mrw_pkt_decode(&d, big, sizeof big), MROCE_WIRE_ELENGTH);
 }
 
 static void test_names(void)
@@ -922,22 +922,22 @@ static void test_names(void)
     size_t i;
     unsigned v, known = 0;
     for (i = 0; i < N_OPCODES; i++) {
-        CHECK(strcmp(mroce_opcode_name(all_opcodes[i].val), "?") != 0);
-        CHECK_EQ(mroce_opcode_has_psn(all_opcodes[i].val),
+        CHECK(strcmp(mrw_opcode_name(all_opcodes[i].val), "?") != 0);
+        CHECK_EQ(mrw_opcode_has_psn(all_opcodes[i].val),
                  all_opcodes[i].has_psn);
     }
     for (v = 0; v < 256; v++)
-        known += strcmp(mroce_opcode_name(v), "?") != 0;
+        known += strcmp(mrw_opcode_name(v), "?") != 0;
     CHECK_EQ(known, N_OPCODES);
-    CHECK(strcmp(mroce_opcode_name(MROCE_OP_CMP_SWAP), "CMP_SWAP") == 0);
-    CHECK(strcmp(mroce_opcode_name(1000), "?") == 0);
-    CHECK_EQ(mroce_opcode_has_psn(MROCE_OP_ACK), 0);
-    CHECK_EQ(mroce_opcode_has_psn(0), 0);
-    CHECK(strcmp(mroce_nak_code_name(MROCE_NAK_RNR), "RNR") == 0);
-    CHECK(strcmp(mroce_nak_code_name(0), "?") == 0);
-    CHECK(strcmp(mroce_wire_error_name(MROCE_WIRE_ECRC), "CRC") == 0);
-    CHECK(strcmp(mroce_wire_error_name(0), "OK") == 0);
-    CHECK(strcmp(mroce_wire_error_name(-100), "?") == 0);
+    CHECK(strcmp(mrw_opcode_name(MROCE_OP_CMP_SWAP), "CMP_SWAP") == 0);
+    CHECK(strcmp(mrw_opcode_name(1000), "?") == 0);
+    CHECK_EQ(mrw_opcode_has_psn(MROCE_OP_ACK), 0);
+    CHECK_EQ(mrw_opcode_has_psn(0), 0);
+    CHECK(strcmp(mrw_nak_code_name(MROCE_NAK_RNR), "RNR") == 0);
+    CHECK(strcmp(mrw_nak_code_name(0), "?") == 0);
+    CHECK(strcmp(mrw_wire_error_name(MROCE_WIRE_ECRC), "CRC") == 0);
+    CHECK(strcmp(mrw_wire_error_name(0), "OK") == 0);
+    CHECK(strcmp(mrw_wire_error_name(-100), "?") == 0);
 }
 
 /* ---- mutation fuzzing of the valid vectors ---------------------------------
@@ -984,7 +984,7 @@ static void test_mutations(const char *path)
         uint8_t buf[MAX_VEC_BYTES], re[MAX_VEC_BYTES];
         size_t s = rnd_below((uint32_t)nseeds), len = seed_len[s], body, n;
         unsigned m, nmut = 1 + rnd_below(4);
-        struct mroce_pkt p, p2;
+        struct mrw_pkt p, p2;
         int rc;
 
         memcpy(buf, seeds[s], len);
@@ -1004,7 +1004,7 @@ static void test_mutations(const char *path)
             body = MROCE_BASE_HDR_LEN;
         buf[26] = (uint8_t)((body + 4) >> 8);
         buf[27] = (uint8_t)(body + 4);
-        len = mroce_pkt_seal(buf, body);
+        len = mrw_pkt_seal(buf, body);
 
         rc = decode_exact(&p, buf, len);
         if (rc != 0) {
@@ -1016,7 +1016,7 @@ static void test_mutations(const char *path)
             continue;
         }
         accepted++;
-        n = mroce_pkt_encode(&p, re, sizeof re);
+        n = mrw_pkt_encode(&p, re, sizeof re);
         if (n != len || memcmp(re, buf, len) != 0 ||
             decode_exact(&p2, re, n) != 0 || !pkt_same(&p, &p2)) {
             ok = 0;

@@ -139,7 +139,7 @@ static inline uint64_t testutil_rand_below(uint64_t *state, uint64_t n)
     return testutil_rand64(state) % n;
 }
 
-/* The engine's allocator and random-byte hooks (struct mroce_ep_config's
+/* The engine's allocator and random-byte hooks (struct mre_ep_config's
  * mem.calloc, mem.free and rand) for tests that build endpoints by hand:
  * plain calloc/free, and bytes from the splitmix64 state passed as u. */
 static inline void *testutil_calloc(size_t n, size_t sz, void *u)

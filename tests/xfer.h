@@ -24,7 +24,7 @@ struct xfer {
     uint64_t size, sbytes;     /* WRITE bytes, SEND bytes */
     uint32_t nwrites, nwr;     /* WRITE WRs, all WRs */
     uint8_t *src, *dst, *rcv;  /* host 0 source; host 1 target, receives */
-    mroce_mr *msrc, *mdst, *mrcv;
+    mre_mr *msrc, *mdst, *mrcv;
     uint32_t nsend_done, nrecv_done, bad, order;
 };
 
@@ -40,11 +40,11 @@ static TESTUTIL_UNUSED void xfer_fill(uint8_t *p, size_t n, uint64_t seed)
 
 /* The spine (of `spines`) that most of qp's path entropies hash onto for
  * host 0 -> host 1; *npaths_on gets how many. */
-static TESTUTIL_UNUSED int xfer_busiest_spine(mroce_net *net, mroce_qp *qp,
+static TESTUTIL_UNUSED int xfer_busiest_spine(mroce_net *net, mre_qp *qp,
                                               int spines, int *npaths_on)
 {
     struct mroce_path_stats ps[256];
-    int n = mroce_qp_path_stats(qp, ps, 256);
+    int n = mre_qp_path_stats(qp, ps, 256);
     int cnt[256] = {0}, best = 0;
     for (int i = 0; i < n; i++)
         cnt[mroce_net_spine_of(net, 0, 1, ps[i].entropy) % (unsigned)spines]++;
@@ -69,29 +69,29 @@ static TESTUTIL_UNUSED void xfer_setup(struct mroce_testbed *tb,
     x->dst = calloc(1, size);
     x->rcv = calloc(1, x->sbytes);
     xfer_fill(x->src, size + x->sbytes, seed);
-    CHECK(mroce_mr_reg(tb->h[0].ep, x->src, size + x->sbytes,
+    CHECK(mre_mr_reg(tb->h[0].ep, x->src, size + x->sbytes,
                        MROCE_ACCESS_LOCAL_WRITE, &x->msrc) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, x->dst, size,
+    CHECK(mre_mr_reg(tb->h[1].ep, x->dst, size,
                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                        &x->mdst) == 0);
-    CHECK(mroce_mr_reg(tb->h[1].ep, x->rcv, x->sbytes,
+    CHECK(mre_mr_reg(tb->h[1].ep, x->rcv, x->sbytes,
                        MROCE_ACCESS_LOCAL_WRITE, &x->mrcv) == 0);
 }
 
 /* Post the receives on qb and the WRITE/SEND mix on qa. */
-static TESTUTIL_UNUSED void xfer_post(struct xfer *x, mroce_qp *qa,
-                                      mroce_qp *qb, mroce_tstamp now)
+static TESTUTIL_UNUSED void xfer_post(struct xfer *x, mre_qp *qa,
+                                      mre_qp *qb, mroce_tstamp now)
 {
     for (uint32_t i = 0; i < XFER_NSENDS; i++) {
         struct mroce_sge sg = {(uint64_t)(uintptr_t)(x->rcv + i * XFER_SEND_LEN),
-                               XFER_SEND_LEN, mroce_mr_lkey(x->mrcv)};
+                               XFER_SEND_LEN, mre_mr_lkey(x->mrcv)};
         struct mroce_recv_wr rw = {.wr_id = i, .sg_list = &sg, .num_sge = 1};
-        CHECK(mroce_qp_post_recv(qb, &rw, NULL) == 0);
+        CHECK(mre_qp_post_recv(qb, &rw, NULL) == 0);
     }
     /* WRITEs with a SEND after every nwrites/NSENDS of them. */
     uint32_t per = x->nwrites / XFER_NSENDS, w = 0, s = 0;
     for (uint32_t i = 0; i < x->nwr; i++) {
-        struct mroce_sge sg = {0, 0, mroce_mr_lkey(x->msrc)};
+        struct mroce_sge sg = {0, 0, mre_mr_lkey(x->msrc)};
         struct mroce_send_wr wr = {.wr_id = i, .sg_list = &sg, .num_sge = 1,
                                    .send_flags = MROCE_SEND_SIGNALED};
         if (w > 0 && w % per == 0 && s < w / per) {
@@ -104,10 +104,10 @@ static TESTUTIL_UNUSED void xfer_post(struct xfer *x, mroce_qp *qa,
             sg.length = XFER_CHUNK;
             wr.opcode = MROCE_WR_WRITE;
             wr.remote_addr = (uint64_t)(uintptr_t)(x->dst + (uint64_t)w * XFER_CHUNK);
-            wr.rkey = mroce_mr_rkey(x->mdst);
+            wr.rkey = mre_mr_rkey(x->mdst);
             w++;
         }
-        CHECK(mroce_qp_post_send(qa, &wr, NULL, now) == 0);
+        CHECK(mre_qp_post_send(qa, &wr, NULL, now) == 0);
     }
     CHECK_EQ(w, x->nwrites);
     CHECK_EQ(s, XFER_NSENDS);
@@ -129,12 +129,12 @@ static TESTUTIL_UNUSED int xfer_run(struct mroce_testbed *tb, struct xfer *x,
         if (on_step)
             on_step(user);
         struct mroce_wc wc[32];
-        int n = mroce_cq_poll(tb->h[0].scq, 32, wc);
+        int n = mre_cq_poll(tb->h[0].scq, 32, wc);
         for (int i = 0; i < n; i++, x->nsend_done++) {
             x->bad += wc[i].status != MROCE_WC_SUCCESS;
             x->order += wc[i].wr_id != x->nsend_done;
         }
-        n = mroce_cq_poll(tb->h[1].rcq, 32, wc);
+        n = mre_cq_poll(tb->h[1].rcq, 32, wc);
         for (int i = 0; i < n; i++, x->nrecv_done++) {
             x->bad += wc[i].status != MROCE_WC_SUCCESS ||
                       wc[i].byte_len != XFER_SEND_LEN;

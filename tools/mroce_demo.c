@@ -208,7 +208,7 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
     struct run *r = user;
     if (pkt->src != 0 || pkt->len < MROCE_BASE_HDR_LEN)
         return MROCE_NETDRIVE_PASS;
-    if (!mroce_opcode_has_psn(pkt->buf[1]))
+    if (!mrw_opcode_has_psn(pkt->buf[1]))
         return MROCE_NETDRIVE_PASS; /* ACKs and control: not spraying */
     unsigned s = pkt->spine % SPINES;
     r->tx_data_bytes += pkt->len;
@@ -245,10 +245,10 @@ static void print_shares(const char *label, const uint64_t *c, int dead)
 
 /* The spine most of host 0's current path entropies hash onto: blackholing
  * it hurts the most. */
-static int busiest_spine(mroce_net *net, mroce_qp *qp)
+static int busiest_spine(mroce_net *net, mre_qp *qp)
 {
     struct mroce_path_stats ps[256];
-    int n = mroce_qp_path_stats(qp, ps, 256);
+    int n = mre_qp_path_stats(qp, ps, 256);
     int cnt[SPINES] = {0}, best = 0;
     for (int i = 0; i < n; i++)
         cnt[mroce_net_spine_of(net, 0, 1, ps[i].entropy) % SPINES]++;
@@ -259,10 +259,10 @@ static int busiest_spine(mroce_net *net, mroce_qp *qp)
 }
 
 /* Paths of qp whose entropy currently hashes onto spine s (forward). */
-static int paths_on_spine(mroce_net *net, mroce_qp *qp, int s)
+static int paths_on_spine(mroce_net *net, mre_qp *qp, int s)
 {
     struct mroce_path_stats ps[256];
-    int n = mroce_qp_path_stats(qp, ps, 256), k = 0;
+    int n = mre_qp_path_stats(qp, ps, 256), k = 0;
     for (int i = 0; i < n; i++)
         if ((int)mroce_net_spine_of(net, 0, 1, ps[i].entropy) == s)
             k++;
@@ -298,13 +298,13 @@ int main(int argc, char **argv)
     uint64_t nwr = nwrites + nsends;
     uint64_t send_bytes = nsends * SEND_LEN;
 
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at);
     at.npaths = (uint16_t)o.paths;
     at.cc_algo = (uint8_t)o.cc;
     at.max_send_wr = (uint32_t)nwr;
     at.max_recv_wr = (uint32_t)nsends;
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     if (mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 1000000000) < 0) {
         fprintf(stderr, "mroce-demo: handshake failed\n");
         printf("VERDICT: FAIL - the handshake did not complete\n");
@@ -321,13 +321,13 @@ int main(int argc, char **argv)
         return 1;
     }
     fill(src, o.size + send_bytes, o.seed);
-    mroce_mr *msrc, *mdst, *mrcv;
-    if (mroce_mr_reg(tb->h[0].ep, src, o.size + send_bytes,
+    mre_mr *msrc, *mdst, *mrcv;
+    if (mre_mr_reg(tb->h[0].ep, src, o.size + send_bytes,
                      MROCE_ACCESS_LOCAL_WRITE, &msrc) < 0 ||
-        mroce_mr_reg(tb->h[1].ep, dst, o.size,
+        mre_mr_reg(tb->h[1].ep, dst, o.size,
                      MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                      &mdst) < 0 ||
-        mroce_mr_reg(tb->h[1].ep, rcv, send_bytes, MROCE_ACCESS_LOCAL_WRITE,
+        mre_mr_reg(tb->h[1].ep, rcv, send_bytes, MROCE_ACCESS_LOCAL_WRITE,
                      &mrcv) < 0) {
         fprintf(stderr, "mroce-demo: memory registration failed\n");
         return 1;
@@ -336,9 +336,9 @@ int main(int argc, char **argv)
     mroce_tstamp t0 = mroce_netdrive_now(d);
     for (uint64_t i = 0; i < nsends; i++) {
         struct mroce_sge sg = {(uint64_t)(uintptr_t)(rcv + i * SEND_LEN),
-                               SEND_LEN, mroce_mr_lkey(mrcv)};
+                               SEND_LEN, mre_mr_lkey(mrcv)};
         struct mroce_recv_wr rw = {.wr_id = i, .sg_list = &sg, .num_sge = 1};
-        if (mroce_qp_post_recv(qb, &rw, NULL) < 0) {
+        if (mre_qp_post_recv(qb, &rw, NULL) < 0) {
             fprintf(stderr, "mroce-demo: post_recv failed\n");
             return 1;
         }
@@ -370,11 +370,11 @@ int main(int argc, char **argv)
             sg.length = (uint32_t)len;
             wr.opcode = MROCE_WR_WRITE;
             wr.remote_addr = (uint64_t)(uintptr_t)(dst + off);
-            wr.rkey = mroce_mr_rkey(mdst);
+            wr.rkey = mre_mr_rkey(mdst);
             w++;
         }
-        sg.lkey = mroce_mr_lkey(msrc);
-        if (mroce_qp_post_send(qa, &wr, NULL, t0) < 0) {
+        sg.lkey = mre_mr_lkey(msrc);
+        if (mre_qp_post_send(qa, &wr, NULL, t0) < 0) {
             fprintf(stderr, "mroce-demo: post_send %" PRIu64 " failed\n", i);
             return 1;
         }
@@ -412,19 +412,19 @@ int main(int argc, char **argv)
             dead_paths_at_bh = paths_on_spine(net, qa, r.dead);
             mroce_net_set_spine_blackhole(net, (uint32_t)r.dead, 1);
             r.t_blackhole = now;
-            mroce_qp_get_counters(qa, &ca);
+            mre_qp_get_counters(qa, &ca);
             srtt_at_bh = ca.srtt;
             minrtt_at_bh = ca.min_rtt;
             retired_seen = ca.paths_retired;
-            mroce_qp_path_stats(qa, slots, 256);
+            mre_qp_path_stats(qa, slots, 256);
         }
-        mroce_qp_get_counters(qa, &ca);
+        mre_qp_get_counters(qa, &ca);
         if (ca.paths_retired != retired_seen) {
             /* Which slots retired, and was the entropy they gave up on the
              * dead spine (the repair) or elsewhere (random loss)? */
             retired_seen = ca.paths_retired;
             struct mroce_path_stats cur[256];
-            int np = mroce_qp_path_stats(qa, cur, 256);
+            int np = mre_qp_path_stats(qa, cur, 256);
             for (int i = 0; r.dead >= 0 && i < np; i++) {
                 if (cur[i].retirements == slots[i].retirements)
                     continue;
@@ -439,7 +439,7 @@ int main(int argc, char **argv)
             memcpy(slots, cur, sizeof(slots));
         }
         struct mroce_wc wc[64];
-        int n = mroce_cq_poll(tb->h[0].scq, 64, wc);
+        int n = mre_cq_poll(tb->h[0].scq, 64, wc);
         for (int i = 0; i < n; i++) {
             if (wc[i].status != MROCE_WC_SUCCESS && !bad_wc++)
                 snprintf(failbuf, sizeof(failbuf), "send WR %" PRIu64
@@ -450,7 +450,7 @@ int main(int argc, char **argv)
             done_sends++;
             t_end = now;
         }
-        n = mroce_cq_poll(tb->h[1].rcq, 64, wc);
+        n = mre_cq_poll(tb->h[1].rcq, 64, wc);
         for (int i = 0; i < n; i++) {
             if ((wc[i].status != MROCE_WC_SUCCESS ||
                  wc[i].byte_len != SEND_LEN) && !bad_wc++)
@@ -466,7 +466,7 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (!fail && mroce_qp_state(qa) != MROCE_QPS_RTS)
+    if (!fail && mre_qp_state(qa) != MROCE_QPS_RTS)
         fail = "the requester QP left RTS";
 
     /* Byte-for-byte verification. */
@@ -477,8 +477,8 @@ int main(int argc, char **argv)
         mism_s += src[o.size + i] != rcv[i];
 
     struct mroce_qp_counters cb;
-    mroce_qp_get_counters(qa, &ca);
-    mroce_qp_get_counters(qb, &cb);
+    mre_qp_get_counters(qa, &ca);
+    mre_qp_get_counters(qb, &cb);
     struct mroce_net_counters nc;
     mroce_net_get_counters(net, &nc);
     mroce_tstamp elapsed = t_end > t0 ? t_end - t0 : 1;
@@ -499,7 +499,7 @@ int main(int argc, char **argv)
         printf("  workload   %" PRIu64 " WRITEs (%" PRIu64 " bytes) + %" PRIu64
                " SENDs of %u bytes, one QP, %u paths, MTU %u\n",
                nwrites, o.size, nsends, SEND_LEN, o.paths,
-               (unsigned)mroce_qp_get_attr(qa)->mtu);
+               (unsigned)mre_qp_get_attr(qa)->mtu);
         printf("\nTransfer\n");
         printf("  completed  %" PRIu64 "/%" PRIu64 " send WRs, %" PRIu64 "/%" PRIu64
                " receives\n", done_sends, nwr, done_recvs, nsends);
@@ -580,8 +580,8 @@ int main(int argc, char **argv)
                order_err && (fail || mism_w || mism_s) ? ";" : "",
                order_err ? " completions out of order" : "");
 
-    mroce_qp_del(qa);
-    mroce_qp_del(qb);
+    mre_qp_del(qa);
+    mre_qp_del(qb);
     mroce_tb_del(tb);
     free(src);
     free(dst);

@@ -99,7 +99,7 @@ struct agent_mr {
     int id;             /* 0 = free slot */
     uint8_t *buf;       /* len + AGENT_MR_GUARD bytes, page aligned */
     size_t len;
-    mroce_vmr *mr;
+    mroce_mr *mr;
 };
 
 struct agent_op {
@@ -110,8 +110,8 @@ struct agent_op {
 
 struct agent_qp {
     int id;             /* 0 = free slot */
-    mroce_vqp *qp;
-    mroce_vcq *scq, *rcq;
+    mroce_qp *qp;
+    mroce_cq *scq, *rcq;
     struct agent_op ops[AGENT_OPRING]; /* recent posts, to name IMM ops */
     uint32_t op_next;
 };

@@ -72,7 +72,7 @@ mroce_pd *agent_find_pd(struct agent *a, const struct agent_cmd *c,
 int agent_lib_err(struct agent_reply *r, const char *what, int rc)
 {
     agent_reply_err(r, agent_err_code(rc), "%s: %s", what,
-                    mroce_lib_strerror(rc));
+                    mroce_strerror(rc));
     return -1;
 }
 
@@ -118,11 +118,11 @@ static int device_reopen(struct agent *a, uint32_t rx_credit_bytes,
     a->reopening = 0;
     if (rc < 0) {
         fprintf(stderr, "mroce-conform-agent: cannot reopen UDP %s:%u: %s\n",
-                a->udp_host, a->udp_port, mroce_lib_strerror(rc));
+                a->udp_host, a->udp_port, mroce_strerror(rc));
         a->quit = 1;
         if (r)
             agent_reply_err(r, "EIO", "UDP endpoint lost: %s",
-                            mroce_lib_strerror(rc));
+                            mroce_strerror(rc));
         return -1;
     }
     return 0;
@@ -144,7 +144,7 @@ int agent_reset(struct agent *a)
             /* Still referenced (cannot be once its QPs are gone): keep the
              * memory rather than free what the engine may touch. */
             fprintf(stderr, "mroce-conform-agent: RESET: region %d: %s\n",
-                    m->id, mroce_lib_strerror(rc));
+                    m->id, mroce_strerror(rc));
             m->id = 0;
             continue;
         }
@@ -156,7 +156,7 @@ int agent_reset(struct agent *a)
         int rc = mroce_pd_free(a->pds[i].pd);
         if (rc < 0)
             fprintf(stderr, "mroce-conform-agent: RESET: PD %d: %s\n",
-                    a->pds[i].id, mroce_lib_strerror(rc));
+                    a->pds[i].id, mroce_strerror(rc));
         memset(&a->pds[i], 0, sizeof(a->pds[i]));
     }
     a->next_mr_id = a->next_qp_id = a->next_pd_id = 1;
@@ -341,8 +341,8 @@ static int cmd_mr_reg(struct agent *a, struct agent_cmd *c,
     /* Remote Address is the virtual address (AGENT-6, SEM-6): the engine
      * checks raddr against the region's [addr, addr + len). */
     agent_reply_add(r, "mr=%d addr=0x%llx rkey=0x%x lkey=0x%x", m->id,
-                    (unsigned long long)(uintptr_t)buf, mroce_vmr_rkey(m->mr),
-                    mroce_vmr_lkey(m->mr));
+                    (unsigned long long)(uintptr_t)buf, mroce_mr_rkey(m->mr),
+                    mroce_mr_lkey(m->mr));
     return 0;
 }
 

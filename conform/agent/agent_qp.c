@@ -34,9 +34,9 @@ static uint64_t now_ms(void)
 int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
                         struct agent_reply *r)
 {
-    struct mroce_vqp_init_attr ia;
-    mroce_vqp_init_attr_default(&ia);
-    struct mroce_qp_attr *e = &ia.eng;
+    struct mroce_qp_init_attr ia;
+    mroce_qp_init_attr_default(&ia);
+    struct mre_qp_attr *e = &ia.eng;
     uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us, pt_ms;
     if (agent_arg_u64(c, "mtu", U32MAX, e->mtu, &mtu) < 0 ||
         agent_arg_u64(c, "npaths", U32MAX, e->npaths, &npaths) < 0 ||
@@ -145,7 +145,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         return agent_lib_err(r, "create_qp", rc);
     }
     q->id = a->next_qp_id++;
-    agent_reply_add(r, "qp=%d qpn=%u", q->id, mroce_vqp_num(q->qp));
+    agent_reply_add(r, "qp=%d qpn=%u", q->id, mroce_qp_num(q->qp));
     return 0;
 }
 
@@ -187,7 +187,7 @@ int agent_cmd_qp_state(struct agent *a, struct agent_cmd *c,
     struct agent_qp *q = agent_find_qp(a, c, r);
     if (!q)
         return -1;
-    agent_reply_add(r, "state=%s", mroce_qp_state_str(mroce_vqp_state(q->qp)));
+    agent_reply_add(r, "state=%s", mroce_qp_state_str(mroce_qp_get_state(q->qp)));
     return 0;
 }
 
@@ -253,7 +253,7 @@ static int local_sge(struct agent *a, struct agent_cmd *c,
     }
     sge->addr = (uint64_t)(uintptr_t)m->buf + off;
     sge->length = (uint32_t)len;
-    sge->lkey = mroce_vmr_lkey(m->mr);
+    sge->lkey = mroce_mr_lkey(m->mr);
     return 1;
 }
 
@@ -405,7 +405,7 @@ int agent_cmd_poll(struct agent *a, struct agent_cmd *c, struct agent_reply *r)
     if (wait > AGENT_MAX_WAIT_MS)
         wait = AGENT_MAX_WAIT_MS;
     int is_send = strcmp(which, "send") == 0;
-    mroce_vcq *cq = is_send ? q->scq : q->rcq;
+    mroce_cq *cq = is_send ? q->scq : q->rcq;
     struct mroce_wc wc;
     uint64_t deadline = now_ms() + wait;
     int n;
@@ -444,7 +444,7 @@ int agent_cmd_counters(struct agent *a, struct agent_cmd *c,
         return -1;
     struct mroce_qp_counters qc;
     struct mroce_ep_counters ec;
-    int rc = mroce_vqp_counters(q->qp, &qc);
+    int rc = mroce_qp_get_counters(q->qp, &qc);
     if (rc < 0)
         return agent_lib_err(r, "counters", rc);
     mroce_device_get_counters(a->dev, &ec);

@@ -211,10 +211,10 @@ static uint64_t num(const char *s) { return strtoull(s, NULL, 0); }
 struct local {
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_vcq *scq, *rcq;
-    mroce_vqp *qp;
+    mroce_cq *scq, *rcq;
+    mroce_qp *qp;
     uint8_t *buf;
-    mroce_vmr *mr;
+    mroce_mr *mr;
 };
 
 /* A free UDP port on host (bind port 0; the caller retries on a race). */
@@ -256,8 +256,8 @@ static int local_open(struct local *l, const char *host, int v6)
         return rc;
     l->buf = aligned_alloc(4096, 65536);
     memset(l->buf, 0, 65536);
-    struct mroce_vqp_init_attr ia;
-    mroce_vqp_init_attr_default(&ia);
+    struct mroce_qp_init_attr ia;
+    mroce_qp_init_attr_default(&ia);
     if ((rc = mroce_pd_alloc(l->dev, &l->pd)) < 0 ||
         (rc = mroce_create_cq(l->dev, 256, &l->scq)) < 0 ||
         (rc = mroce_create_cq(l->dev, 256, &l->rcq)) < 0 ||
@@ -279,7 +279,7 @@ static void local_close(struct local *l)
     free(l->buf);
 }
 
-static int local_wait(mroce_vcq *cq, struct mroce_wc *wc)
+static int local_wait(mroce_cq *cq, struct mroce_wc *wc)
 {
     for (int i = 0; i < 500; i++) {
         int n = mroce_poll_cq(cq, 1, wc);
@@ -353,7 +353,7 @@ static void test_datapath(const char *host, int v6, int full)
     OK(cmd("POST_RECV qp=%d wrid=7 mr=%d off=0 len=4096", qp, mr));
     for (int i = 0; i < 100; i++)
         l.buf[i] = (uint8_t)(i * 3 + 1);
-    struct mroce_sge sge = {(uint64_t)(uintptr_t)l.buf, 100, mroce_vmr_lkey(l.mr)};
+    struct mroce_sge sge = {(uint64_t)(uintptr_t)l.buf, 100, mroce_mr_lkey(l.mr)};
     struct mroce_send_wr swr, *bad;
     memset(&swr, 0, sizeof(swr));
     swr.wr_id = 1;
@@ -382,7 +382,7 @@ static void test_datapath(const char *host, int v6, int full)
 
     /* SEND_IMM from the agent into our receive. */
     struct mroce_sge rsge = {(uint64_t)(uintptr_t)(l.buf + 32768), 4096,
-                             mroce_vmr_lkey(l.mr)};
+                             mroce_mr_lkey(l.mr)};
     struct mroce_recv_wr rwr = {.wr_id = 55, .sg_list = &rsge, .num_sge = 1};
     struct mroce_recv_wr *rbad;
     CHECK_EQ_INT(mroce_post_recv(l.qp, &rwr, &rbad), 0);
@@ -401,7 +401,7 @@ static void test_datapath(const char *host, int v6, int full)
 
     /* WRITE from the agent into our memory. */
     uint64_t laddr = (uint64_t)(uintptr_t)l.buf;
-    uint32_t lrkey = mroce_vmr_rkey(l.mr);
+    uint32_t lrkey = mroce_mr_rkey(l.mr);
     OK(cmd("MR_WRITE mr=%d off=1000 hex=a1a2a3a4a5a6a7a8a9", mr));
     OK(cmd("POST_SEND qp=%d wrid=10 op=WRITE mr=%d off=1000 len=9 raddr=%llu "
            "rkey=0x%x",
@@ -491,9 +491,9 @@ static void test_datapath(const char *host, int v6, int full)
             "signaled=0 fence=1", qp, mr), "ESTATE");
 
     /* A second QP that connects out to ours (QP_CONNECT), then closes. */
-    mroce_vqp *lq2;
-    struct mroce_vqp_init_attr ia;
-    mroce_vqp_init_attr_default(&ia);
+    mroce_qp *lq2;
+    struct mroce_qp_init_attr ia;
+    mroce_qp_init_attr_default(&ia);
     ia.send_cq = l.scq;
     ia.recv_cq = l.rcq;
     CHECK_EQ_INT(mroce_create_qp(l.pd, &ia, &lq2), 0);
@@ -504,7 +504,7 @@ static void test_datapath(const char *host, int v6, int full)
     struct mroce_device_attr da;
     mroce_device_query(l.dev, &da);
     OK(cmd("QP_CONNECT qp=%d host=%s port=%u rqpn=%u", qp2, host, da.port,
-           mroce_vqp_num(lq2)));
+           mroce_qp_num(lq2)));
     CHECK_EQ_INT(mroce_accept(lq2, 3000), 0);
     for (int i = 0; i < 300; i++) {
         r = cmd("QP_STATE qp=%d", qp2);
@@ -650,12 +650,12 @@ static uint64_t now_ns(void)
 
 /* A second local QP on l's device (with its own CQs), for a fresh
  * connection after the first went to ERROR. */
-static int local_qp(struct local *l, mroce_vqp **qp, mroce_vcq **scq)
+static int local_qp(struct local *l, mroce_qp **qp, mroce_cq **scq)
 {
-    struct mroce_vqp_init_attr ia;
-    mroce_vcq *rcq;
+    struct mroce_qp_init_attr ia;
+    mroce_cq *rcq;
     int rc;
-    mroce_vqp_init_attr_default(&ia);
+    mroce_qp_init_attr_default(&ia);
     if ((rc = mroce_create_cq(l->dev, 64, scq)) < 0 ||
         (rc = mroce_create_cq(l->dev, 64, &rcq)) < 0)
         return rc;
@@ -666,11 +666,11 @@ static int local_qp(struct local *l, mroce_vqp **qp, mroce_vcq **scq)
 
 /* One WRITE of 8 bytes from our QP into the agent's region; returns the
  * completion status (-1 if none). */
-static int local_write(struct local *l, mroce_vqp *qp, mroce_vcq *scq,
+static int local_write(struct local *l, mroce_qp *qp, mroce_cq *scq,
                        uint64_t raddr, uint32_t rkey)
 {
     struct mroce_sge sge = {(uint64_t)(uintptr_t)l->buf, 8,
-                            mroce_vmr_lkey(l->mr)};
+                            mroce_mr_lkey(l->mr)};
     struct mroce_send_wr w, *bad;
     struct mroce_wc wc;
     memset(&w, 0, sizeof(w));
@@ -759,8 +759,8 @@ static void test_additions(const char *host, int v6)
     int qp1 = (int)num(kv(r, "qp"));
     uint32_t qpn1 = (uint32_t)num(kv(r, "qpn"));
     OK(cmd("QP_LISTEN qp=%d", qp1));
-    mroce_vqp *q2 = NULL;
-    mroce_vcq *s2 = NULL;
+    mroce_qp *q2 = NULL;
+    mroce_cq *s2 = NULL;
     CHECK_EQ_INT(local_qp(&l, &q2, &s2), 0);
     CHECK_EQ_INT(mroce_connect(q2, host, (uint16_t)ag.udp_port, qpn1, 3000), 0);
     CHECK_EQ_INT(local_write(&l, q2, s2, maddr, mrkey), MROCE_WC_SUCCESS);
@@ -770,7 +770,7 @@ static void test_additions(const char *host, int v6)
 
     /* solicited=1: accepted for SEND, SEND_IMM, WRITE_IMM; delivered. */
     struct mroce_sge rsge = {(uint64_t)(uintptr_t)(l.buf + 4096), 64,
-                             mroce_vmr_lkey(l.mr)};
+                             mroce_mr_lkey(l.mr)};
     struct mroce_recv_wr rwr = {.wr_id = 66, .sg_list = &rsge, .num_sge = 1};
     struct mroce_recv_wr *rbad;
     CHECK_EQ_INT(mroce_post_recv(q2, &rwr, &rbad), 0);

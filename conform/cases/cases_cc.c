@@ -24,7 +24,7 @@ CT_CASE(cc_credit_flag_in_credit_mode, "CC-16 WIRE-8 WIRE-6",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
     struct ct_conn *c = ct_conn_new(t, "cc=credit mtu=1024");
     struct ct_conn *a;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     int got = 0;
 
     ct_conn_connect(c);
@@ -65,7 +65,7 @@ CT_CASE(cc_no_credit_flag_by_default, "CC-16 WIRE-8",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
     struct ct_conn *c = ct_conn_new(t, "cc=delay");
     struct ct_conn *a;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
 
     ct_conn_connect(c);
@@ -119,7 +119,7 @@ CT_CASE(cc_ack_credit_field, "CC-17 REL-14",
 }
 
 /* The newest data packet new_psns / first_new saw (ACKs echo it). */
-static struct mroce_pkt last;
+static struct mrw_pkt last;
 
 /* Distinct new PSNs the IUT sends to c within ms (after hi). */
 static uint32_t new_psns(struct ct_conn *c, int ms, uint32_t *hi, int *any)
@@ -129,10 +129,10 @@ static uint32_t new_psns(struct ct_conn *c, int ms, uint32_t *hi, int *any)
 
     while (ct_now_ns() < end) {
         const struct ct_rx *rx = ct_next(c, 5);
-        if (!rx || !mroce_opcode_has_psn(rx->p.base.opcode))
+        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode))
             continue;
-        if (!*any || mroce_psn_diff(rx->p.base.psn, *hi) > 0) {
-            n += *any ? (uint32_t)mroce_psn_diff(rx->p.base.psn, *hi) : 1;
+        if (!*any || mrw_psn_diff(rx->p.base.psn, *hi) > 0) {
+            n += *any ? (uint32_t)mrw_psn_diff(rx->p.base.psn, *hi) : 1;
             *hi = rx->p.base.psn;
             *any = 1;
             last = rx->p;
@@ -147,7 +147,7 @@ static void first_new(struct ct_conn *c, uint32_t *hi, int *any)
 {
     for (;;) {
         const struct ct_rx *rx = ct_expect_data(c, CT_WAIT);
-        if (*any && mroce_psn_diff(rx->p.base.psn, *hi) <= 0)
+        if (*any && mrw_psn_diff(rx->p.base.psn, *hi) <= 0)
             continue;
         *hi = rx->p.base.psn;
         *any = 1;

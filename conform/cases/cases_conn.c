@@ -13,7 +13,7 @@ CT_CASE(conn_handshake_as_requester, "CONN-8 CONN-13 CONN-14 WIRE-21 SEC-6",
         "with our token, its QPN, non-zero token; QP in RTS")
 {
     struct ct_conn *c = ct_conn_new(t, "");
-    const struct mroce_pkt *r;
+    const struct mrw_pkt *r;
 
     ct_conn_connect(c); /* checks token, Src QPN, sends the confirming ACK */
     r = &c->hs;
@@ -41,7 +41,7 @@ CT_CASE(conn_handshake_as_listener, "CONN-4 CONN-11 CONN-13 WIRE-10",
         "Token 0, PSN = Start PSN; confirming ACK echoes our CONNECT_RESP")
 {
     struct ct_conn *c = ct_conn_new(t, "");
-    const struct mroce_pkt *q;
+    const struct mrw_pkt *q;
 
     ct_conn_accept(c); /* checks Token 0 and the confirming ACK */
     q = &c->hs;
@@ -60,7 +60,7 @@ CT_CASE(conn_dup_connect_req_same_resp, "CONN-9",
         "CONNECT_RESP again (token, Start PSN, QPN), QP still in RTS")
 {
     struct ct_conn *c = ct_conn_new(t, "");
-    struct mroce_pkt req, first;
+    struct mrw_pkt req, first;
     const struct ct_rx *rx;
     uint8_t buf[128];
     size_t n;
@@ -85,7 +85,7 @@ CT_CASE(conn_req_any_listener, "CONN-7 CONN-3",
         "CONNECT_REQ with Dst QPN 0: the LISTEN QP answers with its own QPN")
 {
     struct ct_conn *c = ct_conn_new(t, "");
-    struct mroce_pkt req;
+    struct mrw_pkt req;
     const struct ct_rx *rx;
     uint8_t buf[128];
     size_t n;
@@ -103,10 +103,10 @@ CT_CASE(conn_req_any_listener, "CONN-7 CONN-3",
 /* Sends our CONNECT_REQ to c's LISTEN QP after mutate(); expects silence
  * and the QP still in LISTEN. */
 static void connect_req_dropped(struct ct *t,
-                                void (*mutate)(struct mroce_pkt *))
+                                void (*mutate)(struct mrw_pkt *))
 {
     struct ct_conn *c = ct_conn_new(t, "");
-    struct mroce_pkt req;
+    struct mrw_pkt req;
     uint8_t buf[128];
     size_t n;
 
@@ -119,15 +119,15 @@ static void connect_req_dropped(struct ct *t,
     ct_expect_qp_state(t, c->aqp, "LISTEN", 0);
 }
 
-static void mut_token0(struct mroce_pkt *p)
+static void mut_token0(struct mrw_pkt *p)
 {
     p->u.conn.token = 0;
 }
-static void mut_srcqpn0(struct mroce_pkt *p)
+static void mut_srcqpn0(struct mrw_pkt *p)
 {
     p->u.conn.src_qpn = 0;
 }
-static void mut_other_qpn(struct mroce_pkt *p)
+static void mut_other_qpn(struct mrw_pkt *p)
 {
     p->base.dst_qpn ^= 0x00800000u;
 }

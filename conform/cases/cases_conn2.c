@@ -15,7 +15,7 @@
 
 #include "conform.h"
 
-static int same_connect(const struct mroce_pkt *a, const struct mroce_pkt *b)
+static int same_connect(const struct mrw_pkt *a, const struct mrw_pkt *b)
 {
     return a->base.version == b->base.version &&
            a->base.opcode == b->base.opcode && a->base.flags == b->base.flags &&
@@ -33,7 +33,7 @@ CT_CASE(conn_connect_req_retransmitted, "CONN-5 CONN-13",
         "the handshake")
 {
     struct ct_conn *c = ct_conn_new(t, "min_rto_us=2000");
-    struct mroce_pkt first, resp;
+    struct mrw_pkt first, resp;
     const struct ct_rx *rx;
     int n = 1; /* transmissions seen */
     uint32_t last_ts;
@@ -163,7 +163,7 @@ CT_CASE(conn_resp_wrong_src_qpn_dropped, "CONN-10 SEC-2",
         "confirming ACK, RTS")
 {
     struct ct_conn *c = ct_conn_new(t, "min_rto_us=100000");
-    struct mroce_pkt resp;
+    struct mrw_pkt resp;
     const struct ct_rx *rx;
 
     ct_accept_begin(c, c->qpn);
@@ -187,7 +187,7 @@ CT_CASE(conn_resp_any_listener_src_taken, "CONN-10 CONN-4",
 {
     struct ct_conn *c = ct_conn_new(t, "min_rto_us=100000");
     struct ct_mr mr = ct_mr_reg(t, 64, "lw", 0);
-    struct mroce_pkt resp;
+    struct mrw_pkt resp;
     const struct ct_rx *rx;
 
     ct_accept_begin(c, 0);
@@ -212,7 +212,7 @@ CT_CASE(conn_resp_duplicate_reconfirmed, "CONN-11 REL-14",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_conn_new(t, "");
-    struct mroce_pkt resp;
+    struct mrw_pkt resp;
     const struct ct_rx *rx;
     uint8_t d[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     uint32_t psn;
@@ -293,9 +293,9 @@ CT_CASE(conn_peer_window_bounds_psns, "CONN-12 REL-5",
     end = ct_now_ns() + 150000000ull;
     while (ct_now_ns() < end) {
         const struct ct_rx *rx = ct_next(c, 10);
-        if (!rx || !mroce_opcode_has_psn(rx->p.base.opcode))
+        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode))
             continue;
-        if (!any || mroce_psn_diff(rx->p.base.psn, hi) > 0) {
+        if (!any || mrw_psn_diff(rx->p.base.psn, hi) > 0) {
             hi = rx->p.base.psn;
             any = 1;
         }
@@ -366,7 +366,7 @@ CT_CASE(conn_send_posted_while_connecting, "CONN-22 SEM-1 REL-1",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_conn_new(t, "min_rto_us=100000");
-    struct mroce_pkt resp;
+    struct mrw_pkt resp;
     const struct ct_rx *rx;
 
     ct_accept_begin(c, c->qpn);
@@ -399,7 +399,7 @@ CT_CASE(conn_close_waits_for_outstanding, "CONN-15 CONN-16 CONN-18 CONN-21",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     const char *r;
     uint32_t wpsn;
@@ -448,7 +448,7 @@ CT_CASE(conn_peer_disconnect_flushes, "CONN-17 CONN-19 CONN-2 CONN-21",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0x12);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     const char *r;
     uint8_t d[16];
@@ -498,7 +498,7 @@ CT_CASE(conn_disconnect_retransmitted_then_closed, "CONN-16 CONN-1",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_connect(t, "min_rto_us=2000 retry=2");
     const struct ct_rx *rx;
-    struct mroce_pkt first;
+    struct mrw_pkt first;
 
     ct_post_recv(t, c->aqp, 1, &mr, 0, 64);
     ct_agent(t, "QP_CLOSE qp=%d", c->aqp);
@@ -537,7 +537,7 @@ CT_CASE(conn_error_qp_silent, "CONN-20 CONN-21 SEM-24",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0x2b);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[16];
 
     ct_post_recv(t, c->aqp, 1, &mr, 1024, 64);
@@ -565,7 +565,7 @@ CT_CASE(conn_advertised_parameters, "CONN-4 CONN-8 SEM-11 CC-16",
                               "cc=delay";
     struct ct_conn *a = ct_conn_new(t, opts);
     struct ct_conn *l = ct_conn_new(t, opts);
-    const struct mroce_pkt *h[2];
+    const struct mrw_pkt *h[2];
 
     ct_conn_accept(a);
     ct_conn_connect(l);
@@ -596,7 +596,7 @@ CT_CASE(conn_resp_wrong_token_dropped, "CONN-14 CONN-10 SEC-2",
         "CONNECTING); the right one completes the handshake")
 {
     struct ct_conn *c = ct_conn_new(t, "min_rto_us=100000");
-    struct mroce_pkt resp;
+    struct mrw_pkt resp;
 
     ct_accept_begin(c, c->qpn);
     ct_pkt_connect_resp(c, &resp);
@@ -617,7 +617,7 @@ CT_CASE(conn_stray_disconnect_ack_dropped, "CONN-18 CONN-2",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[8] = {9, 8, 7, 6, 5, 4, 3, 2};
     uint32_t psn;
 
@@ -637,7 +637,7 @@ CT_CASE(conn_disconnect_while_closing, "CONN-17 CONN-15 SEM-23",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     c->auto_ack = 0;
     ct_agent(t,
@@ -659,7 +659,7 @@ CT_CASE(conn_connect_req_after_error_dropped, "CONN-9 CONN-21",
         "CONNECT_RESP, nothing at all")
 {
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt req;
+    struct mrw_pkt req;
     uint8_t buf[128];
     size_t n;
 
@@ -678,7 +678,7 @@ CT_CASE(conn_closing_serves_peer, "CONN-15 SEM-8",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0);
     struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
-    struct mroce_pkt p, ack;
+    struct mrw_pkt p, ack;
     const struct ct_rx *rx;
     uint8_t d[32];
     uint32_t wpsn, rpsn;
@@ -738,7 +738,7 @@ CT_CASE(conn_resp_source_not_checked, "CONN-10 CONN-13 SEC-6",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_conn_new(t, "min_rto_us=100000");
-    struct mroce_pkt resp;
+    struct mrw_pkt resp;
     const struct ct_rx *rx;
     int fd, n;
 
@@ -766,7 +766,7 @@ CT_CASE(conn_any_listener_longest, "CONN-7",
 {
     struct ct_conn *a = ct_conn_new(t, "");
     struct ct_conn *b = ct_conn_new(t, "");
-    struct mroce_pkt req;
+    struct mrw_pkt req;
     const struct ct_rx *rx;
     uint8_t buf[128];
     size_t n;
@@ -791,7 +791,7 @@ CT_CASE(conn_closed_sends_nothing_after_ack, "CONN-19 CONN-17",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[16] = {0};
 
     for (int i = 0; i < 3; i++) {

@@ -14,7 +14,7 @@
 
 /* p: a one-packet request of opcode op at c's next PSN (ct_pkt_req) to
  * raddr/rkey carrying len bytes of data (SEND: raddr and rkey 0). */
-static void req_pkt(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
+static void req_pkt(struct ct_conn *c, struct mrw_pkt *p, uint8_t op,
                     uint64_t raddr, uint32_t rkey, const uint8_t *data,
                     uint32_t len)
 {
@@ -35,7 +35,7 @@ CT_CASE(edge_zero_length_at_region_end, "SEM-17 SEM-4 SEM-8",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0x5c);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
 
     req_pkt(c, &p, MROCE_OP_WRITE, mr.addr + 4096, mr.rkey, NULL, 0);
@@ -62,7 +62,7 @@ CT_CASE(edge_zero_length_at_region_end, "SEM-17 SEM-4 SEM-8",
 /* Sends c's CONNECT_REQ naming dst_qpn from our MetaRoCE port. */
 static void connect_req_to(struct ct_conn *c, uint32_t dst_qpn)
 {
-    struct mroce_pkt req;
+    struct mrw_pkt req;
     uint8_t buf[128];
     size_t n;
 
@@ -115,7 +115,7 @@ CT_CASE(edge_held_fatal_nak_answers_later_refusals,
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt bad, p;
+    struct mrw_pkt bad, p;
     const struct ct_rx *rx;
     uint8_t d[32];
     uint32_t psn0, msn0;
@@ -177,7 +177,7 @@ static void mtu_check(struct ct *t, struct ct_conn *c)
 {
     struct ct_mr mr = ct_mr_reg(t, 8192, "lw,rw", 0x21);
     static uint8_t d[8192];
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     int64_t before;
 
     ct_pattern(d, sizeof(d), 71);

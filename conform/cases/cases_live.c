@@ -81,7 +81,7 @@ CT_CASE(live_keepalive_answered, "REL-35 WIRE-28",
         "the IUT's receive state")
 {
     struct ct_conn *c = ct_accept(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
 
     if (!c)
@@ -169,7 +169,7 @@ CT_CASE(live_silence_survives_rtos, "LOSS-21 LOSS-14 REL-32 LOSS-13",
     t0 = ct_now_ns();
     while (ct_now_ns() - t0 < 700000000ull) {
         rx = ct_rl_next(c, 20);
-        if (!rx || !mroce_opcode_has_psn(rx->p.base.opcode))
+        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode))
             continue;
         if (have && !(rx->p.base.flags & MROCE_F_PROBE))
             retx++;

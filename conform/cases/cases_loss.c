@@ -57,8 +57,8 @@ static unsigned sack_of(uint64_t rel, uint32_t *w)
 /* A retransmission r of the packet o must be its copy (LOSS-15): same
  * opcode, QPN, token, PSN, length, headers and payload; RETX set; FIRST,
  * LAST, IMM, SOLICITED unchanged. */
-static void expect_copy(struct ct *t, const struct mroce_pkt *o,
-                        const struct mroce_pkt *r)
+static void expect_copy(struct ct *t, const struct mrw_pkt *o,
+                        const struct mrw_pkt *r)
 {
     const uint16_t keep =
         MROCE_F_FIRST | MROCE_F_LAST | MROCE_F_IMM | MROCE_F_SOLICITED;
@@ -167,7 +167,7 @@ static void resend_exactly(struct ct *t, unsigned lost)
             break;
         k = rx->p.base.psn - first;
         CT_REQUIRE(t,
-                   mroce_opcode_has_psn(rx->p.base.opcode) && k < 8 &&
+                   mrw_opcode_has_psn(rx->p.base.opcode) && k < 8 &&
                        (lost >> k & 1) && (rx->p.base.flags & MROCE_F_PROBE),
                    "after the last ACK (only probes sent before it may "
                    "follow) the IUT sent %s",
@@ -390,7 +390,7 @@ CT_CASE(loss_retry_exceeded, "LOSS-14 LOSS-13 SEM-25 SEM-23 CONN-20 CONN-21",
     ct_expect_qp_state(t, c->aqp, "ERROR", RL_WAIT);
     /* What was sent meanwhile waits in our socket. */
     while ((rx = ct_rl_next(c, 5)) != NULL) {
-        CT_REQUIRE(t, mroce_opcode_has_psn(rx->p.base.opcode),
+        CT_REQUIRE(t, mrw_opcode_has_psn(rx->p.base.opcode),
                    "expected only retransmissions, got %s", ct_describe(t, rx));
         if (rx->p.base.psn == c->astart && !(rx->p.base.flags & MROCE_F_PROBE))
             rto_retx++;
@@ -409,7 +409,7 @@ CT_CASE(loss_retry_exceeded_responses_only, "LOSS-14 LOSS-13 CONN-20",
     struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000 "
                                          "peer_timeout_ms=0");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0x21);
-    struct mroce_pkt q;
+    struct mrw_pkt q;
     const struct ct_rx *rx;
 
     c->auto_ack = 0;
@@ -459,7 +459,7 @@ static void send_resp(struct ct_conn *c, const struct ct_rl_pkt *req,
                       uint32_t psn0, const uint8_t *data, uint32_t len,
                       uint32_t i, uint16_t extra)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint32_t npk = (len + 1023) / 1024, off = i * 1024;
     uint32_t n = len - off < 1024 ? len - off : 1024;
     uint16_t fl = extra;
@@ -583,7 +583,7 @@ CT_CASE(loss_read_responder_resends_response,
     struct ct_conn *c = ct_accept(t, "mtu=1024 min_rto_us=20000");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
     struct ct_rl_pkt rs[2], r;
-    struct mroce_pkt q;
+    struct mrw_pkt q;
     const struct ct_rx *rx;
     uint8_t d[2000], e[2000];
     uint32_t sack = 1;
@@ -647,7 +647,7 @@ CT_CASE(loss_atomic_resp_replayed, "SEM-13 REL-8 LOSS-15 SEM-12",
     struct ct_conn *c = ct_accept(t, "min_rto_us=10000");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,ra", 0);
     struct ct_rl_pkt a, r;
-    struct mroce_pkt q;
+    struct mrw_pkt q;
     const struct ct_rx *rx;
     uint64_t v = 1000, m;
     uint8_t be[8];

@@ -191,7 +191,7 @@ CT_CASE(more_pd_remote_read_atomic_other_domain, "SEM-27 SEM-17 REL-27",
     char opts[32];
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr,ra", 0x6f);
     struct ct_conn *r, *a;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     snprintf(opts, sizeof(opts), "pd=%d", pd);
     r = ct_connect(t, opts);
@@ -218,7 +218,7 @@ static size_t credit_write(struct ct_conn *c, const struct ct_mr *mr,
                            int ackreq, uint8_t *buf, size_t cap)
 {
     static uint8_t d[16];
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_rl_write_pkt(c, &p, mr, 0, d, sizeof(d), c->snd_nxt,
                     MROCE_F_CREDIT | (ackreq ? MROCE_F_ACK_REQ : 0));
@@ -348,7 +348,7 @@ CT_CASE(more_cc17_credit_share, "CC-17 REL-14 CC-16",
     {
         static uint8_t bufs[2][256];
         size_t len0;
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         ct_rl_write_pkt(b, &p, &mr, 0, z, sizeof(z), b->snd_nxt, 0);
         b->snd_nxt++;
         b->msn++;
@@ -463,7 +463,7 @@ CT_CASE(more_conn6_long_handshake_timeout, "CONN-6 CONN-10 CONN-11",
         "completes the handshake (confirming ACK, RTS)")
 {
     struct ct_conn *c = ct_conn_new(t, "handshake_timeout_ms=3000");
-    struct mroce_pkt resp;
+    struct mrw_pkt resp;
     const struct ct_rx *rx;
     uint64_t end;
 
@@ -503,7 +503,7 @@ CT_CASE(more_conn6_long_handshake_timeout, "CONN-6 CONN-10 CONN-11",
 
 /* A one-packet WRITE of 16 bytes without ACK_REQ at c's next PSN. */
 static void plain_write(struct ct_conn *c, const struct ct_mr *mr,
-                        struct mroce_pkt *p)
+                        struct mrw_pkt *p)
 {
     static uint8_t d[16];
 
@@ -526,7 +526,7 @@ static int mad_attempt(struct ct_conn *c, const struct ct_mr *mr,
     uint64_t bound = mad_ns + (uint64_t)ct_ms(t, MORE_SCHED_MS) * 1000000u;
 
     for (int i = 0; i < 5; i++) {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         const struct ct_rx *rx;
         uint64_t t0 = ct_now_ns(), rtt;
 
@@ -610,7 +610,7 @@ CT_CASE(more_rel19_timer_from_first_packet, "REL-19 REL-16",
     uint64_t bound = (60 + (uint64_t)ct_ms(t, 20)) * 1000000u;
 
     for (int attempt = 1;; attempt++) {
-        struct mroce_pkt p1, p2;
+        struct mrw_pkt p1, p2;
         const struct ct_rx *rx;
         uint64_t t1, t2, now;
 

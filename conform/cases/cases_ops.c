@@ -35,7 +35,7 @@ static void read_check(struct ct *t, uint32_t mtu, uint32_t tmtu, uint32_t off,
     static uint8_t d[16384];
     struct ct_mr mr = ct_mr_reg(t, 16384, "lw,rr", 0);
     struct ct_conn *c;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     char opts[64];
     uint32_t m, npk, got = 0;
 
@@ -54,7 +54,7 @@ static void read_check(struct ct *t, uint32_t mtu, uint32_t tmtu, uint32_t off,
     while (got < npk) {
         const struct ct_rx *rx =
             ct_expect_op(c, MROCE_OP_READ_RESP, 1, CT_WAIT);
-        const struct mroce_pkt *r = &rx->p;
+        const struct mrw_pkt *r = &rx->p;
         uint32_t o = got * m, n = len - o < m ? len - o : m;
         uint16_t want = (got == 0 ? MROCE_F_FIRST : 0) |
                         (got == npk - 1 ? MROCE_F_LAST : 0);
@@ -129,7 +129,7 @@ CT_CASE(ops_read_out_of_bounds, "SEM-17 SEC-3 REL-27 REL-22",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     const struct ct_rx *rx;
 
@@ -151,7 +151,7 @@ CT_CASE(ops_read_out_of_bounds, "SEM-17 SEC-3 REL-27 REL-22",
 
 /* Sends atomic p, consumes it, waits for its ATOMIC_RESP (first
  * transmission) and checks its fields; returns the original value. */
-static uint64_t atomic_do(struct ct_conn *c, struct mroce_pkt *p,
+static uint64_t atomic_do(struct ct_conn *c, struct mrw_pkt *p,
                           uint32_t want_psn)
 {
     struct ct *t = c->t;
@@ -220,7 +220,7 @@ CT_CASE(ops_fetch_add, "SEM-12 SEM-26 REL-1",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint64_t o1, o2, v1, add2;
     int be;
 
@@ -245,7 +245,7 @@ CT_CASE(ops_cmp_swap_equal, "SEM-12",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint64_t o;
     int be;
 
@@ -268,7 +268,7 @@ CT_CASE(ops_atomic_in_reported_order, "SEM-12",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0);
     struct ct_conn *c;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const uint64_t v = 0x0123456789abcdefull, w = 0xfedcba9876543210ull;
     uint8_t b[8];
     int be = ct_atomic_be(t);
@@ -294,7 +294,7 @@ CT_CASE(ops_cmp_swap_differs, "SEM-12",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint64_t o;
 
     ct_mr_write(t, &mr, 8, init_bytes, 8);
@@ -311,7 +311,7 @@ CT_CASE(ops_atomic_unaligned, "SEM-12 SEM-17 REL-27",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0x5c);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_pkt_atomic(c, &p, MROCE_OP_FETCH_ADD, &mr, 12, 1, 0);
     ct_send(c, &p);
@@ -326,7 +326,7 @@ CT_CASE(ops_atomic_unaligned_before_key, "SEM-17",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_pkt_atomic(c, &p, MROCE_OP_CMP_SWAP, &mr, 2, 1, 0);
     p.u.rq.req.rkey ^= 0x00ff0000;
@@ -340,7 +340,7 @@ CT_CASE(ops_atomic_without_permission, "SEM-17 SEC-3 REL-27",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,rw,rr", 0x21);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_pkt_atomic(c, &p, MROCE_OP_FETCH_ADD, &mr, 8, 1, 0);
     ct_send(c, &p);
@@ -368,7 +368,7 @@ CT_CASE(ops_atomic_duplicate_executed_once, "SEM-13 REL-8 REL-16",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint64_t o;
 
     ct_pkt_atomic(c, &p, MROCE_OP_FETCH_ADD, &mr, 0, 1, 0);
@@ -425,7 +425,7 @@ CT_CASE(ops_atomic_response_replayed, "SEM-13 LOSS-15 REL-8",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,ra", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint64_t end;
     int resps = 0, dups = 0;
@@ -467,7 +467,7 @@ CT_CASE(ops_atomic_waits_for_earlier_write, "SEM-26 SEM-12 REL-20",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,rw,ra", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt w, a;
+    struct mrw_pkt w, a;
     const struct ct_rx *rx;
     uint8_t v[8];
     uint64_t o;
@@ -505,7 +505,7 @@ CT_CASE(ops_read_waits_for_earlier_write, "SEM-26 SEM-10 SEM-8",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0x66);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt w, r;
+    struct mrw_pkt w, r;
     const struct ct_rx *rx;
     uint8_t d[200];
 
@@ -537,7 +537,7 @@ CT_CASE(ops_recv_waits_for_earlier_write, "SEM-24 SEM-5",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt w, s;
+    struct mrw_pkt w, s;
     uint8_t d[64], e[32];
 
     ct_pattern(d, sizeof(d), 23);
@@ -573,7 +573,7 @@ CT_CASE(ops_send_multi_packet_reordered, "SEM-5 SEM-24 SEM-3",
     static uint8_t d[2500];
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_connect(t, "mtu=1024");
-    struct mroce_pkt p[3];
+    struct mrw_pkt p[3];
     struct ct_wc wc;
     static const int order[3] = {2, 0, 1};
 
@@ -610,7 +610,7 @@ CT_CASE(ops_send_duplicate_not_delivered_again, "REL-8 SEM-2 SEM-5",
 {
     struct ct_mr mr = ct_mr_reg(t, 8192, "lw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[100], e[40];
 
@@ -762,7 +762,7 @@ CT_CASE(ops_send_longer_than_receive, "SEM-20 SEM-16 SEM-25 REL-27",
     static uint8_t d[1500];
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0x2a);
     struct ct_conn *c = ct_connect(t, "mtu=1024");
-    struct mroce_pkt p0, p1;
+    struct mrw_pkt p0, p1;
     struct ct_wc wc;
 
     ct_pattern(d, sizeof(d), 30);
@@ -794,7 +794,7 @@ CT_CASE(ops_send_longer_than_receive, "SEM-20 SEM-16 SEM-25 REL-27",
 
 /* Sends packet 0 (1024 of 2048 bytes) of a SEND for receive 0 and checks
  * it is accepted; returns it for the case to follow up. */
-static void send_half(struct ct_conn *c, struct mroce_pkt *p0, const uint8_t *d)
+static void send_half(struct ct_conn *c, struct mrw_pkt *p0, const uint8_t *d)
 {
     ct_pkt_req(c, p0, MROCE_OP_SEND);
     p0->base.flags = MROCE_F_FIRST | MROCE_F_ACK_REQ;
@@ -814,7 +814,7 @@ CT_CASE(ops_send_msg_len_mismatch, "SEM-19 SEM-16 REL-27",
     static uint8_t d[2048];
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_connect(t, "mtu=1024");
-    struct mroce_pkt p0, p1;
+    struct mrw_pkt p0, p1;
 
     ct_pattern(d, sizeof(d), 31);
     ct_post_recv(t, c->aqp, 12, &mr, 0, 4096);
@@ -841,7 +841,7 @@ CT_CASE(ops_write_imm_opcode_mismatch, "SEM-19 SEM-16 REL-27",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_mr wm = ct_mr_reg(t, 4096, "lw,rw", 0x90);
     struct ct_conn *c = ct_connect(t, "mtu=1024");
-    struct mroce_pkt p0, w;
+    struct mrw_pkt p0, w;
 
     ct_pattern(d, sizeof(d), 32);
     ct_post_recv(t, c->aqp, 13, &mr, 0, 4096);
@@ -871,7 +871,7 @@ CT_CASE(ops_send_stale_rsn_dropped, "SEM-18 SEC-2 REL-10",
 {
     struct ct_mr mr = ct_mr_reg(t, 8192, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt s;
+    struct mrw_pkt s;
     const struct ct_rx *rx;
     uint8_t d[50], w[16];
     uint32_t stale, wpsn;
@@ -909,7 +909,7 @@ CT_CASE(ops_read_resp_reread_on_retransmission, "SEM-10 LOSS-15",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0x01);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[64];
     uint64_t end;
@@ -950,7 +950,7 @@ CT_CASE(ops_range_overflow_refused, "SEM-17 SEC-1 SEC-3",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0x45);
     struct ct_conn *c = ct_connect(t, "");
     struct ct_conn *c2 = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[32];
 
     ct_pattern(d, sizeof(d), 81);
@@ -974,7 +974,7 @@ CT_CASE(ops_read_zero_length_outside_region, "SEM-17 SEM-4",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_pkt_read(c, &p, &mr, 4096 + 64, 0);
     ct_send(c, &p);
@@ -989,7 +989,7 @@ CT_CASE(ops_sends_bound_by_rsn_not_arrival, "SEM-2 SEM-5 SEM-24",
 {
     struct ct_mr mr = ct_mr_reg(t, 8192, "lw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt s0, s1;
+    struct mrw_pkt s0, s1;
     struct ct_wc wc;
     uint8_t a[40], b[70];
 
@@ -1025,7 +1025,7 @@ CT_CASE(ops_send_rsn_beyond_posted_rnr, "SEM-18 REL-27",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0x0f);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt s;
+    struct mrw_pkt s;
     uint8_t d[20];
 
     ct_pattern(d, sizeof(d), 92);
@@ -1050,7 +1050,7 @@ CT_CASE(ops_failed_receive_completes_in_order, "SEM-24 SEM-20 SEM-23",
     static uint8_t d[2048];
     struct ct_mr mr = ct_mr_reg(t, 8192, "lw", 0);
     struct ct_conn *c = ct_connect(t, "mtu=1024");
-    struct mroce_pkt a0, a1, b;
+    struct mrw_pkt a0, a1, b;
     struct ct_wc wc;
 
     ct_pattern(d, sizeof(d), 93);
@@ -1092,7 +1092,7 @@ CT_CASE(ops_atomics_executed_in_psn_order, "SEM-26 SEM-12",
 {
     struct ct_mr mr = ct_mr_reg(t, 64, "lw,rw,ra", 0x33);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt w, cs, fa;
+    struct mrw_pkt w, cs, fa;
     uint8_t z[8] = {0};
     int got = 0;
 
@@ -1141,7 +1141,7 @@ CT_CASE(ops_region_held_by_pending_read, "SEM-26 SEM-17",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0x5a);
     struct ct_mr other = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt w, r;
+    struct mrw_pkt w, r;
     const struct ct_rx *rx;
     const char *rep;
     uint8_t d[8] = {1, 1, 1, 1, 1, 1, 1, 1};
@@ -1221,7 +1221,7 @@ CT_CASE(ops_placed_receive_flushed_on_error, "SEM-24 CONN-20",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt s;
+    struct mrw_pkt s;
     uint8_t d[32];
 
     ct_pattern(d, sizeof(d), 95);

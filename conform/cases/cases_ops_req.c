@@ -23,7 +23,7 @@ static const struct ct_rx *next_new_data(struct ct_conn *c, uint32_t *seen_hi,
 {
     for (;;) {
         const struct ct_rx *rx = ct_expect_data(c, CT_WAIT);
-        if (*any && mroce_psn_diff(rx->p.base.psn, *seen_hi) <= 0)
+        if (*any && mrw_psn_diff(rx->p.base.psn, *seen_hi) <= 0)
             continue;
         CT_REQUIRE(c->t, !(rx->p.base.flags & MROCE_F_RETX),
                    "first transmission of PSN %u carries RETX", rx->p.base.psn);
@@ -38,7 +38,7 @@ static void send_resp(struct ct_conn *c, uint8_t op, uint32_t req_msn,
                       uint32_t msg_len, uint32_t off, const uint8_t *pay,
                       uint32_t n, uint32_t psn)
 {
-    struct mroce_pkt r;
+    struct mrw_pkt r;
 
     ct_pkt_ctl(c, &r, op);
     r.base.psn = psn;
@@ -62,7 +62,7 @@ CT_CASE(ops_iut_read_request_and_placement, "SEM-8 SEM-22 SEM-3",
     struct ct_mr mr = ct_mr_reg(t, 8192, "lw", 0x5e);
     struct ct_conn *c;
     const struct ct_rx *rx;
-    struct mroce_pkt q;
+    struct mrw_pkt q;
     struct ct_wc wc;
     uint32_t first;
 
@@ -157,7 +157,7 @@ CT_CASE(ops_iut_atomics_requests_and_results, "SEM-12 SEM-22",
     struct ct_mr mr = ct_mr_reg(t, 64, "lw", 0);
     struct ct_conn *c = ct_accept(t, "");
     const struct ct_rx *rx;
-    struct mroce_pkt a, b;
+    struct mrw_pkt a, b;
     uint8_t o1[8], o2[8], got[8];
     uint32_t hi = 0, psn;
     int any = 0;
@@ -227,7 +227,7 @@ CT_CASE(ops_iut_msn_rsn_and_imm, "SEM-1 SEM-2 SEM-7 SEM-22 SEM-23",
                                  "READ", "WRITE_IMM", "FETCH_ADD"};
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "");
-    struct mroce_pkt q[6];
+    struct mrw_pkt q[6];
     uint32_t hi = 0;
     int any = 0, rsn = 0;
     uint8_t r8[8] = {0};
@@ -302,7 +302,7 @@ CT_CASE(ops_iut_multi_packet_fields, "SEM-3 SEM-7 REL-23 WIRE-26",
     static uint8_t d[2500];
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "mtu=1024");
-    struct mroce_pkt q[3];
+    struct mrw_pkt q[3];
     uint32_t hi = 0;
     int any = 0;
 
@@ -367,7 +367,7 @@ static void iut_nak(struct ct *t, uint8_t code, const char *status)
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_mr rm = ct_mr_reg(t, 4096, "lw,rw", 0x6b);
     struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
-    struct mroce_pkt q[3], ack;
+    struct mrw_pkt q[3], ack;
     const char *r;
     uint32_t hi = 0;
     int any = 0;
@@ -507,7 +507,7 @@ CT_CASE(ops_iut_completion_order, "SEM-23 SEM-22 REL-25",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
-    struct mroce_pkt q[2], ack;
+    struct mrw_pkt q[2], ack;
     uint32_t hi = 0;
     int any = 0;
 
@@ -624,7 +624,7 @@ CT_CASE(ops_iut_unfinished_earlier_flushed, "SEM-23 REL-28 CONN-20",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
-    struct mroce_pkt q[3];
+    struct mrw_pkt q[3];
     uint32_t hi = 0;
     int any = 0;
 
@@ -651,7 +651,7 @@ CT_CASE(ops_iut_nak_cum_completes_earlier, "REL-28 SEM-23 SEM-25",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
-    struct mroce_pkt q[2];
+    struct mrw_pkt q[2];
     uint32_t hi = 0;
     int any = 0;
 
@@ -817,7 +817,7 @@ CT_CASE(ops_iut_rnr_holds_whole_message, "REL-30 REL-29 SEM-3",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "mtu=1024 min_rto_us=100000");
-    struct mroce_pkt q[3];
+    struct mrw_pkt q[3];
     uint32_t hi = 0;
     int any = 0, seen = 0;
     uint64_t naked, end;
@@ -834,7 +834,7 @@ CT_CASE(ops_iut_rnr_holds_whole_message, "REL-30 REL-29 SEM-3",
     while (seen != 7) {
         const struct ct_rx *rx = ct_next(c, 10);
         uint32_t k;
-        if (!rx || !mroce_opcode_has_psn(rx->p.base.opcode)) {
+        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode)) {
             CT_REQUIRE(t, ct_now_ns() < end,
                        "after the RNR NAK only packets 0x%x of the SEND "
                        "were resent within %d ms (REL-30: every "

@@ -22,10 +22,10 @@
 /* A one-packet WRITE of 64 bytes at PSN c->snd_nxt from entropy socket e,
  * with ACK_REQ unless no_req; consumes the PSN and MSN. */
 static void write_on(struct ct_conn *c, const struct ct_mr *mr, int e,
-                     int no_req, int ecn, struct mroce_pkt *out)
+                     int no_req, int ecn, struct mrw_pkt *out)
 {
     static uint8_t d[64];
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint32_t k = c->snd_nxt - c->start_psn;
 
     ct_pattern(d, sizeof(d), c->snd_nxt);
@@ -62,7 +62,7 @@ CT_CASE(path_ack_echoes_entropy, "REL-22 PATH-12 REL-16 WIRE-10",
     int n = ct_num_entropies(t) < 4 ? ct_num_entropies(t) : 4;
 
     for (int e = 0; e < n; e++) {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         const struct ct_rx *rx;
 
         write_on(c, &mr, e, 0, CT_ECN_ECT0, &p);
@@ -83,7 +83,7 @@ CT_CASE(path_nak_echoes_entropy, "REL-22 PATH-12 REL-27",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[32];
     int e = ct_num_entropies(t) > 2 ? 2 : 0;
@@ -105,7 +105,7 @@ CT_CASE(path_dup_ack_on_new_entropy, "REL-16 REL-22 REL-8 PATH-12",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[32];
 
@@ -138,7 +138,7 @@ CT_CASE(path_ecn_echo_per_path, "REL-16 REL-17 REL-20 WIRE-11 PATH-12",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt a, b;
+    struct mrw_pkt a, b;
     const struct ct_rx *rx;
 
     if (ct_num_entropies(t) < 2)
@@ -165,7 +165,7 @@ CT_CASE(path_ack_of_response_echoes_entropy, "REL-22 PATH-12 REL-16",
     struct ct_conn *c = ct_accept(t, "min_rto_us=20000");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_rl_pkt req;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[64];
     int e = ct_num_entropies(t) > 5 ? 5 : ct_num_entropies(t) - 1;
@@ -200,7 +200,7 @@ CT_CASE(path_any_entropy_accepted, "PATH-13 WIRE-10 REL-11 SEM-6",
     CT_EQ(t, "negotiated MTU", 1024, c->mtu);
     ct_pattern(d, sizeof(d), 53);
     for (int i = 3; i >= 0; i--) {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         ct_pkt_req(c, &p, MROCE_OP_WRITE);
         p.base.psn = first + (uint32_t)i;
         p.base.flags = (uint16_t)((i == 0 ? MROCE_F_FIRST : 0) |
@@ -349,7 +349,7 @@ CT_CASE(path_disconnect_on_slot0, "PATH-12 CONN-15",
             break;
         CT_REQUIRE(t,
                    rx->p.base.opcode == MROCE_OP_ACK ||
-                       (mroce_opcode_has_psn(rx->p.base.opcode) &&
+                       (mrw_opcode_has_psn(rx->p.base.opcode) &&
                         (rx->p.base.flags & MROCE_F_RETX)),
                    "expected DISCONNECT, got %s", ct_describe(t, rx));
         ct_log(t, "before DISCONNECT: %s", ct_describe(t, rx));

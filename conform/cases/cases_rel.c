@@ -14,7 +14,7 @@ CT_CASE(rel_ce_echoed_at_once, "REL-20 REL-16 REL-17 WIRE-11",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[32];
 
@@ -42,7 +42,7 @@ CT_CASE(rel_duplicate_not_placed_again, "REL-8 REL-7 REL-16",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[32], e[32];
 

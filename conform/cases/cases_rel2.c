@@ -25,10 +25,10 @@
 /* A one-packet WRITE of 64 bytes at PSN psn into mr at offset
  * 64 * (psn - base) % len, pattern seed psn; flags added to FIRST|LAST. */
 static void wr64(struct ct_conn *c, const struct ct_mr *mr, uint32_t base,
-                 uint32_t psn, uint16_t flags, struct mroce_pkt *out)
+                 uint32_t psn, uint16_t flags, struct mrw_pkt *out)
 {
     static uint8_t d[64];
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint32_t off = (uint32_t)(64u * (psn - base)) % (mr->len - 64u + 1u);
 
     ct_pattern(d, sizeof(d), psn);
@@ -68,7 +68,7 @@ static const struct ct_rx *ack_echoing(struct ct_conn *c, uint32_t psn,
 }
 
 /* The SACK words of ack must be exactly want[0..nwant). */
-static void expect_sack(struct ct *t, const struct mroce_pkt *ack,
+static void expect_sack(struct ct *t, const struct mrw_pkt *ack,
                         const uint32_t *want, unsigned nwant)
 {
     char g[128] = "", w[128] = "";
@@ -231,7 +231,7 @@ static int ack_delay_attempt(struct ct_conn *c, const struct ct_mr *mr,
     uint64_t bound = (uint64_t)ct_ms(t, SCHED_ALLOWANCE_MS) * 1000000u;
 
     for (int i = 0; i < 5; i++) {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         const struct ct_rx *rx;
         uint64_t t0 = ct_now_ns(), rtt;
 
@@ -325,20 +325,20 @@ CT_CASE(rel2_ack_freq_four, "REL-18 REL-18a REL-21 REL-11",
      * send the ACKs due once per 16 packets of a batch. */
     for (uint32_t i = 0; i < N; i++) {
         static uint8_t d[64];
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         ct_pattern(d, sizeof(d), P + i);
         ct_rl_write_pkt(c, &p, &mr, 64 * (i % 64), d, sizeof(d), P + i, 0);
         lens[i] = ct_encode(t, &p, bufs[i], sizeof(bufs[i]));
     }
     for (int i = 0; i < N; i++)
         ct_send_raw(t, c->entropy, bufs[i], lens[i], CT_ECN_ECT0);
-    while (mroce_psn_diff(last, P + N) < 0) {
+    while (mrw_psn_diff(last, P + N) < 0) {
         const struct ct_rx *rx = ct_rl_next(c, RL_WAIT);
         if (!rx)
             ct_fail(t, "ACKs stopped at Cum PSN %u, expected %u", last, P + N);
         if (rx->p.base.opcode != MROCE_OP_ACK)
             ct_fail(t, "expected ACKs, got %s", ct_describe(t, rx));
-        CT_REQUIRE(t, mroce_psn_diff(rx->p.u.ack.cum_psn, last) >= 0,
+        CT_REQUIRE(t, mrw_psn_diff(rx->p.u.ack.cum_psn, last) >= 0,
                    "ACK Cum PSN went back from %u to %u", last,
                    rx->p.u.ack.cum_psn);
         nacks++;
@@ -412,7 +412,7 @@ CT_CASE(rel2_far_ahead_dropped, "REL-9 REL-7 REL-3",
     struct ct_conn *c = ct_connect(t, "");
     uint32_t P = c->snd_nxt;
     int64_t dw = ct_rl_counter(t, c->aqp, "drop_window");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[64];
 
     ct_pattern(d, sizeof(d), 77);
@@ -438,7 +438,7 @@ CT_CASE(rel2_far_behind_is_duplicate, "REL-7 REL-8 REL-3 REL-16",
     int64_t dups = ct_rl_counter(t, c->aqp, "rx_dups");
 
     for (int i = 0; i < 2; i++) {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         const struct ct_rx *rx;
         uint8_t d[64];
 
@@ -463,7 +463,7 @@ CT_CASE(rel2_dup_of_sacked_not_placed, "REL-8 REL-7 REL-15 REL-17",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
     uint32_t P = c->snd_nxt, want = 2;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[64], e[64];
 
@@ -667,7 +667,7 @@ CT_CASE(rel2_sack_acks_but_completes_in_order, "REL-25 SEM-23 SEM-22",
         const struct ct_rx *rx = ct_rl_next(c, 10);
         if (!rx)
             continue;
-        if (!mroce_opcode_has_psn(rx->p.base.opcode))
+        if (!mrw_opcode_has_psn(rx->p.base.opcode))
             ct_fail(t, "expected only retransmissions, got %s",
                     ct_describe(t, rx));
         ct_rl_save(rx, &r);
@@ -744,7 +744,7 @@ CT_CASE(rel2_sack_bits_outside_ignored, "REL-24 REL-25",
         if (!rx)
             continue;
         CT_REQUIRE(t,
-                   mroce_opcode_has_psn(rx->p.base.opcode) &&
+                   mrw_opcode_has_psn(rx->p.base.opcode) &&
                        rx->p.base.psn == pk[0].p.base.psn,
                    "after SACKing the 2nd PSN we got %s (only the 1st may "
                    "be resent, REL-25)",

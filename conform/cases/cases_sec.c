@@ -15,7 +15,7 @@ CT_CASE(sec_wrong_token_dropped, "CONN-14 SEC-2 SEC-3",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0x11);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[64];
 
@@ -44,7 +44,7 @@ CT_CASE(sec_listen_qp_drops_data, "CONN-14 CONN-2 SEC-2 SEC-7",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_conn_new(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[32];
 
     ct_conn_listen(c);

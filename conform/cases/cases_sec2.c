@@ -20,7 +20,7 @@ CT_CASE(sec_no_nak_without_token, "SEC-2 CONN-14 SEC-6",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0x3e);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt w, r, s;
+    struct mrw_pkt w, r, s;
     uint8_t d[32];
 
     ct_pattern(d, sizeof(d), 60);
@@ -60,7 +60,7 @@ CT_CASE(sec_forged_ack_nak_disconnect_ignored, "CONN-14 SEC-2 SEC-7",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "min_rto_us=100000");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint32_t psn;
 
@@ -102,7 +102,7 @@ CT_CASE(sec_old_connection_replay_dropped, "SEC-2 SEC-4 CONN-7 CONN-14",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c1 = ct_connect(t, "");
     struct ct_conn *c2;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[32], e[32];
     uint32_t psn;
 
@@ -139,7 +139,7 @@ CT_CASE(sec_replies_only_to_peer_address, "SEC-6 CONN-13 REL-22 WIRE-10",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[24];
     int fd, n;
@@ -182,7 +182,7 @@ CT_CASE(sec_connect_req_no_amplification, "SEC-6 CONN-13 CONN-8",
         "port, nothing to our other ports")
 {
     struct ct_conn *c = ct_conn_new(t, "");
-    struct mroce_pkt req;
+    struct mrw_pkt req;
     int fd, n;
 
     ct_conn_listen(c);
@@ -205,7 +205,7 @@ CT_CASE(sec_response_slots_bounded, "SEM-11 SEC-7 SEM-26",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
     struct ct_conn *c = ct_connect(t, "max_rd_atomic=1 min_rto_us=100000");
-    struct mroce_pkt r[3];
+    struct mrw_pkt r[3];
     const struct ct_rx *rx;
     uint64_t end;
     int resp[3] = {0, 0, 0};
@@ -265,7 +265,7 @@ CT_CASE(sec_connect_req_to_connected_qp, "CONN-7 SEC-7 CONN-9",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt req;
+    struct mrw_pkt req;
     uint8_t buf[128], d[8] = {4, 4, 4, 4, 4, 4, 4, 4};
     size_t n;
     uint32_t psn;
@@ -290,7 +290,7 @@ CT_CASE(sec_deregistered_key_refused, "SEM-17 SEC-3",
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw,rr", 0);
     struct ct_conn *c = ct_connect(t, "");
     struct ct_conn *c2 = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[16] = {0};
     uint32_t psn;
 

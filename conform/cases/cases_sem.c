@@ -97,7 +97,7 @@ static void write_naked(struct ct *t, const char *access, int64_t addr_off,
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, access, 0x33);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[256];
 
@@ -158,7 +158,7 @@ CT_CASE(sem_nak_message_past_end, "SEM-17 SEC-3",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0x44);
     struct ct_conn *c = ct_connect(t, "mtu=1024");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[1024];
 
     ct_pattern(d, sizeof(d), 11);
@@ -194,7 +194,7 @@ CT_CASE(sem_nak_read_without_permission, "SEM-17 REL-27 SEC-3",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_pkt_req(c, &p, MROCE_OP_READ_REQ);
     p.u.rq.req.raddr = mr.addr;
@@ -211,7 +211,7 @@ CT_CASE(sem_fatal_nak_sticky, "REL-27 REL-12",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[16];
 
     ct_pattern(d, sizeof(d), 3);
@@ -235,7 +235,7 @@ CT_CASE(sem_rnr_nak_without_receive, "SEM-18 REL-27 WIRE-20",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[48];
 

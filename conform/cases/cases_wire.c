@@ -15,7 +15,7 @@
 struct mal {
     struct ct_conn *c;
     struct ct_mr mr;
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t d[32];
     uint8_t buf[512];
     size_t len;
@@ -230,7 +230,7 @@ CT_CASE(wire_imm_on_read_req_dropped, "WIRE-26 WIRE-6 SEM-8",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
     struct ct_conn *c = ct_connect(t, "");
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     const struct ct_rx *rx;
     uint8_t d[16];
 

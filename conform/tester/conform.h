@@ -184,12 +184,12 @@ struct ct_conn {
     uint32_t aqpn;   /* its QPN */
     uint64_t atoken; /* token the IUT chose: in every packet we send */
     uint32_t astart; /* IUT's Start PSN */
-    struct mroce_conn_hdr apar; /* IUT's CONN header as received */
+    struct mrw_conn_hdr apar; /* IUT's CONN header as received */
     /* The tester's QP. */
     uint32_t qpn;
     uint64_t token;            /* our token: the IUT must send it */
     uint32_t start_psn;        /* our Start PSN */
-    struct mroce_conn_hdr par; /* what we advertise (set before connecting) */
+    struct mrw_conn_hdr par; /* what we advertise (set before connecting) */
     uint16_t mtu;              /* negotiated: min of both */
     /* Our sending state (our PSN space). */
     uint32_t snd_nxt; /* next PSN to assign */
@@ -205,7 +205,7 @@ struct ct_conn {
     int connected;
     int listening;       /* QP_LISTEN done */
     uint32_t imm;        /* Immediate used by ct_send_* with MROCE_F_IMM */
-    struct mroce_pkt hs; /* the IUT's CONNECT_REQ or CONNECT_RESP */
+    struct mrw_pkt hs; /* the IUT's CONNECT_REQ or CONNECT_RESP */
     uint16_t hs_sport;   /* its UDP source port */
     int hs_sock;         /* the socket it reached (-1: our MetaRoCE port) */
     struct sockaddr_storage peer; /* where we send: the IUT's address, or
@@ -229,23 +229,23 @@ struct ct_conn *ct_connect(struct ct *t, const char *qp_opts);
 struct ct_conn *ct_accept(struct ct *t, const char *qp_opts);
 
 /* Builds our CONNECT_REQ for c (Dst QPN = c->aqpn). */
-void ct_pkt_connect_req(struct ct_conn *c, struct mroce_pkt *p);
+void ct_pkt_connect_req(struct ct_conn *c, struct mrw_pkt *p);
 /* Fills p as a single-packet request of opcode op at PSN c->snd_nxt:
  * FIRST|LAST|ACK_REQ, MSN c->msn, RSN c->rsn, TSval now, Entropy of
  * socket c->entropy.  Consumes nothing: the case advances c->snd_nxt etc. */
-void ct_pkt_req(struct ct_conn *c, struct mroce_pkt *p, uint8_t op);
+void ct_pkt_req(struct ct_conn *c, struct mrw_pkt *p, uint8_t op);
 /* Fills p as a control packet (ACK, NAK, DISCONNECT...) of c, PSN snd_nxt. */
-void ct_pkt_ctl(struct ct_conn *c, struct mroce_pkt *p, uint8_t op);
+void ct_pkt_ctl(struct ct_conn *c, struct mrw_pkt *p, uint8_t op);
 /* Encodes p into buf (payload from p->payload); returns the length, fails
  * the case if it does not fit. */
-size_t ct_encode(struct ct *t, const struct mroce_pkt *p, uint8_t *buf,
+size_t ct_encode(struct ct *t, const struct mrw_pkt *p, uint8_t *buf,
                  size_t cap);
 /* Recomputes the CRC trailer of an encoded packet of len bytes. */
 void ct_reseal(uint8_t *buf, size_t len);
 /* Sends p from the entropy socket whose port is p->base.entropy (else
  * socket 0) with ECN ECT(0) / with the given ECN code point. */
-void ct_send(struct ct_conn *c, const struct mroce_pkt *p);
-void ct_send_ecn(struct ct_conn *c, const struct mroce_pkt *p, int ecn);
+void ct_send(struct ct_conn *c, const struct mrw_pkt *p);
+void ct_send_ecn(struct ct_conn *c, const struct mrw_pkt *p, int ecn);
 /* Sends raw bytes to the IUT from entropy socket e (index) with ecn. */
 void ct_send_raw(struct ct *t, int e, const uint8_t *buf, size_t len, int ecn);
 /* UDP port of the IUT's MetaRoCE address (--udp). */
@@ -263,7 +263,7 @@ uint32_t ct_send_write(struct ct_conn *c, const struct ct_mr *mr, uint64_t off,
 uint32_t ct_send_send(struct ct_conn *c, const void *data, uint32_t len,
                       uint16_t flags);
 /* Sends an ACK for our receive state echoing `echo` (NULL: cum PSN). */
-void ct_send_ack(struct ct_conn *c, const struct mroce_pkt *echo);
+void ct_send_ack(struct ct_conn *c, const struct mrw_pkt *echo);
 
 /* ---- receiving and judging (expect.c) ---- */
 
@@ -271,8 +271,8 @@ void ct_send_ack(struct ct_conn *c, const struct mroce_pkt *echo);
 struct ct_rx {
     uint8_t buf[65536];
     size_t len;
-    int rc;             /* mroce_pkt_decode() result */
-    struct mroce_pkt p; /* valid when rc == 0 */
+    int rc;             /* mrw_pkt_decode() result */
+    struct mrw_pkt p; /* valid when rc == 0 */
     int ecn;            /* IP ECN bits, -1 if unknown */
     uint16_t sport;     /* UDP source port */
     char from[64];      /* source "ip:port" */
@@ -303,7 +303,7 @@ const struct ct_rx *ct_expect_nak(struct ct_conn *c, uint32_t psn, uint8_t code,
                                   int wait_ms);
 /* 1 if the ACK in rx reports psn as received (Cum PSN after it, or its SACK
  * bit). */
-int ct_ack_covers(const struct mroce_pkt *ack, uint32_t psn);
+int ct_ack_covers(const struct mrw_pkt *ack, uint32_t psn);
 
 /* --- helpers for SEM/CONN/SEC/CC cases --- */
 /* (helpers_sem.c) */
@@ -328,25 +328,25 @@ void ct_expect_no_op(struct ct_conn *c, uint8_t op, int wait_ms);
 void ct_send_nak(struct ct_conn *c, uint32_t psn, uint32_t msn, uint8_t code,
                  uint8_t rnr_delay, uint32_t cum);
 /* Sends an ACK as ct_send_ack does but with the given Credit field. */
-void ct_send_ack_credit(struct ct_conn *c, const struct mroce_pkt *echo,
+void ct_send_ack_credit(struct ct_conn *c, const struct mrw_pkt *echo,
                         uint32_t credit);
 /* Tester as listener, first half: QP_CONNECT to the tester, the IUT's
  * CONNECT_REQ checked and recorded (its CONN header in c->hs), nothing
  * answered yet.  rqpn: the QPN given to QP_CONNECT (0: any listener). */
 void ct_accept_begin(struct ct_conn *c, uint32_t rqpn);
 /* Builds our CONNECT_RESP to the CONNECT_REQ ct_accept_begin recorded. */
-void ct_pkt_connect_resp(struct ct_conn *c, struct mroce_pkt *p);
+void ct_pkt_connect_resp(struct ct_conn *c, struct mrw_pkt *p);
 /* Single-packet atomic request at c->snd_nxt (FIRST|LAST|ACK_REQ) on
  * mr at off; consumes nothing. */
-void ct_pkt_atomic(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
+void ct_pkt_atomic(struct ct_conn *c, struct mrw_pkt *p, uint8_t op,
                    const struct ct_mr *mr, uint32_t off, uint64_t swap_add,
                    uint64_t compare);
 /* Single-packet READ_REQ of len bytes from mr at off; consumes nothing. */
-void ct_pkt_read(struct ct_conn *c, struct mroce_pkt *p, const struct ct_mr *mr,
+void ct_pkt_read(struct ct_conn *c, struct mrw_pkt *p, const struct ct_mr *mr,
                  uint32_t off, uint32_t len);
 /* Advances c's sending state past a request p built by ct_pkt_*: PSN and
  * MSN (and RSN for SEND / IMM). */
-void ct_consume(struct ct_conn *c, const struct mroce_pkt *p);
+void ct_consume(struct ct_conn *c, const struct mrw_pkt *p);
 /* 8 bytes as a 64-bit integer, big-endian (be=1) or little-endian. */
 uint64_t ct_get64(const uint8_t *b, int be);
 void ct_put64(uint8_t *b, uint64_t v, int be);
@@ -356,7 +356,7 @@ int64_t ct_counter(struct ct *t, int qp, const char *name);
 /* Sends a packet from a fresh UDP socket (not one of the tester's) and
  * returns that socket, which the case then reads with ct_sock_recv and
  * closes with ct_sock_close.  -1 fails the case. */
-int ct_send_from_new_socket(struct ct_conn *c, const struct mroce_pkt *p);
+int ct_send_from_new_socket(struct ct_conn *c, const struct mrw_pkt *p);
 /* Length of the datagram that arrived on fd within wait_ms, else 0. */
 int ct_sock_recv(struct ct *t, int fd, int wait_ms);
 void ct_sock_close(int fd);
@@ -374,13 +374,13 @@ void ct_rl_expect_counter(struct ct *t, int qp, const char *name,
 
 /* Fills p as a one-packet WRITE (FIRST|LAST plus flags) of len bytes to
  * mr+off at PSN psn with MSN c->msn.  Advances nothing. */
-void ct_rl_write_pkt(struct ct_conn *c, struct mroce_pkt *p,
+void ct_rl_write_pkt(struct ct_conn *c, struct mrw_pkt *p,
                      const struct ct_mr *mr, uint32_t off, const uint8_t *data,
                      uint32_t len, uint32_t psn, uint16_t flags);
 
 /* A packet of the IUT, kept beyond the next ct_recv. */
 struct ct_rl_pkt {
-    struct mroce_pkt p; /* p.payload points into pay */
+    struct mrw_pkt p; /* p.payload points into pay */
     uint8_t pay[9216];
     uint16_t sport; /* UDP source port */
     int ecn;        /* IP ECN bits, -1 unknown */
@@ -401,11 +401,11 @@ void ct_rl_save(const struct ct_rx *rx, struct ct_rl_pkt *out);
  * echoing `echo` (NULL: Echo PSN = cum, no TS) with echo_flags; Entropy =
  * the echo's; CE/RX counts from c. */
 void ct_rl_send_ack(struct ct_conn *c, uint32_t cum, const uint32_t *sack,
-                    unsigned words, const struct mroce_pkt *echo,
+                    unsigned words, const struct mrw_pkt *echo,
                     uint8_t echo_flags);
 /* As ct_rl_send_ack, with ACK Delay = ack_delay (ns). */
 void ct_rl_send_ack_delay(struct ct_conn *c, uint32_t cum, const uint32_t *sack,
-                          unsigned words, const struct mroce_pkt *echo,
+                          unsigned words, const struct mrw_pkt *echo,
                           uint8_t echo_flags, uint32_t ack_delay);
 /* Sends a NAK for nak_psn (MSN msn) with code, RNR Delay and Cum PSN. */
 void ct_rl_send_nak(struct ct_conn *c, uint32_t nak_psn, uint32_t msn,
@@ -418,7 +418,7 @@ void ct_rl_take_new(struct ct_conn *c, uint32_t first, struct ct_rl_pkt *pk,
                     int n, int wait_ms);
 /* Fills p as a response packet (READ_RESP or ATOMIC_RESP) of ours at PSN
  * psn: Req MSN req_msn, Msg Len msg_len, Offset offset, flags as given. */
-void ct_rl_resp_pkt(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
+void ct_rl_resp_pkt(struct ct_conn *c, struct mrw_pkt *p, uint8_t op,
                     uint32_t psn, uint32_t req_msn, uint32_t msg_len,
                     uint32_t offset, const uint8_t *data, uint32_t len,
                     uint16_t flags);

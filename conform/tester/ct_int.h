@@ -54,6 +54,6 @@ int ct_run_all(struct ct_run *run, const char *filter, FILE *tap,
                const char *junit_path, FILE *sum);
 
 /* Describes a decoded packet into buf. */
-void ct_pkt_fmt(const struct mroce_pkt *p, char *buf, size_t cap);
+void ct_pkt_fmt(const struct mrw_pkt *p, char *buf, size_t cap);
 
 #endif

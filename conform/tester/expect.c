@@ -16,11 +16,11 @@
 
 #include "ct_int.h"
 
-void ct_pkt_fmt(const struct mroce_pkt *p, char *buf, size_t cap)
+void ct_pkt_fmt(const struct mrw_pkt *p, char *buf, size_t cap)
 {
-    const struct mroce_base_hdr *b = &p->base;
+    const struct mrw_base_hdr *b = &p->base;
     int n = snprintf(buf, cap, "%s dst=%u psn=%u flags=0x%x ent=%u",
-                     mroce_opcode_name(b->opcode), b->dst_qpn, b->psn, b->flags,
+                     mrw_opcode_name(b->opcode), b->dst_qpn, b->psn, b->flags,
                      b->entropy);
     size_t o = n < 0 ? 0 : (size_t)n;
 
@@ -52,7 +52,7 @@ void ct_pkt_fmt(const struct mroce_pkt *p, char *buf, size_t cap)
         break;
     case MROCE_OP_NAK:
         snprintf(buf + o, cap - o, " nak_psn=%u code=%s cum=%u",
-                 p->u.nak.nak_psn, mroce_nak_code_name(p->u.nak.code),
+                 p->u.nak.nak_psn, mrw_nak_code_name(p->u.nak.code),
                  p->u.nak.cum_psn);
         break;
     case MROCE_OP_CONNECT_REQ:
@@ -72,7 +72,7 @@ const char *ct_describe(struct ct *t, const struct ct_rx *rx)
 
     if (rx->rc < 0)
         snprintf(d, sizeof(d), "a malformed datagram (%s) of %zu bytes",
-                 mroce_wire_error_name(rx->rc), rx->len);
+                 mrw_wire_error_name(rx->rc), rx->len);
     else
         ct_pkt_fmt(&rx->p, d, sizeof(d));
     snprintf(t->desc, sizeof(t->desc), "%s from %s%s", d, rx->from,
@@ -97,7 +97,7 @@ static int bit_get(const struct ct_conn *c, uint32_t k)
  * new. */
 static int rcv_data(struct ct_conn *c, const struct ct_rx *rx)
 {
-    int32_t d = mroce_psn_diff(rx->p.base.psn, c->rcv_cum);
+    int32_t d = mrw_psn_diff(rx->p.base.psn, c->rcv_cum);
 
     if (d < 0 || d >= CT_RCV_BITS || bit_get(c, (uint32_t)d))
         return 0;
@@ -134,10 +134,10 @@ const struct ct_rx *ct_recv(struct ct *t, int wait_ms)
     rx->sport = ct_net_port(&rx->from_sa);
     ct_net_fmt(&rx->from_sa, rx->from, sizeof(rx->from));
     memset(&rx->p, 0, sizeof(rx->p));
-    rx->rc = mroce_pkt_decode(&rx->p, rx->buf, rx->len);
+    rx->rc = mrw_pkt_decode(&rx->p, rx->buf, rx->len);
     if (t->run->verbose)
         ct_log(t, "rx %s ecn=%d", ct_describe(t, rx), rx->ecn);
-    if (rx->rc == 0 && mroce_opcode_has_psn(rx->p.base.opcode) &&
+    if (rx->rc == 0 && mrw_opcode_has_psn(rx->p.base.opcode) &&
         (c = conn_of(t, rx->p.base.dst_qpn)) != NULL && c->connected &&
         rx->p.base.token == c->token) {
         rcv_data(c, rx);
@@ -209,19 +209,19 @@ const struct ct_rx *ct_expect_op(struct ct_conn *c, uint8_t op, int skip_acks,
         const struct ct_rx *rx = next_for(c, end);
         if (!rx)
             ct_fail(t, "expected %s within %d ms, got nothing",
-                    mroce_opcode_name(op), ms);
+                    mrw_opcode_name(op), ms);
         if (rx->p.base.opcode == op)
             return rx;
         if (skip_acks && rx->p.base.opcode == MROCE_OP_ACK)
             continue;
-        ct_fail(t, "expected %s, got %s", mroce_opcode_name(op),
+        ct_fail(t, "expected %s, got %s", mrw_opcode_name(op),
                 ct_describe(t, rx));
     }
 }
 
-int ct_ack_covers(const struct mroce_pkt *ack, uint32_t psn)
+int ct_ack_covers(const struct mrw_pkt *ack, uint32_t psn)
 {
-    int32_t d = mroce_psn_diff(psn, ack->u.ack.cum_psn);
+    int32_t d = mrw_psn_diff(psn, ack->u.ack.cum_psn);
     uint32_t b;
 
     if (d < 0)
@@ -257,7 +257,7 @@ const struct ct_rx *ct_expect_ack(struct ct_conn *c, uint32_t cum, int wait_ms)
         if (rx->p.base.opcode != MROCE_OP_ACK)
             ct_fail(t, "expected ACK with cum PSN >= %u, got %s", cum,
                     ct_describe(t, rx));
-        if (mroce_psn_diff(rx->p.u.ack.cum_psn, cum) >= 0)
+        if (mrw_psn_diff(rx->p.u.ack.cum_psn, cum) >= 0)
             return rx;
         seen = 1;
         last = rx->p.u.ack.cum_psn;
@@ -273,21 +273,21 @@ const struct ct_rx *ct_expect_nak(struct ct_conn *c, uint32_t psn, uint8_t code,
 
     for (;;) {
         const struct ct_rx *rx = next_for(c, end);
-        const struct mroce_pkt *p;
+        const struct mrw_pkt *p;
 
         if (!rx)
             ct_fail(t, "expected NAK %s for PSN %u within %d ms, got nothing",
-                    mroce_nak_code_name(code), psn, ms);
+                    mrw_nak_code_name(code), psn, ms);
         p = &rx->p;
         if (p->base.opcode == MROCE_OP_ACK && !ct_ack_covers(p, psn))
             continue;
         if (p->base.opcode != MROCE_OP_NAK)
             ct_fail(t, "expected NAK %s for PSN %u, got %s",
-                    mroce_nak_code_name(code), psn, ct_describe(t, rx));
+                    mrw_nak_code_name(code), psn, ct_describe(t, rx));
         if (p->u.nak.nak_psn != psn || p->u.nak.code != code)
             ct_fail(t, "expected NAK %s for PSN %u, got NAK %s for PSN %u",
-                    mroce_nak_code_name(code), psn,
-                    mroce_nak_code_name(p->u.nak.code), p->u.nak.nak_psn);
+                    mrw_nak_code_name(code), psn,
+                    mrw_nak_code_name(p->u.nak.code), p->u.nak.nak_psn);
         return rx;
     }
 }

@@ -40,7 +40,7 @@ void ct_rl_expect_counter(struct ct *t, int qp, const char *name,
                 (long long)now);
 }
 
-void ct_rl_write_pkt(struct ct_conn *c, struct mroce_pkt *p,
+void ct_rl_write_pkt(struct ct_conn *c, struct mrw_pkt *p,
                      const struct ct_mr *mr, uint32_t off, const uint8_t *data,
                      uint32_t len, uint32_t psn, uint16_t flags)
 {
@@ -120,7 +120,7 @@ const struct ct_rx *ct_rl_expect_data(struct ct_conn *c, int skip_acks,
                     "expected a data packet of the IUT within %d ms, got "
                     "nothing",
                     ms);
-        if (mroce_opcode_has_psn(rx->p.base.opcode)) {
+        if (mrw_opcode_has_psn(rx->p.base.opcode)) {
             if (out)
                 ct_rl_save(rx, out);
             return rx;
@@ -133,17 +133,17 @@ const struct ct_rx *ct_rl_expect_data(struct ct_conn *c, int skip_acks,
 }
 
 void ct_rl_send_ack(struct ct_conn *c, uint32_t cum, const uint32_t *sack,
-                    unsigned words, const struct mroce_pkt *echo,
+                    unsigned words, const struct mrw_pkt *echo,
                     uint8_t echo_flags)
 {
     ct_rl_send_ack_delay(c, cum, sack, words, echo, echo_flags, 0);
 }
 
 void ct_rl_send_ack_delay(struct ct_conn *c, uint32_t cum, const uint32_t *sack,
-                          unsigned words, const struct mroce_pkt *echo,
+                          unsigned words, const struct mrw_pkt *echo,
                           uint8_t echo_flags, uint32_t ack_delay)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_pkt_ctl(c, &p, MROCE_OP_ACK);
     p.u.ack.cum_psn = cum;
@@ -169,7 +169,7 @@ void ct_rl_send_ack_delay(struct ct_conn *c, uint32_t cum, const uint32_t *sack,
 void ct_rl_send_nak(struct ct_conn *c, uint32_t nak_psn, uint32_t msn,
                     uint8_t code, uint8_t rnr_delay, uint32_t cum)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_pkt_ctl(c, &p, MROCE_OP_NAK);
     p.u.nak.nak_psn = nak_psn;
@@ -206,7 +206,7 @@ void ct_rl_take_new(struct ct_conn *c, uint32_t first, struct ct_rl_pkt *pk,
     }
 }
 
-void ct_rl_resp_pkt(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
+void ct_rl_resp_pkt(struct ct_conn *c, struct mrw_pkt *p, uint8_t op,
                     uint32_t psn, uint32_t req_msn, uint32_t msg_len,
                     uint32_t offset, const uint8_t *data, uint32_t len,
                     uint16_t flags)

@@ -67,7 +67,7 @@ const struct ct_rx *ct_expect_data(struct ct_conn *c, int wait_ms)
         const struct ct_rx *rx = next_until(c, end);
         if (!rx)
             ct_fail(t, "expected a data packet within %d ms, got nothing", ms);
-        if (mroce_opcode_has_psn(rx->p.base.opcode))
+        if (mrw_opcode_has_psn(rx->p.base.opcode))
             return rx;
         if (rx->p.base.opcode == MROCE_OP_ACK ||
             rx->p.base.opcode == MROCE_OP_NAK)
@@ -86,13 +86,13 @@ const struct ct_rx *ct_expect_ctl(struct ct_conn *c, uint8_t op, int wait_ms)
         const struct ct_rx *rx = next_until(c, end);
         if (!rx)
             ct_fail(t, "expected %s within %d ms, got nothing",
-                    mroce_opcode_name(op), ms);
+                    mrw_opcode_name(op), ms);
         if (rx->p.base.opcode == op)
             return rx;
         if (rx->p.base.opcode == MROCE_OP_ACK ||
-            mroce_opcode_has_psn(rx->p.base.opcode))
+            mrw_opcode_has_psn(rx->p.base.opcode))
             continue;
-        ct_fail(t, "expected %s, got %s", mroce_opcode_name(op),
+        ct_fail(t, "expected %s, got %s", mrw_opcode_name(op),
                 ct_describe(t, rx));
     }
 }
@@ -106,14 +106,14 @@ void ct_expect_no_op(struct ct_conn *c, uint8_t op, int wait_ms)
     while ((rx = next_until(c, end)) != NULL)
         if (rx->p.base.opcode == op)
             ct_fail(t, "expected no %s for %d ms, got %s",
-                    mroce_opcode_name(op), ct_ms(t, wait_ms),
+                    mrw_opcode_name(op), ct_ms(t, wait_ms),
                     ct_describe(t, rx));
 }
 
 void ct_send_nak(struct ct_conn *c, uint32_t psn, uint32_t msn, uint8_t code,
                  uint8_t rnr_delay, uint32_t cum)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
 
     ct_pkt_ctl(c, &p, MROCE_OP_NAK);
     p.u.nak.nak_psn = psn;
@@ -124,10 +124,10 @@ void ct_send_nak(struct ct_conn *c, uint32_t psn, uint32_t msn, uint8_t code,
     ct_send(c, &p);
 }
 
-void ct_send_ack_credit(struct ct_conn *c, const struct mroce_pkt *echo,
+void ct_send_ack_credit(struct ct_conn *c, const struct mrw_pkt *echo,
                         uint32_t credit)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     unsigned words = 0;
 
     ct_pkt_ctl(c, &p, MROCE_OP_ACK);
@@ -156,7 +156,7 @@ void ct_accept_begin(struct ct_conn *c, uint32_t rqpn)
 {
     struct ct *t = c->t;
     const struct ct_rx *rx;
-    const struct mroce_conn_hdr *h;
+    const struct mrw_conn_hdr *h;
 
     uint64_t end;
 
@@ -199,7 +199,7 @@ void ct_accept_begin(struct ct_conn *c, uint32_t rqpn)
     c->peer_len = rx->from_len;
 }
 
-void ct_pkt_connect_resp(struct ct_conn *c, struct mroce_pkt *p)
+void ct_pkt_connect_resp(struct ct_conn *c, struct mrw_pkt *p)
 {
     memset(p, 0, sizeof(*p));
     p->base.version = MROCE_VERSION;
@@ -215,7 +215,7 @@ void ct_pkt_connect_resp(struct ct_conn *c, struct mroce_pkt *p)
     p->u.conn = c->par;
 }
 
-void ct_pkt_atomic(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
+void ct_pkt_atomic(struct ct_conn *c, struct mrw_pkt *p, uint8_t op,
                    const struct ct_mr *mr, uint32_t off, uint64_t swap_add,
                    uint64_t compare)
 {
@@ -227,7 +227,7 @@ void ct_pkt_atomic(struct ct_conn *c, struct mroce_pkt *p, uint8_t op,
     p->u.rq.atomic.compare = op == MROCE_OP_CMP_SWAP ? compare : 0;
 }
 
-void ct_pkt_read(struct ct_conn *c, struct mroce_pkt *p, const struct ct_mr *mr,
+void ct_pkt_read(struct ct_conn *c, struct mrw_pkt *p, const struct ct_mr *mr,
                  uint32_t off, uint32_t len)
 {
     ct_pkt_req(c, p, MROCE_OP_READ_REQ);
@@ -236,7 +236,7 @@ void ct_pkt_read(struct ct_conn *c, struct mroce_pkt *p, const struct ct_mr *mr,
     p->u.rq.req.msg_len = len;
 }
 
-void ct_consume(struct ct_conn *c, const struct mroce_pkt *p)
+void ct_consume(struct ct_conn *c, const struct mrw_pkt *p)
 {
     c->snd_nxt = p->base.psn + 1;
     if (p->base.flags & MROCE_F_LAST) {
@@ -270,7 +270,7 @@ int64_t ct_counter(struct ct *t, int qp, const char *name)
     return (int64_t)strtoull(v, NULL, 0);
 }
 
-int ct_send_from_new_socket(struct ct_conn *c, const struct mroce_pkt *p)
+int ct_send_from_new_socket(struct ct_conn *c, const struct mrw_pkt *p)
 {
     struct ct *t = c->t;
     struct ct_net *n = &t->run->net;

@@ -78,7 +78,7 @@ struct ct_conn *ct_conn_new(struct ct *t, const char *qp_opts)
     return c;
 }
 
-void ct_pkt_connect_req(struct ct_conn *c, struct mroce_pkt *p)
+void ct_pkt_connect_req(struct ct_conn *c, struct mrw_pkt *p)
 {
     memset(p, 0, sizeof(*p));
     p->base.version = MROCE_VERSION;
@@ -95,10 +95,10 @@ void ct_pkt_connect_req(struct ct_conn *c, struct mroce_pkt *p)
 }
 
 /* Records the IUT's CONN header; shared by both handshake roles. */
-static void take_params(struct ct_conn *c, const struct mroce_pkt *p)
+static void take_params(struct ct_conn *c, const struct mrw_pkt *p)
 {
     struct ct *t = c->t;
-    const struct mroce_conn_hdr *h = &p->u.conn;
+    const struct mrw_conn_hdr *h = &p->u.conn;
 
     if (h->token == 0)
         ct_fail(t, "handshake: IUT's CONN Token is 0 (SEC-4 forbids it)");
@@ -116,7 +116,7 @@ static void take_params(struct ct_conn *c, const struct mroce_pkt *p)
 }
 
 /* Sends p from our MetaRoCE port (CONNECT_REQ only, WIRE-10). */
-static void send_from_main(struct ct_conn *c, const struct mroce_pkt *p)
+static void send_from_main(struct ct_conn *c, const struct mrw_pkt *p)
 {
     static uint8_t buf[256];
     size_t n = ct_encode(c->t, p, buf, sizeof(buf));
@@ -141,9 +141,9 @@ void ct_conn_listen(struct ct_conn *c)
 void ct_conn_connect(struct ct_conn *c)
 {
     struct ct *t = c->t;
-    struct mroce_pkt req;
+    struct mrw_pkt req;
     const struct ct_rx *rx;
-    const struct mroce_pkt *p;
+    const struct mrw_pkt *p;
 
     if (!c->listening)
         ct_conn_listen(c);
@@ -168,7 +168,7 @@ void ct_conn_accept(struct ct_conn *c)
 {
     struct ct *t = c->t;
     const struct ct_rx *rx;
-    struct mroce_pkt resp;
+    struct mrw_pkt resp;
     uint32_t tsval;
     uint16_t ent;
 
@@ -216,7 +216,7 @@ void ct_conn_accept(struct ct_conn *c)
                     ct_describe(t, rx));
     }
     {
-        const struct mroce_ack_hdr *a = &rx->p.u.ack;
+        const struct mrw_ack_hdr *a = &rx->p.u.ack;
         if (a->cum_psn != c->start_psn || a->echo_psn != c->start_psn ||
             a->echo_ts != tsval || a->echo_entropy != ent ||
             a->sack_words != 0 || a->rx_count != 0)
@@ -245,7 +245,7 @@ struct ct_conn *ct_accept(struct ct *t, const char *qp_opts)
     return c;
 }
 
-static void base_init(struct ct_conn *c, struct mroce_pkt *p, uint8_t op)
+static void base_init(struct ct_conn *c, struct mrw_pkt *p, uint8_t op)
 {
     memset(p, 0, sizeof(*p));
     p->base.version = MROCE_VERSION;
@@ -257,7 +257,7 @@ static void base_init(struct ct_conn *c, struct mroce_pkt *p, uint8_t op)
     p->base.entropy = ct_entropy(c->t, c->entropy);
 }
 
-void ct_pkt_req(struct ct_conn *c, struct mroce_pkt *p, uint8_t op)
+void ct_pkt_req(struct ct_conn *c, struct mrw_pkt *p, uint8_t op)
 {
     base_init(c, p, op);
     p->base.flags = MROCE_F_FIRST | MROCE_F_LAST | MROCE_F_ACK_REQ;
@@ -268,25 +268,25 @@ void ct_pkt_req(struct ct_conn *c, struct mroce_pkt *p, uint8_t op)
         p->u.rq.req.msg_len = MROCE_ATOMIC_LEN;
 }
 
-void ct_pkt_ctl(struct ct_conn *c, struct mroce_pkt *p, uint8_t op)
+void ct_pkt_ctl(struct ct_conn *c, struct mrw_pkt *p, uint8_t op)
 {
     base_init(c, p, op);
 }
 
-size_t ct_encode(struct ct *t, const struct mroce_pkt *p, uint8_t *buf,
+size_t ct_encode(struct ct *t, const struct mrw_pkt *p, uint8_t *buf,
                  size_t cap)
 {
-    size_t n = mroce_pkt_encode(p, buf, cap);
+    size_t n = mrw_pkt_encode(p, buf, cap);
 
     if (n == 0)
         ct_fail(t, "tester: cannot encode a %s packet of %u payload bytes",
-                mroce_opcode_name(p->base.opcode), p->payload_len);
+                mrw_opcode_name(p->base.opcode), p->payload_len);
     return n;
 }
 
 void ct_reseal(uint8_t *buf, size_t len)
 {
-    mroce_pkt_seal(buf, len - MROCE_CRC_LEN);
+    mrw_pkt_seal(buf, len - MROCE_CRC_LEN);
 }
 
 static int entropy_index(const struct ct *t, uint16_t entropy)
@@ -299,7 +299,7 @@ static int entropy_index(const struct ct *t, uint16_t entropy)
     return 0;
 }
 
-void ct_send_ecn(struct ct_conn *c, const struct mroce_pkt *p, int ecn)
+void ct_send_ecn(struct ct_conn *c, const struct mrw_pkt *p, int ecn)
 {
     static uint8_t buf[65536];
     struct ct *t = c->t;
@@ -316,7 +316,7 @@ void ct_send_ecn(struct ct_conn *c, const struct mroce_pkt *p, int ecn)
         ct_fail(t, "tester: send failed");
 }
 
-void ct_send(struct ct_conn *c, const struct mroce_pkt *p)
+void ct_send(struct ct_conn *c, const struct mrw_pkt *p)
 {
     ct_send_ecn(c, p, CT_ECN_ECT0);
 }
@@ -327,13 +327,13 @@ void ct_send_raw(struct ct *t, int e, const uint8_t *buf, size_t len, int ecn)
     int fd = e < 0 ? n->main_fd : n->efd[(unsigned)e % (unsigned)n->nent];
 
     if (t->run->verbose) {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         char d[256];
-        int rc = mroce_pkt_decode(&p, buf, len);
+        int rc = mrw_pkt_decode(&p, buf, len);
         if (rc == 0)
             ct_pkt_fmt(&p, d, sizeof(d));
         else
-            snprintf(d, sizeof(d), "malformed (%s)", mroce_wire_error_name(rc));
+            snprintf(d, sizeof(d), "malformed (%s)", mrw_wire_error_name(rc));
         ct_log(t, "tx raw %zu bytes: %s", len, d);
     }
     if (ct_net_send(n, fd, NULL, 0, buf, len, ecn) < 0)
@@ -350,7 +350,7 @@ static uint32_t send_msg(struct ct_conn *c, uint8_t op, const struct ct_mr *mr,
     int uses_rsn = op == MROCE_OP_SEND || (flags & MROCE_F_IMM);
 
     for (uint32_t i = 0; i < npk; i++) {
-        struct mroce_pkt p;
+        struct mrw_pkt p;
         uint32_t o = i * mtu, n = len - o < mtu ? len - o : mtu;
 
         ct_pkt_req(c, &p, op);
@@ -393,9 +393,9 @@ uint32_t ct_send_send(struct ct_conn *c, const void *data, uint32_t len,
     return send_msg(c, MROCE_OP_SEND, NULL, 0, data, len, flags);
 }
 
-void ct_send_ack(struct ct_conn *c, const struct mroce_pkt *echo)
+void ct_send_ack(struct ct_conn *c, const struct mrw_pkt *echo)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     unsigned words = 0;
 
     ct_pkt_ctl(c, &p, MROCE_OP_ACK);
@@ -410,7 +410,7 @@ void ct_send_ack(struct ct_conn *c, const struct mroce_pkt *echo)
         }
     }
     p.u.ack.sack_words = (uint8_t)words;
-    if (echo && mroce_opcode_has_psn(echo->base.opcode))
+    if (echo && mrw_opcode_has_psn(echo->base.opcode))
         p.u.ack.echo_psn = echo->base.psn;
     else
         p.u.ack.echo_psn = c->rcv_cum; /* confirming ACK (CONN-11) */

@@ -5,8 +5,10 @@
  * a local IP address and UDP port, allocate a protection domain, register
  * memory, create completion queues and queue pairs, connect, post work
  * requests, poll completions.  Work requests, scatter-gather entries and
- * completions are the engine's own types (struct mroce_send_wr, mroce_sge,
- * mroce_recv_wr, mroce_wc from mroce/engine.h), which follow ibv_* closely.
+ * completions (struct mroce_send_wr, mroce_sge, mroce_recv_wr, mroce_wc) are
+ * the types of mroce/types.h, which libmroce shares with the engine and which
+ * follow ibv_* closely.  Every name here is `mroce_`; the engine's are `mre_`,
+ * and a program needs them only to tune a QP (struct mre_qp_attr).
  *
  * Underneath, each device runs one sans-IO engine endpoint (mroce/engine.h)
  * over UDP sockets: it receives on its well-known port and sends each path's
@@ -30,14 +32,14 @@
  * keeps the shells of the last 4096 destroyed objects for that check, older
  * ones are freed and then using them is undefined, as in verbs.  Calls that
  * return no code (getters) return 0 / an empty result for such objects
- * (mroce_vqp_state: MROCE_QPS_ERROR).
+ * (mroce_qp_get_state: MROCE_QPS_ERROR).
  *
  * Connection set-up: the active side sends CONNECT_REQ from its device's
  * receive port and the listener answers that address, so devices on
  * different ports (e.g. several processes on one host) can connect.
  *
  * Errors: functions return 0 (or a count) or a negative code: the engine's
- * enum mroce_err, plus the library's codes below.  mroce_lib_strerror()
+ * enum mroce_err, plus the library's codes below.  mroce_strerror()
  * names both.  Outcomes of work requests are completions.
  *
  * Environment:
@@ -98,7 +100,7 @@ enum mroce_lib_err {
     MROCE_EDESTROYED = -24,  /* object already destroyed */
 };
 /* Names engine and library codes alike. */
-const char *mroce_lib_strerror(int err);
+const char *mroce_strerror(int err);
 
 enum mroce_progress_mode {
     MROCE_PROGRESS_APP = 0,    /* polling drives the engine */
@@ -137,12 +139,12 @@ void mroce_device_attr_default(struct mroce_device_attr *attr);
 
 typedef struct mroce_device mroce_device;
 typedef struct mroce_pd mroce_pd;
-typedef struct mroce_vmr mroce_vmr;  /* a registered region */
-typedef struct mroce_vcq mroce_vcq;  /* a completion queue */
-typedef struct mroce_vqp mroce_vqp;  /* a queue pair */
+typedef struct mroce_mr mroce_mr;  /* a registered region */
+typedef struct mroce_cq mroce_cq;  /* a completion queue */
+typedef struct mroce_qp mroce_qp;  /* a queue pair */
 
 /* Public view of a registered region (like struct ibv_mr). */
-struct mroce_vmr_info {
+struct mroce_mr_info {
     void *addr;
     size_t length;
     uint32_t lkey, rkey;
@@ -233,7 +235,7 @@ int mroce_pd_free(mroce_pd *pd); /* MROCE_EBUSY while MRs or QPs use it */
 
 /* --- memory regions --- */
 /* Registers [addr, addr + length) with access (enum mroce_access).  Besides
- * the engine's checks (mroce_mr_reg: MROCE_EINVAL for length 0, unknown
+ * the engine's checks (mre_mr_reg: MROCE_EINVAL for length 0, unknown
  * rights or a remote write/atomic right without LOCAL_WRITE; MROCE_EFAULT
  * for a range past the end of the address space), every byte must be
  * mapped readable (else MROCE_EFAULT) and, when access has LOCAL_WRITE,
@@ -243,38 +245,38 @@ int mroce_pd_free(mroce_pd *pd); /* MROCE_EBUSY while MRs or QPs use it */
  * mroce_dereg_mr() succeeds, or a peer's packet or a retransmission that
  * touches it kills the process with SIGSEGV/SIGBUS (SEM-29). */
 int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
-                 mroce_vmr **pmr);
-int mroce_dereg_mr(mroce_vmr *mr); /* MROCE_EBUSY while work uses it */
-void mroce_vmr_query(const mroce_vmr *mr, struct mroce_vmr_info *info);
-uint32_t mroce_vmr_lkey(const mroce_vmr *mr);
-uint32_t mroce_vmr_rkey(const mroce_vmr *mr);
+                 mroce_mr **pmr);
+int mroce_dereg_mr(mroce_mr *mr); /* MROCE_EBUSY while work uses it */
+void mroce_mr_query(const mroce_mr *mr, struct mroce_mr_info *info);
+uint32_t mroce_mr_lkey(const mroce_mr *mr);
+uint32_t mroce_mr_rkey(const mroce_mr *mr);
 
 /* --- completion queues --- */
-int mroce_create_cq(mroce_device *dev, uint32_t depth, mroce_vcq **pcq);
-int mroce_destroy_cq(mroce_vcq *cq); /* MROCE_EBUSY while a QP uses it */
+int mroce_create_cq(mroce_device *dev, uint32_t depth, mroce_cq **pcq);
+int mroce_destroy_cq(mroce_cq *cq); /* MROCE_EBUSY while a QP uses it */
 /* Returns completions written to wc (0..n) or a negative error.  In APP
  * progress mode, drives the device when the queue is empty (one progress
  * round per call: call it in a loop).  Any thread. */
-int mroce_poll_cq(mroce_vcq *cq, int n, struct mroce_wc *wc);
+int mroce_poll_cq(mroce_cq *cq, int n, struct mroce_wc *wc);
 /* A file descriptor that becomes readable when completions are waiting
  * (an eventfd, written when the CQ turns non-empty); for epoll users.
  * After it fires: mroce_cq_ack_event(), then poll the CQ until empty (the
  * next event comes only after the CQ has been seen empty).  In THREAD mode
  * the progress thread writes it; in APP mode only progress calls do, so
  * also watch mroce_device_fd().  The fd belongs to the CQ (closed with it). */
-int mroce_cq_fd(mroce_vcq *cq);
-void mroce_cq_ack_event(mroce_vcq *cq);
+int mroce_cq_fd(mroce_cq *cq);
+void mroce_cq_ack_event(mroce_cq *cq);
 /* Block up to timeout_ms (-1: forever) until a completion is waiting;
  * drives progress meanwhile in APP mode (ppoll on the receive socket until
  * the next engine deadline).  Returns 1, 0 on timeout, or an error.  Do not
  * mix with an epoll user of mroce_cq_fd() on the same CQ (it consumes
  * stale events). */
-int mroce_cq_wait(mroce_vcq *cq, int timeout_ms);
+int mroce_cq_wait(mroce_cq *cq, int timeout_ms);
 
 /* --- queue pairs --- */
-struct mroce_vqp_init_attr {
-    mroce_vcq *send_cq, *recv_cq;
-    struct mroce_qp_attr eng; /* engine attributes; mroce_vqp_init_attr_default
+struct mroce_qp_init_attr {
+    mroce_cq *send_cq, *recv_cq;
+    struct mre_qp_attr eng; /* engine attributes; mroce_qp_init_attr_default
                                  fills them: the engine's defaults except
                                  path_burst 8 (GSO), min_rto 1 ms and
                                  target_qdelay 50 us (kernel UDP timing,
@@ -283,14 +285,14 @@ struct mroce_vqp_init_attr {
                                  the library (entropies = the device's
                                  source ports) */
 };
-void mroce_vqp_init_attr_default(struct mroce_vqp_init_attr *attr);
-int mroce_create_qp(mroce_pd *pd, const struct mroce_vqp_init_attr *attr,
-                    mroce_vqp **pqp);
+void mroce_qp_init_attr_default(struct mroce_qp_init_attr *attr);
+int mroce_create_qp(mroce_pd *pd, const struct mroce_qp_init_attr *attr,
+                    mroce_qp **pqp);
 /* Destroys the QP; outstanding work is dropped without completions
  * (flush it first with mroce_modify_qp_error() if completions are wanted). */
-int mroce_destroy_qp(mroce_vqp *qp);
-uint32_t mroce_vqp_num(const mroce_vqp *qp);
-enum mroce_qp_state mroce_vqp_state(const mroce_vqp *qp);
+int mroce_destroy_qp(mroce_qp *qp);
+uint32_t mroce_qp_num(const mroce_qp *qp);
+enum mroce_qp_state mroce_qp_get_state(const mroce_qp *qp);
 
 /* Active side: handshake with the QP listening at host:port (port 0 =
  * MROCE_UDP_PORT; remote_qpn 0 = any listener there); blocks up to
@@ -301,28 +303,28 @@ enum mroce_qp_state mroce_vqp_state(const mroce_vqp *qp);
  * ERROR); MROCE_EADDR (host not parsable for the device's family);
  * MROCE_ESTATE (QP not in RESET).  Work posted meanwhile is flushed on
  * failure. */
-int mroce_connect(mroce_vqp *qp, const char *host, uint16_t port,
+int mroce_connect(mroce_qp *qp, const char *host, uint16_t port,
                   uint32_t remote_qpn, int timeout_ms);
 /* Passive side: listen (if in RESET) and wait for the next CONNECT_REQ for
  * this device (or this QP's number); blocks up to timeout_ms (-1 forever).
  * 0 (connected), MROCE_ETIMEDOUT (still listening: call again to go on
  * waiting), MROCE_ESTATE. */
-int mroce_accept(mroce_vqp *qp, int timeout_ms);
+int mroce_accept(mroce_qp *qp, int timeout_ms);
 /* Non-blocking halves, for event loops: start, then watch the state. */
-int mroce_connect_start(mroce_vqp *qp, const char *host, uint16_t port,
+int mroce_connect_start(mroce_qp *qp, const char *host, uint16_t port,
                         uint32_t remote_qpn);
-int mroce_listen(mroce_vqp *qp);
+int mroce_listen(mroce_qp *qp);
 /* Orderly close after outstanding work; blocks up to timeout_ms.  0 once
  * CLOSED (also if the peer closed first), MROCE_ETIMEDOUT, MROCE_ESTATE
  * (not connected, or the QP went to ERROR). */
-int mroce_disconnect(mroce_vqp *qp, int timeout_ms);
+int mroce_disconnect(mroce_qp *qp, int timeout_ms);
 /* Move to ERROR, flushing outstanding work with WR_FLUSH_ERR. */
-int mroce_modify_qp_error(mroce_vqp *qp);
+int mroce_modify_qp_error(mroce_qp *qp);
 
 /* Attributes that may change after creation (ibv_modify_qp style); the
- * values equal the engine's enum mroce_qp_mod.  "Before connect" ones
+ * values equal the engine's enum mre_qp_mod.  "Before connect" ones
  * return MROCE_ESTATE later. */
-enum mroce_vqp_attr_mask {
+enum mroce_qp_attr_mask {
     MROCE_QP_ATTR_RETRY = 1,     /* retry_cnt, rnr_retry */
     MROCE_QP_ATTR_TIMEOUT = 2,   /* min_rto, max_rto, handshake_timeout,
                                     peer_timeout */
@@ -332,8 +334,8 @@ enum mroce_vqp_attr_mask {
     MROCE_QP_ATTR_MTU = 16,      /* mtu (before connect only) */
 };
 /* query_qp returns the engine attributes with send_cq/recv_cq NULL. */
-int mroce_query_qp(const mroce_vqp *qp, struct mroce_qp_attr *attr);
-int mroce_modify_qp(mroce_vqp *qp, const struct mroce_qp_attr *attr,
+int mroce_query_qp(const mroce_qp *qp, struct mre_qp_attr *attr);
+int mroce_modify_qp(mroce_qp *qp, const struct mre_qp_attr *attr,
                     unsigned mask);
 
 /* Post work (ibv_post_send semantics: a linked list; on error *bad_wr names
@@ -342,18 +344,18 @@ int mroce_modify_qp(mroce_vqp *qp, const struct mroce_qp_attr *attr,
  * range outside a region, MROCE_EFULL, MROCE_EINVAL, MROCE_ERANGE).
  * post_send transmits what the window allows at once, in the calling
  * thread. */
-int mroce_post_send(mroce_vqp *qp, struct mroce_send_wr *wr,
+int mroce_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
                     struct mroce_send_wr **bad_wr);
-int mroce_post_recv(mroce_vqp *qp, struct mroce_recv_wr *wr,
+int mroce_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
                     struct mroce_recv_wr **bad_wr);
 
 /* --- counters --- */
-int mroce_vqp_counters(const mroce_vqp *qp, struct mroce_qp_counters *c);
+int mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c);
 /* Up to n path slots; returns the number of slots. */
-int mroce_vqp_path_stats(const mroce_vqp *qp, struct mroce_path_stats *ps,
+int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps,
                          int n);
 /* Human-readable dump of the QP's and its paths' counters. */
-void mroce_vqp_dump_counters(const mroce_vqp *qp, void *file /* FILE* */);
+void mroce_qp_dump_counters(const mroce_qp *qp, void *file /* FILE* */);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,8 @@
  * NAK codes, and the codec that turns bytes into a parsed packet and back.
  *
  * This is the first stage of a packet's path: everything that arrives from
- * the network goes through mroce_pkt_decode() before any other code looks at
- * it, and everything the engine sends is produced by mroce_pkt_encode().  The
+ * the network goes through mrw_pkt_decode() before any other code looks at
+ * it, and everything the engine sends is produced by mrw_pkt_encode().  The
  * layouts here are normative: docs/spec/wire-format.md describes the same
  * bytes, and tests/vectors/wire_vectors.txt pins them down with hex vectors
  * shared by the codec tests, the Wireshark dissector and the conformance
@@ -69,14 +69,14 @@ extern "C" {
     X(DISCONNECT, 0x32, 0, 0)              \
     X(DISCONNECT_ACK, 0x33, 0, 0)
 
-enum mroce_opcode {
+enum mrw_opcode {
 #define MROCE_X_ENUM(name, val, psn, req) MROCE_OP_##name = (val),
     MROCE_OPCODES(MROCE_X_ENUM)
 #undef MROCE_X_ENUM
 };
 
 /* Base-header flags (WIRE-6). */
-enum mroce_pkt_flag {
+enum mrw_pkt_flag {
     MROCE_F_FIRST = 0x0001,     /* first packet of a message */
     MROCE_F_LAST = 0x0002,      /* last packet of a message */
     MROCE_F_IMM = 0x0004,       /* imm field valid (SEND/WRITE with immediate) */
@@ -98,20 +98,20 @@ enum mroce_pkt_flag {
     X(REMOTE_OP_ERROR, 0x06)      \
     X(INVALID_OPCODE, 0x07)
 
-enum mroce_nak_code {
+enum mrw_nak_code {
 #define MROCE_X_ENUM(name, val) MROCE_NAK_##name = (val),
     MROCE_NAK_CODES(MROCE_X_ENUM)
 #undef MROCE_X_ENUM
 };
 
 /* ACK echo flags. */
-enum mroce_ack_echo_flag {
+enum mrw_ack_echo_flag {
     MROCE_ECHO_CE = 0x01,  /* the echoed packet arrived marked CE */
     MROCE_ECHO_DUP = 0x02, /* the echoed packet was a duplicate */
 };
 
 /* CONNECT flags. */
-enum mroce_conn_flag {
+enum mrw_conn_flag {
     MROCE_CONN_CREDIT = 0x00000001, /* sender supports receiver credits */
 };
 
@@ -119,10 +119,10 @@ enum mroce_conn_flag {
 #define MROCE_CREDIT_UNLIMITED 0xffffffffu
 
 /* Decoded base header. */
-struct mroce_base_hdr {
+struct mrw_base_hdr {
     uint8_t version;  /* MROCE_VERSION */
-    uint8_t opcode;   /* enum mroce_opcode */
-    uint16_t flags;   /* enum mroce_pkt_flag */
+    uint8_t opcode;   /* enum mrw_opcode */
+    uint16_t flags;   /* enum mrw_pkt_flag */
     uint32_t dst_qpn; /* destination queue pair; 0 = endpoint listener */
     uint64_t token;   /* destination's connection token (0 in CONNECT_REQ) */
     uint32_t psn;     /* packet sequence number (data opcodes) */
@@ -132,7 +132,7 @@ struct mroce_base_hdr {
 };
 
 /* Request header: SEND, WRITE, READ_REQ and the two atomics. */
-struct mroce_req_hdr {
+struct mrw_req_hdr {
     uint32_t msn;     /* requester's message sequence number */
     uint32_t rsn;     /* receive sequence number (SEND, WRITE+IMM) */
     uint64_t raddr;   /* remote address of the message start */
@@ -143,13 +143,13 @@ struct mroce_req_hdr {
 };
 
 /* Atomic operands: FETCH_ADD uses swap_add as the addend. */
-struct mroce_atomic_hdr {
+struct mrw_atomic_hdr {
     uint64_t swap_add; /* value to swap in, or to add */
     uint64_t compare;  /* CMP_SWAP compare value; 0 for FETCH_ADD */
 };
 
 /* Response header: READ_RESP and ATOMIC_RESP. */
-struct mroce_resp_hdr {
+struct mrw_resp_hdr {
     uint32_t req_msn; /* msn of the request this answers */
     uint32_t msg_len; /* total response length */
     uint32_t offset;  /* this packet's payload offset in the response */
@@ -157,12 +157,12 @@ struct mroce_resp_hdr {
 };
 
 /* ACK header, followed by sack_words 32-bit words of SACK bitmap. */
-struct mroce_ack_hdr {
+struct mrw_ack_hdr {
     uint32_t cum_psn;      /* every PSN before this one was received */
     uint32_t echo_psn;     /* PSN of the packet that triggered this ACK */
     uint32_t echo_ts;      /* that packet's tsval */
     uint16_t echo_entropy; /* that packet's entropy */
-    uint8_t echo_flags;    /* enum mroce_ack_echo_flag */
+    uint8_t echo_flags;    /* enum mrw_ack_echo_flag */
     uint8_t sack_words;    /* 0..MROCE_MAX_SACK_WORDS */
     uint32_t ce_count;     /* cumulative CE-marked data packets received */
     uint32_t rx_count;     /* cumulative data packets received */
@@ -172,17 +172,17 @@ struct mroce_ack_hdr {
 };
 
 /* NAK header. */
-struct mroce_nak_hdr {
+struct mrw_nak_hdr {
     uint32_t nak_psn; /* PSN of the offending request packet */
     uint32_t msn;     /* its message sequence number */
-    uint8_t code;     /* enum mroce_nak_code */
+    uint8_t code;     /* enum mrw_nak_code */
     uint8_t rnr_delay; /* RNR: suggested wait, units of 10 us (1..255) */
     uint16_t reserved;
     uint32_t cum_psn; /* receiver's cumulative PSN at the time */
 };
 
 /* CONNECT_REQ / CONNECT_RESP body. */
-struct mroce_conn_hdr {
+struct mrw_conn_hdr {
     uint32_t src_qpn;      /* sender's queue pair number */
     uint32_t start_psn;    /* first PSN the sender will use */
     uint64_t token;        /* token the peer must put in packets to sender */
@@ -190,22 +190,22 @@ struct mroce_conn_hdr {
     uint16_t npaths;       /* entropies the sender sprays over (advisory) */
     uint32_t rx_window;    /* PSNs the sender tracks beyond cum_psn */
     uint32_t max_rd_atomic; /* READ/atomics the sender serves at once */
-    uint32_t flags;        /* enum mroce_conn_flag */
+    uint32_t flags;        /* enum mrw_conn_flag */
     uint32_t max_ack_delay; /* ns the sender may delay an ACK (REL-19) */
 };
 
 /* A decoded packet.  payload points into the caller's buffer. */
-struct mroce_pkt {
-    struct mroce_base_hdr base;
+struct mrw_pkt {
+    struct mrw_base_hdr base;
     union {
         struct {
-            struct mroce_req_hdr req;
-            struct mroce_atomic_hdr atomic; /* atomics only */
+            struct mrw_req_hdr req;
+            struct mrw_atomic_hdr atomic; /* atomics only */
         } rq;
-        struct mroce_resp_hdr resp;
-        struct mroce_ack_hdr ack;
-        struct mroce_nak_hdr nak;
-        struct mroce_conn_hdr conn;
+        struct mrw_resp_hdr resp;
+        struct mrw_ack_hdr ack;
+        struct mrw_nak_hdr nak;
+        struct mrw_conn_hdr conn;
     } u;
     const uint8_t *payload; /* data, or NULL */
     uint32_t payload_len;
@@ -221,71 +221,71 @@ struct mroce_pkt {
     X(CRC, -6, "CRC32C mismatch")                             \
     X(FIELD, -7, "field out of range for this opcode")
 
-enum mroce_wire_error {
+enum mrw_wire_error {
 #define MROCE_X_ENUM(name, val, desc) MROCE_WIRE_E##name = (val),
     MROCE_WIRE_ERRORS(MROCE_X_ENUM)
 #undef MROCE_X_ENUM
 };
 
 /*
- * mroce_pkt_decode parses and checks buf[0..len).  Checks, in order: length
+ * mrw_pkt_decode parses and checks buf[0..len).  Checks, in order: length
  * covers the base header, version, opcode, flags, pkt_len == len, the CRC,
  * then the opcode's headers fit and their fields are self-consistent
  * (payload fits: offset + payload_len <= msg_len for data; atomics carry no
  * payload and msg_len == 8; ATOMIC_RESP payload is exactly 8; ACK sack_words
  * <= MROCE_MAX_SACK_WORDS; FIRST iff offset == 0; LAST iff offset +
- * payload_len == msg_len).  Returns 0 or a negative enum mroce_wire_error.
+ * payload_len == msg_len).  Returns 0 or a negative enum mrw_wire_error.
  * Never reads outside buf[0..len).
  */
-int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len);
+int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len);
 
 /*
- * mroce_pkt_hdr_len returns the header length (base + opcode headers, without
+ * mrw_pkt_hdr_len returns the header length (base + opcode headers, without
  * payload and CRC) that an encoded packet of this opcode occupies, or 0 for an
  * unknown opcode.  For ACK it includes pkt->u.ack.sack_words words.
  */
-size_t mroce_pkt_hdr_len(const struct mroce_pkt *pkt);
+size_t mrw_pkt_hdr_len(const struct mrw_pkt *pkt);
 
 /*
- * mroce_pkt_encode_hdr writes the headers of pkt (base.pkt_len is computed
+ * mrw_pkt_encode_hdr writes the headers of pkt (base.pkt_len is computed
  * from the header length, pkt->payload_len and the CRC) into buf and returns
  * the header length, or 0 if cap is too small for headers + payload + CRC.
  * The caller then places payload_len bytes at buf + hdr_len (this lets the
  * engine read straight from registered memory into the output buffer) and
- * calls mroce_pkt_seal().  pkt->payload is ignored.
+ * calls mrw_pkt_seal().  pkt->payload is ignored.
  */
-size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
+size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf,
                             size_t cap);
 
-/* mroce_pkt_seal appends the CRC32C over buf[0..len) at buf+len and returns
+/* mrw_pkt_seal appends the CRC32C over buf[0..len) at buf+len and returns
  * len + MROCE_CRC_LEN. */
-size_t mroce_pkt_seal(uint8_t *buf, size_t len);
+size_t mrw_pkt_seal(uint8_t *buf, size_t len);
 
-/* mroce_pkt_seal_split seals a packet whose payload is not behind its
+/* mrw_pkt_seal_split seals a packet whose payload is not behind its
  * headers in buf (zero-copy transmit): the CRC32C over buf[0..hdr_len)
  * followed by payload[0..payload_len) goes to buf+hdr_len, the same four
- * bytes mroce_pkt_seal would put after the contiguous packet.  Returns the
+ * bytes mrw_pkt_seal would put after the contiguous packet.  Returns the
  * packet's length on the wire, hdr_len + payload_len + MROCE_CRC_LEN. */
-size_t mroce_pkt_seal_split(uint8_t *buf, size_t hdr_len,
+size_t mrw_pkt_seal_split(uint8_t *buf, size_t hdr_len,
                             const uint8_t *payload, size_t payload_len);
 
-/* mroce_pkt_encode: headers, copy of pkt->payload, and CRC in one call.
+/* mrw_pkt_encode: headers, copy of pkt->payload, and CRC in one call.
  * Returns the packet length or 0 if cap is too small. */
-size_t mroce_pkt_encode(const struct mroce_pkt *pkt, uint8_t *buf, size_t cap);
+size_t mrw_pkt_encode(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap);
 
 /* CRC32C (Castagnoli, reflected, init and final xor 0xffffffff). */
-uint32_t mroce_crc32c(uint32_t crc, const void *data, size_t len);
+uint32_t mrw_crc32c(uint32_t crc, const void *data, size_t len);
 
 /* Printable names; "?" for unknown values. */
-const char *mroce_opcode_name(unsigned opcode);
-const char *mroce_nak_code_name(unsigned code);
-const char *mroce_wire_error_name(int err);
+const char *mrw_opcode_name(unsigned opcode);
+const char *mrw_nak_code_name(unsigned code);
+const char *mrw_wire_error_name(int err);
 
 /* 1 if the opcode consumes a PSN (reliable data class), else 0. */
-int mroce_opcode_has_psn(unsigned opcode);
+int mrw_opcode_has_psn(unsigned opcode);
 
 /* Serial-number arithmetic on 32-bit PSNs (RFC 1982 style). */
-static inline int32_t mroce_psn_diff(uint32_t a, uint32_t b)
+static inline int32_t mrw_psn_diff(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b);
 }

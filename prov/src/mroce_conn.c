@@ -47,8 +47,8 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
         *err = -FI_ENOMEM;
         return NULL;
     }
-    struct mroce_vqp_init_attr a;
-    mroce_vqp_init_attr_default(&a);
+    struct mroce_qp_init_attr a;
+    mroce_qp_init_attr_default(&a);
     a.send_cq = a.recv_cq = d->cq;
     /* Sends, rendezvous READs and control messages share the send queue;
      * the endpoint's tx size bounds what the application can post. */
@@ -65,12 +65,12 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
     int rc = mroce_create_qp(d->pd, &a, &c->qp);
     if (rc < 0) {
         MFI_WARN(FI_LOG_EP_CTRL, "cannot create a QP: %s\n",
-                 mroce_lib_strerror(rc));
+                 mroce_strerror(rc));
         free(c);
         *err = mfi_errno(rc);
         return NULL;
     }
-    c->qpn = mroce_vqp_num(c->qp);
+    c->qpn = mroce_qp_num(c->qp);
     c->next = ep->conns;
     ep->conns = c;
     for (int i = 0; i < mfi_param.rx_depth; i++) {
@@ -90,7 +90,7 @@ int mfi_conn_listen(struct mfi_ep *ep)
     for (struct mfi_conn *c = ep->conns; c; c = c->next) {
         if (!c->listening)
             continue;
-        enum mroce_qp_state st = mroce_vqp_state(c->qp);
+        enum mroce_qp_state st = mroce_qp_get_state(c->qp);
         if (st == MROCE_QPS_LISTEN) {
             live++;
         } else {
@@ -189,7 +189,7 @@ struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
     int rc = mroce_connect_start(c->qp, host, port, 0);
     if (rc < 0) {
         MFI_WARN(FI_LOG_EP_CTRL, "connect to %s:%u: %s\n", host, port,
-                 mroce_lib_strerror(rc));
+                 mroce_strerror(rc));
         c->dead = 1;
         *err = mfi_errno(rc);
         return NULL;

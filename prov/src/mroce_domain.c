@@ -332,7 +332,7 @@ static int open_device(struct mfi_domain *d, const struct sockaddr *sa)
     }
     if (rc < 0) {
         MFI_WARN(FI_LOG_DOMAIN, "cannot open a MetaRoCE device on %s: %s\n",
-                 ip, mroce_lib_strerror(rc));
+                 ip, mroce_strerror(rc));
         return rc == MROCE_EADDR ? -FI_EADDRNOTAVAIL : -FI_EIO;
     }
     memcpy(&d->addr, sa, mfi_sa_len(sa));

@@ -63,7 +63,7 @@ int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
 {
     if (op->nmr == MFI_IOV_LIMIT)
         return -FI_EINVAL;
-    mroce_vmr *mr;
+    mroce_mr *mr;
     int rc = mroce_reg_mr(ep->dom->pd, addr, len ? len : 1, access, &mr);
     if (rc == MROCE_EACCESS)
         return -FI_EACCES; /* a buffer to be written is read-only */
@@ -71,9 +71,9 @@ int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
         return mfi_errno(rc);
     op->mr[op->nmr++] = mr;
     if (lkey)
-        *lkey = mroce_vmr_lkey(mr);
+        *lkey = mroce_mr_lkey(mr);
     if (rkey)
-        *rkey = mroce_vmr_rkey(mr);
+        *rkey = mroce_mr_rkey(mr);
     return 0;
 }
 
@@ -277,7 +277,7 @@ static int grow_pool(struct mfi_ep *ep)
         return -FI_ENOMEM;
     }
     ep->nslabs++;
-    uint32_t lkey = mroce_vmr_lkey(s->mr);
+    uint32_t lkey = mroce_mr_lkey(s->mr);
     for (int i = 0; i < MFI_BUF_SLAB; i++) {
         struct mfi_buf *b = &s->meta[i];
         b->data = s->data + (size_t)i * ep->buf_size;

@@ -122,7 +122,7 @@ struct mfi_domain {
     pthread_mutex_t lock;
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_vcq *cq;     /* libmroce CQ for every QP of the device */
+    mroce_cq *cq;     /* libmroce CQ for every QP of the device */
     struct sockaddr_storage addr; /* our name (IP + the device's port) */
     int mtu;           /* MetaRoCE MTU of our QPs (mfi_domain_mtu) */
     size_t addrlen;
@@ -227,7 +227,7 @@ void mfi_cntr_report(struct mfi_cntr *c, int err);
 struct mfi_mr {
     struct fid_mr mr;
     struct mfi_domain *dom;
-    mroce_vmr *vmr;
+    mroce_mr *vmr;
     uint32_t lkey;
     struct mfi_mr *next;  /* dom->mrs */
     uintptr_t base;       /* registered range */
@@ -251,7 +251,7 @@ int mfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 struct mfi_peer;
 struct mfi_conn {
     struct mfi_conn *next;   /* ep->conns */
-    mroce_vqp *qp;
+    mroce_qp *qp;
     uint32_t qpn;
     struct mfi_peer *peer;   /* NULL until the HELLO (accepted QPs) */
     uint8_t listening;       /* still a listener (not yet accepted) */
@@ -298,7 +298,7 @@ enum { MFI_HELD_BUF = 1, MFI_HELD_COPY = 2 };
 struct mfi_slab {
     uint8_t *data;
     struct mfi_buf *meta;
-    mroce_vmr *mr;
+    mroce_mr *mr;
 };
 
 /* --- requests --- */
@@ -352,7 +352,7 @@ struct mfi_op {
     uint32_t rd_rkey;        /*   and its key */
     uint32_t rd_lkey[MFI_IOV_LIMIT]; /* rendezvous read: iov i's lkey */
     fi_addr_t src;           /* rendezvous read: source for the CQ */
-    mroce_vmr *mr[MFI_IOV_LIMIT]; /* registrations made for this request */
+    mroce_mr *mr[MFI_IOV_LIMIT]; /* registrations made for this request */
     int nmr;
     void *copy;              /* rendezvous send of several iovs: a
                                 contiguous copy (malloc) */

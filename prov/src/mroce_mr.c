@@ -99,12 +99,12 @@ int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
     mr->dom = d;
     mr->base = (uintptr_t)buf;
     mr->len = len;
-    mr->lkey = mroce_vmr_lkey(mr->vmr);
+    mr->lkey = mroce_mr_lkey(mr->vmr);
     mr->mr.fid.fclass = FI_CLASS_MR;
     mr->mr.fid.context = context;
     mr->mr.fid.ops = &mr_fi_ops;
     mr->mr.mem_desc = mr;
-    mr->mr.key = mroce_vmr_rkey(mr->vmr);
+    mr->mr.key = mroce_mr_rkey(mr->vmr);
     mr->next = d->mrs;
     d->mrs = mr;
     mfi_unlock(d);

@@ -168,7 +168,7 @@ ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
         /* The connection failed between its set-up and this post (an ICMP
          * error read by another thread, or a slow host): unreachable, as
          * when it fails in mfi_conn_tx(). */
-        if (rc == MROCE_ESTATE && mroce_vqp_state(c->qp) == MROCE_QPS_ERROR) {
+        if (rc == MROCE_ESTATE && mroce_qp_get_state(c->qp) == MROCE_QPS_ERROR) {
             mfi_conn_failed(ep, c);
             return -FI_EHOSTUNREACH;
         }

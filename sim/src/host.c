@@ -3,15 +3,15 @@
  * engine.
  *
  * Each host owns one sans-IO endpoint and calls it through exactly the entry
- * points the UDP datapath uses: mroce_ep_recv() for every delivered
- * datagram, mroce_ep_write_pkt() whenever the NIC's uplink can take a
+ * points the UDP datapath uses: mre_ep_recv() for every delivered
+ * datagram, mre_ep_write_pkt() whenever the NIC's uplink can take a
  * packet (at most one packet waits behind the one being serialized, so the
  * engine is paced by its link and stamps packets just before they leave),
- * and mroce_ep_expiry()/mroce_ep_handle_expiry() for timers.  Time is the
+ * and mre_ep_expiry()/mre_ep_handle_expiry() for timers.  Time is the
  * simulated clock in nanoseconds.
  *
  * Timers: after every call into the engine the adapter reads the
- * endpoint's next deadline (mroce_ep_expiry(), O(1) from the engine's timer
+ * endpoint's next deadline (mre_ep_expiry(), O(1) from the engine's timer
  * heap) and queues an EV_TIMER for it if it is earlier than the one already
  * queued, so engine timers fire exactly on time.
  *
@@ -66,7 +66,7 @@ static void host_rand(uint8_t *buf, size_t len, void *user)
     }
 }
 
-static void host_addr(uint32_t host, struct mroce_addr *a)
+static void host_addr(uint32_t host, struct mre_addr *a)
 {
     memset(a, 0, sizeof(*a));
     a->len = 4;
@@ -76,7 +76,7 @@ static void host_addr(uint32_t host, struct mroce_addr *a)
     a->data[3] = (uint8_t)host;
 }
 
-static uint32_t addr_host(const struct mroce_addr *a)
+static uint32_t addr_host(const struct mre_addr *a)
 {
     return (uint32_t)a->data[0] << 24 | (uint32_t)a->data[1] << 16 |
            (uint32_t)a->data[2] << 8 | a->data[3];
@@ -116,8 +116,8 @@ int host_setup(struct sim *s)
     uint64_t before = s->mem.live;
     for (uint32_t i = 0; i < s->nhosts; i++) {
         struct host *h = &s->hosts[i];
-        struct mroce_ep_config ec;
-        mroce_ep_config_default(&ec);
+        struct mre_ep_config ec;
+        mre_ep_config_default(&ec);
         ec.mem.calloc = count_calloc;
         ec.mem.free = count_free;
         ec.mem.user = &s->mem;
@@ -126,15 +126,15 @@ int host_setup(struct sim *s)
         ec.max_qps = s->nhosts < 65535 ? s->nhosts : 65535;
         if (s->tp->credit)
             ec.rx_credit_bytes = 256 * 1024;
-        mroce_mr *mr;
-        if (mroce_ep_new(&h->ep, &ec) < 0 ||
-            mroce_cq_new(h->ep, 1024, &h->scq) < 0 ||
-            mroce_cq_new(h->ep, 1024, &h->rcq) < 0 ||
-            mroce_mr_reg(h->ep, s->scratch, s->scratch_len,
+        mre_mr *mr;
+        if (mre_ep_new(&h->ep, &ec) < 0 ||
+            mre_cq_new(h->ep, 1024, &h->scq) < 0 ||
+            mre_cq_new(h->ep, 1024, &h->rcq) < 0 ||
+            mre_mr_reg(h->ep, s->scratch, s->scratch_len,
                          MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                          &mr) < 0)
             return -1;
-        h->lkey = mroce_mr_lkey(mr);
+        h->lkey = mre_mr_lkey(mr);
         h->qp_by_peer = calloc(s->nhosts, sizeof(*h->qp_by_peer));
         h->qp_by_slot = calloc(ec.max_qps, sizeof(*h->qp_by_slot));
         if (!h->qp_by_peer || !h->qp_by_slot)
@@ -150,7 +150,7 @@ void host_teardown(struct sim *s)
         return;
     for (uint32_t i = 0; i < s->nhosts; i++) {
         struct host *h = &s->hosts[i];
-        mroce_ep_del(h->ep);
+        mre_ep_del(h->ep);
         free(h->qp_by_peer);
         free(h->qp_by_slot);
         free(h->pend);
@@ -171,25 +171,25 @@ static uint32_t lkey_of(const struct host *h)
     return h->lkey;
 }
 
-static int post_recvs(struct sim *s, struct host *h, mroce_qp *qp, int n)
+static int post_recvs(struct sim *s, struct host *h, mre_qp *qp, int n)
 {
     struct mroce_sge sge = {(uint64_t)(uintptr_t)s->scratch,
                             (uint32_t)s->scratch_len, lkey_of(h)};
     for (int i = 0; i < n; i++) {
         struct mroce_recv_wr wr = {0, NULL, &sge, 1};
         struct mroce_recv_wr *bad;
-        if (mroce_qp_post_recv(qp, &wr, &bad) < 0)
+        if (mre_qp_post_recv(qp, &wr, &bad) < 0)
             return -1;
     }
     return 0;
 }
 
 static int make_qp(struct sim *s, struct host *h, uint32_t peer,
-                   mroce_qp **pqp)
+                   mre_qp **pqp)
 {
     const struct scenario *sc = s->sc;
-    struct mroce_qp_attr at;
-    mroce_qp_attr_default(&at);
+    struct mre_qp_attr at;
+    mre_qp_attr_default(&at);
     at.send_cq = h->scq;
     at.recv_cq = h->rcq;
     at.max_send_wr = sc->qp_sq;
@@ -209,14 +209,14 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer,
     if (sc->qp_path_burst)
         at.path_burst = (uint8_t)sc->qp_path_burst;
     at.path_reuse = sc->qp_path_reuse != 0;
-    int rc = mroce_qp_new(h->ep, &at, pqp);
+    int rc = mre_qp_new(h->ep, &at, pqp);
     if (rc < 0) {
         fprintf(stderr, "mroce-sim: qp_new on h%u: %s\n", h->id,
-                mroce_strerror(rc));
+                mre_strerror(rc));
         return rc;
     }
     h->qp_by_peer[peer] = *pqp;
-    h->qp_by_slot[mroce_qp_num(*pqp) & 0xffff] = *pqp;
+    h->qp_by_slot[mre_qp_num(*pqp) & 0xffff] = *pqp;
     s->nqps++;
     return 0;
 }
@@ -226,15 +226,15 @@ static int connect_pair(struct sim *s, uint32_t a, uint32_t b)
     struct host *ha = &s->hosts[a], *hb = &s->hosts[b];
     if (a == b || ha->qp_by_peer[b])
         return 0;
-    mroce_qp *qa, *qb;
+    mre_qp *qa, *qb;
     uint64_t before = s->mem.live;
     if (make_qp(s, ha, b, &qa) < 0 || make_qp(s, hb, a, &qb) < 0)
         return -1;
     s->qp_mem_bytes += s->mem.live - before;
-    struct mroce_addr to;
+    struct mre_addr to;
     host_addr(b, &to);
-    if (mroce_qp_listen(qb, now_ns(s)) < 0 ||
-        mroce_qp_connect(qa, &to, mroce_qp_num(qb), now_ns(s)) < 0 ||
+    if (mre_qp_listen(qb, now_ns(s)) < 0 ||
+        mre_qp_connect(qa, &to, mre_qp_num(qb), now_ns(s)) < 0 ||
         post_recvs(s, ha, qa, (int)s->sc->qp_rq) < 0 ||
         post_recvs(s, hb, qb, (int)s->sc->qp_rq) < 0)
         return -1;
@@ -242,7 +242,7 @@ static int connect_pair(struct sim *s, uint32_t a, uint32_t b)
 }
 
 /* Make sure an EV_TIMER is queued no later than the endpoint's next
- * deadline (mroce_ep_expiry() is O(1): the engine keeps a timer heap).
+ * deadline (mre_ep_expiry() is O(1): the engine keeps a timer heap).
  * Called after every call into the engine.  A queued timer that the engine
  * has since moved later fires early and finds nothing due, which is cheaper
  * than removing it from the event heap; h->timer_at is the earliest one
@@ -250,7 +250,7 @@ static int connect_pair(struct sim *s, uint32_t a, uint32_t b)
  * would spin; it is retried 1 us later and counted (expiry_stuck). */
 static void timer_arm(struct sim *s, struct host *h, int after_handle)
 {
-    mroce_tstamp e = mroce_ep_expiry(h->ep);
+    mroce_tstamp e = mre_ep_expiry(h->ep);
     if (e == MROCE_TSTAMP_INF)
         return;
     uint64_t t = e * PS_PER_NS;
@@ -288,10 +288,10 @@ void host_pull(struct sim *s, struct host *h)
         return;
     }
     int sent = 0;
-    while (up->q_pkts == 0 && mroce_ep_want_write(h->ep)) {
-        struct mroce_tx_info ti;
-        struct mroce_tx_zc zc;
-        int n = mroce_ep_write_pkt_zc(h->ep, s->tx_stage, SIM_BUF_CAP, &ti,
+    while (up->q_pkts == 0 && mre_ep_want_write(h->ep)) {
+        struct mre_tx_info ti;
+        struct mre_tx_zc zc;
+        int n = mre_ep_write_pkt_zc(h->ep, s->tx_stage, SIM_BUF_CAP, &ti,
                                       &zc, now_ns(s));
         if (n <= 0)
             break;
@@ -328,7 +328,7 @@ static void host_service(struct sim *s, struct host *h)
 {
     struct mroce_wc wc[32];
     int n;
-    while ((n = mroce_cq_poll(h->scq, 32, wc)) > 0)
+    while ((n = mre_cq_poll(h->scq, 32, wc)) > 0)
         for (int i = 0; i < n; i++) {
             if (wc[i].status != MROCE_WC_SUCCESS) {
                 if (s->wc_errors++ < 5)
@@ -340,7 +340,7 @@ static void host_service(struct sim *s, struct host *h)
         }
     if (h->npend)
         retry_pending(s, h);
-    while ((n = mroce_cq_poll(h->rcq, 32, wc)) > 0)
+    while ((n = mre_cq_poll(h->rcq, 32, wc)) > 0)
         for (int i = 0; i < n; i++) {
             if (wc[i].status != MROCE_WC_SUCCESS) {
                 if (s->wc_errors++ < 5)
@@ -348,7 +348,7 @@ static void host_service(struct sim *s, struct host *h)
                             mroce_wc_status_str(wc[i].status));
                 continue;
             }
-            mroce_qp *qp = h->qp_by_slot[wc[i].qp_num & 0xffff];
+            mre_qp *qp = h->qp_by_slot[wc[i].qp_num & 0xffff];
             if (qp)
                 post_recvs(s, h, qp, 1);
             wl_on_recv(s, wc[i].imm_data);
@@ -363,7 +363,7 @@ void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
         roce_on_pkt(s, h, p);
         return;
     }
-    struct mroce_rx_info ri;
+    struct mre_rx_info ri;
     host_addr(p->src, &ri.from);
     ri.ecn = p->ecn;
     if (p->zc_len) {
@@ -383,11 +383,11 @@ void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
         uint8_t *crc = s->rx_stage + hl + p->zc_len;
         memcpy(s->rx_stage, p->buf, hl);
         memcpy(crc, p->buf + hl, MROCE_CRC_LEN);
-        mroce_ep_recv(h->ep, s->rx_stage, p->len, &ri, now_ns(s));
+        mre_ep_recv(h->ep, s->rx_stage, p->len, &ri, now_ns(s));
         memset(s->rx_stage, 0, hl);
         memset(crc, 0, MROCE_CRC_LEN);
     } else {
-        mroce_ep_recv(h->ep, p->buf, p->len, &ri, now_ns(s));
+        mre_ep_recv(h->ep, p->buf, p->len, &ri, now_ns(s));
     }
     pkt_free(s, p);
     host_service(s, h);
@@ -398,7 +398,7 @@ void host_on_timer(struct sim *s, struct host *h, uint64_t t)
     if (t != h->timer_at)
         return; /* superseded by an earlier timer */
     h->timer_at = T_INF;
-    mroce_ep_handle_expiry(h->ep, now_ns(s));
+    mre_ep_handle_expiry(h->ep, now_ns(s));
     host_service(s, h);
     timer_arm(s, h, 1);
 }
@@ -406,7 +406,7 @@ void host_on_timer(struct sim *s, struct host *h, uint64_t t)
 static int try_post(struct sim *s, struct host *h, uint32_t m)
 {
     const struct msg *mm = &s->msgs[m];
-    mroce_qp *qp = h->qp_by_peer[mm->dst];
+    mre_qp *qp = h->qp_by_peer[mm->dst];
     if (!qp) {
         fprintf(stderr, "mroce-sim: no QP h%u->h%u\n", mm->src, mm->dst);
         exit(2);
@@ -422,11 +422,11 @@ static int try_post(struct sim *s, struct host *h, uint32_t m)
     wr.send_flags = MROCE_SEND_SIGNALED;
     wr.imm_data = m;
     struct mroce_send_wr *bad;
-    int rc = mroce_qp_post_send(qp, &wr, &bad, now_ns(s));
+    int rc = mre_qp_post_send(qp, &wr, &bad, now_ns(s));
     if (rc == MROCE_EFULL)
         return 1;
     if (rc < 0) {
-        fprintf(stderr, "mroce-sim: post_send: %s\n", mroce_strerror(rc));
+        fprintf(stderr, "mroce-sim: post_send: %s\n", mre_strerror(rc));
         exit(2);
     }
     return 0;
@@ -475,9 +475,9 @@ int host_connect_pairs(struct sim *s)
         int all = 1;
         for (uint32_t i = 0; i < s->nhosts && all; i++)
             for (uint32_t j = 0; j < s->nhosts; j++) {
-                mroce_qp *qp = s->hosts[i].qp_by_peer[j];
-                if (qp && (mroce_qp_state(qp) != MROCE_QPS_RTS ||
-                           !mroce_qp_remote_qpn(qp))) {
+                mre_qp *qp = s->hosts[i].qp_by_peer[j];
+                if (qp && (mre_qp_state(qp) != MROCE_QPS_RTS ||
+                           !mre_qp_remote_qpn(qp))) {
                     all = 0;
                     break;
                 }
@@ -524,11 +524,11 @@ static void host_dump_flows(struct sim *s, const char *prefix)
                 "lost,srtt_ns,min_rtt_ns\n");
     for (uint32_t i = 0; i < H; i++)
         for (uint32_t j = 0; j < H; j++) {
-            mroce_qp *qp = s->hosts[i].qp_by_peer[j];
+            mre_qp *qp = s->hosts[i].qp_by_peer[j];
             if (!qp)
                 continue;
             struct mroce_qp_counters c;
-            mroce_qp_get_counters(qp, &c);
+            mre_qp_get_counters(qp, &c);
             if (!c.tx_data_pkts)
                 continue;
             size_t k = (size_t)i * H + j;
@@ -546,7 +546,7 @@ static void host_dump_flows(struct sim *s, const char *prefix)
                     (unsigned long long)c.cwnd, (unsigned long long)c.timeouts,
                     (unsigned long long)c.paths_retired);
             struct mroce_path_stats ps[256];
-            int np = mroce_qp_path_stats(qp, ps, 256);
+            int np = mre_qp_path_stats(qp, ps, 256);
             for (int q = 0; q < np && q < 256; q++) {
                 uint32_t ul = fabric_up_link(s, leaf, i, j, ps[q].entropy);
                 fprintf(fp, "%u,%u,%d,%u,%u,%u,%u,%llu,%llu,%llu,%llu,%llu\n",
@@ -579,7 +579,7 @@ void host_collect_counters(struct sim *s)
     s->crc_drops = 0;
     for (uint32_t i = 0; i < s->nhosts; i++) {
         struct mroce_ep_counters ec;
-        mroce_ep_get_counters(s->hosts[i].ep, &ec);
+        mre_ep_get_counters(s->hosts[i].ep, &ec);
         s->crc_drops += ec.drop_crc;
     }
     if (s->crc_drops)
@@ -587,11 +587,11 @@ void host_collect_counters(struct sim *s)
                 (unsigned long long)s->crc_drops);
     for (uint32_t i = 0; i < s->nhosts; i++)
         for (uint32_t j = 0; j < s->nhosts; j++) {
-            mroce_qp *qp = s->hosts[i].qp_by_peer[j];
+            mre_qp *qp = s->hosts[i].qp_by_peer[j];
             if (!qp)
                 continue;
             struct mroce_qp_counters c;
-            mroce_qp_get_counters(qp, &c);
+            mre_qp_get_counters(qp, &c);
             s->retx_pkts += c.retx_pkts;
             s->tx_data_pkts += c.tx_data_pkts;
             s->mroce_timeouts += c.timeouts;
@@ -605,11 +605,11 @@ void host_collect_counters(struct sim *s)
                         (unsigned long long)c.tx_data_pkts,
                         (unsigned long long)c.rx_acks,
                         (unsigned long long)c.rx_ecn_ce);
-            if (mroce_qp_state(qp) == MROCE_QPS_ERROR) {
+            if (mre_qp_state(qp) == MROCE_QPS_ERROR) {
                 s->qp_errors++;
                 if (getenv("MROCE_SIM_DEBUG")) {
                     struct mroce_path_stats ps[64];
-                    int np = mroce_qp_path_stats(qp, ps, 64);
+                    int np = mre_qp_path_stats(qp, ps, 64);
                     fprintf(stderr, "QP h%u->h%u ERROR: tx_data %llu retx %llu "
                             "rto %llu probe %llu path %llu ooo %llu timeouts %llu "
                             "retired %llu\n", i, j,
@@ -663,17 +663,17 @@ void host_trace_loop(struct sim *s, uint64_t limit, const char *arg)
         sim_loop(s, s->now + step);
         for (uint32_t i = 0; i < s->nhosts; i++)
             for (uint32_t j = 0; j < s->nhosts; j++) {
-                mroce_qp *qp = s->hosts[i].qp_by_peer[j];
+                mre_qp *qp = s->hosts[i].qp_by_peer[j];
                 if (!qp)
                     continue;
                 struct mroce_qp_counters a, b;
-                mroce_qp_get_counters(qp, &a);
+                mre_qp_get_counters(qp, &a);
                 if (!a.tx_data_pkts)
                     continue;
-                mroce_qp *rq = s->hosts[j].qp_by_peer[i];
+                mre_qp *rq = s->hosts[j].qp_by_peer[i];
                 memset(&b, 0, sizeof b);
                 if (rq)
-                    mroce_qp_get_counters(rq, &b);
+                    mre_qp_get_counters(rq, &b);
                 fprintf(f, "%.1f,%u,%u,%llu,%llu,%llu,%llu,%llu,%u\n",
                         (double)(s->now - t0) / PS_PER_US, i, j,
                         (unsigned long long)a.tx_data_pkts,

@@ -32,11 +32,11 @@ static uint64_t qp_sample(struct sim *s, uint64_t *srtt)
     uint64_t ret = 0, best = 0;
     for (uint32_t i = 0; i < s->nhosts; i++)
         for (uint32_t j = 0; j < s->nhosts; j++) {
-            mroce_qp *qp = s->hosts[i].qp_by_peer[j];
+            mre_qp *qp = s->hosts[i].qp_by_peer[j];
             if (!qp)
                 continue;
             struct mroce_qp_counters c;
-            mroce_qp_get_counters(qp, &c);
+            mre_qp_get_counters(qp, &c);
             ret += c.paths_retired;
             if (srtt && c.tx_data_pkts >= best) {
                 best = c.tx_data_pkts;

@@ -122,7 +122,7 @@ struct pkt {
     struct pkt *next;  /* NIC / PFC output queue, free list link */
     /* PK_MROCE: the datagram: in inl[] if it fits, else a SIM_BUF_CAP
      * buffer from the pool (big).  A zero-copy data packet
-     * (mroce_ep_write_pkt_zc) keeps its payload where the engine found it:
+     * (mre_ep_write_pkt_zc) keeps its payload where the engine found it:
      * buf holds the headers and the CRC, payload/zc_len name the bytes
      * between them (host.c puts the datagram together on delivery). */
     uint8_t *buf;
@@ -135,7 +135,7 @@ struct pkt {
     uint32_t zc_len;   /* payload bytes, 0: the whole datagram is in buf */
     uint32_t qp;       /* baseline: sender QP index */
     uint16_t entropy;  /* UDP source port: the ECMP input that varies */
-    uint8_t ecn;       /* enum mroce_ecn */
+    uint8_t ecn;       /* enum mre_ecn */
     uint8_t kind;      /* enum pkt_kind */
     uint8_t last;      /* baseline data: last packet of its message */
     uint8_t big;       /* buf is from the pool, not inl */
@@ -243,11 +243,11 @@ struct link {
 struct host {
     uint32_t id;
     uint32_t uplink;      /* link host -> ToR */
-    mroce_ep *ep;         /* MetaRoCE endpoint (NULL for the baseline) */
-    mroce_cq *scq, *rcq;
+    mre_ep *ep;         /* MetaRoCE endpoint (NULL for the baseline) */
+    mre_cq *scq, *rcq;
     uint32_t lkey;        /* of the endpoint's MR over the scratch buffer */
-    mroce_qp **qp_by_peer; /* peer host -> local QP; owned (MetaRoCE) */
-    mroce_qp **qp_by_slot; /* qpn & 0xffff -> QP; owned */
+    mre_qp **qp_by_peer; /* peer host -> local QP; owned (MetaRoCE) */
+    mre_qp **qp_by_slot; /* qpn & 0xffff -> QP; owned */
     uint64_t timer_at;    /* ps of the queued EV_TIMER, T_INF none */
     uint8_t wake_pending;
     uint64_t wake_at;

@@ -47,7 +47,7 @@
 /* Packets reported lost (on_loss) since the current round began (CC-12). */
 #define CC_LOST(cc) ((cc)->scratch[3])
 
-static uint32_t cc_clamp(const struct mroce_cc *cc, uint64_t w)
+static uint32_t cc_clamp(const struct mre_cc *cc, uint64_t w)
 {
     if (w < cc->min_cwnd)
         return cc->min_cwnd;
@@ -59,12 +59,12 @@ static uint32_t cc_clamp(const struct mroce_cc *cc, uint64_t w)
 /* The length of "one RTT" for rate limiting decreases and ECN rounds: the
  * engine's srtt, else the fresh sample, else base_rtt.  May be 0 before any
  * sample, in which case every event qualifies. */
-static mroce_tstamp cc_interval(const struct mroce_cc *cc, mroce_tstamp rtt)
+static mroce_tstamp cc_interval(const struct mre_cc *cc, mroce_tstamp rtt)
 {
     return cc->srtt ? cc->srtt : rtt ? rtt : cc->base_rtt;
 }
 
-static int cc_may_decrease(const struct mroce_cc *cc, mroce_tstamp now,
+static int cc_may_decrease(const struct mre_cc *cc, mroce_tstamp now,
                            mroce_tstamp interval)
 {
     return cc->last_decrease == CC_NEVER ||
@@ -85,7 +85,7 @@ static int cc_may_decrease(const struct mroce_cc *cc, mroce_tstamp now,
  * idled by this window, and a path that marks a quarter of its packets
  * (incast) holds this flow's own queue, where faster growth only deepens
  * it. */
-static uint64_t cc_ai_scale(const struct mroce_cc *cc, uint32_t starved)
+static uint64_t cc_ai_scale(const struct mre_cc *cc, uint32_t starved)
 {
     uint64_t r;
 
@@ -104,21 +104,21 @@ static uint64_t cc_ai_scale(const struct mroce_cc *cc, uint32_t starved)
 /* Bookkeeping shared by every multiplicative decrease: restart the once-
  * per-RTT clock, drop partial additive-increase credit (it was earned at
  * the old window) and end any slow restart. */
-static void cc_decreased(struct mroce_cc *cc, mroce_tstamp now)
+static void cc_decreased(struct mre_cc *cc, mroce_tstamp now)
 {
     cc->last_decrease = now;
     cc->ai_acc = 0;
     CC_SSTHRESH(cc) = 0;
 }
 
-void mroce_cc_init(struct mroce_cc *cc, const struct mroce_cc_ops *ops,
+void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops,
                    uint32_t mtu, uint32_t init_cwnd, uint32_t max_cwnd,
                    mroce_tstamp target_qdelay)
 {
     unsigned k;
 
     if (ops == NULL)
-        ops = &mroce_cc_delay_ecn;
+        ops = &mre_cc_delay_ecn;
     if (mtu == 0)
         mtu = 1; /* keeps min_cwnd > 0: a zero window would never send */
     cc->ops = ops;
@@ -142,13 +142,13 @@ void mroce_cc_init(struct mroce_cc *cc, const struct mroce_cc_ops *ops,
         ops->init(cc);
 }
 
-const struct mroce_cc_ops *mroce_cc_ops_get(unsigned algo)
+const struct mre_cc_ops *mre_cc_ops_get(unsigned algo)
 {
     switch (algo) {
     case MROCE_CC_DELAY_ECN:
-        return &mroce_cc_delay_ecn;
+        return &mre_cc_delay_ecn;
     case MROCE_CC_NONE:
-        return &mroce_cc_fixed;
+        return &mre_cc_fixed;
     default:
         return NULL;
     }
@@ -156,20 +156,20 @@ const struct mroce_cc_ops *mroce_cc_ops_get(unsigned algo)
 
 /* ---- fixed window ---------------------------------------------------- */
 
-/* cwnd = init_cwnd (already clamped by mroce_cc_init) forever.  base_rtt is
+/* cwnd = init_cwnd (already clamped by mre_cc_init) forever.  base_rtt is
  * still tracked because the engine reads it for path health. */
-static void fixed_init(struct mroce_cc *cc)
+static void fixed_init(struct mre_cc *cc)
 {
     cc->cwnd = cc->init_cwnd;
 }
 
-static void fixed_on_ack(struct mroce_cc *cc, const struct mroce_cc_ack *ev)
+static void fixed_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
 {
     if (ev->rtt != 0 && (cc->base_rtt == 0 || ev->rtt < cc->base_rtt))
         cc->base_rtt = ev->rtt;
 }
 
-static void fixed_on_loss(struct mroce_cc *cc, uint32_t lost_bytes,
+static void fixed_on_loss(struct mre_cc *cc, uint32_t lost_bytes,
                           mroce_tstamp now)
 {
     (void)cc;
@@ -177,13 +177,13 @@ static void fixed_on_loss(struct mroce_cc *cc, uint32_t lost_bytes,
     (void)now;
 }
 
-static void fixed_on_timeout(struct mroce_cc *cc, mroce_tstamp now)
+static void fixed_on_timeout(struct mre_cc *cc, mroce_tstamp now)
 {
     (void)cc;
     (void)now;
 }
 
-const struct mroce_cc_ops mroce_cc_fixed = {
+const struct mre_cc_ops mre_cc_fixed = {
     "fixed", fixed_init, fixed_on_ack, fixed_on_loss, fixed_on_timeout, NULL,
 };
 
@@ -215,7 +215,7 @@ const struct mroce_cc_ops mroce_cc_fixed = {
  *    its NIC or its data), so it cannot be dumped on the fabric later.
  *  - One decrease per round, whichever signal asks for it.
  */
-static void de_init(struct mroce_cc *cc)
+static void de_init(struct mre_cc *cc)
 {
     /* Slow start from init_cwnd: clean ACKs double cwnd per RTT until the
      * first CE echo, loss or decrease (delay above the target). */
@@ -241,7 +241,7 @@ static void de_init(struct mroce_cc *cc)
  *  - The deeper of the cuts is applied, if a decrease is allowed (at most
  *    once per interval, shared with the timeout response).
  */
-static void de_round(struct mroce_cc *cc, mroce_tstamp now,
+static void de_round(struct mre_cc *cc, mroce_tstamp now,
                      mroce_tstamp interval)
 {
     uint64_t rx = cc->rx_acc, ce = cc->ce_acc, lost = CC_LOST(cc);
@@ -300,7 +300,7 @@ static void de_round(struct mroce_cc *cc, mroce_tstamp now,
  *     stop growth (its sample may hold the reverse path's queue); the
  *     round's decrease is what answers a standing queue.
  */
-static void de_on_ack(struct mroce_cc *cc, const struct mroce_cc_ack *ev)
+static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
 {
     mroce_tstamp rtt = ev->rtt, interval;
     uint64_t w, before, ss;
@@ -359,7 +359,7 @@ static void de_on_ack(struct mroce_cc *cc, const struct mroce_cc_ack *ev)
  * marking loses many packets per overflowing round, which raises alpha
  * within a few rounds.
  */
-static void de_on_loss(struct mroce_cc *cc, uint32_t lost_bytes,
+static void de_on_loss(struct mre_cc *cc, uint32_t lost_bytes,
                        mroce_tstamp now)
 {
     uint64_t n = ((uint64_t)lost_bytes + cc->mtu - 1) / cc->mtu;
@@ -382,7 +382,7 @@ static void de_on_loss(struct mroce_cc *cc, uint32_t lost_bytes,
  * ends the slow restart (CE echo, loss, decrease), so it only ramps while
  * the path is quiet.
  */
-static void de_on_timeout(struct mroce_cc *cc, mroce_tstamp now)
+static void de_on_timeout(struct mre_cc *cc, mroce_tstamp now)
 {
     uint32_t ss = cc->cwnd / 2 > cc->init_cwnd ? cc->cwnd / 2 : cc->init_cwnd;
 
@@ -392,7 +392,7 @@ static void de_on_timeout(struct mroce_cc *cc, mroce_tstamp now)
     CC_SSTHRESH(cc) = ss > cc->min_cwnd ? ss : 0;
 }
 
-const struct mroce_cc_ops mroce_cc_delay_ecn = {
+const struct mre_cc_ops mre_cc_delay_ecn = {
     "delay_ecn", de_init, de_on_ack, de_on_loss, de_on_timeout,
     NULL, /* undo: the engine restores the generic fields (CC-13) */
 };

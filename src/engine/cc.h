@@ -13,10 +13,10 @@
 
 #include <mroce/engine.h>
 
-struct mroce_cc;
+struct mre_cc;
 
 /* An acknowledgement event. */
-struct mroce_cc_ack {
+struct mre_cc_ack {
     uint32_t acked_bytes; /* bytes newly acknowledged */
     uint32_t acked_pkts;  /* packets newly acknowledged */
     uint32_t ce_pkts;     /* of the packets the receiver counted since the
@@ -30,22 +30,22 @@ struct mroce_cc_ack {
     mroce_tstamp now;
 };
 
-struct mroce_cc_ops {
+struct mre_cc_ops {
     const char *name;
-    void (*init)(struct mroce_cc *cc);
-    void (*on_ack)(struct mroce_cc *cc, const struct mroce_cc_ack *ev);
-    void (*on_loss)(struct mroce_cc *cc, uint32_t lost_bytes, mroce_tstamp now);
-    void (*on_timeout)(struct mroce_cc *cc, mroce_tstamp now);
+    void (*init)(struct mre_cc *cc);
+    void (*on_ack)(struct mre_cc *cc, const struct mre_cc_ack *ev);
+    void (*on_loss)(struct mre_cc *cc, uint32_t lost_bytes, mroce_tstamp now);
+    void (*on_timeout)(struct mre_cc *cc, mroce_tstamp now);
     /* Optional: a timeout turned out spurious (LOSS-19, CC-13); `before` is
      * the whole state as it was just before that timeout's on_timeout.
      * NULL: the engine restores cwnd, last_decrease, ai_acc and scratch
      * (everything the built-in algorithms change on a timeout). */
-    void (*undo)(struct mroce_cc *cc, const struct mroce_cc *before);
+    void (*undo)(struct mre_cc *cc, const struct mre_cc *before);
 };
 
 /* State shared by all algorithms, plus scratch for the algorithm. */
-struct mroce_cc {
-    const struct mroce_cc_ops *ops;
+struct mre_cc {
+    const struct mre_cc_ops *ops;
     uint32_t cwnd;          /* bytes the connection may have in flight */
     uint32_t mtu;           /* bytes per full packet */
     uint32_t min_cwnd;      /* floor: one MTU */
@@ -63,14 +63,14 @@ struct mroce_cc {
 };
 
 /* Built-in algorithms. */
-extern const struct mroce_cc_ops mroce_cc_delay_ecn;
-extern const struct mroce_cc_ops mroce_cc_fixed;
+extern const struct mre_cc_ops mre_cc_delay_ecn;
+extern const struct mre_cc_ops mre_cc_fixed;
 
-/* mroce_cc_init fills the common fields and calls ops->init. */
-void mroce_cc_init(struct mroce_cc *cc, const struct mroce_cc_ops *ops,
+/* mre_cc_init fills the common fields and calls ops->init. */
+void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops,
                    uint32_t mtu, uint32_t init_cwnd, uint32_t max_cwnd,
                    mroce_tstamp target_qdelay);
 /* The ops table for an enum mroce_cc_algo value, or NULL. */
-const struct mroce_cc_ops *mroce_cc_ops_get(unsigned algo);
+const struct mre_cc_ops *mre_cc_ops_get(unsigned algo);
 
 #endif /* MROCE_CC_H */

@@ -22,7 +22,7 @@
 /* PSNs after the cumulative point that an ACK can report (REL-15). */
 #define MROCE_SACK_SPAN (32u * MROCE_MAX_SACK_WORDS)
 
-static mroce_tstamp rto_base(const mroce_qp *qp)
+static mroce_tstamp rto_base(const mre_qp *qp)
 {
     if (!qp->srtt)
         return qp->attr.min_rto * 5;
@@ -30,7 +30,7 @@ static mroce_tstamp rto_base(const mroce_qp *qp)
     return r < qp->attr.min_rto ? qp->attr.min_rto : r;
 }
 
-static mroce_tstamp cur_rto(const mroce_qp *qp)
+static mroce_tstamp cur_rto(const mre_qp *qp)
 {
     mroce_tstamp r = rto_base(qp);
     for (int i = 0; i < qp->backoff && r < qp->attr.max_rto; i++)
@@ -40,14 +40,14 @@ static mroce_tstamp cur_rto(const mroce_qp *qp)
 
 /* The probe timeout (LOSS-9): min(RTO_eff, 2 srtt + max_ack_delay), with
  * the peer's max_ack_delay (LOSS-25), as in the RTO and the loss guards. */
-static mroce_tstamp cur_pto(const mroce_qp *qp)
+static mroce_tstamp cur_pto(const mre_qp *qp)
 {
     mroce_tstamp rto = cur_rto(qp);
     mroce_tstamp pto = qp->srtt ? 2 * qp->srtt + qp->peer_ack_delay : rto;
     return pto < rto ? pto : rto;
 }
 
-void mroce_comp_arm_loss_timer(mroce_qp *qp, mroce_tstamp now)
+void mre_comp_arm_loss_timer(mre_qp *qp, mroce_tstamp now)
 {
     (void)now;
     if (qp->snd_una == qp->snd_nxt || qp->inflight_pkts == 0) {
@@ -58,7 +58,7 @@ void mroce_comp_arm_loss_timer(mroce_qp *qp, mroce_tstamp now)
                         (qp->probes_sent ? cur_rto(qp) : cur_pto(qp));
 }
 
-static void update_rtt(mroce_qp *qp, mroce_tstamp rtt)
+static void update_rtt(mre_qp *qp, mroce_tstamp rtt)
 {
     if (!qp->min_rtt || rtt < qp->min_rtt)
         qp->min_rtt = rtt;
@@ -74,46 +74,46 @@ static void update_rtt(mroce_qp *qp, mroce_tstamp rtt)
     qp->cnt.rtt_last = rtt;
 }
 
-static void rjob_acked(mroce_qp *qp, uint32_t slot)
+static void rjob_acked(mre_qp *qp, uint32_t slot)
 {
     if (slot >= qp->nrjobs)
         return;
-    struct mroce_rjob *j = &qp->rjobs[slot];
+    struct mre_rjob *j = &qp->rjobs[slot];
     if (!j->active)
         return;
     j->acked_pkts++;
     if (j->acked_pkts >= j->npkts && j->sent_pkts >= j->npkts)
-        mroce_resp_free_rjob(qp, j); /* the atomic result may be forgotten */
+        mre_resp_free_rjob(qp, j); /* the atomic result may be forgotten */
 }
 
-static void swqe_acked(mroce_qp *qp, uint32_t msn)
+static void swqe_acked(mre_qp *qp, uint32_t msn)
 {
-    struct mroce_swqe *w = &qp->sq[msn & qp->sq_mask];
+    struct mre_swqe *w = &qp->sq[msn & qp->sq_mask];
     if (w->state == SWQE_POSTED && w->msn == msn)
         w->acked_pkts++;
 }
 
 /* Declare an in-flight packet lost; may retire its path, whose remaining
  * in-flight packets are then lost too (they went into the dead path). */
-static void lose_ex(mroce_qp *qp, uint32_t idx, int cause,
+static void lose_ex(mre_qp *qp, uint32_t idx, int cause,
                     uint32_t *lost_bytes, int blame_path);
 
-static void lose(mroce_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
+static void lose(mre_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
 {
     lose_ex(qp, idx, cause, lost_bytes, 1);
 }
 
 /* Count a loss against slot `path` (PATH-9); if that retires it, its
  * in-flight packets went into the dead path too: lost, cause path. */
-static void blame(mroce_qp *qp, uint16_t path)
+static void blame(mre_qp *qp, uint16_t path)
 {
-    if (mroce_path_on_loss(&qp->paths, path)) {
+    if (mre_path_on_loss(&qp->paths, path)) {
         qp->cnt.paths_retired++;
-        struct mroce_path *p = &qp->path_slots[path];
+        struct mre_path *p = &qp->path_slots[path];
         while (p->list_head != MROCE_PATH_NONE) {
             uint32_t i = p->list_head;
             uint32_t q = qp->snd_una + ((i - qp->snd_una) & qp->tx_mask);
-            mroce_req_declare_lost(qp, q, LOSS_PATH);
+            mre_req_declare_lost(qp, q, LOSS_PATH);
         }
     }
 }
@@ -121,10 +121,10 @@ static void blame(mroce_qp *qp, uint16_t path)
 /* blame_path = 0: the loss says nothing about its path (an RTO's sweep
  * beyond each path's oldest packet), so it does not count towards the
  * path's consecutive losses and cannot retire it. */
-static void lose_ex(mroce_qp *qp, uint32_t idx, int cause,
+static void lose_ex(mre_qp *qp, uint32_t idx, int cause,
                     uint32_t *lost_bytes, int blame_path)
 {
-    struct mroce_txent *e = &qp->tx[idx];
+    struct mre_txent *e = &qp->tx[idx];
     uint16_t path = e->path;
     uint32_t psn = qp->snd_una + ((idx - qp->snd_una) & qp->tx_mask);
     /* Only a path's first loss since its last ack is a congestion signal
@@ -134,7 +134,7 @@ static void lose_ex(mroce_qp *qp, uint32_t idx, int cause,
      * would starve the paths that still work. */
     if (qp->path_slots[path].consec_losses == 0)
         *lost_bytes += e->len;
-    mroce_req_declare_lost(qp, psn, cause);
+    mre_req_declare_lost(qp, psn, cause);
     if (blame_path)
         blame(qp, path);
 }
@@ -147,8 +147,8 @@ static void lose_ex(mroce_qp *qp, uint32_t idx, int cause,
  * this, packets sent into a dead path and rescued by probes cost that path
  * nothing: with a small window, where the newest packet is often the one
  * on the dead path, the path stayed in use and kept eating packets. */
-static void probe_proves_loss(mroce_qp *qp, struct mroce_txent *e,
-                              uint32_t psn, const struct mroce_ack_hdr *a,
+static void probe_proves_loss(mre_qp *qp, struct mre_txent *e,
+                              uint32_t psn, const struct mrw_ack_hdr *a,
                               uint32_t *lost_bytes)
 {
     uint16_t from = e->probe_from;
@@ -163,13 +163,13 @@ static void probe_proves_loss(mroce_qp *qp, struct mroce_txent *e,
 }
 
 /* Acknowledge PSN psn (for ACK a); returns 1 if newly acknowledged. */
-static int ack_one(mroce_qp *qp, uint32_t psn, const struct mroce_ack_hdr *a,
+static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
                    mroce_tstamp rtt, uint32_t *acked_bytes,
                    uint32_t *lost_bytes)
 {
     uint32_t idx = psn & qp->tx_mask;
     uint32_t echo_psn = a->echo_psn;
-    struct mroce_txent *e = &qp->tx[idx];
+    struct mre_txent *e = &qp->tx[idx];
     if (e->state == TX_ACKED || e->state == TX_FREE)
         return 0;
     if (e->state == TX_INFLIGHT && e->probe_from != MROCE_PATH_NONE)
@@ -178,7 +178,7 @@ static int ack_one(mroce_qp *qp, uint32_t psn, const struct mroce_ack_hdr *a,
         /* Per-path inference: everything sent earlier on this path that is
          * still in flight was lost.  Skipped when this packet was resent,
          * since we cannot tell which transmission arrived. */
-        struct mroce_path *p = &qp->path_slots[e->path];
+        struct mre_path *p = &qp->path_slots[e->path];
         if (!e->retx)
             while (p->list_head != idx && p->list_head != MROCE_PATH_NONE &&
                    qp->tx[p->list_head].path_seq < e->path_seq)
@@ -186,8 +186,8 @@ static int ack_one(mroce_qp *qp, uint32_t psn, const struct mroce_ack_hdr *a,
         if (e->state == TX_INFLIGHT) {
             if (!e->retx && e->sent_time > qp->rack_time)
                 qp->rack_time = e->sent_time;
-            mroce_req_unflight(qp, idx);
-            mroce_path_on_ack(&qp->paths, e->path,
+            mre_req_unflight(qp, idx);
+            mre_path_on_ack(&qp->paths, e->path,
                               psn == echo_psn && !e->retx ? rtt : 0,
                               qp->min_rtt);
         }
@@ -204,15 +204,15 @@ static int ack_one(mroce_qp *qp, uint32_t psn, const struct mroce_ack_hdr *a,
 
 /* The floor of LOSS-7's guards (c) for a packet on slot `path`: the larger
  * of its own path's RTO-style bound (srtt + 4 rttvar) and the slowest
- * path's srtt (`slowest`, from mroce_pathset_max_srtt), plus max_ack_delay;
+ * path's srtt (`slowest`, from mre_pathset_max_srtt), plus max_ack_delay;
  * 0 while neither has a sample.  The connection's srtt and min_rtt are
  * dominated by the fast paths; a packet sprayed onto a path with a deeper
  * queue (an oversubscribed spine link while another is idle) is late by
  * that queue, not lost, and a slot's own estimate can be a burst old. */
-static mroce_tstamp path_guard(const mroce_qp *qp, uint16_t path,
+static mroce_tstamp path_guard(const mre_qp *qp, uint16_t path,
                                mroce_tstamp slowest)
 {
-    const struct mroce_path *p = &qp->path_slots[path];
+    const struct mre_path *p = &qp->path_slots[path];
     mroce_tstamp g = p->srtt ? p->srtt + 4 * p->rttvar : 0;
     if (slowest > g)
         g = slowest;
@@ -222,14 +222,14 @@ static mroce_tstamp path_guard(const mroce_qp *qp, uint16_t path,
 /* LOSS-7 for one packet: declares it lost or notes its guard time; returns
  * 0 if it waits for an ACK (step 2), else 1.  With nofloor set the path
  * floor (c) does not apply (LOSS-7 (d)). */
-static int ooo_judge(mroce_qp *qp, uint32_t psn, mroce_tstamp now,
+static int ooo_judge(mre_qp *qp, uint32_t psn, mroce_tstamp now,
                      uint32_t end, mroce_tstamp guard, mroce_tstamp tguard,
                      mroce_tstamp slowest, int nofloor, uint32_t *lost_bytes)
 {
-    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
     if (e->state != TX_INFLIGHT)
         return 1;
-    mroce_tstamp g = mroce_psn_diff(psn, end) < 0 ? guard : tguard;
+    mroce_tstamp g = mrw_psn_diff(psn, end) < 0 ? guard : tguard;
     if (g == MROCE_TSTAMP_INF)
         return 1;
     mroce_tstamp pg = nofloor ? 0 : path_guard(qp, e->path, slowest);
@@ -262,7 +262,7 @@ static int ooo_judge(mroce_qp *qp, uint32_t psn, mroce_tstamp now,
  * ACK-driven scans start where the previous one ended (O(new PSNs) per
  * ACK); packets still too young are re-checked by a full scan when
  * reo_deadline fires. */
-static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
+static void ooo_scan(mre_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
                      int full)
 {
     mroce_tstamp guard = qp->min_rtt ? qp->min_rtt : qp->attr.min_rto;
@@ -275,7 +275,7 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
     /* Taken before any judgement: a loss can retire a slot and change it.
      * The path set keeps the maximum (path.h): no slot is read unless it
      * fell since the last look. */
-    mroce_tstamp slowest = mroce_pathset_max_srtt(&qp->paths);
+    mroce_tstamp slowest = mre_pathset_max_srtt(&qp->paths);
     /* LOSS-7 (d): the receiver acknowledges nothing beyond the SACK span
      * after its cumulative point (REL-15).  Once the highest acknowledged
      * PSN is at the end of that span, the packet at snd_una holds up every
@@ -283,7 +283,7 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
      * during a host stall can raise it to several ms) only waits for the
      * RTO.  So it is judged without the floor, and by every ACK. */
     int blocked =
-        mroce_psn_diff(qp->snd_high_acked, una) > (int32_t)MROCE_SACK_SPAN;
+        mrw_psn_diff(qp->snd_high_acked, una) > (int32_t)MROCE_SACK_SPAN;
     if (full) {
         qp->reo_deadline = MROCE_TSTAMP_INF;
     } else {
@@ -291,10 +291,10 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
          * at the previous distance edge if that is lower: packets between
          * the old and the new edge just became eligible for guard (a). */
         uint32_t from = qp->ooo_cursor;
-        if (mroce_psn_diff(qp->ooo_edge, from) < 0)
+        if (mrw_psn_diff(qp->ooo_edge, from) < 0)
             from = qp->ooo_edge;
-        if (mroce_psn_diff(from, psn) > 0 &&
-            mroce_psn_diff(from, qp->snd_high_acked) <= 0)
+        if (mrw_psn_diff(from, psn) > 0 &&
+            mrw_psn_diff(from, qp->snd_high_acked) <= 0)
             psn = from;
     }
     qp->ooo_edge = end;
@@ -302,7 +302,7 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
     if (blocked && psn != una &&
         !ooo_judge(qp, una, now, end, guard, tguard, slowest, 1, lost_bytes))
         first_wait = una;
-    for (; mroce_psn_diff(psn, qp->snd_high_acked) < 0; psn++) {
+    for (; mrw_psn_diff(psn, qp->snd_high_acked) < 0; psn++) {
         int nofloor = blocked && psn == una;
         if (!ooo_judge(qp, psn, now, end, guard, tguard, slowest, nofloor,
                        lost_bytes) &&
@@ -312,10 +312,10 @@ static void ooo_scan(mroce_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
     qp->ooo_cursor = first_wait;
 }
 
-static void advance_una(mroce_qp *qp)
+static void advance_una(mre_qp *qp)
 {
     while (qp->snd_una != qp->snd_nxt) {
-        struct mroce_txent *e = &qp->tx[qp->snd_una & qp->tx_mask];
+        struct mre_txent *e = &qp->tx[qp->snd_una & qp->tx_mask];
         if (e->state != TX_ACKED)
             break;
         e->state = TX_FREE;
@@ -331,7 +331,7 @@ static void advance_una(mroce_qp *qp)
  * RTO (CC-13) and the path losses the RTOs charged are taken back, so a
  * stall of either host neither collapses cwnd nor retires paths.  Either
  * way the episode is over. */
-static void rto_verdict(mroce_qp *qp, const struct mroce_ack_hdr *a,
+static void rto_verdict(mre_qp *qp, const struct mrw_ack_hdr *a,
                         uint32_t raw)
 {
     qp->rto_undo = 0;
@@ -348,7 +348,7 @@ static void rto_verdict(mroce_qp *qp, const struct mroce_ack_hdr *a,
         memcpy(qp->cc.scratch, qp->rto_cc.scratch, sizeof(qp->cc.scratch));
     }
     for (uint16_t i = 0; i < qp->paths.npaths; i++) {
-        struct mroce_path *p = &qp->path_slots[i];
+        struct mre_path *p = &qp->path_slots[i];
         uint8_t n = p->rto_losses < p->consec_losses ? p->rto_losses
                                                      : p->consec_losses;
         p->consec_losses = (uint8_t)(p->consec_losses - n);
@@ -359,10 +359,10 @@ static void rto_verdict(mroce_qp *qp, const struct mroce_ack_hdr *a,
      * rather than resent at the restored window all at once.  Judged
      * afresh by the usual rules, so the loss scan restarts at snd_una. */
     for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++) {
-        struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
+        struct mre_txent *e = &qp->tx[p & qp->tx_mask];
         if (e->state == TX_LOST && e->cause == LOSS_RTO &&
             e->sent_time < qp->rto_time)
-            mroce_req_reflight(qp, p & qp->tx_mask);
+            mre_req_reflight(qp, p & qp->tx_mask);
     }
     qp->ooo_cursor = qp->snd_una;
     /* Drop their queue entries now, so that losing one again cannot queue
@@ -370,20 +370,20 @@ static void rto_verdict(mroce_qp *qp, const struct mroce_ack_hdr *a,
     uint32_t w = qp->retxq_head;
     for (uint32_t h = qp->retxq_head; h != qp->retxq_tail; h++) {
         uint32_t psn = qp->retxq[h & qp->tx_mask];
-        const struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
-        if (mroce_psn_diff(psn, qp->snd_una) >= 0 &&
-            mroce_psn_diff(psn, qp->snd_nxt) < 0 &&
+        const struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
+        if (mrw_psn_diff(psn, qp->snd_una) >= 0 &&
+            mrw_psn_diff(psn, qp->snd_nxt) < 0 &&
             (e->state == TX_LOST || (e->probe && e->state == TX_INFLIGHT)))
             qp->retxq[w++ & qp->tx_mask] = psn;
     }
     qp->retxq_tail = w;
 }
 
-void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
+void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt,
                        mroce_tstamp now)
 {
-    const struct mroce_ack_hdr *a = &pkt->u.ack;
-    if (mroce_psn_diff(a->cum_psn, qp->snd_nxt) > 0) {
+    const struct mrw_ack_hdr *a = &pkt->u.ack;
+    if (mrw_psn_diff(a->cum_psn, qp->snd_nxt) > 0) {
         qp->cnt.drop_invalid++; /* acknowledges what we never sent */
         return;
     }
@@ -404,22 +404,22 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
     /* Which path did the echoed packet take?  Only if it is this very
      * transmission (its timestamp matches). */
     int echo_slot = -1;
-    if (mroce_psn_diff(a->echo_psn, qp->snd_una) >= 0 &&
-        mroce_psn_diff(a->echo_psn, qp->snd_nxt) < 0) {
-        const struct mroce_txent *e = &qp->tx[a->echo_psn & qp->tx_mask];
+    if (mrw_psn_diff(a->echo_psn, qp->snd_una) >= 0 &&
+        mrw_psn_diff(a->echo_psn, qp->snd_nxt) < 0) {
+        const struct mre_txent *e = &qp->tx[a->echo_psn & qp->tx_mask];
         if (e->state == TX_INFLIGHT && (uint32_t)e->sent_time == a->echo_ts &&
             qp->path_slots[e->path].entropy == a->echo_entropy)
             echo_slot = e->path;
     }
     if (echo_slot >= 0) {
         int ce = (a->echo_flags & MROCE_ECHO_CE) != 0;
-        mroce_path_on_ecn_echo(&qp->paths, (uint16_t)echo_slot, ce);
-        mroce_path_on_echo(&qp->paths, (uint16_t)echo_slot, now);
+        mre_path_on_ecn_echo(&qp->paths, (uint16_t)echo_slot, ce);
+        mre_path_on_echo(&qp->paths, (uint16_t)echo_slot, now);
     }
 
     uint32_t acked_bytes = 0, lost_bytes = 0, acked = 0;
     uint32_t high = qp->snd_una;
-    for (uint32_t psn = qp->snd_una; mroce_psn_diff(psn, a->cum_psn) < 0; psn++) {
+    for (uint32_t psn = qp->snd_una; mrw_psn_diff(psn, a->cum_psn) < 0; psn++) {
         acked += (uint32_t)ack_one(qp, psn, a, rtt, &acked_bytes,
                                    &lost_bytes);
         high = psn + 1;
@@ -430,19 +430,19 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
             int i = __builtin_ctz(w);
             w &= w - 1;
             uint32_t psn = a->cum_psn + 1 + (uint32_t)(32 * j + i);
-            if (mroce_psn_diff(psn, qp->snd_una) < 0 ||
-                mroce_psn_diff(psn, qp->snd_nxt) >= 0)
+            if (mrw_psn_diff(psn, qp->snd_una) < 0 ||
+                mrw_psn_diff(psn, qp->snd_nxt) >= 0)
                 continue;
             acked += (uint32_t)ack_one(qp, psn, a, rtt, &acked_bytes,
                                        &lost_bytes);
-            if (mroce_psn_diff(psn + 1, high) > 0)
+            if (mrw_psn_diff(psn + 1, high) > 0)
                 high = psn + 1;
         }
     }
-    if (mroce_psn_diff(high, qp->snd_high_acked) > 0)
+    if (mrw_psn_diff(high, qp->snd_high_acked) > 0)
         qp->snd_high_acked = high;
     advance_una(qp);
-    if (mroce_psn_diff(qp->snd_high_acked, qp->snd_una) < 0)
+    if (mrw_psn_diff(qp->snd_high_acked, qp->snd_una) < 0)
         qp->snd_high_acked = qp->snd_una;
 
     if (acked) {
@@ -456,14 +456,14 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
 
     /* ECN counts are cumulative; ACKs may arrive out of order. */
     uint32_t dce = 0, drx = 0;
-    if (mroce_psn_diff(a->rx_count, qp->last_rx) > 0) {
+    if (mrw_psn_diff(a->rx_count, qp->last_rx) > 0) {
         drx = a->rx_count - qp->last_rx;
-        dce = mroce_psn_diff(a->ce_count, qp->last_ce) > 0
+        dce = mrw_psn_diff(a->ce_count, qp->last_ce) > 0
                   ? a->ce_count - qp->last_ce : 0;
         qp->last_rx = a->rx_count;
         qp->last_ce = a->ce_count;
     }
-    struct mroce_cc_ack ev = {
+    struct mre_cc_ack ev = {
         .acked_bytes = acked_bytes, .acked_pkts = acked, .ce_pkts = dce,
         .rx_pkts = drx, .rtt = rtt, .inflight = qp->inflight_bytes,
         .starved = qp->starved, .now = now,
@@ -484,9 +484,9 @@ void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
     } else {
         qp->peer_credit = MROCE_CREDIT_UNLIMITED;
     }
-    mroce_comp_complete_sends(qp);
-    mroce_comp_arm_loss_timer(qp, now);
-    mroce_qp_try_close(qp, now);
+    mre_comp_complete_sends(qp);
+    mre_comp_arm_loss_timer(qp, now);
+    mre_qp_try_close(qp, now);
 }
 
 static enum mroce_wc_status nak_status(uint8_t code)
@@ -503,22 +503,22 @@ static enum mroce_wc_status nak_status(uint8_t code)
     }
 }
 
-void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
+void mre_comp_on_nak(mre_qp *qp, const struct mrw_pkt *pkt,
                        mroce_tstamp now)
 {
-    const struct mroce_nak_hdr *n = &pkt->u.nak;
+    const struct mrw_nak_hdr *n = &pkt->u.nak;
     uint32_t psn = n->nak_psn;
-    if (mroce_psn_diff(psn, qp->snd_una) < 0 ||
-        mroce_psn_diff(psn, qp->snd_nxt) >= 0) {
+    if (mrw_psn_diff(psn, qp->snd_una) < 0 ||
+        mrw_psn_diff(psn, qp->snd_nxt) >= 0) {
         qp->cnt.drop_stale++;
         return;
     }
-    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
     if (e->kind != TXK_REQ || e->state == TX_ACKED || e->state == TX_FREE) {
         qp->cnt.drop_stale++;
         return;
     }
-    struct mroce_swqe *w = &qp->sq[e->ref & qp->sq_mask];
+    struct mre_swqe *w = &qp->sq[e->ref & qp->sq_mask];
     if (w->state != SWQE_POSTED || w->msn != e->ref) {
         qp->cnt.drop_stale++;
         return;
@@ -528,7 +528,7 @@ void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
      * this, WRs that finished just before a fatal NAK (their coalesced ACK
      * not sent yet) would be flushed instead of completing successfully.
      * No RTT sample (DUP echo, LOSS-3), no ECN news (counts unchanged). */
-    struct mroce_pkt ack;
+    struct mrw_pkt ack;
     memset(&ack, 0, sizeof(ack));
     ack.base.opcode = MROCE_OP_ACK;
     ack.u.ack.cum_psn = n->cum_psn;
@@ -537,7 +537,7 @@ void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
     ack.u.ack.rx_count = qp->last_rx;
     ack.u.ack.ce_count = qp->last_ce;
     ack.u.ack.credit = qp->peer_credit;
-    mroce_comp_on_ack(qp, &ack, now);
+    mre_comp_on_ack(qp, &ack, now);
     if (w->state != SWQE_POSTED || w->msn != e->ref || e->state == TX_ACKED ||
         e->state == TX_FREE)
         return; /* Cum PSN covered the NAKed PSN itself: the ACK wins */
@@ -562,29 +562,29 @@ void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
         if (qp->attr.rnr_retry != MROCE_RNR_RETRY_FOREVER &&
             w->rnr_tries > qp->attr.rnr_retry) {
             w->status = MROCE_WC_RNR_RETRY_EXC_ERR;
-            mroce_qp_enter_error(qp);
+            mre_qp_enter_error(qp);
             return;
         }
         /* Hold every packet of this message until the delay passes. */
         for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++) {
-            struct mroce_txent *t = &qp->tx[p & qp->tx_mask];
+            struct mre_txent *t = &qp->tx[p & qp->tx_mask];
             if (t->kind == TXK_REQ && t->ref == e->ref &&
                 (t->state == TX_INFLIGHT || t->state == TX_LOST)) {
                 if (t->state == TX_INFLIGHT)
-                    mroce_req_unflight(qp, p & qp->tx_mask);
+                    mre_req_unflight(qp, p & qp->tx_mask);
                 t->state = TX_RNR;
             }
         }
         if (now + delay < qp->rnr_deadline)
             qp->rnr_deadline = now + delay;
-        mroce_comp_arm_loss_timer(qp, now);
+        mre_comp_arm_loss_timer(qp, now);
         return;
     }
     w->status = (uint8_t)nak_status(n->code);
-    mroce_qp_enter_error(qp);
+    mre_qp_enter_error(qp);
 }
 
-static enum mroce_wc_opcode wc_opcode_of(const struct mroce_swqe *w)
+static enum mroce_wc_opcode wc_opcode_of(const struct mre_swqe *w)
 {
     switch (w->opcode) {
     case MROCE_WR_WRITE:
@@ -596,10 +596,10 @@ static enum mroce_wc_opcode wc_opcode_of(const struct mroce_swqe *w)
     }
 }
 
-void mroce_comp_complete_sends(mroce_qp *qp)
+void mre_comp_complete_sends(mre_qp *qp)
 {
     while (qp->sq_head != qp->sq_tx) {
-        struct mroce_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
+        struct mre_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
         int rd = w->opcode == MROCE_WR_READ || w->opcode == MROCE_WR_FETCH_ADD ||
                  w->opcode == MROCE_WR_CMP_SWAP;
         if (rd ? !w->resp_done : w->acked_pkts < w->npkts)
@@ -608,13 +608,13 @@ void mroce_comp_complete_sends(mroce_qp *qp)
             qp->rd_outstanding--;
             /* The response proves the request arrived: retire its packet
              * so it is never resent for a finished work request. */
-            struct mroce_txent *e = &qp->tx[w->first_psn & qp->tx_mask];
-            if (mroce_psn_diff(w->first_psn, qp->snd_una) >= 0 &&
-                mroce_psn_diff(w->first_psn, qp->snd_nxt) < 0 &&
+            struct mre_txent *e = &qp->tx[w->first_psn & qp->tx_mask];
+            if (mrw_psn_diff(w->first_psn, qp->snd_una) >= 0 &&
+                mrw_psn_diff(w->first_psn, qp->snd_nxt) < 0 &&
                 e->kind == TXK_REQ && e->ref == w->msn && e->state != TX_ACKED &&
                 e->state != TX_FREE) {
                 if (e->state == TX_INFLIGHT)
-                    mroce_req_unflight(qp, w->first_psn & qp->tx_mask);
+                    mre_req_unflight(qp, w->first_psn & qp->tx_mask);
                 e->state = TX_ACKED;
                 e->probe = 0;
             }
@@ -627,10 +627,10 @@ void mroce_comp_complete_sends(mroce_qp *qp)
             wc.opcode = wc_opcode_of(w);
             wc.byte_len = w->length;
             wc.qp_num = qp->qpn;
-            mroce_cq_push(qp->attr.send_cq, &wc);
+            mre_cq_push(qp->attr.send_cq, &wc);
             qp->cnt.completions++;
         }
-        mroce_qp_release_swqe(qp, w);
+        mre_qp_release_swqe(qp, w);
         w->state = SWQE_DONE;
         qp->sq_head++;
     }
@@ -639,11 +639,11 @@ void mroce_comp_complete_sends(mroce_qp *qp)
 
 /* Complete everything outstanding: finished work with its real status,
  * the rest with WR_FLUSH_ERR, in posting order (CONN error state). */
-void mroce_comp_flush(mroce_qp *qp)
+void mre_comp_flush(mre_qp *qp)
 {
-    mroce_comp_complete_sends(qp);
+    mre_comp_complete_sends(qp);
     while (qp->sq_head != qp->sq_tail) {
-        struct mroce_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
+        struct mre_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
         struct mroce_wc wc;
         memset(&wc, 0, sizeof(wc));
         wc.wr_id = w->wr_id;
@@ -652,9 +652,9 @@ void mroce_comp_flush(mroce_qp *qp)
                         : MROCE_WC_WR_FLUSH_ERR;
         wc.opcode = wc_opcode_of(w); /* error completions name it too */
         wc.qp_num = qp->qpn;
-        mroce_cq_push(qp->attr.send_cq, &wc);
+        mre_cq_push(qp->attr.send_cq, &wc);
         qp->cnt.completions++;
-        mroce_qp_release_swqe(qp, w);
+        mre_qp_release_swqe(qp, w);
         w->state = SWQE_DONE;
         qp->sq_head++;
     }
@@ -664,13 +664,13 @@ void mroce_comp_flush(mroce_qp *qp)
     /* Receives whose message finished keep their success; the others are
      * flushed.  Completion order stays the posting order. */
     for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
-        struct mroce_rwqe *r = &qp->rq[i & qp->rq_mask];
+        struct mre_rwqe *r = &qp->rq[i & qp->rq_mask];
         if (!r->done) {
             r->done = 1;
             r->status = MROCE_WC_WR_FLUSH_ERR;
         }
     }
-    mroce_resp_complete_recvs(qp);
+    mre_resp_complete_recvs(qp);
     /* Nothing is in flight any more. */
     for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
         qp->tx[p & qp->tx_mask].state = TX_FREE;
@@ -681,11 +681,11 @@ void mroce_comp_flush(mroce_qp *qp)
     qp->inflight_bytes = qp->inflight_pkts = 0;
     qp->retxq_head = qp->retxq_tail;
     for (uint32_t i = 0; i < qp->nrjobs; i++)
-        mroce_resp_free_rjob(qp, &qp->rjobs[i]);
+        mre_resp_free_rjob(qp, &qp->rjobs[i]);
     qp->loss_deadline = qp->reo_deadline = qp->rnr_deadline = MROCE_TSTAMP_INF;
 }
 
-void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
+void mre_comp_timers(mre_qp *qp, mroce_tstamp now)
 {
     uint32_t lost_bytes = 0;
     if (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CLOSING)
@@ -694,7 +694,7 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
         qp->rnr_deadline = MROCE_TSTAMP_INF;
         for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++)
             if (qp->tx[p & qp->tx_mask].state == TX_RNR)
-                mroce_req_declare_lost(qp, p, LOSS_RNR);
+                mre_req_declare_lost(qp, p, LOSS_RNR);
     }
     if (qp->reo_deadline <= now)
         ooo_scan(qp, now, &lost_bytes, 1);
@@ -708,7 +708,7 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
              * missing, so probing it solicits nothing and the next expiry
              * is an RTO.  The newest in flight if none is within. */
             uint32_t top = qp->snd_nxt;
-            if (mroce_psn_diff(top, qp->snd_una) >
+            if (mrw_psn_diff(top, qp->snd_una) >
                 (int32_t)MROCE_SACK_SPAN + 1) {
                 uint32_t p = qp->snd_una + MROCE_SACK_SPAN + 1;
                 while (p != qp->snd_una &&
@@ -719,7 +719,7 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
             }
             for (uint32_t p = top; p != qp->snd_una;) {
                 p--;
-                struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
+                struct mre_txent *e = &qp->tx[p & qp->tx_mask];
                 if (e->state == TX_INFLIGHT) {
                     /* At the head of the queue: a probe does not wait for
                      * the window (LOSS-12), so it must not wait behind
@@ -744,8 +744,8 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
              * for peer_timeout (REL-32), so a stall of either host shorter
              * than that costs retransmissions at max_rto, not the QP. */
             if (qp->consec_timeouts > qp->attr.retry_cnt &&
-                mroce_live_expired(qp, now)) {
-                mroce_live_fail(qp);
+                mre_live_expired(qp, now)) {
+                mre_live_fail(qp);
                 return;
             }
             if (qp->backoff < 30)
@@ -766,7 +766,7 @@ void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now)
              * in flight. */
             uint64_t blamed[4] = {0, 0, 0, 0};
             for (uint32_t p = qp->snd_una; p != qp->snd_nxt; p++) {
-                struct mroce_txent *e = &qp->tx[p & qp->tx_mask];
+                struct mre_txent *e = &qp->tx[p & qp->tx_mask];
                 if (e->state != TX_INFLIGHT)
                     continue;
                 uint16_t s = e->path;

@@ -37,7 +37,7 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-static uint32_t conn_bucket(const mroce_ep *ep, const struct mroce_addr *a,
+static uint32_t conn_bucket(const mre_ep *ep, const struct mre_addr *a,
                             uint32_t qpn, uint64_t token)
 {
     uint64_t h = ep->conn_seed ^ a->len;
@@ -49,12 +49,12 @@ static uint32_t conn_bucket(const mroce_ep *ep, const struct mroce_addr *a,
     return (uint32_t)h & ep->conn_mask;
 }
 
-int mroce_conntab_init(mroce_ep *ep)
+int mre_conntab_init(mre_ep *ep)
 {
     uint32_t n = 1;
     while (n < ep->nqps_slots)
         n <<= 1;
-    ep->conn_tab = mroce_calloc(&ep->mem, n, sizeof(*ep->conn_tab));
+    ep->conn_tab = mre_calloc(&ep->mem, n, sizeof(*ep->conn_tab));
     if (!ep->conn_tab)
         return MROCE_ENOMEM;
     ep->conn_mask = n - 1;
@@ -62,13 +62,13 @@ int mroce_conntab_init(mroce_ep *ep)
     return 0;
 }
 
-void mroce_conntab_free(mroce_ep *ep)
+void mre_conntab_free(mre_ep *ep)
 {
-    mroce_free(&ep->mem, ep->conn_tab);
+    mre_free(&ep->mem, ep->conn_tab);
     ep->conn_tab = NULL;
 }
 
-void mroce_conntab_insert(mroce_ep *ep, mroce_qp *qp)
+void mre_conntab_insert(mre_ep *ep, mre_qp *qp)
 {
     if (qp->in_conn)
         return;
@@ -78,12 +78,12 @@ void mroce_conntab_insert(mroce_ep *ep, mroce_qp *qp)
     qp->in_conn = 1;
 }
 
-void mroce_conntab_remove(mroce_ep *ep, mroce_qp *qp)
+void mre_conntab_remove(mre_ep *ep, mre_qp *qp)
 {
     if (!qp->in_conn)
         return;
     uint32_t b = conn_bucket(ep, &qp->peer, qp->peer_qpn, qp->peer_token);
-    mroce_qp **pp = &ep->conn_tab[b];
+    mre_qp **pp = &ep->conn_tab[b];
     while (*pp && *pp != qp)
         pp = &(*pp)->conn_next;
     if (*pp)
@@ -92,13 +92,13 @@ void mroce_conntab_remove(mroce_ep *ep, mroce_qp *qp)
     qp->in_conn = 0;
 }
 
-mroce_qp *mroce_conntab_find(mroce_ep *ep, const struct mroce_addr *from,
+mre_qp *mre_conntab_find(mre_ep *ep, const struct mre_addr *from,
                              uint32_t peer_qpn, uint64_t peer_token)
 {
     if (from->len > sizeof(from->data))
         return NULL; /* no member has such an address */
-    mroce_qp *best = NULL;
-    for (mroce_qp *q = ep->conn_tab[conn_bucket(ep, from, peer_qpn,
+    mre_qp *best = NULL;
+    for (mre_qp *q = ep->conn_tab[conn_bucket(ep, from, peer_qpn,
                                                 peer_token)];
          q; q = q->conn_next)
         if (q->peer_qpn == peer_qpn && q->peer_token == peer_token &&
@@ -109,7 +109,7 @@ mroce_qp *mroce_conntab_find(mroce_ep *ep, const struct mroce_addr *from,
     return best;
 }
 
-void mroce_listen_append(mroce_ep *ep, mroce_qp *qp)
+void mre_listen_append(mre_ep *ep, mre_qp *qp)
 {
     qp->listen_next = NULL;
     qp->listen_prev = ep->listen_tail;
@@ -121,7 +121,7 @@ void mroce_listen_append(mroce_ep *ep, mroce_qp *qp)
 }
 
 /* qp must be on the list (state LISTEN). */
-void mroce_listen_remove(mroce_ep *ep, mroce_qp *qp)
+void mre_listen_remove(mre_ep *ep, mre_qp *qp)
 {
     if (qp->listen_prev)
         qp->listen_prev->listen_next = qp->listen_next;
@@ -134,11 +134,11 @@ void mroce_listen_remove(mroce_ep *ep, mroce_qp *qp)
     qp->listen_prev = qp->listen_next = NULL;
 }
 
-mroce_qp *mroce_listen_find(mroce_ep *ep, uint32_t dst_qpn)
+mre_qp *mre_listen_find(mre_ep *ep, uint32_t dst_qpn)
 {
     if (dst_qpn == 0)
         return ep->listen_head;
     /* The list holds exactly the QPs in LISTEN. */
-    mroce_qp *qp = mroce_ep_find_qp(ep, dst_qpn);
+    mre_qp *qp = mre_ep_find_qp(ep, dst_qpn);
     return qp && qp->state == MROCE_QPS_LISTEN ? qp : NULL;
 }

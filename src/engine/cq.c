@@ -5,16 +5,16 @@
  */
 #include "engine_int.h"
 
-int mroce_cq_new(mroce_ep *ep, uint32_t depth, mroce_cq **pcq)
+int mre_cq_new(mre_ep *ep, uint32_t depth, mre_cq **pcq)
 {
     if (!ep || !pcq || depth == 0 || depth > (1u << 24))
         return MROCE_EINVAL;
-    mroce_cq *cq = mroce_calloc(&ep->mem, 1, sizeof(*cq));
+    mre_cq *cq = mre_calloc(&ep->mem, 1, sizeof(*cq));
     if (!cq)
         return MROCE_ENOMEM;
-    cq->ring = mroce_calloc(&ep->mem, depth, sizeof(*cq->ring));
+    cq->ring = mre_calloc(&ep->mem, depth, sizeof(*cq->ring));
     if (!cq->ring) {
-        mroce_free(&ep->mem, cq);
+        mre_free(&ep->mem, cq);
         return MROCE_ENOMEM;
     }
     cq->ep = ep;
@@ -25,32 +25,32 @@ int mroce_cq_new(mroce_ep *ep, uint32_t depth, mroce_cq **pcq)
     return 0;
 }
 
-int mroce_cq_del(mroce_cq *cq)
+int mre_cq_del(mre_cq *cq)
 {
     if (!cq)
         return MROCE_EINVAL;
     if (cq->users)
         return MROCE_EBUSY;
-    mroce_cq **pp = &cq->ep->cqs;
+    mre_cq **pp = &cq->ep->cqs;
     while (*pp && *pp != cq)
         pp = &(*pp)->next;
     if (*pp)
         *pp = cq->next;
-    mroce_free(&cq->ep->mem, cq->ring);
-    mroce_free(&cq->ep->mem, cq);
+    mre_free(&cq->ep->mem, cq->ring);
+    mre_free(&cq->ep->mem, cq);
     return 0;
 }
 
-int mroce_cq_push(mroce_cq *cq, const struct mroce_wc *wc)
+int mre_cq_push(mre_cq *cq, const struct mroce_wc *wc)
 {
     if (cq->count == cq->cap) {
         uint32_t n = cq->cap * 2;
-        struct mroce_wc *r = mroce_calloc(&cq->ep->mem, n, sizeof(*r));
+        struct mroce_wc *r = mre_calloc(&cq->ep->mem, n, sizeof(*r));
         if (!r)
             return MROCE_ENOMEM;
         for (uint32_t i = 0; i < cq->count; i++)
             r[i] = cq->ring[(cq->head + i) % cq->cap];
-        mroce_free(&cq->ep->mem, cq->ring);
+        mre_free(&cq->ep->mem, cq->ring);
         cq->ring = r;
         cq->cap = n;
         cq->head = 0;
@@ -63,7 +63,7 @@ int mroce_cq_push(mroce_cq *cq, const struct mroce_wc *wc)
     return 0;
 }
 
-int mroce_cq_poll(mroce_cq *cq, int n, struct mroce_wc *wc)
+int mre_cq_poll(mre_cq *cq, int n, struct mroce_wc *wc)
 {
     if (!cq || n < 0 || (n && !wc))
         return MROCE_EINVAL;
@@ -77,17 +77,17 @@ int mroce_cq_poll(mroce_cq *cq, int n, struct mroce_wc *wc)
     return k;
 }
 
-uint32_t mroce_cq_count(const mroce_cq *cq)
+uint32_t mre_cq_count(const mre_cq *cq)
 {
     return cq ? cq->count : 0;
 }
 
-void mroce_cq_free_all(mroce_ep *ep)
+void mre_cq_free_all(mre_ep *ep)
 {
     while (ep->cqs) {
-        mroce_cq *cq = ep->cqs;
+        mre_cq *cq = ep->cqs;
         ep->cqs = cq->next;
-        mroce_free(&ep->mem, cq->ring);
-        mroce_free(&ep->mem, cq);
+        mre_free(&ep->mem, cq->ring);
+        mre_free(&ep->mem, cq);
     }
 }

@@ -33,19 +33,19 @@
 #define MROCE_ACK_FREQ 4 /* ACK at least every this many data packets */
 
 /* --- allocation through the caller's allocator --- */
-static inline void *mroce_calloc(const struct mroce_mem *m, size_t n, size_t sz)
+static inline void *mre_calloc(const struct mre_mem *m, size_t n, size_t sz)
 {
     return m->calloc(n, sz, m->user);
 }
-static inline void mroce_free(const struct mroce_mem *m, void *p)
+static inline void mre_free(const struct mre_mem *m, void *p)
 {
     if (p)
         m->free(p, m->user);
 }
 
 /* --- memory regions --- */
-struct mroce_mr {
-    mroce_ep *ep;     /* owner */
+struct mre_mr {
+    mre_ep *ep;     /* owner */
     uint8_t *addr;    /* start of the registered range (caller's memory) */
     uint64_t len;
     unsigned access;  /* enum mroce_access */
@@ -55,17 +55,17 @@ struct mroce_mr {
 };
 
 /* --- completion queues --- */
-struct mroce_cq {
-    mroce_ep *ep;
+struct mre_cq {
+    mre_ep *ep;
     struct mroce_wc *ring; /* grows (never drops a completion) */
     uint32_t cap, head, count;
     uint32_t users;        /* QPs bound to it */
-    mroce_cq *next;        /* ep's list of CQs */
+    mre_cq *next;        /* ep's list of CQs */
 };
 
 /* --- send queue entry (one work request) --- */
 enum { SWQE_POSTED = 1, SWQE_DONE = 2 };
-struct mroce_swqe {
+struct mre_swqe {
     uint64_t wr_id;
     uint64_t remote_addr;
     uint64_t compare_add, swap;
@@ -88,11 +88,11 @@ struct mroce_swqe {
     uint32_t first_psn;      /* PSN of its first request packet */
     mroce_tstamp rnr_last;   /* when the last RNR round was counted */
     struct mroce_sge sge[MROCE_MAX_SGE];
-    mroce_mr *mrs[MROCE_MAX_SGE]; /* referenced regions (refcounted) */
+    mre_mr *mrs[MROCE_MAX_SGE]; /* referenced regions (refcounted) */
 };
 
 /* --- receive queue entry --- */
-struct mroce_rwqe {
+struct mre_rwqe {
     uint64_t wr_id;
     uint32_t capacity;       /* sum of sge lengths */
     uint32_t msg_len;        /* set by the first packet that arrives */
@@ -106,11 +106,11 @@ struct mroce_rwqe {
     uint8_t started;         /* a packet has been seen */
     uint32_t last_psn;       /* highest PSN of its packets seen so far */
     struct mroce_sge sge[MROCE_MAX_SGE];
-    mroce_mr *mrs[MROCE_MAX_SGE];
+    mre_mr *mrs[MROCE_MAX_SGE];
 };
 
 /* --- responder jobs: READ and atomic responses we owe the peer --- */
-struct mroce_rjob {
+struct mre_rjob {
     uint8_t active;
     uint8_t is_atomic;
     uint8_t waiting;         /* accepted, not yet executed: earlier PSNs
@@ -118,7 +118,7 @@ struct mroce_rjob {
     uint8_t op;              /* atomics: MROCE_OP_FETCH_ADD / CMP_SWAP */
     uint32_t psn;            /* PSN of the request */
     uint8_t *target;         /* atomics: the checked 8-byte word */
-    mroce_mr *mr;            /* region read or updated (referenced) */
+    mre_mr *mr;            /* region read or updated (referenced) */
     uint64_t swap_add, compare; /* atomics: operands */
     uint32_t req_msn;
     uint32_t len;            /* response bytes */
@@ -132,7 +132,7 @@ struct mroce_rjob {
 /* --- one transmitted packet awaiting acknowledgement (indexed by PSN) --- */
 enum { TX_FREE = 0, TX_INFLIGHT, TX_LOST, TX_ACKED, TX_RNR };
 enum { TXK_REQ = 0, TXK_RESP = 1 };
-struct mroce_txent {
+struct mre_txent {
     mroce_tstamp sent_time;
     uint32_t path_seq;
     uint32_t path_prev, path_next; /* in-flight list of its path (PSN idx) */
@@ -144,7 +144,7 @@ struct mroce_txent {
     uint8_t state;           /* TX_* */
     uint8_t retx;            /* times retransmitted */
     uint8_t probe;           /* next transmission is a tail-loss probe */
-    uint8_t cause;           /* enum mroce_loss_cause when state == LOST */
+    uint8_t cause;           /* enum mre_loss_cause when state == LOST */
     uint16_t probe_from;     /* latest transmission is a tail-loss probe that
                                 replaced one on this slot (sent at least
                                 min_rtt before it), else MROCE_PATH_NONE */
@@ -152,7 +152,7 @@ struct mroce_txent {
 };
 
 /* Reasons a packet is declared lost (counters retx_*). */
-enum mroce_loss_cause { LOSS_PATH, LOSS_OOO, LOSS_RTO, LOSS_PROBE, LOSS_RNR };
+enum mre_loss_cause { LOSS_PATH, LOSS_OOO, LOSS_RTO, LOSS_PROBE, LOSS_RNR };
 
 /* Pending control packets (bit set in qp->ctrl). */
 enum {
@@ -175,9 +175,9 @@ enum {
  * the handshake, timeouts and setup use.  A simulator run with thousands
  * of QPs per core misses the cache on most QP lines it touches, so each
  * line fewer per packet is a miss fewer (sim/README.md, Performance). */
-struct mroce_qp {
+struct mre_qp {
     /* every packet */
-    mroce_ep *ep;
+    mre_ep *ep;
     uint32_t qpn;
     uint32_t slot;            /* index in ep->qps */
     uint8_t state;            /* enum mroce_qp_state */
@@ -185,7 +185,7 @@ struct mroce_qp {
     uint8_t on_ready;         /* in ep's ready list */
     uint8_t ack_now;          /* send an ACK as soon as possible */
     uint8_t cwnd_refused;     /* cwnd held back a packet (set by the
-                                 requester, read by mroce_ep_write_pkt) */
+                                 requester, read by mre_ep_write_pkt) */
     uint8_t starved;          /* ... while the endpoint had nothing else
                                  to send, since the last ACK (CC-19) */
     uint8_t peer_credit_mode; /* peer asked for credits */
@@ -197,7 +197,7 @@ struct mroce_qp {
     uint8_t rto_undo;         /* an RTO episode awaits its verdict */
     uint64_t local_token;     /* packets to us must carry this */
     uint64_t peer_token;      /* we put this in packets to the peer */
-    mroce_qp *ready_prev, *ready_next; /* ep ready list */
+    mre_qp *ready_prev, *ready_next; /* ep ready list */
     /* timers (every deadline is read when the QP is re-keyed) */
     mroce_tstamp ack_deadline;
     mroce_tstamp loss_deadline;  /* TLP / RTO */
@@ -205,13 +205,13 @@ struct mroce_qp {
     mroce_tstamp rnr_deadline;   /* retransmit RNR-NAKed packets */
     mroce_tstamp ctrl_deadline;  /* CONNECT_REQ / DISCONNECT retransmit */
     mroce_tstamp live_deadline;  /* keepalive / peer silence (liveness.c) */
-    struct mroce_addr peer;
+    struct mre_addr peer;
     uint16_t mtu;             /* negotiated payload MTU */
     uint16_t echo_entropy;
     uint32_t peer_window;     /* PSNs the peer tracks */
 
     /* transmit side: PSN space of packets we send */
-    struct mroce_txent *tx;
+    struct mre_txent *tx;
     uint32_t tx_mask;
     uint32_t snd_una, snd_nxt;
     uint32_t snd_high_acked;  /* highest PSN acknowledged + 1 (serial) */
@@ -221,7 +221,7 @@ struct mroce_qp {
     uint32_t retxq_head, retxq_tail;
 
     /* send queue */
-    struct mroce_swqe *sq;
+    struct mre_swqe *sq;
     uint32_t sq_mask;
     uint32_t sq_head;         /* oldest not completed */
     uint32_t sq_tx;           /* next WQE with packets never sent */
@@ -234,10 +234,10 @@ struct mroce_qp {
     uint32_t ooo_cursor;      /* where the next ACK-driven loss scan starts */
 
     /* paths and congestion control */
-    struct mroce_path *path_slots;
+    struct mre_path *path_slots;
     mroce_tstamp last_progress;  /* last ACK that acknowledged something */
-    struct mroce_pathset paths;
-    struct mroce_cc cc;
+    struct mre_pathset paths;
+    struct mre_cc cc;
 
     /* ACKs in */
     uint32_t ooo_edge;        /* highest acked - ooo_thresh at the last scan */
@@ -254,10 +254,10 @@ struct mroce_qp {
     mroce_tstamp ctrl_rto;       /* current control retransmit interval */
     mroce_tstamp rto_time;       /* first RTO of an episode (LOSS-13) */
     mroce_tstamp ka_time;        /* last keepalive asked for (liveness.c) */
-    struct mroce_qp_attr attr;
+    struct mre_qp_attr attr;
 
     /* receive side: PSN space of packets the peer sends */
-    struct mroce_rxwin rxwin;
+    struct mre_rxwin rxwin;
     uint32_t ack_pending;        /* data packets not yet acknowledged */
     uint32_t echo_psn, echo_ts;
     uint32_t ce_count, rx_count; /* cumulative, echoed in ACKs */
@@ -269,14 +269,14 @@ struct mroce_qp {
                                     gets our packets (liveness.c) */
 
     /* receive queue */
-    struct mroce_rwqe *rq;
+    struct mre_rwqe *rq;
     uint32_t rq_mask;
     uint32_t rq_head;         /* oldest not completed (== its rsn) */
     uint32_t rq_tail;         /* posted so far */
 
     /* responder jobs */
     uint32_t rjobs_waiting;   /* jobs accepted but not yet executed */
-    struct mroce_rjob *rjobs;
+    struct mre_rjob *rjobs;
 
     struct mroce_qp_counters cnt;
 
@@ -285,155 +285,155 @@ struct mroce_qp {
     uint8_t in_conn;          /* in ep->conn_tab (see conntab.c) */
     uint8_t ctrl_tries;
     uint16_t nak_entropy;
-    mroce_qp *listen_prev, *listen_next; /* ep listen FIFO */
-    mroce_qp *conn_next;      /* chain in ep->conn_tab */
+    mre_qp *listen_prev, *listen_next; /* ep listen FIFO */
+    mre_qp *conn_next;      /* chain in ep->conn_tab */
     uint32_t local_start_psn, peer_start_psn;
     uint8_t *inline_buf;      /* MROCE_MAX_INLINE bytes per SQ slot, from
                                  the first inline WR on (NULL before) */
     uint32_t next_rsn;        /* rsn for the next receive-consuming message */
     uint32_t nrjobs;
     uint64_t rjob_seq;
-    struct mroce_cc rto_cc;      /* cc state just before rto_time's RTO */
+    struct mre_cc rto_cc;      /* cc state just before rto_time's RTO */
     /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
-    struct mroce_nak_hdr nak;
+    struct mrw_nak_hdr nak;
 };
 
 /* A timer heap entry carries its QP's deadline, so sifting compares and
  * moves entries of this array only (timers.c). */
-struct mroce_theap_ent {
+struct mre_theap_ent {
     mroce_tstamp key;
-    mroce_qp *qp;
+    mre_qp *qp;
 };
 
-struct mroce_ep {
-    struct mroce_ep_config cfg;
-    struct mroce_mem mem;
-    mroce_qp **qps;              /* slot -> QP (NULL = free) */
+struct mre_ep {
+    struct mre_ep_config cfg;
+    struct mre_mem mem;
+    mre_qp **qps;              /* slot -> QP (NULL = free) */
     uint32_t nqps_slots;
     uint32_t nqps;
-    mroce_qp **live;             /* dense list of QPs */
-    struct mroce_theap_ent *theap; /* timer heap of QPs with a deadline */
+    mre_qp **live;             /* dense list of QPs */
+    struct mre_theap_ent *theap; /* timer heap of QPs with a deadline */
     uint32_t *theap_pos;         /* slot -> index in theap, NONE32 absent */
     uint32_t theap_n;
-    mroce_mr **mrs;              /* slot -> MR */
+    mre_mr **mrs;              /* slot -> MR */
     uint32_t nmr_slots;
-    mroce_qp *ready_head, *ready_tail; /* QPs that may have packets */
-    mroce_qp *listen_head, *listen_tail; /* LISTEN QPs, FIFO */
-    mroce_qp **conn_tab;         /* connected QPs by peer key (conntab.c) */
+    mre_qp *ready_head, *ready_tail; /* QPs that may have packets */
+    mre_qp *listen_head, *listen_tail; /* LISTEN QPs, FIFO */
+    mre_qp **conn_tab;         /* connected QPs by peer key (conntab.c) */
     uint32_t conn_mask;          /* buckets - 1 (a power of two) */
     uint64_t conn_seed;          /* keys the bucket hash */
     uint32_t free_hint;          /* every qps[] slot below it is in use */
-    mroce_cq *cqs;               /* every CQ, freed with the endpoint */
-    struct mroce_tx_zc *tx_zc;   /* set during mroce_ep_write_pkt_zc() */
+    mre_cq *cqs;               /* every CQ, freed with the endpoint */
+    struct mre_tx_zc *tx_zc;   /* set during mre_ep_write_pkt_zc() */
     struct mroce_ep_counters cnt;
 };
 
 /* ep.c */
-void mroce_ep_unready(mroce_ep *ep, mroce_qp *qp);
+void mre_ep_unready(mre_ep *ep, mre_qp *qp);
 /* timers.c: re-key qp after its deadlines may have changed; remove it. */
-void mroce_ep_timer_update(mroce_ep *ep, mroce_qp *qp);
-void mroce_ep_timer_remove(mroce_ep *ep, mroce_qp *qp);
-void mroce_ep_mark_ready(mroce_ep *ep, mroce_qp *qp);
-mroce_qp *mroce_ep_find_qp(mroce_ep *ep, uint32_t qpn);
-uint64_t mroce_ep_rand64(mroce_ep *ep);
-uint32_t mroce_ep_credit_share(mroce_ep *ep, mroce_qp *qp, mroce_tstamp now);
+void mre_ep_timer_update(mre_ep *ep, mre_qp *qp);
+void mre_ep_timer_remove(mre_ep *ep, mre_qp *qp);
+void mre_ep_mark_ready(mre_ep *ep, mre_qp *qp);
+mre_qp *mre_ep_find_qp(mre_ep *ep, uint32_t qpn);
+uint64_t mre_ep_rand64(mre_ep *ep);
+uint32_t mre_ep_credit_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now);
 
 /* mr.c */
-mroce_mr *mroce_mr_lookup(mroce_ep *ep, uint32_t key);
+mre_mr *mre_mr_lookup(mre_ep *ep, uint32_t key);
 /* Validate [addr, addr+len) against key with rights; returns the MR or
  * NULL and sets *nak to the NAK code describing why. */
-mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t pd, uint32_t rkey,
+mre_mr *mre_mr_check_remote(mre_ep *ep, uint32_t pd, uint32_t rkey,
                                 uint64_t addr, uint64_t len, unsigned access,
                                 uint8_t *nak);
-void mroce_mr_free_all(mroce_ep *ep);
+void mre_mr_free_all(mre_ep *ep);
 /* Copy between a message offset and an SGE list. */
 /* The memory of bytes [off, off+len) of an SGE list if one SGE holds them
  * all (zero-copy transmit), else NULL. */
-const uint8_t *mroce_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
+const uint8_t *mre_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
                               uint32_t len);
-void mroce_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
+void mre_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
                       uint8_t *dst, uint32_t len);
-void mroce_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
+void mre_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
                        const uint8_t *src, uint32_t len);
 
 /* cq.c */
-int mroce_cq_push(mroce_cq *cq, const struct mroce_wc *wc);
-void mroce_cq_free_all(mroce_ep *ep);
+int mre_cq_push(mre_cq *cq, const struct mroce_wc *wc);
+void mre_cq_free_all(mre_ep *ep);
 
 /* conntab.c: the lookups of the handshake, each O(1) expected.
  * The connection table holds every QP that has left RESET, LISTEN and
  * CONNECTING (so RTS, CLOSING, CLOSED or ERROR), keyed by what a
  * retransmitted CONNECT_REQ carries: the peer's address, QPN and token. */
-int mroce_conntab_init(mroce_ep *ep);
-void mroce_conntab_free(mroce_ep *ep);
-void mroce_conntab_insert(mroce_ep *ep, mroce_qp *qp);
-void mroce_conntab_remove(mroce_ep *ep, mroce_qp *qp);
-mroce_qp *mroce_conntab_find(mroce_ep *ep, const struct mroce_addr *from,
+int mre_conntab_init(mre_ep *ep);
+void mre_conntab_free(mre_ep *ep);
+void mre_conntab_insert(mre_ep *ep, mre_qp *qp);
+void mre_conntab_remove(mre_ep *ep, mre_qp *qp);
+mre_qp *mre_conntab_find(mre_ep *ep, const struct mre_addr *from,
                              uint32_t peer_qpn, uint64_t peer_token);
-void mroce_listen_append(mroce_ep *ep, mroce_qp *qp);
-void mroce_listen_remove(mroce_ep *ep, mroce_qp *qp);
+void mre_listen_append(mre_ep *ep, mre_qp *qp);
+void mre_listen_remove(mre_ep *ep, mre_qp *qp);
 /* The LISTEN QP a CONNECT_REQ for dst_qpn goes to (0: the oldest one). */
-mroce_qp *mroce_listen_find(mroce_ep *ep, uint32_t dst_qpn);
+mre_qp *mre_listen_find(mre_ep *ep, uint32_t dst_qpn);
 
 /* qp.c */
-void mroce_qp_enter_error(mroce_qp *qp);
-void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
-                          const struct mroce_rx_info *info, mroce_tstamp now);
-void mroce_ep_on_connect_req(mroce_ep *ep, const struct mroce_pkt *pkt,
-                             const struct mroce_rx_info *info,
+void mre_qp_enter_error(mre_qp *qp);
+void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
+                          const struct mre_rx_info *info, mroce_tstamp now);
+void mre_ep_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
+                             const struct mre_rx_info *info,
                              mroce_tstamp now);
-int mroce_qp_write_ctrl(mroce_qp *qp, uint8_t *buf, size_t cap,
-                        struct mroce_tx_info *info, mroce_tstamp now);
-void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now);
-void mroce_qp_try_close(mroce_qp *qp, mroce_tstamp now);
-void mroce_qp_release_swqe(mroce_qp *qp, struct mroce_swqe *w);
-void mroce_qp_release_rwqe(mroce_qp *qp, struct mroce_rwqe *r);
-mroce_tstamp mroce_qp_expiry(const mroce_qp *qp);
+int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
+                        struct mre_tx_info *info, mroce_tstamp now);
+void mre_qp_ctrl_timer(mre_qp *qp, mroce_tstamp now);
+void mre_qp_try_close(mre_qp *qp, mroce_tstamp now);
+void mre_qp_release_swqe(mre_qp *qp, struct mre_swqe *w);
+void mre_qp_release_rwqe(mre_qp *qp, struct mre_rwqe *r);
+mroce_tstamp mre_qp_expiry(const mre_qp *qp);
 /* Fill the base header fields common to every packet we send. */
-void mroce_qp_base_hdr(const mroce_qp *qp, struct mroce_pkt *p, uint8_t op,
+void mre_qp_base_hdr(const mre_qp *qp, struct mrw_pkt *p, uint8_t op,
                        uint32_t psn, mroce_tstamp now);
 
 /* requester.c */
-int mroce_req_write_data(mroce_qp *qp, uint8_t *buf, size_t cap,
-                         struct mroce_tx_info *info, mroce_tstamp now);
-int mroce_req_has_data(const mroce_qp *qp);
-void mroce_req_declare_lost(mroce_qp *qp, uint32_t psn, int cause);
+int mre_req_write_data(mre_qp *qp, uint8_t *buf, size_t cap,
+                         struct mre_tx_info *info, mroce_tstamp now);
+int mre_req_has_data(const mre_qp *qp);
+void mre_req_declare_lost(mre_qp *qp, uint32_t psn, int cause);
 /* Take tx entry idx out of flight: off its path list, out of the counts. */
-void mroce_req_unflight(mroce_qp *qp, uint32_t idx);
-void mroce_req_reflight(mroce_qp *qp, uint32_t idx);
-void mroce_req_path_list_remove(mroce_qp *qp, uint32_t idx);
+void mre_req_unflight(mre_qp *qp, uint32_t idx);
+void mre_req_reflight(mre_qp *qp, uint32_t idx);
+void mre_req_path_list_remove(mre_qp *qp, uint32_t idx);
 
 /* responder.c */
-void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
-                        const struct mroce_rx_info *info, mroce_tstamp now);
-int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
-                         struct mroce_tx_info *info, mroce_tstamp now);
-int mroce_resp_write_nak(mroce_qp *qp, uint8_t *buf, size_t cap,
-                         struct mroce_tx_info *info, mroce_tstamp now);
-void mroce_resp_complete_recvs(mroce_qp *qp);
-void mroce_resp_free_rjob(mroce_qp *qp, struct mroce_rjob *j);
-void mroce_resp_ack_timer(mroce_qp *qp, mroce_tstamp now);
+void mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
+                        const struct mre_rx_info *info, mroce_tstamp now);
+int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
+                         struct mre_tx_info *info, mroce_tstamp now);
+int mre_resp_write_nak(mre_qp *qp, uint8_t *buf, size_t cap,
+                         struct mre_tx_info *info, mroce_tstamp now);
+void mre_resp_complete_recvs(mre_qp *qp);
+void mre_resp_free_rjob(mre_qp *qp, struct mre_rjob *j);
+void mre_resp_ack_timer(mre_qp *qp, mroce_tstamp now);
 
 /* completer.c */
-void mroce_comp_on_ack(mroce_qp *qp, const struct mroce_pkt *pkt,
+void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt,
                        mroce_tstamp now);
-void mroce_comp_on_nak(mroce_qp *qp, const struct mroce_pkt *pkt,
+void mre_comp_on_nak(mre_qp *qp, const struct mrw_pkt *pkt,
                        mroce_tstamp now);
-void mroce_comp_complete_sends(mroce_qp *qp);
-void mroce_comp_arm_loss_timer(mroce_qp *qp, mroce_tstamp now);
-void mroce_comp_timers(mroce_qp *qp, mroce_tstamp now);
+void mre_comp_complete_sends(mre_qp *qp);
+void mre_comp_arm_loss_timer(mre_qp *qp, mroce_tstamp now);
+void mre_comp_timers(mre_qp *qp, mroce_tstamp now);
 
 /* liveness.c: the peer-silence rule and the keepalive (REL-32..REL-36). */
-void mroce_live_start(mroce_qp *qp, mroce_tstamp now);
+void mre_live_start(mre_qp *qp, mroce_tstamp now);
 /* 1 once the peer has been silent for peer_timeout (REL-32). */
-int mroce_live_expired(const mroce_qp *qp, mroce_tstamp now);
+int mre_live_expired(const mre_qp *qp, mroce_tstamp now);
 /* Fail the QP for a silent peer: the oldest incomplete WR gets
  * RETRY_EXC_ERR, the rest are flushed (REL-33). */
-void mroce_live_fail(mroce_qp *qp);
-void mroce_live_timer(mroce_qp *qp, mroce_tstamp now);
+void mre_live_fail(mre_qp *qp);
+void mre_live_timer(mre_qp *qp, mroce_tstamp now);
 /* A keepalive arrived (an ACK with ACK_REQ): answer it (REL-35). */
-void mroce_live_on_probe(mroce_qp *qp);
-void mroce_comp_flush(mroce_qp *qp);
-void mroce_comp_on_resp_done(mroce_qp *qp);
+void mre_live_on_probe(mre_qp *qp);
+void mre_comp_flush(mre_qp *qp);
+void mre_comp_on_resp_done(mre_qp *qp);
 
 #endif /* MROCE_ENGINE_INT_H */

@@ -27,7 +27,7 @@ static void default_free(void *p, void *user)
     (void)user;
 }
 
-void mroce_ep_config_default(struct mroce_ep_config *cfg)
+void mre_ep_config_default(struct mre_ep_config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->mem.calloc = default_calloc;
@@ -35,80 +35,80 @@ void mroce_ep_config_default(struct mroce_ep_config *cfg)
     cfg->max_qps = 1024;
 }
 
-int mroce_ep_new(mroce_ep **pep, const struct mroce_ep_config *cfg)
+int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
 {
     if (!pep || !cfg || !cfg->mem.calloc || !cfg->mem.free || !cfg->rand ||
         cfg->max_qps == 0 || cfg->max_qps > 65535)
         return MROCE_EINVAL;
-    mroce_ep *ep = cfg->mem.calloc(1, sizeof(*ep), cfg->mem.user);
+    mre_ep *ep = cfg->mem.calloc(1, sizeof(*ep), cfg->mem.user);
     if (!ep)
         return MROCE_ENOMEM;
     ep->cfg = *cfg;
     ep->mem = cfg->mem;
-    ep->qps = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->qps));
+    ep->qps = mre_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->qps));
     if (!ep->qps) {
-        mroce_free(&ep->mem, ep);
+        mre_free(&ep->mem, ep);
         return MROCE_ENOMEM;
     }
-    ep->live = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->live));
-    ep->theap = mroce_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->theap));
-    ep->theap_pos = mroce_calloc(&ep->mem, cfg->max_qps,
+    ep->live = mre_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->live));
+    ep->theap = mre_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->theap));
+    ep->theap_pos = mre_calloc(&ep->mem, cfg->max_qps,
                                  sizeof(*ep->theap_pos));
     if (!ep->live || !ep->theap || !ep->theap_pos) {
-        mroce_free(&ep->mem, ep->theap_pos);
-        mroce_free(&ep->mem, ep->live);
-        mroce_free(&ep->mem, ep->theap);
-        mroce_free(&ep->mem, ep->qps);
-        mroce_free(&ep->mem, ep);
+        mre_free(&ep->mem, ep->theap_pos);
+        mre_free(&ep->mem, ep->live);
+        mre_free(&ep->mem, ep->theap);
+        mre_free(&ep->mem, ep->qps);
+        mre_free(&ep->mem, ep);
         return MROCE_ENOMEM;
     }
     ep->nqps_slots = cfg->max_qps;
-    if (mroce_conntab_init(ep) < 0) {
-        mroce_free(&ep->mem, ep->theap_pos);
-        mroce_free(&ep->mem, ep->live);
-        mroce_free(&ep->mem, ep->theap);
-        mroce_free(&ep->mem, ep->qps);
-        mroce_free(&ep->mem, ep);
+    if (mre_conntab_init(ep) < 0) {
+        mre_free(&ep->mem, ep->theap_pos);
+        mre_free(&ep->mem, ep->live);
+        mre_free(&ep->mem, ep->theap);
+        mre_free(&ep->mem, ep->qps);
+        mre_free(&ep->mem, ep);
         return MROCE_ENOMEM;
     }
     *pep = ep;
     return 0;
 }
 
-void mroce_ep_del(mroce_ep *ep)
+void mre_ep_del(mre_ep *ep)
 {
     if (!ep)
         return;
     while (ep->nqps)
-        mroce_qp_del(ep->live[ep->nqps - 1]);
-    mroce_mr_free_all(ep);
-    mroce_cq_free_all(ep);
-    mroce_free(&ep->mem, ep->qps);
-    mroce_free(&ep->mem, ep->live);
-    mroce_free(&ep->mem, ep->theap);
-    mroce_free(&ep->mem, ep->theap_pos);
-    mroce_conntab_free(ep);
-    struct mroce_mem mem = ep->mem;
-    mroce_free(&mem, ep);
+        mre_qp_del(ep->live[ep->nqps - 1]);
+    mre_mr_free_all(ep);
+    mre_cq_free_all(ep);
+    mre_free(&ep->mem, ep->qps);
+    mre_free(&ep->mem, ep->live);
+    mre_free(&ep->mem, ep->theap);
+    mre_free(&ep->mem, ep->theap_pos);
+    mre_conntab_free(ep);
+    struct mre_mem mem = ep->mem;
+    mre_free(&mem, ep);
 }
 
-uint64_t mroce_ep_rand64(mroce_ep *ep)
+uint64_t mre_ep_rand64(mre_ep *ep)
 {
     uint64_t v = 0;
     ep->cfg.rand((uint8_t *)&v, sizeof(v), ep->cfg.rand_user);
     return v;
 }
 
-mroce_qp *mroce_ep_find_qp(mroce_ep *ep, uint32_t qpn)
+mre_qp *mre_ep_find_qp(mre_ep *ep, uint32_t qpn)
 {
     uint32_t slot = qpn & 0xffff;
     if (slot >= ep->nqps_slots)
         return NULL;
-    mroce_qp *qp = ep->qps[slot];
+    mre_qp *qp = ep->qps[slot];
     return qp && qp->qpn == qpn ? qp : NULL;
 }
 
-void mroce_ep_mark_ready(mroce_ep *ep, mroce_qp *qp)
+void mre_ep_mark_ready(mre_ep *ep, mre_qp *qp)
 {
     if (qp->on_ready)
         return;
@@ -122,7 +122,7 @@ void mroce_ep_mark_ready(mroce_ep *ep, mroce_qp *qp)
     ep->ready_tail = qp;
 }
 
-static void ready_remove(mroce_ep *ep, mroce_qp *qp)
+static void ready_remove(mre_ep *ep, mre_qp *qp)
 {
     if (!qp->on_ready)
         return;
@@ -138,17 +138,17 @@ static void ready_remove(mroce_ep *ep, mroce_qp *qp)
     qp->ready_next = qp->ready_prev = NULL;
 }
 
-void mroce_ep_unready(mroce_ep *ep, mroce_qp *qp) { ready_remove(ep, qp); }
+void mre_ep_unready(mre_ep *ep, mre_qp *qp) { ready_remove(ep, qp); }
 
 /* Receiver-driven credits: split the endpoint's budget evenly over the QPs
  * that received credit-mode data in the last millisecond. */
-uint32_t mroce_ep_credit_share(mroce_ep *ep, mroce_qp *qp, mroce_tstamp now)
+uint32_t mre_ep_credit_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 {
     if (!ep->cfg.rx_credit_bytes || !qp->peer_credit_mode)
         return MROCE_CREDIT_UNLIMITED;
     uint32_t active = 0;
     for (uint32_t i = 0; i < ep->nqps; i++) {
-        mroce_qp *q = ep->live[i];
+        mre_qp *q = ep->live[i];
         if (q->peer_credit_mode && q->credit_seen + 1000000 >= now)
             active++;
     }
@@ -159,7 +159,7 @@ uint32_t mroce_ep_credit_share(mroce_ep *ep, mroce_qp *qp, mroce_tstamp now)
     return share < floor ? floor : share;
 }
 
-static void count_decode_error(mroce_ep *ep, int err)
+static void count_decode_error(mre_ep *ep, int err)
 {
     switch (err) {
     case MROCE_WIRE_ETRUNCATED: ep->cnt.drop_truncated++; break;
@@ -172,25 +172,25 @@ static void count_decode_error(mroce_ep *ep, int err)
     }
 }
 
-int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
-                  const struct mroce_rx_info *info, mroce_tstamp now)
+int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
+                  const struct mre_rx_info *info, mroce_tstamp now)
 {
-    struct mroce_pkt pkt;
+    struct mrw_pkt pkt;
     ep->cnt.rx_pkts++;
     if (!buf || !info) {
         ep->cnt.drop_truncated++;
         return 0;
     }
-    int rc = mroce_pkt_decode(&pkt, buf, len);
+    int rc = mrw_pkt_decode(&pkt, buf, len);
     if (rc < 0) {
         count_decode_error(ep, rc);
         return 0;
     }
     if (pkt.base.opcode == MROCE_OP_CONNECT_REQ) {
-        mroce_ep_on_connect_req(ep, &pkt, info, now);
+        mre_ep_on_connect_req(ep, &pkt, info, now);
         return 0;
     }
-    mroce_qp *qp = mroce_ep_find_qp(ep, pkt.base.dst_qpn);
+    mre_qp *qp = mre_ep_find_qp(ep, pkt.base.dst_qpn);
     if (!qp) {
         ep->cnt.drop_no_qp++;
         return 0;
@@ -213,9 +213,9 @@ int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
     case MROCE_OP_ACK:
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->cnt.rx_acks++;
-            mroce_comp_on_ack(qp, &pkt, now);
+            mre_comp_on_ack(qp, &pkt, now);
             if (pkt.base.flags & MROCE_F_ACK_REQ)
-                mroce_live_on_probe(qp); /* a keepalive (REL-35) */
+                mre_live_on_probe(qp); /* a keepalive (REL-35) */
         } else {
             qp->cnt.drop_state++;
         }
@@ -223,7 +223,7 @@ int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
     case MROCE_OP_NAK:
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->cnt.rx_naks++;
-            mroce_comp_on_nak(qp, &pkt, now);
+            mre_comp_on_nak(qp, &pkt, now);
         } else {
             qp->cnt.drop_state++;
         }
@@ -231,38 +231,38 @@ int mroce_ep_recv(mroce_ep *ep, const uint8_t *buf, size_t len,
     case MROCE_OP_CONNECT_RESP:
     case MROCE_OP_DISCONNECT:
     case MROCE_OP_DISCONNECT_ACK:
-        mroce_qp_on_ctrl_pkt(qp, &pkt, info, now);
+        mre_qp_on_ctrl_pkt(qp, &pkt, info, now);
         break;
     default:
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->cnt.rx_data_pkts++;
-            mroce_resp_on_data(qp, &pkt, info, now);
+            mre_resp_on_data(qp, &pkt, info, now);
         } else {
             qp->cnt.drop_state++;
         }
         break;
     }
-    if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
-        mroce_ep_mark_ready(ep, qp);
-    mroce_ep_timer_update(ep, qp);
+    if (qp->ctrl || qp->ack_now || mre_req_has_data(qp))
+        mre_ep_mark_ready(ep, qp);
+    mre_ep_timer_update(ep, qp);
     return 0;
 }
 
 /* One packet from one QP, in priority order: control, NAK, urgent ACK,
  * data (retransmissions, responses, new requests), then a coalesced ACK that
  * is due.  Returns length, 0 if the QP has nothing now, or an error. */
-static int qp_write_pkt(mroce_qp *qp, uint8_t *buf, size_t cap,
-                        struct mroce_tx_info *info, mroce_tstamp now)
+static int qp_write_pkt(mre_qp *qp, uint8_t *buf, size_t cap,
+                        struct mre_tx_info *info, mroce_tstamp now)
 {
     int n;
     if (qp->ctrl & (CTRL_CONN_REQ | CTRL_CONN_RESP | CTRL_DISC | CTRL_DISC_ACK))
-        return mroce_qp_write_ctrl(qp, buf, cap, info, now);
+        return mre_qp_write_ctrl(qp, buf, cap, info, now);
     if (qp->ctrl & CTRL_NAK)
-        return mroce_resp_write_nak(qp, buf, cap, info, now);
+        return mre_resp_write_nak(qp, buf, cap, info, now);
     if (qp->ack_now)
-        return mroce_resp_write_ack(qp, buf, cap, info, now);
+        return mre_resp_write_ack(qp, buf, cap, info, now);
     if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
-        n = mroce_req_write_data(qp, buf, cap, info, now);
+        n = mre_req_write_data(qp, buf, cap, info, now);
         if (n != 0)
             return n;
     }
@@ -273,17 +273,17 @@ static int qp_write_pkt(mroce_qp *qp, uint8_t *buf, size_t cap,
  * more are rare (every QP with data refused at once) and merely unmarked. */
 #define EP_STARVE_TRACK 16
 
-int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
-                       struct mroce_tx_info *info, mroce_tstamp now)
+int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
+                       struct mre_tx_info *info, mroce_tstamp now)
 {
     /* QPs that had nothing to send in this call, as long as they fit:
      * if no QP sends, those that cwnd held back idle the link (CC-19). */
-    mroce_qp *idle[EP_STARVE_TRACK];
+    mre_qp *idle[EP_STARVE_TRACK];
     unsigned nidle = 0, k;
     if (!ep || !buf || !info)
         return MROCE_EINVAL;
     while (ep->ready_head) {
-        mroce_qp *qp = ep->ready_head;
+        mre_qp *qp = ep->ready_head;
         qp->cwnd_refused = 0;
         int n = qp_write_pkt(qp, buf, cap, info, now);
         if (n < 0)
@@ -293,14 +293,14 @@ int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
         ready_remove(ep, qp);
         if (n > 0) {
             /* Round robin: back of the line if it may have more. */
-            if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
-                mroce_ep_mark_ready(ep, qp);
+            if (qp->ctrl || qp->ack_now || mre_req_has_data(qp))
+                mre_ep_mark_ready(ep, qp);
             info->qp_num = qp->qpn;
             info->ecn = MROCE_ECN_ECT0;
             qp->cnt.tx_pkts++;
             qp->cnt.tx_bytes += (uint64_t)n;
             ep->cnt.tx_pkts++;
-            mroce_ep_timer_update(ep, qp); /* a send may arm the loss timer */
+            mre_ep_timer_update(ep, qp); /* a send may arm the loss timer */
             return n;
         }
     }
@@ -309,8 +309,8 @@ int mroce_ep_write_pkt(mroce_ep *ep, uint8_t *buf, size_t cap,
     return 0;
 }
 
-int mroce_ep_write_pkt_zc(mroce_ep *ep, uint8_t *buf, size_t cap,
-                          struct mroce_tx_info *info, struct mroce_tx_zc *zc,
+int mre_ep_write_pkt_zc(mre_ep *ep, uint8_t *buf, size_t cap,
+                          struct mre_tx_info *info, struct mre_tx_zc *zc,
                           mroce_tstamp now)
 {
     if (!ep || !zc)
@@ -318,17 +318,17 @@ int mroce_ep_write_pkt_zc(mroce_ep *ep, uint8_t *buf, size_t cap,
     zc->payload = NULL;
     zc->payload_len = 0;
     ep->tx_zc = zc;
-    int n = mroce_ep_write_pkt(ep, buf, cap, info, now);
+    int n = mre_ep_write_pkt(ep, buf, cap, info, now);
     ep->tx_zc = NULL;
     return n;
 }
 
-int mroce_ep_want_write(const mroce_ep *ep)
+int mre_ep_want_write(const mre_ep *ep)
 {
     return ep && ep->ready_head != NULL;
 }
 
-void mroce_ep_get_counters(const mroce_ep *ep, struct mroce_ep_counters *c)
+void mre_ep_get_counters(const mre_ep *ep, struct mroce_ep_counters *c)
 {
     if (ep && c)
         *c = ep->cnt;

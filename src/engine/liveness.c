@@ -34,36 +34,36 @@
 #include "engine_int.h"
 
 /* Silence before the first keepalive, and between the later ones. */
-static mroce_tstamp ka_idle(const mroce_qp *qp)
+static mroce_tstamp ka_idle(const mre_qp *qp)
 {
     mroce_tstamp t = qp->attr.peer_timeout / 4;
     return t ? t : 1;
 }
 
-static mroce_tstamp ka_repeat(const mroce_qp *qp)
+static mroce_tstamp ka_repeat(const mre_qp *qp)
 {
     mroce_tstamp t = qp->attr.peer_timeout / 16;
     return t ? t : 1;
 }
 
-static mroce_tstamp silence(const mroce_qp *qp, mroce_tstamp now)
+static mroce_tstamp silence(const mre_qp *qp, mroce_tstamp now)
 {
     return now > qp->heard ? now - qp->heard : 0;
 }
 
-void mroce_live_start(mroce_qp *qp, mroce_tstamp now)
+void mre_live_start(mre_qp *qp, mroce_tstamp now)
 {
     qp->heard = now;
     qp->live_deadline =
         qp->attr.peer_timeout ? now + ka_idle(qp) : MROCE_TSTAMP_INF;
 }
 
-int mroce_live_expired(const mroce_qp *qp, mroce_tstamp now)
+int mre_live_expired(const mre_qp *qp, mroce_tstamp now)
 {
     return silence(qp, now) >= qp->attr.peer_timeout;
 }
 
-void mroce_live_fail(mroce_qp *qp)
+void mre_live_fail(mre_qp *qp)
 {
     if (qp->sq_head != qp->sq_tail) {
         qp->sq[qp->sq_head & qp->sq_mask].status = MROCE_WC_RETRY_EXC_ERR;
@@ -71,7 +71,7 @@ void mroce_live_fail(mroce_qp *qp)
         /* No send work: the oldest receive not finished tells a receiver
          * why, where a flush alone would look like a local one. */
         for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
-            struct mroce_rwqe *r = &qp->rq[i & qp->rq_mask];
+            struct mre_rwqe *r = &qp->rq[i & qp->rq_mask];
             if (!r->done) {
                 r->done = 1;
                 r->status = MROCE_WC_RETRY_EXC_ERR;
@@ -80,10 +80,10 @@ void mroce_live_fail(mroce_qp *qp)
         }
     }
     qp->cnt.peer_timeouts++;
-    mroce_qp_enter_error(qp);
+    mre_qp_enter_error(qp);
 }
 
-void mroce_live_timer(mroce_qp *qp, mroce_tstamp now)
+void mre_live_timer(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->live_deadline > now)
         return;
@@ -101,7 +101,7 @@ void mroce_live_timer(mroce_qp *qp, mroce_tstamp now)
         now - qp->ka_time >= ka_repeat(qp) &&
         (qp->snd_una == qp->snd_nxt ||
          qp->consec_timeouts > qp->attr.retry_cnt)) {
-        mroce_live_fail(qp);
+        mre_live_fail(qp);
         return;
     }
     /* Silent for a while (or for peer_timeout, with fewer than retry_cnt
@@ -115,7 +115,7 @@ void mroce_live_timer(mroce_qp *qp, mroce_tstamp now)
     qp->live_deadline = s < qp->attr.peer_timeout && next > end ? end : next;
 }
 
-void mroce_live_on_probe(mroce_qp *qp)
+void mre_live_on_probe(mre_qp *qp)
 {
     if (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CLOSING)
         return;

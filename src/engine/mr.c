@@ -2,7 +2,7 @@
  * mr.c - memory regions: registration, keys, and the checks that keep every
  * remote access inside registered memory with the right permission.
  *
- * The responder calls mroce_mr_check_remote() on every WRITE, READ and atomic
+ * The responder calls mre_mr_check_remote() on every WRITE, READ and atomic
  * packet before it touches memory (SEM-*, SEC-*).  Registration checks what
  * arithmetic can (SEM-28 (a)-(c): no empty range, no range past the end of
  * the address space, no remote write without local write); whether the
@@ -15,20 +15,20 @@
 #include "engine_int.h"
 #include "seeded_fault.h"
 
-mroce_mr *mroce_mr_lookup(mroce_ep *ep, uint32_t key)
+mre_mr *mre_mr_lookup(mre_ep *ep, uint32_t key)
 {
     uint32_t slot = key >> 8;
     if (slot >= ep->nmr_slots)
         return NULL;
-    mroce_mr *mr = ep->mrs[slot];
+    mre_mr *mr = ep->mrs[slot];
     return mr && mr->key == key ? mr : NULL;
 }
 
-mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t pd, uint32_t rkey,
+mre_mr *mre_mr_check_remote(mre_ep *ep, uint32_t pd, uint32_t rkey,
                                 uint64_t addr, uint64_t len, unsigned access,
                                 uint8_t *nak)
 {
-    mroce_mr *mr = mroce_mr_lookup(ep, rkey);
+    mre_mr *mr = mre_mr_lookup(ep, rkey);
     /* A region of another protection domain does not exist for this QP. */
     if (!mr || mr->pd != pd) {
         *nak = MROCE_NAK_REMOTE_ACCESS_KEY;
@@ -50,13 +50,13 @@ mroce_mr *mroce_mr_check_remote(mroce_ep *ep, uint32_t pd, uint32_t rkey,
     return mr;
 }
 
-int mroce_mr_reg(mroce_ep *ep, void *addr, size_t len, unsigned access,
-                 mroce_mr **pmr)
+int mre_mr_reg(mre_ep *ep, void *addr, size_t len, unsigned access,
+                 mre_mr **pmr)
 {
-    return mroce_mr_reg_pd(ep, 0, addr, len, access, pmr);
+    return mre_mr_reg_pd(ep, 0, addr, len, access, pmr);
 }
 
-int mroce_mr_reg_check(const void *addr, size_t len, unsigned access)
+int mre_mr_reg_check(const void *addr, size_t len, unsigned access)
 {
     if (!addr || !len || (access & ~15u))
         return MROCE_EINVAL;
@@ -66,19 +66,19 @@ int mroce_mr_reg_check(const void *addr, size_t len, unsigned access)
         !(access & MROCE_ACCESS_LOCAL_WRITE))
         return MROCE_EINVAL;
     /* The last byte must not lie past the end of the address space: a
-     * range that wraps would pass mroce_mr_check_remote() for every
+     * range that wraps would pass mre_mr_check_remote() for every
      * address above addr (SEM-28 (c), SEC-9). */
     if (len - 1 > UINTPTR_MAX - (uintptr_t)addr)
         return MROCE_EFAULT;
     return 0;
 }
 
-int mroce_mr_reg_pd(mroce_ep *ep, uint32_t pd, void *addr, size_t len,
-                    unsigned access, mroce_mr **pmr)
+int mre_mr_reg_pd(mre_ep *ep, uint32_t pd, void *addr, size_t len,
+                    unsigned access, mre_mr **pmr)
 {
     if (!ep || !pmr)
         return MROCE_EINVAL;
-    int rc = mroce_mr_reg_check(addr, len, access);
+    int rc = mre_mr_reg_check(addr, len, access);
     if (rc < 0)
         return rc;
     uint32_t slot = 0;
@@ -88,16 +88,16 @@ int mroce_mr_reg_pd(mroce_ep *ep, uint32_t pd, void *addr, size_t len,
         uint32_t n = ep->nmr_slots ? ep->nmr_slots * 2 : 64;
         if (n > (1u << 24))
             return MROCE_ENOMEM;
-        mroce_mr **t = mroce_calloc(&ep->mem, n, sizeof(*t));
+        mre_mr **t = mre_calloc(&ep->mem, n, sizeof(*t));
         if (!t)
             return MROCE_ENOMEM;
         if (ep->nmr_slots)
             memcpy(t, ep->mrs, ep->nmr_slots * sizeof(*t));
-        mroce_free(&ep->mem, ep->mrs);
+        mre_free(&ep->mem, ep->mrs);
         ep->mrs = t;
         ep->nmr_slots = n;
     }
-    mroce_mr *mr = mroce_calloc(&ep->mem, 1, sizeof(*mr));
+    mre_mr *mr = mre_calloc(&ep->mem, 1, sizeof(*mr));
     if (!mr)
         return MROCE_ENOMEM;
     uint8_t gen = 0;
@@ -113,31 +113,31 @@ int mroce_mr_reg_pd(mroce_ep *ep, uint32_t pd, void *addr, size_t len,
     return 0;
 }
 
-int mroce_mr_dereg(mroce_mr *mr)
+int mre_mr_dereg(mre_mr *mr)
 {
     if (!mr)
         return MROCE_EINVAL;
     if (mr->refs)
         return MROCE_EBUSY;
-    mroce_ep *ep = mr->ep;
+    mre_ep *ep = mr->ep;
     ep->mrs[mr->key >> 8] = NULL;
-    mroce_free(&ep->mem, mr);
+    mre_free(&ep->mem, mr);
     return 0;
 }
 
-void mroce_mr_free_all(mroce_ep *ep)
+void mre_mr_free_all(mre_ep *ep)
 {
     for (uint32_t i = 0; i < ep->nmr_slots; i++)
-        mroce_free(&ep->mem, ep->mrs[i]);
-    mroce_free(&ep->mem, ep->mrs);
+        mre_free(&ep->mem, ep->mrs[i]);
+    mre_free(&ep->mem, ep->mrs);
     ep->mrs = NULL;
     ep->nmr_slots = 0;
 }
 
-uint32_t mroce_mr_lkey(const mroce_mr *mr) { return mr ? mr->key : 0; }
-uint32_t mroce_mr_rkey(const mroce_mr *mr) { return mr ? mr->key : 0; }
+uint32_t mre_mr_lkey(const mre_mr *mr) { return mr ? mr->key : 0; }
+uint32_t mre_mr_rkey(const mre_mr *mr) { return mr ? mr->key : 0; }
 
-const uint8_t *mroce_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
+const uint8_t *mre_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
                               uint32_t len)
 {
     for (int i = 0; i < n; i++) {
@@ -152,7 +152,7 @@ const uint8_t *mroce_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
     return NULL;
 }
 
-void mroce_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
+void mre_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
                       uint8_t *dst, uint32_t len)
 {
     for (int i = 0; i < n && len; i++) {
@@ -170,7 +170,7 @@ void mroce_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
     }
 }
 
-void mroce_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
+void mre_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
                        const uint8_t *src, uint32_t len)
 {
     for (int i = 0; i < n && len; i++) {

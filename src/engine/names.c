@@ -4,7 +4,7 @@
  */
 #include "engine_int.h"
 
-const char *mroce_strerror(int err)
+const char *mre_strerror(int err)
 {
     switch (err) {
     case 0:

@@ -35,7 +35,7 @@
 #define PATH_MAX_DRAWS 64
 
 /* A 16-bit random number from the endpoint's callback. */
-static uint32_t path_rand16(const struct mroce_pathset *ps)
+static uint32_t path_rand16(const struct mre_pathset *ps)
 {
     uint8_t b[2] = {0, 0};
     ps->rand(b, sizeof b, ps->rand_user);
@@ -43,7 +43,7 @@ static uint32_t path_rand16(const struct mroce_pathset *ps)
 }
 
 /* 1 if entropy e is held by one of the first n slots. */
-static int path_entropy_used(const struct mroce_pathset *ps, uint32_t n,
+static int path_entropy_used(const struct mre_pathset *ps, uint32_t n,
                              uint32_t e)
 {
     uint32_t k;
@@ -61,7 +61,7 @@ static int path_entropy_used(const struct mroce_pathset *ps, uint32_t n,
  * entropies stay distinct (two slots on one entropy would be one path
  * counted twice).
  */
-static int32_t path_fresh_entropy(const struct mroce_pathset *ps, uint32_t n)
+static int32_t path_fresh_entropy(const struct mre_pathset *ps, uint32_t n)
 {
     uint32_t span = ps->entropy_span, base = ps->entropy_base;
     uint32_t limit = 65536u - 65536u % span;
@@ -86,10 +86,10 @@ static int32_t path_fresh_entropy(const struct mroce_pathset *ps, uint32_t n)
 }
 
 /* Slot i's srtt has just been written: keep the cached maximum (see
- * struct mroce_pathset).  While it is not stale it equals the largest srtt
+ * struct mre_pathset).  While it is not stale it equals the largest srtt
  * and max_slot holds it, so a new value at or above it is the new maximum,
  * one below it changes nothing unless slot i held it. */
-static void path_srtt_noted(struct mroce_pathset *ps, uint16_t i)
+static void path_srtt_noted(struct mre_pathset *ps, uint16_t i)
 {
     mroce_tstamp v = ps->paths[i].srtt;
 
@@ -104,8 +104,8 @@ static void path_srtt_noted(struct mroce_pathset *ps, uint16_t i)
 }
 
 /* Every change of a slot's weight goes through here, keeping the set's sum
- * and per-weight counts (struct mroce_pathset wsum, wcount) in step. */
-static void path_weight_set(struct mroce_pathset *ps, struct mroce_path *p,
+ * and per-weight counts (struct mre_pathset wsum, wcount) in step. */
+static void path_weight_set(struct mre_pathset *ps, struct mre_path *p,
                             uint8_t w)
 {
     ps->wcount[p->weight - 1]--;
@@ -116,7 +116,7 @@ static void path_weight_set(struct mroce_pathset *ps, struct mroce_path *p,
 
 /* Fresh health state for a slot (init and retirement).  Counters, next_seq
  * and the engine-owned list links are deliberately not touched here. */
-static void path_reset_state(struct mroce_path *p)
+static void path_reset_state(struct mre_path *p)
 {
     p->weight = MROCE_PATH_WMAX;
     p->deficit = 0;
@@ -130,7 +130,7 @@ static void path_reset_state(struct mroce_path *p)
     p->last_echo = 0; /* a fresh entropy has proven nothing yet */
 }
 
-int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
+int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
                        uint16_t npaths, uint16_t base, uint16_t span,
                        mroce_tstamp target_qdelay,
                        void (*rand)(uint8_t *, size_t, void *), void *rand_user)
@@ -170,7 +170,7 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
     ps->wsum = (uint16_t)(npaths * MROCE_PATH_WMAX);
 
     for (i = 0; i < npaths; i++) {
-        struct mroce_path *p = &paths[i];
+        struct mre_path *p = &paths[i];
         /* span >= npaths, so a free value always exists for slot i. */
         p->entropy = (uint16_t)path_fresh_entropy(ps, i);
         path_reset_state(p);
@@ -202,16 +202,16 @@ int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
  * worst case.  The cursor moves past the chosen slot so consecutive
  * packets go to different paths.
  */
-static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid);
+static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid);
 
 /* Bursts: a datapath that batches (UDP GSO sends one burst of segments with
  * one source port) asks for `burst` consecutive packets per path.  A burst
  * counts as one deficit-round-robin pick, so weights keep their meaning.
- * The window bounds it (mroce_path_burst_cap, PATH-3): with 8-packet bursts a window of
+ * The window bounds it (mre_path_burst_cap, PATH-3): with 8-packet bursts a window of
  * one or two bursts was one or two ECMP choices per RTT, so one spine queue
  * overflowed and marked while the other idled (fabric/README.md, scenario
  * 2); large windows, where batching saves the most, keep full bursts. */
-void mroce_path_set_window(struct mroce_pathset *ps, uint32_t window,
+void mre_path_set_window(struct mre_pathset *ps, uint32_t window,
                            uint32_t pkt_bytes)
 {
     uint32_t per = pkt_bytes * MROCE_PATH_WINDOW_PICKS;
@@ -222,7 +222,7 @@ void mroce_path_set_window(struct mroce_pathset *ps, uint32_t window,
     ps->win_pkt = pkt_bytes;
 }
 
-uint8_t mroce_path_burst_cap(const struct mroce_pathset *ps)
+uint8_t mre_path_burst_cap(const struct mre_pathset *ps)
 {
     if (ps->win_pkt == 0)
         return 255; /* no window known: the attribute rules */
@@ -252,9 +252,9 @@ uint8_t mroce_path_burst_cap(const struct mroce_pathset *ps)
  * dropped; each echo queues a slot at most once, so the loop is amortised
  * O(1).
  */
-static void path_ready_push(struct mroce_pathset *ps, uint16_t i)
+static void path_ready_push(struct mre_pathset *ps, uint16_t i)
 {
-    struct mroce_path *p = &ps->paths[i];
+    struct mre_path *p = &ps->paths[i];
 
     if (p->ready)
         return;
@@ -267,11 +267,11 @@ static void path_ready_push(struct mroce_pathset *ps, uint16_t i)
     ps->ready_tail = i;
 }
 
-static uint16_t path_ready_pop(struct mroce_pathset *ps, uint16_t avoid)
+static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
 {
     while (ps->ready_head != MROCE_PATH_NONE) {
         uint16_t i = ps->ready_head;
-        struct mroce_path *p = &ps->paths[i];
+        struct mre_path *p = &ps->paths[i];
         ps->ready_head = p->ready_next;
         if (ps->ready_head == MROCE_PATH_NONE)
             ps->ready_tail = MROCE_PATH_NONE;
@@ -286,7 +286,7 @@ static uint16_t path_ready_pop(struct mroce_pathset *ps, uint16_t avoid)
     return MROCE_PATH_NONE;
 }
 
-uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
+uint16_t mre_path_pick(struct mre_pathset *ps, uint16_t avoid)
 {
     if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths) {
         ps->burst_left--;
@@ -303,7 +303,7 @@ uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
     }
     uint8_t b = ps->burst;
     if (b > 1) {
-        uint8_t cap = mroce_path_burst_cap(ps);
+        uint8_t cap = mre_path_burst_cap(ps);
         if (cap < b)
             b = cap;
     }
@@ -324,7 +324,7 @@ uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid)
  * to one spine for tens of packets at a time (fabric/README.md, scenario
  * 2).  With the quantum at the highest weight, equal weights are a plain
  * round robin at any level. */
-static void path_new_sweep(struct mroce_pathset *ps)
+static void path_new_sweep(struct mre_pathset *ps)
 {
     uint8_t q = MROCE_PATH_WMAX;
 
@@ -334,7 +334,7 @@ static void path_new_sweep(struct mroce_pathset *ps)
     ps->mean_weight = (uint8_t)(ps->wsum / ps->npaths);
 }
 
-static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid)
+static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
 {
     uint32_t n = ps->npaths, c = ps->cursor, guard, k;
 
@@ -346,7 +346,7 @@ static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid)
      * skipped `avoid` slot.  The guard only trips if a weight is 0, which
      * this module never produces. */
     for (guard = (MROCE_PATH_WMAX + 1) * n; guard != 0; guard--) {
-        struct mroce_path *p = &ps->paths[c];
+        struct mre_path *p = &ps->paths[c];
         uint32_t i = c, d;
         if (c == 0)
             path_new_sweep(ps);
@@ -368,10 +368,10 @@ static uint16_t path_pick_one(struct mroce_pathset *ps, uint16_t avoid)
     return 0;
 }
 
-uint32_t mroce_path_on_sent(struct mroce_pathset *ps, uint16_t i,
+uint32_t mre_path_on_sent(struct mre_pathset *ps, uint16_t i,
                             uint32_t bytes)
 {
-    struct mroce_path *p;
+    struct mre_path *p;
 
     if (i >= ps->npaths)
         return 0;
@@ -380,13 +380,13 @@ uint32_t mroce_path_on_sent(struct mroce_pathset *ps, uint16_t i,
     return p->next_seq++;
 }
 
-static void path_weight_down(struct mroce_pathset *ps, struct mroce_path *p)
+static void path_weight_down(struct mre_pathset *ps, struct mre_path *p)
 {
     if (p->weight > 1)
         path_weight_set(ps, p, (uint8_t)(p->weight - 1));
 }
 
-static void path_weight_up(struct mroce_pathset *ps, struct mroce_path *p)
+static void path_weight_up(struct mre_pathset *ps, struct mre_path *p)
 {
     if (p->weight < MROCE_PATH_WMAX)
         path_weight_set(ps, p, (uint8_t)(p->weight + 1));
@@ -407,10 +407,10 @@ static void path_weight_up(struct mroce_pathset *ps, struct mroce_path *p)
  * Acks without a sample (rtt == 0, ambiguous) say nothing about delay and
  * leave the weight alone; an unknown base_rtt (0) cannot make a path hot.
  */
-void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
+void mre_path_on_ack(struct mre_pathset *ps, uint16_t i, mroce_tstamp rtt,
                        mroce_tstamp base_rtt)
 {
-    struct mroce_path *p;
+    struct mre_path *p;
 
     if (i >= ps->npaths)
         return;
@@ -446,9 +446,9 @@ void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
  * estimate never exceeds 1.0 (65536).  A CE echo costs one weight point
  * and blocks the clean-ack increase until a clean echo arrives.
  */
-void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce)
+void mre_path_on_ecn_echo(struct mre_pathset *ps, uint16_t i, int ce)
 {
-    struct mroce_path *p;
+    struct mre_path *p;
     uint32_t is_ce = ce != 0;
 
     if (i >= ps->npaths)
@@ -463,7 +463,7 @@ void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce)
         path_ready_push(ps, i); /* reuse it (PATH-16) */
 }
 
-void mroce_path_on_echo(struct mroce_pathset *ps, uint16_t i, mroce_tstamp now)
+void mre_path_on_echo(struct mre_pathset *ps, uint16_t i, mroce_tstamp now)
 {
     if (i < ps->npaths)
         ps->paths[i].last_echo = now ? now : 1; /* 0 means "never" */
@@ -483,26 +483,26 @@ void mroce_path_on_echo(struct mroce_pathset *ps, uint16_t i, mroce_tstamp now)
  * recovery transmission that drew no ACK, charged by the next timeout) is
  * not eligible, so successive timeouts try successively older proven slots.
  */
-uint16_t mroce_path_pick_proven(struct mroce_pathset *ps, uint16_t avoid)
+uint16_t mre_path_pick_proven(struct mre_pathset *ps, uint16_t avoid)
 {
     uint32_t k, best = MROCE_PATH_NONE;
     mroce_tstamp t = 0;
 
     for (k = 0; k < ps->npaths; k++) {
-        const struct mroce_path *p = &ps->paths[k];
+        const struct mre_path *p = &ps->paths[k];
         if (k != avoid && p->consec_losses == 0 && p->last_echo > t) {
             t = p->last_echo;
             best = k;
         }
     }
     if (best == MROCE_PATH_NONE)
-        return mroce_path_pick(ps, avoid);
+        return mre_path_pick(ps, avoid);
     return (uint16_t)best;
 }
 
-int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i)
+int mre_path_on_loss(struct mre_pathset *ps, uint16_t i)
 {
-    struct mroce_path *p;
+    struct mre_path *p;
 
     if (i >= ps->npaths)
         return 0;
@@ -515,7 +515,7 @@ int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i)
     if (p->consec_losses < 255)
         p->consec_losses++;
     if (p->consec_losses >= MROCE_PATH_RETIRE_LOSSES) {
-        mroce_path_retire(ps, i);
+        mre_path_retire(ps, i);
         return 1;
     }
     return 0;
@@ -531,9 +531,9 @@ int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i)
  * always compare as older than those sent under the new one.  list_head and
  * list_tail are left to the engine (see the top of this file).
  */
-void mroce_path_retire(struct mroce_pathset *ps, uint16_t i)
+void mre_path_retire(struct mre_pathset *ps, uint16_t i)
 {
-    struct mroce_path *p;
+    struct mre_path *p;
     int32_t e;
 
     if (i >= ps->npaths)
@@ -548,7 +548,7 @@ void mroce_path_retire(struct mroce_pathset *ps, uint16_t i)
     p->retirements++;
 }
 
-mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps)
+mroce_tstamp mre_pathset_min_rtt(const struct mre_pathset *ps)
 {
     mroce_tstamp best = 0;
     uint32_t k;
@@ -561,7 +561,7 @@ mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps)
     return best;
 }
 
-mroce_tstamp mroce_pathset_max_srtt(struct mroce_pathset *ps)
+mroce_tstamp mre_pathset_max_srtt(struct mre_pathset *ps)
 {
     mroce_tstamp worst = 0;
     uint16_t k, at = 0;
@@ -583,7 +583,7 @@ mroce_tstamp mroce_pathset_max_srtt(struct mroce_pathset *ps)
  * A weight outside 1..WMAX, which this file never produces, is moved to the
  * nearest bound, so that the counts stay indexable by every slot's weight
  * (path_weight_set). */
-void mroce_pathset_resync(struct mroce_pathset *ps)
+void mre_pathset_resync(struct mre_pathset *ps)
 {
     uint32_t k, sum = 0;
 
@@ -598,15 +598,15 @@ void mroce_pathset_resync(struct mroce_pathset *ps)
     }
     ps->wsum = (uint16_t)sum;
     ps->max_stale = 1;
-    (void)mroce_pathset_max_srtt(ps);
+    (void)mre_pathset_max_srtt(ps);
 }
 
 /* Slots are never empty (a retired slot holds its new entropy at once), so
  * every slot reports active = 1; out-of-range slots report all zeros. */
-void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
+void mre_path_get_stats(const struct mre_pathset *ps, uint16_t i,
                           struct mroce_path_stats *st)
 {
-    const struct mroce_path *p;
+    const struct mre_path *p;
 
     st->entropy = 0;
     st->active = 0;

@@ -24,14 +24,14 @@
 
 /* One path slot.  88 bytes, so most slots straddle two cache lines, and at
  * scale every slot touched is a cache miss: fields are ordered so that a
- * send (pick, mroce_path_on_sent, the tx ring's path list, the entropy for
+ * send (pick, mre_path_on_sent, the tx ring's path list, the entropy for
  * the header) reads only the first 24 bytes, which usually share one line,
  * and an ACK (the path list, on_ack, on_ecn_echo, on_echo, the loss guard)
  * bytes 15..80, two lines, with the rarely used fields in the gaps and at
  * the end.  The order carries no meaning beyond that. */
-struct mroce_path {
+struct mre_path {
     /* send side */
-    uint64_t tx_bytes;      /* counter for mroce_qp_path_stats() */
+    uint64_t tx_bytes;      /* counter for mre_qp_path_stats() */
     uint32_t next_seq;      /* path_seq to give the next packet sent here;
                                it starts at 0 and never restarts, so it is
                                also the count of packets sent (tx_pkts in
@@ -51,7 +51,7 @@ struct mroce_path {
                                LOSS-19); kept by the engine, zeroed here on
                                ack and retirement */
     uint8_t ready;          /* queued for reuse (PATH-16) */
-    uint32_t acked_pkts;    /* counters for mroce_qp_path_stats(), as are
+    uint32_t acked_pkts;    /* counters for mre_qp_path_stats(), as are
                                ecn_marks, lost_pkts and retirements */
     uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
     uint32_t ecn_marks;
@@ -72,8 +72,8 @@ struct mroce_path {
 
 /* The set of paths of one queue pair.  Fields are ordered to leave few
  * holes (one QP per connection, a million of them at scale). */
-struct mroce_pathset {
-    struct mroce_path *paths; /* npaths slots, owned by the QP */
+struct mre_pathset {
+    struct mre_path *paths; /* npaths slots, owned by the QP */
     uint16_t npaths;
     uint16_t cursor;          /* deficit round robin position */
     uint16_t last;            /* slot of the current burst */
@@ -91,7 +91,7 @@ struct mroce_pathset {
     uint32_t reuses;          /* picks that reused a clean slot */
     uint32_t win_bytes;       /* the window that bounds bursts (PATH-3), */
     uint32_t win_pkt;         /* in packets of up to this many bytes; 0:
-                                 no window known (mroce_path_set_window) */
+                                 no window known (mre_path_set_window) */
     uint16_t entropy_base;    /* entropies are in [base, base + span) */
     uint16_t entropy_span;
     /* The sum of the slots' weights and how many slots hold each weight
@@ -99,11 +99,11 @@ struct mroce_pathset {
      * a new sweep (quantum, mean_weight) reads these instead of every slot
      * (a cache line or two each).  Weights stay in 1..MROCE_PATH_WMAX; code
      * that writes a slot's weight behind path.c's back (tests) calls
-     * mroce_pathset_resync afterwards. */
+     * mre_pathset_resync afterwards. */
     uint16_t wsum;
     uint16_t wcount[MROCE_PATH_WMAX];
     /* The largest srtt over the slots, kept as samples arrive so that
-     * mroce_pathset_max_srtt reads one field instead of every slot (a
+     * mre_pathset_max_srtt reads one field instead of every slot (a
      * cache line each; loss detection asks on most ACKs).  A rise is
      * taken at once; a fall of the slot holding it (max_slot) marks it
      * stale and the next query rescans. */
@@ -116,91 +116,91 @@ struct mroce_pathset {
 };
 
 /*
- * mroce_pathset_init sets up npaths slots (1..256) with distinct random
+ * mre_pathset_init sets up npaths slots (1..256) with distinct random
  * entropies in [base, base+span) (span >= npaths), weight MROCE_PATH_WMAX.
  * Returns 0 or MROCE_EINVAL.
  */
-int mroce_pathset_init(struct mroce_pathset *ps, struct mroce_path *paths,
+int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
                        uint16_t npaths, uint16_t base, uint16_t span,
                        mroce_tstamp target_qdelay,
                        void (*rand)(uint8_t *, size_t, void *), void *rand_user);
 
-/* mroce_path_set_window bounds the burst (PATH-3) so that a window of
+/* mre_path_set_window bounds the burst (PATH-3) so that a window of
  * `window` bytes in packets of up to `pkt_bytes` spans at least
  * MROCE_PATH_WINDOW_PICKS picks.  It only records the two (the requester
  * calls it before every pick); the bound is worked out when a burst starts,
  * so the division runs once per burst, not per packet.  A zero or
  * overflowing packet size is ignored.  Takes effect at the next burst. */
-void mroce_path_set_window(struct mroce_pathset *ps, uint32_t window,
+void mre_path_set_window(struct mre_pathset *ps, uint32_t window,
                            uint32_t pkt_bytes);
 /* The burst the recorded window allows: max(1, window / (pkt_bytes *
  * MROCE_PATH_WINDOW_PICKS)), at most 255; 255 if no window is known. */
-uint8_t mroce_path_burst_cap(const struct mroce_pathset *ps);
+uint8_t mre_path_burst_cap(const struct mre_pathset *ps);
 
-/* mroce_path_pick returns the slot index for the next packet: a burst's
+/* mre_path_pick returns the slot index for the next packet: a burst's
  * next packet, else a slot whose latest echo came back clean (PATH-16),
  * else the deficit round robin over weights (PATH-3); amortised O(1).  `avoid` is a slot to skip if any
  * other exists (retransmissions avoid their original path); pass
  * MROCE_PATH_NONE for none. */
-uint16_t mroce_path_pick(struct mroce_pathset *ps, uint16_t avoid);
+uint16_t mre_path_pick(struct mre_pathset *ps, uint16_t avoid);
 
-/* mroce_path_on_sent records a transmission on slot i; returns the path_seq
+/* mre_path_on_sent records a transmission on slot i; returns the path_seq
  * given to the packet. */
-uint32_t mroce_path_on_sent(struct mroce_pathset *ps, uint16_t i,
+uint32_t mre_path_on_sent(struct mre_pathset *ps, uint16_t i,
                             uint32_t bytes);
 
-/* mroce_path_on_ack records an acknowledged packet on slot i: resets the
+/* mre_path_on_ack records an acknowledged packet on slot i: resets the
  * consecutive-loss count; rtt is an RTT sample for this path or 0 when the
  * ack is ambiguous (retransmitted packet); base_rtt is the connection's
  * lowest RTT seen (0 = unknown). */
-void mroce_path_on_ack(struct mroce_pathset *ps, uint16_t i, mroce_tstamp rtt,
+void mre_path_on_ack(struct mre_pathset *ps, uint16_t i, mroce_tstamp rtt,
                        mroce_tstamp base_rtt);
 
-/* mroce_path_on_ecn_echo records whether an echoed packet sent on slot i was
+/* mre_path_on_ecn_echo records whether an echoed packet sent on slot i was
  * CE-marked (ce = 1) or not; updates the EWMA and the weight.  Call it
- * before mroce_path_on_ack() for the packets the same ACK acknowledges: a CE
+ * before mre_path_on_ack() for the packets the same ACK acknowledges: a CE
  * echo costs one weight point and suppresses the clean-ack increase until a
  * clean echo arrives; a clean echo queues the slot for reuse (PATH-16). */
-void mroce_path_on_ecn_echo(struct mroce_pathset *ps, uint16_t i, int ce);
+void mre_path_on_ecn_echo(struct mre_pathset *ps, uint16_t i, int ce);
 
-/* mroce_path_on_echo records that an ACK's echo was attributed to slot i
+/* mre_path_on_echo records that an ACK's echo was attributed to slot i
  * (PATH-5) at time now: the slot's entropy is proven to work in both
  * directions (the data got there and the ACK, sent on the same entropy,
  * came back). */
-void mroce_path_on_echo(struct mroce_pathset *ps, uint16_t i, mroce_tstamp now);
+void mre_path_on_echo(struct mre_pathset *ps, uint16_t i, mroce_tstamp now);
 
-/* mroce_path_pick_proven chooses the slot for a recovery transmission
+/* mre_path_pick_proven chooses the slot for a recovery transmission
  * (PATH-15: a tail-loss probe, or a retransmission while the connection has
  * made no progress since a timeout): among slots other than `avoid` that
  * have lost nothing since their last acknowledgement and have an echo
- * (mroce_path_on_echo), the one with the latest echo; without such a slot,
- * mroce_path_pick(ps, avoid).  O(npaths); a proven choice leaves the round
+ * (mre_path_on_echo), the one with the latest echo; without such a slot,
+ * mre_path_pick(ps, avoid).  O(npaths); a proven choice leaves the round
  * robin's state (cursor, deficits, burst) alone. */
-uint16_t mroce_path_pick_proven(struct mroce_pathset *ps, uint16_t avoid);
+uint16_t mre_path_pick_proven(struct mre_pathset *ps, uint16_t avoid);
 
-/* mroce_path_on_loss records a loss on slot i.  Returns 1 if the slot was
+/* mre_path_on_loss records a loss on slot i.  Returns 1 if the slot was
  * retired (it now has a fresh entropy; the caller must declare the slot's
  * in-flight packets lost), else 0. */
-int mroce_path_on_loss(struct mroce_pathset *ps, uint16_t i);
+int mre_path_on_loss(struct mre_pathset *ps, uint16_t i);
 
-/* mroce_path_retire replaces slot i's entropy with a fresh one not in use
+/* mre_path_retire replaces slot i's entropy with a fresh one not in use
  * by any other slot and resets its state (counters kept, retirements+1).
  * It does not touch list_head/list_tail: the engine walks and empties the
  * slot's in-flight list itself. */
-void mroce_path_retire(struct mroce_pathset *ps, uint16_t i);
+void mre_path_retire(struct mre_pathset *ps, uint16_t i);
 
 /* Lowest min_rtt and highest srtt over slots with samples (0 if none).
  * The maximum is cached (max_srtt above), hence the non-const set. */
-mroce_tstamp mroce_pathset_min_rtt(const struct mroce_pathset *ps);
-mroce_tstamp mroce_pathset_max_srtt(struct mroce_pathset *ps);
+mroce_tstamp mre_pathset_min_rtt(const struct mre_pathset *ps);
+mroce_tstamp mre_pathset_max_srtt(struct mre_pathset *ps);
 
-/* mroce_pathset_resync recomputes what the set caches from its slots
+/* mre_pathset_resync recomputes what the set caches from its slots
  * (the weight sum and counts, the largest srtt), for code that wrote slot
  * fields directly; path.c keeps them itself. */
-void mroce_pathset_resync(struct mroce_pathset *ps);
+void mre_pathset_resync(struct mre_pathset *ps);
 
 /* Fill a public stats record for slot i. */
-void mroce_path_get_stats(const struct mroce_pathset *ps, uint16_t i,
+void mre_path_get_stats(const struct mre_pathset *ps, uint16_t i,
                           struct mroce_path_stats *st);
 
 #endif /* MROCE_PATH_H */

@@ -18,7 +18,7 @@ static uint32_t pow2_at_least(uint32_t v, uint32_t lo)
     return p;
 }
 
-void mroce_qp_attr_default(struct mroce_qp_attr *a)
+void mre_qp_attr_default(struct mre_qp_attr *a)
 {
     memset(a, 0, sizeof(*a));
     a->max_send_wr = 256;
@@ -45,24 +45,24 @@ void mroce_qp_attr_default(struct mroce_qp_attr *a)
 }
 
 /* Free a QP's arrays and the QP itself (each may be NULL). */
-static void qp_free_storage(const struct mroce_mem *m, mroce_qp *qp)
+static void qp_free_storage(const struct mre_mem *m, mre_qp *qp)
 {
-    mroce_free(m, qp->sq);
-    mroce_free(m, qp->inline_buf);
-    mroce_free(m, qp->rq);
-    mroce_free(m, qp->rjobs);
-    mroce_free(m, qp->tx);
-    mroce_free(m, qp->retxq);
-    mroce_free(m, qp->path_slots);
-    mroce_free(m, qp->rxwin.bits);
-    mroce_free(m, qp);
+    mre_free(m, qp->sq);
+    mre_free(m, qp->inline_buf);
+    mre_free(m, qp->rq);
+    mre_free(m, qp->rjobs);
+    mre_free(m, qp->tx);
+    mre_free(m, qp->retxq);
+    mre_free(m, qp->path_slots);
+    mre_free(m, qp->rxwin.bits);
+    mre_free(m, qp);
 }
 
-int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
+int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
 {
     if (!ep || !in || !pqp || !in->send_cq || !in->recv_cq)
         return MROCE_EINVAL;
-    struct mroce_qp_attr a = *in;
+    struct mre_qp_attr a = *in;
     if (a.max_send_wr == 0 || a.max_send_wr > 65536 || a.max_recv_wr == 0 ||
         a.max_recv_wr > 65536 || a.mtu < 256 ||
         a.mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN ||
@@ -81,29 +81,29 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     a.max_recv_wr = pow2_at_least(a.max_recv_wr, 1);
     a.window = pow2_at_least(a.window, 64);
 
-    const struct mroce_mem *m = &ep->mem;
-    mroce_qp *qp = mroce_calloc(m, 1, sizeof(*qp));
+    const struct mre_mem *m = &ep->mem;
+    mre_qp *qp = mre_calloc(m, 1, sizeof(*qp));
     if (!qp)
         return MROCE_ENOMEM;
     qp->ep = ep;
     qp->attr = a;
-    qp->sq = mroce_calloc(m, a.max_send_wr, sizeof(*qp->sq));
-    qp->rq = mroce_calloc(m, a.max_recv_wr, sizeof(*qp->rq));
+    qp->sq = mre_calloc(m, a.max_send_wr, sizeof(*qp->sq));
+    qp->rq = mre_calloc(m, a.max_recv_wr, sizeof(*qp->rq));
     qp->nrjobs = 2 * a.max_rd_atomic;
-    qp->rjobs = mroce_calloc(m, qp->nrjobs, sizeof(*qp->rjobs));
-    qp->tx = mroce_calloc(m, a.window, sizeof(*qp->tx));
-    qp->retxq = mroce_calloc(m, a.window, sizeof(*qp->retxq));
-    qp->path_slots = mroce_calloc(m, a.npaths, sizeof(*qp->path_slots));
-    uint64_t *bits = mroce_calloc(m, a.window / 64, sizeof(uint64_t));
+    qp->rjobs = mre_calloc(m, qp->nrjobs, sizeof(*qp->rjobs));
+    qp->tx = mre_calloc(m, a.window, sizeof(*qp->tx));
+    qp->retxq = mre_calloc(m, a.window, sizeof(*qp->retxq));
+    qp->path_slots = mre_calloc(m, a.npaths, sizeof(*qp->path_slots));
+    uint64_t *bits = mre_calloc(m, a.window / 64, sizeof(uint64_t));
     if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx ||
         !qp->retxq || !qp->path_slots || !bits) {
-        mroce_free(m, bits);
+        mre_free(m, bits);
         qp->rxwin.bits = NULL;
         goto fail;
     }
     qp->rxwin.bits = bits;
     qp->rxwin.size = a.window;
-    if (mroce_pathset_init(&qp->paths, qp->path_slots, a.npaths,
+    if (mre_pathset_init(&qp->paths, qp->path_slots, a.npaths,
                            a.entropy_base, a.entropy_span, a.target_qdelay,
                            ep->cfg.rand, ep->cfg.rand_user) < 0)
         goto fail;
@@ -127,9 +127,9 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
         qp->rnr_deadline = qp->ctrl_deadline = qp->live_deadline =
             MROCE_TSTAMP_INF;
-    const struct mroce_cc_ops *ops = mroce_cc_ops_get(a.cc_algo);
+    const struct mre_cc_ops *ops = mre_cc_ops_get(a.cc_algo);
     uint64_t maxc = (uint64_t)a.window * (a.mtu + MROCE_MAX_DATA_HDR_LEN);
-    mroce_cc_init(&qp->cc, ops, a.mtu, a.init_cwnd,
+    mre_cc_init(&qp->cc, ops, a.mtu, a.init_cwnd,
                   maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
                   a.target_qdelay);
 
@@ -139,7 +139,7 @@ int mroce_qp_new(mroce_ep *ep, const struct mroce_qp_attr *in, mroce_qp **pqp)
     while (ep->qps[slot])
         slot++;
     ep->free_hint = slot + 1;
-    uint32_t gen = (uint32_t)mroce_ep_rand64(ep) & 0xff;
+    uint32_t gen = (uint32_t)mre_ep_rand64(ep) & 0xff;
     qp->slot = slot;
     qp->qpn = (gen << 16) | slot;
     if (qp->qpn == 0)
@@ -158,7 +158,7 @@ fail:
     return MROCE_ENOMEM;
 }
 
-void mroce_qp_release_swqe(mroce_qp *qp, struct mroce_swqe *w)
+void mre_qp_release_swqe(mre_qp *qp, struct mre_swqe *w)
 {
     (void)qp;
     for (int i = 0; i < w->num_sge; i++)
@@ -168,7 +168,7 @@ void mroce_qp_release_swqe(mroce_qp *qp, struct mroce_swqe *w)
         }
 }
 
-void mroce_qp_release_rwqe(mroce_qp *qp, struct mroce_rwqe *r)
+void mre_qp_release_rwqe(mre_qp *qp, struct mre_rwqe *r)
 {
     (void)qp;
     for (int i = 0; i < r->num_sge; i++)
@@ -178,27 +178,27 @@ void mroce_qp_release_rwqe(mroce_qp *qp, struct mroce_rwqe *r)
         }
 }
 
-void mroce_qp_del(mroce_qp *qp)
+void mre_qp_del(mre_qp *qp)
 {
     if (!qp)
         return;
-    mroce_ep *ep = qp->ep;
-    const struct mroce_mem *m = &ep->mem;
+    mre_ep *ep = qp->ep;
+    const struct mre_mem *m = &ep->mem;
     for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
-        mroce_qp_release_swqe(qp, &qp->sq[i & qp->sq_mask]);
+        mre_qp_release_swqe(qp, &qp->sq[i & qp->sq_mask]);
     for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++)
-        mroce_qp_release_rwqe(qp, &qp->rq[i & qp->rq_mask]);
+        mre_qp_release_rwqe(qp, &qp->rq[i & qp->rq_mask]);
     for (uint32_t i = 0; i < qp->nrjobs; i++)
-        mroce_resp_free_rjob(qp, &qp->rjobs[i]);
-    mroce_ep_unready(ep, qp);
+        mre_resp_free_rjob(qp, &qp->rjobs[i]);
+    mre_ep_unready(ep, qp);
     if (qp->state == MROCE_QPS_LISTEN)
-        mroce_listen_remove(ep, qp);
-    mroce_conntab_remove(ep, qp);
-    mroce_ep_timer_remove(ep, qp);
+        mre_listen_remove(ep, qp);
+    mre_conntab_remove(ep, qp);
+    mre_ep_timer_remove(ep, qp);
     ep->qps[qp->slot] = NULL;
     if (qp->slot < ep->free_hint)
         ep->free_hint = qp->slot;
-    mroce_qp *last = ep->live[--ep->nqps];
+    mre_qp *last = ep->live[--ep->nqps];
     ep->live[qp->live_idx] = last;
     last->live_idx = qp->live_idx;
     qp->attr.send_cq->users--;
@@ -206,18 +206,18 @@ void mroce_qp_del(mroce_qp *qp)
     qp_free_storage(m, qp);
 }
 
-uint32_t mroce_qp_num(const mroce_qp *qp) { return qp ? qp->qpn : 0; }
-uint32_t mroce_qp_remote_qpn(const mroce_qp *qp) { return qp ? qp->peer_qpn : 0; }
-enum mroce_qp_state mroce_qp_state(const mroce_qp *qp)
+uint32_t mre_qp_num(const mre_qp *qp) { return qp ? qp->qpn : 0; }
+uint32_t mre_qp_remote_qpn(const mre_qp *qp) { return qp ? qp->peer_qpn : 0; }
+enum mroce_qp_state mre_qp_state(const mre_qp *qp)
 {
     return qp ? (enum mroce_qp_state)qp->state : MROCE_QPS_ERROR;
 }
-const struct mroce_qp_attr *mroce_qp_get_attr(const mroce_qp *qp)
+const struct mre_qp_attr *mre_qp_get_attr(const mre_qp *qp)
 {
     return qp ? &qp->attr : NULL;
 }
 
-void mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c)
+void mre_qp_get_counters(const mre_qp *qp, struct mroce_qp_counters *c)
 {
     if (!qp || !c)
         return;
@@ -228,34 +228,34 @@ void mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c)
     c->path_reuses = qp->paths.reuses; /* PATH-16 */
 }
 
-int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps, int n)
+int mre_qp_path_stats(const mre_qp *qp, struct mroce_path_stats *ps, int n)
 {
     if (!qp || n < 0 || (n && !ps))
         return MROCE_EINVAL;
     for (int i = 0; i < n && i < qp->paths.npaths; i++)
-        mroce_path_get_stats(&qp->paths, (uint16_t)i, &ps[i]);
+        mre_path_get_stats(&qp->paths, (uint16_t)i, &ps[i]);
     return qp->paths.npaths;
 }
 
 /* Start PSN and token for our direction (CONN: random, never 0 token). */
-static void choose_local_identity(mroce_qp *qp)
+static void choose_local_identity(mre_qp *qp)
 {
     do
-        qp->local_token = mroce_ep_rand64(qp->ep);
+        qp->local_token = mre_ep_rand64(qp->ep);
     while (qp->local_token == 0);
-    qp->local_start_psn = (uint32_t)mroce_ep_rand64(qp->ep);
+    qp->local_start_psn = (uint32_t)mre_ep_rand64(qp->ep);
     qp->snd_una = qp->snd_nxt = qp->snd_high_acked = qp->local_start_psn;
     qp->ooo_cursor = qp->ooo_edge = qp->local_start_psn;
 }
 
-static void cap_handshake_deadline(mroce_qp *qp);
+static void cap_handshake_deadline(mre_qp *qp);
 
-static mroce_tstamp initial_ctrl_rto(const mroce_qp *qp)
+static mroce_tstamp initial_ctrl_rto(const mre_qp *qp)
 {
     return qp->attr.min_rto * 5;
 }
 
-int mroce_qp_connect(mroce_qp *qp, const struct mroce_addr *to,
+int mre_qp_connect(mre_qp *qp, const struct mre_addr *to,
                      uint32_t remote_qpn, mroce_tstamp now)
 {
     if (!qp || !to || to->len > sizeof(to->data))
@@ -271,12 +271,12 @@ int mroce_qp_connect(mroce_qp *qp, const struct mroce_addr *to,
     qp->ctrl_deadline = now + qp->ctrl_rto;
     cap_handshake_deadline(qp);
     qp->ctrl |= CTRL_CONN_REQ;
-    mroce_ep_mark_ready(qp->ep, qp);
-    mroce_ep_timer_update(qp->ep, qp);
+    mre_ep_mark_ready(qp->ep, qp);
+    mre_ep_timer_update(qp->ep, qp);
     return 0;
 }
 
-int mroce_qp_listen(mroce_qp *qp, mroce_tstamp now)
+int mre_qp_listen(mre_qp *qp, mroce_tstamp now)
 {
     (void)now;
     if (!qp)
@@ -284,12 +284,12 @@ int mroce_qp_listen(mroce_qp *qp, mroce_tstamp now)
     if (qp->state != MROCE_QPS_RESET)
         return MROCE_ESTATE;
     qp->state = MROCE_QPS_LISTEN;
-    mroce_listen_append(qp->ep, qp);
+    mre_listen_append(qp->ep, qp);
     return 0;
 }
 
 /* Adopt the peer's half of the handshake. */
-static void adopt_peer(mroce_qp *qp, const struct mroce_conn_hdr *c)
+static void adopt_peer(mre_qp *qp, const struct mrw_conn_hdr *c)
 {
     qp->peer_token = c->token;
     qp->peer_start_psn = c->start_psn;
@@ -303,54 +303,54 @@ static void adopt_peer(mroce_qp *qp, const struct mroce_conn_hdr *c)
     qp->peer_ack_delay = c->max_ack_delay < qp->attr.max_rto
                              ? c->max_ack_delay
                              : (uint32_t)qp->attr.max_rto; /* LOSS-25 */
-    mroce_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window,
+    mre_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window,
                      c->start_psn);
 }
 
-void mroce_ep_on_connect_req(mroce_ep *ep, const struct mroce_pkt *pkt,
-                             const struct mroce_rx_info *info,
+void mre_ep_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
+                             const struct mre_rx_info *info,
                              mroce_tstamp now)
 {
-    const struct mroce_conn_hdr *c = &pkt->u.conn;
+    const struct mrw_conn_hdr *c = &pkt->u.conn;
     /* A retransmitted request for a connection we already accepted gets the
      * same answer again (conntab.c: every QP past the handshake, by key). */
-    mroce_qp *q = mroce_conntab_find(ep, &info->from, c->src_qpn, c->token);
+    mre_qp *q = mre_conntab_find(ep, &info->from, c->src_qpn, c->token);
     if (q) {
         if (q->state == MROCE_QPS_RTS) {
             q->ctrl |= CTRL_CONN_RESP;
-            mroce_ep_mark_ready(ep, q);
+            mre_ep_mark_ready(ep, q);
         } else {
             q->cnt.drop_state++; /* closing or failed: no answer */
         }
         return;
     }
-    mroce_qp *qp = mroce_listen_find(ep, pkt->base.dst_qpn);
+    mre_qp *qp = mre_listen_find(ep, pkt->base.dst_qpn);
     if (!qp || c->src_qpn == 0 || c->token == 0) {
         ep->cnt.drop_no_listener++;
         return;
     }
-    mroce_listen_remove(ep, qp);
+    mre_listen_remove(ep, qp);
     qp->peer = info->from;
     qp->peer_qpn = c->src_qpn;
     choose_local_identity(qp);
     adopt_peer(qp, c);
     qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
     qp->state = MROCE_QPS_RTS;
-    mroce_live_start(qp, now);
-    mroce_conntab_insert(ep, qp);
+    mre_live_start(qp, now);
+    mre_conntab_insert(ep, qp);
     qp->ctrl |= CTRL_CONN_RESP;
     qp->cnt.rx_pkts++;
-    mroce_ep_mark_ready(ep, qp);
+    mre_ep_mark_ready(ep, qp);
 }
 
-void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
-                          const struct mroce_rx_info *info, mroce_tstamp now)
+void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
+                          const struct mre_rx_info *info, mroce_tstamp now)
 {
     (void)info;
     switch (pkt->base.opcode) {
     case MROCE_OP_CONNECT_RESP:
         if (qp->state == MROCE_QPS_CONNECTING) {
-            const struct mroce_conn_hdr *c = &pkt->u.conn;
+            const struct mrw_conn_hdr *c = &pkt->u.conn;
             if (qp->peer_qpn != 0 && qp->peer_qpn != c->src_qpn) {
                 qp->cnt.drop_invalid++;
                 return;
@@ -359,8 +359,8 @@ void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
             adopt_peer(qp, c);
             qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
             qp->state = MROCE_QPS_RTS;
-            mroce_live_start(qp, now);
-            mroce_conntab_insert(qp->ep, qp);
+            mre_live_start(qp, now);
+            mre_conntab_insert(qp->ep, qp);
             qp->ctrl &= (uint8_t)~CTRL_CONN_REQ;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
         } else if (qp->state != MROCE_QPS_RTS ||
@@ -388,7 +388,7 @@ void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
                 qp->ack_now = 0;
                 qp->ack_pending = 0;
                 qp->ack_deadline = MROCE_TSTAMP_INF;
-                mroce_comp_flush(qp);
+                mre_comp_flush(qp);
             }
         } else {
             qp->cnt.drop_state++;
@@ -398,7 +398,7 @@ void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
         if (qp->state == MROCE_QPS_CLOSING && (qp->ctrl_tries > 0)) {
             qp->state = MROCE_QPS_CLOSED;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
-            mroce_comp_flush(qp);
+            mre_comp_flush(qp);
         } else {
             qp->cnt.drop_state++;
         }
@@ -408,7 +408,7 @@ void mroce_qp_on_ctrl_pkt(mroce_qp *qp, const struct mroce_pkt *pkt,
     }
 }
 
-void mroce_qp_base_hdr(const mroce_qp *qp, struct mroce_pkt *p, uint8_t op,
+void mre_qp_base_hdr(const mre_qp *qp, struct mrw_pkt *p, uint8_t op,
                        uint32_t psn, mroce_tstamp now)
 {
     p->base.version = MROCE_VERSION;
@@ -423,27 +423,27 @@ void mroce_qp_base_hdr(const mroce_qp *qp, struct mroce_pkt *p, uint8_t op,
     p->payload_len = 0;
 }
 
-int mroce_qp_write_ctrl(mroce_qp *qp, uint8_t *buf, size_t cap,
-                        struct mroce_tx_info *info, mroce_tstamp now)
+int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
+                        struct mre_tx_info *info, mroce_tstamp now)
 {
-    struct mroce_pkt p;
+    struct mrw_pkt p;
     uint8_t bit;
     if (qp->ctrl & CTRL_CONN_REQ) {
         bit = CTRL_CONN_REQ;
-        mroce_qp_base_hdr(qp, &p, MROCE_OP_CONNECT_REQ, qp->snd_nxt, now);
+        mre_qp_base_hdr(qp, &p, MROCE_OP_CONNECT_REQ, qp->snd_nxt, now);
         p.base.token = 0;
     } else if (qp->ctrl & CTRL_CONN_RESP) {
         bit = CTRL_CONN_RESP;
-        mroce_qp_base_hdr(qp, &p, MROCE_OP_CONNECT_RESP, qp->snd_nxt, now);
+        mre_qp_base_hdr(qp, &p, MROCE_OP_CONNECT_RESP, qp->snd_nxt, now);
     } else if (qp->ctrl & CTRL_DISC) {
         bit = CTRL_DISC;
-        mroce_qp_base_hdr(qp, &p, MROCE_OP_DISCONNECT, qp->snd_nxt, now);
+        mre_qp_base_hdr(qp, &p, MROCE_OP_DISCONNECT, qp->snd_nxt, now);
     } else {
         bit = CTRL_DISC_ACK;
-        mroce_qp_base_hdr(qp, &p, MROCE_OP_DISCONNECT_ACK, qp->snd_nxt, now);
+        mre_qp_base_hdr(qp, &p, MROCE_OP_DISCONNECT_ACK, qp->snd_nxt, now);
     }
     if (bit == CTRL_CONN_REQ || bit == CTRL_CONN_RESP) {
-        struct mroce_conn_hdr *c = &p.u.conn;
+        struct mrw_conn_hdr *c = &p.u.conn;
         memset(c, 0, sizeof(*c));
         c->src_qpn = qp->qpn;
         c->start_psn = qp->local_start_psn;
@@ -457,7 +457,7 @@ int mroce_qp_write_ctrl(mroce_qp *qp, uint8_t *buf, size_t cap,
                                ? (uint32_t)qp->attr.max_ack_delay
                                : 0xffffffffu; /* WIRE-21, LOSS-25 */
     }
-    size_t n = mroce_pkt_encode(&p, buf, cap);
+    size_t n = mrw_pkt_encode(&p, buf, cap);
     if (n == 0)
         return MROCE_ENOBUF;
     qp->ctrl &= (uint8_t)~bit;
@@ -468,7 +468,7 @@ int mroce_qp_write_ctrl(mroce_qp *qp, uint8_t *buf, size_t cap,
 
 /* CONN-6: the handshake fails handshake_timeout after connect, not at the
  * next (doubled, up to max_rto) retransmission time after that. */
-static void cap_handshake_deadline(mroce_qp *qp)
+static void cap_handshake_deadline(mre_qp *qp)
 {
     if (qp->state == MROCE_QPS_CONNECTING &&
         qp->conn_start + qp->attr.handshake_timeout < qp->ctrl_deadline)
@@ -476,7 +476,7 @@ static void cap_handshake_deadline(mroce_qp *qp)
 }
 
 /* Retransmit CONNECT_REQ / DISCONNECT until answered. */
-void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now)
+void mre_qp_ctrl_timer(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->ctrl_deadline > now)
         return;
@@ -484,7 +484,7 @@ void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now)
         if (now - qp->conn_start >= qp->attr.handshake_timeout) {
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
             qp->cnt.timeouts++;
-            mroce_qp_enter_error(qp);
+            mre_qp_enter_error(qp);
             return;
         }
         qp->ctrl |= CTRL_CONN_REQ;
@@ -493,7 +493,7 @@ void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now)
             /* Peer gone: close anyway; nothing of ours is outstanding. */
             qp->state = MROCE_QPS_CLOSED;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
-            mroce_comp_flush(qp);
+            mre_comp_flush(qp);
             return;
         }
         qp->ctrl |= CTRL_DISC;
@@ -508,21 +508,21 @@ void mroce_qp_ctrl_timer(mroce_qp *qp, mroce_tstamp now)
     cap_handshake_deadline(qp);
 }
 
-int mroce_qp_disconnect(mroce_qp *qp, mroce_tstamp now)
+int mre_qp_disconnect(mre_qp *qp, mroce_tstamp now)
 {
     if (!qp)
         return MROCE_EINVAL;
     if (qp->state != MROCE_QPS_RTS)
         return MROCE_ESTATE;
     qp->state = MROCE_QPS_CLOSING;
-    mroce_qp_try_close(qp, now);
-    mroce_ep_timer_update(qp->ep, qp);
+    mre_qp_try_close(qp, now);
+    mre_ep_timer_update(qp->ep, qp);
     return 0;
 }
 
 /* In CLOSING, send DISCONNECT once our send work and owed responses are
  * done. */
-void mroce_qp_try_close(mroce_qp *qp, mroce_tstamp now)
+void mre_qp_try_close(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->state != MROCE_QPS_CLOSING || qp->ctrl_tries > 0)
         return;
@@ -533,28 +533,28 @@ void mroce_qp_try_close(mroce_qp *qp, mroce_tstamp now)
     qp->ctrl_rto = qp->srtt ? 2 * qp->srtt + qp->attr.min_rto
                             : initial_ctrl_rto(qp);
     qp->ctrl_deadline = now + qp->ctrl_rto;
-    mroce_ep_mark_ready(qp->ep, qp);
+    mre_ep_mark_ready(qp->ep, qp);
 }
 
-int mroce_qp_set_error(mroce_qp *qp)
+int mre_qp_set_error(mre_qp *qp)
 {
     if (!qp)
         return MROCE_EINVAL;
-    mroce_qp_enter_error(qp);
-    mroce_ep_timer_update(qp->ep, qp);
+    mre_qp_enter_error(qp);
+    mre_ep_timer_update(qp->ep, qp);
     return 0;
 }
 
-void mroce_qp_enter_error(mroce_qp *qp)
+void mre_qp_enter_error(mre_qp *qp)
 {
     if (qp->state == MROCE_QPS_ERROR)
         return;
     if (qp->state == MROCE_QPS_LISTEN)
-        mroce_listen_remove(qp->ep, qp);
+        mre_listen_remove(qp->ep, qp);
     qp->state = MROCE_QPS_ERROR;
     /* Past the handshake now, whatever the state was: a CONNECT_REQ with
      * this QP's peer key is answered "failed" (conntab.c). */
-    mroce_conntab_insert(qp->ep, qp);
+    mre_conntab_insert(qp->ep, qp);
     qp->ctrl = 0;
     qp->ack_now = 0;
     qp->ack_pending = 0;
@@ -562,10 +562,10 @@ void mroce_qp_enter_error(mroce_qp *qp)
     qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
         qp->rnr_deadline = qp->ctrl_deadline = qp->live_deadline =
             MROCE_TSTAMP_INF;
-    mroce_comp_flush(qp);
+    mre_comp_flush(qp);
 }
 
-int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
+int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
                     unsigned mask)
 {
     if (!qp || !in || (mask & ~31u))
@@ -593,22 +593,22 @@ int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
         return MROCE_EINVAL;
     if (mask & MROCE_QP_MOD_PATHS) {
         /* In RESET nothing is in flight, so the slots can be rebuilt. */
-        struct mroce_path *slots = qp->path_slots;
+        struct mre_path *slots = qp->path_slots;
         if (in->npaths > qp->attr.npaths) {
-            slots = mroce_calloc(&qp->ep->mem, in->npaths, sizeof(*slots));
+            slots = mre_calloc(&qp->ep->mem, in->npaths, sizeof(*slots));
             if (!slots)
                 return MROCE_ENOMEM;
         }
-        if (mroce_pathset_init(&qp->paths, slots, in->npaths,
+        if (mre_pathset_init(&qp->paths, slots, in->npaths,
                                qp->attr.entropy_base, qp->attr.entropy_span,
                                qp->attr.target_qdelay, qp->ep->cfg.rand,
                                qp->ep->cfg.rand_user) < 0) {
             if (slots != qp->path_slots)
-                mroce_free(&qp->ep->mem, slots);
+                mre_free(&qp->ep->mem, slots);
             return MROCE_EINVAL;
         }
         if (slots != qp->path_slots) {
-            mroce_free(&qp->ep->mem, qp->path_slots);
+            mre_free(&qp->ep->mem, qp->path_slots);
             qp->path_slots = slots;
         }
         qp->paths.burst = in->path_burst;
@@ -630,7 +630,7 @@ int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->live_deadline =
                 in->peer_timeout ? qp->heard : MROCE_TSTAMP_INF;
-            mroce_ep_timer_update(qp->ep, qp);
+            mre_ep_timer_update(qp->ep, qp);
         }
     }
     if (mask & MROCE_QP_MOD_MTU) {
@@ -649,7 +649,7 @@ int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
     if (mask & (MROCE_QP_MOD_CC | MROCE_QP_MOD_MTU)) {
         uint64_t maxc = (uint64_t)qp->attr.window *
                         (qp->attr.mtu + MROCE_MAX_DATA_HDR_LEN);
-        mroce_cc_init(&qp->cc, mroce_cc_ops_get(qp->attr.cc_algo),
+        mre_cc_init(&qp->cc, mre_cc_ops_get(qp->attr.cc_algo),
                       qp->attr.mtu, qp->attr.init_cwnd,
                       maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
                       qp->attr.target_qdelay);
@@ -658,7 +658,7 @@ int mroce_qp_modify(mroce_qp *qp, const struct mroce_qp_attr *in,
     return 0;
 }
 
-mroce_tstamp mroce_qp_expiry(const mroce_qp *qp)
+mroce_tstamp mre_qp_expiry(const mre_qp *qp)
 {
     mroce_tstamp t = qp->ack_deadline;
     if (qp->loss_deadline < t)

@@ -1,8 +1,8 @@
 /*
  * requester.c - work requests in, packets out.
  *
- * mroce_qp_post_send() validates a work request against the local rules
- * (lkeys, bounds, rights, sizes) and queues it.  mroce_req_write_data() then
+ * mre_qp_post_send() validates a work request against the local rules
+ * (lkeys, bounds, rights, sizes) and queues it.  mre_req_write_data() then
  * produces the QP's next data packet, in priority order: packets declared
  * lost (and tail-loss probes), responses we owe the peer (READ data, atomic
  * results), then new request packets.  Each new packet gets the next PSN and
@@ -37,8 +37,8 @@ static int consumes_recv(unsigned op)
 /* Validate one work request and fill the WQE of SQ slot `slot`; 0 or a
  * negative error (MROCE_ENOMEM: the first inline WR found no memory for
  * the QP's inline copies). */
-static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
-                        struct mroce_swqe *w, uint32_t slot)
+static int prepare_swqe(mre_qp *qp, const struct mroce_send_wr *wr,
+                        struct mre_swqe *w, uint32_t slot)
 {
     if (!wr_opcode_valid(wr->opcode) || wr->num_sge < 0 ||
         wr->num_sge > MROCE_MAX_SGE || (wr->num_sge && !wr->sg_list) ||
@@ -47,7 +47,7 @@ static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
     /* Clear the header fields only: sge[] and mrs[] are written for the
      * entries in use below and never read beyond num_sge (a 200-byte
      * memset per post was a visible share of small-message cost). */
-    memset(w, 0, offsetof(struct mroce_swqe, sge));
+    memset(w, 0, offsetof(struct mre_swqe, sge));
     w->wr_id = wr->wr_id;
     w->opcode = (uint8_t)wr->opcode;
     w->flags = (uint8_t)wr->send_flags;
@@ -75,7 +75,7 @@ static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
          * the first inline WR: most QPs never post one, and a simulated
          * all-to-all of a million QPs would otherwise zero a GB for them. */
         if (!qp->inline_buf) {
-            qp->inline_buf = mroce_calloc(&qp->ep->mem, qp->sq_mask + 1u,
+            qp->inline_buf = mre_calloc(&qp->ep->mem, qp->sq_mask + 1u,
                                           MROCE_MAX_INLINE);
             if (!qp->inline_buf)
                 return MROCE_ENOMEM;
@@ -100,7 +100,7 @@ static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
     unsigned need = is_rd_atomic(wr->opcode) ? MROCE_ACCESS_LOCAL_WRITE : 0;
     for (int i = 0; i < wr->num_sge; i++) {
         const struct mroce_sge *s = &wr->sg_list[i];
-        mroce_mr *mr = mroce_mr_lookup(qp->ep, s->lkey);
+        mre_mr *mr = mre_mr_lookup(qp->ep, s->lkey);
         if (!mr || mr->pd != qp->attr.pd)
             return MROCE_EACCESS;
         uint64_t start = (uint64_t)(uintptr_t)mr->addr;
@@ -117,7 +117,7 @@ static int prepare_swqe(mroce_qp *qp, const struct mroce_send_wr *wr,
     return 0;
 }
 
-int mroce_qp_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
+int mre_qp_post_send(mre_qp *qp, struct mroce_send_wr *wr,
                        struct mroce_send_wr **bad_wr, mroce_tstamp now)
 {
     (void)now;
@@ -136,7 +136,7 @@ int mroce_qp_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
             break;
         }
         uint32_t slot = qp->sq_tail & qp->sq_mask;
-        struct mroce_swqe *w = &qp->sq[slot];
+        struct mre_swqe *w = &qp->sq[slot];
         rc = prepare_swqe(qp, wr, w, slot);
         if (rc < 0) {
             memset(w, 0, sizeof(*w));
@@ -161,16 +161,16 @@ int mroce_qp_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
     /* Also when a later WR of the chain was refused: the ones before it are
      * queued and must be sent. */
     if (qp->state == MROCE_QPS_RTS && qp->sq_tx != qp->sq_tail)
-        mroce_ep_mark_ready(qp->ep, qp);
+        mre_ep_mark_ready(qp->ep, qp);
     return rc;
 }
 
 /* --- path lists: each path's in-flight packets in send order --- */
 
-static void path_list_append(mroce_qp *qp, uint32_t idx)
+static void path_list_append(mre_qp *qp, uint32_t idx)
 {
-    struct mroce_txent *e = &qp->tx[idx];
-    struct mroce_path *p = &qp->path_slots[e->path];
+    struct mre_txent *e = &qp->tx[idx];
+    struct mre_path *p = &qp->path_slots[e->path];
     e->path_next = MROCE_PATH_NONE;
     e->path_prev = p->list_tail;
     if (p->list_tail != MROCE_PATH_NONE)
@@ -180,10 +180,10 @@ static void path_list_append(mroce_qp *qp, uint32_t idx)
     p->list_tail = idx;
 }
 
-void mroce_req_path_list_remove(mroce_qp *qp, uint32_t idx)
+void mre_req_path_list_remove(mre_qp *qp, uint32_t idx)
 {
-    struct mroce_txent *e = &qp->tx[idx];
-    struct mroce_path *p = &qp->path_slots[e->path];
+    struct mre_txent *e = &qp->tx[idx];
+    struct mre_path *p = &qp->path_slots[e->path];
     if (e->path_prev != MROCE_PATH_NONE)
         qp->tx[e->path_prev].path_next = e->path_next;
     else
@@ -195,28 +195,28 @@ void mroce_req_path_list_remove(mroce_qp *qp, uint32_t idx)
     e->path_prev = e->path_next = MROCE_PATH_NONE;
 }
 
-static uint32_t wire_len(const struct mroce_txent *e)
+static uint32_t wire_len(const struct mre_txent *e)
 {
     return (uint32_t)e->len + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
 }
 
 /* Take an in-flight packet out of flight (it was acked, lost or NAKed). */
-void mroce_req_unflight(mroce_qp *qp, uint32_t idx)
+void mre_req_unflight(mre_qp *qp, uint32_t idx)
 {
-    struct mroce_txent *e = &qp->tx[idx];
-    mroce_req_path_list_remove(qp, idx);
+    struct mre_txent *e = &qp->tx[idx];
+    mre_req_path_list_remove(qp, idx);
     qp->inflight_bytes -= wire_len(e);
     qp->inflight_pkts--;
 }
 
-void mroce_req_declare_lost(mroce_qp *qp, uint32_t psn, int cause)
+void mre_req_declare_lost(mre_qp *qp, uint32_t psn, int cause)
 {
     uint32_t idx = psn & qp->tx_mask;
-    struct mroce_txent *e = &qp->tx[idx];
+    struct mre_txent *e = &qp->tx[idx];
     if (e->state != TX_INFLIGHT && e->state != TX_RNR)
         return;
     if (e->state == TX_INFLIGHT)
-        mroce_req_unflight(qp, idx);
+        mre_req_unflight(qp, idx);
     e->state = TX_LOST;
     e->cause = (uint8_t)cause;
     qp->retxq[qp->retxq_tail++ & qp->tx_mask] = psn;
@@ -225,10 +225,10 @@ void mroce_req_declare_lost(mroce_qp *qp, uint32_t psn, int cause)
 /* Put a packet declared lost back in flight, as sent originally (LOSS-19:
  * a spurious RTO's packets that were not resent yet).  Its path list stays
  * in send order: it goes before any later-sent packet of its path. */
-void mroce_req_reflight(mroce_qp *qp, uint32_t idx)
+void mre_req_reflight(mre_qp *qp, uint32_t idx)
 {
-    struct mroce_txent *e = &qp->tx[idx];
-    struct mroce_path *p = &qp->path_slots[e->path];
+    struct mre_txent *e = &qp->tx[idx];
+    struct mre_path *p = &qp->path_slots[e->path];
     uint32_t after = p->list_tail;
     while (after != MROCE_PATH_NONE &&
            (int32_t)(qp->tx[after].path_seq - e->path_seq) > 0)
@@ -249,7 +249,7 @@ void mroce_req_reflight(mroce_qp *qp, uint32_t idx)
     qp->inflight_pkts++;
 }
 
-int mroce_req_has_data(const mroce_qp *qp)
+int mre_req_has_data(const mre_qp *qp)
 {
     if (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CLOSING)
         return 0;
@@ -260,8 +260,8 @@ int mroce_req_has_data(const mroce_qp *qp)
 
 /* Room for one more packet of `bytes` payload under the window, the
  * congestion window and the receiver's credit?  A refusal by cwnd itself
- * (not by the credit) is noted for mroce_ep_write_pkt (CC-19). */
-static int can_send(mroce_qp *qp, uint32_t bytes)
+ * (not by the credit) is noted for mre_ep_write_pkt (CC-19). */
+static int can_send(mre_qp *qp, uint32_t bytes)
 {
     if (qp->inflight_pkts == 0)
         return 1; /* always allow one packet so the connection moves */
@@ -278,7 +278,7 @@ static int can_send(mroce_qp *qp, uint32_t bytes)
  * a PSN already inside it and so only need can_send(): with the window full
  * of lost packets, applying the window to them would stall the QP for good
  * (nothing in flight, so no timer either). */
-static int can_send_new(mroce_qp *qp, uint32_t bytes)
+static int can_send_new(mre_qp *qp, uint32_t bytes)
 {
     if ((uint32_t)(qp->snd_nxt - qp->snd_una) >= qp->peer_window)
         return 0;
@@ -306,22 +306,22 @@ static uint8_t wr_to_opcode(unsigned op)
 /* Encode the packet described by tx entry psn (first transmission or not)
  * into buf, for path slot `path`.  Returns its length, 0 if the entry no
  * longer needs sending, or MROCE_ENOBUF. */
-static int build_pkt(mroce_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
+static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
                      size_t cap, int ack_req, mroce_tstamp now)
 {
-    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
-    struct mroce_pkt p;
+    struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
+    struct mrw_pkt p;
     const uint8_t *src = NULL;
     const struct mroce_sge *sgl = NULL;
     int nsge = 0;
     uint8_t be8[8];
 
     if (e->kind == TXK_REQ) {
-        struct mroce_swqe *w = &qp->sq[e->ref & qp->sq_mask];
+        struct mre_swqe *w = &qp->sq[e->ref & qp->sq_mask];
         if (w->msn != e->ref || w->state != SWQE_POSTED)
             return 0; /* its work request has already completed */
-        mroce_qp_base_hdr(qp, &p, wr_to_opcode(w->opcode), psn, now);
-        struct mroce_req_hdr *r = &p.u.rq.req;
+        mre_qp_base_hdr(qp, &p, wr_to_opcode(w->opcode), psn, now);
+        struct mrw_req_hdr *r = &p.u.rq.req;
         r->msn = w->msn;
         r->rsn = w->rsn;
         r->raddr = w->remote_addr;
@@ -361,8 +361,8 @@ static int build_pkt(mroce_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
         if (e->offset + e->len == r->msg_len || p.payload_len == 0)
             p.base.flags |= MROCE_F_LAST;
     } else {
-        struct mroce_rjob *j = &qp->rjobs[e->ref];
-        mroce_qp_base_hdr(qp, &p, j->is_atomic ? MROCE_OP_ATOMIC_RESP
+        struct mre_rjob *j = &qp->rjobs[e->ref];
+        mre_qp_base_hdr(qp, &p, j->is_atomic ? MROCE_OP_ATOMIC_RESP
                                                : MROCE_OP_READ_RESP,
                           psn, now);
         p.u.resp.req_msn = j->req_msn;
@@ -391,43 +391,43 @@ static int build_pkt(mroce_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
     if (qp->attr.credit_mode)
         p.base.flags |= MROCE_F_CREDIT;
     p.base.entropy = qp->path_slots[path].entropy;
-    size_t h = mroce_pkt_encode_hdr(&p, buf, cap);
+    size_t h = mrw_pkt_encode_hdr(&p, buf, cap);
     if (h == 0)
         return MROCE_ENOBUF;
-    struct mroce_tx_zc *zc = qp->ep->tx_zc;
+    struct mre_tx_zc *zc = qp->ep->tx_zc;
     if (zc && p.payload_len && src != be8) {
         /* Zero-copy: the payload stays where it is, if it is one piece (not
          * the atomic result, which lives on this stack). */
-        const uint8_t *at = sgl ? mroce_sge_span(sgl, nsge, e->offset, e->len)
+        const uint8_t *at = sgl ? mre_sge_span(sgl, nsge, e->offset, e->len)
                                 : src;
         if (at) {
             zc->payload = at;
             zc->payload_len = e->len;
-            return (int)mroce_pkt_seal_split(buf, h, at, e->len);
+            return (int)mrw_pkt_seal_split(buf, h, at, e->len);
         }
     }
     if (sgl)
-        mroce_sge_gather(sgl, nsge, e->offset, buf + h, e->len);
+        mre_sge_gather(sgl, nsge, e->offset, buf + h, e->len);
     else if (src && e->len)
         memcpy(buf + h, src, e->len);
-    return (int)mroce_pkt_seal(buf, h + e->len);
+    return (int)mrw_pkt_seal(buf, h + e->len);
 }
 
 /* Pick the path before building, since the header carries its entropy.
  * recovery: a probe or a retransmission after a timeout goes on the slot
  * most recently proven to work both ways (PATH-15), not the next in turn. */
-static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
-                      uint8_t *buf, size_t cap, struct mroce_tx_info *info,
+static int send_entry(mre_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
+                      uint8_t *buf, size_t cap, struct mre_tx_info *info,
                       int ack_req, mroce_tstamp now)
 {
-    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
     /* PATH-3: the window bounds the burst (credit mode: the grant too). */
-    mroce_path_set_window(&qp->paths,
+    mre_path_set_window(&qp->paths,
                           qp->cc.cwnd < qp->peer_credit ? qp->cc.cwnd
                                                         : qp->peer_credit,
                           qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN);
-    uint16_t picked = recovery ? mroce_path_pick_proven(&qp->paths, avoid)
-                               : mroce_path_pick(&qp->paths, avoid);
+    uint16_t picked = recovery ? mre_path_pick_proven(&qp->paths, avoid)
+                               : mre_path_pick(&qp->paths, avoid);
     int n = build_pkt(qp, psn, picked, buf, cap, ack_req, now);
     if (n <= 0)
         return n;
@@ -436,7 +436,7 @@ static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
     info->to = qp->peer;
     info->entropy = qp->path_slots[picked].entropy;
     e->path = picked;
-    e->path_seq = mroce_path_on_sent(&qp->paths, picked, e->len);
+    e->path_seq = mre_path_on_sent(&qp->paths, picked, e->len);
     e->sent_time = now;
     e->state = TX_INFLIGHT;
     path_list_append(qp, psn & qp->tx_mask);
@@ -444,20 +444,20 @@ static int send_entry(mroce_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
     qp->inflight_pkts++;
     qp->cnt.tx_data_pkts++;
     if (qp->loss_deadline == MROCE_TSTAMP_INF)
-        mroce_comp_arm_loss_timer(qp, now);
+        mre_comp_arm_loss_timer(qp, now);
     return n;
 }
 
 /* Retransmit the oldest packet declared lost (or a probe). */
-static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap,
-                      struct mroce_tx_info *info, mroce_tstamp now)
+static int write_retx(mre_qp *qp, uint8_t *buf, size_t cap,
+                      struct mre_tx_info *info, mroce_tstamp now)
 {
     while (qp->retxq_head != qp->retxq_tail) {
         uint32_t psn = qp->retxq[qp->retxq_head & qp->tx_mask];
-        struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+        struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
         int probe = e->probe && e->state == TX_INFLIGHT;
-        if (mroce_psn_diff(psn, qp->snd_una) < 0 ||
-            mroce_psn_diff(psn, qp->snd_nxt) >= 0 ||
+        if (mrw_psn_diff(psn, qp->snd_una) < 0 ||
+            mrw_psn_diff(psn, qp->snd_nxt) >= 0 ||
             (e->state != TX_LOST && !probe)) {
             qp->retxq_head++; /* acked meanwhile: nothing to do */
             e->probe = 0;
@@ -475,7 +475,7 @@ static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap,
                                                              : MROCE_PATH_NONE;
         uint16_t from_entropy = qp->path_slots[old].entropy;
         if (probe)
-            mroce_req_unflight(qp, psn & qp->tx_mask);
+            mre_req_unflight(qp, psn & qp->tx_mask);
         e->retx++;
         /* Until an ACK shows progress after a timeout, every retransmission
          * is a recovery transmission too (PATH-15). */
@@ -518,11 +518,11 @@ static int write_retx(mroce_qp *qp, uint8_t *buf, size_t cap,
 }
 
 /* Allocate the next PSN for a new packet of kind/ref/offset/len. */
-static uint32_t new_entry(mroce_qp *qp, uint8_t kind, uint32_t ref,
+static uint32_t new_entry(mre_qp *qp, uint8_t kind, uint32_t ref,
                           uint32_t off, uint32_t len)
 {
     uint32_t psn = qp->snd_nxt++;
-    struct mroce_txent *e = &qp->tx[psn & qp->tx_mask];
+    struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
     memset(e, 0, sizeof(*e));
     e->kind = kind;
     e->ref = ref;
@@ -533,15 +533,15 @@ static uint32_t new_entry(mroce_qp *qp, uint8_t kind, uint32_t ref,
     return psn;
 }
 
-static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap,
-                      struct mroce_tx_info *info, mroce_tstamp now)
+static int write_resp(mre_qp *qp, uint8_t *buf, size_t cap,
+                      struct mre_tx_info *info, mroce_tstamp now)
 {
-    struct mroce_rjob *best = NULL;
+    struct mre_rjob *best = NULL;
     uint32_t bi = 0;
     if (!qp->rjobs_unsent)
         return 0;
     for (uint32_t i = 0; i < qp->nrjobs; i++) {
-        struct mroce_rjob *j = &qp->rjobs[i];
+        struct mre_rjob *j = &qp->rjobs[i];
         if (j->active && !j->waiting && j->sent_pkts < j->npkts &&
             (!best || j->seq < best->seq)) {
             best = j;
@@ -568,15 +568,15 @@ static int write_resp(mroce_qp *qp, uint8_t *buf, size_t cap,
     return n;
 }
 
-static int write_new_req(mroce_qp *qp, uint8_t *buf, size_t cap,
-                         struct mroce_tx_info *info, mroce_tstamp now)
+static int write_new_req(mre_qp *qp, uint8_t *buf, size_t cap,
+                         struct mre_tx_info *info, mroce_tstamp now)
 {
-    /* CLOSING too: work posted before mroce_qp_disconnect() is still sent
+    /* CLOSING too: work posted before mre_qp_disconnect() is still sent
      * (CONN-15); new posts are refused in CLOSING. */
     if (qp->sq_tx == qp->sq_tail ||
         (qp->state != MROCE_QPS_RTS && qp->state != MROCE_QPS_CLOSING))
         return 0;
-    struct mroce_swqe *w = &qp->sq[qp->sq_tx & qp->sq_mask];
+    struct mre_swqe *w = &qp->sq[qp->sq_tx & qp->sq_mask];
     if (w->sent_pkts == 0) {
         /* The responder keeps 2x its max_rd_atomic job slots (so a slot
          * freed late by a lost ACK does not stall us); use half. */
@@ -624,8 +624,8 @@ static int write_new_req(mroce_qp *qp, uint8_t *buf, size_t cap,
     return n;
 }
 
-int mroce_req_write_data(mroce_qp *qp, uint8_t *buf, size_t cap,
-                         struct mroce_tx_info *info, mroce_tstamp now)
+int mre_req_write_data(mre_qp *qp, uint8_t *buf, size_t cap,
+                         struct mre_tx_info *info, mroce_tstamp now)
 {
     if (cap < (size_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN)
         return MROCE_ENOBUF;

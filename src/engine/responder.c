@@ -14,7 +14,7 @@
 #include "engine_int.h"
 #include "seeded_fault.h"
 
-int mroce_qp_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
+int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
                        struct mroce_recv_wr **bad_wr)
 {
     if (bad_wr)
@@ -31,12 +31,12 @@ int mroce_qp_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
             return MROCE_EINVAL;
         if (qp->rq_tail - qp->rq_head > qp->rq_mask)
             return MROCE_EFULL;
-        struct mroce_rwqe *r = &qp->rq[qp->rq_tail & qp->rq_mask];
+        struct mre_rwqe *r = &qp->rq[qp->rq_tail & qp->rq_mask];
         memset(r, 0, sizeof(*r));
         uint64_t total = 0;
         for (int i = 0; i < wr->num_sge; i++) {
             const struct mroce_sge *s = &wr->sg_list[i];
-            mroce_mr *mr = mroce_mr_lookup(qp->ep, s->lkey);
+            mre_mr *mr = mre_mr_lookup(qp->ep, s->lkey);
             uint64_t start = mr ? (uint64_t)(uintptr_t)mr->addr : 0;
             if (!mr || mr->pd != qp->attr.pd ||
                 !(mr->access & MROCE_ACCESS_LOCAL_WRITE) ||
@@ -69,15 +69,15 @@ int mroce_qp_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
  * last has arrived, so its completion implies that every message posted
  * before it (a WRITE carrying the data it announces, say) is in memory too,
  * as on an RDMA reliable connection (SEM-24). */
-void mroce_resp_complete_recvs(mroce_qp *qp)
+void mre_resp_complete_recvs(mre_qp *qp)
 {
     int live = qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING;
     while (qp->rq_head != qp->rq_tail) {
-        struct mroce_rwqe *r = &qp->rq[qp->rq_head & qp->rq_mask];
+        struct mre_rwqe *r = &qp->rq[qp->rq_head & qp->rq_mask];
         if (!r->done)
             break;
         if (r->status == MROCE_WC_SUCCESS &&
-            mroce_psn_diff(qp->rxwin.cum, r->last_psn) <= 0) {
+            mrw_psn_diff(qp->rxwin.cum, r->last_psn) <= 0) {
             if (live)
                 break; /* placed, but an earlier message is not yet */
             /* Failing: without its predecessors it cannot be reported as
@@ -98,9 +98,9 @@ void mroce_resp_complete_recvs(mroce_qp *qp)
             wc.wc_flags = MROCE_WC_WITH_IMM;
         }
         wc.qp_num = qp->qpn;
-        mroce_cq_push(qp->attr.recv_cq, &wc);
+        mre_cq_push(qp->attr.recv_cq, &wc);
         qp->cnt.completions++;
-        mroce_qp_release_rwqe(qp, r);
+        mre_qp_release_rwqe(qp, r);
         qp->rq_head++;
     }
 }
@@ -109,7 +109,7 @@ void mroce_resp_complete_recvs(mroce_qp *qp)
  * refusal replaces a pending NAK, and an RNR NAK never replaces a fatal
  * one.  From the first fatal NAK on, the QP holds it (REL-40): every later
  * refusal, whatever its own code, is answered with the held NAK again. */
-static void queue_nak(mroce_qp *qp, const struct mroce_pkt *pkt, uint8_t code,
+static void queue_nak(mre_qp *qp, const struct mrw_pkt *pkt, uint8_t code,
                       int fatal)
 {
     if (MROCE_SEEDED_FAULT(NAK_SILENT))
@@ -134,10 +134,10 @@ static void queue_nak(mroce_qp *qp, const struct mroce_pkt *pkt, uint8_t code,
 
 /* Find the receive a SEND / WRITE_WITH_IMM consumes; NULL means RNR (or a
  * stale rsn, reported through *stale). */
-static struct mroce_rwqe *recv_for(mroce_qp *qp, uint32_t rsn, int *stale)
+static struct mre_rwqe *recv_for(mre_qp *qp, uint32_t rsn, int *stale)
 {
     *stale = 0;
-    int32_t d = mroce_psn_diff(rsn, qp->rq_head);
+    int32_t d = mrw_psn_diff(rsn, qp->rq_head);
     if (d < 0) {
         *stale = 1;
         return NULL;
@@ -149,10 +149,10 @@ static struct mroce_rwqe *recv_for(mroce_qp *qp, uint32_t rsn, int *stale)
 
 /* Bind a receive to the first packet of its message that arrives; later
  * packets must agree (SEM-19).  Checked before anything is placed. */
-static int recv_bind(struct mroce_rwqe *r, const struct mroce_pkt *pkt,
+static int recv_bind(struct mre_rwqe *r, const struct mrw_pkt *pkt,
                      int is_write)
 {
-    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
     if (!r->started) {
         r->started = 1;
         r->msg_len = h->msg_len;
@@ -166,13 +166,13 @@ static int recv_bind(struct mroce_rwqe *r, const struct mroce_pkt *pkt,
 
 /* Account a placed packet's bytes to its receive; the message is complete
  * when all of its bytes have arrived (duplicates never reach here). */
-static int recv_account(mroce_qp *qp, struct mroce_rwqe *r,
-                        const struct mroce_pkt *pkt, int is_write)
+static int recv_account(mre_qp *qp, struct mre_rwqe *r,
+                        const struct mrw_pkt *pkt, int is_write)
 {
-    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
     (void)qp;
     (void)is_write;
-    if (mroce_psn_diff(pkt->base.psn, r->last_psn) > 0)
+    if (mrw_psn_diff(pkt->base.psn, r->last_psn) > 0)
         r->last_psn = pkt->base.psn;
     if (pkt->base.flags & MROCE_F_IMM) {
         r->has_imm = 1;
@@ -186,11 +186,11 @@ static int recv_account(mroce_qp *qp, struct mroce_rwqe *r,
     return 0;
 }
 
-static int on_send(mroce_qp *qp, const struct mroce_pkt *pkt)
+static int on_send(mre_qp *qp, const struct mrw_pkt *pkt)
 {
-    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
     int stale;
-    struct mroce_rwqe *r = recv_for(qp, h->rsn, &stale);
+    struct mre_rwqe *r = recv_for(qp, h->rsn, &stale);
     if (!r) {
         if (stale) {
             qp->cnt.drop_stale++;
@@ -212,23 +212,23 @@ static int on_send(mroce_qp *qp, const struct mroce_pkt *pkt)
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         /* SEM-21: it completes now (in receive order), not whenever some
          * later message happens to complete receives. */
-        mroce_resp_complete_recvs(qp);
+        mre_resp_complete_recvs(qp);
         return -1;
     }
     if (recv_bind(r, pkt, 0) < 0) {
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
     }
-    mroce_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
+    mre_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
                       pkt->payload_len);
     recv_account(qp, r, pkt, 0);
     return 0;
 }
 
-static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
+static int on_write(mre_qp *qp, const struct mrw_pkt *pkt)
 {
-    const struct mroce_req_hdr *h = &pkt->u.rq.req;
-    struct mroce_rwqe *r = NULL;
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
+    struct mre_rwqe *r = NULL;
     if (pkt->base.flags & MROCE_F_IMM) {
         int stale;
         r = recv_for(qp, h->rsn, &stale);
@@ -246,7 +246,7 @@ static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
      * check is overflow-safe, so the packet's range needs no check of its
      * own. */
     uint8_t code = 0;
-    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey,
+    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey,
                                          h->raddr, h->msg_len,
                                          MROCE_ACCESS_REMOTE_WRITE, &code);
     if (!mr) {
@@ -272,12 +272,12 @@ static int on_write(mroce_qp *qp, const struct mroce_pkt *pkt)
  * sees every WRITE posted before it, as on an RDMA reliable connection
  * (SEM ordering).  It keeps a reference on its memory region until the
  * requester has acknowledged the whole response. */
-static struct mroce_rjob *alloc_rjob(mroce_qp *qp, const struct mroce_pkt *pkt,
-                                     mroce_mr *mr)
+static struct mre_rjob *alloc_rjob(mre_qp *qp, const struct mrw_pkt *pkt,
+                                     mre_mr *mr)
 {
     for (uint32_t i = 0; i < qp->nrjobs; i++)
         if (!qp->rjobs[i].active) {
-            struct mroce_rjob *j = &qp->rjobs[i];
+            struct mre_rjob *j = &qp->rjobs[i];
             memset(j, 0, sizeof(*j));
             j->active = 1;
             j->waiting = 1;
@@ -292,7 +292,7 @@ static struct mroce_rjob *alloc_rjob(mroce_qp *qp, const struct mroce_pkt *pkt,
     return NULL;
 }
 
-void mroce_resp_free_rjob(mroce_qp *qp, struct mroce_rjob *j)
+void mre_resp_free_rjob(mre_qp *qp, struct mre_rjob *j)
 {
     if (!j->active)
         return;
@@ -307,7 +307,7 @@ void mroce_resp_free_rjob(mroce_qp *qp, struct mroce_rjob *j)
     j->waiting = 0;
 }
 
-static void exec_rjob(mroce_qp *qp, struct mroce_rjob *j)
+static void exec_rjob(mre_qp *qp, struct mre_rjob *j)
 {
     if (j->is_atomic) {
         uint64_t old;
@@ -330,15 +330,15 @@ static void exec_rjob(mroce_qp *qp, struct mroce_rjob *j)
 
 /* Execute, in PSN order, every waiting job all of whose predecessors have
  * now arrived. */
-static void run_ready_rjobs(mroce_qp *qp)
+static void run_ready_rjobs(mre_qp *qp)
 {
     while (qp->rjobs_waiting) {
-        struct mroce_rjob *best = NULL;
+        struct mre_rjob *best = NULL;
         for (uint32_t i = 0; i < qp->nrjobs; i++) {
-            struct mroce_rjob *j = &qp->rjobs[i];
+            struct mre_rjob *j = &qp->rjobs[i];
             if (j->active && j->waiting &&
-                mroce_psn_diff(qp->rxwin.cum, j->psn) > 0 &&
-                (!best || mroce_psn_diff(j->psn, best->psn) < 0))
+                mrw_psn_diff(qp->rxwin.cum, j->psn) > 0 &&
+                (!best || mrw_psn_diff(j->psn, best->psn) < 0))
                 best = j;
         }
         if (!best)
@@ -347,17 +347,17 @@ static void run_ready_rjobs(mroce_qp *qp)
     }
 }
 
-static int on_read(mroce_qp *qp, const struct mroce_pkt *pkt)
+static int on_read(mre_qp *qp, const struct mrw_pkt *pkt)
 {
-    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
     uint8_t code = 0;
-    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr, h->msg_len,
+    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr, h->msg_len,
                                          MROCE_ACCESS_REMOTE_READ, &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;
     }
-    struct mroce_rjob *j = alloc_rjob(qp, pkt, mr);
+    struct mre_rjob *j = alloc_rjob(qp, pkt, mr);
     if (!j) {
         /* Peer exceeded max_rd_atomic: drop unmarked; it will retry. */
         qp->cnt.drop_state++;
@@ -369,22 +369,22 @@ static int on_read(mroce_qp *qp, const struct mroce_pkt *pkt)
     return 0;
 }
 
-static int on_atomic(mroce_qp *qp, const struct mroce_pkt *pkt)
+static int on_atomic(mre_qp *qp, const struct mrw_pkt *pkt)
 {
-    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
     uint8_t code = 0;
     if (h->raddr & 7) {
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
     }
-    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
+    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
                                          MROCE_ATOMIC_LEN,
                                          MROCE_ACCESS_REMOTE_ATOMIC, &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;
     }
-    struct mroce_rjob *j = alloc_rjob(qp, pkt, mr);
+    struct mre_rjob *j = alloc_rjob(qp, pkt, mr);
     if (!j) {
         qp->cnt.drop_state++;
         return -1;
@@ -400,15 +400,15 @@ static int on_atomic(mroce_qp *qp, const struct mroce_pkt *pkt)
 }
 
 /* READ_RESP / ATOMIC_RESP arriving at the requester. */
-static int on_response(mroce_qp *qp, const struct mroce_pkt *pkt)
+static int on_response(mre_qp *qp, const struct mrw_pkt *pkt)
 {
-    const struct mroce_resp_hdr *h = &pkt->u.resp;
-    struct mroce_swqe *w = &qp->sq[h->req_msn & qp->sq_mask];
+    const struct mrw_resp_hdr *h = &pkt->u.resp;
+    struct mre_swqe *w = &qp->sq[h->req_msn & qp->sq_mask];
     int want_atomic = pkt->base.opcode == MROCE_OP_ATOMIC_RESP;
     int is_atomic = w->opcode == MROCE_WR_FETCH_ADD ||
                     w->opcode == MROCE_WR_CMP_SWAP;
     if (w->state != SWQE_POSTED || w->msn != h->req_msn ||
-        mroce_psn_diff(h->req_msn, qp->sq_tx) >= 0 || w->sent_pkts == 0 ||
+        mrw_psn_diff(h->req_msn, qp->sq_tx) >= 0 || w->sent_pkts == 0 ||
         (want_atomic ? !is_atomic : w->opcode != MROCE_WR_READ) ||
         h->msg_len != (want_atomic ? MROCE_ATOMIC_LEN : w->length)) {
         qp->cnt.drop_invalid++;
@@ -419,10 +419,10 @@ static int on_response(mroce_qp *qp, const struct mroce_pkt *pkt)
         for (int i = 0; i < 8; i++)
             v = v << 8 | pkt->payload[i];
         w->atomic_result = v;
-        mroce_sge_scatter(w->sge, w->num_sge, 0, (const uint8_t *)&v, 8);
+        mre_sge_scatter(w->sge, w->num_sge, 0, (const uint8_t *)&v, 8);
         w->resp_bytes = 8;
     } else {
-        mroce_sge_scatter(w->sge, w->num_sge, h->offset, pkt->payload,
+        mre_sge_scatter(w->sge, w->num_sge, h->offset, pkt->payload,
                           pkt->payload_len);
         w->resp_bytes += pkt->payload_len;
     }
@@ -431,8 +431,8 @@ static int on_response(mroce_qp *qp, const struct mroce_pkt *pkt)
     return 0;
 }
 
-void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
-                        const struct mroce_rx_info *info, mroce_tstamp now)
+void mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
+                        const struct mre_rx_info *info, mroce_tstamp now)
 {
     uint32_t psn = pkt->base.psn;
     int ce = info->ecn == MROCE_ECN_CE && !MROCE_SEEDED_FAULT(ECN_IGNORE);
@@ -448,10 +448,10 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
         qp->ctrl |= CTRL_NAK;
         return;
     }
-    int cls = mroce_rxwin_classify(&qp->rxwin, psn);
+    int cls = mre_rxwin_classify(&qp->rxwin, psn);
     if (cls == RXWIN_AHEAD &&
         !(MROCE_SEEDED_FAULT(WINDOW_ANY) &&
-          mroce_psn_diff(psn, qp->rxwin.cum) < 2 * (int32_t)qp->rxwin.size)) {
+          mrw_psn_diff(psn, qp->rxwin.cum) < 2 * (int32_t)qp->rxwin.size)) {
         qp->cnt.drop_window++;
         return;
     }
@@ -487,8 +487,8 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
     if (rc < 0)
         return; /* NAKed or dropped: not marked, nothing acknowledged */
     uint32_t old_cum = qp->rxwin.cum;
-    int gap = mroce_psn_diff(qp->rxwin.high, old_cum) > 0;
-    mroce_rxwin_mark(&qp->rxwin, psn);
+    int gap = mrw_psn_diff(qp->rxwin.high, old_cum) > 0;
+    mre_rxwin_mark(&qp->rxwin, psn);
     qp->rx_count++;
     if (ce)
         qp->ce_count++;
@@ -515,30 +515,30 @@ void mroce_resp_on_data(mroce_qp *qp, const struct mroce_pkt *pkt,
     if (qp->rjobs_waiting)
         run_ready_rjobs(qp);
     if (qp->rq_head != qp->rq_tail)
-        mroce_resp_complete_recvs(qp);
+        mre_resp_complete_recvs(qp);
     if (pkt->base.opcode == MROCE_OP_READ_RESP ||
         pkt->base.opcode == MROCE_OP_ATOMIC_RESP)
-        mroce_comp_complete_sends(qp);
+        mre_comp_complete_sends(qp);
 }
 
-int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
-                         struct mroce_tx_info *info, mroce_tstamp now)
+int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
+                         struct mre_tx_info *info, mroce_tstamp now)
 {
-    struct mroce_pkt p;
-    mroce_qp_base_hdr(qp, &p, MROCE_OP_ACK, qp->snd_nxt, now);
+    struct mrw_pkt p;
+    mre_qp_base_hdr(qp, &p, MROCE_OP_ACK, qp->snd_nxt, now);
     /* answer on the path it came by */
     p.base.entropy = qp->echo_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
-    struct mroce_ack_hdr *a = &p.u.ack;
+    struct mrw_ack_hdr *a = &p.u.ack;
     a->cum_psn = qp->rxwin.cum + MROCE_SEEDED_FAULT(ACK_UNRECEIVED);
     a->echo_psn = qp->echo_psn;
     a->echo_ts = qp->echo_ts;
     a->echo_entropy = qp->echo_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
     a->echo_flags = qp->echo_flags;
-    a->sack_words = (uint8_t)mroce_rxwin_sack(&qp->rxwin, a->sack,
+    a->sack_words = (uint8_t)mre_rxwin_sack(&qp->rxwin, a->sack,
                                               MROCE_MAX_SACK_WORDS);
     a->ce_count = qp->ce_count;
     a->rx_count = qp->rx_count;
-    a->credit = mroce_ep_credit_share(qp->ep, qp, now);
+    a->credit = mre_ep_credit_share(qp->ep, qp, now);
     mroce_tstamp d = now > qp->echo_arrival ? now - qp->echo_arrival : 0;
     a->ack_delay = d > 0xffffffffu ? 0xffffffffu : (uint32_t)d;
     if (qp->ka & KA_PROBE)
@@ -547,7 +547,7 @@ int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
      * last ACK's carries DUP: its echo is old and no RTT sample (REL-35). */
     if (qp->ka && !qp->ack_pending)
         a->echo_flags |= MROCE_ECHO_DUP;
-    size_t n = mroce_pkt_encode(&p, buf, cap);
+    size_t n = mrw_pkt_encode(&p, buf, cap);
     if (n == 0)
         return MROCE_ENOBUF;
     if (qp->ka & KA_PROBE)
@@ -565,15 +565,15 @@ int mroce_resp_write_ack(mroce_qp *qp, uint8_t *buf, size_t cap,
     return (int)n;
 }
 
-int mroce_resp_write_nak(mroce_qp *qp, uint8_t *buf, size_t cap,
-                         struct mroce_tx_info *info, mroce_tstamp now)
+int mre_resp_write_nak(mre_qp *qp, uint8_t *buf, size_t cap,
+                         struct mre_tx_info *info, mroce_tstamp now)
 {
-    struct mroce_pkt p;
-    mroce_qp_base_hdr(qp, &p, MROCE_OP_NAK, qp->snd_nxt, now);
+    struct mrw_pkt p;
+    mre_qp_base_hdr(qp, &p, MROCE_OP_NAK, qp->snd_nxt, now);
     p.base.entropy = qp->nak_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
     p.u.nak = qp->nak;
     p.u.nak.cum_psn = qp->rxwin.cum;
-    size_t n = mroce_pkt_encode(&p, buf, cap);
+    size_t n = mrw_pkt_encode(&p, buf, cap);
     if (n == 0)
         return MROCE_ENOBUF;
     qp->ctrl &= (uint8_t)~CTRL_NAK;
@@ -583,7 +583,7 @@ int mroce_resp_write_nak(mroce_qp *qp, uint8_t *buf, size_t cap,
     return (int)n;
 }
 
-void mroce_resp_ack_timer(mroce_qp *qp, mroce_tstamp now)
+void mre_resp_ack_timer(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->ack_deadline <= now) {
         qp->ack_deadline = MROCE_TSTAMP_INF;

@@ -9,7 +9,7 @@
 
 #include "seeded_fault.h"
 
-void mroce_rxwin_init(struct mroce_rxwin *w, uint64_t *bits, uint32_t size,
+void mre_rxwin_init(struct mre_rxwin *w, uint64_t *bits, uint32_t size,
                       uint32_t start_psn)
 {
     w->bits = bits;
@@ -20,15 +20,15 @@ void mroce_rxwin_init(struct mroce_rxwin *w, uint64_t *bits, uint32_t size,
         bits[i] = 0;
 }
 
-static inline int bit_get(const struct mroce_rxwin *w, uint32_t psn)
+static inline int bit_get(const struct mre_rxwin *w, uint32_t psn)
 {
     uint32_t i = psn & (w->size - 1);
     return (int)((w->bits[i >> 6] >> (i & 63)) & 1);
 }
 
-int mroce_rxwin_classify(const struct mroce_rxwin *w, uint32_t psn)
+int mre_rxwin_classify(const struct mre_rxwin *w, uint32_t psn)
 {
-    int32_t d = mroce_psn_diff(psn, w->cum);
+    int32_t d = mrw_psn_diff(psn, w->cum);
     if (d < 0)
         return RXWIN_DUP;
     if ((uint32_t)d >= w->size)
@@ -36,10 +36,10 @@ int mroce_rxwin_classify(const struct mroce_rxwin *w, uint32_t psn)
     return bit_get(w, psn) ? RXWIN_DUP : RXWIN_NEW;
 }
 
-int mroce_rxwin_mark(struct mroce_rxwin *w, uint32_t psn)
+int mre_rxwin_mark(struct mre_rxwin *w, uint32_t psn)
 {
-    int ooo = psn != w->cum || mroce_psn_diff(w->high, w->cum) > 0;
-    if (mroce_psn_diff(psn + 1, w->high) > 0)
+    int ooo = psn != w->cum || mrw_psn_diff(w->high, w->cum) > 0;
+    if (mrw_psn_diff(psn + 1, w->high) > 0)
         w->high = psn + 1;
     if (psn != w->cum) {
         uint32_t i = psn & (w->size - 1);
@@ -59,7 +59,7 @@ int mroce_rxwin_mark(struct mroce_rxwin *w, uint32_t psn)
         uint32_t lim = 64 - (i & 63);
         if (run > lim)
             run = lim;
-        uint32_t left = (uint32_t)mroce_psn_diff(w->high, w->cum);
+        uint32_t left = (uint32_t)mrw_psn_diff(w->high, w->cum);
         if (run > left)
             run = left;
         uint64_t mask = run == 64 ? ~0ull : ((1ull << run) - 1) << (i & 63);
@@ -69,9 +69,9 @@ int mroce_rxwin_mark(struct mroce_rxwin *w, uint32_t psn)
     return ooo;
 }
 
-int mroce_rxwin_sack(const struct mroce_rxwin *w, uint32_t *words, int max)
+int mre_rxwin_sack(const struct mre_rxwin *w, uint32_t *words, int max)
 {
-    int32_t span = mroce_psn_diff(w->high, w->cum + 1);
+    int32_t span = mrw_psn_diff(w->high, w->cum + 1);
     if (span <= 0)
         return 0;
     int need = (int)((span + 31) / 32);
@@ -93,7 +93,7 @@ int mroce_rxwin_sack(const struct mroce_rxwin *w, uint32_t *words, int max)
         word = (uint32_t)(lo >> MROCE_SEEDED_FAULT(SACK_OFF_BY_ONE));
         /* Bits at or beyond the window's far edge wrap onto old slots that
          * are always clear, and bits beyond high are clear too. */
-        int32_t rem = mroce_psn_diff(w->high, p);
+        int32_t rem = mrw_psn_diff(w->high, p);
         if (rem < 32)
             word &= rem <= 0 ? 0 : (uint32_t)((1ull << rem) - 1);
         words[j] = word;

@@ -13,28 +13,28 @@
 
 #include <stdint.h>
 
-struct mroce_rxwin {
+struct mre_rxwin {
     uint64_t *bits;  /* size/64 words, owned by the QP */
     uint32_t size;   /* PSNs tracked from cum on; power of two >= 64 */
     uint32_t cum;    /* next PSN expected: all before it received */
     uint32_t high;   /* one past the highest PSN received (serial) */
 };
 
-enum mroce_rxwin_class {
+enum mre_rxwin_class {
     RXWIN_NEW = 0,     /* in window, not yet received */
     RXWIN_DUP = 1,     /* already received */
     RXWIN_AHEAD = 2,   /* beyond the window: drop */
 };
 
-void mroce_rxwin_init(struct mroce_rxwin *w, uint64_t *bits, uint32_t size,
+void mre_rxwin_init(struct mre_rxwin *w, uint64_t *bits, uint32_t size,
                       uint32_t start_psn);
 /* Classify psn without changing state. */
-int mroce_rxwin_classify(const struct mroce_rxwin *w, uint32_t psn);
+int mre_rxwin_classify(const struct mre_rxwin *w, uint32_t psn);
 /* Mark psn (which must classify as RXWIN_NEW) received; advances cum.
  * Returns 1 if it arrived out of order (opened or left a gap), else 0. */
-int mroce_rxwin_mark(struct mroce_rxwin *w, uint32_t psn);
+int mre_rxwin_mark(struct mre_rxwin *w, uint32_t psn);
 /* Fill up to max words of SACK bitmap for PSNs cum+1...; returns the number
  * of words needed to cover every received PSN (trailing zero words cut). */
-int mroce_rxwin_sack(const struct mroce_rxwin *w, uint32_t *words, int max);
+int mre_rxwin_sack(const struct mre_rxwin *w, uint32_t *words, int max);
 
 #endif /* MROCE_RXWIN_H */

@@ -12,7 +12,7 @@
 
 #include "engine_int.h"
 
-int mroce_seeded_fault_active = MROCE_SF_NONE;
+int mre_seeded_fault_active = MROCE_SF_NONE;
 
 static const char *const fault_names[MROCE_SF_COUNT] = {
     "none",
@@ -30,34 +30,34 @@ static int same(const char *a, const char *b)
     return *a == *b;
 }
 
-int mroce_seeded_fault_select(const char *name)
+int mre_seeded_fault_select(const char *name)
 {
     if (!name || !*name) {
-        mroce_seeded_fault_active = MROCE_SF_NONE;
+        mre_seeded_fault_active = MROCE_SF_NONE;
         return MROCE_SF_NONE;
     }
     for (int i = 0; i < MROCE_SF_COUNT; i++)
         if (same(name, fault_names[i])) {
-            mroce_seeded_fault_active = i;
+            mre_seeded_fault_active = i;
             return i;
         }
     return -1;
 }
 
-const char *mroce_seeded_fault_name(int i)
+const char *mre_seeded_fault_name(int i)
 {
     return i >= 1 && i < MROCE_SF_COUNT ? fault_names[i] : 0;
 }
 
 /* atomic_twice: run a duplicated FETCH_ADD / CMP_SWAP on memory again,
  * instead of only replaying the kept result (violates SEM-13, REL-8). */
-static void dup_atomic(mroce_qp *qp, const struct mroce_pkt *pkt)
+static void dup_atomic(mre_qp *qp, const struct mrw_pkt *pkt)
 {
-    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
     uint8_t code = 0;
     if (h->raddr & 7)
         return;
-    mroce_mr *mr = mroce_mr_check_remote(qp->ep, qp->attr.pd, h->rkey,
+    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey,
                                          h->raddr, MROCE_ATOMIC_LEN,
                                          MROCE_ACCESS_REMOTE_ATOMIC, &code);
     if (!mr)
@@ -75,11 +75,11 @@ static void dup_atomic(mroce_qp *qp, const struct mroce_pkt *pkt)
 
 /* dup_send_twice: deliver a duplicated SEND packet again, into the oldest
  * receive no packet has bound yet (violates REL-8). */
-static void dup_send(mroce_qp *qp, const struct mroce_pkt *pkt)
+static void dup_send(mre_qp *qp, const struct mrw_pkt *pkt)
 {
-    const struct mroce_req_hdr *h = &pkt->u.rq.req;
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
     for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
-        struct mroce_rwqe *r = &qp->rq[i & qp->rq_mask];
+        struct mre_rwqe *r = &qp->rq[i & qp->rq_mask];
         if (r->started)
             continue;
         if (h->msg_len > r->capacity)
@@ -87,7 +87,7 @@ static void dup_send(mroce_qp *qp, const struct mroce_pkt *pkt)
         r->started = 1;
         r->msg_len = h->msg_len;
         r->last_psn = pkt->base.psn;
-        mroce_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
+        mre_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
                           pkt->payload_len);
         if (pkt->base.flags & MROCE_F_IMM) {
             r->has_imm = 1;
@@ -98,12 +98,12 @@ static void dup_send(mroce_qp *qp, const struct mroce_pkt *pkt)
             r->done = 1;
             r->status = MROCE_WC_SUCCESS;
         }
-        mroce_resp_complete_recvs(qp);
+        mre_resp_complete_recvs(qp);
         return;
     }
 }
 
-void mroce_seeded_fault_dup(struct mroce_qp *qp, const struct mroce_pkt *pkt)
+void mre_seeded_fault_dup(struct mre_qp *qp, const struct mrw_pkt *pkt)
 {
     unsigned op = pkt->base.opcode;
     if (MROCE_SEEDED_FAULT(ATOMIC_TWICE) &&
@@ -116,6 +116,6 @@ void mroce_seeded_fault_dup(struct mroce_qp *qp, const struct mroce_pkt *pkt)
 #else
 
 /* Normal builds: nothing (ISO C wants a declaration in every file). */
-typedef int mroce_seeded_fault_unused;
+typedef int mre_seeded_fault_unused;
 
 #endif

@@ -38,7 +38,7 @@
 
 #ifdef MROCE_SEEDED_FAULTS
 
-enum mroce_seeded_fault {
+enum mre_seeded_fault {
     MROCE_SF_NONE = 0,
 #define MROCE_X_ENUM(id, name) MROCE_SF_##id,
     MROCE_SEEDED_FAULT_LIST(MROCE_X_ENUM)
@@ -47,24 +47,24 @@ enum mroce_seeded_fault {
 };
 
 /* The one fault in effect (MROCE_SF_NONE: behave correctly).  Set once,
- * before the engine runs, by mroce_seeded_fault_select(). */
-extern int mroce_seeded_fault_active;
+ * before the engine runs, by mre_seeded_fault_select(). */
+extern int mre_seeded_fault_active;
 
-#define MROCE_SEEDED_FAULT(id) (mroce_seeded_fault_active == MROCE_SF_##id)
+#define MROCE_SEEDED_FAULT(id) (mre_seeded_fault_active == MROCE_SF_##id)
 
 /* Select the fault called name ("" or "none": no fault).  Returns its
  * number (>= 0), or -1 if no fault has that name. */
-int mroce_seeded_fault_select(const char *name);
+int mre_seeded_fault_select(const char *name);
 /* Name of fault i, 1 <= i < MROCE_SF_COUNT; NULL otherwise. */
-const char *mroce_seeded_fault_name(int i);
+const char *mre_seeded_fault_name(int i);
 
 /* The responder's duplicate path: atomic_twice executes a duplicated
  * atomic again, dup_send_twice delivers a duplicated SEND into the next
  * receive (seeded_fault.c). */
-struct mroce_qp;
-struct mroce_pkt;
-void mroce_seeded_fault_dup(struct mroce_qp *qp, const struct mroce_pkt *pkt);
-#define MROCE_SEEDED_FAULT_DUP(qp, pkt) mroce_seeded_fault_dup(qp, pkt)
+struct mre_qp;
+struct mrw_pkt;
+void mre_seeded_fault_dup(struct mre_qp *qp, const struct mrw_pkt *pkt);
+#define MROCE_SEEDED_FAULT_DUP(qp, pkt) mre_seeded_fault_dup(qp, pkt)
 
 #else
 

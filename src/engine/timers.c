@@ -1,14 +1,14 @@
 /*
  * timers.c - the endpoint's timer heap: every QP with a deadline, ordered
- * by its earliest one, so mroce_ep_expiry() is O(1) and
- * mroce_ep_handle_expiry() touches only the QPs that are due.
+ * by its earliest one, so mre_ep_expiry() is O(1) and
+ * mre_ep_handle_expiry() touches only the QPs that are due.
  *
  * A QP's deadlines (ACK delay, loss/probe, out-of-order re-check, RNR,
  * handshake/close, keepalive/peer silence) change only while the engine
- * works on that QP: in mroce_ep_recv() for its packets,
- * mroce_ep_write_pkt() when it sends, handle_expiry() when it is due, and
+ * works on that QP: in mre_ep_recv() for its packets,
+ * mre_ep_write_pkt() when it sends, handle_expiry() when it is due, and
  * the API calls on it.  Each of those
- * ends with mroce_ep_timer_update(), which re-keys the QP here (O(log n)).
+ * ends with mre_ep_timer_update(), which re-keys the QP here (O(log n)).
  * With thousands of QPs per endpoint (a simulated all-to-all) a scan over
  * every QP per call was the engine's largest cost.
  */
@@ -19,15 +19,15 @@
  * arrays only: with the deadline read through each QP and the position
  * written into it, every level of a sift was a cache miss on another QP
  * (a simulated endpoint has ~1,000 of them, a few KB each). */
-static void heap_set(mroce_ep *ep, uint32_t i, struct mroce_theap_ent e)
+static void heap_set(mre_ep *ep, uint32_t i, struct mre_theap_ent e)
 {
     ep->theap[i] = e;
     ep->theap_pos[e.qp->slot] = i;
 }
 
-static void sift_up(mroce_ep *ep, uint32_t i)
+static void sift_up(mre_ep *ep, uint32_t i)
 {
-    struct mroce_theap_ent e = ep->theap[i];
+    struct mre_theap_ent e = ep->theap[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
         if (!(e.key < ep->theap[p].key))
@@ -38,9 +38,9 @@ static void sift_up(mroce_ep *ep, uint32_t i)
     heap_set(ep, i, e);
 }
 
-static void sift_down(mroce_ep *ep, uint32_t i)
+static void sift_down(mre_ep *ep, uint32_t i)
 {
-    struct mroce_theap_ent e = ep->theap[i];
+    struct mre_theap_ent e = ep->theap[i];
     for (;;) {
         uint32_t c = 2 * i + 1;
         if (c >= ep->theap_n)
@@ -55,13 +55,13 @@ static void sift_down(mroce_ep *ep, uint32_t i)
     heap_set(ep, i, e);
 }
 
-void mroce_ep_timer_remove(mroce_ep *ep, mroce_qp *qp)
+void mre_ep_timer_remove(mre_ep *ep, mre_qp *qp)
 {
     uint32_t i = ep->theap_pos[qp->slot];
     if (i == MROCE_NONE32)
         return;
     ep->theap_pos[qp->slot] = MROCE_NONE32;
-    struct mroce_theap_ent last = ep->theap[--ep->theap_n];
+    struct mre_theap_ent last = ep->theap[--ep->theap_n];
     if (last.qp == qp)
         return;
     heap_set(ep, i, last);
@@ -69,17 +69,17 @@ void mroce_ep_timer_remove(mroce_ep *ep, mroce_qp *qp)
     sift_down(ep, ep->theap_pos[last.qp->slot]);
 }
 
-void mroce_ep_timer_update(mroce_ep *ep, mroce_qp *qp)
+void mre_ep_timer_update(mre_ep *ep, mre_qp *qp)
 {
-    mroce_tstamp e = mroce_qp_expiry(qp);
+    mroce_tstamp e = mre_qp_expiry(qp);
     if (e == MROCE_TSTAMP_INF) {
-        mroce_ep_timer_remove(ep, qp);
+        mre_ep_timer_remove(ep, qp);
         return;
     }
     uint32_t i = ep->theap_pos[qp->slot];
     if (i == MROCE_NONE32) {
         i = ep->theap_n++;
-        heap_set(ep, i, (struct mroce_theap_ent){e, qp});
+        heap_set(ep, i, (struct mre_theap_ent){e, qp});
         sift_up(ep, i);
         return;
     }
@@ -90,14 +90,14 @@ void mroce_ep_timer_update(mroce_ep *ep, mroce_qp *qp)
     sift_down(ep, ep->theap_pos[qp->slot]);
 }
 
-mroce_tstamp mroce_ep_expiry(const mroce_ep *ep)
+mroce_tstamp mre_ep_expiry(const mre_ep *ep)
 {
     if (!ep || ep->theap_n == 0)
         return MROCE_TSTAMP_INF;
     return ep->theap[0].key;
 }
 
-void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now)
+void mre_ep_handle_expiry(mre_ep *ep, mroce_tstamp now)
 {
     if (!ep)
         return;
@@ -105,14 +105,14 @@ void mroce_ep_handle_expiry(mroce_ep *ep, mroce_tstamp now)
      * afterwards waits for the next call rather than spinning here. */
     uint32_t budget = ep->theap_n;
     while (budget-- && ep->theap_n && ep->theap[0].key <= now) {
-        mroce_qp *qp = ep->theap[0].qp;
-        mroce_qp_ctrl_timer(qp, now);
-        mroce_resp_ack_timer(qp, now);
-        mroce_comp_timers(qp, now);
-        mroce_live_timer(qp, now);
-        if (qp->ctrl || qp->ack_now || mroce_req_has_data(qp))
-            mroce_ep_mark_ready(ep, qp);
-        mroce_ep_timer_update(ep, qp);
+        mre_qp *qp = ep->theap[0].qp;
+        mre_qp_ctrl_timer(qp, now);
+        mre_resp_ack_timer(qp, now);
+        mre_comp_timers(qp, now);
+        mre_live_timer(qp, now);
+        if (qp->ctrl || qp->ack_now || mre_req_has_data(qp))
+            mre_ep_mark_ready(ep, qp);
+        mre_ep_timer_update(ep, qp);
         if (ep->theap_pos[qp->slot] == 0 && ep->theap[0].key <= now)
             break; /* still due: the caller will come back */
     }

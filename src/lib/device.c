@@ -65,7 +65,7 @@ void lib_list_del(struct lib_list *l, struct lib_obj *o)
 
 /* --- errors --- */
 
-const char *mroce_lib_strerror(int err)
+const char *mroce_strerror(int err)
 {
     switch (err) {
     case MROCE_ETIMEDOUT: return "timed out";
@@ -73,7 +73,7 @@ const char *mroce_lib_strerror(int err)
     case MROCE_EADDR: return "bad or unusable address";
     case MROCE_ESOCKET: return "socket call failed";
     case MROCE_EDESTROYED: return "object already destroyed";
-    default: return mroce_strerror(err);
+    default: return mre_strerror(err);
     }
 }
 
@@ -134,7 +134,7 @@ void mroce_device_attr_default(struct mroce_device_attr *attr)
 static void device_free(mroce_device *dev)
 {
     if (dev->ep)
-        mroce_ep_del(dev->ep);
+        mre_ep_del(dev->ep);
     if (dev->udp)
         mroce_udp_close(dev->udp);
     if (dev->epfd >= 0)
@@ -211,14 +211,14 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     attr.src_port_base = mroce_udp_src_base(dev->udp);
     dev->attr = attr;
 
-    struct mroce_ep_config ec;
-    mroce_ep_config_default(&ec);
+    struct mre_ep_config ec;
+    mre_ep_config_default(&ec);
     ec.mem.calloc = eng_calloc;
     ec.mem.free = eng_free;
     ec.rand = eng_rand;
     ec.max_qps = attr.max_qps;
     ec.rx_credit_bytes = attr.rx_credit_bytes;
-    rc = mroce_ep_new(&dev->ep, &ec);
+    rc = mre_ep_new(&dev->ep, &ec);
     if (rc < 0)
         goto fail;
 
@@ -286,7 +286,7 @@ void mroce_device_close(mroce_device *dev)
     /* QPs first: they hold references on CQs, MRs and PDs.  The engine
      * objects all go with the endpoint below. */
     while (dev->qps.head) {
-        mroce_vqp *qp = (mroce_vqp *)dev->qps.head;
+        mroce_qp *qp = (mroce_qp *)dev->qps.head;
         lib_list_del(&dev->qps, &qp->h);
         lib_qp_release(qp);
     }
@@ -296,7 +296,7 @@ void mroce_device_close(mroce_device *dev)
         lib_bury(o);
     }
     while (dev->cqs.head) {
-        mroce_vcq *cq = (mroce_vcq *)dev->cqs.head;
+        mroce_cq *cq = (mroce_cq *)dev->cqs.head;
         lib_list_del(&dev->cqs, &cq->h);
         lib_cq_release(cq);
     }
@@ -341,7 +341,7 @@ void mroce_device_get_counters(const mroce_device *cdev,
         return;
     mroce_device *dev = (mroce_device *)cdev; /* the lock is not state */
     lib_lock(dev);
-    mroce_ep_get_counters(dev->ep, c);
+    mre_ep_get_counters(dev->ep, c);
     lib_unlock(dev);
 }
 

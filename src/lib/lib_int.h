@@ -95,7 +95,7 @@ enum lib_magic {
 /* Path burst the library asks of the engine: packets in a row on one
  * entropy, which the datapath sends as one GSO send. */
 #define LIB_PATH_BURST 8
-/* QP timing defaults for kernel UDP (see mroce_vqp_init_attr_default). */
+/* QP timing defaults for kernel UDP (see mroce_qp_init_attr_default). */
 #define LIB_MIN_RTO 1000000ull      /* 1 ms */
 #define LIB_TARGET_QDELAY 50000ull  /* 50 us */
 /* The progress thread keeps polling this long after the last packet before
@@ -123,31 +123,31 @@ struct mroce_pd {
     uint32_t users;  /* MRs and QPs created in it */
 };
 
-struct mroce_vmr {
+struct mroce_mr {
     struct lib_obj h;
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_mr *eng;
-    struct mroce_vmr_info info;
+    mre_mr *eng;
+    struct mroce_mr_info info;
 };
 
-struct mroce_vcq {
+struct mroce_cq {
     struct lib_obj h;
     mroce_device *dev;
-    mroce_cq *eng;
+    mre_cq *eng;
     int efd;        /* eventfd, -1 until mroce_cq_fd()/mroce_cq_wait() */
     int signaled;   /* efd written since the CQ was last seen empty */
     uint32_t users; /* QPs bound to it */
 };
 
-struct mroce_vqp {
+struct mroce_qp {
     struct lib_obj h;
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_vcq *scq, *rcq;
-    mroce_qp *eng;
+    mroce_cq *scq, *rcq;
+    mre_qp *eng;
     uint32_t qpn;
-    struct mroce_addr peer; /* connect target (for ICMP errors) */
+    struct mre_addr peer; /* connect target (for ICMP errors) */
     int conn_err;           /* why the handshake failed, 0 = no verdict */
 };
 
@@ -160,7 +160,7 @@ struct mroce_device {
     pthread_mutex_t lock;
     struct mroce_device_attr attr; /* as opened (defaults filled in) */
     char local_addr[64];           /* attr.local_addr points here */
-    mroce_ep *ep;
+    mre_ep *ep;
     struct mroce_udp *udp;
     struct lib_list pds, mrs, cqs, qps;
     uint32_t next_pd;
@@ -299,7 +299,7 @@ void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now, int replied);
 /* 0 if every byte of [addr, addr + len) is mapped readable (and writable,
  * with want_write); MROCE_EFAULT if one is unmapped or unreadable, else
  * MROCE_EACCESS if one is not writable though want_write.  The range must
- * have passed mroce_mr_reg_check() (len > 0, no wrap).  Makes system calls:
+ * have passed mre_mr_reg_check() (len > 0, no wrap).  Makes system calls:
  * call it without the device lock. */
 int lib_mem_check(const void *addr, size_t len, int want_write);
 /* The same from the text of /proc/self/maps alone, as on kernels without
@@ -307,8 +307,8 @@ int lib_mem_check(const void *addr, size_t len, int want_write);
 int lib_mem_check_text(const void *addr, size_t len, int want_write);
 
 /* --- resources.c / qp.c: teardown used by mroce_device_close --- */
-void lib_cq_release(mroce_vcq *cq);   /* closes efd, buries */
-void lib_qp_release(mroce_vqp *qp);   /* dumps counters if asked, buries */
+void lib_cq_release(mroce_cq *cq);   /* closes efd, buries */
+void lib_qp_release(mroce_qp *qp);   /* dumps counters if asked, buries */
 
 #pragma GCC visibility pop
 

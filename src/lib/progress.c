@@ -1,6 +1,6 @@
 /*
  * progress.c - what makes packets move: the progress round (receive a
- * batch -> mroce_ep_recv() each; fire due timers; drain mroce_ep_write_pkt()
+ * batch -> mre_ep_recv() each; fire due timers; drain mre_ep_write_pkt()
  * into the datapath's transmit slots; flush), CQ eventfd signalling, the
  * optional progress thread (busy-polls briefly, then sleeps in epoll on the
  * receive socket and a timerfd set to the engine's next expiry), and the
@@ -45,7 +45,7 @@ _Static_assert(MROCE_F_ACK_REQ < 0x100 && MROCE_F_RETX < 0x100,
                "ACK_REQ and RETX are in the flags' low byte");
 
 static void rx_one(void *user, const uint8_t *pkt, size_t len,
-                   const struct mroce_rx_info *info)
+                   const struct mre_rx_info *info)
 {
     mroce_device *dev = user;
     /* A fresh clock per datagram: a recvmmsg batch can take a while to
@@ -73,7 +73,7 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
          pkt[1] == MROCE_OP_READ_RESP || pkt[1] == MROCE_OP_ATOMIC_RESP) &&
         (pkt[3] & (MROCE_F_ACK_REQ | MROCE_F_RETX)))
         dev->rx_ack_req |= (pkt[3] & MROCE_F_RETX) ? 2 : 1;
-    mroce_ep_recv(dev->ep, pkt, len, info, now);
+    mre_ep_recv(dev->ep, pkt, len, info, now);
     /* One recvmmsg batch may hold ~120 packets (8 GRO datagrams of up to
      * ~15 each).  Sending only after the whole batch would delay ACKs by
      * its processing time (tens of us), which the peer would read as RTT
@@ -87,7 +87,7 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
     if (dev->rx_due_in) {
         if (--dev->rx_due_in == 0)
             drain_tx_locked(dev, now, 0);
-    } else if (mroce_ep_want_write(dev->ep)) {
+    } else if (mre_ep_want_write(dev->ep)) {
         dev->rx_due_in = LIB_RX_ACK_LAG;
     }
 }
@@ -95,17 +95,17 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
 /* ICMP error for something we sent: a QP still handshaking with that
  * address learns that nobody listens there, and fails now rather than at
  * its handshake timeout. */
-static void rx_icmp(void *user, const struct mroce_addr *to, int err)
+static void rx_icmp(void *user, const struct mre_addr *to, int err)
 {
     mroce_device *dev = user;
     (void)err;
     for (struct lib_obj *o = dev->qps.head; o; o = o->next) {
-        mroce_vqp *qp = (mroce_vqp *)o;
-        if (mroce_qp_state(qp->eng) == MROCE_QPS_CONNECTING &&
+        mroce_qp *qp = (mroce_qp *)o;
+        if (mre_qp_state(qp->eng) == MROCE_QPS_CONNECTING &&
             qp->peer.len == to->len &&
             !memcmp(qp->peer.data, to->data, to->len)) {
             qp->conn_err = MROCE_EUNREACH;
-            mroce_qp_set_error(qp->eng);
+            mre_qp_set_error(qp->eng);
         }
     }
 }
@@ -127,11 +127,11 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
     while (n < LIB_TX_BUDGET) {
         size_t cap;
         uint8_t *buf = mroce_udp_tx_slot(dev->udp, &cap);
-        struct mroce_tx_info ti;
-        struct mroce_tx_zc zc = {NULL, 0}; /* stays so with MROCE_TX_COPY */
+        struct mre_tx_info ti;
+        struct mre_tx_zc zc = {NULL, 0}; /* stays so with MROCE_TX_COPY */
         int len = dev->tx_copy
-                      ? mroce_ep_write_pkt(dev->ep, buf, cap, &ti, now)
-                      : mroce_ep_write_pkt_zc(dev->ep, buf, cap, &ti, &zc,
+                      ? mre_ep_write_pkt(dev->ep, buf, cap, &ti, now)
+                      : mre_ep_write_pkt_zc(dev->ep, buf, cap, &ti, &zc,
                                               now);
         if (len <= 0)
             break;
@@ -178,8 +178,8 @@ void lib_signal_cqs_locked(mroce_device *dev)
     if (!dev->ncq_armed)
         return;
     for (struct lib_obj *o = dev->cqs.head; o; o = o->next) {
-        mroce_vcq *cq = (mroce_vcq *)o;
-        if (cq->efd >= 0 && !cq->signaled && mroce_cq_count(cq->eng)) {
+        mroce_cq *cq = (mroce_cq *)o;
+        if (cq->efd >= 0 && !cq->signaled && mre_cq_count(cq->eng)) {
             uint64_t one = 1;
             cq->signaled = 1;
             if (write(cq->efd, &one, sizeof(one)) < 0) {
@@ -191,7 +191,7 @@ void lib_signal_cqs_locked(mroce_device *dev)
 
 mroce_tstamp lib_next_deadline_locked(mroce_device *dev)
 {
-    mroce_tstamp a = mroce_ep_expiry(dev->ep);
+    mroce_tstamp a = mre_ep_expiry(dev->ep);
     mroce_tstamp b = mroce_udp_expiry(dev->udp);
     return a < b ? a : b;
 }
@@ -252,8 +252,8 @@ int lib_progress_locked(mroce_device *dev)
      * sample larger. */
     mroce_tstamp now = rx > LIB_RX_STALE_OK_PKTS ? lib_now() : dev->rx_now;
     int fired = 0;
-    if (mroce_ep_expiry(dev->ep) <= now) {
-        mroce_ep_handle_expiry(dev->ep, now);
+    if (mre_ep_expiry(dev->ep) <= now) {
+        mre_ep_handle_expiry(dev->ep, now);
         fired = 1;
     }
     int keep = (dev->rx_ack_req == 1 || (held && !dev->rx_ack_req)) &&

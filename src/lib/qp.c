@@ -28,12 +28,12 @@
 
 #include "lib_int.h"
 
-void mroce_vqp_init_attr_default(struct mroce_vqp_init_attr *attr)
+void mroce_qp_init_attr_default(struct mroce_qp_init_attr *attr)
 {
     if (!attr)
         return;
     memset(attr, 0, sizeof(*attr));
-    mroce_qp_attr_default(&attr->eng);
+    mre_qp_attr_default(&attr->eng);
     attr->eng.path_burst = LIB_PATH_BURST;
     /* PATH-16: on the namespace fabric (fabric/README.md, scenario 2) two
      * sprayed flows over two spines reached a median of 94% of the
@@ -52,25 +52,25 @@ void mroce_vqp_init_attr_default(struct mroce_vqp_init_attr *attr)
     attr->eng.target_qdelay = LIB_TARGET_QDELAY;
 }
 
-int mroce_create_qp(mroce_pd *pd, const struct mroce_vqp_init_attr *attr,
-                    mroce_vqp **pqp)
+int mroce_create_qp(mroce_pd *pd, const struct mroce_qp_init_attr *attr,
+                    mroce_qp **pqp)
 {
     int rc = lib_check(pd, MAGIC_PD);
     if (rc < 0)
         return rc;
     if (!attr || !pqp)
         return MROCE_EINVAL;
-    mroce_vcq *scq = attr->send_cq, *rcq = attr->recv_cq;
+    mroce_cq *scq = attr->send_cq, *rcq = attr->recv_cq;
     if ((rc = lib_check(scq, MAGIC_CQ)) < 0 ||
         (rc = lib_check(rcq, MAGIC_CQ)) < 0)
         return rc;
     mroce_device *dev = pd->dev;
     if (scq->dev != dev || rcq->dev != dev)
         return MROCE_EINVAL;
-    mroce_vqp *qp = calloc(1, sizeof(*qp));
+    mroce_qp *qp = calloc(1, sizeof(*qp));
     if (!qp)
         return MROCE_ENOMEM;
-    struct mroce_qp_attr a = attr->eng;
+    struct mre_qp_attr a = attr->eng;
     lib_lock(dev);
     a.send_cq = scq->eng;
     a.recv_cq = rcq->eng;
@@ -79,7 +79,7 @@ int mroce_create_qp(mroce_pd *pd, const struct mroce_vqp_init_attr *attr,
      * socket and keeps its own 5-tuple through the network. */
     a.entropy_base = mroce_udp_src_base(dev->udp);
     a.entropy_span = mroce_udp_src_count(dev->udp);
-    rc = mroce_qp_new(dev->ep, &a, &qp->eng);
+    rc = mre_qp_new(dev->ep, &a, &qp->eng);
     if (rc < 0) {
         lib_unlock(dev);
         free(qp);
@@ -90,7 +90,7 @@ int mroce_create_qp(mroce_pd *pd, const struct mroce_vqp_init_attr *attr,
     qp->pd = pd;
     qp->scq = scq;
     qp->rcq = rcq;
-    qp->qpn = mroce_qp_num(qp->eng);
+    qp->qpn = mre_qp_num(qp->eng);
     pd->users++;
     scq->users++;
     rcq->users++;
@@ -100,17 +100,17 @@ int mroce_create_qp(mroce_pd *pd, const struct mroce_vqp_init_attr *attr,
     return 0;
 }
 
-static void qp_dump(const mroce_vqp *qp, FILE *f, int take_lock);
+static void qp_dump(const mroce_qp *qp, FILE *f, int take_lock);
 
 /* Device close: the lock is held, the engine QP still exists. */
-void lib_qp_release(mroce_vqp *qp)
+void lib_qp_release(mroce_qp *qp)
 {
     if (qp->dev->dump_counters)
         qp_dump(qp, stderr, 0);
     lib_bury(qp);
 }
 
-int mroce_destroy_qp(mroce_vqp *qp)
+int mroce_destroy_qp(mroce_qp *qp)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
@@ -118,9 +118,9 @@ int mroce_destroy_qp(mroce_vqp *qp)
     mroce_device *dev = qp->dev;
     /* Counters are read under the lock inside the dump. */
     if (dev->dump_counters)
-        mroce_vqp_dump_counters(qp, stderr);
+        mroce_qp_dump_counters(qp, stderr);
     lib_lock(dev);
-    mroce_qp_del(qp->eng);
+    mre_qp_del(qp->eng);
     qp->pd->users--;
     qp->scq->users--;
     qp->rcq->users--;
@@ -130,25 +130,25 @@ int mroce_destroy_qp(mroce_vqp *qp)
     return 0;
 }
 
-uint32_t mroce_vqp_num(const mroce_vqp *qp)
+uint32_t mroce_qp_num(const mroce_qp *qp)
 {
     return lib_check(qp, MAGIC_QP) < 0 ? 0 : qp->qpn;
 }
 
-enum mroce_qp_state mroce_vqp_state(const mroce_vqp *qp)
+enum mroce_qp_state mroce_qp_get_state(const mroce_qp *qp)
 {
     if (lib_check(qp, MAGIC_QP) < 0)
         return MROCE_QPS_ERROR;
     mroce_device *dev = qp->dev;
     lib_lock(dev);
-    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    enum mroce_qp_state st = mre_qp_state(qp->eng);
     lib_unlock(dev);
     return st;
 }
 
 /* --- connection set-up --- */
 
-int mroce_connect_start(mroce_vqp *qp, const char *host, uint16_t port,
+int mroce_connect_start(mroce_qp *qp, const char *host, uint16_t port,
                         uint32_t remote_qpn)
 {
     int rc = lib_check(qp, MAGIC_QP);
@@ -158,20 +158,20 @@ int mroce_connect_start(mroce_vqp *qp, const char *host, uint16_t port,
         return MROCE_EADDR;
     mroce_device *dev = qp->dev;
     struct sockaddr_storage ss;
-    struct mroce_addr to;
+    struct mre_addr to;
     if (mroce_udp_resolve(host, port ? port : MROCE_UDP_PORT,
                           mroce_udp_family(dev->udp), &ss) < 0 ||
         mroce_udp_addr_from_sa(&to, (struct sockaddr *)&ss, sizeof(ss)) < 0)
         return MROCE_EADDR;
     lib_lock(dev);
-    if (mroce_qp_state(qp->eng) != MROCE_QPS_RESET) {
+    if (mre_qp_state(qp->eng) != MROCE_QPS_RESET) {
         lib_unlock(dev);
         return MROCE_ESTATE;
     }
     qp->peer = to;
     qp->conn_err = 0;
     mroce_tstamp now = lib_now();
-    rc = mroce_qp_connect(qp->eng, &to, remote_qpn, now);
+    rc = mre_qp_connect(qp->eng, &to, remote_qpn, now);
     if (rc == 0)
         lib_after_call_locked(dev, now); /* CONNECT_REQ leaves now */
     lib_unlock(dev);
@@ -180,10 +180,10 @@ int mroce_connect_start(mroce_vqp *qp, const char *host, uint16_t port,
 
 static int qp_not_connecting(void *arg)
 {
-    return mroce_qp_state(((mroce_vqp *)arg)->eng) != MROCE_QPS_CONNECTING;
+    return mre_qp_state(((mroce_qp *)arg)->eng) != MROCE_QPS_CONNECTING;
 }
 
-int mroce_connect(mroce_vqp *qp, const char *host, uint16_t port,
+int mroce_connect(mroce_qp *qp, const char *host, uint16_t port,
                   uint32_t remote_qpn, int timeout_ms)
 {
     int rc = lib_check(qp, MAGIC_QP);
@@ -193,10 +193,10 @@ int mroce_connect(mroce_vqp *qp, const char *host, uint16_t port,
     if (timeout_ms >= 0) {
         /* The engine gives up the handshake at the same moment. */
         lib_lock(dev);
-        struct mroce_qp_attr a = *mroce_qp_get_attr(qp->eng);
+        struct mre_qp_attr a = *mre_qp_get_attr(qp->eng);
         a.handshake_timeout =
             (mroce_tstamp)(timeout_ms > 0 ? timeout_ms : 1) * 1000000ull;
-        rc = mroce_qp_modify(qp->eng, &a, MROCE_QP_MOD_TIMEOUT);
+        rc = mre_qp_modify(qp->eng, &a, MROCE_QP_MOD_TIMEOUT);
         lib_unlock(dev);
         if (rc < 0)
             return rc;
@@ -206,9 +206,9 @@ int mroce_connect(mroce_vqp *qp, const char *host, uint16_t port,
         return rc;
     int done = lib_wait(dev, qp_not_connecting, qp, lib_deadline(timeout_ms));
     lib_lock(dev);
-    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    enum mroce_qp_state st = mre_qp_state(qp->eng);
     if (!done && st == MROCE_QPS_CONNECTING) {
-        mroce_qp_set_error(qp->eng);
+        mre_qp_set_error(qp->eng);
         lib_signal_cqs_locked(dev);
         st = MROCE_QPS_ERROR;
     }
@@ -218,32 +218,32 @@ int mroce_connect(mroce_vqp *qp, const char *host, uint16_t port,
     return rc;
 }
 
-int mroce_listen(mroce_vqp *qp)
+int mroce_listen(mroce_qp *qp)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
         return rc;
     lib_lock(qp->dev);
-    rc = mroce_qp_listen(qp->eng, lib_now());
+    rc = mre_qp_listen(qp->eng, lib_now());
     lib_unlock(qp->dev);
     return rc;
 }
 
 static int qp_not_listening(void *arg)
 {
-    return mroce_qp_state(((mroce_vqp *)arg)->eng) != MROCE_QPS_LISTEN;
+    return mre_qp_state(((mroce_qp *)arg)->eng) != MROCE_QPS_LISTEN;
 }
 
-int mroce_accept(mroce_vqp *qp, int timeout_ms)
+int mroce_accept(mroce_qp *qp, int timeout_ms)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
         return rc;
     mroce_device *dev = qp->dev;
     lib_lock(dev);
-    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    enum mroce_qp_state st = mre_qp_state(qp->eng);
     if (st == MROCE_QPS_RESET)
-        rc = mroce_qp_listen(qp->eng, lib_now());
+        rc = mre_qp_listen(qp->eng, lib_now());
     else if (st != MROCE_QPS_LISTEN && st != MROCE_QPS_RTS)
         rc = MROCE_ESTATE;
     lib_unlock(dev);
@@ -251,7 +251,7 @@ int mroce_accept(mroce_vqp *qp, int timeout_ms)
         return rc;
     lib_wait(dev, qp_not_listening, qp, lib_deadline(timeout_ms));
     lib_lock(dev);
-    st = mroce_qp_state(qp->eng);
+    st = mre_qp_state(qp->eng);
     /* On timeout the QP keeps listening: a later accept goes on waiting. */
     rc = st == MROCE_QPS_RTS      ? 0
          : st == MROCE_QPS_LISTEN ? MROCE_ETIMEDOUT
@@ -262,21 +262,21 @@ int mroce_accept(mroce_vqp *qp, int timeout_ms)
 
 static int qp_closed(void *arg)
 {
-    enum mroce_qp_state st = mroce_qp_state(((mroce_vqp *)arg)->eng);
+    enum mroce_qp_state st = mre_qp_state(((mroce_qp *)arg)->eng);
     return st == MROCE_QPS_CLOSED || st == MROCE_QPS_ERROR;
 }
 
-int mroce_disconnect(mroce_vqp *qp, int timeout_ms)
+int mroce_disconnect(mroce_qp *qp, int timeout_ms)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
         return rc;
     mroce_device *dev = qp->dev;
     lib_lock(dev);
-    enum mroce_qp_state st = mroce_qp_state(qp->eng);
+    enum mroce_qp_state st = mre_qp_state(qp->eng);
     if (st == MROCE_QPS_RTS) {
         mroce_tstamp now = lib_now();
-        rc = mroce_qp_disconnect(qp->eng, now);
+        rc = mre_qp_disconnect(qp->eng, now);
         if (rc == 0)
             lib_after_call_locked(dev, now);
     } else if (st != MROCE_QPS_CLOSING && st != MROCE_QPS_CLOSED) {
@@ -287,22 +287,22 @@ int mroce_disconnect(mroce_vqp *qp, int timeout_ms)
         return rc;
     if (!lib_wait(dev, qp_closed, qp, lib_deadline(timeout_ms)))
         return MROCE_ETIMEDOUT;
-    return mroce_vqp_state(qp) == MROCE_QPS_CLOSED ? 0 : MROCE_ESTATE;
+    return mroce_qp_get_state(qp) == MROCE_QPS_CLOSED ? 0 : MROCE_ESTATE;
 }
 
-int mroce_modify_qp_error(mroce_vqp *qp)
+int mroce_modify_qp_error(mroce_qp *qp)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
         return rc;
     lib_lock(qp->dev);
-    rc = mroce_qp_set_error(qp->eng);
+    rc = mre_qp_set_error(qp->eng);
     lib_signal_cqs_locked(qp->dev);
     lib_unlock(qp->dev);
     return rc;
 }
 
-int mroce_query_qp(const mroce_vqp *qp, struct mroce_qp_attr *attr)
+int mroce_query_qp(const mroce_qp *qp, struct mre_qp_attr *attr)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
@@ -310,7 +310,7 @@ int mroce_query_qp(const mroce_vqp *qp, struct mroce_qp_attr *attr)
     if (!attr)
         return MROCE_EINVAL;
     lib_lock(qp->dev);
-    *attr = *mroce_qp_get_attr(qp->eng);
+    *attr = *mre_qp_get_attr(qp->eng);
     lib_unlock(qp->dev);
     /* Engine CQ handles mean nothing to the caller: use qp->scq/rcq. */
     attr->send_cq = NULL;
@@ -318,7 +318,7 @@ int mroce_query_qp(const mroce_vqp *qp, struct mroce_qp_attr *attr)
     return 0;
 }
 
-int mroce_modify_qp(mroce_vqp *qp, const struct mroce_qp_attr *attr,
+int mroce_modify_qp(mroce_qp *qp, const struct mre_qp_attr *attr,
                     unsigned mask)
 {
     int rc = lib_check(qp, MAGIC_QP);
@@ -326,16 +326,16 @@ int mroce_modify_qp(mroce_vqp *qp, const struct mroce_qp_attr *attr,
         return rc;
     if (!attr)
         return MROCE_EINVAL;
-    /* enum mroce_vqp_attr_mask has the engine's enum mroce_qp_mod values. */
+    /* enum mroce_qp_attr_mask has the engine's enum mre_qp_mod values. */
     lib_lock(qp->dev);
-    rc = mroce_qp_modify(qp->eng, attr, mask);
+    rc = mre_qp_modify(qp->eng, attr, mask);
     lib_unlock(qp->dev);
     return rc;
 }
 
 /* --- work --- */
 
-int mroce_post_send(mroce_vqp *qp, struct mroce_send_wr *wr,
+int mroce_post_send(mroce_qp *qp, struct mroce_send_wr *wr,
                     struct mroce_send_wr **bad_wr)
 {
     if (bad_wr)
@@ -350,7 +350,7 @@ int mroce_post_send(mroce_vqp *qp, struct mroce_send_wr *wr,
     /* One clock read for both: the engine's work between them takes well
      * under a microsecond, and a read costs ~40 ns in a VM. */
     mroce_tstamp now = lib_now();
-    rc = mroce_qp_post_send(qp->eng, wr, bad_wr, now);
+    rc = mre_qp_post_send(qp->eng, wr, bad_wr, now);
     /* Doorbell: send what can go now from this thread (also when a later
      * WR of the chain was refused: the earlier ones are queued). */
     lib_after_call_locked(dev, now);
@@ -358,7 +358,7 @@ int mroce_post_send(mroce_vqp *qp, struct mroce_send_wr *wr,
     return rc;
 }
 
-int mroce_post_recv(mroce_vqp *qp, struct mroce_recv_wr *wr,
+int mroce_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
                     struct mroce_recv_wr **bad_wr)
 {
     if (bad_wr)
@@ -369,14 +369,14 @@ int mroce_post_recv(mroce_vqp *qp, struct mroce_recv_wr *wr,
     if (!wr)
         return MROCE_EINVAL;
     lib_lock(qp->dev);
-    rc = mroce_qp_post_recv(qp->eng, wr, bad_wr);
+    rc = mre_qp_post_recv(qp->eng, wr, bad_wr);
     lib_unlock(qp->dev);
     return rc;
 }
 
 /* --- counters --- */
 
-int mroce_vqp_counters(const mroce_vqp *qp, struct mroce_qp_counters *c)
+int mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
@@ -384,12 +384,12 @@ int mroce_vqp_counters(const mroce_vqp *qp, struct mroce_qp_counters *c)
     if (!c)
         return MROCE_EINVAL;
     lib_lock(qp->dev);
-    mroce_qp_get_counters(qp->eng, c);
+    mre_qp_get_counters(qp->eng, c);
     lib_unlock(qp->dev);
     return 0;
 }
 
-int mroce_vqp_path_stats(const mroce_vqp *qp, struct mroce_path_stats *ps,
+int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps,
                          int n)
 {
     int rc = lib_check(qp, MAGIC_QP);
@@ -398,12 +398,12 @@ int mroce_vqp_path_stats(const mroce_vqp *qp, struct mroce_path_stats *ps,
     if (n < 0 || (n && !ps))
         return MROCE_EINVAL;
     lib_lock(qp->dev);
-    rc = mroce_qp_path_stats(qp->eng, ps, n);
+    rc = mre_qp_path_stats(qp->eng, ps, n);
     lib_unlock(qp->dev);
     return rc;
 }
 
-static void addr_str(const struct mroce_addr *a, char *buf, size_t n)
+static void addr_str(const struct mre_addr *a, char *buf, size_t n)
 {
     struct sockaddr_storage ss;
     char ip[INET6_ADDRSTRLEN];
@@ -422,7 +422,7 @@ static void addr_str(const struct mroce_addr *a, char *buf, size_t n)
     }
 }
 
-void mroce_vqp_dump_counters(const mroce_vqp *qp, void *file)
+void mroce_qp_dump_counters(const mroce_qp *qp, void *file)
 {
     FILE *f = file ? file : stderr;
     if (lib_check(qp, MAGIC_QP) < 0) {
@@ -432,16 +432,16 @@ void mroce_vqp_dump_counters(const mroce_vqp *qp, void *file)
     qp_dump(qp, f, 1);
 }
 
-static void qp_dump(const mroce_vqp *qp, FILE *f, int take_lock)
+static void qp_dump(const mroce_qp *qp, FILE *f, int take_lock)
 {
     struct mroce_qp_counters c;
     struct mroce_path_stats *ps = calloc(256, sizeof(*ps));
     if (take_lock)
         lib_lock(qp->dev);
-    mroce_qp_get_counters(qp->eng, &c);
-    int np = ps ? mroce_qp_path_stats(qp->eng, ps, 256) : 0;
-    enum mroce_qp_state st = mroce_qp_state(qp->eng);
-    uint32_t rqpn = mroce_qp_remote_qpn(qp->eng);
+    mre_qp_get_counters(qp->eng, &c);
+    int np = ps ? mre_qp_path_stats(qp->eng, ps, 256) : 0;
+    enum mroce_qp_state st = mre_qp_state(qp->eng);
+    uint32_t rqpn = mre_qp_remote_qpn(qp->eng);
     if (take_lock)
         lib_unlock(qp->dev);
     char peer[80];

@@ -3,7 +3,7 @@
  * thin, checked wrappers over the engine's objects, plus the CQ's eventfd
  * for event-driven users and mroce_cq_wait() for blocking ones.
  *
- * A PD is a number the engine stamps on MRs and QPs (mroce_mr_reg_pd,
+ * A PD is a number the engine stamps on MRs and QPs (mre_mr_reg_pd,
  * qp attr.pd): remote accesses through a QP may only use regions of its PD.
  * Registration refuses memory that is not mapped with the rights it grants
  * (memcheck.c), which the engine, making no OS calls, cannot see.
@@ -61,7 +61,7 @@ int mroce_pd_free(mroce_pd *pd)
 /* --- memory regions --- */
 
 int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
-                 mroce_vmr **pmr)
+                 mroce_mr **pmr)
 {
     int rc = lib_check(pd, MAGIC_PD);
     if (rc < 0)
@@ -71,7 +71,7 @@ int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
     /* The engine's arithmetic checks first (SEM-28 (a)-(c)), then whether
      * the memory is really there with the rights asked (SEM-28 (d), (e)):
      * a write right of any kind means the engine will write into it. */
-    rc = mroce_mr_reg_check(addr, length, access);
+    rc = mre_mr_reg_check(addr, length, access);
     if (rc == 0)
         rc = lib_mem_check(addr, length,
                            (access & (MROCE_ACCESS_LOCAL_WRITE |
@@ -79,12 +79,12 @@ int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
                                       MROCE_ACCESS_REMOTE_ATOMIC)) != 0);
     if (rc < 0)
         return rc;
-    mroce_vmr *mr = calloc(1, sizeof(*mr));
+    mroce_mr *mr = calloc(1, sizeof(*mr));
     if (!mr)
         return MROCE_ENOMEM;
     mroce_device *dev = pd->dev;
     lib_lock(dev);
-    rc = mroce_mr_reg_pd(dev->ep, pd->num, addr, length, access, &mr->eng);
+    rc = mre_mr_reg_pd(dev->ep, pd->num, addr, length, access, &mr->eng);
     if (rc < 0) {
         lib_unlock(dev);
         free(mr);
@@ -95,8 +95,8 @@ int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
     mr->pd = pd;
     mr->info.addr = addr;
     mr->info.length = length;
-    mr->info.lkey = mroce_mr_lkey(mr->eng);
-    mr->info.rkey = mroce_mr_rkey(mr->eng);
+    mr->info.lkey = mre_mr_lkey(mr->eng);
+    mr->info.rkey = mre_mr_rkey(mr->eng);
     mr->info.access = access;
     pd->users++;
     lib_list_add(&dev->mrs, &mr->h);
@@ -105,14 +105,14 @@ int mroce_reg_mr(mroce_pd *pd, void *addr, size_t length, unsigned access,
     return 0;
 }
 
-int mroce_dereg_mr(mroce_vmr *mr)
+int mroce_dereg_mr(mroce_mr *mr)
 {
     int rc = lib_check(mr, MAGIC_MR);
     if (rc < 0)
         return rc;
     mroce_device *dev = mr->dev;
     lib_lock(dev);
-    rc = mroce_mr_dereg(mr->eng);
+    rc = mre_mr_dereg(mr->eng);
     if (rc == 0) {
         mr->pd->users--;
         lib_list_del(&dev->mrs, &mr->h);
@@ -122,7 +122,7 @@ int mroce_dereg_mr(mroce_vmr *mr)
     return rc;
 }
 
-void mroce_vmr_query(const mroce_vmr *mr, struct mroce_vmr_info *info)
+void mroce_mr_query(const mroce_mr *mr, struct mroce_mr_info *info)
 {
     if (!info)
         return;
@@ -133,30 +133,30 @@ void mroce_vmr_query(const mroce_vmr *mr, struct mroce_vmr_info *info)
     *info = mr->info;
 }
 
-uint32_t mroce_vmr_lkey(const mroce_vmr *mr)
+uint32_t mroce_mr_lkey(const mroce_mr *mr)
 {
     return lib_check(mr, MAGIC_MR) < 0 ? 0 : mr->info.lkey;
 }
 
-uint32_t mroce_vmr_rkey(const mroce_vmr *mr)
+uint32_t mroce_mr_rkey(const mroce_mr *mr)
 {
     return lib_check(mr, MAGIC_MR) < 0 ? 0 : mr->info.rkey;
 }
 
 /* --- completion queues --- */
 
-int mroce_create_cq(mroce_device *dev, uint32_t depth, mroce_vcq **pcq)
+int mroce_create_cq(mroce_device *dev, uint32_t depth, mroce_cq **pcq)
 {
     int rc = lib_check(dev, MAGIC_DEV);
     if (rc < 0)
         return rc;
     if (!pcq)
         return MROCE_EINVAL;
-    mroce_vcq *cq = calloc(1, sizeof(*cq));
+    mroce_cq *cq = calloc(1, sizeof(*cq));
     if (!cq)
         return MROCE_ENOMEM;
     lib_lock(dev);
-    rc = mroce_cq_new(dev->ep, depth, &cq->eng);
+    rc = mre_cq_new(dev->ep, depth, &cq->eng);
     if (rc < 0) {
         lib_unlock(dev);
         free(cq);
@@ -171,7 +171,7 @@ int mroce_create_cq(mroce_device *dev, uint32_t depth, mroce_vcq **pcq)
     return 0;
 }
 
-void lib_cq_release(mroce_vcq *cq)
+void lib_cq_release(mroce_cq *cq)
 {
     if (cq->efd >= 0) {
         close(cq->efd);
@@ -181,7 +181,7 @@ void lib_cq_release(mroce_vcq *cq)
     lib_bury(cq);
 }
 
-int mroce_destroy_cq(mroce_vcq *cq)
+int mroce_destroy_cq(mroce_cq *cq)
 {
     int rc = lib_check(cq, MAGIC_CQ);
     if (rc < 0)
@@ -192,7 +192,7 @@ int mroce_destroy_cq(mroce_vcq *cq)
         lib_unlock(dev);
         return MROCE_EBUSY;
     }
-    rc = mroce_cq_del(cq->eng);
+    rc = mre_cq_del(cq->eng);
     if (rc == 0) {
         lib_list_del(&dev->cqs, &cq->h);
         lib_cq_release(cq);
@@ -201,7 +201,7 @@ int mroce_destroy_cq(mroce_vcq *cq)
     return rc;
 }
 
-int mroce_poll_cq(mroce_vcq *cq, int n, struct mroce_wc *wc)
+int mroce_poll_cq(mroce_cq *cq, int n, struct mroce_wc *wc)
 {
     int rc = lib_check(cq, MAGIC_CQ);
     if (rc < 0)
@@ -210,12 +210,12 @@ int mroce_poll_cq(mroce_vcq *cq, int n, struct mroce_wc *wc)
         return MROCE_EINVAL;
     mroce_device *dev = cq->dev;
     lib_lock(dev);
-    int k = mroce_cq_poll(cq->eng, n, wc);
+    int k = mre_cq_poll(cq->eng, n, wc);
     if (k == 0 && n > 0 && dev->attr.progress == MROCE_PROGRESS_APP) {
         lib_progress_locked(dev);
-        k = mroce_cq_poll(cq->eng, n, wc);
+        k = mre_cq_poll(cq->eng, n, wc);
     }
-    if (!mroce_cq_count(cq->eng))
+    if (!mre_cq_count(cq->eng))
         cq->signaled = 0; /* seen empty: the next completion signals */
     int yield = k == 0 && lib_idle_take_locked(dev);
     lib_unlock(dev);
@@ -224,7 +224,7 @@ int mroce_poll_cq(mroce_vcq *cq, int n, struct mroce_wc *wc)
 }
 
 /* Creates the eventfd on first use.  Lock held. */
-static int cq_arm_locked(mroce_vcq *cq)
+static int cq_arm_locked(mroce_cq *cq)
 {
     if (cq->efd >= 0)
         return 0;
@@ -237,7 +237,7 @@ static int cq_arm_locked(mroce_vcq *cq)
     return 0;
 }
 
-int mroce_cq_fd(mroce_vcq *cq)
+int mroce_cq_fd(mroce_cq *cq)
 {
     int rc = lib_check(cq, MAGIC_CQ);
     if (rc < 0)
@@ -249,7 +249,7 @@ int mroce_cq_fd(mroce_vcq *cq)
     return rc < 0 ? rc : fd;
 }
 
-void mroce_cq_ack_event(mroce_vcq *cq)
+void mroce_cq_ack_event(mroce_cq *cq)
 {
     if (lib_check(cq, MAGIC_CQ) < 0 || cq->efd < 0)
         return;
@@ -261,10 +261,10 @@ void mroce_cq_ack_event(mroce_vcq *cq)
 
 static int cq_nonempty(void *arg)
 {
-    return mroce_cq_count(((mroce_vcq *)arg)->eng) != 0;
+    return mre_cq_count(((mroce_cq *)arg)->eng) != 0;
 }
 
-int mroce_cq_wait(mroce_vcq *cq, int timeout_ms)
+int mroce_cq_wait(mroce_cq *cq, int timeout_ms)
 {
     int rc = lib_check(cq, MAGIC_CQ);
     if (rc < 0)
@@ -282,7 +282,7 @@ int mroce_cq_wait(mroce_vcq *cq, int timeout_ms)
         return rc;
     for (;;) {
         lib_lock(dev);
-        if (mroce_cq_count(cq->eng)) {
+        if (mre_cq_count(cq->eng)) {
             lib_unlock(dev);
             return 1;
         }

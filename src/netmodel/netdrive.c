@@ -19,7 +19,7 @@
 #define NO_POS UINT32_MAX
 
 struct dhost {
-    mroce_ep *ep;
+    mre_ep *ep;
     mroce_tstamp floor;   /* expiries are not retried before this (stuck) */
     mroce_tstamp key;     /* heap key: when this host next needs service */
     mroce_tstamp stalled_at; /* when stalled was set */
@@ -124,10 +124,10 @@ static void hh_remove(mroce_netdrive *d, uint32_t id)
 static void refresh(mroce_netdrive *d, uint32_t id)
 {
     struct dhost *x = &d->h[id];
-    mroce_tstamp key = mroce_ep_expiry(x->ep);
+    mroce_tstamp key = mre_ep_expiry(x->ep);
     if (key < x->floor)
         key = x->floor;
-    if (!x->stalled && mroce_ep_want_write(x->ep)) {
+    if (!x->stalled && mre_ep_want_write(x->ep)) {
         mroce_tstamp r = mroce_net_uplink_ready(d->net, id,
                                                 d->cfg.uplink_queue_bytes);
         if (r < key)
@@ -173,7 +173,7 @@ static void reread_all(mroce_netdrive *d)
 
 /* ---- addresses and randomness ---- */
 
-void mroce_netdrive_addr(uint32_t host, struct mroce_addr *addr)
+void mroce_netdrive_addr(uint32_t host, struct mre_addr *addr)
 {
     memset(addr, 0, sizeof(*addr));
     addr->len = 4;
@@ -183,7 +183,7 @@ void mroce_netdrive_addr(uint32_t host, struct mroce_addr *addr)
     addr->data[3] = (uint8_t)host;
 }
 
-int mroce_netdrive_host_of(const struct mroce_addr *addr)
+int mroce_netdrive_host_of(const struct mre_addr *addr)
 {
     uint32_t h;
     if (addr->len != 4)
@@ -274,7 +274,7 @@ mroce_net *mroce_netdrive_net(mroce_netdrive *d)
     return d->net;
 }
 
-int mroce_netdrive_attach(mroce_netdrive *d, uint32_t host, mroce_ep *ep)
+int mroce_netdrive_attach(mroce_netdrive *d, uint32_t host, mre_ep *ep)
 {
     struct dhost *x;
     if (host >= d->nhosts)
@@ -294,7 +294,7 @@ int mroce_netdrive_attach(mroce_netdrive *d, uint32_t host, mroce_ep *ep)
     return 0;
 }
 
-mroce_ep *mroce_netdrive_ep(const mroce_netdrive *d, uint32_t host)
+mre_ep *mroce_netdrive_ep(const mroce_netdrive *d, uint32_t host)
 {
     return host < d->nhosts ? d->h[host].ep : NULL;
 }
@@ -338,7 +338,7 @@ static void on_deliver(void *user, const struct mroce_net_pkt *pk)
 {
     mroce_netdrive *d = user;
     struct dhost *x = &d->h[pk->dst];
-    struct mroce_rx_info info;
+    struct mre_rx_info info;
     uint8_t *buf = pk->buf;
     size_t len = pk->len;
     uint8_t ecn = pk->ecn;
@@ -362,7 +362,7 @@ static void on_deliver(void *user, const struct mroce_net_pkt *pk)
     }
     mroce_netdrive_addr(pk->src, &info.from);
     info.ecn = ecn;
-    mroce_ep_recv(x->ep, buf, len, &info, d->now);
+    mre_ep_recv(x->ep, buf, len, &info, d->now);
     d->c.rx_pkts++;
     x->stalled = 0;
     if (!x->dirty) {
@@ -376,7 +376,7 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
 {
     struct dhost *x = &d->h[id];
     for (uint32_t burst = 0; burst < d->cfg.max_burst; burst++) {
-        struct mroce_tx_info info;
+        struct mre_tx_info info;
         uint8_t *buf;
         int n, dst;
         uint16_t entropy;
@@ -385,7 +385,7 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
 
         if (mroce_net_uplink_ready(d->net, id, d->cfg.uplink_queue_bytes) > t)
             return;
-        if (!mroce_ep_want_write(x->ep))
+        if (!mre_ep_want_write(x->ep))
             return;
         buf = mroce_net_tx_buf(d->net);
         if (!buf) {
@@ -395,7 +395,7 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
             return;
         }
         memset(&info, 0, sizeof(info));
-        n = mroce_ep_write_pkt(x->ep, buf, MROCE_NET_MAX_PKT, &info, t);
+        n = mre_ep_write_pkt(x->ep, buf, MROCE_NET_MAX_PKT, &info, t);
         if (n <= 0) {
             if (n < 0)
                 d->c.tx_errors++;
@@ -471,11 +471,11 @@ static int step_at(mroce_netdrive *d, mroce_tstamp t)
         uint32_t id = d->scratch[i];
         struct dhost *x = &d->h[id];
         /* Fresh, not the cached value: a receive may have set a timer. */
-        if (mroce_ep_expiry(x->ep) <= t && x->floor <= t) {
-            mroce_ep_handle_expiry(x->ep, t);
+        if (mre_ep_expiry(x->ep) <= t && x->floor <= t) {
+            mre_ep_handle_expiry(x->ep, t);
             d->c.expiries++;
             x->stalled = 0;
-            if (mroce_ep_expiry(x->ep) <= t) {
+            if (mre_ep_expiry(x->ep) <= t) {
                 /* A timer that stays due would spin this instant forever;
                  * look at it again 1 ns later instead. */
                 d->c.expiry_stuck++;

@@ -4,8 +4,8 @@
  * The discrete-event loop (in the manner of picoquic's test simulator) that
  * plays the datapath for several sans-IO endpoints at once: each endpoint is
  * a host of a mroce_net fabric (netmodel.h); the driver delivers the fabric's
- * packets with mroce_ep_recv(), fires mroce_ep_handle_expiry() when an
- * endpoint's timer is due and drains mroce_ep_write_pkt() into the host's
+ * packets with mre_ep_recv(), fires mre_ep_handle_expiry() when an
+ * endpoint's timer is due and drains mre_ep_write_pkt() into the host's
  * uplink.  Virtual time only: a run takes as long as its events, not as long
  * as the simulated time.
  *
@@ -14,7 +14,7 @@
  * 4 KiB packets), so engines are paced by their link, as on a real NIC, and
  * see a short queue rather than an infinitely fast network.
  *
- * Addresses: host i is the mroce_addr { len 4, data = i as 4 big-endian
+ * Addresses: host i is the mre_addr { len 4, data = i as 4 big-endian
  * bytes } (mroce_netdrive_addr()).  Endpoints treat it as opaque bytes.
  *
  * Cached state: the driver keeps each endpoint's expiry and "wants to write"
@@ -27,12 +27,12 @@
  * call mroce_netdrive_kick().  With many hosts, pred_may_post = 0 plus
  * explicit kicks saves O(hosts) work per step.
  *
- * Stalls: mroce_ep_want_write() is a hint.  When it says yes but
- * mroce_ep_write_pkt() returns nothing (e.g. the window is full), the
+ * Stalls: mre_ep_want_write() is a hint.  When it says yes but
+ * mre_ep_write_pkt() returns nothing (e.g. the window is full), the
  * endpoint is not asked again until it receives a packet, its timer fires,
  * it is kicked, or (run_while with pred_may_post) time has moved on - so a
  * wrong hint costs a call, never a spin.  Likewise a timer that is still due
- * right after mroce_ep_handle_expiry() is retried 1 ns later
+ * right after mre_ep_handle_expiry() is retried 1 ns later
  * (expiry_stuck).
  *
  * Determinism: with the same seed, attachment order and calls, runs are
@@ -91,12 +91,12 @@ typedef int (*mroce_netdrive_hook_fn)(void *user,
 #define MROCE_NETDRIVE_COUNTERS(X)                                          \
     X(steps)           /* time instants processed */                        \
     X(tx_pkts)         /* engine packets handed to the fabric */            \
-    X(rx_pkts)         /* packets fed to mroce_ep_recv() */                 \
+    X(rx_pkts)         /* packets fed to mre_ep_recv() */                 \
     X(tx_hook_drops) X(rx_hook_drops)                                       \
     X(tx_bad_addr)     /* engine addressed a non-model host: discarded */   \
     X(tx_errors)       /* write_pkt < 0 (e.g. ENOBUF), or pool exhausted */ \
     X(rx_no_host)      /* delivered to a host with no endpoint */           \
-    X(expiries)        /* mroce_ep_handle_expiry() calls */                 \
+    X(expiries)        /* mre_ep_handle_expiry() calls */                 \
     X(expiry_stuck)    /* expiry still <= now after handling: retried 1 ns \
                           later instead of spinning */                      \
     X(write_stalls)    /* want_write said yes, write_pkt gave nothing */
@@ -119,12 +119,12 @@ mroce_net *mroce_netdrive_net(mroce_netdrive *d);
  * MROCE_EBUSY host already has an endpoint.  Detach an endpoint before
  * deleting it if the driver is to run on; packets for a host without an
  * endpoint are discarded (rx_no_host). */
-int mroce_netdrive_attach(mroce_netdrive *d, uint32_t host, mroce_ep *ep);
-mroce_ep *mroce_netdrive_ep(const mroce_netdrive *d, uint32_t host);
+int mroce_netdrive_attach(mroce_netdrive *d, uint32_t host, mre_ep *ep);
+mre_ep *mroce_netdrive_ep(const mroce_netdrive *d, uint32_t host);
 /* The model address of a host, and back (-1: not a model address). */
-void mroce_netdrive_addr(uint32_t host, struct mroce_addr *addr);
-int mroce_netdrive_host_of(const struct mroce_addr *addr);
-/* Deterministic random bytes for mroce_ep_config.rand (rand_user = d). */
+void mroce_netdrive_addr(uint32_t host, struct mre_addr *addr);
+int mroce_netdrive_host_of(const struct mre_addr *addr);
+/* Deterministic random bytes for mre_ep_config.rand (rand_user = d). */
 void mroce_netdrive_rand(uint8_t *buf, size_t len, void *user);
 
 /* --- running --- */
@@ -155,7 +155,7 @@ void mroce_netdrive_kick_all(mroce_netdrive *d);
 
 /* --- observation --- */
 /* tx: each packet an engine wrote, before the fabric.  rx: each packet the
- * fabric delivers, before mroce_ep_recv() (CE marks, corruption visible). */
+ * fabric delivers, before mre_ep_recv() (CE marks, corruption visible). */
 void mroce_netdrive_set_tx_hook(mroce_netdrive *d, mroce_netdrive_hook_fn fn,
                                 void *user);
 void mroce_netdrive_set_rx_hook(mroce_netdrive *d, mroce_netdrive_hook_fn fn,

@@ -154,7 +154,7 @@ struct mroce_net_host_counters {
 struct mroce_net_pkt {
     uint32_t src, dst;
     uint16_t entropy;
-    uint8_t ecn;          /* enum mroce_ecn, CE if marked on the way */
+    uint8_t ecn;          /* enum mre_ecn, CE if marked on the way */
     uint16_t spine;       /* the spine it crossed */
     uint8_t *buf;
     size_t len;

@@ -20,11 +20,11 @@ static void std_free(void *p, void *user)
     (void)user;
     free(p);
 }
-const struct mroce_mem mroce_tb_stdmem = {std_calloc, std_free, NULL};
+const struct mre_mem mroce_tb_stdmem = {std_calloc, std_free, NULL};
 
 int mroce_tb_new(struct mroce_testbed **ptb,
                  const struct mroce_netdrive_config *cfg,
-                 const struct mroce_ep_config *epcfg)
+                 const struct mre_ep_config *epcfg)
 {
     struct mroce_testbed *tb = calloc(1, sizeof(*tb));
     if (!tb)
@@ -41,17 +41,17 @@ int mroce_tb_new(struct mroce_testbed **ptb,
         return MROCE_ENOMEM;
     }
     for (uint32_t i = 0; i < tb->nhosts; i++) {
-        struct mroce_ep_config ec;
+        struct mre_ep_config ec;
         if (epcfg)
             ec = *epcfg;
         else
-            mroce_ep_config_default(&ec);
+            mre_ep_config_default(&ec);
         ec.mem = mroce_tb_stdmem;
         ec.rand = mroce_netdrive_rand;
         ec.rand_user = tb->d;
-        if ((rc = mroce_ep_new(&tb->h[i].ep, &ec)) < 0 ||
-            (rc = mroce_cq_new(tb->h[i].ep, 1024, &tb->h[i].scq)) < 0 ||
-            (rc = mroce_cq_new(tb->h[i].ep, 1024, &tb->h[i].rcq)) < 0 ||
+        if ((rc = mre_ep_new(&tb->h[i].ep, &ec)) < 0 ||
+            (rc = mre_cq_new(tb->h[i].ep, 1024, &tb->h[i].scq)) < 0 ||
+            (rc = mre_cq_new(tb->h[i].ep, 1024, &tb->h[i].rcq)) < 0 ||
             (rc = mroce_netdrive_attach(tb->d, i, tb->h[i].ep)) < 0) {
             mroce_tb_del(tb);
             return rc;
@@ -67,63 +67,63 @@ void mroce_tb_del(struct mroce_testbed *tb)
         return;
     if (tb->h)
         for (uint32_t i = 0; i < tb->nhosts; i++)
-            mroce_ep_del(tb->h[i].ep);
+            mre_ep_del(tb->h[i].ep);
     free(tb->h);
     mroce_netdrive_del(tb->d);
     free(tb);
 }
 
 struct pair_wait {
-    mroce_qp *a, *b;
+    mre_qp *a, *b;
 };
 
 static int not_connected(void *user)
 {
     struct pair_wait *w = user;
-    return !(mroce_qp_state(w->a) == MROCE_QPS_RTS &&
-             mroce_qp_state(w->b) == MROCE_QPS_RTS &&
-             mroce_qp_remote_qpn(w->a) != 0) &&
-           mroce_qp_state(w->a) != MROCE_QPS_ERROR;
+    return !(mre_qp_state(w->a) == MROCE_QPS_RTS &&
+             mre_qp_state(w->b) == MROCE_QPS_RTS &&
+             mre_qp_remote_qpn(w->a) != 0) &&
+           mre_qp_state(w->a) != MROCE_QPS_ERROR;
 }
 
 int mroce_tb_connect(struct mroce_testbed *tb, uint32_t a, uint32_t b,
-                     const struct mroce_qp_attr *attr, mroce_qp **qa,
-                     mroce_qp **qb, mroce_tstamp limit)
+                     const struct mre_qp_attr *attr, mre_qp **qa,
+                     mre_qp **qb, mroce_tstamp limit)
 {
-    struct mroce_qp_attr at;
+    struct mre_qp_attr at;
     if (attr)
         at = *attr;
     else
-        mroce_qp_attr_default(&at);
+        mre_qp_attr_default(&at);
     int rc;
     at.send_cq = tb->h[a].scq;
     at.recv_cq = tb->h[a].rcq;
-    if ((rc = mroce_qp_new(tb->h[a].ep, &at, qa)) < 0)
+    if ((rc = mre_qp_new(tb->h[a].ep, &at, qa)) < 0)
         return rc;
     at.send_cq = tb->h[b].scq;
     at.recv_cq = tb->h[b].rcq;
-    if ((rc = mroce_qp_new(tb->h[b].ep, &at, qb)) < 0)
+    if ((rc = mre_qp_new(tb->h[b].ep, &at, qb)) < 0)
         return rc;
     mroce_tstamp now = mroce_netdrive_now(tb->d);
-    struct mroce_addr to;
+    struct mre_addr to;
     mroce_netdrive_addr(b, &to);
-    if ((rc = mroce_qp_listen(*qb, now)) < 0 ||
-        (rc = mroce_qp_connect(*qa, &to, mroce_qp_num(*qb), now)) < 0)
+    if ((rc = mre_qp_listen(*qb, now)) < 0 ||
+        (rc = mre_qp_connect(*qa, &to, mre_qp_num(*qb), now)) < 0)
         return rc;
     struct pair_wait w = {*qa, *qb};
     mroce_netdrive_kick_all(tb->d);
     mroce_netdrive_run_while(tb->d, not_connected, &w, now + limit);
-    return not_connected(&w) || mroce_qp_state(*qa) != MROCE_QPS_RTS
+    return not_connected(&w) || mre_qp_state(*qa) != MROCE_QPS_RTS
                ? MROCE_ESTATE : 0;
 }
 
-int mroce_tb_cq_count(const mroce_cq *cq)
+int mroce_tb_cq_count(const mre_cq *cq)
 {
     return (int)cq->count;
 }
 
 struct cq_wait {
-    const mroce_cq *cq;
+    const mre_cq *cq;
     int n;
 };
 
@@ -133,7 +133,7 @@ static int cq_short(void *user)
     return (int)w->cq->count < w->n;
 }
 
-int mroce_tb_run_until_cq(struct mroce_testbed *tb, mroce_cq *cq, int n,
+int mroce_tb_run_until_cq(struct mroce_testbed *tb, mre_cq *cq, int n,
                           mroce_tstamp limit)
 {
     struct cq_wait w = {cq, n};

@@ -15,9 +15,9 @@
 #include "netdrive.h"
 
 struct mroce_tb_host {
-    mroce_ep *ep;
-    mroce_cq *scq; /* send completions of every QP on this host */
-    mroce_cq *rcq; /* receive completions */
+    mre_ep *ep;
+    mre_cq *scq; /* send completions of every QP on this host */
+    mre_cq *rcq; /* receive completions */
 };
 
 struct mroce_testbed {
@@ -26,14 +26,14 @@ struct mroce_testbed {
     struct mroce_tb_host *h; /* nhosts entries */
 };
 
-/* The standard allocator for struct mroce_mem. */
-extern const struct mroce_mem mroce_tb_stdmem;
+/* The standard allocator for struct mre_mem. */
+extern const struct mre_mem mroce_tb_stdmem;
 
 /* Create the driver from cfg (cfg->net.hosts hosts) and one endpoint per
  * host; epcfg may be NULL for defaults (its mem and rand are replaced). */
 int mroce_tb_new(struct mroce_testbed **ptb,
                  const struct mroce_netdrive_config *cfg,
-                 const struct mroce_ep_config *epcfg);
+                 const struct mre_ep_config *epcfg);
 void mroce_tb_del(struct mroce_testbed *tb);
 
 /* Create a QP on host a and one on host b (attr NULL: defaults), make b
@@ -41,15 +41,15 @@ void mroce_tb_del(struct mroce_testbed *tb);
  * model time pass.  Returns 0, or MROCE_ESTATE if the handshake did not
  * finish (QPs are still returned for inspection). */
 int mroce_tb_connect(struct mroce_testbed *tb, uint32_t a, uint32_t b,
-                     const struct mroce_qp_attr *attr, mroce_qp **qa,
-                     mroce_qp **qb, mroce_tstamp limit);
+                     const struct mre_qp_attr *attr, mre_qp **qa,
+                     mre_qp **qb, mroce_tstamp limit);
 
 /* Run until cq has at least n completions queued (does not poll them) or
  * limit ns of model time pass from now; returns 1 if reached. */
-int mroce_tb_run_until_cq(struct mroce_testbed *tb, mroce_cq *cq, int n,
+int mroce_tb_run_until_cq(struct mroce_testbed *tb, mre_cq *cq, int n,
                           mroce_tstamp limit);
 
 /* Completions waiting in cq (without consuming them). */
-int mroce_tb_cq_count(const mroce_cq *cq);
+int mroce_tb_cq_count(const mre_cq *cq);
 
 #endif /* MROCE_TESTBED_H */

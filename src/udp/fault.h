@@ -43,7 +43,7 @@ struct mroce_held {
     int32_t sock;             /* tx: socket index (-1: the receive socket) */
     uint8_t ecn;              /* rx: ECN of the original */
     uint8_t countdown;        /* later packets still to pass it */
-    struct mroce_addr addr;   /* tx: destination; rx: source */
+    struct mre_addr addr;   /* tx: destination; rx: source */
     mroce_tstamp deadline;    /* released at this time at the latest */
 };
 

@@ -72,7 +72,7 @@ struct txpkt {
     uint32_t len;          /* on the wire */
     int32_t sock;          /* index in tx_fds, -1 = the receive socket */
     uint8_t late;          /* MROCE_UDP_TX_LATE: sent after the others */
-    struct mroce_addr to;
+    struct mre_addr to;
     /* Zero-copy (zc != NULL): the slot holds zc_hdr bytes of headers and
      * the CRC after them; zc[0..len - zc_hdr - 4) goes between. */
     const uint8_t *zc;
@@ -143,7 +143,7 @@ void mroce_udp_config_default(struct mroce_udp_config *cfg)
 
 /* --- addresses --- */
 
-int mroce_udp_addr_from_sa(struct mroce_addr *a, const struct sockaddr *sa,
+int mroce_udp_addr_from_sa(struct mre_addr *a, const struct sockaddr *sa,
                            socklen_t len)
 {
     memset(a, 0, sizeof(*a));
@@ -173,7 +173,7 @@ int mroce_udp_addr_from_sa(struct mroce_addr *a, const struct sockaddr *sa,
     return MROCE_EADDR;
 }
 
-socklen_t mroce_udp_addr_to_sa(const struct mroce_addr *a,
+socklen_t mroce_udp_addr_to_sa(const struct mre_addr *a,
                                struct sockaddr_storage *ss)
 {
     memset(ss, 0, sizeof(*ss));
@@ -243,7 +243,7 @@ int mroce_udp_resolve(const char *host, uint16_t port, int family,
     return rc;
 }
 
-static int addr_eq(const struct mroce_addr *a, const struct mroce_addr *b)
+static int addr_eq(const struct mre_addr *a, const struct mre_addr *b)
 {
     return a->len == b->len && !memcmp(a->data, b->data, a->len);
 }
@@ -566,7 +566,7 @@ mroce_tstamp mroce_udp_expiry(const struct mroce_udp *u)
 /* --- receive --- */
 
 static void deliver(struct mroce_udp *u, const uint8_t *buf, size_t len,
-                    const struct mroce_rx_info *info, mroce_udp_rx_fn fn,
+                    const struct mre_rx_info *info, mroce_udp_rx_fn fn,
                     void *user)
 {
     u->cnt.rx_pkts++;
@@ -583,7 +583,7 @@ static int rx_release(struct mroce_udp *u, mroce_udp_rx_fn fn, void *user,
     int n = 0, i;
     while ((i = mroce_holdq_ready(&u->rxh, now)) >= 0) {
         struct mroce_held h;
-        struct mroce_rx_info info;
+        struct mre_rx_info info;
         mroce_holdq_take(&u->rxh, i, &h);
         info.from = h.addr;
         info.ecn = h.ecn;
@@ -597,7 +597,7 @@ static int rx_release(struct mroce_udp *u, mroce_udp_rx_fn fn, void *user,
 /* One received packet through the rx fault stage.  buf is ours to modify
  * (corruption flips a bit in place).  Returns packets delivered. */
 static int rx_one(struct mroce_udp *u, uint8_t *buf, size_t len,
-                  const struct mroce_rx_info *info, mroce_udp_rx_fn fn,
+                  const struct mre_rx_info *info, mroce_udp_rx_fn fn,
                   void *user, mroce_tstamp now)
 {
     unsigned a = mroce_faultgen_decide(&u->rxf);
@@ -666,7 +666,7 @@ int mroce_udp_drain_errors(struct mroce_udp *u, mroce_udp_err_fn err_fn,
                 ee.ee_origin != SO_EE_ORIGIN_ICMP6)
                 continue;
             u->cnt.rx_icmp_errors++;
-            struct mroce_addr to;
+            struct mre_addr to;
             if (err_fn && m.msg_namelen &&
                 mroce_udp_addr_from_sa(&to, (struct sockaddr *)&ss,
                                        m.msg_namelen) == 0) {
@@ -724,7 +724,7 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
             u->cnt.rx_truncated++;
             continue;
         }
-        struct mroce_rx_info info;
+        struct mre_rx_info info;
         info.ecn = MROCE_ECN_NOT_ECT;
         size_t seg = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
@@ -982,7 +982,7 @@ uint8_t *mroce_udp_tx_slot(struct mroce_udp *u, size_t *cap)
 }
 
 static void stage(struct mroce_udp *u, size_t len, int32_t sock,
-                  const struct mroce_addr *to, uint8_t late)
+                  const struct mre_addr *to, uint8_t late)
 {
     struct txpkt *p = &u->tx_pkts[u->tx_n++];
     p->len = (uint32_t)len;
@@ -997,7 +997,7 @@ static void stage(struct mroce_udp *u, size_t len, int32_t sock,
 
 /* Stages a copy of bytes that are not in the current slot. */
 static void stage_copy(struct mroce_udp *u, const uint8_t *buf, size_t len,
-                       int32_t sock, const struct mroce_addr *to, uint8_t late)
+                       int32_t sock, const struct mre_addr *to, uint8_t late)
 {
     uint8_t *dst = mroce_udp_tx_slot(u, NULL);
     memmove(dst, buf, len);
@@ -1016,7 +1016,7 @@ static void tx_release(struct mroce_udp *u, mroce_tstamp now)
 }
 
 void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
-                         const struct mroce_tx_info *info, unsigned flags,
+                         const struct mre_tx_info *info, unsigned flags,
                          mroce_tstamp now)
 {
     if (len == 0 || len > u->cfg.slot_size || u->tx_n == u->cfg.tx_batch) {
@@ -1061,7 +1061,7 @@ void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
 
 void mroce_udp_tx_commit_zc(struct mroce_udp *u, size_t len, size_t hdr_len,
                             const uint8_t *payload,
-                            const struct mroce_tx_info *info, unsigned flags,
+                            const struct mre_tx_info *info, unsigned flags,
                             mroce_tstamp now)
 {
     if (!payload) {

@@ -3,9 +3,9 @@
  * and fault injection, with no protocol knowledge.
  *
  * It sits between the sans-IO engine and the kernel.  It knows the engine's
- * per-packet metadata (struct mroce_addr, mroce_tx_info, mroce_rx_info from
+ * per-packet metadata (struct mre_addr, mre_tx_info, mre_rx_info from
  * mroce/engine.h) and nothing else of the protocol: the library above feeds
- * what it receives to mroce_ep_recv() and writes mroce_ep_write_pkt() output
+ * what it receives to mre_ep_recv() and writes mre_ep_write_pkt() output
  * straight into the datapath's transmit slots.
  *
  * Sockets: one non-blocking receive socket bound to the device's address and
@@ -24,7 +24,7 @@
  * application's memory, is an iovec of its own, read by the kernel's copy
  * at the flush, so each byte is copied once on the way out.
  *
- * Addresses: a struct mroce_addr holds a normalised sockaddr_in or
+ * Addresses: a struct mre_addr holds a normalised sockaddr_in or
  * sockaddr_in6 (16 or 28 bytes, unused bytes zero) so that equal peers have
  * equal bytes, which the engine compares.
  *
@@ -80,11 +80,11 @@ int mroce_udp_family(const struct mroce_udp *u);
 /* --- receive --- */
 /* Called once per received packet (after GRO splitting and rx faults). */
 typedef void (*mroce_udp_rx_fn)(void *user, const uint8_t *pkt, size_t len,
-                                const struct mroce_rx_info *info);
+                                const struct mre_rx_info *info);
 /* Called for each ICMP error read from the receive socket's error queue:
  * `to` is the destination of the packet that failed, err an errno value
  * (ECONNREFUSED: port unreachable; EHOSTUNREACH...). */
-typedef void (*mroce_udp_err_fn)(void *user, const struct mroce_addr *to,
+typedef void (*mroce_udp_err_fn)(void *user, const struct mre_addr *to,
                                  int err);
 /*
  * mroce_udp_recv delivers held-back (reordered) packets that are due, then
@@ -125,9 +125,9 @@ uint8_t *mroce_udp_tx_slot(struct mroce_udp *u, size_t *cap);
 /* Stages the len bytes written into the last slot, to info->to from the
  * socket of info->entropy.  Applies tx faults. */
 void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
-                         const struct mroce_tx_info *info, unsigned flags,
+                         const struct mre_tx_info *info, unsigned flags,
                          mroce_tstamp now);
-/* Zero-copy commit (mroce_ep_write_pkt_zc): the slot holds hdr_len bytes
+/* Zero-copy commit (mre_ep_write_pkt_zc): the slot holds hdr_len bytes
  * of headers and then the CRC; the len - hdr_len - 4 bytes at payload go
  * between them on the wire, read by the kernel at the next flush, so the
  * caller keeps them unchanged until then.  payload NULL: a whole packet, as
@@ -135,7 +135,7 @@ void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
  * into the slot (faults act on whole packets). */
 void mroce_udp_tx_commit_zc(struct mroce_udp *u, size_t len, size_t hdr_len,
                             const uint8_t *payload,
-                            const struct mroce_tx_info *info, unsigned flags,
+                            const struct mre_tx_info *info, unsigned flags,
                             mroce_tstamp now);
 /* Releases held-back packets that are due and sends everything staged.
  * Returns packets handed to the kernel; send errors are counted, and the
@@ -154,11 +154,11 @@ void mroce_udp_get_counters(const struct mroce_udp *u,
                             struct mroce_udp_counters *c);
 
 /* --- addresses --- */
-/* sockaddr -> normalised mroce_addr; 0 or MROCE_EADDR (unknown family). */
-int mroce_udp_addr_from_sa(struct mroce_addr *a, const struct sockaddr *sa,
+/* sockaddr -> normalised mre_addr; 0 or MROCE_EADDR (unknown family). */
+int mroce_udp_addr_from_sa(struct mre_addr *a, const struct sockaddr *sa,
                            socklen_t len);
-/* mroce_addr -> sockaddr; returns its length, 0 if a is not an address. */
-socklen_t mroce_udp_addr_to_sa(const struct mroce_addr *a,
+/* mre_addr -> sockaddr; returns its length, 0 if a is not an address. */
+socklen_t mroce_udp_addr_to_sa(const struct mre_addr *a,
                                struct sockaddr_storage *ss);
 /* Parse a numeric IPv4/IPv6 literal (or a host name from /etc/hosts and
  * the resolver) into a sockaddr of the given family (AF_UNSPEC: any); an

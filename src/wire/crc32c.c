@@ -28,7 +28,7 @@
  * with the folding and are joined by linearity, so no length or alignment
  * needs a byte-shuffling tail.
  *
- * mroce_crc32c() asks CPUID once (no __builtin_cpu_supports, so the library
+ * mrw_crc32c() asks CPUID once (no __builtin_cpu_supports, so the library
  * needs no __cpu_model from libgcc) and picks per call by length: sse4.2
  * below 64 bytes, pclmul from 64, vpclmul from 256 (see CRC32C_PCLMUL_MIN).
  * Only the functions that use the newer instructions are compiled for them
@@ -80,9 +80,9 @@ static uint32_t crc32c_sw_raw(uint32_t crc, const uint8_t *p, size_t len)
 }
 
 /* Out of line: on x86 it is the rare fallback, and inlined into
- * mroce_crc32c() (clang does) it would make every call there set up a
+ * mrw_crc32c() (clang does) it would make every call there set up a
  * frame for registers only it uses. */
-__attribute__((noinline)) uint32_t mroce_crc32c_sw(uint32_t crc,
+__attribute__((noinline)) uint32_t mrw_crc32c_sw(uint32_t crc,
                                                    const void *data, size_t len)
 {
     return ~crc32c_sw_raw(~crc, (const uint8_t *)data, len);
@@ -201,14 +201,14 @@ crc32c_hw_raw(uint32_t crc, const uint8_t *p, size_t len)
 }
 
 __attribute__((target("sse4.2"))) uint32_t
-mroce_crc32c_sse42(uint32_t crc, const void *data, size_t len)
+mrw_crc32c_sse42(uint32_t crc, const void *data, size_t len)
 {
     return ~crc32c_hw_raw(~crc, (const uint8_t *)data, len);
 }
 
-/* mroce_crc32c() below 64 bytes: the same result as crc32c_hw_raw() without
+/* mrw_crc32c() below 64 bytes: the same result as crc32c_hw_raw() without
  * its block-size checks.  Takes and returns the caller's (not inverted) CRC,
- * as all the per-path entry points do, so that mroce_crc32c() reaches them
+ * as all the per-path entry points do, so that mrw_crc32c() reaches them
  * by a jump rather than a call it must return through to invert. */
 __attribute__((target("sse4.2"))) static uint32_t
 crc32c_hw_short(uint32_t crc, const uint8_t *p, size_t len)
@@ -365,7 +365,7 @@ crc32c_pclmul_raw(uint32_t crc, const uint8_t *p, size_t len)
     return crc32c_fold_finish(x0, p, t);
 }
 
-CRC32C_PCLMUL_TARGET uint32_t mroce_crc32c_pclmul(uint32_t crc,
+CRC32C_PCLMUL_TARGET uint32_t mrw_crc32c_pclmul(uint32_t crc,
                                                   const void *data, size_t len)
 {
     return ~crc32c_pclmul_raw(~crc, (const uint8_t *)data, len);
@@ -474,7 +474,7 @@ crc32c_vpclmul_raw(uint32_t crc, const uint8_t *p, size_t len)
     return crc32c_fold_finish(crc32c_z_to_x(x0), p, t);
 }
 
-CRC32C_VPCLMUL_TARGET uint32_t mroce_crc32c_vpclmul(uint32_t crc,
+CRC32C_VPCLMUL_TARGET uint32_t mrw_crc32c_vpclmul(uint32_t crc,
                                                     const void *data,
                                                     size_t len)
 {
@@ -528,7 +528,7 @@ static unsigned crc32c_detect(void)
 #define CRC32C_KNOWN 0x80000000u
 static atomic_uint crc32c_features_state;
 
-/* Out of line and cold: inlined into mroce_crc32c(), the cpuid (which
+/* Out of line and cold: inlined into mrw_crc32c(), the cpuid (which
  * clobbers rbx) and the call would make every call save registers. */
 __attribute__((noinline, cold)) static unsigned crc32c_features_init(void)
 {
@@ -544,12 +544,12 @@ static inline unsigned crc32c_features(void)
     return f ? f : crc32c_features_init();
 }
 
-unsigned mroce_crc32c_features(void)
+unsigned mrw_crc32c_features(void)
 {
     return crc32c_features() & ~CRC32C_KNOWN;
 }
 
-int mroce_crc32c_hw_active(void)
+int mrw_crc32c_hw_active(void)
 {
     return (crc32c_features() & MROCE_CRC32C_SSE42) != 0;
 }
@@ -569,10 +569,10 @@ __attribute__((noinline, cold)) static uint32_t
 crc32c_first_call(uint32_t crc, const void *data, size_t len)
 {
     crc32c_features_init();
-    return mroce_crc32c(crc, data, len);
+    return mrw_crc32c(crc, data, len);
 }
 
-uint32_t mroce_crc32c(uint32_t crc, const void *data, size_t len)
+uint32_t mrw_crc32c(uint32_t crc, const void *data, size_t len)
 {
     unsigned f =
         atomic_load_explicit(&crc32c_features_state, memory_order_relaxed);
@@ -583,50 +583,50 @@ uint32_t mroce_crc32c(uint32_t crc, const void *data, size_t len)
     if (len < CRC32C_PCLMUL_MIN) {
         if (f & MROCE_CRC32C_SSE42)
             return crc32c_hw_short(crc, (const uint8_t *)data, len);
-        return mroce_crc32c_sw(crc, data, len);
+        return mrw_crc32c_sw(crc, data, len);
     }
     if (f & MROCE_CRC32C_PCLMUL) {
         if (len >= CRC32C_VPCLMUL_MIN && (f & MROCE_CRC32C_VPCLMUL))
-            return mroce_crc32c_vpclmul(crc, data, len);
-        return mroce_crc32c_pclmul(crc, data, len);
+            return mrw_crc32c_vpclmul(crc, data, len);
+        return mrw_crc32c_pclmul(crc, data, len);
     }
     if (f & MROCE_CRC32C_SSE42)
-        return mroce_crc32c_sse42(crc, data, len);
-    return mroce_crc32c_sw(crc, data, len);
+        return mrw_crc32c_sse42(crc, data, len);
+    return mrw_crc32c_sw(crc, data, len);
 }
 
 #else /* !MROCE_CRC32C_X86 */
 
 /* No accelerated path here: the per-path entry points exist so tests and
  * benchmarks build everywhere, and all of them are the table. */
-unsigned mroce_crc32c_features(void)
+unsigned mrw_crc32c_features(void)
 {
     return 0;
 }
 
-int mroce_crc32c_hw_active(void)
+int mrw_crc32c_hw_active(void)
 {
     return 0;
 }
 
-uint32_t mroce_crc32c(uint32_t crc, const void *data, size_t len)
+uint32_t mrw_crc32c(uint32_t crc, const void *data, size_t len)
 {
     return ~crc32c_sw_raw(~crc, (const uint8_t *)data, len);
 }
 
-uint32_t mroce_crc32c_sse42(uint32_t crc, const void *data, size_t len)
+uint32_t mrw_crc32c_sse42(uint32_t crc, const void *data, size_t len)
 {
-    return mroce_crc32c_sw(crc, data, len);
+    return mrw_crc32c_sw(crc, data, len);
 }
 
-uint32_t mroce_crc32c_pclmul(uint32_t crc, const void *data, size_t len)
+uint32_t mrw_crc32c_pclmul(uint32_t crc, const void *data, size_t len)
 {
-    return mroce_crc32c_sw(crc, data, len);
+    return mrw_crc32c_sw(crc, data, len);
 }
 
-uint32_t mroce_crc32c_vpclmul(uint32_t crc, const void *data, size_t len)
+uint32_t mrw_crc32c_vpclmul(uint32_t crc, const void *data, size_t len)
 {
-    return mroce_crc32c_sw(crc, data, len);
+    return mrw_crc32c_sw(crc, data, len);
 }
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * wire.c - the MetaRoCE packet codec: bytes to struct mroce_pkt and back.
+ * wire.c - the MetaRoCE packet codec: bytes to struct mrw_pkt and back.
  *
  * Decoding is the first thing that happens to every received datagram, so it
  * is written for the fast path: one pass of checks in the order wire.h
@@ -94,7 +94,7 @@ static inline uint32_t pkt_crc(uint32_t crc, const uint8_t *p, size_t n)
     (void)n;
     return crc;
 #else
-    return mroce_crc32c(crc, p, n);
+    return mrw_crc32c(crc, p, n);
 #endif
 }
 
@@ -218,7 +218,7 @@ static inline int check_segment(uint16_t flags, uint32_t msg_len,
     return 0;
 }
 
-static inline void decode_req(struct mroce_req_hdr *r, const uint8_t *p)
+static inline void decode_req(struct mrw_req_hdr *r, const uint8_t *p)
 {
     r->msn = ld32(p + R_MSN);
     r->rsn = ld32(p + R_RSN);
@@ -230,16 +230,16 @@ static inline void decode_req(struct mroce_req_hdr *r, const uint8_t *p)
 }
 
 /* buf[hdr .. body_end) is the payload; set it (NULL when empty). */
-static inline void set_payload(struct mroce_pkt *pkt, const uint8_t *buf,
+static inline void set_payload(struct mrw_pkt *pkt, const uint8_t *buf,
                                size_t hdr, size_t body_end)
 {
     pkt->payload_len = (uint32_t)(body_end - hdr);
     pkt->payload = pkt->payload_len ? buf + hdr : NULL;
 }
 
-int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
+int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
 {
-    struct mroce_base_hdr *b = &pkt->base;
+    struct mrw_base_hdr *b = &pkt->base;
     const uint8_t *h;
     size_t body_end, hdr;
     uint32_t crc;
@@ -287,7 +287,7 @@ int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
     case MROCE_OP_READ_REQ:
     case MROCE_OP_FETCH_ADD:
     case MROCE_OP_CMP_SWAP: {
-        struct mroce_req_hdr *r = &pkt->u.rq.req;
+        struct mrw_req_hdr *r = &pkt->u.rq.req;
         int atomic =
             b->opcode == MROCE_OP_FETCH_ADD || b->opcode == MROCE_OP_CMP_SWAP;
         hdr = MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN +
@@ -321,7 +321,7 @@ int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
 
     case MROCE_OP_READ_RESP:
     case MROCE_OP_ATOMIC_RESP: {
-        struct mroce_resp_hdr *s = &pkt->u.resp;
+        struct mrw_resp_hdr *s = &pkt->u.resp;
         hdr = MROCE_BASE_HDR_LEN + MROCE_RESP_HDR_LEN;
         if (body_end < hdr)
             return MROCE_WIRE_ETRUNCATED;
@@ -341,7 +341,7 @@ int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
     }
 
     case MROCE_OP_ACK: {
-        struct mroce_ack_hdr *a = &pkt->u.ack;
+        struct mrw_ack_hdr *a = &pkt->u.ack;
         unsigned i;
         hdr = MROCE_BASE_HDR_LEN + MROCE_ACK_HDR_LEN;
         if (body_end < hdr)
@@ -376,7 +376,7 @@ int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
     }
 
     case MROCE_OP_NAK: {
-        struct mroce_nak_hdr *n = &pkt->u.nak;
+        struct mrw_nak_hdr *n = &pkt->u.nak;
         hdr = MROCE_BASE_HDR_LEN + MROCE_NAK_HDR_LEN;
         if (body_end < hdr)
             return MROCE_WIRE_ETRUNCATED;
@@ -396,7 +396,7 @@ int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
 
     case MROCE_OP_CONNECT_REQ:
     case MROCE_OP_CONNECT_RESP: {
-        struct mroce_conn_hdr *c = &pkt->u.conn;
+        struct mrw_conn_hdr *c = &pkt->u.conn;
         hdr = MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN;
         if (body_end < hdr)
             return MROCE_WIRE_ETRUNCATED;
@@ -434,7 +434,7 @@ int mroce_pkt_decode(struct mroce_pkt *pkt, const uint8_t *buf, size_t len)
 
 /* ---- encoding ------------------------------------------------------------ */
 
-size_t mroce_pkt_hdr_len(const struct mroce_pkt *pkt)
+size_t mrw_pkt_hdr_len(const struct mrw_pkt *pkt)
 {
     switch (pkt->base.opcode) {
     case MROCE_OP_SEND:
@@ -466,7 +466,7 @@ size_t mroce_pkt_hdr_len(const struct mroce_pkt *pkt)
     }
 }
 
-static inline void encode_req(uint8_t *p, const struct mroce_req_hdr *r)
+static inline void encode_req(uint8_t *p, const struct mrw_req_hdr *r)
 {
     st32(p + R_MSN, r->msn);
     st32(p + R_RSN, r->rsn);
@@ -485,11 +485,11 @@ static inline void encode_req(uint8_t *p, const struct mroce_req_hdr *r)
  * codec speaks only that version, and a zero-initialised struct must not
  * produce packets every receiver drops.
  */
-size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
+size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf,
                             size_t cap)
 {
-    const struct mroce_base_hdr *b = &pkt->base;
-    size_t hdr = mroce_pkt_hdr_len(pkt);
+    const struct mrw_base_hdr *b = &pkt->base;
+    size_t hdr = mrw_pkt_hdr_len(pkt);
     size_t total = hdr + (size_t)pkt->payload_len + MROCE_CRC_LEN;
     uint8_t *h = buf + MROCE_BASE_HDR_LEN;
 
@@ -521,7 +521,7 @@ size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
         break;
     case MROCE_OP_READ_RESP:
     case MROCE_OP_ATOMIC_RESP: {
-        const struct mroce_resp_hdr *s = &pkt->u.resp;
+        const struct mrw_resp_hdr *s = &pkt->u.resp;
         st32(h + RS_REQ_MSN, s->req_msn);
         st32(h + RS_MSG_LEN, s->msg_len);
         st32(h + RS_OFFSET, s->offset);
@@ -529,7 +529,7 @@ size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
         break;
     }
     case MROCE_OP_ACK: {
-        const struct mroce_ack_hdr *a = &pkt->u.ack;
+        const struct mrw_ack_hdr *a = &pkt->u.ack;
         unsigned i;
         st32(h + A_CUM_PSN, a->cum_psn);
         st32(h + A_ECHO_PSN, a->echo_psn);
@@ -546,7 +546,7 @@ size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
         break;
     }
     case MROCE_OP_NAK: {
-        const struct mroce_nak_hdr *n = &pkt->u.nak;
+        const struct mrw_nak_hdr *n = &pkt->u.nak;
         st32(h + N_NAK_PSN, n->nak_psn);
         st32(h + N_MSN, n->msn);
         h[N_CODE] = n->code;
@@ -557,7 +557,7 @@ size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
     }
     case MROCE_OP_CONNECT_REQ:
     case MROCE_OP_CONNECT_RESP: {
-        const struct mroce_conn_hdr *c = &pkt->u.conn;
+        const struct mrw_conn_hdr *c = &pkt->u.conn;
         st32(h + C_SRC_QPN, c->src_qpn);
         st32(h + C_START_PSN, c->start_psn);
         st64(h + C_TOKEN, c->token);
@@ -575,13 +575,13 @@ size_t mroce_pkt_encode_hdr(const struct mroce_pkt *pkt, uint8_t *buf,
     return hdr;
 }
 
-size_t mroce_pkt_seal(uint8_t *buf, size_t len)
+size_t mrw_pkt_seal(uint8_t *buf, size_t len)
 {
     st32(buf + len, pkt_crc(0, buf, len));
     return len + MROCE_CRC_LEN;
 }
 
-size_t mroce_pkt_seal_split(uint8_t *buf, size_t hdr_len,
+size_t mrw_pkt_seal_split(uint8_t *buf, size_t hdr_len,
                             const uint8_t *payload, size_t payload_len)
 {
     uint32_t crc = pkt_crc(0, buf, hdr_len);
@@ -589,21 +589,21 @@ size_t mroce_pkt_seal_split(uint8_t *buf, size_t hdr_len,
     return hdr_len + payload_len + MROCE_CRC_LEN;
 }
 
-size_t mroce_pkt_encode(const struct mroce_pkt *pkt, uint8_t *buf, size_t cap)
+size_t mrw_pkt_encode(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap)
 {
-    size_t hdr = mroce_pkt_encode_hdr(pkt, buf, cap);
+    size_t hdr = mrw_pkt_encode_hdr(pkt, buf, cap);
     if (hdr == 0)
         return 0;
     /* memmove: the payload may already sit at buf + hdr (a caller that
      * builds packets in place), and memcpy onto itself is undefined. */
     if (pkt->payload_len)
         memmove(buf + hdr, pkt->payload, pkt->payload_len);
-    return mroce_pkt_seal(buf, hdr + pkt->payload_len);
+    return mrw_pkt_seal(buf, hdr + pkt->payload_len);
 }
 
 /* ---- names and opcode properties --------------------------------------- */
 
-const char *mroce_opcode_name(unsigned opcode)
+const char *mrw_opcode_name(unsigned opcode)
 {
     switch (opcode) {
 #define X(name, val, psn, req)                                                 \
@@ -616,7 +616,7 @@ const char *mroce_opcode_name(unsigned opcode)
     }
 }
 
-const char *mroce_nak_code_name(unsigned code)
+const char *mrw_nak_code_name(unsigned code)
 {
     switch (code) {
 #define X(name, val)                                                           \
@@ -631,7 +631,7 @@ const char *mroce_nak_code_name(unsigned code)
 
 /* 0 is not an error but is what decode returns most; naming it "OK" keeps
  * drop/trace logs free of special cases. */
-const char *mroce_wire_error_name(int err)
+const char *mrw_wire_error_name(int err)
 {
     switch (err) {
     case 0:
@@ -646,7 +646,7 @@ const char *mroce_wire_error_name(int err)
     }
 }
 
-int mroce_opcode_has_psn(unsigned opcode)
+int mrw_opcode_has_psn(unsigned opcode)
 {
     switch (opcode) {
 #define X(name, val, psn, req)                                                 \

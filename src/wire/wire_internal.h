@@ -3,7 +3,7 @@
  * that tests and benchmarks reach for: each CRC32C path on its own, and
  * which of them this CPU can run.
  *
- * mroce_crc32c() picks the fastest path the CPU has (and, per call, by
+ * mrw_crc32c() picks the fastest path the CPU has (and, per call, by
  * length), so on a typical build machine the slower paths would otherwise
  * never run under test.  Exposing them here lets tests/test_wire.c check
  * every path against the table and against a bit-at-a-time reference, and
@@ -15,28 +15,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bits of mroce_crc32c_features(): which accelerated paths may be called. */
+/* Bits of mrw_crc32c_features(): which accelerated paths may be called. */
 #define MROCE_CRC32C_SSE42 0x1u   /* crc32 instruction (SSE4.2) */
 #define MROCE_CRC32C_PCLMUL 0x2u  /* + PCLMULQDQ 128-bit folding */
 #define MROCE_CRC32C_VPCLMUL 0x4u /* + AVX-512 VPCLMULQDQ 512-bit folding */
 
 /* The accelerated paths this CPU (and OS) supports; 0 off x86-64. */
-unsigned mroce_crc32c_features(void);
+unsigned mrw_crc32c_features(void);
 
-/* 1 if mroce_crc32c() uses the CPU's CRC32C instruction, else 0. */
-int mroce_crc32c_hw_active(void);
+/* 1 if mrw_crc32c() uses the CPU's CRC32C instruction, else 0. */
+int mrw_crc32c_hw_active(void);
 
 /*
- * The paths, each with the same contract as mroce_crc32c() for any length
+ * The paths, each with the same contract as mrw_crc32c() for any length
  * and alignment.  _sw runs anywhere.  On x86-64 the others execute their
  * instructions unconditionally: call one only if its bit is set in
- * mroce_crc32c_features() (each implies the ones before it), or the process
+ * mrw_crc32c_features() (each implies the ones before it), or the process
  * dies of SIGILL.  The folding paths hand buffers shorter than 64 bytes to
  * the sse4.2 path.  Off x86-64 they all are the table path.
  */
-uint32_t mroce_crc32c_sw(uint32_t crc, const void *data, size_t len);
-uint32_t mroce_crc32c_sse42(uint32_t crc, const void *data, size_t len);
-uint32_t mroce_crc32c_pclmul(uint32_t crc, const void *data, size_t len);
-uint32_t mroce_crc32c_vpclmul(uint32_t crc, const void *data, size_t len);
+uint32_t mrw_crc32c_sw(uint32_t crc, const void *data, size_t len);
+uint32_t mrw_crc32c_sse42(uint32_t crc, const void *data, size_t len);
+uint32_t mrw_crc32c_pclmul(uint32_t crc, const void *data, size_t len);
+uint32_t mrw_crc32c_vpclmul(uint32_t crc, const void *data, size_t len);
 
 #endif /* MROCE_WIRE_INTERNAL_H */

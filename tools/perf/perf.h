@@ -159,8 +159,8 @@ struct ctrl {
 _Static_assert(sizeof(struct ctrl) <= CTRL_BYTES, "control message too big");
 
 struct pqp {
-    mroce_vqp *qp;
-    mroce_vcq *cq;
+    mroce_qp *qp;
+    mroce_cq *cq;
     uint32_t qpn, rqpn;
     uint8_t *tgt;      /* region the peer accesses (inside the big buffer) */
     uint8_t *src;      /* region we send from / READ into */
@@ -190,8 +190,8 @@ struct perf {
     int server;
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_vmr *mr;        /* the data allocation */
-    mroce_vmr *hello_mr;  /* server: the HELLO receive before the data MR */
+    mroce_mr *mr;        /* the data allocation */
+    mroce_mr *hello_mr;  /* server: the HELLO receive before the data MR */
     uint8_t *mem, *ctrl_tx, *hello_rx;
     size_t mem_len;
     uint32_t lkey, rrkey;

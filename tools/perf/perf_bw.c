@@ -37,7 +37,7 @@ static void post_data(struct pqp *q, uint32_t size, uint64_t idx, int signaled,
     struct mroce_send_wr *bad;
     int rc = mroce_post_send(q->qp, &wr, &bad);
     if (rc < 0)
-        die("post_send on QP %u: %s", qi, mroce_lib_strerror(rc));
+        die("post_send on QP %u: %s", qi, mroce_strerror(rc));
     q->posted++;
     q->last_signaled = signaled;
 }

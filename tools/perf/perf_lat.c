@@ -81,7 +81,7 @@ static void post_lat(struct pqp *q, uint32_t size, uint64_t idx, int sig)
     struct mroce_send_wr *bad;
     int rc = mroce_post_send(q->qp, &wr, &bad);
     if (rc < 0)
-        die("post_send: %s", mroce_lib_strerror(rc));
+        die("post_send: %s", mroce_strerror(rc));
     q->posted++;
     q->last_signaled = sig;
 }

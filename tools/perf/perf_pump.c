@@ -137,7 +137,7 @@ static int pump(struct pqp *q)
     struct mroce_wc wc[32];
     int n = mroce_poll_cq(q->cq, 32, wc);
     if (n < 0)
-        die("poll_cq: %s", mroce_lib_strerror(n));
+        die("poll_cq: %s", mroce_strerror(n));
     for (int i = 0; i < n; i++) {
         if (wc[i].status != MROCE_WC_SUCCESS) {
             if (P.closing && wc[i].status == MROCE_WC_WR_FLUSH_ERR)
@@ -151,7 +151,7 @@ static int pump(struct pqp *q)
              * DISCONNECT (CONN-17) although it arrived. */
             if (wc[i].status == MROCE_WC_WR_FLUSH_ERR &&
                 (wc[i].wr_id & (WRID_RECV | WRID_CTRL)) &&
-                mroce_vqp_state(q->qp) == MROCE_QPS_CLOSED) {
+                mroce_qp_get_state(q->qp) == MROCE_QPS_CLOSED) {
                 P.peer_closed = 1;
                 /* send_ctrl() waits for this one: it is done. */
                 if (wc[i].wr_id & WRID_CTRL)
@@ -186,7 +186,7 @@ static void liveness(uint64_t t)
     uint64_t pkts = 0;
     for (uint32_t i = 0; i < P.nqps; i++) {
         struct mroce_qp_counters c;
-        if (P.q[i].qp && mroce_vqp_counters(P.q[i].qp, &c) == 0)
+        if (P.q[i].qp && mroce_qp_get_counters(P.q[i].qp, &c) == 0)
             pkts += c.rx_pkts;
     }
     if (pkts != P.live_pkts) {
@@ -225,7 +225,7 @@ void send_ctrl(struct ctrl *c)
     struct mroce_send_wr *bad;
     int rc = mroce_post_send(P.q[0].qp, &wr, &bad);
     if (rc < 0)
-        die("post_send (control): %s", mroce_lib_strerror(rc));
+        die("post_send (control): %s", mroce_strerror(rc));
     /* Wait for it: a completion means placed at the peer, and (completions
      * being in order) every earlier WR on QP 0 done. */
     while (P.ctrl_done != seq)

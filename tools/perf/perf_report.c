@@ -103,8 +103,8 @@ void write_json(void)
     sum_counters(&s, &used, &total);
     /* Report what the QPs really use: the library's defaults where no
      * option overrode them (path_burst is 8 there, not the engine's 1). */
-    struct mroce_vqp_init_attr defs;
-    mroce_vqp_init_attr_default(&defs);
+    struct mroce_qp_init_attr defs;
+    mroce_qp_init_attr_default(&defs);
     fprintf(f, "{\n  \"tool\": \"mroce-perf\",\n  \"test\": \"%s\",\n"
             "  \"role\": \"%s\",\n  \"transport\": \"metaroce-udp\",\n",
             tests[P.test].name, P.server ? "server" : "client");

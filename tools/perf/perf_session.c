@@ -202,8 +202,8 @@ static void hello_fill(struct ctrl *c)
 static void wait_rts(struct pqp *q)
 {
     uint64_t t0 = now_ns();
-    while (mroce_vqp_state(q->qp) != MROCE_QPS_RTS) {
-        if (mroce_vqp_state(q->qp) == MROCE_QPS_ERROR)
+    while (mroce_qp_get_state(q->qp) != MROCE_QPS_RTS) {
+        if (mroce_qp_get_state(q->qp) == MROCE_QPS_ERROR)
             die("QP %u failed to connect", (unsigned)(q - P.q));
         if (now_ns() - t0 > timeout_ns())
             die("QP %u: no connection within %.0f s", (unsigned)(q - P.q),
@@ -217,7 +217,7 @@ static void teardown(void)
     /* The session is over: orderly disconnects, whose flushes are expected. */
     P.closing = 1;
     for (uint32_t i = 0; i < P.nqps; i++)
-        if (P.q[i].qp && mroce_vqp_state(P.q[i].qp) == MROCE_QPS_RTS)
+        if (P.q[i].qp && mroce_qp_get_state(P.q[i].qp) == MROCE_QPS_RTS)
             (void)mroce_disconnect(P.q[i].qp, 500);
     mroce_device_close(P.dev); /* destroys QPs, CQs, MRs, the PD */
     P.dev = NULL;
@@ -245,12 +245,12 @@ void run_client(void)
                            (int)(o->timeout * 1000));
     if (rc < 0)
         die("cannot connect to %s port %u: %s", o->server, o->port,
-            mroce_lib_strerror(rc));
+            mroce_strerror(rc));
 
     struct ctrl c;
     hello_fill(&c);
     c.buf_addr = (uintptr_t)P.mem;
-    c.rkey = mroce_vmr_rkey(P.mr);
+    c.rkey = mroce_mr_rkey(P.mr);
     c.region = P.region;
     c.stride = P.stride;
     c.mtu = own_mtu();
@@ -270,7 +270,7 @@ void run_client(void)
             rc = mroce_connect(P.q[i].qp, o->server, o->port, P.q[i].rqpn,
                                (int)(o->timeout * 1000));
             if (rc < 0)
-                die("cannot connect QP %u: %s", i, mroce_lib_strerror(rc));
+                die("cannot connect QP %u: %s", i, mroce_strerror(rc));
         }
     }
     print_banner();
@@ -300,23 +300,23 @@ void run_server(void)
     int rc = mroce_reg_mr(P.pd, P.hello_rx, CTRL_BYTES,
                           MROCE_ACCESS_LOCAL_WRITE, &P.hello_mr);
     if (rc < 0)
-        die("reg_mr: %s", mroce_lib_strerror(rc));
+        die("reg_mr: %s", mroce_strerror(rc));
     struct mroce_sge sge = {.addr = (uintptr_t)P.hello_rx,
                             .length = CTRL_BYTES,
-                            .lkey = mroce_vmr_lkey(P.hello_mr)};
+                            .lkey = mroce_mr_lkey(P.hello_mr)};
     struct mroce_recv_wr rwr = {.wr_id = UINT64_MAX, .sg_list = &sge,
                                 .num_sge = 1};
     struct mroce_recv_wr *rbad;
     rc = mroce_post_recv(P.q[0].qp, &rwr, &rbad);
     if (rc < 0)
-        die("post_recv: %s", mroce_lib_strerror(rc));
+        die("post_recv: %s", mroce_strerror(rc));
     printf("\n************************************\n"
            "* Waiting for client to connect... *\n"
            "************************************\n");
     fflush(stdout);
     rc = mroce_accept(P.q[0].qp, o->timeout_set ? (int)(o->timeout * 1000) : -1);
     if (rc < 0)
-        die("accept: %s", mroce_lib_strerror(rc));
+        die("accept: %s", mroce_strerror(rc));
 
     /* HELLO lands in the small buffer: poll for it by hand. */
     struct mroce_wc wc;
@@ -324,7 +324,7 @@ void run_server(void)
     for (;;) {
         rc = mroce_poll_cq(P.q[0].cq, 1, &wc);
         if (rc < 0)
-            die("poll_cq: %s", mroce_lib_strerror(rc));
+            die("poll_cq: %s", mroce_strerror(rc));
         if (rc == 1)
             break;
         if (now_ns() - t0 > timeout_ns())
@@ -363,7 +363,7 @@ void run_server(void)
                 post_recv_buf(&P.q[i], k);
         rc = mroce_listen(P.q[i].qp);
         if (rc < 0)
-            die("listen: %s", mroce_lib_strerror(rc));
+            die("listen: %s", mroce_strerror(rc));
     }
     P.rrkey = (uint32_t)h.rkey;
     P.mtu = own_mtu();
@@ -374,7 +374,7 @@ void run_server(void)
         P.q[i].rtgt = h.buf_addr + h.stride * i;
     }
     struct ctrl w = {.type = C_WELCOME, .buf_addr = (uintptr_t)P.mem,
-                     .rkey = mroce_vmr_rkey(P.mr), .region = P.region,
+                     .rkey = mroce_mr_rkey(P.mr), .region = P.region,
                      .stride = P.stride, .mtu = own_mtu()};
     for (uint32_t i = 0; i < P.nqps; i++)
         w.qpn[i] = P.q[i].qpn;
@@ -401,7 +401,7 @@ void run_server(void)
     write_json();
     /* Let the client disconnect first (it is waiting for nothing more). */
     uint64_t t1 = now_ns();
-    while (mroce_vqp_state(P.q[0].qp) == MROCE_QPS_RTS &&
+    while (mroce_qp_get_state(P.q[0].qp) == MROCE_QPS_RTS &&
            now_ns() - t1 < 1000000000ull) {
         P.closing = 1;
         pump_all();

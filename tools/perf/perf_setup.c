@@ -68,8 +68,8 @@ void post_recv_buf(struct pqp *q, uint32_t i)
     int rc = mroce_post_recv(q->qp, &wr, &bad);
     /* The peer may have disconnected already (with a progress thread, at
      * any moment): the session is over then, not broken. */
-    if (rc < 0 && !P.closing && mroce_vqp_state(q->qp) == MROCE_QPS_RTS)
-        die("post_recv: %s", mroce_lib_strerror(rc));
+    if (rc < 0 && !P.closing && mroce_qp_get_state(q->qp) == MROCE_QPS_RTS)
+        die("post_recv: %s", mroce_strerror(rc));
 }
 
 /* ---------------------------------------------------------- the device --- */
@@ -92,10 +92,10 @@ void open_device(void)
     int rc = mroce_device_open(&a, &P.dev);
     if (rc < 0)
         die("cannot open device on %s port %u: %s", a.local_addr, a.port,
-            mroce_lib_strerror(rc));
+            mroce_strerror(rc));
     rc = mroce_pd_alloc(P.dev, &P.pd);
     if (rc < 0)
-        die("pd_alloc: %s", mroce_lib_strerror(rc));
+        die("pd_alloc: %s", mroce_strerror(rc));
 }
 
 /* Sizes of the regions, from the agreed configuration (both sides compute
@@ -152,17 +152,17 @@ void alloc_memory(void)
                    MROCE_ACCESS_REMOTE_READ | MROCE_ACCESS_REMOTE_ATOMIC;
     int rc = mroce_reg_mr(P.pd, P.mem, P.mem_len, acc, &P.mr);
     if (rc < 0)
-        die("reg_mr (%zu bytes): %s", P.mem_len, mroce_lib_strerror(rc));
-    P.lkey = mroce_vmr_lkey(P.mr);
+        die("reg_mr (%zu bytes): %s", P.mem_len, mroce_strerror(rc));
+    P.lkey = mroce_mr_lkey(P.mr);
 }
 
 void create_qp(struct pqp *q)
 {
     int rc = mroce_create_cq(P.dev, 4 * (P.tx_depth + P.nrx) + 64, &q->cq);
     if (rc < 0)
-        die("create_cq: %s", mroce_lib_strerror(rc));
-    struct mroce_vqp_init_attr ia;
-    mroce_vqp_init_attr_default(&ia);
+        die("create_cq: %s", mroce_strerror(rc));
+    struct mroce_qp_init_attr ia;
+    mroce_qp_init_attr_default(&ia);
     ia.send_cq = ia.recv_cq = q->cq;
     ia.eng.max_send_wr = P.tx_depth + 16;
     ia.eng.max_recv_wr = P.nrx + 4;
@@ -185,13 +185,13 @@ void create_qp(struct pqp *q)
     }
     rc = mroce_create_qp(P.pd, &ia, &q->qp);
     if (rc < 0)
-        die("create_qp: %s", mroce_lib_strerror(rc));
-    q->qpn = mroce_vqp_num(q->qp);
+        die("create_qp: %s", mroce_strerror(rc));
+    q->qpn = mroce_qp_num(q->qp);
 }
 
 uint32_t own_mtu(void)
 {
-    struct mroce_qp_attr a;
+    struct mre_qp_attr a;
     if (mroce_query_qp(P.q[0].qp, &a) < 0)
         die("query_qp failed");
     return a.mtu;
@@ -207,14 +207,14 @@ void sum_counters(struct mroce_qp_counters *s, uint64_t *used,
         *used = *total = 0;
     for (uint32_t i = 0; i < P.nqps; i++) {
         struct mroce_qp_counters c;
-        if (!P.q[i].qp || mroce_vqp_counters(P.q[i].qp, &c) < 0)
+        if (!P.q[i].qp || mroce_qp_get_counters(P.q[i].qp, &c) < 0)
             continue;
 #define ADD(name) s->name += c.name;
         MROCE_QP_COUNTERS(ADD)
 #undef ADD
         if (used) {
             struct mroce_path_stats ps[256];
-            int n = mroce_vqp_path_stats(P.q[i].qp, ps, 256);
+            int n = mroce_qp_path_stats(P.q[i].qp, ps, 256);
             for (int k = 0; k < n && k < 256; k++) {
                 *total += 1;
                 *used += ps[k].tx_pkts > 0;
