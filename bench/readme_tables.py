@@ -149,6 +149,19 @@ def engine(results):
               "-" if big is None else ("met" if big >= 25 else "missed")))
 
 
+SIM_LABELS = [
+    ("ls128_allreduce", "ring all-reduce 64 MiB, host order"),
+    ("ls128_allreduce_random", "ring all-reduce 64 MiB, random order"),
+    ("ls128_allreduce_linkdown", "... + leaf0-spine0 down at 5 ms (1 ms reroute)"),
+    ("ls128_allreduce_loss1", "... + 1% loss on leaf0-spine0"),
+    ("ls128_alltoall", "all-to-all 1 MiB/pair, 8 active peers"),
+    ("ls128_alltoall_linkdown", "... + leaf0-spine0 down at 5 ms"),
+    ("ls128_alltoall_loss1", "... + 1% loss on leaf0-spine0"),
+]
+SIM_TRANSPORTS = {"mroce": "MetaRoCE", "roce": "RoCEv2 ECMP, DCQCN, lossy",
+                  "roce_pfc": "RoCEv2 + PFC"}
+
+
 def sim(summary):
     rows = list(csv.DictReader(open(summary)))
     order, cells, transports = [], {}, []
@@ -158,14 +171,18 @@ def sim(summary):
             order.append(sc)
         if tp not in transports:
             transports.append(tp)
-        cells[sc, tp] = "%.1f%%, %s/%s/%s" % (
-            float(r["efficiency_pct"]), r["mct_p50_us"].split(".")[0],
-            r["mct_p99_us"].split(".")[0], r["mct_p999_us"].split(".")[0])
-    print("| scenario | " + " | ".join(transports) + " |")
+        cells[sc, tp] = "%.1f%%, %.0f/%.0f/%.0f" % (
+            float(r["efficiency_pct"]), float(r["mct_p50_us"]),
+            float(r["mct_p99_us"]), float(r["mct_p999_us"]))
+    known = [k for k, _ in SIM_LABELS]
+    order = [k for k in known if k in order] + [k for k in order if k not in known]
+    labels = dict(SIM_LABELS)
+    print("| scenario | " + " | ".join(SIM_TRANSPORTS.get(t, t)
+                                       for t in transports) + " |")
     print("|---|" + "---|" * len(transports))
     for sc in order:
-        print("| %s | %s |" % (sc, " | ".join(cells.get((sc, t), "-")
-                                              for t in transports)))
+        print("| %s | %s |" % (labels.get(sc, sc), " | ".join(
+            cells.get((sc, t), "-") for t in transports)))
 
 
 def main(argv):
