@@ -174,9 +174,8 @@ pingpong() {
 # calibrate PROV SIZE: sets ITERS for about SECS seconds from a short run
 # (0 if it fails).  The bandwidth run is 200 iterations and at least 1000
 # are measured: tcp;ofi_rxm needs a few hundred 1 MiB iterations to reach
-# its steady rate (10 iterations 2.9 Gbit/s, 360 25, 2000 44, 8000 43; mroce
-# 28, 38, 39, 38), so the 10-iteration calibration used until 2026-11-30
-# gave rxm ~360 iterations and understated it by ~30%.
+# its steady rate, and a shorter calibration would time its ramp and
+# understate it (figures: bench/LOG.md).
 calibrate() {
     local prov=$1 size=$2 small=0
     [ "$size" -le 65536 ] && small=1

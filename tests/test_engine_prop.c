@@ -35,7 +35,7 @@
  *
  * Usage (the binary is built as build/tests/test_engine_prop):
  *   test_engine_prop                  CI subset: seeds 1..CI_SEEDS (ctest)
- *   test_engine_prop --seeds 10000    THE FULL SWEEP (about 1.5 min, 1 core)
+ *   test_engine_prop --seeds 10000    THE FULL SWEEP (run time: README.md, Tests)
  *   test_engine_prop --start S --seeds N     seeds S..S+N-1
  *   test_engine_prop --seed N [-v]    one scenario; -v traces every packet
  *                                     sent and delivered, and each posting

@@ -19,10 +19,10 @@
  * from the interface that holds the domain's address: the largest power of
  * two whose packet (IP, UDP and MetaRoCE headers, CRC) fits the
  * interface's MTU, at most 16384 (4096 when the interface is not found).
- * Loopback (MTU 65536) gets 16384: a 1 MiB fi_pingpong moved ~30% more
- * than with 4096 (fewer packets to build, checksum, send and take apart;
- * a 64 KiB GSO send holds three 16 KiB packets but only one of 32 KiB,
- * which measured lower again); a 1500-byte Ethernet interface gets 1024
+ * Loopback (MTU 65536) gets 16384: fewer packets to build, checksum, send
+ * and take apart than with 4096, while a 64 KiB GSO send still holds three
+ * of them (it would hold only one of 32 KiB; figures in docs/LOG.md); a
+ * 1500-byte Ethernet interface gets 1024
  * (4096 could not leave it: the sockets forbid fragmentation).  The peers
  * use the smaller of their two MTUs (the handshake negotiates it).
  *

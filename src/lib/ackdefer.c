@@ -15,10 +15,9 @@
  *
  * Why a watchdog: "the next call" has no bound.  An application that
  * receives a request and then computes for a second before it calls again
- * (test_e2e_loopback: the server checks 64 MiB after a command) held the
- * command's ACK that long; the client's retransmission timer ran out its
- * retries and the command failed with RETRY_EXC_ERR.  Without deferral the
- * ACK had left before the computation.  So while deferrals happen, a thread
+ * (test_e2e_loopback: the server checks 64 MiB after a command) would hold
+ * the command's ACK that long, and the peer's retransmission timer would
+ * run out its retries (RETRY_EXC_ERR).  So while deferrals happen, a thread
  * looks every LIB_ACK_WATCH_NS and sends deferred ACKs older than
  * LIB_ACK_DEFER_NS (it only takes the device lock when there are some: a
  * ping-pong's ACKs leave within a microsecond and it never contends); after
@@ -38,13 +37,8 @@
  *
  * The watchdog must not cost the pollers it protects.  While a ping-pong
  * runs, deferrals never stop and the watchdog never sleeps; on a host with
- * no idle core (two busy pollers on two cores) each of its wake-ups
- * preempted a poller for a whole context switch.  At a fixed 100 us
- * period that was ~6-7% of bench_fi_bw -m lat's 64 B rounds over 3x the
- * median (~1,500 wake-ups a second each side, each costing about two
- * rounds), and fi_pingpong's 1 MiB ping-pong lost ~15% against
- * MROCE_DEFER_ACKS=0 (the watchdog alone: with a 1 ms period the loss was
- * gone).  So, 2026-11-30:
+ * no idle core (two busy pollers on two cores) a wake-up at normal
+ * priority preempts a poller for a whole context switch.  So:
  *   - the thread runs under SCHED_IDLE: its wake-ups never preempt a
  *     running thread of normal policy; it runs on an idle core at once,
  *     and on a fully busy host when the scheduler next balances (at the
@@ -56,40 +50,28 @@
  *     LIB_ACK_WATCH_NS (100 us) to LIB_ACK_WATCH_MAX_NS (500 us, half of
  *     libmroce's 1 ms min_rto), and falls back to 100 us after each ACK it
  *     had to send (the watchdog_ticks counter counts its looks).
- * Quiet host, 2 runs each: slow rounds 6.5-7.4% -> 0.7-1.0% (keeper off,
- * the provider's own thread; 1.9-2.6% with it), fi_pingpong 64 B mean
- * 4.0-5.0 -> 3.2-3.4 us (udp;ofi_rxd 4.0-4.4 in the same runs), 1 MiB
- * 29-32 -> 33-37 Gbit/s.  The cost: on a host with no idle core, an
- * application that stops calling with a deferred ACK has it sent up to a
- * few ms late instead of ~100 us, and its peer may retransmit once on its
- * RTO (1 ms) in the meantime: a spurious retransmission, not a failure
- * (a QP survives retry_cnt RTOs and peer_timeout of silence at least).
- * Tried before and not kept: a fixed
- * 250 us period at normal priority (2026-11-30: fewer slow rounds, but a
- * worse mean on a loaded host, and more RTOs; not explained).
+ * The cost: on a host with no idle core, an application that stops
+ * calling with a deferred ACK has it sent up to a few ms late instead of
+ * ~100 us, and its peer may retransmit once on its RTO (1 ms) in the
+ * meantime: a spurious retransmission, not a failure (a QP survives
+ * retry_cnt RTOs and peer_timeout of silence at least).
  * Not deferred: progress-thread mode, devices whose fd the application
  * polls (mroce_device_fd), rounds that fired timers.
  *
  * On by default, adaptive (MROCE_DEFER_ACKS unset or 1; 0 turns it off, 2
  * defers in every round that may, for tests).  An application must not
  * assume that the ACK of what it received leaves before what it sends
- * next: bench_fi_bw's server stopped counting a batch's completions at the
- * client's FIN, and with deferral the last pong's send completion (its ACK
- * now behind the FIN) came later in that batch: the server waited for it
- * until its timeout, and its RESULT then failed with RETRY_EXC (some runs
- * in ten; fixed in the benchmark, found with a capture and the dissector).
+ * next: a peer that stops counting completions at a control message (a
+ * FIN) may see the last send completion of a batch after it.
  *
- * Adaptive: deferring pays only when the
- * application answers: then the held ACKs leave behind its answer in the
- * flush of its next call (lib_flush_locked sees other packets staged ahead
- * of them: acks_deferred_replied).  A receiver that does not answer (a bulk
+ * Adaptive: deferring pays only when the application answers: then the
+ * held ACKs leave behind its answer in the flush of its next call
+ * (lib_flush_locked sees other packets staged ahead of them:
+ * acks_deferred_replied).  A receiver that does not answer (a bulk
  * stream's receiver, write_bw's server) gains nothing: its next call is a
  * poll that sends the ACKs first anyway, a little later; and each deferral
- * keeps the watchdog ticking, ~10^4 wake-ups a second taken from the
- * spinning pollers on a small host: the likely cause of the bulk throughput
- * that always-on deferral cost (write_bw 64 KiB server, 2 s, loaded 2-core
- * host: 6383 voluntary and 5875 involuntary context switches, against 4
- * and 1906 without deferral and 765 and 1917 adaptive).  So LIB_ACK_NO_REPLY_MAX deferrals in a row that no
+ * keeps the watchdog ticking, which takes CPU time from spinning pollers
+ * on a small host.  So LIB_ACK_NO_REPLY_MAX deferrals in a row that no
  * answer overtook pause deferral for LIB_ACK_IDLE_PAUSE_NS, long enough for
  * the watchdog to go to sleep (LIB_ACK_WATCH_IDLE_NS); then it is tried
  * again.  A bulk receiver thus defers a handful of ACKs every 50 ms, and
@@ -106,28 +88,14 @@
  * max_ack_delay): an application that polls once more before it answers
  * (fi_send ping-pongs through the provider wait for their own send's
  * completion, whose ACK arrives behind the answer) would otherwise send
- * the ACK first in that poll and count as not answering: bench_fi_bw -m lat
- * -s 64 went from 3.86-4.03 to 3.25-3.47 us (udp;ofi_rxd 3.43-3.73 in the
- * same runs), mroce-perf unchanged.
+ * the ACK first in that poll and count as not answering.
  *
- * Tried and dropped: sending the held ACKs in the answer's system call,
- * from its socket (REL-22 would have needed a new MAY): one sendmmsg with
- * two messages made write_lat 64 B ~0.2 us slower (send_lat unchanged),
- * one GSO send of both ~0.5 us slower, against two calls, in interleaved
- * runs on a loaded host.  The receiver then reads the ACK in the same
- * batch as the answer, more often or always, and processes it before its
- * application sees the answer; with two calls the answer mostly arrives
- * alone and the ACK is processed while the peer works on its reply.
+ * The held ACKs leave in their own system call, not in the answer's: the
+ * answer then mostly arrives alone, and the peer processes the ACK while
+ * its application works on the reply instead of before the application
+ * sees the answer.
  *
- * History: opt-in at first.  On a loaded 2-core host (load 4-6) it took
- * write_lat and send_lat 64 B from ~3.6-4.0 to ~2.5-2.9 us.  Some runs, with
- * and without deferral, fall into a slow mode in which every iteration
- * takes whole scheduler slices (6-8 ms half round trips; raw UDP ping-pong
- * too), most likely both busy pollers sharing one core.  With deferral that
- * mode showed as ~170-330 us instead (the watchdog's ticks preempt the
- * spinning side), in one series of runs on every send_lat run while the
- * base build was fine: not settled.  The ticks cost ~4% of a core per
- * process during a ping-pong.
+ * The measurements behind these choices are in docs/LOG.md.
  */
 #define _GNU_SOURCE
 #include <sched.h>

@@ -81,9 +81,9 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
      * REL-18a allows: LIB_RX_ACK_LAG packets after something fell due (an
      * ACK, on a stream at the 4th new packet since the last one), so an
      * ACK covers up to 4 - 1 + 16 = 19 PSNs.  Each ACK costs this side a
-     * sendmsg (~1.4 us on loopback, the peer's receive path included) and
-     * the peer a receive: a drain every 16 packets counted from the last
-     * one, as before, made ~15 PSNs per ACK on a stream. */
+     * sendmsg (on loopback the peer's receive path runs inline in it) and
+     * the peer a receive, so the lag is counted from what fell due, not
+     * from the last drain, which would leave fewer PSNs per ACK. */
     if (dev->rx_due_in) {
         if (--dev->rx_due_in == 0)
             drain_tx_locked(dev, now, 0);
@@ -285,14 +285,12 @@ int lib_progress_locked(mroce_device *dev)
  * for LIB_IDLE_YIELD_NS (50 us: nothing received, sent or due), every
  * further poll that finds nothing yields the CPU: on an idle core
  * sched_yield() returns at once (a cheap system call), on a contended one
- * the waiting process steps aside.  Measured on a loaded 2-core host
- * (load 5-9), write_bw 64 KiB between two processes: 0.4 -> 9.6 Gbit/s;
- * it takes both sides yielding (either one alone: no gain).  Only bulk
- * transfers yield: rounds that move packets must move at least
- * LIB_IDLE_YIELD_MIN_PKTS on average (GRO batches, GSO bursts).  A
- * ping-pong moves one packet a round and keeps spinning: yielding there
- * (a yield gives away a whole slice when others are runnable) turned
- * write_lat's median from 4 us into 5-50 us on the same host.
+ * the waiting process steps aside.  It takes both sides yielding to gain
+ * anything.  Only bulk transfers yield: rounds that move packets must move
+ * at least LIB_IDLE_YIELD_MIN_PKTS on average (GRO batches, GSO bursts).
+ * A ping-pong moves one packet a round and keeps spinning: there a yield
+ * gives away a whole slice when others are runnable, which costs far more
+ * than the round itself (figures: docs/LOG.md).
  * The polls (mroce_poll_cq, mroce_device_progress) ask under the lock and
  * yield after unlocking, so other threads of the application are never
  * kept waiting for the lock by a yield. */

@@ -35,19 +35,19 @@ void mroce_qp_init_attr_default(struct mroce_qp_init_attr *attr)
     memset(attr, 0, sizeof(*attr));
     mre_qp_attr_default(&attr->eng);
     attr->eng.path_burst = LIB_PATH_BURST;
-    /* PATH-16: on the namespace fabric (fabric/README.md, scenario 2) two
-     * sprayed flows over two spines reached a median of 94% of the
-     * bisection with it on a quiet host, 88% without; the simulator's 100 Gbit/s fabric lost about a
-     * point with it (sim/README.md), so the engine's default leaves it off. */
+    /* PATH-16: kernel UDP over a few spines (the namespace fabric's
+     * scenario 2) gains from sending on a slot whose ACK came back clean;
+     * the simulator's 100 Gbit/s fabric loses slightly with it, so the
+     * engine's default leaves it off and libmroce turns it on
+     * (docs/LOG.md). */
     attr->eng.path_reuse = 1;
     /* Kernel UDP endpoints are software: a peer process can be descheduled
      * for milliseconds, and RTT jitter is tens of microseconds.  The
      * engine's defaults (min_rto 200 us, delay target 5 us) suit NIC-like
      * timing; with them a loaded host times out spuriously (7 doubling
-     * retries are ~25 ms) and the delay CC collapses cwnd.  Measured on
-     * loopback between two processes on a loaded 2-core host: 0.06-0.11
-     * Gbit/s and hundreds of RTOs with the engine's values, 1.5-1.6 Gbit/s
-     * with these; one process driving both ends: no difference. */
+     * retries are ~25 ms) and the delay CC collapses cwnd.  These values
+     * allow for that; one process driving both ends does not need them
+     * (docs/LOG.md). */
     attr->eng.min_rto = LIB_MIN_RTO;
     attr->eng.target_qdelay = LIB_TARGET_QDELAY;
 }

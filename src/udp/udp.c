@@ -61,10 +61,9 @@
  * staging area before they are sent, even if slots are left: the first
  * bytes of a burst then reach the peer while the rest is still being built
  * (each packet's CRC pass over its payload), so its receiver starts
- * working sooner.  With 16 KiB packets the 64 slots held a whole 1 MiB
- * rendezvous READ's responses: the first left ~60 us after the request
- * (fi_pingpong 1 MiB, capture), against ~15 us with 128 KiB.  Smaller
- * packets reach tx_batch first, as before. */
+ * working sooner.  With 16 KiB packets the 64 slots would hold a whole
+ * 1 MiB rendezvous READ's responses, and the first would leave only after
+ * the last was built.  Smaller packets reach tx_batch first. */
 #define TX_STAGE_BYTES (128u << 10)
 
 /* One staged packet; its bytes are in slot i of the transmit arena. */
@@ -129,13 +128,10 @@ void mroce_udp_config_default(struct mroce_udp_config *cfg)
     cfg->use_gro = 1;
     /* 8 GRO datagrams of up to 64 KiB (usually 8 packets of 4 KiB): at
      * most 512 KiB, which the engine reads (CRC) and copies out while it
-     * is still in the L2 cache (2 MiB here, shared with the kernel's
-     * buffers and the placement's targets); with 64 (4 MiB) a full batch
-     * was evicted before its end.  bench_lib_write -1, 64 KiB WRITEs,
-     * bytes per CPU second: 16 gave 1.05-1.07x of 64, and 8 1.08-1.12x of
-     * 16 (1 MiB: 1.06x); 4 was no better than 8, and fewer receive calls
-     * per progress round (the same datagrams per round) made no
-     * difference, so it is the batch's footprint, not the pacing. */
+     * is still in a typical L2 cache (shared with the kernel's buffers
+     * and the placement's targets); a larger batch is evicted before its
+     * end.  It is the batch's footprint that matters, not the number of
+     * receive calls per round (docs/LOG.md). */
     cfg->rx_batch = 8;
     cfg->tx_batch = 64;
     cfg->slot_size = MROCE_MAX_PKT_LEN;
@@ -323,9 +319,9 @@ static int open_rx_socket(struct mroce_udp *u)
      * bookkeeping).  8 MiB holds a full default window (1024 PSNs of 4 KiB)
      * with the kernel's per-buffer overhead, so the receiver can be
      * descheduled for a whole window without a drop: the window, not the
-     * socket buffer, bounds what is queued (measured: no RcvbufErrors
-     * from mroce-perf on loopback, while the blaster's open-loop sender
-     * overruns it by design).  With the usual 208 KiB rmem_max the buffer
+     * socket buffer, bounds what is queued (an open-loop sender such as
+     * the blaster still overruns it, by design).  With the usual 208 KiB
+     * rmem_max the buffer
      * holds a few dozen 4 KiB packets; raise net.core.rmem_max if
      * rx_sockbuf shows that and transfers suffer losses. */
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) < 0)
