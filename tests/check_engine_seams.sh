@@ -3,7 +3,7 @@
 # carries the prefix of the file that defines it (src/engine/engine_int.h
 # draws the stages and their seams).
 #
-# Two rules, read from the sources of src/engine:
+# Three rules, read from the sources of src/engine:
 #   seams    a call from one of the modules in $layered to a function that
 #            another of them defines must be listed in the allowed-calls
 #            table below ("caller-module callee-function");
@@ -11,7 +11,9 @@
 #            in a header) must start with one of FILE's prefixes in the
 #            prefix table below, unless include/mroce/engine.h declares it
 #            (the public API names its functions after the object they act
-#            on, not after the file).
+#            on, not after the file);
+#   headers  such a function of FILE.c is declared in FILE.h, the module's
+#            private header, which documents it.
 # Usage: check_engine_seams.sh [SOURCE_ROOT]
 set -eu
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -69,7 +71,7 @@ trap 'rm -f "$defs"' EXIT
 
 # Definitions: "FILE NAME static|extern", one per function defined at file
 # scope.  A definition starts at column 0 with its name followed by "(" and
-# reaches a "{" before any ";".
+# reaches a "{" before any ";" (or is a one-line "f(...) { ... }").
 for f in "$eng"/*.c "$eng"/*.h; do
   awk -v file="$(basename "$f")" '
     function flush(isdef) { if (cand != "" && isdef) print file, cand, st
@@ -81,7 +83,7 @@ for f in "$eng"/*.c "$eng"/*.h; do
     /^[A-Za-z]/ && match($0, /mre_[a-z0-9_]+\(/) {
       cand = substr($0, RSTART, RLENGTH - 1)
       st = ($0 ~ /^static/) ? "static" : "extern"
-      if ($0 ~ /\)[ \t]*\{[ \t]*$/) flush(1)
+      if ($0 ~ /\)[ \t]*\{[ \t]*$/ || $0 ~ /\)[ \t]*\{.*\}[ \t]*$/) flush(1)
       else if ($0 ~ /;[ \t]*$/) flush(0)
     }' "$f"
 done > "$defs"
@@ -127,6 +129,17 @@ while read -r file fn st; do
     case $fn in "$p"*) ok=1 ;; esac
   done
   [ $ok -eq 1 ] || fail "$fn is defined in $file but does not carry its prefix"
+done < "$defs"
+
+# Rule 3: every internal function is declared (and documented) in its own
+# module's private header, FILE.c -> FILE.h.
+while read -r file fn st; do
+  case $file in *.c) [ "$st" = extern ] || continue ;; *) continue ;; esac
+  if grep -Eq "[^a-z0-9_]$fn[ \t]*\(" "$pub"; then continue; fi
+  hdr=$eng/${file%.c}.h
+  if [ ! -f "$hdr" ] || ! grep -Eq "[^a-z0-9_]$fn[ \t]*\(" "$hdr"; then
+    fail "$fn ($file) is not declared in its private header ${file%.c}.h"
+  fi
 done < "$defs"
 
 # Every module named in the tables exists (a renamed file would otherwise
