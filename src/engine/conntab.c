@@ -119,7 +119,6 @@ void mre_conntab_listen_append(mre_ep *ep, mre_qp *qp)
     ep->listen_tail = qp;
 }
 
-/* qp must be on the list (state LISTEN). */
 void mre_conntab_listen_remove(mre_ep *ep, mre_qp *qp)
 {
     if (qp->listen_prev)

@@ -140,8 +140,6 @@ static void ready_remove(mre_ep *ep, mre_qp *qp)
 
 void mre_ep_unready(mre_ep *ep, mre_qp *qp) { ready_remove(ep, qp); }
 
-/* Receiver-driven credits: split the endpoint's budget evenly over the QPs
- * that received credit-mode data in the last millisecond. */
 uint32_t mre_ep_credit_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 {
     if (!ep->cfg.rx_credit_bytes || !qp->peer_credit_mode)

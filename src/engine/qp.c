@@ -475,7 +475,6 @@ static void cap_handshake_deadline(mre_qp *qp)
         qp->ctrl_deadline = qp->conn_start + qp->attr.handshake_timeout;
 }
 
-/* Retransmit CONNECT_REQ / DISCONNECT until answered. */
 void mre_qp_ctrl_timer(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->ctrl_deadline > now)
@@ -520,8 +519,6 @@ int mre_qp_disconnect(mre_qp *qp, mroce_tstamp now)
     return 0;
 }
 
-/* In CLOSING, send DISCONNECT once our send work and owed responses are
- * done. */
 void mre_qp_try_close(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->state != MROCE_QPS_CLOSING || qp->ctrl_tries > 0)

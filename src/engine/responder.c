@@ -69,11 +69,6 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
     return 0;
 }
 
-/* Complete receives in posting order as their messages finish.  A
- * successful receive is reported only once every PSN up to its message's
- * last has arrived, so its completion implies that every message posted
- * before it (a WRITE carrying the data it announces, say) is in memory too,
- * as on an RDMA reliable connection (SEM-24). */
 void mre_resp_complete_recvs(mre_qp *qp)
 {
     int live = qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING;

@@ -33,9 +33,12 @@ int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
 int mre_resp_write_nak(mre_qp *qp, uint8_t *buf, size_t cap,
                        struct mre_tx_info *info, mroce_tstamp now);
 
-/* Complete finished receives in posting order, each only once every PSN up
- * to its message's last has arrived (SEM-24); flushed ones (a QP no longer
- * in RTS or CLOSING) complete with their status. */
+/* Complete finished receives in posting order.  A successful receive is
+ * reported only once every PSN up to its message's last has arrived, so its
+ * completion implies that every message posted before it (a WRITE carrying
+ * the data it announces, say) is in memory too, as on an RDMA reliable
+ * connection (SEM-24).  On a QP no longer in RTS or CLOSING such a
+ * receive does not wait: it completes with WR_FLUSH_ERR. */
 void mre_resp_complete_recvs(mre_qp *qp);
 
 /* Release responder job j, if active: its region reference, and its place
