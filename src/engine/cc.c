@@ -190,12 +190,12 @@ const struct mre_cc_ops mre_cc_fixed = {
 /* ---- delay + ECN ----------------------------------------------------- */
 
 /*
- * Why the algorithm is shaped this way (measured with mroce-sim on a
- * 128-host leaf-spine, sim/README.md):
+ * Why the algorithm is shaped this way (as mroce-sim shows on a 128-host
+ * leaf-spine, sim/README.md):
  *  - An RTT sample holds the queues of both directions.  Under all-to-all
  *    every host's downlink is a bottleneck, and a sender's ACKs queue
  *    behind the data other hosts send to it: cutting on delay alone
- *    starved flows towards idle receivers (50% efficiency).  CE marks are
+ *    starves flows towards idle receivers.  CE marks are
  *    set on the data packets only, so ECN says whether the forward path is
  *    congested; alpha and the delay then say by how much.  Without
  *    marks only a much larger delay (the high target) is taken as
@@ -203,9 +203,9 @@ const struct mre_cc_ops mre_cc_fixed = {
  *    CC_ECN_MEMORY rounds: there the delay stands in for ECN.  Where the
  *    fabric marks, ECN sees the forward queue itself, while the delay also
  *    holds the reverse path and the hosts; and on a slow or busy fabric
- *    (the namespace fabric: 250 Mbit/s links, host scheduling of 0.3-1
- *    ms) the marking threshold is milliseconds of queue, so the high
- *    target cut nearly every unmarked round.
+ *    (the namespace fabric: slow links, host scheduling delays of up to a
+ *    millisecond) the marking threshold is milliseconds of queue, so the
+ *    high target would cut nearly every unmarked round.
  *  - Loss is counted like a mark (CC-12): random loss costs little,
  *    sustained overflow raises alpha.
  *  - The delay judged is the smallest sample of a round (the standing
@@ -376,9 +376,9 @@ static void de_on_loss(struct mre_cc *cc, uint32_t lost_bytes,
  * Timeout: nothing is getting through, so fall to one MTU.  Recovery is a
  * slow restart: clean acks double cwnd per RTT back up to the larger of
  * init_cwnd and half the window the timeout found, then additive increase
- * resumes.  (Up to init_cwnd only, a window of a few hundred KiB took tens
- * of RTTs to come back after each timeout, which under 1% loss on a busy
- * host came every few hundred RTTs.)  Any congestion signal on the way
+ * resumes.  (Up to init_cwnd only, a large window would take tens of RTTs
+ * to come back after each timeout, and under loss on a busy host timeouts
+ * are frequent.)  Any congestion signal on the way
  * ends the slow restart (CE echo, loss, decrease), so it only ramps while
  * the path is quiet.
  */

@@ -2,8 +2,9 @@
  * cc.h - congestion control interface and the built-in algorithms.
  *
  * One window per connection, shared by all of its paths (CC-1).  The
- * completer feeds events (acks with RTT samples and ECN counts, losses,
- * timeouts); the requester reads cwnd before sending.  Algorithms are ops
+ * completer feeds events (acks with RTT samples and ECN counts, losses) and
+ * the loss detector (losses, timeouts, spurious-timeout undo); the
+ * requester reads cwnd before sending.  Algorithms are ops
  * tables so others plug in: the engine ships delay+ECN (default) and a
  * fixed window; the simulator adds a DCQCN-style baseline through the same
  * interface.  No OS calls, no floating point on the per-ack path.

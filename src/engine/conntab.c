@@ -1,25 +1,24 @@
 /*
  * conntab.c - the endpoint's handshake lookups: which connected QP a
  * retransmitted CONNECT_REQ belongs to, and which LISTEN QP a new one goes
- * to.  Both used to be scans over every QP of the endpoint, so setting up
- * N connections on one endpoint cost O(N^2) and an all-to-all of N hosts
- * O(N^3); here each is O(1) expected.
+ * to.  Each is O(1) expected, so setting up N connections on one endpoint
+ * costs O(N) rather than a scan over every QP per request.
  *
  * Connection table: a chained hash table of buckets allocated once with the
  * endpoint (one per QP slot, rounded up to a power of two, so the load
- * factor stays <= 1), chained through qp->conn_next.  Its members are the
- * QPs the old scan could match: every QP in RTS, CLOSING, CLOSED or ERROR.
- * A QP enters when it leaves RESET, LISTEN or CONNECTING (its peer key is
- * final by then: nothing changes the peer's address, QPN or token after
- * that) and leaves only when destroyed.  Where several members share a key
- * the one with the lowest live index wins, which is the QP the scan over
- * ep->live found first, so the answer is the same as before.
+ * factor stays <= 1), chained through qp->conn_next.  Its members are every
+ * QP in RTS, CLOSING, CLOSED or ERROR.  A QP enters when it leaves RESET,
+ * LISTEN or CONNECTING (its peer key is final by then: nothing changes the
+ * peer's address, QPN or token after that) and leaves only when destroyed.
+ * Where several members share a key the one with the lowest live index
+ * wins: the first of them in ep->live, so the answer does not depend on
+ * bucket order.
  *
  * The peer chooses its QPN and token, so the bucket hash is keyed with a
  * per-endpoint value: a peer cannot aim all its connections at one chain
  * without knowing it.  The key comes from the endpoint's address, not from
  * the caller's random source, so it draws nothing from that stream (QPNs,
- * tokens and start PSNs stay what they were); it only decides bucket
+ * tokens and start PSNs do not depend on it); it only decides bucket
  * placement, never which QP is found.
  *
  * Listeners: a doubly linked FIFO (oldest first, so dst_qpn 0 takes the
@@ -54,7 +53,7 @@ int mre_conntab_init(mre_ep *ep)
     uint32_t n = 1;
     while (n < ep->nqps_slots)
         n <<= 1;
-    ep->conn_tab = mre_calloc(&ep->mem, n, sizeof(*ep->conn_tab));
+    ep->conn_tab = mre_mem_calloc(&ep->mem, n, sizeof(*ep->conn_tab));
     if (!ep->conn_tab)
         return MROCE_ENOMEM;
     ep->conn_mask = n - 1;
@@ -64,7 +63,7 @@ int mre_conntab_init(mre_ep *ep)
 
 void mre_conntab_free(mre_ep *ep)
 {
-    mre_free(&ep->mem, ep->conn_tab);
+    mre_mem_free(&ep->mem, ep->conn_tab);
     ep->conn_tab = NULL;
 }
 
@@ -109,7 +108,7 @@ mre_qp *mre_conntab_find(mre_ep *ep, const struct mre_addr *from,
     return best;
 }
 
-void mre_listen_append(mre_ep *ep, mre_qp *qp)
+void mre_conntab_listen_append(mre_ep *ep, mre_qp *qp)
 {
     qp->listen_next = NULL;
     qp->listen_prev = ep->listen_tail;
@@ -120,8 +119,7 @@ void mre_listen_append(mre_ep *ep, mre_qp *qp)
     ep->listen_tail = qp;
 }
 
-/* qp must be on the list (state LISTEN). */
-void mre_listen_remove(mre_ep *ep, mre_qp *qp)
+void mre_conntab_listen_remove(mre_ep *ep, mre_qp *qp)
 {
     if (qp->listen_prev)
         qp->listen_prev->listen_next = qp->listen_next;
@@ -134,7 +132,7 @@ void mre_listen_remove(mre_ep *ep, mre_qp *qp)
     qp->listen_prev = qp->listen_next = NULL;
 }
 
-mre_qp *mre_listen_find(mre_ep *ep, uint32_t dst_qpn)
+mre_qp *mre_conntab_listen_find(mre_ep *ep, uint32_t dst_qpn)
 {
     if (dst_qpn == 0)
         return ep->listen_head;

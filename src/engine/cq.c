@@ -9,12 +9,12 @@ int mre_cq_new(mre_ep *ep, uint32_t depth, mre_cq **pcq)
 {
     if (!ep || !pcq || depth == 0 || depth > (1u << 24))
         return MROCE_EINVAL;
-    mre_cq *cq = mre_calloc(&ep->mem, 1, sizeof(*cq));
+    mre_cq *cq = mre_mem_calloc(&ep->mem, 1, sizeof(*cq));
     if (!cq)
         return MROCE_ENOMEM;
-    cq->ring = mre_calloc(&ep->mem, depth, sizeof(*cq->ring));
+    cq->ring = mre_mem_calloc(&ep->mem, depth, sizeof(*cq->ring));
     if (!cq->ring) {
-        mre_free(&ep->mem, cq);
+        mre_mem_free(&ep->mem, cq);
         return MROCE_ENOMEM;
     }
     cq->ep = ep;
@@ -36,8 +36,8 @@ int mre_cq_del(mre_cq *cq)
         pp = &(*pp)->next;
     if (*pp)
         *pp = cq->next;
-    mre_free(&cq->ep->mem, cq->ring);
-    mre_free(&cq->ep->mem, cq);
+    mre_mem_free(&cq->ep->mem, cq->ring);
+    mre_mem_free(&cq->ep->mem, cq);
     return 0;
 }
 
@@ -45,12 +45,12 @@ int mre_cq_push(mre_cq *cq, const struct mroce_wc *wc)
 {
     if (cq->count == cq->cap) {
         uint32_t n = cq->cap * 2;
-        struct mroce_wc *r = mre_calloc(&cq->ep->mem, n, sizeof(*r));
+        struct mroce_wc *r = mre_mem_calloc(&cq->ep->mem, n, sizeof(*r));
         if (!r)
             return MROCE_ENOMEM;
         for (uint32_t i = 0; i < cq->count; i++)
             r[i] = cq->ring[(cq->head + i) % cq->cap];
-        mre_free(&cq->ep->mem, cq->ring);
+        mre_mem_free(&cq->ep->mem, cq->ring);
         cq->ring = r;
         cq->cap = n;
         cq->head = 0;
@@ -87,7 +87,7 @@ void mre_cq_free_all(mre_ep *ep)
     while (ep->cqs) {
         mre_cq *cq = ep->cqs;
         ep->cqs = cq->next;
-        mre_free(&ep->mem, cq->ring);
-        mre_free(&ep->mem, cq);
+        mre_mem_free(&ep->mem, cq->ring);
+        mre_mem_free(&ep->mem, cq);
     }
 }

@@ -1,20 +1,58 @@
 /*
- * engine_int.h - the engine's internal objects and the functions its stages
- * call on each other.
+ * engine_int.h - the engine's shared internal structures: endpoint, queue
+ * pair, work queue entries, responder jobs, transmit ring entries, memory
+ * regions and completion queues.  Every engine source includes this file;
+ * it holds no function of its own beyond the two allocation helpers, and
+ * includes each module's private header, which documents that module's
+ * internal functions.
  *
  * The engine is split by pipeline stage, as the Linux rxe driver splits a
- * software NIC:
- *   ep.c         endpoint: receive demux, transmit scheduling across QPs,
- *                timers across QPs
- *   mr.c, cq.c   memory regions (keys, rights, bounds) and completion queues
- *   qp.c         queue pair lifecycle: handshake, close, error and flush
- *   requester.c  work requests -> packets (new data, retransmissions, probes)
- *   responder.c  data packets -> placement, receive completions, READ and
- *                atomic execution, ACK/NAK generation
- *   completer.c  ACKs/NAKs -> acknowledged packets, loss detection, send
- *                completions, retransmission timers
- *   rxwin.c      the receive window of PSNs (duplicate detection, SACK)
- *   path.c, cc.c multipath spraying and congestion control
+ * software NIC, with the transmit ring and loss recovery below the stages
+ * as ngtcp2 keeps its rtb under its recovery code:
+ *
+ *            ep.c (receive demux, transmit scheduling), timers.c
+ *         data |             ACK/NAK |                 send |
+ *              v                     v                      v
+ *        responder.c <--(2)--- completer.c            requester.c
+ *              |                  ^   |   \            /    |
+ *              +--(1), via ep.c---+   |    v          v     |
+ *                                     |      loss.c         |
+ *                                     |         |           |
+ *                                     v         v           v
+ *                                     +-----> txring.c <----+
+ *
+ * qp.c owns the flush: mre_qp_flush() calls mre_comp_reset(),
+ * mre_req_reset(), mre_resp_reset(), mre_txr_reset() and mre_loss_reset().
+ *
+ *   ep.c          endpoint: receive demux, transmit scheduling across QPs
+ *   timers.c      the timer heap of QPs, and running the due timers
+ *   qp.c          queue pair lifecycle: handshake, close, error; owns the
+ *                 flush (mre_qp_flush() calls each stage's own reset)
+ *   requester.c   work requests -> packets (new data, retransmissions,
+ *                 probes, responses owed)
+ *   completer.c   ACKs/NAKs -> acknowledged packets, RTT, congestion
+ *                 feedback, send completions
+ *   responder.c   data packets -> placement, receive completions, READ and
+ *                 atomic execution, ACK/NAK generation
+ *   loss.c        loss detection and the RTO/PTO/reorder/RNR timers
+ *   txring.c      the transmit ring and in-flight accounting
+ *   liveness.c    peer silence and the keepalive
+ *   conntab.c     the handshake lookups
+ *   mr.c, cq.c    memory regions (keys, rights, bounds, SGE copies) and
+ *                 completion queues
+ *   rxwin.c       the receive window of PSNs (duplicate detection, SACK)
+ *   path.c, cc.c  multipath spraying and congestion control
+ *
+ * Calls run one way: the requester and the completer call loss.c and
+ * txring.c, loss.c calls txring.c, and neither calls up.  The stages call
+ * each other only at two named seams:
+ *   (1) the responder placed a READ or atomic response: mre_resp_on_data()
+ *       returns 1 and ep.c hands over to mre_comp_complete_sends();
+ *   (2) the completer saw a response packet acknowledged:
+ *       mre_resp_on_acked().
+ * tests/check_engine_seams.sh (ctest engine_seams) enforces both rules and
+ * that every internal function carries its file's prefix.
+ *
  * Nothing here calls the OS: memory comes from ep->mem, time from callers.
  */
 #ifndef MROCE_ENGINE_INT_H
@@ -32,12 +70,12 @@
 #define MROCE_NONE32 0xffffffffu
 #define MROCE_ACK_FREQ 4 /* ACK at least every this many data packets */
 
-/* --- allocation through the caller's allocator --- */
-static inline void *mre_calloc(const struct mre_mem *m, size_t n, size_t sz)
+/* --- allocation through the caller's allocator (mre_ep_config.mem) --- */
+static inline void *mre_mem_calloc(const struct mre_mem *m, size_t n, size_t sz)
 {
     return m->calloc(n, sz, m->user);
 }
-static inline void mre_free(const struct mre_mem *m, void *p)
+static inline void mre_mem_free(const struct mre_mem *m, void *p)
 {
     if (p)
         m->free(p, m->user);
@@ -328,112 +366,18 @@ struct mre_ep {
     struct mroce_ep_counters cnt;
 };
 
-/* ep.c */
-void mre_ep_unready(mre_ep *ep, mre_qp *qp);
-/* timers.c: re-key qp after its deadlines may have changed; remove it. */
-void mre_ep_timer_update(mre_ep *ep, mre_qp *qp);
-void mre_ep_timer_remove(mre_ep *ep, mre_qp *qp);
-void mre_ep_mark_ready(mre_ep *ep, mre_qp *qp);
-mre_qp *mre_ep_find_qp(mre_ep *ep, uint32_t qpn);
-uint64_t mre_ep_rand64(mre_ep *ep);
-uint32_t mre_ep_credit_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now);
-
-/* mr.c */
-mre_mr *mre_mr_lookup(mre_ep *ep, uint32_t key);
-/* Validate [addr, addr+len) against key with rights; returns the MR or
- * NULL and sets *nak to the NAK code describing why. */
-mre_mr *mre_mr_check_remote(mre_ep *ep, uint32_t pd, uint32_t rkey,
-                                uint64_t addr, uint64_t len, unsigned access,
-                                uint8_t *nak);
-void mre_mr_free_all(mre_ep *ep);
-/* Copy between a message offset and an SGE list. */
-/* The memory of bytes [off, off+len) of an SGE list if one SGE holds them
- * all (zero-copy transmit), else NULL. */
-const uint8_t *mre_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
-                              uint32_t len);
-void mre_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
-                      uint8_t *dst, uint32_t len);
-void mre_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
-                       const uint8_t *src, uint32_t len);
-
-/* cq.c */
-int mre_cq_push(mre_cq *cq, const struct mroce_wc *wc);
-void mre_cq_free_all(mre_ep *ep);
-
-/* conntab.c: the lookups of the handshake, each O(1) expected.
- * The connection table holds every QP that has left RESET, LISTEN and
- * CONNECTING (so RTS, CLOSING, CLOSED or ERROR), keyed by what a
- * retransmitted CONNECT_REQ carries: the peer's address, QPN and token. */
-int mre_conntab_init(mre_ep *ep);
-void mre_conntab_free(mre_ep *ep);
-void mre_conntab_insert(mre_ep *ep, mre_qp *qp);
-void mre_conntab_remove(mre_ep *ep, mre_qp *qp);
-mre_qp *mre_conntab_find(mre_ep *ep, const struct mre_addr *from,
-                             uint32_t peer_qpn, uint64_t peer_token);
-void mre_listen_append(mre_ep *ep, mre_qp *qp);
-void mre_listen_remove(mre_ep *ep, mre_qp *qp);
-/* The LISTEN QP a CONNECT_REQ for dst_qpn goes to (0: the oldest one). */
-mre_qp *mre_listen_find(mre_ep *ep, uint32_t dst_qpn);
-
-/* qp.c */
-void mre_qp_enter_error(mre_qp *qp);
-void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
-                          const struct mre_rx_info *info, mroce_tstamp now);
-void mre_ep_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
-                             const struct mre_rx_info *info,
-                             mroce_tstamp now);
-int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
-                        struct mre_tx_info *info, mroce_tstamp now);
-void mre_qp_ctrl_timer(mre_qp *qp, mroce_tstamp now);
-void mre_qp_try_close(mre_qp *qp, mroce_tstamp now);
-void mre_qp_release_swqe(mre_qp *qp, struct mre_swqe *w);
-void mre_qp_release_rwqe(mre_qp *qp, struct mre_rwqe *r);
-mroce_tstamp mre_qp_expiry(const mre_qp *qp);
-/* Fill the base header fields common to every packet we send. */
-void mre_qp_base_hdr(const mre_qp *qp, struct mrw_pkt *p, uint8_t op,
-                       uint32_t psn, mroce_tstamp now);
-
-/* requester.c */
-int mre_req_write_data(mre_qp *qp, uint8_t *buf, size_t cap,
-                         struct mre_tx_info *info, mroce_tstamp now);
-int mre_req_has_data(const mre_qp *qp);
-void mre_req_declare_lost(mre_qp *qp, uint32_t psn, int cause);
-/* Take tx entry idx out of flight: off its path list, out of the counts. */
-void mre_req_unflight(mre_qp *qp, uint32_t idx);
-void mre_req_reflight(mre_qp *qp, uint32_t idx);
-void mre_req_path_list_remove(mre_qp *qp, uint32_t idx);
-
-/* responder.c */
-void mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
-                        const struct mre_rx_info *info, mroce_tstamp now);
-int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
-                         struct mre_tx_info *info, mroce_tstamp now);
-int mre_resp_write_nak(mre_qp *qp, uint8_t *buf, size_t cap,
-                         struct mre_tx_info *info, mroce_tstamp now);
-void mre_resp_complete_recvs(mre_qp *qp);
-void mre_resp_free_rjob(mre_qp *qp, struct mre_rjob *j);
-void mre_resp_ack_timer(mre_qp *qp, mroce_tstamp now);
-
-/* completer.c */
-void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt,
-                       mroce_tstamp now);
-void mre_comp_on_nak(mre_qp *qp, const struct mrw_pkt *pkt,
-                       mroce_tstamp now);
-void mre_comp_complete_sends(mre_qp *qp);
-void mre_comp_arm_loss_timer(mre_qp *qp, mroce_tstamp now);
-void mre_comp_timers(mre_qp *qp, mroce_tstamp now);
-
-/* liveness.c: the peer-silence rule and the keepalive (REL-32..REL-36). */
-void mre_live_start(mre_qp *qp, mroce_tstamp now);
-/* 1 once the peer has been silent for peer_timeout (REL-32). */
-int mre_live_expired(const mre_qp *qp, mroce_tstamp now);
-/* Fail the QP for a silent peer: the oldest incomplete WR gets
- * RETRY_EXC_ERR, the rest are flushed (REL-33). */
-void mre_live_fail(mre_qp *qp);
-void mre_live_timer(mre_qp *qp, mroce_tstamp now);
-/* A keepalive arrived (an ACK with ACK_REQ): answer it (REL-35). */
-void mre_live_on_probe(mre_qp *qp);
-void mre_comp_flush(mre_qp *qp);
-void mre_comp_on_resp_done(mre_qp *qp);
+/* The modules' internal functions, one private header each. */
+#include "completer.h"
+#include "conntab.h"
+#include "cq.h"
+#include "ep.h"
+#include "liveness.h"
+#include "loss.h"
+#include "mr.h"
+#include "qp.h"
+#include "requester.h"
+#include "responder.h"
+#include "timers.h"
+#include "txring.h"
 
 #endif /* MROCE_ENGINE_INT_H */

@@ -45,30 +45,30 @@ int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
         return MROCE_ENOMEM;
     ep->cfg = *cfg;
     ep->mem = cfg->mem;
-    ep->qps = mre_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->qps));
+    ep->qps = mre_mem_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->qps));
     if (!ep->qps) {
-        mre_free(&ep->mem, ep);
+        mre_mem_free(&ep->mem, ep);
         return MROCE_ENOMEM;
     }
-    ep->live = mre_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->live));
-    ep->theap = mre_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->theap));
-    ep->theap_pos = mre_calloc(&ep->mem, cfg->max_qps,
+    ep->live = mre_mem_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->live));
+    ep->theap = mre_mem_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->theap));
+    ep->theap_pos = mre_mem_calloc(&ep->mem, cfg->max_qps,
                                  sizeof(*ep->theap_pos));
     if (!ep->live || !ep->theap || !ep->theap_pos) {
-        mre_free(&ep->mem, ep->theap_pos);
-        mre_free(&ep->mem, ep->live);
-        mre_free(&ep->mem, ep->theap);
-        mre_free(&ep->mem, ep->qps);
-        mre_free(&ep->mem, ep);
+        mre_mem_free(&ep->mem, ep->theap_pos);
+        mre_mem_free(&ep->mem, ep->live);
+        mre_mem_free(&ep->mem, ep->theap);
+        mre_mem_free(&ep->mem, ep->qps);
+        mre_mem_free(&ep->mem, ep);
         return MROCE_ENOMEM;
     }
     ep->nqps_slots = cfg->max_qps;
     if (mre_conntab_init(ep) < 0) {
-        mre_free(&ep->mem, ep->theap_pos);
-        mre_free(&ep->mem, ep->live);
-        mre_free(&ep->mem, ep->theap);
-        mre_free(&ep->mem, ep->qps);
-        mre_free(&ep->mem, ep);
+        mre_mem_free(&ep->mem, ep->theap_pos);
+        mre_mem_free(&ep->mem, ep->live);
+        mre_mem_free(&ep->mem, ep->theap);
+        mre_mem_free(&ep->mem, ep->qps);
+        mre_mem_free(&ep->mem, ep);
         return MROCE_ENOMEM;
     }
     *pep = ep;
@@ -83,13 +83,13 @@ void mre_ep_del(mre_ep *ep)
         mre_qp_del(ep->live[ep->nqps - 1]);
     mre_mr_free_all(ep);
     mre_cq_free_all(ep);
-    mre_free(&ep->mem, ep->qps);
-    mre_free(&ep->mem, ep->live);
-    mre_free(&ep->mem, ep->theap);
-    mre_free(&ep->mem, ep->theap_pos);
+    mre_mem_free(&ep->mem, ep->qps);
+    mre_mem_free(&ep->mem, ep->live);
+    mre_mem_free(&ep->mem, ep->theap);
+    mre_mem_free(&ep->mem, ep->theap_pos);
     mre_conntab_free(ep);
     struct mre_mem mem = ep->mem;
-    mre_free(&mem, ep);
+    mre_mem_free(&mem, ep);
 }
 
 uint64_t mre_ep_rand64(mre_ep *ep)
@@ -140,8 +140,6 @@ static void ready_remove(mre_ep *ep, mre_qp *qp)
 
 void mre_ep_unready(mre_ep *ep, mre_qp *qp) { ready_remove(ep, qp); }
 
-/* Receiver-driven credits: split the endpoint's budget evenly over the QPs
- * that received credit-mode data in the last millisecond. */
 uint32_t mre_ep_credit_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 {
     if (!ep->cfg.rx_credit_bytes || !qp->peer_credit_mode)
@@ -187,7 +185,7 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
         return 0;
     }
     if (pkt.base.opcode == MROCE_OP_CONNECT_REQ) {
-        mre_ep_on_connect_req(ep, &pkt, info, now);
+        mre_qp_on_connect_req(ep, &pkt, info, now);
         return 0;
     }
     mre_qp *qp = mre_ep_find_qp(ep, pkt.base.dst_qpn);
@@ -236,7 +234,10 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
     default:
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->cnt.rx_data_pkts++;
-            mre_resp_on_data(qp, &pkt, info, now);
+            /* A READ or atomic response placed at the requester may
+             * finish work requests: the completer completes them. */
+            if (mre_resp_on_data(qp, &pkt, info, now))
+                mre_comp_complete_sends(qp);
         } else {
             qp->cnt.drop_state++;
         }
@@ -244,7 +245,7 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
     }
     if (qp->ctrl || qp->ack_now || mre_req_has_data(qp))
         mre_ep_mark_ready(ep, qp);
-    mre_ep_timer_update(ep, qp);
+    mre_timer_update(ep, qp);
     return 0;
 }
 
@@ -300,7 +301,7 @@ int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
             qp->cnt.tx_pkts++;
             qp->cnt.tx_bytes += (uint64_t)n;
             ep->cnt.tx_pkts++;
-            mre_ep_timer_update(ep, qp); /* a send may arm the loss timer */
+            mre_timer_update(ep, qp); /* a send may arm the loss timer */
             return n;
         }
     }

@@ -88,16 +88,16 @@ int mre_mr_reg_pd(mre_ep *ep, uint32_t pd, void *addr, size_t len,
         uint32_t n = ep->nmr_slots ? ep->nmr_slots * 2 : 64;
         if (n > (1u << 24))
             return MROCE_ENOMEM;
-        mre_mr **t = mre_calloc(&ep->mem, n, sizeof(*t));
+        mre_mr **t = mre_mem_calloc(&ep->mem, n, sizeof(*t));
         if (!t)
             return MROCE_ENOMEM;
         if (ep->nmr_slots)
             memcpy(t, ep->mrs, ep->nmr_slots * sizeof(*t));
-        mre_free(&ep->mem, ep->mrs);
+        mre_mem_free(&ep->mem, ep->mrs);
         ep->mrs = t;
         ep->nmr_slots = n;
     }
-    mre_mr *mr = mre_calloc(&ep->mem, 1, sizeof(*mr));
+    mre_mr *mr = mre_mem_calloc(&ep->mem, 1, sizeof(*mr));
     if (!mr)
         return MROCE_ENOMEM;
     uint8_t gen = 0;
@@ -121,15 +121,15 @@ int mre_mr_dereg(mre_mr *mr)
         return MROCE_EBUSY;
     mre_ep *ep = mr->ep;
     ep->mrs[mr->key >> 8] = NULL;
-    mre_free(&ep->mem, mr);
+    mre_mem_free(&ep->mem, mr);
     return 0;
 }
 
 void mre_mr_free_all(mre_ep *ep)
 {
     for (uint32_t i = 0; i < ep->nmr_slots; i++)
-        mre_free(&ep->mem, ep->mrs[i]);
-    mre_free(&ep->mem, ep->mrs);
+        mre_mem_free(&ep->mem, ep->mrs[i]);
+    mre_mem_free(&ep->mem, ep->mrs);
     ep->mrs = NULL;
     ep->nmr_slots = 0;
 }
@@ -137,7 +137,7 @@ void mre_mr_free_all(mre_ep *ep)
 uint32_t mre_mr_lkey(const mre_mr *mr) { return mr ? mr->key : 0; }
 uint32_t mre_mr_rkey(const mre_mr *mr) { return mr ? mr->key : 0; }
 
-const uint8_t *mre_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
+const uint8_t *mre_mr_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
                               uint32_t len)
 {
     for (int i = 0; i < n; i++) {
@@ -152,7 +152,7 @@ const uint8_t *mre_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
     return NULL;
 }
 
-void mre_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
+void mre_mr_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
                       uint8_t *dst, uint32_t len)
 {
     for (int i = 0; i < n && len; i++) {
@@ -170,7 +170,7 @@ void mre_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
     }
 }
 
-void mre_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
+void mre_mr_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
                        const uint8_t *src, uint32_t len)
 {
     for (int i = 0; i < n && len; i++) {

@@ -208,9 +208,10 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid);
  * one source port) asks for `burst` consecutive packets per path.  A burst
  * counts as one deficit-round-robin pick, so weights keep their meaning.
  * The window bounds it (mre_path_burst_cap, PATH-3): with 8-packet bursts a window of
- * one or two bursts was one or two ECMP choices per RTT, so one spine queue
- * overflowed and marked while the other idled (fabric/README.md, scenario
- * 2); large windows, where batching saves the most, keep full bursts. */
+ * one or two bursts would be one or two ECMP choices per RTT, so one spine
+ * queue would overflow and mark while the other idles (fabric/README.md,
+ * scenario 2); large windows, where batching saves the most, keep full
+ * bursts. */
 void mre_path_set_window(struct mre_pathset *ps, uint32_t window,
                            uint32_t pkt_bytes)
 {
@@ -240,15 +241,15 @@ uint8_t mre_path_burst_cap(const struct mre_pathset *ps)
  * which ECMP puts on any link.  The spray thus follows the ACK clock: load
  * moves off a link within a round trip of its marks, towards links whose
  * ACKs return clean.  (On the namespace fabric, scenario 2 of
- * fabric/README.md, one spine marked while the other idled, and the round
- * robin over 256 slots came back to a slot only tens of round trips
+ * fabric/README.md, one spine marks while the other idles, and the round
+ * robin over 256 slots comes back to a slot only tens of round trips
  * later.)  The round robin's regular turn keeps every slot visited, so a
  * dead slot is still found and retired and an unmarked spray stays even.
  * Healthy means: the latest echo was clean, nothing lost since the last
  * ack, an echo since the last retirement, not the slot to avoid, and a
  * weight no lower than the set's mean, so a slot that PATH-6 lowered (a
- * slow or queueing path) is not fed through reuse (without that bound the
- * simulator's all-to-all lost 1.8 points).  Entries that fail are
+ * slow or queueing path) is not fed through reuse (without that bound it
+ * would take a share of the simulator's all-to-all).  Entries that fail are
  * dropped; each echo queues a slot at most once, so the loop is amortised
  * O(1).
  */
@@ -314,15 +315,15 @@ uint16_t mre_path_pick(struct mre_pathset *ps, uint16_t avoid)
 
 /* PATH-3: the quantum a slot pays per packet is the highest weight in the
  * set, taken once per sweep of the cursor from the set's per-weight counts
- * (a scan of the slots here cost a cache miss or two per slot at scale).
- * Shares stay proportional to the weights; what changes is the spacing.
- * With a fixed quantum of 8 and every weight at 1 (on the namespace fabric
- * every path's RTT sample was above min_rtt + target_qdelay, PATH-6), a
- * slot sent on one visit in 8, and which visit was set by its deficit's
- * history: slots whose weights had fallen together, such as all those of
- * one marking spine, sent in the same sweeps, so one flow's packets went
- * to one spine for tens of packets at a time (fabric/README.md, scenario
- * 2).  With the quantum at the highest weight, equal weights are a plain
+ * (a scan of the slots here would cost a cache miss or two per slot at
+ * scale).  Shares stay proportional to the weights; what changes is the
+ * spacing.  With a fixed quantum of 8 and every weight at 1 (on the
+ * namespace fabric every path's RTT sample can be above min_rtt +
+ * target_qdelay, PATH-6), a slot would send on one visit in 8, and which
+ * visit would be set by its deficit's history: slots whose weights fell
+ * together, such as all those of one marking spine, would send in the same
+ * sweeps, so one flow's packets would go to one spine for tens of packets
+ * at a time (fabric/README.md, scenario 2).  With the quantum at the highest weight, equal weights are a plain
  * round robin at any level. */
 static void path_new_sweep(struct mre_pathset *ps)
 {
@@ -399,8 +400,8 @@ static void path_weight_up(struct mre_pathset *ps, struct mre_path *p)
  *
  * Weight: a sample above base_rtt + target_qdelay means this path's queue
  * is past the connection's target: weight - 1.  (The same bound as the
- * congestion window's: with twice the target a slow path stayed at full
- * weight while its samples throttled the whole connection's window.)
+ * congestion window's: with twice the target a slow path would keep full
+ * weight while its samples throttle the whole connection's window.)
  * Otherwise the ack is clean and earns weight + 1, unless the path's latest ECN echo was CE; that
  * gate is what lets a CE-marked path actually lose weight, since the ack
  * that carries the CE echo would otherwise give back the point at once.

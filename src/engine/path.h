@@ -2,9 +2,9 @@
  * path.h - per-connection path set: the entropies one queue pair sprays over,
  * their health, and the choice of path for each packet.
  *
- * Sits between the requester (which asks "which path for this packet?") and
- * the completer (which reports acknowledgements, RTT samples, ECN echoes and
- * losses per path).  A path that keeps losing packets is retired: its slot
+ * Sits between the requester (which asks "which path for this packet?"),
+ * the completer (which reports acknowledgements, RTT samples and ECN echoes
+ * per path) and the loss detector (which reports losses per path).  A path that keeps losing packets is retired: its slot
  * gets a fresh entropy, so traffic is steered off a dead link without any
  * switch configuration (PATH-*).  No OS calls; randomness comes from the
  * endpoint's callback.

@@ -47,15 +47,15 @@ void mre_qp_attr_default(struct mre_qp_attr *a)
 /* Free a QP's arrays and the QP itself (each may be NULL). */
 static void qp_free_storage(const struct mre_mem *m, mre_qp *qp)
 {
-    mre_free(m, qp->sq);
-    mre_free(m, qp->inline_buf);
-    mre_free(m, qp->rq);
-    mre_free(m, qp->rjobs);
-    mre_free(m, qp->tx);
-    mre_free(m, qp->retxq);
-    mre_free(m, qp->path_slots);
-    mre_free(m, qp->rxwin.bits);
-    mre_free(m, qp);
+    mre_mem_free(m, qp->sq);
+    mre_mem_free(m, qp->inline_buf);
+    mre_mem_free(m, qp->rq);
+    mre_mem_free(m, qp->rjobs);
+    mre_mem_free(m, qp->tx);
+    mre_mem_free(m, qp->retxq);
+    mre_mem_free(m, qp->path_slots);
+    mre_mem_free(m, qp->rxwin.bits);
+    mre_mem_free(m, qp);
 }
 
 int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
@@ -82,22 +82,22 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     a.window = pow2_at_least(a.window, 64);
 
     const struct mre_mem *m = &ep->mem;
-    mre_qp *qp = mre_calloc(m, 1, sizeof(*qp));
+    mre_qp *qp = mre_mem_calloc(m, 1, sizeof(*qp));
     if (!qp)
         return MROCE_ENOMEM;
     qp->ep = ep;
     qp->attr = a;
-    qp->sq = mre_calloc(m, a.max_send_wr, sizeof(*qp->sq));
-    qp->rq = mre_calloc(m, a.max_recv_wr, sizeof(*qp->rq));
+    qp->sq = mre_mem_calloc(m, a.max_send_wr, sizeof(*qp->sq));
+    qp->rq = mre_mem_calloc(m, a.max_recv_wr, sizeof(*qp->rq));
     qp->nrjobs = 2 * a.max_rd_atomic;
-    qp->rjobs = mre_calloc(m, qp->nrjobs, sizeof(*qp->rjobs));
-    qp->tx = mre_calloc(m, a.window, sizeof(*qp->tx));
-    qp->retxq = mre_calloc(m, a.window, sizeof(*qp->retxq));
-    qp->path_slots = mre_calloc(m, a.npaths, sizeof(*qp->path_slots));
-    uint64_t *bits = mre_calloc(m, a.window / 64, sizeof(uint64_t));
+    qp->rjobs = mre_mem_calloc(m, qp->nrjobs, sizeof(*qp->rjobs));
+    qp->tx = mre_mem_calloc(m, a.window, sizeof(*qp->tx));
+    qp->retxq = mre_mem_calloc(m, a.window, sizeof(*qp->retxq));
+    qp->path_slots = mre_mem_calloc(m, a.npaths, sizeof(*qp->path_slots));
+    uint64_t *bits = mre_mem_calloc(m, a.window / 64, sizeof(uint64_t));
     if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx ||
         !qp->retxq || !qp->path_slots || !bits) {
-        mre_free(m, bits);
+        mre_mem_free(m, bits);
         qp->rxwin.bits = NULL;
         goto fail;
     }
@@ -192,9 +192,9 @@ void mre_qp_del(mre_qp *qp)
         mre_resp_free_rjob(qp, &qp->rjobs[i]);
     mre_ep_unready(ep, qp);
     if (qp->state == MROCE_QPS_LISTEN)
-        mre_listen_remove(ep, qp);
+        mre_conntab_listen_remove(ep, qp);
     mre_conntab_remove(ep, qp);
-    mre_ep_timer_remove(ep, qp);
+    mre_timer_remove(ep, qp);
     ep->qps[qp->slot] = NULL;
     if (qp->slot < ep->free_hint)
         ep->free_hint = qp->slot;
@@ -272,7 +272,7 @@ int mre_qp_connect(mre_qp *qp, const struct mre_addr *to,
     cap_handshake_deadline(qp);
     qp->ctrl |= CTRL_CONN_REQ;
     mre_ep_mark_ready(qp->ep, qp);
-    mre_ep_timer_update(qp->ep, qp);
+    mre_timer_update(qp->ep, qp);
     return 0;
 }
 
@@ -284,7 +284,7 @@ int mre_qp_listen(mre_qp *qp, mroce_tstamp now)
     if (qp->state != MROCE_QPS_RESET)
         return MROCE_ESTATE;
     qp->state = MROCE_QPS_LISTEN;
-    mre_listen_append(qp->ep, qp);
+    mre_conntab_listen_append(qp->ep, qp);
     return 0;
 }
 
@@ -307,7 +307,7 @@ static void adopt_peer(mre_qp *qp, const struct mrw_conn_hdr *c)
                      c->start_psn);
 }
 
-void mre_ep_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
+void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
                              const struct mre_rx_info *info,
                              mroce_tstamp now)
 {
@@ -324,12 +324,12 @@ void mre_ep_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
         }
         return;
     }
-    mre_qp *qp = mre_listen_find(ep, pkt->base.dst_qpn);
+    mre_qp *qp = mre_conntab_listen_find(ep, pkt->base.dst_qpn);
     if (!qp || c->src_qpn == 0 || c->token == 0) {
         ep->cnt.drop_no_listener++;
         return;
     }
-    mre_listen_remove(ep, qp);
+    mre_conntab_listen_remove(ep, qp);
     qp->peer = info->from;
     qp->peer_qpn = c->src_qpn;
     choose_local_identity(qp);
@@ -388,7 +388,7 @@ void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
                 qp->ack_now = 0;
                 qp->ack_pending = 0;
                 qp->ack_deadline = MROCE_TSTAMP_INF;
-                mre_comp_flush(qp);
+                mre_qp_flush(qp);
             }
         } else {
             qp->cnt.drop_state++;
@@ -398,7 +398,7 @@ void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
         if (qp->state == MROCE_QPS_CLOSING && (qp->ctrl_tries > 0)) {
             qp->state = MROCE_QPS_CLOSED;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
-            mre_comp_flush(qp);
+            mre_qp_flush(qp);
         } else {
             qp->cnt.drop_state++;
         }
@@ -475,7 +475,6 @@ static void cap_handshake_deadline(mre_qp *qp)
         qp->ctrl_deadline = qp->conn_start + qp->attr.handshake_timeout;
 }
 
-/* Retransmit CONNECT_REQ / DISCONNECT until answered. */
 void mre_qp_ctrl_timer(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->ctrl_deadline > now)
@@ -493,7 +492,7 @@ void mre_qp_ctrl_timer(mre_qp *qp, mroce_tstamp now)
             /* Peer gone: close anyway; nothing of ours is outstanding. */
             qp->state = MROCE_QPS_CLOSED;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
-            mre_comp_flush(qp);
+            mre_qp_flush(qp);
             return;
         }
         qp->ctrl |= CTRL_DISC;
@@ -516,12 +515,10 @@ int mre_qp_disconnect(mre_qp *qp, mroce_tstamp now)
         return MROCE_ESTATE;
     qp->state = MROCE_QPS_CLOSING;
     mre_qp_try_close(qp, now);
-    mre_ep_timer_update(qp->ep, qp);
+    mre_timer_update(qp->ep, qp);
     return 0;
 }
 
-/* In CLOSING, send DISCONNECT once our send work and owed responses are
- * done. */
 void mre_qp_try_close(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->state != MROCE_QPS_CLOSING || qp->ctrl_tries > 0)
@@ -541,8 +538,17 @@ int mre_qp_set_error(mre_qp *qp)
     if (!qp)
         return MROCE_EINVAL;
     mre_qp_enter_error(qp);
-    mre_ep_timer_update(qp->ep, qp);
+    mre_timer_update(qp->ep, qp);
     return 0;
+}
+
+void mre_qp_flush(mre_qp *qp)
+{
+    mre_comp_reset(qp);
+    mre_req_reset(qp);
+    mre_resp_reset(qp);
+    mre_txr_reset(qp);
+    mre_loss_reset(qp);
 }
 
 void mre_qp_enter_error(mre_qp *qp)
@@ -550,7 +556,7 @@ void mre_qp_enter_error(mre_qp *qp)
     if (qp->state == MROCE_QPS_ERROR)
         return;
     if (qp->state == MROCE_QPS_LISTEN)
-        mre_listen_remove(qp->ep, qp);
+        mre_conntab_listen_remove(qp->ep, qp);
     qp->state = MROCE_QPS_ERROR;
     /* Past the handshake now, whatever the state was: a CONNECT_REQ with
      * this QP's peer key is answered "failed" (conntab.c). */
@@ -562,7 +568,7 @@ void mre_qp_enter_error(mre_qp *qp)
     qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
         qp->rnr_deadline = qp->ctrl_deadline = qp->live_deadline =
             MROCE_TSTAMP_INF;
-    mre_comp_flush(qp);
+    mre_qp_flush(qp);
 }
 
 int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
@@ -595,7 +601,7 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
         /* In RESET nothing is in flight, so the slots can be rebuilt. */
         struct mre_path *slots = qp->path_slots;
         if (in->npaths > qp->attr.npaths) {
-            slots = mre_calloc(&qp->ep->mem, in->npaths, sizeof(*slots));
+            slots = mre_mem_calloc(&qp->ep->mem, in->npaths, sizeof(*slots));
             if (!slots)
                 return MROCE_ENOMEM;
         }
@@ -604,11 +610,11 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
                                qp->attr.target_qdelay, qp->ep->cfg.rand,
                                qp->ep->cfg.rand_user) < 0) {
             if (slots != qp->path_slots)
-                mre_free(&qp->ep->mem, slots);
+                mre_mem_free(&qp->ep->mem, slots);
             return MROCE_EINVAL;
         }
         if (slots != qp->path_slots) {
-            mre_free(&qp->ep->mem, qp->path_slots);
+            mre_mem_free(&qp->ep->mem, qp->path_slots);
             qp->path_slots = slots;
         }
         qp->paths.burst = in->path_burst;
@@ -630,7 +636,7 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->live_deadline =
                 in->peer_timeout ? qp->heard : MROCE_TSTAMP_INF;
-            mre_ep_timer_update(qp->ep, qp);
+            mre_timer_update(qp->ep, qp);
         }
     }
     if (mask & MROCE_QP_MOD_MTU) {

@@ -8,7 +8,9 @@
  * results), then new request packets.  Each new packet gets the next PSN and
  * a path from the path set; its payload is read straight from registered
  * memory into the caller's buffer (no intermediate copy), and it is recorded
- * in the transmit ring until acknowledged (REL-*, PATH-*).
+ * in the transmit ring (txring.c) until acknowledged (REL-*, PATH-*).  A
+ * transmission arms the loss timer (loss.c); nothing here calls the
+ * completer or the responder.
  */
 #include "engine_int.h"
 
@@ -45,8 +47,8 @@ static int prepare_swqe(mre_qp *qp, const struct mroce_send_wr *wr,
         (wr->send_flags & ~15u))
         return MROCE_EINVAL;
     /* Clear the header fields only: sge[] and mrs[] are written for the
-     * entries in use below and never read beyond num_sge (a 200-byte
-     * memset per post was a visible share of small-message cost). */
+     * entries in use below and never read beyond num_sge, and they are most
+     * of the WQE, which a small-message post should not pay to clear. */
     memset(w, 0, offsetof(struct mre_swqe, sge));
     w->wr_id = wr->wr_id;
     w->opcode = (uint8_t)wr->opcode;
@@ -75,7 +77,7 @@ static int prepare_swqe(mre_qp *qp, const struct mroce_send_wr *wr,
          * the first inline WR: most QPs never post one, and a simulated
          * all-to-all of a million QPs would otherwise zero a GB for them. */
         if (!qp->inline_buf) {
-            qp->inline_buf = mre_calloc(&qp->ep->mem, qp->sq_mask + 1u,
+            qp->inline_buf = mre_mem_calloc(&qp->ep->mem, qp->sq_mask + 1u,
                                           MROCE_MAX_INLINE);
             if (!qp->inline_buf)
                 return MROCE_ENOMEM;
@@ -163,90 +165,6 @@ int mre_qp_post_send(mre_qp *qp, struct mroce_send_wr *wr,
     if (qp->state == MROCE_QPS_RTS && qp->sq_tx != qp->sq_tail)
         mre_ep_mark_ready(qp->ep, qp);
     return rc;
-}
-
-/* --- path lists: each path's in-flight packets in send order --- */
-
-static void path_list_append(mre_qp *qp, uint32_t idx)
-{
-    struct mre_txent *e = &qp->tx[idx];
-    struct mre_path *p = &qp->path_slots[e->path];
-    e->path_next = MROCE_PATH_NONE;
-    e->path_prev = p->list_tail;
-    if (p->list_tail != MROCE_PATH_NONE)
-        qp->tx[p->list_tail].path_next = idx;
-    else
-        p->list_head = idx;
-    p->list_tail = idx;
-}
-
-void mre_req_path_list_remove(mre_qp *qp, uint32_t idx)
-{
-    struct mre_txent *e = &qp->tx[idx];
-    struct mre_path *p = &qp->path_slots[e->path];
-    if (e->path_prev != MROCE_PATH_NONE)
-        qp->tx[e->path_prev].path_next = e->path_next;
-    else
-        p->list_head = e->path_next;
-    if (e->path_next != MROCE_PATH_NONE)
-        qp->tx[e->path_next].path_prev = e->path_prev;
-    else
-        p->list_tail = e->path_prev;
-    e->path_prev = e->path_next = MROCE_PATH_NONE;
-}
-
-static uint32_t wire_len(const struct mre_txent *e)
-{
-    return (uint32_t)e->len + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
-}
-
-/* Take an in-flight packet out of flight (it was acked, lost or NAKed). */
-void mre_req_unflight(mre_qp *qp, uint32_t idx)
-{
-    struct mre_txent *e = &qp->tx[idx];
-    mre_req_path_list_remove(qp, idx);
-    qp->inflight_bytes -= wire_len(e);
-    qp->inflight_pkts--;
-}
-
-void mre_req_declare_lost(mre_qp *qp, uint32_t psn, int cause)
-{
-    uint32_t idx = psn & qp->tx_mask;
-    struct mre_txent *e = &qp->tx[idx];
-    if (e->state != TX_INFLIGHT && e->state != TX_RNR)
-        return;
-    if (e->state == TX_INFLIGHT)
-        mre_req_unflight(qp, idx);
-    e->state = TX_LOST;
-    e->cause = (uint8_t)cause;
-    qp->retxq[qp->retxq_tail++ & qp->tx_mask] = psn;
-}
-
-/* Put a packet declared lost back in flight, as sent originally (LOSS-19:
- * a spurious RTO's packets that were not resent yet).  Its path list stays
- * in send order: it goes before any later-sent packet of its path. */
-void mre_req_reflight(mre_qp *qp, uint32_t idx)
-{
-    struct mre_txent *e = &qp->tx[idx];
-    struct mre_path *p = &qp->path_slots[e->path];
-    uint32_t after = p->list_tail;
-    while (after != MROCE_PATH_NONE &&
-           (int32_t)(qp->tx[after].path_seq - e->path_seq) > 0)
-        after = qp->tx[after].path_prev;
-    e->state = TX_INFLIGHT;
-    e->path_prev = after;
-    e->path_next = after == MROCE_PATH_NONE ? p->list_head
-                                            : qp->tx[after].path_next;
-    if (after == MROCE_PATH_NONE)
-        p->list_head = idx;
-    else
-        qp->tx[after].path_next = idx;
-    if (e->path_next == MROCE_PATH_NONE)
-        p->list_tail = idx;
-    else
-        qp->tx[e->path_next].path_prev = idx;
-    qp->inflight_bytes += wire_len(e);
-    qp->inflight_pkts++;
 }
 
 int mre_req_has_data(const mre_qp *qp)
@@ -398,7 +316,7 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
     if (zc && p.payload_len && src != be8) {
         /* Zero-copy: the payload stays where it is, if it is one piece (not
          * the atomic result, which lives on this stack). */
-        const uint8_t *at = sgl ? mre_sge_span(sgl, nsge, e->offset, e->len)
+        const uint8_t *at = sgl ? mre_mr_sge_span(sgl, nsge, e->offset, e->len)
                                 : src;
         if (at) {
             zc->payload = at;
@@ -407,7 +325,7 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
         }
     }
     if (sgl)
-        mre_sge_gather(sgl, nsge, e->offset, buf + h, e->len);
+        mre_mr_sge_gather(sgl, nsge, e->offset, buf + h, e->len);
     else if (src && e->len)
         memcpy(buf + h, src, e->len);
     return (int)mrw_pkt_seal(buf, h + e->len);
@@ -439,12 +357,10 @@ static int send_entry(mre_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
     e->path_seq = mre_path_on_sent(&qp->paths, picked, e->len);
     e->sent_time = now;
     e->state = TX_INFLIGHT;
-    path_list_append(qp, psn & qp->tx_mask);
-    qp->inflight_bytes += wire_len(e);
-    qp->inflight_pkts++;
+    mre_txr_enflight(qp, psn & qp->tx_mask);
     qp->cnt.tx_data_pkts++;
     if (qp->loss_deadline == MROCE_TSTAMP_INF)
-        mre_comp_arm_loss_timer(qp, now);
+        mre_loss_arm_timer(qp, now);
     return n;
 }
 
@@ -475,7 +391,7 @@ static int write_retx(mre_qp *qp, uint8_t *buf, size_t cap,
                                                              : MROCE_PATH_NONE;
         uint16_t from_entropy = qp->path_slots[old].entropy;
         if (probe)
-            mre_req_unflight(qp, psn & qp->tx_mask);
+            mre_txr_unflight(qp, psn & qp->tx_mask);
         e->retx++;
         /* Until an ACK shows progress after a timeout, every retransmission
          * is a recovery transmission too (PATH-15). */
@@ -485,9 +401,7 @@ static int write_retx(mre_qp *qp, uint8_t *buf, size_t cap,
             e->retx--;
             if (probe) {
                 e->state = old_state; /* send_entry kept e->path */
-                path_list_append(qp, psn & qp->tx_mask);
-                qp->inflight_bytes += wire_len(e);
-                qp->inflight_pkts++;
+                mre_txr_enflight(qp, psn & qp->tx_mask);
             }
             return n;
         }
@@ -517,22 +431,6 @@ static int write_retx(mre_qp *qp, uint8_t *buf, size_t cap,
     return 0;
 }
 
-/* Allocate the next PSN for a new packet of kind/ref/offset/len. */
-static uint32_t new_entry(mre_qp *qp, uint8_t kind, uint32_t ref,
-                          uint32_t off, uint32_t len)
-{
-    uint32_t psn = qp->snd_nxt++;
-    struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
-    memset(e, 0, sizeof(*e));
-    e->kind = kind;
-    e->ref = ref;
-    e->offset = off;
-    e->len = (uint16_t)len;
-    e->path_prev = e->path_next = MROCE_PATH_NONE;
-    e->probe_from = MROCE_PATH_NONE;
-    return psn;
-}
-
 static int write_resp(mre_qp *qp, uint8_t *buf, size_t cap,
                       struct mre_tx_info *info, mroce_tstamp now)
 {
@@ -555,11 +453,10 @@ static int write_resp(mre_qp *qp, uint8_t *buf, size_t cap,
         len = qp->mtu;
     if (!can_send_new(qp, len))
         return 0;
-    uint32_t psn = new_entry(qp, TXK_RESP, bi, best->sent_off, len);
+    uint32_t psn = mre_txr_push(qp, TXK_RESP, bi, best->sent_off, len);
     int n = send_entry(qp, psn, MROCE_PATH_NONE, 0, buf, cap, info, 1, now);
     if (n <= 0) {
-        qp->snd_nxt--;
-        qp->tx[psn & qp->tx_mask].state = TX_FREE;
+        mre_txr_unpush(qp, psn);
         return n;
     }
     best->sent_off += len;
@@ -599,15 +496,14 @@ static int write_new_req(mre_qp *qp, uint8_t *buf, size_t cap,
     }
     if (!can_send_new(qp, len))
         return 0;
-    uint32_t psn = new_entry(qp, TXK_REQ, w->msn, qp->tx_off, len);
+    uint32_t psn = mre_txr_push(qp, TXK_REQ, w->msn, qp->tx_off, len);
     /* Ask for an immediate ACK on a message's last packet when nothing else
      * is queued behind it, so its completion is not held by ACK delay. */
     int last_queued = qp->sq_tx + 1 == qp->sq_tail;
     int n = send_entry(qp, psn, MROCE_PATH_NONE, 0, buf, cap, info,
                        last_queued, now);
     if (n <= 0) {
-        qp->snd_nxt--;
-        qp->tx[psn & qp->tx_mask].state = TX_FREE;
+        mre_txr_unpush(qp, psn);
         return n;
     }
     if (w->sent_pkts == 0) {
@@ -635,4 +531,11 @@ int mre_req_write_data(mre_qp *qp, uint8_t *buf, size_t cap,
     if (n == 0)
         n = write_new_req(qp, buf, cap, info, now);
     return n;
+}
+
+void mre_req_reset(mre_qp *qp)
+{
+    qp->sq_tx = qp->sq_tail;
+    qp->tx_off = 0;
+    qp->rd_outstanding = 0;
 }

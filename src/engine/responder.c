@@ -10,6 +10,11 @@
  * rights, posted receives) and either placed in memory, executed, or answered
  * with a NAK; only after placement is its PSN marked received, so an ACK
  * never covers data that is not in memory (REL-*, SEM-*, SEC-*).
+ *
+ * It calls no other stage: a READ or atomic response it places at the
+ * requester is reported to its caller (mre_resp_on_data() returns 1, and
+ * ep.c runs the completer), and the completer reports acknowledged response
+ * packets here through mre_resp_on_acked().
  */
 #include "engine_int.h"
 #include "seeded_fault.h"
@@ -64,11 +69,6 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
     return 0;
 }
 
-/* Complete receives in posting order as their messages finish.  A
- * successful receive is reported only once every PSN up to its message's
- * last has arrived, so its completion implies that every message posted
- * before it (a WRITE carrying the data it announces, say) is in memory too,
- * as on an RDMA reliable connection (SEM-24). */
 void mre_resp_complete_recvs(mre_qp *qp)
 {
     int live = qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING;
@@ -219,7 +219,7 @@ static int on_send(mre_qp *qp, const struct mrw_pkt *pkt)
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
     }
-    mre_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
+    mre_mr_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
                       pkt->payload_len);
     recv_account(qp, r, pkt, 0);
     return 0;
@@ -305,6 +305,18 @@ void mre_resp_free_rjob(mre_qp *qp, struct mre_rjob *j)
     j->mr = NULL;
     j->active = 0;
     j->waiting = 0;
+}
+
+void mre_resp_on_acked(mre_qp *qp, uint32_t slot)
+{
+    if (slot >= qp->nrjobs)
+        return;
+    struct mre_rjob *j = &qp->rjobs[slot];
+    if (!j->active)
+        return;
+    j->acked_pkts++;
+    if (j->acked_pkts >= j->npkts && j->sent_pkts >= j->npkts)
+        mre_resp_free_rjob(qp, j); /* the atomic result may be forgotten */
 }
 
 static void exec_rjob(mre_qp *qp, struct mre_rjob *j)
@@ -419,10 +431,10 @@ static int on_response(mre_qp *qp, const struct mrw_pkt *pkt)
         for (int i = 0; i < 8; i++)
             v = v << 8 | pkt->payload[i];
         w->atomic_result = v;
-        mre_sge_scatter(w->sge, w->num_sge, 0, (const uint8_t *)&v, 8);
+        mre_mr_sge_scatter(w->sge, w->num_sge, 0, (const uint8_t *)&v, 8);
         w->resp_bytes = 8;
     } else {
-        mre_sge_scatter(w->sge, w->num_sge, h->offset, pkt->payload,
+        mre_mr_sge_scatter(w->sge, w->num_sge, h->offset, pkt->payload,
                           pkt->payload_len);
         w->resp_bytes += pkt->payload_len;
     }
@@ -431,14 +443,14 @@ static int on_response(mre_qp *qp, const struct mrw_pkt *pkt)
     return 0;
 }
 
-void mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
-                        const struct mre_rx_info *info, mroce_tstamp now)
+int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
+                       const struct mre_rx_info *info, mroce_tstamp now)
 {
     uint32_t psn = pkt->base.psn;
     int ce = info->ecn == MROCE_ECN_CE && !MROCE_SEEDED_FAULT(ECN_IGNORE);
     if (pkt->payload_len > qp->mtu) {
         qp->cnt.drop_invalid++; /* larger than negotiated (CONN-12, WIRE-31) */
-        return;
+        return 0;
     }
     if (pkt->base.flags & MROCE_F_CREDIT)
         qp->credit_seen = now;
@@ -446,14 +458,14 @@ void mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
         /* Our NAK was lost: say it again, on the retransmission's path. */
         qp->nak_entropy = pkt->base.entropy;
         qp->ctrl |= CTRL_NAK;
-        return;
+        return 0;
     }
     int cls = mre_rxwin_classify(&qp->rxwin, psn);
     if (cls == RXWIN_AHEAD &&
         !(MROCE_SEEDED_FAULT(WINDOW_ANY) &&
           mrw_psn_diff(psn, qp->rxwin.cum) < 2 * (int32_t)qp->rxwin.size)) {
         qp->cnt.drop_window++;
-        return;
+        return 0;
     }
     if (ce)
         qp->cnt.rx_ecn_ce++;
@@ -468,7 +480,7 @@ void mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
         qp->echo_arrival = now;
         qp->ack_now = 1;
         MROCE_SEEDED_FAULT_DUP(qp, pkt); /* atomic_twice, dup_send_twice */
-        return;
+        return 0;
     }
     int rc;
     switch (pkt->base.opcode) {
@@ -485,7 +497,7 @@ void mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
         break;
     }
     if (rc < 0)
-        return; /* NAKed or dropped: not marked, nothing acknowledged */
+        return 0; /* NAKed or dropped: not marked, nothing acknowledged */
     uint32_t old_cum = qp->rxwin.cum;
     int gap = mrw_psn_diff(qp->rxwin.high, old_cum) > 0;
     mre_rxwin_mark(&qp->rxwin, psn);
@@ -516,9 +528,8 @@ void mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
         run_ready_rjobs(qp);
     if (qp->rq_head != qp->rq_tail)
         mre_resp_complete_recvs(qp);
-    if (pkt->base.opcode == MROCE_OP_READ_RESP ||
-        pkt->base.opcode == MROCE_OP_ATOMIC_RESP)
-        mre_comp_complete_sends(qp);
+    return pkt->base.opcode == MROCE_OP_READ_RESP ||
+           pkt->base.opcode == MROCE_OP_ATOMIC_RESP;
 }
 
 int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
@@ -590,4 +601,20 @@ void mre_resp_ack_timer(mre_qp *qp, mroce_tstamp now)
         if (qp->ack_pending)
             qp->ack_now = 1;
     }
+}
+
+void mre_resp_reset(mre_qp *qp)
+{
+    /* Receives whose message finished keep their success; the others are
+     * flushed.  Completion order stays the posting order. */
+    for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
+        struct mre_rwqe *r = &qp->rq[i & qp->rq_mask];
+        if (!r->done) {
+            r->done = 1;
+            r->status = MROCE_WC_WR_FLUSH_ERR;
+        }
+    }
+    mre_resp_complete_recvs(qp);
+    for (uint32_t i = 0; i < qp->nrjobs; i++)
+        mre_resp_free_rjob(qp, &qp->rjobs[i]);
 }

@@ -26,6 +26,8 @@ enum mre_rxwin_class {
     RXWIN_AHEAD = 2,   /* beyond the window: drop */
 };
 
+/* Set up w over bits (size/64 words, zeroed here) for size PSNs (a power
+ * of two >= 64) from start_psn on. */
 void mre_rxwin_init(struct mre_rxwin *w, uint64_t *bits, uint32_t size,
                       uint32_t start_psn);
 /* Classify psn without changing state. */

@@ -87,7 +87,7 @@ static void dup_send(mre_qp *qp, const struct mrw_pkt *pkt)
         r->started = 1;
         r->msg_len = h->msg_len;
         r->last_psn = pkt->base.psn;
-        mre_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
+        mre_mr_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
                           pkt->payload_len);
         if (pkt->base.flags & MROCE_F_IMM) {
             r->has_imm = 1;

@@ -8,17 +8,17 @@
  * works on that QP: in mre_ep_recv() for its packets,
  * mre_ep_write_pkt() when it sends, handle_expiry() when it is due, and
  * the API calls on it.  Each of those
- * ends with mre_ep_timer_update(), which re-keys the QP here (O(log n)).
- * With thousands of QPs per endpoint (a simulated all-to-all) a scan over
- * every QP per call was the engine's largest cost.
+ * ends with mre_timer_update(), which re-keys the QP here (O(log n)).
+ * An endpoint can hold thousands of QPs (a simulated all-to-all), so no
+ * call scans them all.
  */
 #include "engine_int.h"
 
 /* The heap is an array of (deadline, QP) entries and the positions are
  * kept by slot in ep->theap_pos, so a sift reads and writes those two
- * arrays only: with the deadline read through each QP and the position
- * written into it, every level of a sift was a cache miss on another QP
- * (a simulated endpoint has ~1,000 of them, a few KB each). */
+ * arrays only: reading the deadline through each QP and writing the
+ * position into it would make every level of a sift a cache miss on
+ * another QP (a simulated endpoint has many, a few KB each). */
 static void heap_set(mre_ep *ep, uint32_t i, struct mre_theap_ent e)
 {
     ep->theap[i] = e;
@@ -55,7 +55,7 @@ static void sift_down(mre_ep *ep, uint32_t i)
     heap_set(ep, i, e);
 }
 
-void mre_ep_timer_remove(mre_ep *ep, mre_qp *qp)
+void mre_timer_remove(mre_ep *ep, mre_qp *qp)
 {
     uint32_t i = ep->theap_pos[qp->slot];
     if (i == MROCE_NONE32)
@@ -69,11 +69,11 @@ void mre_ep_timer_remove(mre_ep *ep, mre_qp *qp)
     sift_down(ep, ep->theap_pos[last.qp->slot]);
 }
 
-void mre_ep_timer_update(mre_ep *ep, mre_qp *qp)
+void mre_timer_update(mre_ep *ep, mre_qp *qp)
 {
     mroce_tstamp e = mre_qp_expiry(qp);
     if (e == MROCE_TSTAMP_INF) {
-        mre_ep_timer_remove(ep, qp);
+        mre_timer_remove(ep, qp);
         return;
     }
     uint32_t i = ep->theap_pos[qp->slot];
@@ -108,11 +108,11 @@ void mre_ep_handle_expiry(mre_ep *ep, mroce_tstamp now)
         mre_qp *qp = ep->theap[0].qp;
         mre_qp_ctrl_timer(qp, now);
         mre_resp_ack_timer(qp, now);
-        mre_comp_timers(qp, now);
+        mre_loss_timers(qp, now);
         mre_live_timer(qp, now);
         if (qp->ctrl || qp->ack_now || mre_req_has_data(qp))
             mre_ep_mark_ready(ep, qp);
-        mre_ep_timer_update(ep, qp);
+        mre_timer_update(ep, qp);
         if (ep->theap_pos[qp->slot] == 0 && ep->theap[0].key <= now)
             break; /* still due: the caller will come back */
     }
