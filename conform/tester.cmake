@@ -14,6 +14,7 @@ add_test(NAME conform_ids
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tester/check_ids.sh
                  $<TARGET_FILE:mroce-conform>
                  ${CMAKE_SOURCE_DIR}/docs/spec/README.md)
+set_tests_properties(conform_ids PROPERTIES LABELS "conform;lint")
 
 # The whole suite against the reference agent, on free ports.
 if(TARGET mroce-conform-agent)
@@ -27,5 +28,5 @@ if(TARGET mroce-conform-agent)
            COMMAND mroce-conform --spawn $<TARGET_FILE:mroce-conform-agent>
                    ${MROCE_CONFORM_SLOW}
                    --junit ${CMAKE_CURRENT_BINARY_DIR}/conform_suite.xml)
-  set_tests_properties(conform_suite PROPERTIES TIMEOUT 600)
+  set_tests_properties(conform_suite PROPERTIES TIMEOUT 600 LABELS conform)
 endif()
