@@ -1,6 +1,7 @@
 # mroce-conform: the conformance tester (conform/tester: framework,
-# conform/cases: one file of cases per spec area).  It links only the wire
-# codec, never the engine: it crafts and judges every packet itself.
+# conform/cases: the cases, one file per spec chapter or section).  It
+# links only the wire codec, never the engine: it crafts and judges every
+# packet itself.
 file(GLOB MROCE_CONFORM_SRC CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_SOURCE_DIR}/tester/*.c
      ${CMAKE_CURRENT_SOURCE_DIR}/cases/*.c)

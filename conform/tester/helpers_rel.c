@@ -1,6 +1,6 @@
 /*
  * helpers_rel.c - framework helpers for the reliability, loss-recovery and
- * multipath cases (cases_rel2.c, cases_loss.c, cases_path.c): reading one
+ * multipath cases (cases_rel_*.c, cases_loss.c, cases_path.c): reading one
  * counter of the IUT, single-packet WRITEs at a chosen PSN, keeping a
  * packet of the IUT beyond the next receive, and ACKs and NAKs whose every
  * field the case chooses (the tester's automatic ACK always reports its

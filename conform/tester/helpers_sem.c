@@ -1,6 +1,6 @@
 /*
  * helpers_sem.c - framework helpers for the SEM, CONN, SEC and CC cases
- * (cases_ops.c, cases_conn2.c, cases_sec2.c, cases_cc.c): receiving the
+ * (cases_sem_*.c, cases_conn_*.c, cases_sec.c, cases_cc.c): receiving the
  * next packet of a connection without judging it, NAKs and ACKs with
  * chosen fields, the two halves of the listener's handshake (so a case can
  * answer a CONNECT_REQ wrongly, late or twice), atomic and READ requests,
