@@ -83,8 +83,9 @@ static inline int test_cases_main(const char *prog,
         }
     }
     for (size_t k = 0; k < (argc > 1 ? (size_t)argc - 1 : n); k++) {
-        const struct test_case *c =
-            argc > 1 ? test_case_find(cases, n, argv[k + 1]) : &cases[k];
+        const struct test_case *c = argc > 1
+                                        ? test_case_find(cases, n, argv[k + 1])
+                                        : &cases[k];
         if (each)
             each(c);
         else
@@ -94,7 +95,7 @@ static inline int test_cases_main(const char *prog,
 }
 
 #define TEST_CASES_MAIN(prog, cases, argc, argv)                               \
-    test_cases_main(prog, cases, sizeof(cases) / sizeof((cases)[0]), argc,    \
+    test_cases_main(prog, cases, sizeof(cases) / sizeof((cases)[0]), argc,     \
                     argv, NULL)
 
 #endif /* MROCE_CASE_TABLE_H */
