@@ -26,7 +26,8 @@ if(MROCE_HAVE_LIB)
     MROCE_AGENT_BIN="$<TARGET_FILE:mroce-conform-agent>")
   add_dependencies(test_conform_agent mroce-conform-agent)
   add_test(NAME conform_agent_smoke COMMAND test_conform_agent)
-  set_tests_properties(conform_agent_smoke PROPERTIES TIMEOUT 120)
+  set_tests_properties(conform_agent_smoke PROPERTIES TIMEOUT 120
+                       LABELS conform)
 
   if(MROCE_SEEDED_FAULTS)
     # A second, separate copy of every layer compiled with the faults in;
@@ -51,6 +52,8 @@ if(MROCE_HAVE_LIB)
              COMMAND sh -c "! nm -A \"$0\" \"$1\" \"$2\" \"$3\" 2>/dev/null | grep mroce_seeded"
                      $<TARGET_FILE:mroce_static> $<TARGET_FILE:mroce>
                      $<TARGET_FILE:mroce_engine> $<TARGET_FILE:mroce_wire>)
+    set_tests_properties(conform_no_fault_symbols PROPERTIES
+                         LABELS "conform;lint")
 
     # The fault list is long enough, unknown names are refused, and the
     # normal agent has no --fault at all.
@@ -58,6 +61,7 @@ if(MROCE_HAVE_LIB)
              COMMAND sh -c "n=$($0 --list-faults | wc -l) && [ $n -ge 12 ] && ! $0 --fault no_such --control 127.0.0.1:0 --udp 127.0.0.1:0 2>/dev/null && ! $1 --fault crc_skip --control 127.0.0.1:0 --udp 127.0.0.1:0 2>/dev/null"
                      $<TARGET_FILE:mroce-conform-agent-faults>
                      $<TARGET_FILE:mroce-conform-agent>)
+    set_tests_properties(conform_fault_cli PROPERTIES LABELS conform)
 
     # run_faults.sh's own logic, against a stub tester that fails exactly
     # when the agent runs a fault (the real suite: conform_faults below).
@@ -65,7 +69,8 @@ if(MROCE_HAVE_LIB)
              COMMAND env MROCE_CONFORM=${CMAKE_CURRENT_SOURCE_DIR}/agent/stub_tester.sh
                      sh ${CMAKE_CURRENT_SOURCE_DIR}/run_faults.sh
                      ${CMAKE_BINARY_DIR})
-    set_tests_properties(conform_faults_script PROPERTIES TIMEOUT 300)
+    set_tests_properties(conform_faults_script PROPERTIES TIMEOUT 300
+                         LABELS conform)
   endif()
 endif()
 
@@ -80,7 +85,8 @@ function(mroce_conform_faults_test)
     add_test(NAME conform_faults
              COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/run_faults.sh
                      ${CMAKE_BINARY_DIR})
-    set_tests_properties(conform_faults PROPERTIES TIMEOUT 1800)
+    set_tests_properties(conform_faults PROPERTIES TIMEOUT 1800
+                         LABELS conform)
   endif()
 endfunction()
 if(COMMAND cmake_language)

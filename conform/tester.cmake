@@ -1,6 +1,7 @@
 # mroce-conform: the conformance tester (conform/tester: framework,
-# conform/cases: one file of cases per spec area).  It links only the wire
-# codec, never the engine: it crafts and judges every packet itself.
+# conform/cases: the cases, one file per spec chapter or section).  It
+# links only the wire codec, never the engine: it crafts and judges every
+# packet itself.
 file(GLOB MROCE_CONFORM_SRC CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_SOURCE_DIR}/tester/*.c
      ${CMAKE_CURRENT_SOURCE_DIR}/cases/*.c)
@@ -14,6 +15,7 @@ add_test(NAME conform_ids
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/tester/check_ids.sh
                  $<TARGET_FILE:mroce-conform>
                  ${CMAKE_SOURCE_DIR}/docs/spec/README.md)
+set_tests_properties(conform_ids PROPERTIES LABELS "conform;lint")
 
 # The whole suite against the reference agent, on free ports.
 if(TARGET mroce-conform-agent)
@@ -27,5 +29,5 @@ if(TARGET mroce-conform-agent)
            COMMAND mroce-conform --spawn $<TARGET_FILE:mroce-conform-agent>
                    ${MROCE_CONFORM_SLOW}
                    --junit ${CMAKE_CURRENT_BINARY_DIR}/conform_suite.xml)
-  set_tests_properties(conform_suite PROPERTIES TIMEOUT 600)
+  set_tests_properties(conform_suite PROPERTIES TIMEOUT 600 LABELS conform)
 endif()

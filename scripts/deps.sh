@@ -1,7 +1,8 @@
 #!/bin/sh
 # Install the Debian packages the build and tests need, if any is missing.
 # Used by demo.sh and test.sh so both work on a fresh Debian 12 machine.
-# tshark runs the Wireshark dissector's tests (dissector/).
+# tshark runs the Wireshark dissector's tests (dissector/); clang-format-14
+# checks the C sources' layout (scripts/check_format.sh, run by .ci/run).
 set -e
 need=""
 # The namespace fabric scenarios (fabric/) need iproute2, nftables,
@@ -9,9 +10,9 @@ need=""
 # libfabric-dev builds the libfabric provider (prov/); Open MPI (mpicc,
 # mpirun) and libfabric's tools (fi_info, fi_pingpong) run its tests
 # (tests/mpi, prov/).
-for p in cmake make gcc clang libclang-rt-14-dev tshark iproute2 nftables \
-         bpftool linux-libc-dev iputils-ping openmpi-bin libopenmpi-dev \
-         libfabric-bin libfabric-dev; do
+for p in cmake make gcc clang libclang-rt-14-dev clang-format-14 tshark \
+         iproute2 nftables bpftool linux-libc-dev iputils-ping openmpi-bin \
+         libopenmpi-dev libfabric-bin libfabric-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -3,18 +3,44 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer.  Fuzz targets replay their
 # seed corpora as tests in both; where clang is present each libFuzzer target
 # also fuzzes for 20 s.  Exits non-zero on any failure.
-#   scripts/test.sh            everything
-#   scripts/test.sh --fast     optimised build only
+#   scripts/test.sh              everything (installs missing packages first)
+#   scripts/test.sh --fast       optimised build only
+#   scripts/test.sh --no-deps    skip the package step (also MROCE_NO_DEPS=1)
+#   scripts/test.sh -L unit      only the tests with a CTest label (regex)
+#   scripts/test.sh -R engine    only the tests whose name matches (regex)
+#   scripts/test.sh -E prov      all but the tests whose name matches
+# -L, -R and -E go to ctest as given and may repeat; with any of them the
+# libFuzzer run is skipped.  The labels: unit, e2e, conform, fabric, mpi,
+# sim, fuzz, lint (see the README's Tests section).
 set -e
 cd "$(dirname "$0")/.."
-sh scripts/deps.sh
+fast=0
+deps=1
+[ "${MROCE_NO_DEPS:-0}" = 1 ] && deps=0
+select=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fast) fast=1 ;;
+    --no-deps) deps=0 ;;
+    -L|-R|-E)
+      [ $# -ge 2 ] || { echo "scripts/test.sh: $1 needs an argument" >&2; exit 2; }
+      select="$select $1 '$2'"
+      shift ;;
+    -h|--help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "scripts/test.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ "$deps" = 1 ] && sh scripts/deps.sh
 jobs=$(nproc)
 log=$(mktemp)
 trap 'rm -f "$log" "$log.run"' EXIT
 
 # ctest's exit status is lost in a pipe, so check its summary line instead.
+# A selection that matches no test is an error, not a pass.
 run_ctest() {
-  (cd "$1" && ctest --output-on-failure -j"$jobs") 2>&1 | tee "$log.run"
+  (cd "$1" && eval ctest --output-on-failure -j"$jobs" $select) 2>&1 |
+    tee "$log.run"
   cat "$log.run" >> "$log"
   grep -q '100% tests passed' "$log.run" || { echo "tests failed in $1"; exit 1; }
 }
@@ -23,13 +49,13 @@ echo "== release build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 run_ctest build
-if [ "${1:-}" != "--fast" ]; then
+if [ "$fast" = 0 ]; then
   echo "== AddressSanitizer + UBSan build"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMROCE_SANITIZE=ON \
         -DCMAKE_C_FLAGS=-O1 >/dev/null
   cmake --build build-asan -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-asan
-  if command -v clang >/dev/null 2>&1; then
+  if [ -z "$select" ] && command -v clang >/dev/null 2>&1; then
     echo "== libFuzzer smoke run (clang, ASan+UBSan): each target 20 s"
     CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DMROCE_FUZZ=ON \
           -DMROCE_SANITIZE=ON -DCMAKE_C_FLAGS=-O1 >/dev/null

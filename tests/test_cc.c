@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 
+#include "case_table.h"
 #include "cc.h"
 #include "testutil.h"
 
@@ -677,18 +678,21 @@ static void test_bounds(void)
     }
 }
 
-int main(void)
+static const struct test_case cases[] = {
+    {"ops_and_init", test_ops_and_init},
+    {"fixed", test_fixed},
+    {"slow_start", test_slow_start},
+    {"validation", test_validation},
+    {"additive_increase", test_additive_increase},
+    {"ai_rtt_scale", test_ai_rtt_scale},
+    {"delay_decrease", test_delay_decrease},
+    {"ecn", test_ecn},
+    {"ecn_memory", test_ecn_memory},
+    {"loss_timeout", test_loss_timeout},
+    {"bounds", test_bounds},
+};
+
+int main(int argc, char **argv)
 {
-    test_ops_and_init();
-    test_fixed();
-    test_slow_start();
-    test_validation();
-    test_additive_increase();
-    test_ai_rtt_scale();
-    test_delay_decrease();
-    test_ecn();
-    test_ecn_memory();
-    test_loss_timeout();
-    test_bounds();
-    return TESTUTIL_SUMMARY("test_cc");
+    return TEST_CASES_MAIN("test_cc", cases, argc, argv);
 }

@@ -17,6 +17,7 @@
  * extra bytes would not change the result.
  */
 #include "../src/wire/wire_internal.h"
+#include "case_table.h"
 #include "mroce/wire.h"
 #include "testutil.h"
 
@@ -239,16 +240,48 @@ static void test_chained(const uint8_t *data)
     }
 }
 
-int main(void)
-{
-    static uint8_t data[3 * MAX_LEN + 2 * MAX_ALIGN];
+/* Filled once by main before any case runs. */
+static uint8_t g_data[3 * MAX_LEN + 2 * MAX_ALIGN];
 
-    fill(data, sizeof data);
-    select_paths();
-    test_known_answers();
-    test_table_vs_bitwise(data);
-    test_lengths_alignments(data);
-    test_large();
-    test_chained(data);
-    return TESTUTIL_SUMMARY("test_crc32c");
+static void case_table_vs_bitwise(void)
+{
+    test_table_vs_bitwise(g_data);
+}
+
+static void case_lengths_alignments(void)
+{
+    test_lengths_alignments(g_data);
+}
+
+static void case_chained(void)
+{
+    test_chained(g_data);
+}
+
+static const struct test_case cases[] = {
+    {"known_answers", test_known_answers},
+    {"table_vs_bitwise", case_table_vs_bitwise},
+    {"lengths_alignments", case_lengths_alignments},
+    {"large", test_large},
+    {"chained", case_chained},
+};
+
+/* The data and the CRC paths are set up before the first case only, so
+ * -l prints nothing else. */
+static void run_case(const struct test_case *c)
+{
+    static int ready;
+    if (!ready) {
+        fill(g_data, sizeof g_data);
+        select_paths();
+        ready = 1;
+    }
+    c->fn();
+}
+
+int main(int argc, char **argv)
+{
+    return test_cases_main("test_crc32c", cases,
+                           sizeof(cases) / sizeof(cases[0]), argc, argv,
+                           run_case);
 }

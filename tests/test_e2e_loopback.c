@@ -45,6 +45,7 @@
 
 #include <mroce/mroce.h>
 
+#include "case_table.h"
 #include "testutil.h"
 
 #define MTU 4096u
@@ -1180,7 +1181,26 @@ out:
     kill_child();
 }
 
-int main(void)
+static const struct test_case cases[] = {
+    {"ops", scenario_ops},
+    {"access", scenario_access},
+    {"no_listener", scenario_no_listener},
+    {"peer_killed", scenario_peer_killed},
+    {"lossy", scenario_lossy},
+};
+
+/* Each scenario between two lines: its name, then its verdict and time. */
+static void run_scenario(const struct test_case *c)
+{
+    long f0 = testutil_failed;
+    uint64_t t0 = now_ms();
+    printf("scenario %s\n", c->name);
+    c->fn();
+    printf("scenario %s: %s (%" PRIu64 " ms)\n", c->name,
+           testutil_failed == f0 ? "ok" : "FAILED", now_ms() - t0);
+}
+
+int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGALRM, on_alarm);
@@ -1193,23 +1213,7 @@ int main(void)
      * side also retries other ports if its first choice is taken.  All stay
      * below 49152, where libmroce picks its source (entropy) ports. */
     g_port_base = (uint16_t)(20000 + (getpid() % 1400) * 20);
-    struct {
-        const char *name;
-        void (*fn)(void);
-    } sc[] = {
-        {"ops", scenario_ops},
-        {"access", scenario_access},
-        {"no_listener", scenario_no_listener},
-        {"peer_killed", scenario_peer_killed},
-        {"lossy", scenario_lossy},
-    };
-    for (unsigned i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
-        long f0 = testutil_failed;
-        uint64_t t0 = now_ms();
-        printf("scenario %s\n", sc[i].name);
-        sc[i].fn();
-        printf("scenario %s: %s (%" PRIu64 " ms)\n", sc[i].name,
-               testutil_failed == f0 ? "ok" : "FAILED", now_ms() - t0);
-    }
-    return TESTUTIL_SUMMARY("test_e2e_loopback");
+    return test_cases_main("test_e2e_loopback", cases,
+                           sizeof(cases) / sizeof(cases[0]), argc, argv,
+                           run_scenario);
 }

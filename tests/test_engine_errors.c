@@ -19,6 +19,7 @@
 
 #include <mroce/wire.h>
 
+#include "case_table.h"
 #include "testbed.h"
 #include "testutil.h"
 
@@ -1367,26 +1368,59 @@ static void test_inline_lazy(void)
     mre_ep_del(ep);
 }
 
-int main(void)
+static void case_remote_access(void)
 {
-    setvbuf(stdout, NULL, _IONBF, 0); /* keep reports next to failures */
-    test_inline_lazy();
     for (int c = ACC_BAD_RKEY; c <= ACC_NO_RATOMIC; c++)
         test_remote_access((enum acc_case)c);
-    test_misaligned_atomic();
+}
+
+static void case_rnr(void)
+{
     test_rnr(1);
     test_rnr(0);
+}
+
+static void case_recv_too_small(void)
+{
     test_recv_too_small(1000);
     test_recv_too_small(10000);
+}
+
+static void case_peer_dead(void)
+{
     test_peer_dead(0);
     test_peer_dead(1);
-    test_no_listener();
-    test_post_while_connecting();
+}
+
+static void case_lossy_handshake(void)
+{
     for (uint64_t seed = 1; seed <= 12; seed++)
         test_lossy_handshake(1000 + seed);
-    test_bad_api();
-    test_wrong_token();
+}
+
+static void case_disconnect(void)
+{
     test_disconnect(1);
     test_disconnect(0);
-    return TESTUTIL_SUMMARY("test_engine_errors");
+}
+
+static const struct test_case cases[] = {
+    {"inline_lazy", test_inline_lazy},
+    {"remote_access", case_remote_access},
+    {"misaligned_atomic", test_misaligned_atomic},
+    {"rnr", case_rnr},
+    {"recv_too_small", case_recv_too_small},
+    {"peer_dead", case_peer_dead},
+    {"no_listener", test_no_listener},
+    {"post_while_connecting", test_post_while_connecting},
+    {"lossy_handshake", case_lossy_handshake},
+    {"bad_api", test_bad_api},
+    {"wrong_token", test_wrong_token},
+    {"disconnect", case_disconnect},
+};
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IONBF, 0); /* keep reports next to failures */
+    return TEST_CASES_MAIN("test_engine_errors", cases, argc, argv);
 }

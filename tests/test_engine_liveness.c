@@ -35,6 +35,7 @@
 
 #include <mroce/wire.h>
 
+#include "case_table.h"
 #include "engine_int.h"
 #include "testutil.h"
 
@@ -529,15 +530,28 @@ out:
     world_del(&w);
 }
 
-int main(void)
+static void case_stall(void)
 {
     test_stall(1900 * MS);
     test_stall(0);
-    test_idle();
-    test_passive();
+}
+
+static void case_rnr(void)
+{
     test_rnr(MROCE_RNR_RETRY_FOREVER, 2 * SEC);
     test_rnr(6, 100 * MS);
-    test_no_time_rule();
-    test_ask_first();
-    return TESTUTIL_SUMMARY("test_engine_liveness");
+}
+
+static const struct test_case cases[] = {
+    {"stall", case_stall},
+    {"idle", test_idle},
+    {"passive", test_passive},
+    {"rnr", case_rnr},
+    {"no_time_rule", test_no_time_rule},
+    {"ask_first", test_ask_first},
+};
+
+int main(int argc, char **argv)
+{
+    return TEST_CASES_MAIN("test_engine_liveness", cases, argc, argv);
 }

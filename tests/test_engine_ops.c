@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "case_table.h"
 #include "testbed.h"
 #include "testutil.h"
 
@@ -197,10 +198,28 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
     mroce_tb_del(tb);
 }
 
-int main(void)
+static void case_clean(void)
 {
     run_suite(0, 0, 0, 1);
+}
+
+static void case_lossy(void)
+{
     run_suite(0.05, 0.05, 0.02, 2);
+}
+
+static void case_very_lossy(void)
+{
     run_suite(0.2, 0.1, 0.05, 3);
-    return TESTUTIL_SUMMARY("test_engine_ops");
+}
+
+static const struct test_case cases[] = {
+    {"clean", case_clean},
+    {"lossy", case_lossy},
+    {"very_lossy", case_very_lossy},
+};
+
+int main(int argc, char **argv)
+{
+    return TEST_CASES_MAIN("test_engine_ops", cases, argc, argv);
 }

@@ -16,6 +16,7 @@
 
 #include <mroce/wire.h>
 
+#include "case_table.h"
 #include "path.h"
 #include "testbed.h"
 #include "testutil.h"
@@ -177,21 +178,38 @@ static void test_burst(uint8_t burst, double loss, uint32_t window,
     mroce_tb_del(tb);
 }
 
-int main(void)
+/* One packet of a full 4 KiB MTU, headers and CRC included. */
+#define PD_BURST_PKT (4096 + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN)
+
+static void case_burst(void)
 {
-    test_pd();
     /* 4 MiB windows allow any burst; 2 * PICKS packets of ~4.2 KiB allow
      * 2, 1 MiB about 31 */
-    uint32_t pkt = 4096 + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+    uint32_t pkt = PD_BURST_PKT;
     test_burst(1, 0, 4u << 20, 1, 0);
     test_burst(8, 0, 4u << 20, 8, 0);
     test_burst(8, 0.02, 4u << 20, 8, 0);
     test_burst(32, 0, 4u << 20, 32, 0);
     test_burst(8, 0, 2 * MROCE_PATH_WINDOW_PICKS * pkt, 2, 0);
     test_burst(32, 0, 1u << 20, (1u << 20) / (MROCE_PATH_WINDOW_PICKS * pkt), 0);
+}
+
+static void case_burst_reuse(void)
+{
     /* PATH-16 on, as libmroce runs it */
+    uint32_t pkt = PD_BURST_PKT;
     test_burst(8, 0, 4u << 20, 8, 1);
     test_burst(8, 0.02, 4u << 20, 8, 1);
     test_burst(32, 0, 1u << 20, (1u << 20) / (MROCE_PATH_WINDOW_PICKS * pkt), 1);
-    return TESTUTIL_SUMMARY("test_engine_pd_burst");
+}
+
+static const struct test_case cases[] = {
+    {"pd", test_pd},
+    {"burst", case_burst},
+    {"burst_reuse", case_burst_reuse},
+};
+
+int main(int argc, char **argv)
+{
+    return TEST_CASES_MAIN("test_engine_pd_burst", cases, argc, argv);
 }

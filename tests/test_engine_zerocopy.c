@@ -20,6 +20,7 @@
 
 #include <mroce/wire.h>
 
+#include "case_table.h"
 #include "engine_int.h"
 #include "testutil.h"
 
@@ -165,10 +166,9 @@ static void test_seal_split(void)
     }
 }
 
-int main(void)
+/* WRITEs, SENDs and READs between two ends: which packets go zero-copy. */
+static void test_transfers(void)
 {
-    test_seal_split();
-
     struct end a, b;
     end_new(&a, 1);
     end_new(&b, 2);
@@ -293,5 +293,14 @@ int main(void)
 
     end_del(&a);
     end_del(&b);
-    return TESTUTIL_SUMMARY("test_engine_zerocopy");
+}
+
+static const struct test_case cases[] = {
+    {"seal_split", test_seal_split},
+    {"transfers", test_transfers},
+};
+
+int main(int argc, char **argv)
+{
+    return TEST_CASES_MAIN("test_engine_zerocopy", cases, argc, argv);
 }

@@ -41,6 +41,7 @@
 
 #include <mroce/mroce.h>
 
+#include "case_table.h"
 #include "libpair.h"
 #include "testutil.h"
 #include "threads.h"
@@ -338,9 +339,22 @@ static void run(const char *defer_env)
     side_fini(&b);
 }
 
-int main(void)
+static void case_adaptive(void)
 {
     run(NULL); /* the default: adaptive */
+}
+
+static void case_off(void)
+{
     run("0");
-    return TESTUTIL_SUMMARY("test_lib_ackdefer");
+}
+
+static const struct test_case cases[] = {
+    {"adaptive", case_adaptive},
+    {"off", case_off},
+};
+
+int main(int argc, char **argv)
+{
+    return TEST_CASES_MAIN("test_lib_ackdefer", cases, argc, argv);
 }

@@ -26,6 +26,7 @@
 
 #include <mroce/mroce.h>
 
+#include "case_table.h"
 #include "libpair.h"
 #include "testutil.h"
 
@@ -589,13 +590,26 @@ static void run_mode(int mode)
     free(b.buf);
 }
 
-int main(void)
+static void case_app(void)
+{
+    run_mode(MROCE_PROGRESS_APP);
+}
+
+static void case_thread(void)
+{
+    run_mode(MROCE_PROGRESS_THREAD);
+}
+
+static const struct test_case cases[] = {
+    {"app", case_app},
+    {"thread", case_thread},
+};
+
+int main(int argc, char **argv)
 {
     /* ACK deferral is adaptive by default (=1): it pauses where the
      * application does not answer, which test_ops' traffic could make it
      * do before test_peer_away, which needs a deferral: every round (=2). */
     setenv("MROCE_DEFER_ACKS", "2", 1);
-    run_mode(MROCE_PROGRESS_APP);
-    run_mode(MROCE_PROGRESS_THREAD);
-    return TESTUTIL_SUMMARY("test_lib_basic");
+    return TEST_CASES_MAIN("test_lib_basic", cases, argc, argv);
 }

@@ -23,6 +23,7 @@
 
 #include <mroce/mroce.h>
 
+#include "case_table.h"
 #include "libpair.h"
 #include "testutil.h"
 
@@ -221,9 +222,8 @@ out:
     side_fini(&b);
 }
 
-int main(void)
+static void case_checks(void)
 {
-    pg = (size_t)sysconf(_SC_PAGESIZE);
     mroce_device *dev;
     mroce_pd *pd;
     if (CHECK(libpair_open_dev(&dev, MROCE_PROGRESS_APP) == 0)) {
@@ -231,6 +231,15 @@ int main(void)
             test_checks(pd);
         mroce_device_close(dev);
     }
-    test_wrap_e2e();
-    return TESTUTIL_SUMMARY("test_lib_regmem");
+}
+
+static const struct test_case cases[] = {
+    {"checks", case_checks},
+    {"wrap_e2e", test_wrap_e2e},
+};
+
+int main(int argc, char **argv)
+{
+    pg = (size_t)sysconf(_SC_PAGESIZE);
+    return TEST_CASES_MAIN("test_lib_regmem", cases, argc, argv);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "case_table.h"
 #include "netmodel.h"
 #include "testutil.h"
 
@@ -1266,18 +1267,21 @@ static void test_reentrant(void)
     mroce_net_del(e.net);
 }
 
-int main(void)
+static const struct test_case cases[] = {
+    {"determinism", test_determinism},
+    {"loss", test_loss},
+    {"dup", test_dup},
+    {"corrupt", test_corrupt},
+    {"reorder", test_reorder},
+    {"serialization", test_serialization},
+    {"incast", test_incast},
+    {"spines", test_spines},
+    {"spine_rate", test_spine_rate},
+    {"api", test_api},
+    {"reentrant", test_reentrant},
+};
+
+int main(int argc, char **argv)
 {
-    test_determinism();
-    test_loss();
-    test_dup();
-    test_corrupt();
-    test_reorder();
-    test_serialization();
-    test_incast();
-    test_spines();
-    test_spine_rate();
-    test_api();
-    test_reentrant();
-    return TESTUTIL_SUMMARY("test_netmodel");
+    return TEST_CASES_MAIN("test_netmodel", cases, argc, argv);
 }

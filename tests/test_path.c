@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "case_table.h"
 #include "path.h"
 #include "testutil.h"
 
@@ -848,26 +849,29 @@ static void test_stats(void)
     CHECK(st.active == 0 && st.tx_pkts == 0 && st.entropy == 0);
 }
 
-int main(void)
+static const struct test_case cases[] = {
+    {"init_args", test_init_args},
+    {"entropies", test_entropies},
+    {"round_robin", test_round_robin},
+    {"shares", test_shares},
+    {"smooth", test_smooth},
+    {"quantum", test_quantum},
+    {"avoid", test_avoid},
+    {"window_burst", test_window_burst},
+    {"on_sent", test_on_sent},
+    {"retire", test_retire},
+    {"rtt", test_rtt},
+    {"max_srtt_cache", test_max_srtt_cache},
+    {"weight", test_weight},
+    {"weight_cache", test_weight_cache},
+    {"ecn_ewma", test_ecn_ewma},
+    {"loss_weight", test_loss_weight},
+    {"pick_proven", test_pick_proven},
+    {"reuse", test_reuse},
+    {"stats", test_stats},
+};
+
+int main(int argc, char **argv)
 {
-    test_init_args();
-    test_entropies();
-    test_round_robin();
-    test_shares();
-    test_smooth();
-    test_quantum();
-    test_avoid();
-    test_window_burst();
-    test_on_sent();
-    test_retire();
-    test_rtt();
-    test_max_srtt_cache();
-    test_weight();
-    test_weight_cache();
-    test_ecn_ewma();
-    test_loss_weight();
-    test_pick_proven();
-    test_reuse();
-    test_stats();
-    return TESTUTIL_SUMMARY("test_path");
+    return TEST_CASES_MAIN("test_path", cases, argc, argv);
 }

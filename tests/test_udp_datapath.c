@@ -22,6 +22,7 @@
 
 #include "../src/udp/fault.h"
 #include "../src/udp/udp.h"
+#include "case_table.h"
 #include "testutil.h"
 
 #define MAXLOG 8192
@@ -746,16 +747,19 @@ static void test_stage_bytes(void)
     lo_close(&lc);
 }
 
-int main(void)
+static const struct test_case cases[] = {
+    {"addresses", test_addresses},
+    {"fault_parse", test_fault_parse},
+    {"gso_and_ports", test_gso_and_ports},
+    {"late", test_late},
+    {"stage_bytes", test_stage_bytes},
+    {"zerocopy", test_zerocopy},
+    {"tos_and_icmp", test_tos_and_icmp},
+    {"ipv6", test_ipv6},
+    {"faults", test_faults},
+};
+
+int main(int argc, char **argv)
 {
-    test_addresses();
-    test_fault_parse();
-    test_gso_and_ports();
-    test_late();
-    test_stage_bytes();
-    test_zerocopy();
-    test_tos_and_icmp();
-    test_ipv6();
-    test_faults();
-    return TESTUTIL_SUMMARY("test_udp_datapath");
+    return TEST_CASES_MAIN("test_udp_datapath", cases, argc, argv);
 }

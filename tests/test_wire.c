@@ -12,9 +12,10 @@
  * limits; and a small built-in mutation fuzzer, so that the plain CTest run
  * already exercises what fuzz/fuzz_wire.c explores at length.
  *
- * Run from the project root (CTest does), or pass the vector file's path.
+ * Run from the project root (CTest does), or pass --vectors PATH.
  */
 #include "../src/wire/wire_internal.h"
+#include "case_table.h"
 #include "mroce/wire.h"
 #include "testutil.h"
 
@@ -1030,17 +1031,38 @@ static void test_mutations(const char *path)
            rejected);
 }
 
-int main(int argc, char **argv)
-{
-    const char *path = argc > 1 ? argv[1] : VECTOR_PATH;
+/* The vector file, tests/vectors/wire_vectors.txt unless --vectors names
+ * another. */
+static const char *g_vectors = VECTOR_PATH;
 
-    test_crc32c();
-    test_names();
-    run_vector_file(path);
+static void case_vectors(void)
+{
+    run_vector_file(g_vectors);
     check_coverage();
     printf("vectors: %d (%d valid)\n", cov.nvec, cov.nvalid);
-    test_roundtrip();
-    test_encoder_limits();
-    test_mutations(path);
-    return TESTUTIL_SUMMARY("test_wire");
+}
+
+static void case_mutations(void)
+{
+    test_mutations(g_vectors);
+}
+
+static const struct test_case cases[] = {
+    {"crc32c", test_crc32c},
+    {"names", test_names},
+    {"vectors", case_vectors},
+    {"roundtrip", test_roundtrip},
+    {"encoder_limits", test_encoder_limits},
+    {"mutations", case_mutations},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc > 2 && !strcmp(argv[1], "--vectors")) {
+        g_vectors = argv[2];
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
+    return TEST_CASES_MAIN("test_wire", cases, argc, argv);
 }

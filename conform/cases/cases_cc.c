@@ -2,8 +2,9 @@
  * cases_cc.c - receiver-driven credits (congestion.md section 5), the part
  * of congestion control that is on the wire: the CREDIT flag in CONNECT
  * packets and on data packets (CC-16), the Credit field of the IUT's ACKs
- * (CC-17), and how a sender in credit mode bounds its bytes in flight
- * before the first ACK and by the Credit of each ACK (CC-18, CC-2).
+ * and its share of the endpoint's rx_credit_bytes (CC-17, through DEVICE),
+ * and how a sender in credit mode bounds its bytes in flight before the
+ * first ACK and by the Credit of each ACK (CC-18, CC-2).
  *
  * The tester never acknowledges within these windows unless a case says
  * so, and the IUT's QPs get min_rto 200 ms: probes (PROBE flag, exempt
@@ -206,4 +207,189 @@ CT_CASE(cc_credit_limits_inflight, "CC-18 CC-2 CC-17",
         CT_REQUIRE(t, strcmp(wc.status, "SUCCESS") == 0,
                    "WRITE %d completed %s", i, wc.status);
     }
+}
+
+/* Encodes a one-packet WRITE of 16 bytes with CREDIT (and ACK_REQ if
+ * ackreq) at c's next PSN, consuming it. */
+static size_t credit_write(struct ct_conn *c, const struct ct_mr *mr,
+                           int ackreq, uint8_t *buf, size_t cap)
+{
+    static uint8_t d[16];
+    struct mrw_pkt p;
+
+    ct_rl_write_pkt(c, &p, mr, 0, d, sizeof(d), c->snd_nxt,
+                    MROCE_F_CREDIT | (ackreq ? MROCE_F_ACK_REQ : 0));
+    c->snd_nxt++;
+    c->msn++;
+    return ct_encode(c->t, &p, buf, cap);
+}
+
+/* The Credit of the ACK for c's PSN psn (the first ACK that covers it;
+ * ACKs of c before it are skipped, other connections' packets too). */
+static uint32_t credit_of_ack(struct ct_conn *c, uint32_t psn)
+{
+    return ct_expect_ack(c, psn + 1, CT_WAIT)->p.u.ack.credit;
+}
+
+/* A CREDIT peer connection to a new IUT QP (MTU 1024 both ways). */
+static struct ct_conn *credit_peer(struct ct *t, int credit)
+{
+    struct ct_conn *c = ct_conn_new(t, "cc=credit mtu=1024");
+
+    if (credit)
+        c->par.flags = MROCE_CONN_CREDIT;
+    c->par.mtu = 1024;
+    ct_conn_connect(c);
+    return c;
+}
+
+/* Sends CREDIT WRITEs without ACK_REQ on others[0..n) and then one with
+ * ACK_REQ on c, back to back; returns the Credit of c's ACK.  The others'
+ * ACKs (due within max_ack_delay) are left in the tester's queue. */
+static uint32_t credit_burst(struct ct_conn *c, struct ct_conn **others,
+                             int n, const struct ct_mr *mr)
+{
+    static uint8_t bufs[8][256];
+    size_t lens[8];
+    uint32_t psn = c->snd_nxt;
+
+    for (int i = 0; i < n; i++)
+        lens[i] = credit_write(others[i], mr, 0, bufs[i], sizeof(bufs[i]));
+    lens[n] = credit_write(c, mr, 1, bufs[n], sizeof(bufs[n]));
+    for (int i = 0; i <= n; i++)
+        ct_send_raw(c->t, c->entropy, bufs[i], lens[i], CT_ECN_ECT0);
+    return credit_of_ack(c, psn);
+}
+
+/* Idle long enough that no QP counts as active (CC-17: 1 ms), draining
+ * whatever the IUT sends meanwhile. */
+static void credit_idle(struct ct *t)
+{
+    uint64_t end = ct_now_ns() + 20000000u;
+    while (ct_now_ns() < end)
+        ct_recv(t, 2);
+}
+
+/* One measurement of a share that depends on the IUT seeing the burst's
+ * packets within 1 ms of each other: `want`, or a share for fewer active
+ * QPs (the IUT's own scheduling spread the burst), which is retried; any
+ * other value fails. */
+static void credit_share_check(struct ct *t, struct ct_conn *c,
+                               struct ct_conn **others, int n,
+                               const struct ct_mr *mr, uint32_t budget,
+                               uint32_t floor_)
+{
+    for (int attempt = 1;; attempt++) {
+        uint32_t got, want = budget / (uint32_t)(n + 1);
+        int fewer = 0;
+        if (want < floor_)
+            want = floor_;
+        credit_idle(t);
+        got = credit_burst(c, others, n, mr);
+        if (got == want)
+            return;
+        for (int k = 1; k <= n; k++) {
+            uint32_t s = budget / (uint32_t)k;
+            if (got == (s < floor_ ? floor_ : s))
+                fewer = 1;
+        }
+        CT_REQUIRE(t, fewer,
+                   "Credit %u in the ACK of a CREDIT WRITE sent right after "
+                   "CREDIT WRITEs on %d other QPs; CC-17 gives "
+                   "max(floor(%u / %d), MTU + 80) = %u",
+                   got, n, budget, n + 1, want);
+        ct_log(t, "attempt %d: Credit %u, a share for fewer active QPs "
+                  "(the burst spread over more than 1 ms?)",
+               attempt, got);
+        CT_REQUIRE(t, attempt < 3,
+                   "3 attempts: Credit %u each time where CC-17 gives %u for "
+                   "%d QPs that received CREDIT data within 1 ms",
+                   got, want, n + 1);
+    }
+}
+
+CT_CASE(more_cc17_credit_share, "CC-17 REL-14 CC-16",
+        "DEVICE rx_credit_bytes=120000, three QPs with CREDIT peers and one "
+        "without (MTU 1024): a lone CREDIT WRITE is ACKed with Credit "
+        "120000; right after CREDIT WRITEs on the two other QPs, with "
+        "40000 (N = 3); 20 ms later alone again, 120000 (the 1 ms "
+        "activity window); right after a WRITE without the CREDIT flag on "
+        "another QP, still 120000; the non-CREDIT peer gets 0xFFFFFFFF")
+{
+    const uint32_t B = 120000;
+    struct ct_conn *a, *b, *c, *d, *others[2];
+    struct ct_mr mr;
+    uint32_t psn;
+    uint8_t z[16] = {0};
+
+    ct_agent(t, "DEVICE rx_credit_bytes=%u", B);
+    mr = ct_mr_reg(t, 4096, "lw,rw", 0);
+    a = credit_peer(t, 1);
+    b = credit_peer(t, 1);
+    c = credit_peer(t, 1);
+    d = credit_peer(t, 0);
+    others[0] = b;
+    others[1] = c;
+
+    credit_idle(t);
+    psn = ct_send_write(a, &mr, 0, z, sizeof(z), MROCE_F_CREDIT);
+    CT_EQ(t, "Credit, one active QP (floor(120000 / 1))", B,
+          credit_of_ack(a, psn));
+    credit_share_check(t, a, others, 2, &mr, B, 1024 + 80);
+    credit_idle(t);
+    psn = ct_send_write(a, &mr, 0, z, sizeof(z), MROCE_F_CREDIT);
+    CT_EQ(t, "Credit 20 ms after the others' data (one active QP)", B,
+          credit_of_ack(a, psn));
+    /* Data without the CREDIT flag does not make a QP active. */
+    credit_idle(t);
+    {
+        static uint8_t bufs[2][256];
+        size_t len0;
+        struct mrw_pkt p;
+        ct_rl_write_pkt(b, &p, &mr, 0, z, sizeof(z), b->snd_nxt, 0);
+        b->snd_nxt++;
+        b->msn++;
+        len0 = ct_encode(t, &p, bufs[0], sizeof(bufs[0]));
+        psn = a->snd_nxt;
+        ct_send_raw(t, a->entropy, bufs[0], len0, CT_ECN_ECT0);
+        ct_send_raw(t, a->entropy, bufs[1],
+                    credit_write(a, &mr, 1, bufs[1], sizeof(bufs[1])),
+                    CT_ECN_ECT0);
+        CT_EQ(t, "Credit right after a WRITE without the CREDIT flag on "
+                 "another QP (it is not active: N = 1)",
+              B, credit_of_ack(a, psn));
+    }
+    psn = ct_send_write(d, &mr, 0, z, sizeof(z), 0);
+    CT_EQ(t, "Credit to the peer that did not advertise CREDIT",
+          MROCE_CREDIT_UNLIMITED, credit_of_ack(d, psn));
+}
+
+CT_CASE(more_cc17_credit_floor, "CC-17 REL-14",
+        "DEVICE rx_credit_bytes=1500, two QPs with CREDIT peers (MTU "
+        "1024): alone, Credit 1500; right after a CREDIT WRITE on the "
+        "other QP, max(750, MTU + 80) = 1104; with rx_credit_bytes=0 "
+        "(after RESET), 0xFFFFFFFF")
+{
+    struct ct_conn *a, *b;
+    struct ct_mr mr;
+    uint32_t psn;
+    uint8_t z[16] = {0};
+
+    ct_agent(t, "DEVICE rx_credit_bytes=1500");
+    mr = ct_mr_reg(t, 4096, "lw,rw", 0);
+    a = credit_peer(t, 1);
+    b = credit_peer(t, 1);
+    credit_idle(t);
+    psn = ct_send_write(a, &mr, 0, z, sizeof(z), MROCE_F_CREDIT);
+    CT_EQ(t, "Credit, one active QP (max(1500, 1104))", 1500,
+          credit_of_ack(a, psn));
+    credit_share_check(t, a, &b, 1, &mr, 1500, 1024 + 80);
+
+    ct_agent(t, "RESET");
+    ct_agent(t, "DEVICE rx_credit_bytes=0");
+    mr = ct_mr_reg(t, 4096, "lw,rw", 0);
+    a = credit_peer(t, 1);
+    psn = ct_send_write(a, &mr, 0, z, sizeof(z), MROCE_F_CREDIT);
+    CT_EQ(t, "Credit with rx_credit_bytes 0", MROCE_CREDIT_UNLIMITED,
+          credit_of_ack(a, psn));
 }

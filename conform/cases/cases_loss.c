@@ -2,27 +2,101 @@
  * cases_loss.c - loss recovery (loss-recovery.md) with the IUT as sender:
  * the tester plays a lossy network by withholding acknowledgements.  The
  * IUT must resend exactly what was never acknowledged, as a faithful copy
- * (LOSS-15) on another path (LOSS-16); probe and time out on schedule
- * (LOSS-8..LOSS-13, measured on the IUT's own TSval clock); give up after
- * retry_cnt timeouts (LOSS-14); and recover READs and atomics in both
- * roles: as requester by resending the READ_REQ or taking a late response,
- * as responder by resending responses from its own PSN space (re-reading
- * memory, SEM-10; replaying the kept atomic result, SEM-13) while a
- * duplicated request executes nothing.
+ * (LOSS-15); take RTT samples from the echo (LOSS-2, LOSS-3); probe and
+ * time out on schedule (LOSS-8..LOSS-13, measured on the IUT's own TSval
+ * clock, allowing for the peer's Max ACK Delay: LOSS-25); ride out a
+ * silence shorter than peer_timeout (LOSS-21); give up after retry_cnt
+ * timeouts (LOSS-14); and resend a READ_REQ nobody answered.
  *
  * The IUT is the connecting side in these cases (ct_accept): it has no RTT
  * sample until our first ACK, so its first probe timeout is 5 x min_rto
  * (LOSS-8, LOSS-9), which min_rto_us= sets.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "case_helpers.h"
 #include "conform.h"
 
-/* Wait for what must come: longer than CT_WAIT, since the machine running
- * the suite may be shared and stall a process for a good part of a second;
- * a passing case never waits this long. */
-#define RL_WAIT 2000
+CT_CASE(edge_pto_allows_peer_max_ack_delay, "LOSS-25 LOSS-9 LOSS-8",
+        "the tester advertises Max ACK Delay 30 ms to an IUT requester "
+        "(own max_ack_delay 10 us, min_rto 1 ms): after one acknowledged "
+        "WRITE, an unacknowledged WRITE is not resent until 30 ms after it "
+        "was sent (IUT TSvals), and is resent within 2 s")
+{
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_conn *c = ct_conn_new(t, "min_rto_us=1000 max_ack_delay_us=10");
+    struct ct_rl_pkt first, again;
+    uint32_t gap;
+
+    c->par.max_ack_delay = 30000000;
+    ct_conn_accept(c);
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=1 op=WRITE mr=%d off=0 len=64 "
+             "raddr=0x100 rkey=1",
+             c->aqp, mr.id);
+    ct_expect_data(c, CT_WAIT); /* acknowledged at once: an RTT sample */
+    ct_expect_wc(t, c->aqp, "send", 1, "SUCCESS", CT_WAIT);
+    c->auto_ack = 0;
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=2 op=WRITE mr=%d off=0 len=64 "
+             "raddr=0x100 rkey=1",
+             c->aqp, mr.id);
+    ct_rl_expect_data(c, 1, CT_WAIT, &first);
+    ct_rl_expect_data(c, 1, 2000, &again);
+    CT_EQ(t, "resent PSN", first.p.base.psn, again.p.base.psn);
+    gap = ct_rl_ts_diff(first.p.base.tsval, again.p.base.tsval);
+    CT_REQUIRE(t, gap >= 30000000u,
+               "WRITE resent %u us after it was sent: its probe timeout "
+               "must allow for the peer's Max ACK Delay of 30 ms (LOSS-25), "
+               "not the IUT's own 10 us",
+               gap / 1000);
+    c->auto_ack = 1;
+    ct_send_ack(c, &again.p);
+    ct_expect_wc(t, c->aqp, "send", 2, "SUCCESS", CT_WAIT);
+}
+
+CT_CASE(live_silence_survives_rtos, "LOSS-21 LOSS-14 REL-32 LOSS-13",
+        "retry=1, min_rto 1 ms, peer_timeout_ms=3000: the tester answers "
+        "nothing for 700 ms while the IUT's WRITE times out again and again "
+        "(more than retry_cnt + 1 timeout retransmissions); the QP stays in "
+        "RTS, and once ACKed the WRITE completes SUCCESS")
+{
+    struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000 "
+                                     "peer_timeout_ms=3000");
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    const struct ct_rx *rx;
+    struct ct_rl_pkt last;
+    uint64_t t0;
+    int retx = 0, have = 0;
+
+    if (!c)
+        return;
+    c->auto_ack = 0;
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=1 op=WRITE mr=%d off=0 len=32 "
+             "raddr=0x100 rkey=1",
+             c->aqp, mr.id);
+    t0 = ct_now_ns();
+    while (ct_now_ns() - t0 < 700000000ull) {
+        rx = ct_rl_next(c, 20);
+        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode))
+            continue;
+        if (have && !(rx->p.base.flags & MROCE_F_PROBE))
+            retx++;
+        ct_rl_save(rx, &last);
+        have = 1;
+    }
+    CT_REQUIRE(t, have, "the IUT sent no WRITE");
+    CT_REQUIRE(t, retx > 2, "only %d timeout retransmissions in 700 ms "
+               "(min_rto 1 ms, max_rto 100 ms)", retx);
+    ct_expect_qp_state(t, c->aqp, "RTS", 0);
+    ct_expect_no_wc(t, c->aqp, "send", 0);
+    ct_rl_send_ack(c, last.p.base.psn + 1, NULL, 0, &last.p, 0);
+    ct_expect_wc(t, c->aqp, "send", 1, "SUCCESS", RL_WAIT);
+    ct_expect_qp_state(t, c->aqp, "RTS", 0);
+}
 
 /* Scheduling allowance for timer expiries of a software IUT, as in
  * cases_rel2.c: LOSS-19 states that a loaded host deschedules a process
@@ -52,53 +126,6 @@ static unsigned sack_of(uint64_t rel, uint32_t *w)
             n = (k - 1) / 32 + 1;
         }
     return n;
-}
-
-/* A retransmission r of the packet o must be its copy (LOSS-15): same
- * opcode, QPN, token, PSN, length, headers and payload; RETX set; FIRST,
- * LAST, IMM, SOLICITED unchanged. */
-static void expect_copy(struct ct *t, const struct mrw_pkt *o,
-                        const struct mrw_pkt *r)
-{
-    const uint16_t keep =
-        MROCE_F_FIRST | MROCE_F_LAST | MROCE_F_IMM | MROCE_F_SOLICITED;
-
-    CT_EQ(t, "retransmission Opcode", o->base.opcode, r->base.opcode);
-    CT_EQ(t, "retransmission Dst QPN", o->base.dst_qpn, r->base.dst_qpn);
-    CT_EQ(t, "retransmission Token", o->base.token, r->base.token);
-    CT_EQ(t, "retransmission PSN", o->base.psn, r->base.psn);
-    CT_EQ(t, "retransmission Pkt Len", o->base.pkt_len, r->base.pkt_len);
-    CT_EQ(t, "retransmission FIRST/LAST/IMM/SOLICITED flags",
-          o->base.flags & keep, r->base.flags & keep);
-    CT_REQUIRE(t, r->base.flags & MROCE_F_RETX,
-               "retransmission of PSN %u without RETX (flags 0x%x)",
-               r->base.psn, r->base.flags);
-    if (o->base.opcode == MROCE_OP_READ_RESP ||
-        o->base.opcode == MROCE_OP_ATOMIC_RESP) {
-        CT_EQ(t, "retransmission Req MSN", o->u.resp.req_msn,
-              r->u.resp.req_msn);
-        CT_EQ(t, "retransmission Msg Len", o->u.resp.msg_len,
-              r->u.resp.msg_len);
-        CT_EQ(t, "retransmission Offset", o->u.resp.offset, r->u.resp.offset);
-    } else {
-        CT_EQ(t, "retransmission MSN", o->u.rq.req.msn, r->u.rq.req.msn);
-        CT_EQ(t, "retransmission RSN", o->u.rq.req.rsn, r->u.rq.req.rsn);
-        CT_EQ(t, "retransmission Remote Address", o->u.rq.req.raddr,
-              r->u.rq.req.raddr);
-        CT_EQ(t, "retransmission RKey", o->u.rq.req.rkey, r->u.rq.req.rkey);
-        CT_EQ(t, "retransmission Msg Len", o->u.rq.req.msg_len,
-              r->u.rq.req.msg_len);
-        CT_EQ(t, "retransmission Offset", o->u.rq.req.offset,
-              r->u.rq.req.offset);
-        CT_EQ(t, "retransmission Immediate", o->u.rq.req.imm, r->u.rq.req.imm);
-    }
-    CT_EQ(t, "retransmission payload length", o->payload_len, r->payload_len);
-    CT_REQUIRE(t,
-               o->payload_len == 0 ||
-                   memcmp(o->payload, r->payload, o->payload_len) == 0,
-               "retransmission of PSN %u: payload differs from the first "
-               "transmission's",
-               r->base.psn);
 }
 
 /* Sends an 8-packet WRITE (MTU 1024) from the IUT over 4 paths, withholds
@@ -149,7 +176,7 @@ static void resend_exactly(struct ct *t, unsigned lost)
         CT_REQUIRE(t, want >> k & 1,
                    "the IUT resent PSN %u twice before any further ACK",
                    r.p.base.psn);
-        expect_copy(t, &pk[k].p, &r.p);
+        ch_expect_copy(t, &pk[k].p, &r.p);
         CT_REQUIRE(t, r.p.base.entropy != pk[k].p.base.entropy,
                    "PSN %u resent on its first entropy %u; with npaths 4 "
                    "it must take another path (LOSS-16)",
@@ -213,7 +240,7 @@ CT_CASE(loss_retx_copy_send_imm, "LOSS-15 REL-4 SEM-3 WIRE-10",
     ct_rl_take_new(c, c->astart, pk, 3, RL_WAIT);
     ct_rl_send_ack(c, c->astart + 1, &sack, 1, &pk[2].p, 0);
     ct_rl_expect_data(c, 0, RL_WAIT, &r);
-    expect_copy(t, &pk[1].p, &r.p);
+    ch_expect_copy(t, &pk[1].p, &r.p);
     CT_EQ(t, "resent Immediate", 0x1234abcd, r.p.u.rq.req.imm);
     CT_REQUIRE(t, r.p.base.tsval != pk[1].p.base.tsval,
                "retransmission carries the first transmission's TSval %u "
@@ -260,7 +287,7 @@ static int probe_and_rtos(struct ct *t, int rtos_wanted, char *why, size_t cap)
                "probe on the entropy of its latest transmission (%u), "
                "LOSS-12 wants another slot",
                pr.p.base.entropy);
-    expect_copy(t, &pk[1].p, &pr.p);
+    ch_expect_copy(t, &pk[1].p, &pr.p);
     dt = ct_rl_ts_diff(pk[0].p.base.tsval, pr.p.base.tsval);
     ct_log(t, "probe %u ns after the first transmission", dt);
     CT_REQUIRE(t, dt + slack >= rto,
@@ -313,7 +340,7 @@ static int probe_and_rtos(struct ct *t, int rtos_wanted, char *why, size_t cap)
             ct_log(t, "also resent: PSN %u", r.p.base.psn);
             continue;
         }
-        expect_copy(t, &pk[0].p, &r.p);
+        ch_expect_copy(t, &pk[0].p, &r.p);
         dt = ct_rl_ts_diff(prev, r.p.base.tsval);
         ct_log(t, "RTO %d: %u ns after the previous expiry", rtos + 1, dt);
         CT_REQUIRE(t, dt + slack >= rto << rtos,
@@ -440,107 +467,6 @@ CT_CASE(loss_retry_exceeded_responses_only, "LOSS-14 LOSS-13 CONN-20",
     ct_expect_silence(t, CT_QUIET);
 }
 
-/* Posts a READ of len bytes into mr at 0 from a remote address we serve,
- * and returns its READ_REQ (first transmission). */
-static void post_read(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
-                      uint64_t wrid, uint32_t len, struct ct_rl_pkt *req)
-{
-    ct_agent(t,
-             "POST_SEND qp=%d wrid=%llu op=READ mr=%d off=0 len=%u "
-             "raddr=0x30000 rkey=0x79",
-             c->aqp, (unsigned long long)wrid, mr->id, len);
-    ct_rl_take_new(c, c->astart, req, 1, RL_WAIT);
-    CT_EQ(t, "READ_REQ opcode", MROCE_OP_READ_REQ, req->p.base.opcode);
-    CT_EQ(t, "READ_REQ Msg Len", len, req->p.u.rq.req.msg_len);
-}
-
-/* Sends READ_RESP packet i (MTU 1024) of a response to req with data. */
-static void send_resp(struct ct_conn *c, const struct ct_rl_pkt *req,
-                      uint32_t psn0, const uint8_t *data, uint32_t len,
-                      uint32_t i, uint16_t extra)
-{
-    struct mrw_pkt p;
-    uint32_t npk = (len + 1023) / 1024, off = i * 1024;
-    uint32_t n = len - off < 1024 ? len - off : 1024;
-    uint16_t fl = extra;
-
-    if (i == 0)
-        fl |= MROCE_F_FIRST;
-    if (i == npk - 1)
-        fl |= MROCE_F_LAST | MROCE_F_ACK_REQ;
-    ct_rl_resp_pkt(c, &p, MROCE_OP_READ_RESP, psn0 + i, req->p.u.rq.req.msn,
-                   len, off, data + off, n, fl);
-    ct_send(c, &p);
-}
-
-CT_CASE(loss_read_resp_hole_then_complete, "SEM-22 SEM-8 REL-15 REL-20 SEM-9",
-        "IUT READ of 3000 bytes; we ACK the READ_REQ and send READ_RESP "
-        "packets 0 and 2: ACK Cum at packet 1, SACK 0x1, no completion; "
-        "packet 1 resent: Cum past all, READ completes, bytes placed")
-{
-    struct ct_conn *c = ct_accept(t, "mtu=1024 min_rto_us=20000");
-    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_rl_pkt req;
-    const struct ct_rx *rx;
-    uint8_t d[3000];
-    uint32_t s = c->snd_nxt, want = 1;
-    struct ct_wc wc;
-
-    CT_EQ(t, "negotiated MTU", 1024, c->mtu);
-    ct_pattern(d, sizeof(d), 44);
-    c->auto_ack = 0;
-    post_read(t, c, &mr, 4, sizeof(d), &req);
-    ct_rl_send_ack(c, req.p.base.psn + 1, NULL, 0, &req.p, 0);
-    send_resp(c, &req, s, d, sizeof(d), 0, 0);
-    send_resp(c, &req, s, d, sizeof(d), 2, 0);
-    rx = ct_expect_ack(c, s + 1, RL_WAIT);
-    for (;;) {
-        if (rx->p.u.ack.echo_psn == s + 2)
-            break;
-        rx = ct_expect_ack(c, s + 1, RL_WAIT);
-    }
-    CT_EQ(t, "ACK Cum PSN (packet 1 missing)", s + 1, rx->p.u.ack.cum_psn);
-    CT_EQ(t, "ACK SACK Words", 1, rx->p.u.ack.sack_words);
-    CT_EQ(t, "ACK SACK word 0", want, rx->p.u.ack.sack[0]);
-    ct_expect_no_wc(t, c->aqp, "send", 20);
-    send_resp(c, &req, s, d, sizeof(d), 1, MROCE_F_RETX);
-    rx = ct_expect_ack(c, s + 3, RL_WAIT);
-    CT_EQ(t, "ACK Cum PSN", s + 3, rx->p.u.ack.cum_psn);
-    wc = ct_expect_wc(t, c->aqp, "send", 4, "SUCCESS", RL_WAIT);
-    CT_EQ(t, "READ completion len", sizeof(d), wc.len);
-    ct_expect_mem(t, &mr, 0, d, sizeof(d));
-}
-
-CT_CASE(loss_read_resp_acks_request, "SEM-22 REL-10",
-        "IUT READ of 64 bytes; we never ACK its READ_REQ but send the "
-        "READ_RESP: READ completes, and the READ_REQ is never resent "
-        "(the response proved it arrived)")
-{
-    struct ct_conn *c = ct_accept(t, "min_rto_us=5000");
-    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
-    struct ct_rl_pkt req;
-    const struct ct_rx *rx;
-    uint8_t d[64];
-    uint32_t s = c->snd_nxt;
-    uint64_t end;
-
-    ct_pattern(d, sizeof(d), 45);
-    c->auto_ack = 0;
-    post_read(t, c, &mr, 5, sizeof(d), &req);
-    send_resp(c, &req, s, d, sizeof(d), 0, 0);
-    ct_expect_ack(c, s + 1, RL_WAIT);
-    ct_expect_wc(t, c->aqp, "send", 5, "SUCCESS", RL_WAIT);
-    ct_expect_mem(t, &mr, 0, d, sizeof(d));
-    /* The first probe would have come 25 ms after the READ_REQ. */
-    end = ct_now_ns() + (uint64_t)ct_ms(t, 120) * 1000000u;
-    while (ct_now_ns() < end) {
-        rx = ct_rl_next(c, 10);
-        if (rx && rx->p.base.opcode != MROCE_OP_ACK)
-            ct_fail(t, "after the READ completed the IUT sent %s",
-                    ct_describe(t, rx));
-    }
-}
-
 CT_CASE(loss_read_req_resent_unanswered, "LOSS-12 LOSS-13 LOSS-15 SEM-8",
         "IUT READ of 100 bytes; we neither ACK nor answer the READ_REQ: it "
         "is resent (same PSN, MSN, address, key, length, RETX); then our "
@@ -554,141 +480,12 @@ CT_CASE(loss_read_req_resent_unanswered, "LOSS-12 LOSS-13 LOSS-15 SEM-8",
 
     ct_pattern(d, sizeof(d), 46);
     c->auto_ack = 0;
-    post_read(t, c, &mr, 6, sizeof(d), &req);
+    ch_post_read(t, c, &mr, 6, sizeof(d), &req);
     ct_rl_expect_data(c, 0, RL_WAIT, &r);
-    expect_copy(t, &req.p, &r.p);
-    send_resp(c, &req, s, d, sizeof(d), 0, 0);
+    ch_expect_copy(t, &req.p, &r.p);
+    ch_send_read_resp(c, &req, s, d, sizeof(d), 0, 0);
     ct_expect_wc(t, c->aqp, "send", 6, "SUCCESS", RL_WAIT);
     ct_expect_mem(t, &mr, 0, d, sizeof(d));
-}
-
-/* The ACK echoing the transmission of PSN psn with TSval ts (earlier ACKs
- * are skipped, anything else fails). */
-static const struct ct_rx *ack_of(struct ct_conn *c, uint32_t psn, uint32_t ts)
-{
-    for (;;) {
-        const struct ct_rx *rx = ct_expect_ack(c, psn + 1, RL_WAIT);
-        if (rx->p.u.ack.echo_psn == psn && rx->p.u.ack.echo_ts == ts)
-            return rx;
-        ct_log(c->t, "skipped %s", ct_describe(c->t, rx));
-    }
-}
-
-CT_CASE(loss_read_responder_resends_response,
-        "SEM-10 REL-8 LOSS-6 LOSS-15 SEM-26",
-        "IUT serves our READ of 2000 bytes (2 READ_RESP); our READ_REQ again: "
-        "DUP ACK, no new response; memory changed, we SACK only the 2nd "
-        "response packet: the 1st is resent, same PSN, with the new bytes")
-{
-    struct ct_conn *c = ct_accept(t, "mtu=1024 min_rto_us=20000");
-    struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0);
-    struct ct_rl_pkt rs[2], r;
-    struct mrw_pkt q;
-    const struct ct_rx *rx;
-    uint8_t d[2000], e[2000];
-    uint32_t sack = 1;
-    int got = 0;
-
-    ct_pattern(d, sizeof(d), 47);
-    ct_pattern(e, sizeof(e), 48);
-    ct_mr_write(t, &mr, 0, d, sizeof(d));
-    c->auto_ack = 0;
-    ct_pkt_req(c, &q, MROCE_OP_READ_REQ);
-    q.u.rq.req.raddr = mr.addr;
-    q.u.rq.req.rkey = mr.rkey;
-    q.u.rq.req.msg_len = sizeof(d);
-    ct_send(c, &q);
-    c->snd_nxt++;
-    c->msn++;
-    /* The ACK of the READ_REQ and two READ_RESP packets, in any order. */
-    while (got < 2) {
-        rx = ct_rl_next(c, RL_WAIT);
-        if (!rx)
-            ct_fail(t, "expected READ_RESP packets, got nothing");
-        if (rx->p.base.opcode == MROCE_OP_ACK)
-            continue;
-        CT_REQUIRE(t, rx->p.base.opcode == MROCE_OP_READ_RESP,
-                   "expected READ_RESP, got %s", ct_describe(t, rx));
-        CT_EQ(t, "READ_RESP PSN", c->astart + (uint32_t)got, rx->p.base.psn);
-        ct_rl_save(rx, &rs[got]);
-        got++;
-    }
-    CT_REQUIRE(t, memcmp(rs[0].pay, d, 1024) == 0,
-               "READ_RESP 0 carries other bytes than the region's");
-    /* The READ_REQ again: a duplicate, executed nothing. */
-    q.base.flags |= MROCE_F_RETX;
-    q.base.tsval += 1000;
-    ct_send(c, &q);
-    rx = ack_of(c, q.base.psn, q.base.tsval);
-    CT_EQ(t, "ACK of the repeated READ_REQ: Echo Flags (DUP)", MROCE_ECHO_DUP,
-          rx->p.u.ack.echo_flags);
-    ct_expect_silence(t, 20);
-    /* SEM-10: a resent READ_RESP reads memory again. */
-    ct_mr_write(t, &mr, 0, e, sizeof(e));
-    ct_rl_send_ack(c, c->astart, &sack, 1, &rs[1].p, 0);
-    ct_rl_expect_data(c, 0, RL_WAIT, &r);
-    CT_EQ(t, "resent PSN", c->astart, r.p.base.psn);
-    CT_EQ(t, "resent opcode", MROCE_OP_READ_RESP, r.p.base.opcode);
-    CT_REQUIRE(t, r.p.base.flags & MROCE_F_RETX, "resent READ_RESP lacks RETX");
-    CT_EQ(t, "resent Offset", 0, r.p.u.resp.offset);
-    CT_EQ(t, "resent payload length", 1024, r.p.payload_len);
-    CT_REQUIRE(t, memcmp(r.pay, e, 1024) == 0,
-               "the resent READ_RESP carries the old bytes: it must read "
-               "memory again when it retransmits (SEM-10)");
-    ct_rl_send_ack(c, c->astart + 2, NULL, 0, &r.p, 0);
-    ct_expect_silence(t, CT_QUIET);
-}
-
-CT_CASE(loss_atomic_resp_replayed, "SEM-13 REL-8 LOSS-15 SEM-12",
-        "our FETCH_ADD +5 on 1000; ATOMIC_RESP not ACKed; the FETCH_ADD "
-        "again: DUP ACK, no new response; the ATOMIC_RESP is resent (same "
-        "PSN, orig 1000); memory 1005: executed once")
-{
-    struct ct_conn *c = ct_accept(t, "min_rto_us=10000");
-    struct ct_mr mr = ct_mr_reg(t, 4096, "lw,ra", 0);
-    struct ct_rl_pkt a, r;
-    struct mrw_pkt q;
-    const struct ct_rx *rx;
-    uint64_t v = 1000, m;
-    uint8_t be[8];
-
-    for (int i = 0; i < 8; i++)
-        be[i] = (uint8_t)(v >> (56 - 8 * i));
-    ct_mr_write(t, &mr, 0, &v, 8);
-    c->auto_ack = 0;
-    ct_pkt_req(c, &q, MROCE_OP_FETCH_ADD);
-    q.u.rq.req.raddr = mr.addr;
-    q.u.rq.req.rkey = mr.rkey;
-    q.u.rq.atomic.swap_add = 5;
-    ct_send(c, &q);
-    c->snd_nxt++;
-    c->msn++;
-    for (;;) {
-        rx = ct_rl_next(c, RL_WAIT);
-        if (!rx)
-            ct_fail(t, "expected an ATOMIC_RESP, got nothing");
-        if (rx->p.base.opcode == MROCE_OP_ACK)
-            continue;
-        CT_REQUIRE(t, rx->p.base.opcode == MROCE_OP_ATOMIC_RESP,
-                   "expected ATOMIC_RESP, got %s", ct_describe(t, rx));
-        ct_rl_save(rx, &a);
-        break;
-    }
-    CT_REQUIRE(t, a.p.payload_len == 8 && memcmp(a.pay, be, 8) == 0,
-               "ATOMIC_RESP payload is not the original value 1000");
-    q.base.flags |= MROCE_F_RETX;
-    q.base.tsval += 1000;
-    ct_send(c, &q);
-    rx = ack_of(c, q.base.psn, q.base.tsval);
-    CT_EQ(t, "ACK of the repeated FETCH_ADD: Echo Flags (DUP)", MROCE_ECHO_DUP,
-          rx->p.u.ack.echo_flags);
-    /* Whatever comes next must be the same response, resent. */
-    ct_rl_expect_data(c, 1, RL_WAIT, &r);
-    expect_copy(t, &a.p, &r.p);
-    ct_rl_send_ack(c, r.p.base.psn + 1, NULL, 0, &r.p, 0);
-    ct_mr_read(t, &mr, 0, &m, 8);
-    CT_EQ(t, "target after one FETCH_ADD +5 (executed once)", 1005, m);
-    ct_expect_silence(t, CT_QUIET);
 }
 
 CT_CASE(loss_rtt_sample_from_echo, "LOSS-3 LOSS-4",

@@ -1,15 +1,73 @@
 /*
- * cases_wire.c - malformed input (wire-format.md sections 2-7): each case
- * takes a valid one-packet WRITE, breaks exactly one thing in its bytes
- * (CRC, lengths, version, opcode, flags, field consistency), and sends it.
- * The IUT must drop it silently (WIRE-25, WIRE-27): no reply, nothing
- * placed, no state change.  "No state change" is then shown by sending the
- * intact packet with the same PSN: it must be ACKed as the first packet
- * ever marked (RX Count 1) and placed.
+ * cases_wire.c - wire-format.md: receive validation (WIRE-3..WIRE-6,
+ * WIRE-24..WIRE-26) on malformed datagrams, each of which the IUT must drop
+ * without an answer or a side effect; the MTU bound on a data packet's
+ * payload, the IUT's own and its peer's (WIRE-31); and the Max ACK Delay the
+ * handshake advertises (WIRE-21).
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "case_helpers.h"
 #include "conform.h"
+
+/* On c (negotiated MTU c->mtu): a WRITE of c->mtu + 1 bytes in one packet
+ * is dropped and counted, the same PSN with c->mtu bytes is placed. */
+static void mtu_check(struct ct *t, struct ct_conn *c)
+{
+    struct ct_mr mr = ct_mr_reg(t, 8192, "lw,rw", 0x21);
+    static uint8_t d[8192];
+    struct mrw_pkt p;
+    int64_t before;
+
+    ct_pattern(d, sizeof(d), 71);
+    before = ct_rl_counter(t, c->aqp, "drop_invalid");
+    ch_req_pkt(c, &p, MROCE_OP_WRITE, mr.addr, mr.rkey, d, (uint32_t)c->mtu + 1);
+    ct_send(c, &p);
+    ct_expect_silence(t, CT_QUIET);
+    ct_rl_expect_counter(t, c->aqp, "drop_invalid", before, 1);
+    ct_expect_mem_fill(t, &mr, 0, 8192, 0x21);
+    p.u.rq.req.msg_len = c->mtu;
+    p.payload_len = c->mtu;
+    ct_send(c, &p);
+    ct_consume(c, &p);
+    ct_expect_ack(c, p.base.psn + 1, CT_WAIT);
+    ct_expect_mem(t, &mr, 0, d, c->mtu);
+    ct_expect_mem_fill(t, &mr, c->mtu, 8192 - c->mtu, 0x21);
+}
+
+CT_CASE(edge_payload_above_own_mtu_dropped, "WIRE-31 CONN-12 WIRE-4",
+        "IUT mtu=1024, tester 4096: a one-packet WRITE of 1025 bytes gets "
+        "no ACK or NAK, drop_invalid +1, nothing placed; the same PSN with "
+        "1024 bytes is ACKed and placed")
+{
+    struct ct_conn *c = ct_connect(t, "mtu=1024");
+    CT_EQ(t, "negotiated MTU", 1024, c->mtu);
+    mtu_check(t, c);
+}
+
+CT_CASE(edge_payload_above_peer_mtu_dropped, "WIRE-31 CONN-12 WIRE-4",
+        "IUT mtu 4096, tester advertises 512: a one-packet WRITE of 513 "
+        "bytes gets no ACK or NAK, drop_invalid +1, nothing placed; 512 "
+        "bytes at the same PSN are ACKed and placed")
+{
+    struct ct_conn *c = ct_conn_new(t, "mtu=4096");
+    c->par.mtu = 512;
+    ct_conn_connect(c);
+    CT_EQ(t, "negotiated MTU", 512, c->mtu);
+    mtu_check(t, c);
+}
+
+CT_CASE(edge_max_ack_delay_advertised, "WIRE-21 CONN-4 CONN-8 REL-19",
+        "QPs created with max_ack_delay_us=2000 and 3000: the CONNECT_RESP "
+        "and the CONNECT_REQ carry Max ACK Delay 2,000,000 and 3,000,000 ns")
+{
+    struct ct_conn *a = ct_connect(t, "max_ack_delay_us=2000");
+    struct ct_conn *b = ct_accept(t, "max_ack_delay_us=3000");
+
+    CT_EQ(t, "CONNECT_RESP Max ACK Delay (ns)", 2000000, a->apar.max_ack_delay);
+    CT_EQ(t, "CONNECT_REQ Max ACK Delay (ns)", 3000000, b->apar.max_ack_delay);
+}
 
 /* One connection, a region, and a valid WRITE of 32 bytes in buf. */
 struct mal {

@@ -1,6 +1,7 @@
 /*
  * ct_int.h - the tester's internal state, shared by the framework files
- * (runner.c, agent.c, peer.c, expect.c, main.c); cases see only conform.h.
+ * (runner.c, agent.c, peer.c, expect.c, main.c, helpers_*.c); cases see
+ * only conform.h.
  */
 #ifndef MROCE_CONFORM_INT_H
 #define MROCE_CONFORM_INT_H
@@ -52,6 +53,16 @@ const struct ct_case *const *ct_cases(int *n);
  * sum. */
 int ct_run_all(struct ct_run *run, const char *filter, FILE *tap,
                const char *junit_path, FILE *sum);
+
+/* Milliseconds left until deadline (ns, ct_now_ns's clock), rounded up;
+ * 0 once it has passed. */
+int ct_left_ms(uint64_t deadline);
+
+/* The next packet the IUT sends to c's QPN before deadline (ns), or NULL
+ * when none comes.  Packets for other QPNs are logged (ct_log) and
+ * skipped; a malformed one, or one other than a CONNECT_REQ that does not
+ * carry c's Token (CONN-14), fails the case. */
+const struct ct_rx *ct_next_until(struct ct_conn *c, uint64_t deadline);
 
 /* Describes a decoded packet into buf. */
 void ct_pkt_fmt(const struct mrw_pkt *p, char *buf, size_t cap);

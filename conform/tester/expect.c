@@ -155,7 +155,7 @@ const struct ct_rx *ct_recv(struct ct *t, int wait_ms)
 }
 
 /* Milliseconds left until deadline (ns), at least 0. */
-static int left_ms(uint64_t deadline)
+int ct_left_ms(uint64_t deadline)
 {
     uint64_t now = ct_now_ns();
     return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
@@ -171,14 +171,13 @@ void ct_expect_silence(struct ct *t, int wait_ms)
                 ct_describe(t, rx));
 }
 
-/* Next packet for c within the deadline, or NULL.  Packets for other QPNs
- * are logged and skipped; malformed ones and wrong tokens fail. */
-static const struct ct_rx *next_for(struct ct_conn *c, uint64_t end)
+/* The one loop every wait for a connection's next packet goes through. */
+const struct ct_rx *ct_next_until(struct ct_conn *c, uint64_t end)
 {
     struct ct *t = c->t;
 
     for (;;) {
-        const struct ct_rx *rx = ct_recv(t, left_ms(end));
+        const struct ct_rx *rx = ct_recv(t, ct_left_ms(end));
         if (!rx)
             return NULL;
         if (rx->rc < 0)
@@ -206,7 +205,7 @@ const struct ct_rx *ct_expect_op(struct ct_conn *c, uint8_t op, int skip_acks,
     uint64_t end = ct_now_ns() + (uint64_t)ms * 1000000u;
 
     for (;;) {
-        const struct ct_rx *rx = next_for(c, end);
+        const struct ct_rx *rx = ct_next_until(c, end);
         if (!rx)
             ct_fail(t, "expected %s within %d ms, got nothing",
                     mrw_opcode_name(op), ms);
@@ -242,7 +241,7 @@ const struct ct_rx *ct_expect_ack(struct ct_conn *c, uint32_t cum, int wait_ms)
     int seen = 0;
 
     for (;;) {
-        const struct ct_rx *rx = next_for(c, end);
+        const struct ct_rx *rx = ct_next_until(c, end);
         if (!rx) {
             if (seen)
                 ct_fail(t,
@@ -272,7 +271,7 @@ const struct ct_rx *ct_expect_nak(struct ct_conn *c, uint32_t psn, uint8_t code,
     uint64_t end = ct_now_ns() + (uint64_t)ms * 1000000u;
 
     for (;;) {
-        const struct ct_rx *rx = next_for(c, end);
+        const struct ct_rx *rx = ct_next_until(c, end);
         const struct mrw_pkt *p;
 
         if (!rx)

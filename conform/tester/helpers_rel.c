@@ -1,6 +1,6 @@
 /*
  * helpers_rel.c - framework helpers for the reliability, loss-recovery and
- * multipath cases (cases_rel2.c, cases_loss.c, cases_path.c): reading one
+ * multipath cases (cases_rel_*.c, cases_loss.c, cases_path.c): reading one
  * counter of the IUT, single-packet WRITEs at a chosen PSN, keeping a
  * packet of the IUT beyond the next receive, and ACKs and NAKs whose every
  * field the case chooses (the tester's automatic ACK always reports its
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conform.h"
+#include "ct_int.h"
 
 int64_t ct_rl_counter(struct ct *t, int qp, const char *name)
 {
@@ -54,38 +54,9 @@ void ct_rl_write_pkt(struct ct_conn *c, struct mrw_pkt *p,
     p->payload_len = len;
 }
 
-/* Next packet for c until the deadline end (ns), or NULL. */
-static const struct ct_rx *next_until(struct ct_conn *c, uint64_t end)
-{
-    struct ct *t = c->t;
-
-    for (;;) {
-        uint64_t now = ct_now_ns();
-        int left = now >= end ? 0 : (int)((end - now + 999999) / 1000000);
-        const struct ct_rx *rx = ct_recv(t, left);
-
-        if (!rx)
-            return NULL;
-        if (rx->rc < 0)
-            ct_fail(t, "IUT sent %s", ct_describe(t, rx));
-        if (rx->p.base.dst_qpn != c->qpn) {
-            ct_log(t, "skipped %s", ct_describe(t, rx));
-            continue;
-        }
-        if (rx->p.base.opcode != MROCE_OP_CONNECT_REQ &&
-            rx->p.base.token != c->token)
-            ct_fail(t,
-                    "IUT sent %s with Token 0x%llx, expected 0x%llx "
-                    "(CONN-14)",
-                    ct_describe(t, rx), (unsigned long long)rx->p.base.token,
-                    (unsigned long long)c->token);
-        return rx;
-    }
-}
-
 const struct ct_rx *ct_rl_next(struct ct_conn *c, int wait_ms)
 {
-    return next_until(c,
+    return ct_next_until(c,
                       ct_now_ns() + (uint64_t)ct_ms(c->t, wait_ms) * 1000000u);
 }
 
@@ -113,7 +84,7 @@ const struct ct_rx *ct_rl_expect_data(struct ct_conn *c, int skip_acks,
     uint64_t end = ct_now_ns() + (uint64_t)ms * 1000000u;
 
     for (;;) {
-        const struct ct_rx *rx = next_until(c, end);
+        const struct ct_rx *rx = ct_next_until(c, end);
 
         if (!rx)
             ct_fail(t,

@@ -1,6 +1,6 @@
 /*
  * helpers_sem.c - framework helpers for the SEM, CONN, SEC and CC cases
- * (cases_ops.c, cases_conn2.c, cases_sec2.c, cases_cc.c): receiving the
+ * (cases_sem_*.c, cases_conn_*.c, cases_sec.c, cases_cc.c): receiving the
  * next packet of a connection without judging it, NAKs and ACKs with
  * chosen fields, the two halves of the listener's handshake (so a case can
  * answer a CONNECT_REQ wrongly, late or twice), atomic and READ requests,
@@ -19,42 +19,11 @@
 
 #include "ct_int.h"
 
-static int left_ms(uint64_t deadline)
-{
-    uint64_t now = ct_now_ns();
-    return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
-}
-
-static const struct ct_rx *next_until(struct ct_conn *c, uint64_t end)
-{
-    struct ct *t = c->t;
-
-    for (;;) {
-        const struct ct_rx *rx = ct_recv(t, left_ms(end));
-        if (!rx)
-            return NULL;
-        if (rx->rc < 0)
-            ct_fail(t, "IUT sent %s", ct_describe(t, rx));
-        if (rx->p.base.dst_qpn != c->qpn) {
-            ct_log(t, "skipped %s", ct_describe(t, rx));
-            continue;
-        }
-        if (rx->p.base.opcode != MROCE_OP_CONNECT_REQ &&
-            rx->p.base.token != c->token)
-            ct_fail(t,
-                    "IUT sent %s with Token 0x%llx, expected our token "
-                    "0x%llx (CONN-14)",
-                    ct_describe(t, rx), (unsigned long long)rx->p.base.token,
-                    (unsigned long long)c->token);
-        return rx;
-    }
-}
-
 const struct ct_rx *ct_next(struct ct_conn *c, int wait_ms)
 {
     uint64_t end =
         ct_now_ns() + (uint64_t)(wait_ms < 0 ? 0 : wait_ms) * 1000000u;
-    return next_until(c, end);
+    return ct_next_until(c, end);
 }
 
 const struct ct_rx *ct_expect_data(struct ct_conn *c, int wait_ms)
@@ -64,7 +33,7 @@ const struct ct_rx *ct_expect_data(struct ct_conn *c, int wait_ms)
     uint64_t end = ct_now_ns() + (uint64_t)ms * 1000000u;
 
     for (;;) {
-        const struct ct_rx *rx = next_until(c, end);
+        const struct ct_rx *rx = ct_next_until(c, end);
         if (!rx)
             ct_fail(t, "expected a data packet within %d ms, got nothing", ms);
         if (mrw_opcode_has_psn(rx->p.base.opcode))
@@ -83,7 +52,7 @@ const struct ct_rx *ct_expect_ctl(struct ct_conn *c, uint8_t op, int wait_ms)
     uint64_t end = ct_now_ns() + (uint64_t)ms * 1000000u;
 
     for (;;) {
-        const struct ct_rx *rx = next_until(c, end);
+        const struct ct_rx *rx = ct_next_until(c, end);
         if (!rx)
             ct_fail(t, "expected %s within %d ms, got nothing",
                     mrw_opcode_name(op), ms);
@@ -103,7 +72,7 @@ void ct_expect_no_op(struct ct_conn *c, uint8_t op, int wait_ms)
     uint64_t end = ct_now_ns() + (uint64_t)ct_ms(t, wait_ms) * 1000000u;
     const struct ct_rx *rx;
 
-    while ((rx = next_until(c, end)) != NULL)
+    while ((rx = ct_next_until(c, end)) != NULL)
         if (rx->p.base.opcode == op)
             ct_fail(t, "expected no %s for %d ms, got %s",
                     mrw_opcode_name(op), ct_ms(t, wait_ms),
@@ -164,7 +133,7 @@ void ct_accept_begin(struct ct_conn *c, uint32_t rqpn)
              t->run->net.local, t->run->net.main_port, rqpn);
     end = ct_now_ns() + (uint64_t)ct_ms(t, CT_WAIT) * 1000000u;
     for (;;) {
-        rx = ct_recv(t, left_ms(end));
+        rx = ct_recv(t, ct_left_ms(end));
         if (!rx)
             ct_fail(t,
                     "expected the IUT's CONNECT_REQ within %d ms, got "
