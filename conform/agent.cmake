@@ -43,13 +43,13 @@ if(MROCE_HAVE_LIB)
     target_compile_definitions(mroce-conform-agent-faults PRIVATE
                                MROCE_SEEDED_FAULTS=1)
     target_include_directories(mroce-conform-agent-faults PRIVATE
-                               ${CMAKE_SOURCE_DIR}/src/engine)
+                               ${CMAKE_SOURCE_DIR}/src/wire)
     target_link_libraries(mroce-conform-agent-faults Threads::Threads)
 
     # The normal libraries must hold no fault code: no seeded-fault symbol
     # in libmroce (static and shared) or the engine.
     add_test(NAME conform_no_fault_symbols
-             COMMAND sh -c "! nm -A \"$0\" \"$1\" \"$2\" \"$3\" 2>/dev/null | grep mroce_seeded"
+             COMMAND sh -c "! nm -A \"$0\" \"$1\" \"$2\" \"$3\" 2>/dev/null | grep seeded_"
                      $<TARGET_FILE:mroce_static> $<TARGET_FILE:mroce>
                      $<TARGET_FILE:mroce_engine> $<TARGET_FILE:mroce_wire>)
     set_tests_properties(conform_no_fault_symbols PROPERTIES

@@ -309,8 +309,8 @@ int main(int argc, char **argv)
             once = 1;
         } else if (strcmp(o, "--list-faults") == 0) {
 #ifdef MROCE_SEEDED_FAULTS
-            for (int k = 1; mre_seeded_fault_name(k); k++)
-                printf("%s\n", mre_seeded_fault_name(k));
+            for (int k = 1; mrw_seeded_fault_name(k); k++)
+                printf("%s\n", mrw_seeded_fault_name(k));
 #endif
             return 0;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
@@ -324,7 +324,7 @@ int main(int argc, char **argv)
         goto bad;
     if (fault) {
 #ifdef MROCE_SEEDED_FAULTS
-        if (mre_seeded_fault_select(fault) < 0) {
+        if (mrw_seeded_fault_select(fault) < 0) {
             fprintf(stderr, "mroce-conform-agent: unknown fault '%s' "
                             "(--list-faults)\n", fault);
             return 2;

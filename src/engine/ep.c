@@ -12,7 +12,7 @@
  * Timers: the endpoint's expiry is the earliest of its QPs' deadlines.
  */
 #include "engine_int.h"
-#include "seeded_fault.h"
+#include "../wire/seeded_fault.h"
 
 static void *default_calloc(size_t n, size_t sz, void *user)
 {

@@ -13,7 +13,7 @@
  * time, so they only need to respect the lists' lengths.
  */
 #include "engine_int.h"
-#include "seeded_fault.h"
+#include "../wire/seeded_fault.h"
 
 mre_mr *mre_mr_lookup(mre_ep *ep, uint32_t key)
 {

@@ -17,7 +17,7 @@
  * packets here through mre_resp_on_acked().
  */
 #include "engine_int.h"
-#include "seeded_fault.h"
+#include "seeded_dup.h"
 
 int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
                        struct mroce_recv_wr **bad_wr)

@@ -3,7 +3,7 @@
  * atomic execution, ACKs and NAKs out (responder.c).
  *
  * Called by ep.c (receive demux, transmit scheduling), timers.c, qp.c and
- * seeded_fault.c, and by the completer through one seam,
+ * seeded_dup.c, and by the completer through one seam,
  * mre_resp_on_acked().  It calls no other stage.  Malformed, stale or
  * unauthorised packets are dropped and counted or NAKed; none of these
  * functions returns an error except the packet writers.

@@ -7,7 +7,7 @@
 
 #include <mroce/wire.h>
 
-#include "seeded_fault.h"
+#include "../wire/seeded_fault.h"
 
 void mre_rxwin_init(struct mre_rxwin *w, uint64_t *bits, uint32_t size,
                       uint32_t start_psn)

@@ -31,7 +31,7 @@
 
 #include <string.h>
 
-#include "../engine/seeded_fault.h"
+#include "seeded_fault.h"
 
 /* ---- big-endian loads and stores ---------------------------------------- */
 

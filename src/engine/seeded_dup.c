@@ -1,53 +1,15 @@
 /*
- * seeded_fault.c - the selected seeded fault (see seeded_fault.h).
+ * seeded_dup.c - the engine's duplicate-path seeded faults (seeded_dup.h).
  *
  * Compiled into the engine of every build, but empty unless
  * MROCE_SEEDED_FAULTS is defined: only the fault build used by
- * mroce-conform-agent-faults gets the global and the selection function.
- * No OS or libc calls (the engine's rule), so names are compared by hand.
+ * mroce-conform-agent-faults gets the code.
  */
-#include "seeded_fault.h"
+#include "seeded_dup.h"
 
 #ifdef MROCE_SEEDED_FAULTS
 
 #include "engine_int.h"
-
-int mre_seeded_fault_active = MROCE_SF_NONE;
-
-static const char *const fault_names[MROCE_SF_COUNT] = {
-    "none",
-#define MROCE_X_NAME(id, name) name,
-    MROCE_SEEDED_FAULT_LIST(MROCE_X_NAME)
-#undef MROCE_X_NAME
-};
-
-static int same(const char *a, const char *b)
-{
-    while (*a && *a == *b) {
-        a++;
-        b++;
-    }
-    return *a == *b;
-}
-
-int mre_seeded_fault_select(const char *name)
-{
-    if (!name || !*name) {
-        mre_seeded_fault_active = MROCE_SF_NONE;
-        return MROCE_SF_NONE;
-    }
-    for (int i = 0; i < MROCE_SF_COUNT; i++)
-        if (same(name, fault_names[i])) {
-            mre_seeded_fault_active = i;
-            return i;
-        }
-    return -1;
-}
-
-const char *mre_seeded_fault_name(int i)
-{
-    return i >= 1 && i < MROCE_SF_COUNT ? fault_names[i] : 0;
-}
 
 /* atomic_twice: run a duplicated FETCH_ADD / CMP_SWAP on memory again,
  * instead of only replaying the kept result (violates SEM-13, REL-8). */
@@ -103,7 +65,7 @@ static void dup_send(mre_qp *qp, const struct mrw_pkt *pkt)
     }
 }
 
-void mre_seeded_fault_dup(struct mre_qp *qp, const struct mrw_pkt *pkt)
+void mre_seeded_dup(struct mre_qp *qp, const struct mrw_pkt *pkt)
 {
     unsigned op = pkt->base.opcode;
     if (MROCE_SEEDED_FAULT(ATOMIC_TWICE) &&
@@ -116,6 +78,6 @@ void mre_seeded_fault_dup(struct mre_qp *qp, const struct mrw_pkt *pkt)
 #else
 
 /* Normal builds: nothing (ISO C wants a declaration in every file). */
-typedef int mre_seeded_fault_unused;
+typedef int mre_seeded_dup_unused;
 
 #endif

@@ -11,6 +11,11 @@
  * here defines a symbol: the standard libraries carry no fault code
  * (tests/check_engine_symbols.sh and conform/agent.cmake check that).
  *
+ * The list and the selected fault live here, in the lowest layer that
+ * checks one (the codec); every layer above includes this header.  The
+ * engine's own fault code, the responder's duplicate path, is in
+ * src/engine/seeded_dup.h.
+ *
  * The list is an X-macro: X(ID, "name").  What each one does and which
  * requirement it violates is documented in conform/README.md.
  */
@@ -38,7 +43,7 @@
 
 #ifdef MROCE_SEEDED_FAULTS
 
-enum mre_seeded_fault {
+enum mrw_seeded_fault {
     MROCE_SF_NONE = 0,
 #define MROCE_X_ENUM(id, name) MROCE_SF_##id,
     MROCE_SEEDED_FAULT_LIST(MROCE_X_ENUM)
@@ -47,29 +52,20 @@ enum mre_seeded_fault {
 };
 
 /* The one fault in effect (MROCE_SF_NONE: behave correctly).  Set once,
- * before the engine runs, by mre_seeded_fault_select(). */
-extern int mre_seeded_fault_active;
+ * before the engine runs, by mrw_seeded_fault_select(). */
+extern int mrw_seeded_fault_active;
 
-#define MROCE_SEEDED_FAULT(id) (mre_seeded_fault_active == MROCE_SF_##id)
+#define MROCE_SEEDED_FAULT(id) (mrw_seeded_fault_active == MROCE_SF_##id)
 
 /* Select the fault called name ("" or "none": no fault).  Returns its
  * number (>= 0), or -1 if no fault has that name. */
-int mre_seeded_fault_select(const char *name);
+int mrw_seeded_fault_select(const char *name);
 /* Name of fault i, 1 <= i < MROCE_SF_COUNT; NULL otherwise. */
-const char *mre_seeded_fault_name(int i);
-
-/* The responder's duplicate path: atomic_twice executes a duplicated
- * atomic again, dup_send_twice delivers a duplicated SEND into the next
- * receive (seeded_fault.c). */
-struct mre_qp;
-struct mrw_pkt;
-void mre_seeded_fault_dup(struct mre_qp *qp, const struct mrw_pkt *pkt);
-#define MROCE_SEEDED_FAULT_DUP(qp, pkt) mre_seeded_fault_dup(qp, pkt)
+const char *mrw_seeded_fault_name(int i);
 
 #else
 
 #define MROCE_SEEDED_FAULT(id) 0
-#define MROCE_SEEDED_FAULT_DUP(qp, pkt) ((void)0)
 
 #endif
 #endif /* MROCE_SEEDED_FAULT_H */
