@@ -86,7 +86,7 @@ static struct rqp *get_qp(struct sim *s, uint32_t src, uint32_t dst,
         memset(q, 0, sizeof(*q));
         q->src = src;
         q->dst = dst;
-        q->entropy = (uint16_t)(49152 + sim_splitmix(&h->rng) % 16384);
+        q->entropy = (uint16_t)(49152 + rng_next(&h->rng) % 16384);
         q->rc = q->rt = (double)s->links[h->uplink].rate_bps;
         q->alpha = 1.0;
         q->rto_at = T_INF;
