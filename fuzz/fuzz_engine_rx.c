@@ -38,9 +38,10 @@
  * compiled with -DGEN_CORPUS (its own main(); writes into the directory
  * given), which runs the same state machine, captures the genuine packets
  * and writes them back as records, e.g. from a build tree:
- *   cc -DGEN_CORPUS -I include -I src/engine -I src/netmodel \
+ *   cc -DGEN_CORPUS -I include -I src/engine -I sim/netmodel -I sim/core \
  *      fuzz/fuzz_engine_rx.c build/libmroce_netmodel.a \
- *      build/libmroce_engine.a build/libmroce_wire.a -o gen && \
+ *      build/libmroce_simcore.a build/libmroce_engine.a \
+ *      build/libmroce_wire.a -o gen && \
  *   ./gen fuzz/corpus/fuzz_engine_rx
  */
 #define _GNU_SOURCE

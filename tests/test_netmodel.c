@@ -1,5 +1,5 @@
 /*
- * test_netmodel.c - tests of the network model's fabric (src/netmodel/
+ * test_netmodel.c - tests of the network model's fabric (sim/netmodel/
  * netmodel.c) on its own, without the engine: determinism, the fault
  * probabilities, serialization timing, drop-tail and ECN marking under
  * incast, spine blackholes, loss and delay, per-spine (per-path) rates with

@@ -17,7 +17,15 @@
  * A packet in flight is a struct hop in its link's ring (arrival order),
  * carrying the fields switches read, so forwarding touches the ring of the
  * link it came by and of the one it leaves by, never the packet header;
- * only the head of each ring is in the event heap (evq.c).
+ * only the head of each ring is in the event heap (sim/core/evq.c).
+ *
+ * Where packets go next: link_send is a link's receive function (what a
+ * host or switch hands a packet to); an arrival goes to the far end's
+ * sink: a switch forwards it here (switch_forward, onto its next link), a
+ * host gets it through its interface (s->host_if.recv), as does the
+ * "uplink has room" signal (s->host_if.ready).  So fabric.c calls nothing
+ * of host.c by name and nothing of run.c: it schedules its own events on
+ * the core's queue, and run.c's loop dispatches them back to it.
  *
  * Packet headers and engine buffers come from free-list pools grown in
  * chunks of the run's huge-page arena (arena.c), so after warm-up nothing
@@ -349,7 +357,7 @@ void fabric_on_link_free(struct sim *s, uint32_t li)
         }
     }
     if (l->src < s->nhosts)
-        host_pull(s, &s->hosts[l->src]);
+        s->host_if.ready(s, l->src);
 }
 
 void fabric_on_pause(struct sim *s, uint32_t li, int on)
@@ -393,7 +401,7 @@ static void switch_enqueue(struct sim *s, uint32_t in_li, uint32_t out,
         if (!mark) {
             double pr = sc->ecn_pmax * (double)(o->q_bytes - sc->ecn_kmin) /
                         (double)(sc->ecn_kmax - sc->ecn_kmin);
-            mark = sim_unif(&s->rng_fabric) < pr;
+            mark = rng_unif(&s->rng_fabric) < pr;
         }
         if (mark && h->ecn != MROCE_ECN_CE) {
             h->ecn = MROCE_ECN_CE;
@@ -465,7 +473,7 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
         pkt_free(s, h.p);
         return;
     }
-    if (l->loss > 0 && sim_unif(&s->rng_fabric) < l->loss) {
+    if (l->loss > 0 && rng_unif(&s->rng_fabric) < l->loss) {
         l->drops_loss++;
         s->drops_loss++;
         pkt_free(s, h.p);
@@ -474,7 +482,7 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
     if (l->dst < s->nhosts) {
         s->pkts_delivered++;
         h.p->ecn = h.ecn;
-        host_on_pkt(s, &s->hosts[l->dst], h.p);
+        s->host_if.recv(s, l->dst, h.p);
     } else
         switch_forward(s, li, &s->nodes[l->dst], &h);
 }

@@ -20,6 +20,11 @@
  * arena (arena.c).  Every MR of every endpoint maps the
  * same scratch buffer: payload bytes are copied and CRC-checked by the
  * engine as usual, but their content is irrelevant to the simulation.
+ *
+ * Place in the simulator: the fabric reaches a host only through its
+ * interface (host_if: a packet arrives, the uplink has room), and a host
+ * reaches the fabric only through link_send on its uplink; the event loop
+ * is run.c's, which also runs the handshakes and the trace in steps.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -58,7 +63,7 @@ static void host_rand(uint8_t *buf, size_t len, void *user)
 {
     struct host *h = user;
     while (len) {
-        uint64_t v = sim_splitmix(&h->rng);
+        uint64_t v = rng_next(&h->rng);
         size_t k = len < 8 ? len : 8;
         memcpy(buf, &v, k);
         buf += k;
@@ -98,7 +103,7 @@ int host_setup(struct sim *s)
         h->id = i;
         h->uplink = 2 * i; /* builders add each host's cable first */
         h->timer_at = T_INF;
-        h->rng = sim_splitmix(&seed);
+        h->rng = rng_next(&seed);
     }
     if (s->tp->kind != T_MROCE)
         return 0;
@@ -357,7 +362,7 @@ static void host_service(struct sim *s, struct host *h)
     timer_arm(s, h, 0);
 }
 
-void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
+static void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
 {
     if (p->kind != PK_MROCE) {
         roce_on_pkt(s, h, p);
@@ -374,8 +379,8 @@ void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
          * rx_stage is kept zero between packets: only the headers and
          * the CRC are written around the payload's place and cleared
          * again afterwards, instead of copying 4 KiB per data packet
-         * (whose destination was a few bytes past its source modulo
-         * 4 KiB: the copy also stalled on 4K aliasing).  Were the
+         * (a copy whose destination sits a few bytes past its source
+         * modulo 4 KiB, which stalls on 4K aliasing).  Were the
          * payload not zero, the CRC the sender computed over the real
          * bytes would not match: host_collect_counters prints CRC drops
          * and sim_unit asserts there are none. */
@@ -461,7 +466,20 @@ int host_post(struct sim *s, uint32_t m)
     return 0;
 }
 
-int host_connect_pairs(struct sim *s)
+/* The host interface's two entries (struct host_if). */
+static void host_if_recv(struct sim *s, uint32_t host, struct pkt *p)
+{
+    host_on_pkt(s, &s->hosts[host], p);
+}
+
+static void host_if_ready(struct sim *s, uint32_t host)
+{
+    host_pull(s, &s->hosts[host]);
+}
+
+const struct host_if host_if = {host_if_recv, host_if_ready};
+
+int host_connect_start(struct sim *s)
 {
     if (wl_pairs(s, connect_pair) < 0)
         return -1;
@@ -469,24 +487,19 @@ int host_connect_pairs(struct sim *s)
         host_pull(s, &s->hosts[i]);
         timer_arm(s, &s->hosts[i], 0);
     }
-    /* Run the handshakes (CONNECT_REQ / RESP / ACK) until every QP is RTS. */
-    for (int round = 0; round < 200; round++) {
-        sim_loop(s, s->now + 50 * PS_PER_US);
-        int all = 1;
-        for (uint32_t i = 0; i < s->nhosts && all; i++)
-            for (uint32_t j = 0; j < s->nhosts; j++) {
-                mre_qp *qp = s->hosts[i].qp_by_peer[j];
-                if (qp && (mre_qp_state(qp) != MROCE_QPS_RTS ||
-                           !mre_qp_remote_qpn(qp))) {
-                    all = 0;
-                    break;
-                }
-            }
-        if (all)
-            return 0;
-    }
-    fprintf(stderr, "mroce-sim: handshakes did not finish\n");
-    return -1;
+    return 0;
+}
+
+int host_pairs_connected(const struct sim *s)
+{
+    for (uint32_t i = 0; i < s->nhosts; i++)
+        for (uint32_t j = 0; j < s->nhosts; j++) {
+            mre_qp *qp = s->hosts[i].qp_by_peer[j];
+            if (qp && (mre_qp_state(qp) != MROCE_QPS_RTS ||
+                       !mre_qp_remote_qpn(qp)))
+                return 0;
+        }
+    return 1;
 }
 
 /* Diagnostics (MROCE_SIM_FLOWS=PREFIX): PREFIX.flows.csv, one row per QP
@@ -636,52 +649,49 @@ void host_collect_counters(struct sim *s)
         host_dump_flows(s, getenv("MROCE_SIM_FLOWS"));
 }
 
-/* Diagnostics (MROCE_SIM_TRACE=FILE[:STEP_US]): runs the loop in steps
- * (the events are the same) and writes, per step and per sending QP, its
- * data packets sent, CE marks its receiver saw, retransmissions, cwnd,
- * srtt and the sender rank's outstanding messages. */
-void host_trace_loop(struct sim *s, uint64_t limit, const char *arg)
+/* Diagnostics (MROCE_SIM_TRACE=FILE[:STEP_US]): run.c runs the loop in
+ * steps (the events are the same) and after each one this writes, per
+ * sending QP, its data packets sent, CE marks its receiver saw,
+ * retransmissions, cwnd, srtt and the sender rank's outstanding messages. */
+FILE *host_trace_open(const char *arg, uint64_t *step)
 {
     char path[512];
     snprintf(path, sizeof path, "%s", arg);
-    uint64_t step = 20 * PS_PER_US;
+    *step = 20 * PS_PER_US;
     char *c = strchr(path, ':');
     if (c) {
         *c = 0;
-        step = (uint64_t)(atof(c + 1) * PS_PER_US);
-        if (step == 0) /* unparsable or 0: the loop would never advance */
-            step = 20 * PS_PER_US;
+        *step = (uint64_t)(atof(c + 1) * PS_PER_US);
+        if (*step == 0) /* unparsable or 0: the loop would never advance */
+            *step = 20 * PS_PER_US;
     }
     FILE *f = fopen(path, "w");
-    if (!f) {
-        sim_loop(s, limit);
-        return;
-    }
-    fprintf(f, "t_us,src,dst,tx_data,ce,retx,cwnd,srtt_ns,outstanding\n");
-    uint64_t t0 = s->now;
-    while (!s->stop && s->now < limit) {
-        sim_loop(s, s->now + step);
-        for (uint32_t i = 0; i < s->nhosts; i++)
-            for (uint32_t j = 0; j < s->nhosts; j++) {
-                mre_qp *qp = s->hosts[i].qp_by_peer[j];
-                if (!qp)
-                    continue;
-                struct mroce_qp_counters a, b;
-                mre_qp_get_counters(qp, &a);
-                if (!a.tx_data_pkts)
-                    continue;
-                mre_qp *rq = s->hosts[j].qp_by_peer[i];
-                memset(&b, 0, sizeof b);
-                if (rq)
-                    mre_qp_get_counters(rq, &b);
-                fprintf(f, "%.1f,%u,%u,%llu,%llu,%llu,%llu,%llu,%u\n",
-                        (double)(s->now - t0) / PS_PER_US, i, j,
-                        (unsigned long long)a.tx_data_pkts,
-                        (unsigned long long)b.rx_ecn_ce,
-                        (unsigned long long)a.retx_pkts,
-                        (unsigned long long)a.cwnd,
-                        (unsigned long long)a.srtt, wl_outstanding(s, i));
-            }
-    }
-    fclose(f);
+    if (f)
+        fprintf(f, "t_us,src,dst,tx_data,ce,retx,cwnd,srtt_ns,outstanding\n");
+    return f;
+}
+
+void host_trace_rows(struct sim *s, FILE *f, uint64_t t0)
+{
+    for (uint32_t i = 0; i < s->nhosts; i++)
+        for (uint32_t j = 0; j < s->nhosts; j++) {
+            mre_qp *qp = s->hosts[i].qp_by_peer[j];
+            if (!qp)
+                continue;
+            struct mroce_qp_counters a, b;
+            mre_qp_get_counters(qp, &a);
+            if (!a.tx_data_pkts)
+                continue;
+            mre_qp *rq = s->hosts[j].qp_by_peer[i];
+            memset(&b, 0, sizeof b);
+            if (rq)
+                mre_qp_get_counters(rq, &b);
+            fprintf(f, "%.1f,%u,%u,%llu,%llu,%llu,%llu,%llu,%u\n",
+                    (double)(s->now - t0) / PS_PER_US, i, j,
+                    (unsigned long long)a.tx_data_pkts,
+                    (unsigned long long)b.rx_ecn_ce,
+                    (unsigned long long)a.retx_pkts,
+                    (unsigned long long)a.cwnd,
+                    (unsigned long long)a.srtt, wl_outstanding(s, i));
+        }
 }

@@ -46,8 +46,8 @@ static uint64_t qp_sample(struct sim *s, uint64_t *srtt)
     return ret;
 }
 
-/* Runs the measured part of the run (sim_loop up to `limit`) in steps. */
-void report_loop(struct sim *s, uint64_t limit)
+/* Sets up the report before the measured part of the run. */
+void report_start(struct sim *s)
 {
     struct report *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -57,25 +57,36 @@ void report_loop(struct sim *s, uint64_t limit)
     s->report = r;
     r->t_fault = s->sc->nfaults ? s->now + s->sc->faults[0].t : T_INF;
     r->first_ret = r->last_ret = T_INF;
+}
+
+/* The end of the next step: STEP on, not past `limit`, and one sample
+ * exactly at the fault. */
+uint64_t report_until(const struct sim *s, uint64_t limit)
+{
+    const struct report *r = s->report;
     uint64_t step = s->sc->report_ps;
-    while (!s->stop && s->now < limit) {
-        uint64_t until = s->now + step < limit ? s->now + step : limit;
-        if (s->now < r->t_fault && until > r->t_fault)
-            until = r->t_fault; /* one sample exactly at the fault */
-        sim_loop(s, until);
-        if (s->tp->kind != T_MROCE)
-            continue;
-        if (s->now <= r->t_fault) {
-            r->retired_at_fault = r->retired_last = qp_sample(s, &r->srtt_ns);
-            continue;
-        }
-        uint64_t ret = qp_sample(s, NULL);
-        if (ret != r->retired_last) {
-            if (r->first_ret == T_INF)
-                r->first_ret = s->now;
-            r->last_ret = s->now;
-            r->retired_last = ret;
-        }
+    uint64_t until = s->now + step < limit ? s->now + step : limit;
+    if (s->now < r->t_fault && until > r->t_fault)
+        until = r->t_fault;
+    return until;
+}
+
+/* Reads the QPs' counters after a step. */
+void report_sample(struct sim *s)
+{
+    struct report *r = s->report;
+    if (s->tp->kind != T_MROCE)
+        return;
+    if (s->now <= r->t_fault) {
+        r->retired_at_fault = r->retired_last = qp_sample(s, &r->srtt_ns);
+        return;
+    }
+    uint64_t ret = qp_sample(s, NULL);
+    if (ret != r->retired_last) {
+        if (r->first_ret == T_INF)
+            r->first_ret = s->now;
+        r->last_ret = s->now;
+        r->retired_last = ret;
     }
 }
 

@@ -23,6 +23,11 @@
  *     transport "roce_pfc".
  * Header overhead: BTH + ICRC (16 B) inside UDP/IP/Ethernet; ACK/NAK/CNP are
  * 66-byte frames and bypass the data queue at the NIC.
+ *
+ * host.c calls in here for the baseline's packets; when a QP has something
+ * to send again, this asks the host's NIC to pull through the host
+ * interface (s->host_if.ready), as the fabric does, not by calling back
+ * into host.c.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -86,7 +91,7 @@ static struct rqp *get_qp(struct sim *s, uint32_t src, uint32_t dst,
         memset(q, 0, sizeof(*q));
         q->src = src;
         q->dst = dst;
-        q->entropy = (uint16_t)(49152 + sim_splitmix(&h->rng) % 16384);
+        q->entropy = (uint16_t)(49152 + rng_next(&h->rng) % 16384);
         q->rc = q->rt = (double)s->links[h->uplink].rate_bps;
         q->alpha = 1.0;
         q->rto_at = T_INF;
@@ -147,7 +152,7 @@ int roce_post(struct sim *s, uint32_t m)
         q->active = 1;
         act_add(h, qi);
     }
-    host_pull(s, h);
+    s->host_if.ready(s, h->id);
     return 0;
 }
 
@@ -171,7 +176,7 @@ static void ctrl_send(struct sim *s, uint32_t from, uint32_t to, uint8_t kind,
     else
         h->cq_h = p;
     h->cq_t = p;
-    host_pull(s, h);
+    s->host_if.ready(s, h->id);
 }
 
 static void dcqcn_increase(struct sim *s, struct rqp *q, double line)
@@ -387,7 +392,7 @@ void roce_on_pkt(struct sim *s, struct host *h, struct pkt *p)
     case PK_RACK:
     case PK_RNAK:
         on_ack(s, p->qp, p->psn, p->kind == PK_RNAK);
-        host_pull(s, h);
+        s->host_if.ready(s, h->id);
         break;
     case PK_RCNP:
         dcqcn_cut(s, q, (double)s->links[h->uplink].rate_bps);
@@ -421,7 +426,7 @@ void roce_on_rto(struct sim *s, uint32_t qi, uint64_t t)
         q->active = 1;
         act_add(h, qi);
     }
-    host_pull(s, h);
+    s->host_if.ready(s, h->id);
 }
 
 void roce_free(struct sim *s)

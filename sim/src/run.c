@@ -9,6 +9,12 @@
  * or `limit` is reached.  A progress line goes to stderr about once a
  * second of wall time and one summary line per run to stdout; CSV files to
  * the output directory (metrics.c).
+ *
+ * run.c owns the event loop: nothing else runs it.  It pops the core's
+ * events and dispatches each to its module (fabric, host, baseline,
+ * topology); phases that need the loop in steps (handshakes, failure
+ * report, trace) are loops here that call their module between steps.
+ * It also wires the fabric to the hosts (struct host_if).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -51,14 +57,6 @@ static void perf_ctl(const char *cmd)
     if (bad)
         fprintf(stderr, "mroce-sim: MROCE_SIM_PERF_CTL %s: cannot write\n",
                 fifo);
-}
-
-void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx)
-{
-    if (evq_push(&s->q, t, type, idx) < 0) {
-        fprintf(stderr, "mroce-sim: out of memory (events)\n");
-        exit(2);
-    }
 }
 
 static double g_wall_last;
@@ -121,7 +119,11 @@ static void dispatch(struct sim *s, const struct ev *e)
     }
 }
 
-uint64_t sim_loop(struct sim *s, uint64_t until)
+/* Processes events up to `until` ps (or until s->stop); returns the number
+ * of events processed.  The one event loop of the simulator: the phases
+ * of a run that go in steps (handshakes, report, trace) call it from here
+ * and do their part between steps. */
+static uint64_t sim_loop(struct sim *s, uint64_t until)
 {
     uint64_t n = 0;
     struct ev e;
@@ -148,6 +150,49 @@ uint64_t sim_loop(struct sim *s, uint64_t until)
     if (!s->stop && until != T_INF && s->now < until)
         s->now = until;
     return n;
+}
+
+/* Runs the handshakes (CONNECT_REQ / RESP / ACK) until every QP is RTS. */
+static int connect_pairs(struct sim *s)
+{
+    if (host_connect_start(s) < 0)
+        return -1;
+    for (int round = 0; round < 200; round++) {
+        sim_loop(s, s->now + 50 * PS_PER_US);
+        if (host_pairs_connected(s))
+            return 0;
+    }
+    fprintf(stderr, "mroce-sim: handshakes did not finish\n");
+    return -1;
+}
+
+/* The measured part with the failure report (report.c) read between
+ * steps. */
+static void report_loop(struct sim *s, uint64_t limit)
+{
+    report_start(s);
+    while (!s->stop && s->now < limit) {
+        sim_loop(s, report_until(s, limit));
+        report_sample(s);
+    }
+}
+
+/* The measured part in steps with a trace row per sending QP after each
+ * (host_trace_open); the events are the same as in one go. */
+static void trace_loop(struct sim *s, uint64_t limit, const char *arg)
+{
+    uint64_t step;
+    FILE *f = host_trace_open(arg, &step);
+    if (!f) {
+        sim_loop(s, limit);
+        return;
+    }
+    uint64_t t0 = s->now;
+    while (!s->stop && s->now < limit) {
+        sim_loop(s, s->now + step);
+        host_trace_rows(s, f, t0);
+    }
+    fclose(f);
 }
 
 static void reset_counters(struct sim *s)
@@ -229,6 +274,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     s->sc = sc;
     s->tp = tp;
     s->mem.ar = &s->arena;
+    s->host_if = host_if; /* the fabric's way to the hosts */
     s->rng_fabric = sc->seed * 0x9e3779b97f4a7c15ULL + 3;
     int rc = -1;
     double w0 = wall_now();
@@ -244,7 +290,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     s->scratch = scratch_map(s->scratch_len, &s->scratch_aliased);
     if (!s->scratch || host_setup(s) < 0 || wl_setup(s) < 0)
         goto out;
-    if (tp->kind == T_MROCE && host_connect_pairs(s) < 0)
+    if (tp->kind == T_MROCE && connect_pairs(s) < 0)
         goto out;
     double w1 = wall_now(), c1 = cpu_now();
     reset_counters(s);
@@ -256,7 +302,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     if (sc->report_ps)
         report_loop(s, limit);
     else if (getenv("MROCE_SIM_TRACE") && tp->kind == T_MROCE)
-        host_trace_loop(s, limit, getenv("MROCE_SIM_TRACE"));
+        trace_loop(s, limit, getenv("MROCE_SIM_TRACE"));
     else
         sim_loop(s, limit);
     res->wall_s = wall_now() - w1;

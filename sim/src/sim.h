@@ -2,18 +2,32 @@
  * sim.h - internal interfaces of mroce-sim, the packet-level datacenter
  * simulator.
  *
- * One header for the modules of the simulator, in the order a packet meets
- * them: the event queue (evq.c), the topology and its routing tables
- * (topo.c), links, port queues and switches (fabric.c), hosts with their
- * NIC and the real MetaRoCE engine (host.c), the RoCEv2 baseline model
- * (roce.c), workloads and collectives (workload.c), metrics and CSV
- * (metrics.c), the scenario parser (scenario.c) and the program (main.c).
+ * Architecture.  The simulator sits on the simulation core (sim/core,
+ * simcore.h): its one event queue, a 4-ary heap on (time, insertion
+ * order), and its splitmix64 RNG streams; the test network of the engine
+ * tests, the demo and the engine benchmark (sim/netmodel) runs on the same
+ * core.  On it, in the order a packet meets them: the topology and its
+ * routing tables (topo.c); links, port queues and switches (fabric.c);
+ * hosts with their NIC and the real MetaRoCE engine (host.c) or the RoCEv2
+ * baseline model (roce.c); workloads and collectives (workload.c); metrics
+ * and CSV (metrics.c), the failure report (report.c), the scenario parser
+ * (scenario.c, scenario_json.c) and the program (main.c).  Packets move
+ * hop to hop through per-node interfaces, as htsim's PacketSink: a host
+ * or switch hands a packet to the link it leaves by (link_send, the
+ * link's receive function); an arrival goes to the far end's sink, a
+ * switch's forwarding inside fabric.c or a host's struct host_if, which
+ * run.c wires in.  Calls therefore run one way, run.c -> host.c ->
+ * fabric.c -> core, with fabric.c reaching hosts only through host_if.
+ * run.c is the only owner of the event loop: it dispatches every event to
+ * its module, and phases that advance in steps (handshakes, failure
+ * report, trace) are loops in run.c that call their module between steps.
  *
- * Time: simulated picoseconds (uint64) everywhere inside, so serialization at
- * rates that do not divide evenly does not drift; the engine sees
- * nanoseconds (ps / 1000).  Determinism: all randomness comes from
- * splitmix64 streams seeded from the scenario seed, and events are ordered
- * by (time, insertion sequence), so a seed gives one run, bit for bit.
+ * Time: simulated picoseconds (uint64) everywhere inside, so serialization
+ * at rates that do not divide evenly does not drift; the engine sees
+ * nanoseconds (ps / 1000).  Determinism: all randomness comes from the
+ * core's splitmix64 streams seeded from the scenario seed, and events are
+ * ordered by (time, insertion sequence), so a seed gives one run, bit for
+ * bit.
  */
 #ifndef MROCE_SIM_H
 #define MROCE_SIM_H
@@ -21,8 +35,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <mroce/engine.h>
+
+#include "simcore.h"
 
 #define PS_PER_NS 1000ULL
 #define PS_PER_US 1000000ULL
@@ -42,20 +59,9 @@
  * packets; anything larger takes a SIM_BUF_CAP buffer. */
 #define SIM_SMALL_BUF 176
 
-/* ---- deterministic randomness ---- */
-static inline uint64_t sim_splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static inline double sim_unif(uint64_t *s)
-{
-    return (double)(sim_splitmix(s) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* ---- event queue (evq.c) ---- */
+/* ---- events (the core's queue, sim/core/simcore.h) ---- */
+/* The type of an event (4 bits of its key); its index (24 bits) names the
+ * link, host, QP or fault it is for. */
 enum ev_type {
     EV_ARRIVE,     /* idx = link whose first packet in flight arrives */
     EV_LINK_FREE,  /* idx = link whose transmitter finished a packet */
@@ -67,47 +73,6 @@ enum ev_type {
     EV_FAULT,      /* idx = index of a scheduled fabric event */
     EV_ROUTE,      /* routing reconverges after a link went down */
 };
-
-/* An event: its time and one word that orders ties and names it,
- * key = seq << 28 | type << 24 | idx.  The sequence number is unique, so
- * comparing keys compares sequence numbers; 16 bytes instead of 24 let four
- * siblings of the 4-ary heap share one cache line (evq.c). */
-#define EV_IDX_BITS 24
-#define EV_TAG_BITS 28 /* type and idx */
-#define EV_SEQ_MAX (((uint64_t)1 << (64 - EV_TAG_BITS)) - 1)
-struct ev {
-    uint64_t t;    /* ps */
-    uint64_t key;  /* seq, type, idx: ties are FIFO, hence determinism */
-};
-static inline uint32_t ev_type(const struct ev *e)
-{
-    return (uint32_t)(e->key >> EV_IDX_BITS) & 15;
-}
-static inline uint32_t ev_idx(const struct ev *e)
-{
-    return (uint32_t)e->key & ((1u << EV_IDX_BITS) - 1);
-}
-
-struct evq {
-    struct ev *h;  /* 4-ary min-heap on (t, key), root h[0] */
-    void *mem;     /* owned: h sits 48 bytes into it (evq.c) */
-    size_t n, cap;
-    uint64_t seq;  /* next sequence number */
-};
-int evq_init(struct evq *q, size_t cap);
-void evq_free(struct evq *q);
-/* Returns 0 or -1 on allocation failure (fatal for the run). */
-int evq_push(struct evq *q, uint64_t t, uint32_t type, uint32_t idx);
-/* The same with a sequence number taken earlier (q->seq++): the per-link
- * arrival FIFOs (fabric.c) number their packets when they are scheduled
- * and enter the heap only when they reach the head of their link. */
-int evq_push_seq(struct evq *q, uint64_t t, uint64_t seq, uint32_t type,
-                 uint32_t idx);
-/* Pops the earliest event into *e (may be NULL); 0 if empty. */
-int evq_pop(struct evq *q, struct ev *e);
-/* Replaces the earliest event (the queue must not be empty). */
-void evq_replace_top(struct evq *q, uint64_t t, uint64_t seq, uint32_t type,
-                     uint32_t idx);
 
 /* ---- packets ---- */
 enum pkt_kind {
@@ -143,8 +108,8 @@ struct pkt {
     /* Headers + CRC of a zero-copy data packet, ACKs, control packets:
      * next to the fields above, so a delivery loads one object, and
      * from its second cache line on: a data packet's 60 bytes of
-     * headers and 4 of CRC are exactly that line (at offset 72 they
-     * spilled 8 bytes into a third line, one more miss per delivery). */
+     * headers and 4 of CRC are exactly that line, so a delivery reads
+     * two cache lines of the header, not three. */
     uint8_t inl[SIM_SMALL_BUF];
     uint64_t psn;      /* baseline */
     uint32_t msg;      /* baseline data: message id */
@@ -401,12 +366,26 @@ struct counting_mem {
     struct arena *ar;          /* where the engine's memory comes from */
 };
 
+/* What a host exposes to the fabric, in the manner of htsim's PacketSink:
+ * the fabric hands a packet that reached host `host` to recv, which owns
+ * it from then on, and calls ready when the host's uplink transmitter has
+ * room, so the NIC may hand over its next packet.  A host hands packets
+ * to the fabric with link_send on its uplink, the link's own receive
+ * function.  run.c wires host.c's interface (host_if) into struct sim, so
+ * fabric.c calls no function of host.c by name. */
+struct sim;
+struct host_if {
+    void (*recv)(struct sim *s, uint32_t host, struct pkt *p);
+    void (*ready)(struct sim *s, uint32_t host);
+};
+
 struct sim {
     const struct scenario *sc;
     const struct tp_cfg *tp;
     uint64_t now;              /* ps */
     struct evq q;
     uint64_t rng_fabric;       /* loss, RED */
+    struct host_if host_if;    /* the hosts' side of the fabric (run.c) */
     /* topology */
     struct node *nodes;        /* hosts first: node i < nhosts is host i */
     uint32_t nnodes, nhosts, ntors, hosts_per_tor;
@@ -474,6 +453,17 @@ static inline void sim_prefetch_next(const struct sim *s)
     }
 }
 
+/* Schedules an event; running out of memory or of sequence numbers ends
+ * the process (the run cannot go on without it). */
+static inline void sim_schedule(struct sim *s, uint64_t t, uint32_t type,
+                                uint32_t idx)
+{
+    if (evq_push(&s->q, t, type, idx) < 0) {
+        fprintf(stderr, "mroce-sim: out of memory (events)\n");
+        exit(2);
+    }
+}
+
 /* topo.c */
 int topo_build(struct sim *s);
 void topo_free(struct sim *s);
@@ -502,16 +492,25 @@ uint32_t fabric_up_link(const struct sim *s, uint32_t node, uint32_t src,
                         uint32_t dst, uint16_t entropy);
 
 /* host.c: the NIC and the MetaRoCE engine adapter */
+/* The hosts' interface to the fabric (struct host_if). */
+extern const struct host_if host_if;
 int host_setup(struct sim *s);
 void host_teardown(struct sim *s);
-/* Create QPs for the pairs the workloads use and run the handshakes. */
-int host_connect_pairs(struct sim *s);
-void host_on_pkt(struct sim *s, struct host *h, struct pkt *p);
+/* Create QPs for the pairs the workloads use and start their handshakes;
+ * run.c then runs the loop until host_pairs_connected. */
+int host_connect_start(struct sim *s);
+/* 1 when every QP is RTS and knows its remote QPN, else 0. */
+int host_pairs_connected(const struct sim *s);
 void host_pull(struct sim *s, struct host *h);
 void host_on_timer(struct sim *s, struct host *h, uint64_t t);
 int host_post(struct sim *s, uint32_t msg);
 void host_collect_counters(struct sim *s);
-void host_trace_loop(struct sim *s, uint64_t limit, const char *path);
+/* Diagnostics (MROCE_SIM_TRACE=FILE[:STEP_US]): opens FILE with its
+ * header and sets *step (ps, 20 us by default); NULL if it cannot be
+ * opened.  host_trace_rows appends one row per sending QP; run.c calls it
+ * after every step of the loop, t0 the measurement's start. */
+FILE *host_trace_open(const char *arg, uint64_t *step);
+void host_trace_rows(struct sim *s, FILE *f, uint64_t t0);
 uint32_t wl_outstanding(const struct sim *s, uint32_t host);
 
 /* roce.c: the RoCEv2 baseline model */
@@ -559,16 +558,16 @@ struct run_result {
 void metrics_report(struct sim *s, struct run_result *r);
 int metrics_write(struct sim *s, const struct run_result *r);
 
-/* main.c: running */
+/* run.c: one run, and the only owner of the event loop */
 int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
             struct run_result *res);
-void sim_schedule(struct sim *s, uint64_t t, uint32_t type, uint32_t idx);
-/* Process events up to `until` ps (or until s->stop); returns the number of
- * events processed. */
-uint64_t sim_loop(struct sim *s, uint64_t until);
 
-/* report.c: the failure report (scenario key `report`) */
-void report_loop(struct sim *s, uint64_t limit);
+/* report.c: the failure report (scenario key `report`).  run.c runs the
+ * measured part in steps: report_start once, then until report_until's
+ * time, report_sample after each step. */
+void report_start(struct sim *s);
+uint64_t report_until(const struct sim *s, uint64_t limit);
+void report_sample(struct sim *s);
 void report_print(struct sim *s);
 
 #endif /* MROCE_SIM_H */

@@ -220,7 +220,7 @@ int topo_build(struct sim *s)
         return rc;
     uint64_t salt = s->sc->seed ^ 0x5eedULL;
     for (uint32_t i = 0; i < s->nnodes; i++)
-        s->nodes[i].salt = sim_splitmix(&salt);
+        s->nodes[i].salt = rng_next(&salt);
     return 0;
 }
 

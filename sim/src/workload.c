@@ -138,7 +138,7 @@ static void pump(struct sim *s, struct wl_state *w, uint32_t r)
 static void shuffle(uint32_t *a, uint32_t n, uint64_t *rng)
 {
     for (uint32_t i = n; i > 1; i--) {
-        uint32_t j = (uint32_t)(sim_splitmix(rng) % i);
+        uint32_t j = (uint32_t)(rng_next(rng) % i);
         uint32_t t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;

@@ -8,7 +8,7 @@
 
 /* Peek at the CQ's fill level: the engine's internal layout is visible to
  * this test scaffolding on purpose (it is built from the same tree). */
-#include "../engine/engine_int.h"
+#include "../../src/engine/engine_int.h"
 
 static void *std_calloc(size_t n, size_t sz, void *user)
 {

@@ -9,9 +9,14 @@
  * refreshed only after the driver has called into that endpoint.  Hosts due
  * at a step are taken out of the heap before any is served, so a host that
  * stays due (an infinitely fast link, max_burst reached) is served once per
- * step and the loop still makes progress through the other hosts.
+ * step and the loop still makes progress through the other hosts.  That
+ * heap is an index of hosts, re-keyed in place, not a queue of events: the
+ * events themselves (packets) are the fabric's, in the core's event queue
+ * (sim/core/simcore.h), whose splitmix64 also gives the engines their
+ * random bytes (mroce_netdrive_rand).
  */
 #include "netdrive.h"
+#include "simcore.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -199,11 +204,7 @@ void mroce_netdrive_rand(uint8_t *buf, size_t len, void *user)
     while (len > 0) {
         uint64_t z;
         size_t n = len < 8 ? len : 8;
-        d->rand_state += 0x9e3779b97f4a7c15ull; /* splitmix64 */
-        z = d->rand_state;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
+        z = rng_next(&d->rand_state); /* the core's splitmix64 */
         memcpy(buf, &z, n);
         buf += n;
         len -= n;

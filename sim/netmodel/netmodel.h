@@ -45,9 +45,9 @@
  *     [ser(len, spine) if the spine has a rate +] ser(len, downlink).
  *
  * Determinism: every random decision comes from seeded splitmix64 streams
- * inside the model (one stream per kind of fault, so enabling duplication
- * does not change which packets are lost), and events are ordered by
- * (time, sequence number).  The same seed and the same sequence of calls
+ * of the simulation core (sim/core/simcore.h), one per kind of fault, so
+ * enabling duplication does not change which packets are lost, and events
+ * go through the core's event queue, ordered by (time, sequence number).  The same seed and the same sequence of calls
  * give the same run, bit for bit.
  *
  * Time: the API speaks nanoseconds (mroce_tstamp, like the engine).  Inside,
@@ -57,7 +57,7 @@
  * Times must stay below 2^64 ps (~213 days).
  *
  * Memory: packet buffers (MROCE_NET_MAX_PKT bytes each) come from a free-list
- * pool grown in chunks, events live in a growable binary heap; after warm-up
+ * pool grown in chunks, events live in the core's growable heap; after warm-up
  * nothing is allocated per packet.  Larger packets are rejected and counted.
  *
  * Thread safety: none; one thread drives a model.

@@ -13,11 +13,16 @@
  * the time a link stays busy rather than from a byte counter, so it does not
  * depend on how simultaneous events happen to be ordered.
  *
- * Everything the hot path touches is preallocated: packets come from a free
- * list grown in chunks, and the event heap is kept at least as large as the
- * number of packets that exist, so pushing an event can never fail.
+ * Events and randomness come from the simulation core (simcore.h): an
+ * event's type is the packet's stage and its index the packet's slot in
+ * the packet table (byid), and events pop in (time, insertion order), the
+ * same order for the same calls.  Everything the hot path touches is
+ * preallocated: packets come from a free list grown in chunks, and the
+ * event heap is kept at least as large as the number of packets that
+ * exist, so pushing an event does not need memory.
  */
 #include "netmodel.h"
+#include "simcore.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +37,7 @@ enum { ST_ARRIVE = 0, ST_DELIVER = 1, ST_SPINE_OUT = 2 };
 
 struct pkt {
     struct pkt *next; /* free list */
+    uint32_t id;      /* slot in the packet table: its events' index */
     uint32_t src, dst;
     uint32_t len;
     uint16_t entropy;
@@ -70,20 +76,13 @@ struct spine {
     struct mroce_net_spine_counters c;
 };
 
-struct ev {
-    uint64_t t;   /* ps */
-    uint64_t seq; /* tie-break: scheduling order, for determinism */
-    struct pkt *p;
-};
-
 struct mroce_net {
     struct mroce_net_config cfg;
     struct host *hosts;
     struct spine *spines;
 
-    struct ev *heap;
-    size_t nheap, capheap;
-    uint64_t seq;
+    struct evq q;       /* ps; type = stage, idx = packet id */
+    struct pkt **byid;  /* packet table, npkts entries */
 
     struct pkt *free_list;
     struct chunk *chunks;
@@ -101,35 +100,7 @@ struct mroce_net {
     struct mroce_net_counters c;
 };
 
-/* ---- randomness: splitmix64 (small state, passes BigCrush) ---- */
-
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-    *s += 0x9e3779b97f4a7c15ull;
-    return mix64(*s);
-}
-
-/* Uniform in [0, n) without a division (Lemire's multiply-shift; the bias is
- * below 2^-32 for the ranges used here, irrelevant for a test network). */
-static uint64_t rng_range(uint64_t *s, uint64_t n)
-{
-    uint64_t r = rng_next(s) >> 32;
-    if (n <= UINT32_MAX)
-        return (r * n) >> 32;
-    return rng_next(s) % n;
-}
-
-static int rng_hit(uint64_t *s, uint64_t th)
-{
-    return (rng_next(s) >> 11) < th;
-}
+/* ---- randomness: splitmix64 streams of the core (rng_*) ---- */
 
 static int prob_ok(double p)
 {
@@ -192,47 +163,19 @@ static uint64_t link_tx(struct link *l, uint64_t t, uint32_t len)
     return l->busy_ps;
 }
 
-/* ---- event heap (binary min-heap on (t, seq)) ---- */
+/* ---- events ---- */
 
-static int ev_before(const struct ev *a, const struct ev *b)
-{
-    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
+static void drop_pkt(mroce_net *net, struct pkt *p);
 
-/* Never fails: capacity tracks the pool size (see pool_grow). */
-static void heap_push(mroce_net *net, uint64_t t, struct pkt *p)
+/* Schedules p's next stage at t.  The heap has room for every packet, so
+ * only a sequence number beyond the core's range can fail (after 2^36
+ * events): the packet is then dropped and counted as drop_nomem. */
+static void ev_push(mroce_net *net, uint64_t t, struct pkt *p)
 {
-    struct ev e = { t, net->seq++, p };
-    size_t i = net->nheap++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!ev_before(&e, &net->heap[parent]))
-            break;
-        net->heap[i] = net->heap[parent];
-        i = parent;
+    if (evq_push(&net->q, t, p->stage, p->id) < 0) {
+        net->c.drop_nomem++;
+        drop_pkt(net, p);
     }
-    net->heap[i] = e;
-}
-
-static struct ev heap_pop(mroce_net *net)
-{
-    struct ev top = net->heap[0];
-    struct ev last = net->heap[--net->nheap];
-    size_t n = net->nheap, i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && ev_before(&net->heap[c + 1], &net->heap[c]))
-            c++;
-        if (!ev_before(&net->heap[c], &last))
-            break;
-        net->heap[i] = net->heap[c];
-        i = c;
-    }
-    if (n > 0)
-        net->heap[i] = last;
-    return top;
 }
 
 /* ---- packet pool ---- */
@@ -241,24 +184,26 @@ static int pool_grow(mroce_net *net)
 {
     size_t n = PKTS_PER_CHUNK;
     struct chunk *ch;
-    if (net->cfg.max_pkts) {
-        if (net->npkts >= net->cfg.max_pkts)
-            return -1;
-        if (n > net->cfg.max_pkts - net->npkts)
-            n = net->cfg.max_pkts - net->npkts;
-    }
+    size_t lim = (size_t)EV_IDX_MAX + 1; /* packet ids fit an event index */
+    struct pkt **byid;
+    if (net->cfg.max_pkts && net->cfg.max_pkts < lim)
+        lim = net->cfg.max_pkts;
+    if (net->npkts >= lim)
+        return -1;
+    if (n > lim - net->npkts)
+        n = lim - net->npkts;
     /* Grow the heap first so that every existing packet has a slot. */
-    if (net->capheap < net->npkts + n) {
-        size_t cap = net->capheap ? net->capheap : 64;
-        struct ev *h;
+    if (net->q.cap < net->npkts + n) {
+        size_t cap = net->q.cap;
         while (cap < net->npkts + n)
             cap *= 2;
-        h = realloc(net->heap, cap * sizeof(*h));
-        if (!h)
+        if (evq_reserve(&net->q, cap) < 0)
             return -1;
-        net->heap = h;
-        net->capheap = cap;
     }
+    byid = realloc(net->byid, (net->npkts + n) * sizeof(*byid));
+    if (!byid)
+        return -1;
+    net->byid = byid;
     ch = malloc(sizeof(*ch) + n * sizeof(struct pkt));
     if (!ch)
         return -1;
@@ -266,6 +211,8 @@ static int pool_grow(mroce_net *net)
     ch->next = net->chunks;
     net->chunks = ch;
     for (size_t i = 0; i < n; i++) {
+        ch->pkts[i].id = (uint32_t)(net->npkts + i);
+        byid[net->npkts + i] = &ch->pkts[i];
         ch->pkts[i].next = net->free_list;
         net->free_list = &ch->pkts[i];
     }
@@ -326,7 +273,7 @@ int mroce_net_new(mroce_net **pnet, const struct mroce_net_config *cfg)
     net->cfg = *cfg;
     net->hosts = calloc(cfg->hosts, sizeof(*net->hosts));
     net->spines = calloc(cfg->spines, sizeof(*net->spines));
-    if (!net->hosts || !net->spines) {
+    if (!net->hosts || !net->spines || evq_init(&net->q, 64) < 0) {
         mroce_net_del(net);
         return MROCE_ENOMEM;
     }
@@ -338,12 +285,12 @@ int mroce_net_new(mroce_net **pnet, const struct mroce_net_config *cfg)
     net->corrupt_th = prob_th(cfg->corrupt);
     net->reorder_th = prob_th(cfg->reorder);
     /* Distinct, well-mixed seeds per stream from the one user seed. */
-    net->hash_seed = mix64(cfg->seed ^ 0x6e65746d6f64656cull);
-    net->r_loss = mix64(cfg->seed + 1);
-    net->r_dup = mix64(cfg->seed + 2);
-    net->r_corrupt = mix64(cfg->seed + 3);
-    net->r_reorder = mix64(cfg->seed + 4);
-    net->r_spine = mix64(cfg->seed + 5);
+    net->hash_seed = rng_mix64(cfg->seed ^ 0x6e65746d6f64656cull);
+    net->r_loss = rng_mix64(cfg->seed + 1);
+    net->r_dup = rng_mix64(cfg->seed + 2);
+    net->r_corrupt = rng_mix64(cfg->seed + 3);
+    net->r_reorder = rng_mix64(cfg->seed + 4);
+    net->r_spine = rng_mix64(cfg->seed + 5);
     *pnet = net;
     return 0;
 }
@@ -357,7 +304,8 @@ void mroce_net_del(mroce_net *net)
         next = ch->next;
         free(ch);
     }
-    free(net->heap);
+    evq_free(&net->q);
+    free(net->byid);
     free(net->hosts);
     free(net->spines);
     free(net);
@@ -374,7 +322,7 @@ uint32_t mroce_net_spine_of(const mroce_net *net, uint32_t src, uint32_t dst,
                             uint16_t entropy)
 {
     /* src and dst are < 2^20, so the three fields do not overlap. */
-    uint64_t h = mix64(net->hash_seed ^ ((uint64_t)src << 40) ^
+    uint64_t h = rng_mix64(net->hash_seed ^ ((uint64_t)src << 40) ^
                        ((uint64_t)dst << 16) ^ entropy);
     return (uint32_t)(((h >> 32) * net->cfg.spines) >> 32);
 }
@@ -396,8 +344,8 @@ static void inject(mroce_net *net, struct pkt *p, uint64_t t)
         net->c.reordered++;
     }
     p->stage = ST_ARRIVE;
-    heap_push(net, t, p);
     net->in_flight++;
+    ev_push(net, t, p);
 }
 
 uint8_t *mroce_net_tx_buf(mroce_net *net)
@@ -442,7 +390,9 @@ int mroce_net_send_staged(mroce_net *net, uint32_t src, uint32_t dst,
          * own corruption and reordering draws. */
         struct pkt *q = pkt_get(net);
         if (q) {
+            uint32_t qid = q->id;
             memcpy(q, p, offsetof(struct pkt, data) + p->len);
+            q->id = qid;
             net->c.dups++;
             inject(net, p, t);
             inject(net, q, t);
@@ -482,6 +432,7 @@ static int is_ect(uint8_t ecn)
     return ecn == MROCE_ECN_ECT0 || ecn == MROCE_ECN_ECT1;
 }
 
+/* A packet in flight leaves the fabric without being delivered. */
 static void drop_pkt(mroce_net *net, struct pkt *p)
 {
     net->in_flight--;
@@ -536,7 +487,7 @@ static void arrive(mroce_net *net, uint64_t t, struct pkt *p)
     if (fill > sp->c.queue_max)
         sp->c.queue_max = fill;
     p->stage = ST_SPINE_OUT;
-    heap_push(net, link_tx(&sp->link, t, p->len), p);
+    ev_push(net, link_tx(&sp->link, t, p->len), p);
 }
 
 /* The packet has left a rate-limited spine's queue.  A blackhole raised
@@ -581,12 +532,12 @@ static void downlink(mroce_net *net, uint64_t t, struct pkt *p)
     if (fill > h->c.down_max_queue)
         h->c.down_max_queue = fill;
     p->stage = ST_DELIVER;
-    heap_push(net, link_tx(&h->down, t, p->len), p);
+    ev_push(net, link_tx(&h->down, t, p->len), p);
 }
 
 mroce_tstamp mroce_net_next_event_time(const mroce_net *net)
 {
-    return net->nheap ? ps_to_ns_ceil(net->heap[0].t) : MROCE_TSTAMP_INF;
+    return net->q.n ? ps_to_ns_ceil(net->q.h[0].t) : MROCE_TSTAMP_INF;
 }
 
 size_t mroce_net_deliver_due(mroce_net *net, mroce_tstamp now,
@@ -594,9 +545,11 @@ size_t mroce_net_deliver_due(mroce_net *net, mroce_tstamp now,
 {
     uint64_t lim = ns_to_ps(now);
     size_t n = 0;
-    while (net->nheap && net->heap[0].t <= lim) {
-        struct ev e = heap_pop(net);
-        struct pkt *p = e.p;
+    while (net->q.n && net->q.h[0].t <= lim) {
+        struct ev e;
+        struct pkt *p;
+        evq_pop(&net->q, &e);
+        p = net->byid[ev_idx(&e)];
         struct mroce_net_pkt out;
         struct host *h;
         if (p->stage == ST_ARRIVE) {

@@ -1,20 +1,22 @@
 /*
- * evq.c - the simulator's event queue: a 4-ary min-heap on (time, seq).
+ * evq.c - the event queue of the simulation core (simcore.h): a 4-ary
+ * min-heap on (time, seq).
  *
- * Every link arrival, link completion and timer of the simulation passes
- * through here, so it is kept small and branch-light: 24-byte entries in
+ * Every link arrival, link completion and timer of a simulation passes
+ * through here, so it is kept small and branch-light: 16-byte entries in
  * one growable array, sift with a moving hole instead of swaps, four
  * children per node so a pop touches half the levels of a binary heap.
  * The insertion sequence number breaks ties, so events at the same
  * picosecond run in the order they were scheduled - the source of
  * determinism.  It is the high 36 bits of an entry's key, the event's
- * type and index the low 28 (sim.h), so comparing keys compares sequence
- * numbers; pushing beyond either range stops the run with a message.
+ * type and index the low 28 (simcore.h), so comparing keys compares
+ * sequence numbers; a push beyond either range fails with a message.
  *
- * Packet arrivals do not each have an entry: a link delivers its packets
- * in order, so fabric.c keeps them in a per-link FIFO (struct hop) and
- * only the head of each link is in the heap, keyed by the (time, seq) the
- * packet was given when it was scheduled (evq_take_seq + evq_push_seq).
+ * In mroce-sim, packet arrivals do not each have an entry: a link delivers
+ * its packets in order, so sim/src/fabric.c keeps them in a per-link FIFO
+ * (struct hop) and only the head of each link is in the heap, keyed by the
+ * (time, seq) the packet was given when it was scheduled (q->seq++ and
+ * evq_push_seq).
  * The heap then holds about one entry per busy link instead of one per
  * packet in flight, and pops in exactly the order a heap of every packet
  * would: it always holds the least (time, seq) of every FIFO, and each
@@ -26,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "simcore.h"
 
 #define LINE 64
 #define SKEW 3 /* entries ahead of h[0] in the block: h[1] is line-aligned */
@@ -63,6 +65,11 @@ int evq_init(struct evq *q, size_t cap)
     return evq_alloc(q, cap ? cap : 1024);
 }
 
+int evq_reserve(struct evq *q, size_t cap)
+{
+    return cap <= q->cap ? 0 : evq_alloc(q, cap);
+}
+
 void evq_free(struct evq *q)
 {
     free(q->mem);
@@ -76,7 +83,7 @@ static inline int ev_make(struct ev *e, uint64_t t, uint64_t seq,
                           uint32_t type, uint32_t idx)
 {
     if (seq > EV_SEQ_MAX || type > 15 || idx >> EV_IDX_BITS) {
-        fprintf(stderr, "mroce-sim: event queue: event %llu, type %u, "
+        fprintf(stderr, "event queue: event %llu, type %u, "
                         "index %u out of range\n",
                 (unsigned long long)seq, type, idx);
         return -1;
