@@ -96,7 +96,8 @@ static uint64_t pump_one(struct pair *p, int s, int max)
     uint64_t moved = 0;
     int n;
     while ((max < 0 || (int)moved < max) &&
-           (n = mre_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) > 0) {
+           (n = mre_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) >
+               0) {
         mre_ep_recv(p->ep[!s], buf, (size_t)n, &ri, p->now);
         p->pkts[s]++;
         moved++;
@@ -124,7 +125,8 @@ static uint64_t pump(struct pair *p)
         memset(&ri, 0, sizeof(ri));
         ri.ecn = MROCE_ECN_ECT0;
         int n;
-        while ((n = mre_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) > 0) {
+        while ((n = mre_ep_write_pkt(p->ep[s], buf, sizeof(buf), &ti, p->now)) >
+               0) {
             ri.from.len = 1;
             ri.from.data[0] = (uint8_t)s;
             mre_ep_recv(p->ep[!s], buf, (size_t)n, &ri, p->now);
@@ -197,7 +199,7 @@ static struct result run_direct(uint32_t msg, uint64_t total, uint32_t mtu)
     mre_mr *ms, *md;
     mre_mr_reg(p.ep[0], src, rlen, MROCE_ACCESS_LOCAL_WRITE, &ms);
     mre_mr_reg(p.ep[1], dst, rlen,
-                 MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
+               MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
     uint64_t posted = 0, done = 0;
     struct mroce_wc wc[64];
     struct mroce_qp_counters c0;
@@ -207,13 +209,17 @@ static struct result run_direct(uint32_t msg, uint64_t total, uint32_t mtu)
     while (done < total) {
         while (posted < total && posted - done < 256) {
             uint32_t slot = (uint32_t)(posted % nslots);
-            struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + (size_t)slot * msg),
+            struct mroce_sge sg = {(uint64_t)(uintptr_t)(src +
+                                                         (size_t)slot * msg),
                                    msg, mre_mr_lkey(ms)};
             struct mroce_send_wr wr = {
-                .wr_id = posted, .sg_list = &sg, .num_sge = 1,
+                .wr_id = posted,
+                .sg_list = &sg,
+                .num_sge = 1,
                 .opcode = MROCE_WR_WRITE,
                 .send_flags = (posted & 15) == 15 || posted + 1 == total
-                                  ? MROCE_SEND_SIGNALED : 0,
+                                  ? MROCE_SEND_SIGNALED
+                                  : 0,
                 .remote_addr = (uint64_t)(uintptr_t)(dst + (size_t)slot * msg),
                 .rkey = mre_mr_rkey(md)};
             if (mre_qp_post_send(p.qp[0], &wr, NULL, p.now) < 0)
@@ -288,7 +294,7 @@ static struct result run_model(uint32_t msg, uint64_t total, uint32_t mtu)
     mre_mr *ms, *md;
     mre_mr_reg(tb->h[0].ep, src, rlen, MROCE_ACCESS_LOCAL_WRITE, &ms);
     mre_mr_reg(tb->h[1].ep, dst, rlen,
-                 MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
+               MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
     uint64_t posted = 0, done = 0;
     struct mroce_wc wc[64];
     struct mroce_netdrive_counters d0, d1;
@@ -297,13 +303,17 @@ static struct result run_model(uint32_t msg, uint64_t total, uint32_t mtu)
     while (done < total) {
         while (posted < total && posted - done < 256) {
             uint32_t slot = (uint32_t)(posted % nslots);
-            struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + (size_t)slot * msg),
+            struct mroce_sge sg = {(uint64_t)(uintptr_t)(src +
+                                                         (size_t)slot * msg),
                                    msg, mre_mr_lkey(ms)};
             struct mroce_send_wr wr = {
-                .wr_id = posted, .sg_list = &sg, .num_sge = 1,
+                .wr_id = posted,
+                .sg_list = &sg,
+                .num_sge = 1,
                 .opcode = MROCE_WR_WRITE,
                 .send_flags = (posted & 15) == 15 || posted + 1 == total
-                                  ? MROCE_SEND_SIGNALED : 0,
+                                  ? MROCE_SEND_SIGNALED
+                                  : 0,
                 .remote_addr = (uint64_t)(uintptr_t)(dst + (size_t)slot * msg),
                 .rkey = mre_mr_rkey(md)};
             if (mre_qp_post_send(qa, &wr, NULL, mroce_netdrive_now(tb->d)) < 0)
@@ -417,8 +427,9 @@ int main(int argc, char **argv)
            "ACK per 4 packets (%s); 64 KiB goodput >= 25%% of memcpy: %.1f%% "
            "(%s)\n",
            ns_small, ns_small_acked,
-           ns_small_acked < 150 ? "met" : ns_small < 150 ? "met batched only"
-                                                          : "missed",
+           ns_small_acked < 150 ? "met"
+           : ns_small < 150     ? "met batched only"
+                                : "missed",
            pct64, pct64 >= 25 ? "met" : "missed");
     if (js) {
         fprintf(js, "\n}\n");

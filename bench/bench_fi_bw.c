@@ -55,11 +55,11 @@ enum { O_SEND, O_WRITE };
 struct ctrl {
     uint32_t magic, type;
     uint32_t mode, op, size, window;
-    uint64_t raddr, rkey;   /* WELCOME: the server's data region */
-    uint64_t bytes, msgs;   /* RESULT: what the server received */
-    double secs;            /* RESULT: first to last data completion */
+    uint64_t raddr, rkey; /* WELCOME: the server's data region */
+    uint64_t bytes, msgs; /* RESULT: what the server received */
+    double secs;          /* RESULT: first to last data completion */
     uint32_t namelen;
-    uint8_t name[256];      /* HELLO: the client's endpoint name */
+    uint8_t name[256]; /* HELLO: the client's endpoint name */
 };
 
 struct opts {
@@ -77,12 +77,12 @@ static struct {
     struct fid_cq *cq;
     struct fid_ep *ep;
     struct fid_mr *cmr, *dmr;
-    uint8_t *cbuf, *dbuf;       /* control: tx half, rx half; data */
+    uint8_t *cbuf, *dbuf; /* control: tx half, rx half; data */
     size_t dlen;
     void *cdesc, *ddesc;
     fi_addr_t peer;
     /* one context per operation that can be outstanding */
-    struct fi_context ctx_ctx[2];            /* 0 ctrl tx, 1 ctrl rx */
+    struct fi_context ctx_ctx[2]; /* 0 ctrl tx, 1 ctrl rx */
     struct fi_context dtx[MAX_WINDOW], drx[MAX_WINDOW];
 } F;
 
@@ -93,14 +93,14 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-#define CHECK(call)                                                         \
-    do {                                                                    \
-        int rc_ = (int)(call);                                              \
-        if (rc_) {                                                          \
-            fprintf(stderr, "bench_fi_bw: %s: %s\n", #call,                 \
-                    fi_strerror(-rc_));                                     \
-            exit(1);                                                        \
-        }                                                                   \
+#define CHECK(call)                                         \
+    do {                                                    \
+        int rc_ = (int)(call);                              \
+        if (rc_) {                                          \
+            fprintf(stderr, "bench_fi_bw: %s: %s\n", #call, \
+                    fi_strerror(-rc_));                     \
+            exit(1);                                        \
+        }                                                   \
     } while (0)
 
 static void fatal(const char *what)
@@ -135,8 +135,7 @@ static int poll_cq(struct comp *out, int max)
         exit(1);
     }
     if (n < 0) {
-        fprintf(stderr, "bench_fi_bw: fi_cq_read: %s\n",
-                fi_strerror((int)-n));
+        fprintf(stderr, "bench_fi_bw: fi_cq_read: %s\n", fi_strerror((int)-n));
         exit(1);
     }
     for (ssize_t i = 0; i < n; i++) {
@@ -166,19 +165,19 @@ static size_t wait_ctx(void *ctx, double deadline, const char *what)
 /* fi_send / fi_recv / fi_write, retried while the provider says EAGAIN
  * (progressing the CQ meanwhile would lose completions; the providers here
  * progress inside the post call itself). */
-#define POST(call, deadline)                                                \
-    do {                                                                    \
-        ssize_t r_;                                                         \
-        while ((r_ = (call)) == -FI_EAGAIN) {                               \
-            if (now_s() > (deadline))                                       \
-                fatal("post: timed out on EAGAIN");                         \
-            (void)fi_cq_read(F.cq, NULL, 0);                                \
-        }                                                                   \
-        if (r_) {                                                           \
-            fprintf(stderr, "bench_fi_bw: %s: %s\n", #call,                 \
-                    fi_strerror((int)-r_));                                 \
-            exit(1);                                                        \
-        }                                                                   \
+#define POST(call, deadline)                                \
+    do {                                                    \
+        ssize_t r_;                                         \
+        while ((r_ = (call)) == -FI_EAGAIN) {               \
+            if (now_s() > (deadline))                       \
+                fatal("post: timed out on EAGAIN");         \
+            (void)fi_cq_read(F.cq, NULL, 0);                \
+        }                                                   \
+        if (r_) {                                           \
+            fprintf(stderr, "bench_fi_bw: %s: %s\n", #call, \
+                    fi_strerror((int)-r_));                 \
+            exit(1);                                        \
+        }                                                   \
     } while (0)
 
 /* --- set-up --- */
@@ -268,7 +267,10 @@ static void setup_data(size_t len)
     F.ddesc = fi_mr_desc(F.dmr);
 }
 
-static struct ctrl *ctx_tx(void) { return (struct ctrl *)F.cbuf; }
+static struct ctrl *ctx_tx(void)
+{
+    return (struct ctrl *)F.cbuf;
+}
 static struct ctrl *ctx_rx(void)
 {
     return (struct ctrl *)(F.cbuf + CTRL_BYTES);
@@ -302,8 +304,8 @@ static int run_server(struct opts *o)
     post_ctrl_recv(deadline);
     size_t len = wait_ctx(&F.ctx_ctx[1], deadline, "a client");
     struct ctrl h = *ctx_rx();
-    if (!is_ctrl(&h, len, C_HELLO) || h.window < 1 ||
-        h.window > MAX_WINDOW || h.size < 1 || h.namelen > sizeof(h.name))
+    if (!is_ctrl(&h, len, C_HELLO) || h.window < 1 || h.window > MAX_WINDOW ||
+        h.size < 1 || h.namelen > sizeof(h.name))
         fatal("bad HELLO");
     if (fi_av_insert(F.av, h.name, 1, &F.peer, 0, NULL) != 1)
         fatal("fi_av_insert(client)");
@@ -570,8 +572,8 @@ static int run_lat(const struct opts *o)
             break;
         if (t > deadline)
             fatal("latency run took too long");
-        POST(fi_recv(F.ep, F.dbuf + o->size, o->size, F.ddesc,
-                     FI_ADDR_UNSPEC, &F.drx[0]),
+        POST(fi_recv(F.ep, F.dbuf + o->size, o->size, F.ddesc, FI_ADDR_UNSPEC,
+                     &F.drx[0]),
              deadline);
         POST(fi_send(F.ep, F.dbuf, o->size, F.ddesc, F.peer, &F.dtx[0]),
              deadline);
@@ -633,29 +635,56 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {.prov = NULL, .port = 19760, .size = 0, .window = 64,
-                     .mode = M_BW, .op = O_SEND, .secs = 3, .timeout = 30};
+    struct opts o = {.prov = NULL,
+                     .port = 19760,
+                     .size = 0,
+                     .window = 64,
+                     .mode = M_BW,
+                     .op = O_SEND,
+                     .secs = 3,
+                     .timeout = 30};
     int opt;
     while ((opt = getopt(argc, argv, "p:P:m:o:s:w:D:n:T:h")) != -1) {
         switch (opt) {
-        case 'p': o.prov = optarg; break;
-        case 'P': o.port = (unsigned)atoi(optarg); break;
+        case 'p':
+            o.prov = optarg;
+            break;
+        case 'P':
+            o.port = (unsigned)atoi(optarg);
+            break;
         case 'm':
-            if (!strcmp(optarg, "bw")) o.mode = M_BW;
-            else if (!strcmp(optarg, "lat")) o.mode = M_LAT;
-            else usage();
+            if (!strcmp(optarg, "bw"))
+                o.mode = M_BW;
+            else if (!strcmp(optarg, "lat"))
+                o.mode = M_LAT;
+            else
+                usage();
             break;
         case 'o':
-            if (!strcmp(optarg, "send")) o.op = O_SEND;
-            else if (!strcmp(optarg, "write")) o.op = O_WRITE;
-            else usage();
+            if (!strcmp(optarg, "send"))
+                o.op = O_SEND;
+            else if (!strcmp(optarg, "write"))
+                o.op = O_WRITE;
+            else
+                usage();
             break;
-        case 's': o.size = (unsigned)strtoul(optarg, NULL, 0); break;
-        case 'w': o.window = (unsigned)atoi(optarg); break;
-        case 'D': o.secs = atof(optarg); break;
-        case 'n': o.iters = strtoul(optarg, NULL, 0); break;
-        case 'T': o.timeout = atof(optarg); break;
-        default: usage();
+        case 's':
+            o.size = (unsigned)strtoul(optarg, NULL, 0);
+            break;
+        case 'w':
+            o.window = (unsigned)atoi(optarg);
+            break;
+        case 'D':
+            o.secs = atof(optarg);
+            break;
+        case 'n':
+            o.iters = strtoul(optarg, NULL, 0);
+            break;
+        case 'T':
+            o.timeout = atof(optarg);
+            break;
+        default:
+            usage();
         }
     }
     if (optind < argc)

@@ -47,7 +47,9 @@ static int open_dev(mroce_device **dev, int mode, int gso, int gro)
         a.progress = (uint8_t)mode;
         a.use_gso = (uint8_t)gso;
         a.use_gro = (uint8_t)gro;
-        a.port = (uint16_t)(30000 + ((unsigned)getpid() * 31u + (unsigned)i * 977u) % 20000u);
+        a.port = (uint16_t)(30000 +
+                            ((unsigned)getpid() * 31u + (unsigned)i * 977u) %
+                                20000u);
         int rc = mroce_device_open(&a, dev);
         if (rc != MROCE_EADDR)
             return rc;
@@ -62,19 +64,21 @@ static void print_udp(const char *who, mroce_device *dev, double secs)
     double pkts = (double)(u.tx_pkts + u.rx_pkts);
     double sys = (double)(u.tx_syscalls + u.rx_syscalls - u.rx_empty);
     printf("%s: tx %llu pkts / %llu syscalls (%llu GSO sends, %.1f seg/send), "
-           "rx %llu pkts / %llu datagrams / %llu syscalls (%llu empty); %.3f syscalls/pkt "
+           "rx %llu pkts / %llu datagrams / %llu syscalls (%llu empty); %.3f "
+           "syscalls/pkt "
            "(empty polls excluded); "
            "%.0f pkts/s; rounds %llu sleeps %llu; tx_err %llu eagain %llu\n",
            who, (unsigned long long)u.tx_pkts,
            (unsigned long long)u.tx_syscalls,
            (unsigned long long)u.tx_gso_sends,
-           u.tx_gso_sends ? (double)u.tx_gso_segs / (double)u.tx_gso_sends : 0.0,
+           u.tx_gso_sends ? (double)u.tx_gso_segs / (double)u.tx_gso_sends
+                          : 0.0,
            (unsigned long long)u.rx_pkts, (unsigned long long)u.rx_datagrams,
            (unsigned long long)u.rx_syscalls, (unsigned long long)u.rx_empty,
-           pkts ? sys / pkts : 0.0,
-           pkts / secs, (unsigned long long)u.progress_rounds,
-           (unsigned long long)u.thread_sleeps,
-           (unsigned long long)u.tx_errors, (unsigned long long)u.tx_eagain);
+           pkts ? sys / pkts : 0.0, pkts / secs,
+           (unsigned long long)u.progress_rounds,
+           (unsigned long long)u.thread_sleeps, (unsigned long long)u.tx_errors,
+           (unsigned long long)u.tx_eagain);
 }
 
 int main(int argc, char **argv)
@@ -87,20 +91,48 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "s:d:t:m:GRc:q:b:w:r:1")) != -1) {
         switch (opt) {
-        case 's': msg = strtoul(optarg, NULL, 0); break;
-        case 'd': depth = atoi(optarg); break;
-        case 't': secs = atof(optarg); break;
-        case 'm': mode = !strcmp(optarg, "thread"); break;
-        case 'G': gso = 0; break;
-        case 'R': gro = 0; break;
-        case 'c': cc = strcmp(optarg, "none") ? MROCE_CC_DELAY_ECN : MROCE_CC_NONE; break;
-        case 'q': qdelay_us = atof(optarg); break;
-        case 'b': burst = atoi(optarg); break;
-        case 'w': cwnd_kib = atoi(optarg); break;
-        case 'r': rto_us = atof(optarg); break;
-        case '1': single = 1; mode = MROCE_PROGRESS_APP; break;
+        case 's':
+            msg = strtoul(optarg, NULL, 0);
+            break;
+        case 'd':
+            depth = atoi(optarg);
+            break;
+        case 't':
+            secs = atof(optarg);
+            break;
+        case 'm':
+            mode = !strcmp(optarg, "thread");
+            break;
+        case 'G':
+            gso = 0;
+            break;
+        case 'R':
+            gro = 0;
+            break;
+        case 'c':
+            cc = strcmp(optarg, "none") ? MROCE_CC_DELAY_ECN : MROCE_CC_NONE;
+            break;
+        case 'q':
+            qdelay_us = atof(optarg);
+            break;
+        case 'b':
+            burst = atoi(optarg);
+            break;
+        case 'w':
+            cwnd_kib = atoi(optarg);
+            break;
+        case 'r':
+            rto_us = atof(optarg);
+            break;
+        case '1':
+            single = 1;
+            mode = MROCE_PROGRESS_APP;
+            break;
         default:
-            fprintf(stderr, "usage: %s [-s bytes] [-d depth] [-t s] [-m app|thread] [-G] [-R]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [-s bytes] [-d depth] [-t s] [-m app|thread] "
+                    "[-G] [-R]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -124,8 +156,10 @@ int main(int argc, char **argv)
         mroce_qp_init_attr_default(&qa);
         qa.send_cq = qa.recv_cq = cq;
         mroce_create_qp(pd, &qa, &qp);
-        mroce_reg_mr(pd, buf, region, MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mr);
-        struct hello h = {mroce_device_port(rdev), mroce_mr_rkey(mr), (uintptr_t)buf};
+        mroce_reg_mr(pd, buf, region,
+                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mr);
+        struct hello h = {mroce_device_port(rdev), mroce_mr_rkey(mr),
+                          (uintptr_t)buf};
         mroce_listen(qp);
         if (write(up[1], &h, sizeof(h)) != sizeof(h))
             return 1;
@@ -145,8 +179,10 @@ int main(int argc, char **argv)
         mroce_qp_init_attr_default(&qa);
         qa.send_cq = qa.recv_cq = cq;
         mroce_create_qp(pd, &qa, &qp);
-        mroce_reg_mr(pd, buf, region, MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mr);
-        struct hello h = {mroce_device_port(dev), mroce_mr_rkey(mr), (uintptr_t)buf};
+        mroce_reg_mr(pd, buf, region,
+                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mr);
+        struct hello h = {mroce_device_port(dev), mroce_mr_rkey(mr),
+                          (uintptr_t)buf};
         mroce_listen(qp);
         if (write(up[1], &h, sizeof(h)) != sizeof(h))
             _exit(1);
@@ -209,7 +245,9 @@ int main(int argc, char **argv)
     int rc;
     if (single) {
         rc = mroce_connect_start(qp, "127.0.0.1", h.port, 0);
-        for (int i = 0; i < 100000 && mroce_qp_get_state(qp) == MROCE_QPS_CONNECTING; i++) {
+        for (int i = 0;
+             i < 100000 && mroce_qp_get_state(qp) == MROCE_QPS_CONNECTING;
+             i++) {
             mroce_device_progress(rdev);
             mroce_device_progress(dev);
         }
@@ -257,20 +295,23 @@ int main(int argc, char **argv)
             break;
     }
     double el = t1 - t0;
-    printf("WRITE %zu B x depth %d, %s progress, gso %d gro %d: %llu msgs in %.2f s = "
+    printf("WRITE %zu B x depth %d, %s progress, gso %d gro %d: %llu msgs in "
+           "%.2f s = "
            "%.2f Gbit/s, %.0f msgs/s%s\n",
            msg, depth, mode ? "thread" : "app", gso, gro,
-           (unsigned long long)done, el, (double)done * (double)msg * 8 / el / 1e9,
-           (double)done / el, errors ? " (ERRORS)" : "");
+           (unsigned long long)done, el,
+           (double)done * (double)msg * 8 / el / 1e9, (double)done / el,
+           errors ? " (ERRORS)" : "");
     print_udp("requester", dev, el);
     struct mroce_qp_counters qc;
     mroce_qp_get_counters(qp, &qc);
-    printf("requester qp: tx_data %llu retx %llu (path %llu ooo %llu rto %llu probe %llu) "
+    printf("requester qp: tx_data %llu retx %llu (path %llu ooo %llu rto %llu "
+           "probe %llu) "
            "timeouts %llu (spurious %llu) cwnd %llu srtt %llu ns\n",
-           (unsigned long long)qc.tx_data_pkts, (unsigned long long)qc.retx_pkts,
-           (unsigned long long)qc.retx_path, (unsigned long long)qc.retx_ooo,
-           (unsigned long long)qc.retx_rto, (unsigned long long)qc.retx_probe,
-           (unsigned long long)qc.timeouts,
+           (unsigned long long)qc.tx_data_pkts,
+           (unsigned long long)qc.retx_pkts, (unsigned long long)qc.retx_path,
+           (unsigned long long)qc.retx_ooo, (unsigned long long)qc.retx_rto,
+           (unsigned long long)qc.retx_probe, (unsigned long long)qc.timeouts,
            (unsigned long long)qc.spurious_rto, (unsigned long long)qc.cwnd,
            (unsigned long long)qc.srtt);
     fflush(stdout);

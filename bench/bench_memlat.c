@@ -60,8 +60,8 @@ static double chase(size_t bytes)
         order[j] = t;
     }
     for (i = 0; i < n; i++)
-        *(void **)(m + (size_t)order[i] * 64) =
-            m + (size_t)order[(i + 1) % n] * 64;
+        *(void **)(m + (size_t)order[i] * 64) = m +
+                                                (size_t)order[(i + 1) % n] * 64;
     free(order);
     /* Warm the page tables and caches with one lap (up to 4 M loads), then
      * time 20 M loads. */

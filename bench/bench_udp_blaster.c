@@ -71,17 +71,17 @@
 #define MAX_SOCKS 256
 #define MAX_BATCH 256
 #define RX_BUF 65536
-#define END_MAGIC 0xE7  /* a 1-byte datagram: the sender is done */
-#define START_MAGIC 0x5A  /* a 1-byte datagram from the credit socket */
+#define END_MAGIC 0xE7            /* a 1-byte datagram: the sender is done */
+#define START_MAGIC 0x5A          /* a 1-byte datagram from the credit socket */
 #define CREDIT_EVERY (256u << 10) /* the receiver's credit cadence, bytes */
-#define ACK_MAGIC 0xAC  /* lat -a: first byte of an ACK datagram */
-#define ACK_LEN 64      /* a MetaRoCE ACK: 28 + 32 B headers + 4 B CRC */
+#define ACK_MAGIC 0xAC            /* lat -a: first byte of an ACK datagram */
+#define ACK_LEN 64 /* a MetaRoCE ACK: 28 + 32 B headers + 4 B CRC */
 
 struct cfg {
     double secs;
     unsigned segs, seg, socks, batch, port, bytes;
-    unsigned long window;   /* -W: bytes in flight before a credit; 0 = none */
-    int ack;                /* -a: lat sends an explicit ACK per message */
+    unsigned long window; /* -W: bytes in flight before a credit; 0 = none */
+    int ack;              /* -a: lat sends an explicit ACK per message */
     unsigned long iters;
 };
 
@@ -326,8 +326,7 @@ static int bw_send(const struct cfg *c)
            stalls);
     printf("RESULT role=send gbps=%.3f pkts=%llu secs=%.3f "
            "calls_per_pkt=%.4f\n",
-           gbps, bursts * c->segs, el,
-           bursts ? 1.0 / c->segs : 0);
+           gbps, bursts * c->segs, el, bursts ? 1.0 / c->segs : 0);
     fflush(stdout);
     free(buf);
     return 0;
@@ -361,8 +360,7 @@ static ssize_t spin_recv(int fd, void *buf, size_t len, double deadline)
 
 /* spin_recv, skipping -a's ACK datagrams (the receiver still pays for
  * receiving them, as a transport would). */
-static ssize_t spin_recv_data(int fd, uint8_t *buf, size_t len,
-                              double deadline)
+static ssize_t spin_recv_data(int fd, uint8_t *buf, size_t len, double deadline)
 {
     for (;;) {
         ssize_t r = spin_recv(fd, buf, len, deadline);
@@ -466,8 +464,8 @@ static int lat_client(const struct cfg *c)
     double p99 = n ? s[(size_t)(n * 0.99)] : 0;
     printf("blaster ping-pong%s: %u B, %lu iterations, half RTT: min %.2f "
            "median %.2f avg %.2f p99 %.2f usec\n",
-           c->ack ? " with an ACK per message" : "", c->bytes, n,
-           n ? s[0] : 0, med, avg, p99);
+           c->ack ? " with an ACK per message" : "", c->bytes, n, n ? s[0] : 0,
+           med, avg, p99);
     printf("RESULT role=lat bytes=%u iters=%lu median_us=%.3f avg_us=%.3f "
            "p99_us=%.3f min_us=%.3f\n",
            c->bytes, n, med, avg, p99, n ? s[0] : 0);
@@ -554,31 +552,56 @@ int main(int argc, char **argv)
         usage();
     const char *mode = argv[1];
     int lat = !strncmp(mode, "lat", 3);
-    struct cfg c = {.secs = lat ? 3 : 4, .segs = 8, .seg = 4160, .socks = 64,
-                    .batch = 64, .port = 19750, .bytes = 64, .iters = 0,
+    struct cfg c = {.secs = lat ? 3 : 4,
+                    .segs = 8,
+                    .seg = 4160,
+                    .socks = 64,
+                    .batch = 64,
+                    .port = 19750,
+                    .bytes = 64,
+                    .iters = 0,
                     .window = 0};
     int opt;
     optind = 2;
     while ((opt = getopt(argc, argv, "D:n:g:s:P:b:p:W:ah")) != -1) {
         switch (opt) {
-        case 'D': c.secs = atof(optarg); break;
-        case 'n': c.iters = strtoul(optarg, NULL, 0); break;
-        case 'g': c.segs = (unsigned)atoi(optarg); break;
-        case 's': c.seg = c.bytes = (unsigned)atoi(optarg); break;
-        case 'P': c.socks = (unsigned)atoi(optarg); break;
-        case 'b': c.batch = (unsigned)atoi(optarg); break;
-        case 'p': c.port = (unsigned)atoi(optarg); break;
-        case 'W': c.window = strtoul(optarg, NULL, 0); break;
-        case 'a': c.ack = 1; break;
-        default: usage();
+        case 'D':
+            c.secs = atof(optarg);
+            break;
+        case 'n':
+            c.iters = strtoul(optarg, NULL, 0);
+            break;
+        case 'g':
+            c.segs = (unsigned)atoi(optarg);
+            break;
+        case 's':
+            c.seg = c.bytes = (unsigned)atoi(optarg);
+            break;
+        case 'P':
+            c.socks = (unsigned)atoi(optarg);
+            break;
+        case 'b':
+            c.batch = (unsigned)atoi(optarg);
+            break;
+        case 'p':
+            c.port = (unsigned)atoi(optarg);
+            break;
+        case 'W':
+            c.window = strtoul(optarg, NULL, 0);
+            break;
+        case 'a':
+            c.ack = 1;
+            break;
+        default:
+            usage();
         }
     }
     if (!lat)
         c.bytes = 64;
-    if (c.secs <= 0 || c.secs > 120 || c.segs < 1 || c.segs > 64 ||
-        c.seg < 1 || (size_t)c.segs * c.seg > 65000 || c.socks < 1 ||
-        c.socks > MAX_SOCKS || c.batch < 1 || c.batch > MAX_BATCH ||
-        c.bytes < 2 || c.bytes > 65000 || c.port < 1 || c.port > 65535)
+    if (c.secs <= 0 || c.secs > 120 || c.segs < 1 || c.segs > 64 || c.seg < 1 ||
+        (size_t)c.segs * c.seg > 65000 || c.socks < 1 || c.socks > MAX_SOCKS ||
+        c.batch < 1 || c.batch > MAX_BATCH || c.bytes < 2 || c.bytes > 65000 ||
+        c.port < 1 || c.port > 65535)
         usage();
     if (!strcmp(mode, "bw"))
         return two_procs(bw_send, bw_recv, &c);

@@ -178,12 +178,22 @@ int main(int argc, char **argv)
     int segs = 15, seg = 4160, paths = 8, opt;
     while ((opt = getopt(argc, argv, "n:g:s:p:")) != -1) {
         switch (opt) {
-        case 'n': nbursts = atol(optarg); break;
-        case 'g': segs = atoi(optarg); break;
-        case 's': seg = atoi(optarg); break;
-        case 'p': paths = atoi(optarg); break;
+        case 'n':
+            nbursts = atol(optarg);
+            break;
+        case 'g':
+            segs = atoi(optarg);
+            break;
+        case 's':
+            seg = atoi(optarg);
+            break;
+        case 'p':
+            paths = atoi(optarg);
+            break;
         default:
-            fprintf(stderr, "usage: %s [-n bursts] [-g segs] [-s bytes] [-p paths]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [-n bursts] [-g segs] [-s bytes] [-p paths]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -209,7 +219,8 @@ int main(int argc, char **argv)
     }
     size_t burst_bytes = (size_t)segs * (size_t)seg;
     /* Page-aligned payload: what zerocopy pins. */
-    uint8_t *payload = aligned_alloc(4096, (burst_bytes + 4095) / 4096 * 4096 * MAXP);
+    uint8_t *payload = aligned_alloc(4096,
+                                     (burst_bytes + 4095) / 4096 * 4096 * MAXP);
     uint8_t *rbufs = malloc(64 * 65536);
     memset(payload, 0xab, burst_bytes * (size_t)paths);
     struct msghdr msgs[MAXP];
@@ -284,8 +295,7 @@ int main(int argc, char **argv)
         printf("%-22s: %6.2f Gbit/s delivered, send %.0f ns/packet, %.0f "
                "packets/s%s%s\n",
                mode_name[mode], (double)rbytes * 8 / el / 1e9,
-               tsend / pkts * 1e9, pkts / el,
-               errors ? " (send errors)" : "",
+               tsend / pkts * 1e9, pkts / el, errors ? " (send errors)" : "",
                mode == M_ZEROCOPY && copied ? " (kernel reported COPIED)" : "");
     }
     return 0;

@@ -34,24 +34,24 @@
 #endif
 
 #define SEC(n) __attribute__((section(n), used))
-#define __uint(name, val) int (*name)[val]
+#define __uint(name, val) int(*name)[val]
 #define __type(name, val) __typeof__(val) *name
 
-static void *(*bpf_map_lookup_elem)(void *map, const void *key) =
-    (void *)BPF_FUNC_map_lookup_elem;
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)
+    BPF_FUNC_map_lookup_elem;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)BPF_FUNC_ktime_get_ns;
-static long (*bpf_skb_ecn_set_ce)(struct __sk_buff *skb) =
-    (void *)BPF_FUNC_skb_ecn_set_ce;
-static long (*bpf_spin_lock)(struct bpf_spin_lock *l) =
-    (void *)BPF_FUNC_spin_lock;
-static long (*bpf_spin_unlock)(struct bpf_spin_lock *l) =
-    (void *)BPF_FUNC_spin_unlock;
+static long (*bpf_skb_ecn_set_ce)(struct __sk_buff *skb) = (void *)
+    BPF_FUNC_skb_ecn_set_ce;
+static long (*bpf_spin_lock)(struct bpf_spin_lock *l) = (void *)
+    BPF_FUNC_spin_lock;
+static long (*bpf_spin_unlock)(struct bpf_spin_lock *l) = (void *)
+    BPF_FUNC_spin_unlock;
 
 struct mrf_vq {
     struct bpf_spin_lock lock;
     __u32 pad;
-    __u64 last_ns;   /* time of the last update */
-    __u64 backlog;   /* virtual queue, bytes */
+    __u64 last_ns; /* time of the last update */
+    __u64 backlog; /* virtual queue, bytes */
     __u64 pkts, bytes, marks, drops, max_backlog;
 };
 

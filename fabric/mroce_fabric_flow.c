@@ -77,8 +77,15 @@ static struct {
     double target_qdelay_us;        /* 0: library default */
     double max_ack_delay_us;        /* 0: library default */
 } O = {
-    .port = 4794, .sports = 256, .paths = 64, .bytes = 32u << 20,
-    .msg = 65536, .depth = 32, .seed = 1, .timeout = 20, .at_ms = -1,
+    .port = 4794,
+    .sports = 256,
+    .paths = 64,
+    .bytes = 32u << 20,
+    .msg = 65536,
+    .depth = 32,
+    .seed = 1,
+    .timeout = 20,
+    .at_ms = -1,
     .label = "flow",
 };
 
@@ -232,9 +239,12 @@ static void send_ctl(struct conn *c, const struct ctrl *m)
     c->ctl[1] = *m;
     struct mroce_sge sge = {(uintptr_t)&c->ctl[1], sizeof(struct ctrl),
                             mroce_mr_lkey(c->ctl_mr)};
-    struct mroce_send_wr wr = {.wr_id = 2, .sg_list = &sge, .num_sge = 1,
+    struct mroce_send_wr wr = {.wr_id = 2,
+                               .sg_list = &sge,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_SEND,
-                               .send_flags = MROCE_SEND_SIGNALED}, *bad;
+                               .send_flags = MROCE_SEND_SIGNALED},
+                         *bad;
     int rc = mroce_post_send(c->qp, &wr, &bad);
     if (rc < 0)
         die("post_send", rc);
@@ -284,12 +294,12 @@ static void print_qp(const char *role, struct conn *c)
            " retx_path=%" PRIu64 " retx_probe=%" PRIu64 " timeouts=%" PRIu64
            " paths_retired=%" PRIu64 " rx_ce=%" PRIu64 " rx_dups=%" PRIu64
            " srtt_us=%.1f min_rtt_us=%.1f tx_pkts=%" PRIu64
-           " tx_errors=%" PRIu64 " icmp_errors=%" PRIu64
-           " path_reuses=%" PRIu64 " data_pkts=%" PRIu64,
+           " tx_errors=%" PRIu64 " icmp_errors=%" PRIu64 " path_reuses=%" PRIu64
+           " data_pkts=%" PRIu64,
            k.retx_pkts, k.retx_rto, k.retx_ooo, k.retx_path, k.retx_probe,
-           k.timeouts, k.paths_retired, k.rx_ecn_ce, k.rx_dups,
-           k.srtt / 1e3, k.min_rtt / 1e3, k.tx_pkts, u.tx_errors,
-           u.rx_icmp_errors, k.path_reuses, k.tx_data_pkts);
+           k.timeouts, k.paths_retired, k.rx_ecn_ce, k.rx_dups, k.srtt / 1e3,
+           k.min_rtt / 1e3, k.tx_pkts, u.tx_errors, u.rx_icmp_errors,
+           k.path_reuses, k.tx_data_pkts);
     (void)role;
 }
 
@@ -318,14 +328,17 @@ static int run_server(void)
                            &mr)) < 0)
         die("reg_mr", rc);
     post_ctl_recv(&c);
-    struct ctrl m = {.type = MSG_REGION, .addr = (uintptr_t)region,
-                     .rkey = mroce_mr_rkey(mr), .bytes = hello.bytes};
+    struct ctrl m = {.type = MSG_REGION,
+                     .addr = (uintptr_t)region,
+                     .rkey = mroce_mr_rkey(mr),
+                     .bytes = hello.bytes};
     send_ctl(&c, &m);
     double t0 = now_s();
     wait_ctl(&c, MSG_DONE, now_s() + O.timeout + 60);
     double t1 = now_s();
     uint64_t bad = hello.verify ? check(region, hello.bytes, hello.seed) : 0;
-    struct ctrl v = {.type = MSG_VERDICT, .verify = hello.verify,
+    struct ctrl v = {.type = MSG_VERDICT,
+                     .verify = hello.verify,
                      .mismatches = bad};
     send_ctl(&c, &v);
     /* wait for the verdict's completion */
@@ -341,7 +354,9 @@ static int run_server(void)
     }
     printf("result role=server label=%s bytes=%" PRIu64 " secs=%.3f verify=%s",
            O.label, hello.bytes, t1 - t0,
-           !hello.verify ? "off" : bad ? "FAIL" : "ok");
+           !hello.verify ? "off"
+           : bad         ? "FAIL"
+                         : "ok");
     print_qp("server", &c);
     printf(" mismatched_words=%" PRIu64 "\n", bad);
     fflush(stdout);
@@ -363,10 +378,13 @@ static int run_client(void)
     if (rc < 0)
         die("reg_mr", rc);
     post_ctl_recv(&c);
-    if ((rc = mroce_connect(c.qp, O.peer, O.port, 0, (int)(O.timeout * 1000))) < 0)
+    if ((rc = mroce_connect(c.qp, O.peer, O.port, 0, (int)(O.timeout * 1000))) <
+        0)
         die("connect", rc);
-    struct ctrl hello = {.type = MSG_HELLO, .verify = (uint32_t)O.verify,
-                         .bytes = O.bytes, .seed = O.seed};
+    struct ctrl hello = {.type = MSG_HELLO,
+                         .verify = (uint32_t)O.verify,
+                         .bytes = O.bytes,
+                         .seed = O.seed};
     send_ctl(&c, &hello);
     wait_ctl(&c, MSG_REGION, now_s() + O.timeout);
     uint64_t raddr = c.ctl[0].addr;
@@ -377,7 +395,8 @@ static int run_client(void)
     if (O.start_at > 0) {
         struct timespec ts = {(time_t)O.start_at,
                               (long)((O.start_at - (time_t)O.start_at) * 1e9)};
-        while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+        while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) ==
+                   EINTR &&
                !stop_sig)
             ;
     }
@@ -396,12 +415,17 @@ static int run_client(void)
     while (done < nmsg) {
         while (posted < nmsg && posted - done < O.depth) {
             uint64_t off = posted * O.msg;
-            uint32_t len = (uint32_t)(O.bytes - off < O.msg ? O.bytes - off : O.msg);
-            struct mroce_sge sge = {(uintptr_t)src + off, len, mroce_mr_lkey(mr)};
-            struct mroce_send_wr wr = {.wr_id = 100 + posted, .sg_list = &sge,
-                                       .num_sge = 1, .opcode = MROCE_WR_WRITE,
+            uint32_t len = (uint32_t)(O.bytes - off < O.msg ? O.bytes - off
+                                                            : O.msg);
+            struct mroce_sge sge = {(uintptr_t)src + off, len,
+                                    mroce_mr_lkey(mr)};
+            struct mroce_send_wr wr = {.wr_id = 100 + posted,
+                                       .sg_list = &sge,
+                                       .num_sge = 1,
+                                       .opcode = MROCE_WR_WRITE,
                                        .send_flags = MROCE_SEND_SIGNALED,
-                                       .remote_addr = raddr + off, .rkey = rkey},
+                                       .remote_addr = raddr + off,
+                                       .rkey = rkey},
                                  *bad;
             rc = mroce_post_send(c.qp, &wr, &bad);
             if (rc == MROCE_EFULL)
@@ -429,7 +453,8 @@ static int run_client(void)
                     max_gap = t - last_c;
                     max_gap_at = last_c - t0;
                 }
-                if (t_act >= 0 && last_c >= t_act - 0.002 && t - last_c > max_gap_after) {
+                if (t_act >= 0 && last_c >= t_act - 0.002 &&
+                    t - last_c > max_gap_after) {
                     max_gap_after = t - last_c;
                     max_gap_after_at = last_c - t0;
                 }
@@ -443,7 +468,8 @@ static int run_client(void)
             mroce_qp_get_counters(c.qp, &k);
             rtt_act = k.srtt / 1e9;
             t_act = t;
-            if (posix_spawn(&act_pid, "/bin/sh", NULL, NULL, argv, environ) != 0)
+            if (posix_spawn(&act_pid, "/bin/sh", NULL, NULL, argv, environ) !=
+                0)
                 die("spawn", 0);
         }
         if (act_pid > 0 && waitpid(act_pid, NULL, WNOHANG) == act_pid) {
@@ -468,15 +494,18 @@ static int run_client(void)
         if (O.interval_ms > 0 && t >= next_iv) {
             struct mroce_qp_counters k;
             mroce_qp_get_counters(c.qp, &k);
-            printf("interval label=%s t=%.3f mbps=%.1f cwnd_kib=%.1f srtt_us=%.0f\n",
+            printf("interval label=%s t=%.3f mbps=%.1f cwnd_kib=%.1f "
+                   "srtt_us=%.0f\n",
                    O.label, t - t0,
-                   (done - iv_done) * (double)O.msg * 8 / (O.interval_ms / 1e3) / 1e6,
+                   (done - iv_done) * (double)O.msg * 8 /
+                       (O.interval_ms / 1e3) / 1e6,
                    k.cwnd / 1024.0, k.srtt / 1e3);
             iv_done = done;
             next_iv += O.interval_ms / 1e3;
         }
         if (t > deadline || stop_sig) {
-            fprintf(stderr, "mroce-fabric-flow: %s (%" PRIu64 "/%" PRIu64
+            fprintf(stderr,
+                    "mroce-fabric-flow: %s (%" PRIu64 "/%" PRIu64
                     " messages, %" PRIu64 " posted)\n",
                     stop_sig ? "stopped" : "timed out", done, nmsg, posted);
             dump_state(&c, stop_sig ? "stopped" : "timeout");
@@ -493,7 +522,8 @@ static int run_client(void)
             t_act_done = now_s();
             act_pid = -1;
         } else if (now_s() > dl) {
-            fprintf(stderr, "mroce-fabric-flow: action still running, killed\n");
+            fprintf(stderr,
+                    "mroce-fabric-flow: action still running, killed\n");
             kill(act_pid, SIGKILL);
             waitpid(act_pid, NULL, 0);
             act_pid = -1;
@@ -512,8 +542,10 @@ static int run_client(void)
            " goodput_mbps=%.1f verify=%s max_stall_ms=%.2f stall_at_ms=%.1f"
            " start=%.6f end=%.6f",
            O.label, O.bytes, secs, O.bytes * 8 / secs / 1e6,
-           !v.verify ? "off" : v.mismatches ? "FAIL" : "ok", max_gap * 1e3,
-           max_gap_at * 1e3, w0, w1);
+           !v.verify      ? "off"
+           : v.mismatches ? "FAIL"
+                          : "ok",
+           max_gap * 1e3, max_gap_at * 1e3, w0, w1);
     if (t_act >= 0) {
         double base = t_act; /* conservative: from the spawn of the action */
         /* RTTs of the connection as it was before the failure: the srtt at
@@ -523,8 +555,8 @@ static int run_client(void)
         printf(" action_ms=%.1f action_took_ms=%.1f stall_after_ms=%.2f"
                " stall_after_at_ms=%.1f retired_after=%" PRIu64,
                (t_act - t0) * 1e3,
-               t_act_done >= 0 ? (t_act_done - t_act) * 1e3 : -1.0, max_gap_after * 1e3,
-               max_gap_after_at * 1e3, ret_after);
+               t_act_done >= 0 ? (t_act_done - t_act) * 1e3 : -1.0,
+               max_gap_after * 1e3, max_gap_after_at * 1e3, ret_after);
         if (first_ret >= 0)
             printf(" first_retire_ms=%.2f last_retire_ms=%.2f"
                    " first_retire_rtts=%.1f last_retire_rtts=%.1f",
@@ -544,9 +576,9 @@ static int run_client(void)
     struct mroce_path_stats ps[256];
     int np = mroce_qp_path_stats(c.qp, ps, 256);
     for (int i = 0; i < np; i++)
-        printf("path label=%s slot=%d entropy=%u active=%u weight=%u tx_pkts=%"
-               PRIu64 " tx_bytes=%" PRIu64 " lost=%" PRIu64 " ecn=%" PRIu64
-               " retirements=%u srtt_us=%.1f\n",
+        printf("path label=%s slot=%d entropy=%u active=%u weight=%u "
+               "tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " lost=%" PRIu64
+               " ecn=%" PRIu64 " retirements=%u srtt_us=%.1f\n",
                O.label, i, ps[i].entropy, ps[i].active, ps[i].weight,
                ps[i].tx_pkts, ps[i].tx_bytes, ps[i].lost_pkts, ps[i].ecn_marks,
                ps[i].retirements, ps[i].srtt / 1e3);
@@ -561,57 +593,89 @@ static uint64_t parse_size(const char *s)
     char *e;
     double v = strtod(s, &e);
     switch (*e) {
-    case 'k': case 'K': v *= 1024; break;
-    case 'm': case 'M': v *= 1024 * 1024; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    case 'k':
+    case 'K':
+        v *= 1024;
+        break;
+    case 'm':
+    case 'M':
+        v *= 1024 * 1024;
+        break;
+    case 'g':
+    case 'G':
+        v *= 1024.0 * 1024 * 1024;
+        break;
     }
     return (uint64_t)v;
 }
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-"usage: mroce-fabric-flow server -B ADDR [-p PORT] [--timeout S]\n"
-"       mroce-fabric-flow client SERVER -B ADDR [options]\n"
-"  -B, --bind=ADDR       local address (required)\n"
-"  -p, --port=PORT       server's UDP port (default 4794)\n"
-"      --local-port=P    client's own port (default PORT+1)\n"
-"  -b, --bytes=N         bytes to WRITE (K/M/G; default 32M; <= 1G)\n"
-"  -s, --size=N          message size (default 64K)\n"
-"  -d, --depth=N         WRITEs in flight (default 32)\n"
-"      --paths=N         path entropies (default 64; 1 = RoCE-like single path)\n"
-"      --sport=P         first UDP source port (default: automatic)\n"
-"      --sports=N        number of source ports (default 256; >= --paths)\n"
-"      --verify          server checks every byte\n"
-"      --seed=N          data pattern seed\n"
-"      --at=MS --run=CMD run CMD (sh -c) MS after the transfer started\n"
-"      --interval=MS     print goodput, cwnd and srtt every MS\n"
-"      --cc-none         fixed window instead of delay+ECN CC\n"
-"      --init-cwnd=N     initial window in bytes (K/M; with --cc-none the\n"
-"                        fixed window; default 64K)\n"
-"      --ooo-thresh=N    out-of-order loss threshold in PSNs (default 64)\n"
-"      --path-burst=N    packets per path pick, 1..64 (default 8)\n"
-"      --target-qdelay=US  CC and path delay target in us (library default)\n"
-"      --max-ack-delay=US  ACK delay bound in us (library default)\n"
-"      --start-at=T      after connecting, wait until T (CLOCK_REALTIME\n"
-"                        seconds, e.g. date +%%s.%%N) before the transfer\n"
-"      --label=NAME      name in the result lines\n"
-"      --timeout=S       give up after S seconds (default 20)\n");
+    fprintf(
+        f,
+        "usage: mroce-fabric-flow server -B ADDR [-p PORT] [--timeout S]\n"
+        "       mroce-fabric-flow client SERVER -B ADDR [options]\n"
+        "  -B, --bind=ADDR       local address (required)\n"
+        "  -p, --port=PORT       server's UDP port (default 4794)\n"
+        "      --local-port=P    client's own port (default PORT+1)\n"
+        "  -b, --bytes=N         bytes to WRITE (K/M/G; default 32M; <= 1G)\n"
+        "  -s, --size=N          message size (default 64K)\n"
+        "  -d, --depth=N         WRITEs in flight (default 32)\n"
+        "      --paths=N         path entropies (default 64; 1 = RoCE-like "
+        "single path)\n"
+        "      --sport=P         first UDP source port (default: automatic)\n"
+        "      --sports=N        number of source ports (default 256; >= "
+        "--paths)\n"
+        "      --verify          server checks every byte\n"
+        "      --seed=N          data pattern seed\n"
+        "      --at=MS --run=CMD run CMD (sh -c) MS after the transfer "
+        "started\n"
+        "      --interval=MS     print goodput, cwnd and srtt every MS\n"
+        "      --cc-none         fixed window instead of delay+ECN CC\n"
+        "      --init-cwnd=N     initial window in bytes (K/M; with --cc-none "
+        "the\n"
+        "                        fixed window; default 64K)\n"
+        "      --ooo-thresh=N    out-of-order loss threshold in PSNs (default "
+        "64)\n"
+        "      --path-burst=N    packets per path pick, 1..64 (default 8)\n"
+        "      --target-qdelay=US  CC and path delay target in us (library "
+        "default)\n"
+        "      --max-ack-delay=US  ACK delay bound in us (library default)\n"
+        "      --start-at=T      after connecting, wait until T "
+        "(CLOCK_REALTIME\n"
+        "                        seconds, e.g. date +%%s.%%N) before the "
+        "transfer\n"
+        "      --label=NAME      name in the result lines\n"
+        "      --timeout=S       give up after S seconds (default 20)\n");
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"bind", 1, 0, 'B'}, {"port", 1, 0, 'p'}, {"local-port", 1, 0, 'L'},
-        {"bytes", 1, 0, 'b'}, {"size", 1, 0, 's'}, {"depth", 1, 0, 'd'},
-        {"paths", 1, 0, 'P'}, {"sport", 1, 0, 'S'}, {"sports", 1, 0, 'N'},
-        {"verify", 0, 0, 'V'}, {"seed", 1, 0, 'e'}, {"at", 1, 0, 'a'},
-        {"run", 1, 0, 'r'}, {"label", 1, 0, 'l'}, {"timeout", 1, 0, 't'},
-        {"interval", 1, 0, 'i'}, {"cc-none", 0, 0, 'c'},
-        {"init-cwnd", 1, 0, 'W'}, {"ooo-thresh", 1, 0, 'O'},
-        {"path-burst", 1, 0, 'U'}, {"start-at", 1, 0, 'T'},
-        {"target-qdelay", 1, 0, 'Q'}, {"max-ack-delay", 1, 0, 'M'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option lo[] = {{"bind", 1, 0, 'B'},
+                                       {"port", 1, 0, 'p'},
+                                       {"local-port", 1, 0, 'L'},
+                                       {"bytes", 1, 0, 'b'},
+                                       {"size", 1, 0, 's'},
+                                       {"depth", 1, 0, 'd'},
+                                       {"paths", 1, 0, 'P'},
+                                       {"sport", 1, 0, 'S'},
+                                       {"sports", 1, 0, 'N'},
+                                       {"verify", 0, 0, 'V'},
+                                       {"seed", 1, 0, 'e'},
+                                       {"at", 1, 0, 'a'},
+                                       {"run", 1, 0, 'r'},
+                                       {"label", 1, 0, 'l'},
+                                       {"timeout", 1, 0, 't'},
+                                       {"interval", 1, 0, 'i'},
+                                       {"cc-none", 0, 0, 'c'},
+                                       {"init-cwnd", 1, 0, 'W'},
+                                       {"ooo-thresh", 1, 0, 'O'},
+                                       {"path-burst", 1, 0, 'U'},
+                                       {"start-at", 1, 0, 'T'},
+                                       {"target-qdelay", 1, 0, 'Q'},
+                                       {"max-ack-delay", 1, 0, 'M'},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -630,31 +694,81 @@ int main(int argc, char **argv)
     int ch;
     while ((ch = getopt_long(argc, argv, "B:p:b:s:d:h", lo, NULL)) != -1) {
         switch (ch) {
-        case 'B': O.bind = optarg; break;
-        case 'p': O.port = (uint16_t)atoi(optarg); break;
-        case 'L': O.local_port = (uint16_t)atoi(optarg); break;
-        case 'b': O.bytes = parse_size(optarg); break;
-        case 's': O.msg = (uint32_t)parse_size(optarg); break;
-        case 'd': O.depth = (uint32_t)atoi(optarg); break;
-        case 'P': O.paths = (uint16_t)atoi(optarg); break;
-        case 'S': O.sport = (uint16_t)atoi(optarg); break;
-        case 'N': O.sports = (uint16_t)atoi(optarg); break;
-        case 'V': O.verify = 1; break;
-        case 'e': O.seed = strtoull(optarg, NULL, 0); break;
-        case 'a': O.at_ms = atol(optarg); break;
-        case 'r': O.run = optarg; break;
-        case 'l': O.label = optarg; break;
-        case 't': O.timeout = atof(optarg); break;
-        case 'i': O.interval_ms = atoi(optarg); break;
-        case 'c': O.cc_none = 1; break;
-        case 'W': O.init_cwnd = (uint32_t)parse_size(optarg); break;
-        case 'O': O.ooo_thresh = (uint32_t)atoi(optarg); break;
-        case 'U': O.path_burst = atoi(optarg); break;
-        case 'T': O.start_at = atof(optarg); break;
-        case 'Q': O.target_qdelay_us = atof(optarg); break;
-        case 'M': O.max_ack_delay_us = atof(optarg); break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'B':
+            O.bind = optarg;
+            break;
+        case 'p':
+            O.port = (uint16_t)atoi(optarg);
+            break;
+        case 'L':
+            O.local_port = (uint16_t)atoi(optarg);
+            break;
+        case 'b':
+            O.bytes = parse_size(optarg);
+            break;
+        case 's':
+            O.msg = (uint32_t)parse_size(optarg);
+            break;
+        case 'd':
+            O.depth = (uint32_t)atoi(optarg);
+            break;
+        case 'P':
+            O.paths = (uint16_t)atoi(optarg);
+            break;
+        case 'S':
+            O.sport = (uint16_t)atoi(optarg);
+            break;
+        case 'N':
+            O.sports = (uint16_t)atoi(optarg);
+            break;
+        case 'V':
+            O.verify = 1;
+            break;
+        case 'e':
+            O.seed = strtoull(optarg, NULL, 0);
+            break;
+        case 'a':
+            O.at_ms = atol(optarg);
+            break;
+        case 'r':
+            O.run = optarg;
+            break;
+        case 'l':
+            O.label = optarg;
+            break;
+        case 't':
+            O.timeout = atof(optarg);
+            break;
+        case 'i':
+            O.interval_ms = atoi(optarg);
+            break;
+        case 'c':
+            O.cc_none = 1;
+            break;
+        case 'W':
+            O.init_cwnd = (uint32_t)parse_size(optarg);
+            break;
+        case 'O':
+            O.ooo_thresh = (uint32_t)atoi(optarg);
+            break;
+        case 'U':
+            O.path_burst = atoi(optarg);
+            break;
+        case 'T':
+            O.start_at = atof(optarg);
+            break;
+        case 'Q':
+            O.target_qdelay_us = atof(optarg);
+            break;
+        case 'M':
+            O.max_ack_delay_us = atof(optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (!O.server) {
@@ -665,7 +779,8 @@ int main(int argc, char **argv)
         O.peer = argv[optind];
     }
     if (!O.bind || O.bytes == 0 || O.bytes > (1ull << 30) || O.msg == 0 ||
-        O.paths == 0 || O.sports < O.paths || O.depth == 0 || O.path_burst < 0 || O.path_burst > 64) {
+        O.paths == 0 || O.sports < O.paths || O.depth == 0 ||
+        O.path_burst < 0 || O.path_burst > 64) {
         usage(stderr);
         return 2;
     }

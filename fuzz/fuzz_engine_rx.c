@@ -77,13 +77,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FZ_CHECK(c)                                                       \
-    do {                                                                  \
-        if (!(c)) {                                                       \
+#define FZ_CHECK(c)                                                          \
+    do {                                                                     \
+        if (!(c)) {                                                          \
             fprintf(stderr, "fuzz_engine_rx: %s:%d: invariant failed: %s\n", \
-                    __FILE__, __LINE__, #c);                              \
-            abort();                                                      \
-        }                                                                 \
+                    __FILE__, __LINE__, #c);                                 \
+            abort();                                                         \
+        }                                                                    \
     } while (0)
 
 /* --- the arena: per host, three regions between guards --- */
@@ -93,26 +93,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define RW_OFF GUARD
 #define RW_LEN 16384u /* local write + remote write/read/atomic */
 #define RO_OFF (RW_OFF + RW_LEN + GUARD)
-#define RO_LEN 4096u  /* remote read only: must never change */
+#define RO_LEN 4096u /* remote read only: must never change */
 #define LOC_OFF (RO_OFF + RO_LEN + GUARD)
 #define LOC_LEN 16384u /* local write only: receives, READ/atomic results */
 #define ARENA_END (LOC_OFF + LOC_LEN + GUARD)
 
 #define FZ_MTU 1024
-#define FZ_BUF 4096        /* transmit buffer: any packet at FZ_MTU fits */
+#define FZ_BUF 4096 /* transmit buffer: any packet at FZ_MTU fits */
 #define FZ_MAX_RECORDS 512
 #define FZ_MAX_PKT 9216
-#define FZ_QUEUE 128       /* genuine packets in flight inside one pump */
+#define FZ_QUEUE 128 /* genuine packets in flight inside one pump */
 #define TAG_RECV 0x5200000000000000ull
 #define TAG_SEND 0x5300000000000000ull
 
 enum { R_RW, R_RO, R_LOC, NREG };
 static const uint32_t reg_off[NREG] = {RW_OFF, RO_OFF, LOC_OFF};
 static const uint32_t reg_len[NREG] = {RW_LEN, RO_LEN, LOC_LEN};
-static const unsigned reg_acc[NREG] = {
-    MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
-        MROCE_ACCESS_REMOTE_READ | MROCE_ACCESS_REMOTE_ATOMIC,
-    MROCE_ACCESS_REMOTE_READ, MROCE_ACCESS_LOCAL_WRITE};
+static const unsigned reg_acc[NREG] = {MROCE_ACCESS_LOCAL_WRITE |
+                                           MROCE_ACCESS_REMOTE_WRITE |
+                                           MROCE_ACCESS_REMOTE_READ |
+                                           MROCE_ACCESS_REMOTE_ATOMIC,
+                                       MROCE_ACCESS_REMOTE_READ,
+                                       MROCE_ACCESS_LOCAL_WRITE};
 
 struct fz_host {
     mre_ep *ep;
@@ -138,7 +140,7 @@ struct fz {
     struct qpkt q[FZ_QUEUE]; /* pump: packets awaiting delivery */
     int nq;
 #ifdef GEN_CORPUS
-    int capture;             /* put every drained packet in cap[] */
+    int capture; /* put every drained packet in cap[] */
     struct qpkt cap[FZ_QUEUE];
     int ncap;
 #endif
@@ -261,9 +263,8 @@ static void check_qp(const mre_qp *qp)
         FZ_CHECK(w->state == SWQE_POSTED && w->msn == m);
         FZ_CHECK(w->acked_pkts <= w->sent_pkts && w->sent_pkts <= w->npkts);
         if (w->opcode < MROCE_WR_READ && w->sent_pkts)
-            FZ_CHECK(w->npkts == (w->length ? (w->length + qp->mtu - 1) /
-                                                  qp->mtu
-                                            : 1u));
+            FZ_CHECK(w->npkts ==
+                     (w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1u));
     }
     for (uint32_t i = 0; i < qp->nrjobs; i++)
         if (qp->rjobs[i].active)
@@ -330,8 +331,8 @@ static void pump(int deliver, int rounds)
                 struct mre_tx_info ti;
                 struct mrw_pkt pk;
                 memset(&ti, 0, sizeof(ti));
-                int n = mre_ep_write_pkt(F.h[h].ep, q->buf, sizeof(q->buf),
-                                           &ti, F.now);
+                int n = mre_ep_write_pkt(F.h[h].ep, q->buf, sizeof(q->buf), &ti,
+                                         F.now);
                 FZ_CHECK(n >= 0 && n <= (int)sizeof(q->buf));
                 if (n == 0)
                     break;
@@ -375,28 +376,34 @@ static mroce_tstamp next_expiry(void)
 static void post_recv(mre_qp *qp, int host, uint32_t off1, uint32_t len1,
                       uint32_t off2, uint32_t len2, int nsge)
 {
-    struct mroce_sge s[2] = {
-        {reg_addr(host, R_LOC, off1), len1, mre_mr_lkey(F.h[host].mr[R_LOC])},
-        {reg_addr(host, R_LOC, off2), len2, mre_mr_lkey(F.h[host].mr[R_LOC])}};
+    struct mroce_sge s[2] = {{reg_addr(host, R_LOC, off1), len1,
+                              mre_mr_lkey(F.h[host].mr[R_LOC])},
+                             {reg_addr(host, R_LOC, off2), len2,
+                              mre_mr_lkey(F.h[host].mr[R_LOC])}};
     uint32_t cap = (nsge > 0 ? len1 : 0) + (nsge > 1 ? len2 : 0);
-    struct mroce_recv_wr wr = {.wr_id = TAG_RECV | cap, .sg_list = s,
+    struct mroce_recv_wr wr = {.wr_id = TAG_RECV | cap,
+                               .sg_list = s,
                                .num_sge = nsge};
     mre_qp_post_recv(qp, &wr, NULL);
 }
 
-static void post_send(mre_qp *qp, int host, enum mroce_wr_opcode op,
-                      int lreg, uint32_t loff, uint32_t len, int rreg,
-                      uint32_t roff, unsigned flags, uint64_t id)
+static void post_send(mre_qp *qp, int host, enum mroce_wr_opcode op, int lreg,
+                      uint32_t loff, uint32_t len, int rreg, uint32_t roff,
+                      unsigned flags, uint64_t id)
 {
     int peer = 1 - host;
     struct mroce_sge s = {reg_addr(host, lreg, loff), len,
                           mre_mr_lkey(F.h[host].mr[lreg])};
-    struct mroce_send_wr wr = {
-        .wr_id = TAG_SEND | id, .sg_list = &s, .num_sge = 1, .opcode = op,
-        .send_flags = flags, .imm_data = 0x1d000000u | (uint32_t)id,
-        .remote_addr = reg_addr(peer, rreg, roff),
-        .rkey = mre_mr_rkey(F.h[peer].mr[rreg]),
-        .compare_add = op == MROCE_WR_CMP_SWAP ? 0 : 3, .swap = 0x77};
+    struct mroce_send_wr wr = {.wr_id = TAG_SEND | id,
+                               .sg_list = &s,
+                               .num_sge = 1,
+                               .opcode = op,
+                               .send_flags = flags,
+                               .imm_data = 0x1d000000u | (uint32_t)id,
+                               .remote_addr = reg_addr(peer, rreg, roff),
+                               .rkey = mre_mr_rkey(F.h[peer].mr[rreg]),
+                               .compare_add = op == MROCE_WR_CMP_SWAP ? 0 : 3,
+                               .swap = 0x77};
     if (op == MROCE_WR_CMP_SWAP && roff + 8 <= reg_len[rreg])
         memcpy(&wr.compare_add, (void *)(uintptr_t)wr.remote_addr, 8);
     /* (the pattern there, so the swap happens) */
@@ -460,7 +467,7 @@ static void setup(void)
         H->arena = F.arena + (size_t)h * HOST_STRIDE;
         for (int r = 0; r < NREG; r++)
             FZ_CHECK(mre_mr_reg(H->ep, H->arena + reg_off[r], reg_len[r],
-                                  reg_acc[r], &H->mr[r]) == 0);
+                                reg_acc[r], &H->mr[r]) == 0);
         at.send_cq = H->scq;
         at.recv_cq = H->rcq;
         FZ_CHECK(mre_qp_new(H->ep, &at, &H->aux) == 0);
@@ -480,8 +487,8 @@ static void setup(void)
             for (int k = 0; F.nq < FZ_QUEUE; k++) {
                 struct qpkt *q = &F.q[F.nq];
                 struct mre_tx_info ti;
-                int n = mre_ep_write_pkt(F.h[h].ep, q->buf, sizeof(q->buf),
-                                           &ti, F.now);
+                int n = mre_ep_write_pkt(F.h[h].ep, q->buf, sizeof(q->buf), &ti,
+                                         F.now);
                 FZ_CHECK(n >= 0);
                 if (n == 0)
                     break;
@@ -511,7 +518,10 @@ static void teardown(void)
 
 /* --- records --- */
 
-static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint16_t ld16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
 static void st32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24);
@@ -530,7 +540,8 @@ static void st32(uint8_t *p, uint32_t v)
 static void rel(struct mrw_pkt *p, const mre_qp *qp, int host, int dir)
 {
     uint32_t d = dir > 0 ? 1u : (uint32_t)-1;
-    uint64_t arena = (uint64_t)(uintptr_t)(F.arena + (size_t)host * HOST_STRIDE);
+    uint64_t arena = (uint64_t)(uintptr_t)(F.arena +
+                                           (size_t)host * HOST_STRIDE);
     switch (p->base.opcode) {
     case MROCE_OP_SEND:
     case MROCE_OP_WRITE:
@@ -664,9 +675,15 @@ static void action(int host, mre_qp *qp, const uint8_t *d, size_t n)
 static void advance(unsigned mode)
 {
     switch (mode >> 6) {
-    case 0: F.now += 100; break;
-    case 1: F.now += 20000; break;
-    case 2: F.now += 2000000; break;
+    case 0:
+        F.now += 100;
+        break;
+    case 1:
+        F.now += 20000;
+        break;
+    case 2:
+        F.now += 2000000;
+        break;
     default: {
         mroce_tstamp t = next_expiry();
         F.now = t != MROCE_TSTAMP_INF && t > F.now ? t : F.now + 1000000;
@@ -757,7 +774,8 @@ static void gen_report(void)
         for (int a = 0; a < 2; a++) {
             const mre_qp *qp = a ? F.h[h].aux : F.h[h].qp;
             printf("  %c%s %-10s sq %u/%u rq %u/%u una %u nxt %u cpl %llu "
-                   "retx %llu (path %llu ooo %llu rto %llu probe %llu rnr %llu) dups %llu\n",
+                   "retx %llu (path %llu ooo %llu rto %llu probe %llu rnr "
+                   "%llu) dups %llu\n",
                    "AB"[h], a ? "-aux" : "    ",
                    mroce_qp_state_str((enum mroce_qp_state)qp->state),
                    qp->sq_tail - qp->sq_head, qp->sq_tail,
@@ -827,8 +845,8 @@ static void gen_genuine(unsigned pm, int drop_nth, int ce_nth, int maxrec,
             }
             gen_record(mode, q.buf, q.len);
         }
-        for (int i = 0; i < F.ncap && np < (int)(sizeof(pend) / sizeof(pend[0]));
-             i++)
+        for (int i = 0;
+             i < F.ncap && np < (int)(sizeof(pend) / sizeof(pend[0])); i++)
             pend[np++] = F.cap[i];
         F.ncap = 0;
     }
@@ -860,17 +878,15 @@ int main(int argc, char **argv)
         unsigned pm;
         int drop, ce, handshake;
     } runs[] = {
-        {"genuine_raw", 0, 0, 0, 0},
-        {"genuine_fixup", 1, 0, 0, 0},
-        {"genuine_relative", 2, 0, 0, 0},
-        {"lossy_ce", 0, 4, 5, 0},
+        {"genuine_raw", 0, 0, 0, 0},      {"genuine_fixup", 1, 0, 0, 0},
+        {"genuine_relative", 2, 0, 0, 0}, {"lossy_ce", 0, 4, 5, 0},
         {"handshake", 0, 0, 0, 1},
     };
     for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
         glen = 0;
         setup();
-        gen_genuine(runs[i].pm, runs[i].drop, runs[i].ce,
-                    60, runs[i].handshake);
+        gen_genuine(runs[i].pm, runs[i].drop, runs[i].ce, 60,
+                    runs[i].handshake);
         gen_write(dir, runs[i].name);
         teardown();
     }
@@ -889,8 +905,8 @@ int main(int argc, char **argv)
     glen = 0;
     setup();
     for (uint8_t op = 0; op < 7; op++)
-        gen_action(1, (const uint8_t[]){1, op, 0, 0, 0, 64, 0x06, 0, 0, 64,
-                                        1, op},
+        gen_action(1,
+                   (const uint8_t[]){1, op, 0, 0, 0, 64, 0x06, 0, 0, 64, 1, op},
                    12);
     gen_action(0, (const uint8_t[]){0, 0x20, 0, 0x08, 0, 1, 1, 1}, 8);
     gen_genuine(0, 0, 0, 60, 0);

@@ -37,10 +37,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(c)      \
-    do {              \
-        if (!(c))     \
-            abort();  \
+#define CHECK(c)     \
+    do {             \
+        if (!(c))    \
+            abort(); \
     } while (0)
 
 static void check_hello(const uint8_t *p, size_t len)
@@ -86,10 +86,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case MFI_PKT_HELLO:
         check_hello(p.payload, p.plen);
         break;
-    case MFI_PKT_MSG: case MFI_PKT_TAGGED:
+    case MFI_PKT_MSG:
+    case MFI_PKT_TAGGED:
         CHECK(p.len == p.plen);
         break;
-    case MFI_PKT_RTS_MSG: case MFI_PKT_RTS_TAGGED:
+    case MFI_PKT_RTS_MSG:
+    case MFI_PKT_RTS_TAGGED:
         body = sizeof(struct mfi_rts);
         CHECK(p.plen >= body && p.len <= MFI_PROTO_MAX_MSG);
         break;
@@ -263,7 +265,8 @@ int main(int argc, char **argv)
 
     memset(&p, 0, sizeof(p));
     p.kind = MFI_PKT_HELLO;
-    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(20000),
+    struct sockaddr_in a4 = {.sin_family = AF_INET,
+                             .sin_port = htons(20000),
                              .sin_addr.s_addr = htonl(0x7f000001)};
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
                               .sin6_port = htons(20001)};

@@ -94,8 +94,8 @@ static inline int test_cases_main(const char *prog,
     return testutil_summary(prog);
 }
 
-#define TEST_CASES_MAIN(prog, cases, argc, argv)                               \
-    test_cases_main(prog, cases, sizeof(cases) / sizeof((cases)[0]), argc,     \
+#define TEST_CASES_MAIN(prog, cases, argc, argv)                           \
+    test_cases_main(prog, cases, sizeof(cases) / sizeof((cases)[0]), argc, \
                     argv, NULL)
 
 #endif /* MROCE_CASE_TABLE_H */

@@ -12,10 +12,10 @@
 #include "testutil.h"
 
 struct end {
-    mre_ep *ep;            /* owned: freed by the test */
-    mre_cq *cq;            /* owned by ep */
-    struct mre_addr addr;  /* 10.0.0.id */
-    uint64_t seed;           /* state of the endpoint's random bytes */
+    mre_ep *ep;           /* owned: freed by the test */
+    mre_cq *cq;           /* owned by ep */
+    struct mre_addr addr; /* 10.0.0.id */
+    uint64_t seed;        /* state of the endpoint's random bytes */
 };
 
 /* Opens e as end `id` with random seed `seed`, at most max_qps QPs and a

@@ -103,8 +103,7 @@ static inline int side_post(struct side *s, enum mroce_wr_opcode opcode,
                             uint64_t id, size_t off, uint32_t len,
                             const struct side *peer, size_t roff)
 {
-    struct mroce_sge sg = {(uintptr_t)s->buf + off, len,
-                           mroce_mr_lkey(s->mr)};
+    struct mroce_sge sg = {(uintptr_t)s->buf + off, len, mroce_mr_lkey(s->mr)};
     struct mroce_send_wr w, *bad;
     memset(&w, 0, sizeof(w));
     w.wr_id = id;

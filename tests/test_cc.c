@@ -19,16 +19,15 @@
 #define MTU 4096u
 #define INIT (64u * 1024)
 #define MAXW (1024u * MTU)
-#define QDELAY 5000u /* ns */
-#define BASE 10000u  /* ns: base RTT used by most tests */
-#define T0 1000000u  /* ns: tests start here, not at 0 */
+#define QDELAY 5000u  /* ns */
+#define BASE 10000u   /* ns: base RTT used by most tests */
+#define T0 1000000u   /* ns: tests start here, not at 0 */
 #define AI (3u * MTU) /* additive increase per window of acked bytes */
-#define TARGET (BASE + 2 * QDELAY)  /* delay target in a round with CE */
-#define HIGH (BASE + 8 * QDELAY)    /* delay target in a round without */
-#define FULL 0x01000000u /* bytes in flight: the window is in use */
+#define TARGET (BASE + 2 * QDELAY) /* delay target in a round with CE */
+#define HIGH (BASE + 8 * QDELAY)   /* delay target in a round without */
+#define FULL 0x01000000u           /* bytes in flight: the window is in use */
 
-static struct mre_cc_ack ack(uint32_t bytes, mroce_tstamp rtt,
-                               mroce_tstamp now)
+static struct mre_cc_ack ack(uint32_t bytes, mroce_tstamp rtt, mroce_tstamp now)
 {
     struct mre_cc_ack ev;
     ev.acked_bytes = bytes;
@@ -146,7 +145,7 @@ static void test_slow_start(void)
     for (k = 0; k < INIT / MTU; k++)
         on_ack(&cc, MTU, BASE, now += 1000);
     CHECK(cc.cwnd == 2 * INIT); /* one window of acks doubled it */
-    for (k = 0; k < 4; k++) /* queueing, but below the high target */
+    for (k = 0; k < 4; k++)     /* queueing, but below the high target */
         on_ack(&cc, MTU, HIGH - 1, now += 1000);
     CHECK(cc.cwnd == 2 * INIT + 4 * MTU);
     now += 10 * BASE; /* the next ack closes a round: all marked */
@@ -288,17 +287,17 @@ static void test_ai_rtt_scale(void)
         mroce_tstamp srtt;
         uint32_t acc; /* accumulator after one starved ack of 1024 bytes */
     } cases[] = {
-        {BASE / 2, 1024},           /* below base (stale): 1 */
-        {BASE, 1024},               /* no queueing: 1 */
-        {BASE + BASE / 2, 2304},    /* 1.5^2 */
+        {BASE / 2, 1024},        /* below base (stale): 1 */
+        {BASE, 1024},            /* no queueing: 1 */
+        {BASE + BASE / 2, 2304}, /* 1.5^2 */
         {2 * BASE, 4096},
         {2 * BASE + BASE / 4, 5184}, /* 2.25^2 = 5.0625 */
-        {2 * BASE + 8284, 8191},    /* 2.8284^2 = 7.99985: truncated */
-        {2 * BASE + 8285, 8192},    /* 2.8285^2 > 8: capped at 8 */
+        {2 * BASE + 8284, 8191},     /* 2.8284^2 = 7.99985: truncated */
+        {2 * BASE + 8285, 8192},     /* 2.8285^2 > 8: capped at 8 */
         {3 * BASE - 1, 8192},
         {3 * BASE, 8192},
         {10 * BASE, 8192},
-        {0, 1024},                  /* no srtt yet: 1 */
+        {0, 1024}, /* no srtt yet: 1 */
     };
     struct mre_cc cc;
     mroce_tstamp now = T0;
@@ -362,7 +361,7 @@ static void test_delay_decrease(void)
      * path shows there is no standing queue. */
     round_setup(&cc, &now);
     {
-        mroce_tstamp r[10] = {4 * HIGH, 4 * HIGH, 4 * HIGH, BASE, 4 * HIGH,
+        mroce_tstamp r[10] = {4 * HIGH, 4 * HIGH, 4 * HIGH, BASE,     4 * HIGH,
                               4 * HIGH, 4 * HIGH, 4 * HIGH, 4 * HIGH, 4 * HIGH};
         round_of(&cc, &now, 0, r, 0, 10);
         round_of(&cc, &now, 0, r, 0, 10);
@@ -640,8 +639,7 @@ static void test_bounds(void)
     unsigned k, ok = 1, algo;
 
     for (algo = 0; algo < 2; algo++) {
-        mre_cc_init(&cc, mre_cc_ops_get(algo), 1500, 30000, 150000,
-                      QDELAY);
+        mre_cc_init(&cc, mre_cc_ops_get(algo), 1500, 30000, 150000, QDELAY);
         for (k = 0; k < 200000; k++) {
             uint64_t r = testutil_rand64(&seed);
             struct mre_cc_ack ev;

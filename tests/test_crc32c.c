@@ -120,8 +120,7 @@ static void test_table_vs_bitwise(const uint8_t *data)
     int ok = 1;
     for (size_t len = 0; len <= MAX_LEN; len++) {
         uint32_t seed = (uint32_t)testutil_rand64(&rng);
-        if (mrw_crc32c_sw(seed, data, len) !=
-            crc32c_bitwise(seed, data, len)) {
+        if (mrw_crc32c_sw(seed, data, len) != crc32c_bitwise(seed, data, len)) {
             ok = 0;
             CHECK_MSG(0, "table != bitwise at length %zu", len);
         }

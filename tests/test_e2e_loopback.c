@@ -54,11 +54,11 @@
 
 /* Server R_ALL layout. */
 #define ALL_LEN (80u * MIB)
-#define ZONE_W (64u * MIB)       /* small WRITEs: one 1 MiB + 8 KiB cell each */
+#define ZONE_W (64u * MIB) /* small WRITEs: one 1 MiB + 8 KiB cell each */
 #define CELL (MIB + 8192u)
-#define ZONE_R (72u * MIB)       /* READ source: pattern READ_SEED */
-#define ATOMIC_OFF (79u * MIB)   /* the atomic counter */
-#define SCRATCH (78u * MIB)      /* access test: WRs behind a failing one */
+#define ZONE_R (72u * MIB)     /* READ source: pattern READ_SEED */
+#define ATOMIC_OFF (79u * MIB) /* the atomic counter */
+#define SCRATCH (78u * MIB)    /* access test: WRs behind a failing one */
 #define SMALL_LEN 4096u
 #define PROT_LEN 65536u
 #define GUARD 4096u
@@ -73,13 +73,13 @@
 #define CMD_MAGIC 0xc0de0000u
 enum { CMD_CHECK = 1, CMD_GUARDS, CMD_LASTIMM, CMD_STATUS, CMD_EXIT };
 struct cmd {
-    uint64_t a, b, c;        /* CHECK: offset in R_ALL, length, seed */
+    uint64_t a, b, c; /* CHECK: offset in R_ALL, length, seed */
 };
 struct reply {
     uint64_t imm, byte_len, opcode, flags; /* LASTIMM: the last data recv */
 };
 
-#define SRV_NRX 4           /* receives per server QP */
+#define SRV_NRX 4 /* receives per server QP */
 #define SRV_RX_SLOT (MIB + 64)
 #define SRV_MAX_QPS 24
 
@@ -171,10 +171,10 @@ struct srv {
     mroce_device *dev;
     mroce_pd *pd;
     mroce_cq *cq;
-    uint8_t *mem;       /* guard|ALL|guard|SMALL|guard|RO|guard|WO|guard */
+    uint8_t *mem; /* guard|ALL|guard|SMALL|guard|RO|guard|WO|guard */
     uint8_t *all, *small, *ro, *wo;
-    uint8_t *rx;        /* SRV_MAX_QPS * SRV_NRX slots */
-    uint8_t *tx;        /* reply buffers, one per QP */
+    uint8_t *rx; /* SRV_MAX_QPS * SRV_NRX slots */
+    uint8_t *tx; /* reply buffers, one per QP */
     mroce_mr *mr_all, *mr_small, *mr_ro, *mr_wo, *mr_rx;
     mroce_qp *qps[SRV_MAX_QPS];
     int nqps, listening; /* index of the listening QP */
@@ -201,11 +201,14 @@ static int srv_new_listener(struct srv *s)
     int i = s->nqps++;
     s->qps[i] = qp;
     for (int k = 0; k < SRV_NRX; k++) {
-        struct mroce_sge sge = {
-            .addr = (uintptr_t)(s->rx + ((size_t)i * SRV_NRX + k) * SRV_RX_SLOT),
-            .length = SRV_RX_SLOT, .lkey = mroce_mr_lkey(s->mr_rx)};
+        struct mroce_sge sge = {.addr = (uintptr_t)(s->rx +
+                                                    ((size_t)i * SRV_NRX + k) *
+                                                        SRV_RX_SLOT),
+                                .length = SRV_RX_SLOT,
+                                .lkey = mroce_mr_lkey(s->mr_rx)};
         struct mroce_recv_wr wr = {.wr_id = (uint64_t)i * SRV_NRX + k,
-                                   .sg_list = &sge, .num_sge = 1};
+                                   .sg_list = &sge,
+                                   .num_sge = 1};
         struct mroce_recv_wr *bad;
         if (mroce_post_recv(qp, &wr, &bad) < 0)
             return -1;
@@ -228,13 +231,16 @@ static void srv_reply(struct srv *s, int qi, uint32_t result,
                       const struct reply *payload)
 {
     uint8_t *buf = s->tx + (size_t)qi * 64;
-    struct mroce_sge sge = {.addr = (uintptr_t)buf, .length = 0,
+    struct mroce_sge sge = {.addr = (uintptr_t)buf,
+                            .length = 0,
                             .lkey = mroce_mr_lkey(s->mr_rx)};
     if (payload) {
         memcpy(buf, payload, sizeof(*payload));
         sge.length = sizeof(*payload);
     }
-    struct mroce_send_wr wr = {.wr_id = 0, .sg_list = &sge, .num_sge = 1,
+    struct mroce_send_wr wr = {.wr_id = 0,
+                               .sg_list = &sge,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_SEND_WITH_IMM,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .imm_data = result};
@@ -312,16 +318,19 @@ static void srv_on_recv(struct srv *s, const struct mroce_wc *wc)
         if (!(imm && (wc->imm_data & 0x80000000u))) {
             uint64_t bad = pat_bad(buf, wc->byte_len, wc->byte_len, 0);
             if (bad) {
-                fprintf(stderr, "server: SEND of %u bytes: %" PRIu64
-                        " bytes differ\n", wc->byte_len, bad);
+                fprintf(stderr,
+                        "server: SEND of %u bytes: %" PRIu64 " bytes differ\n",
+                        wc->byte_len, bad);
                 s->failures++;
             }
         }
     }
 repost:;
-    struct mroce_sge sge = {.addr = (uintptr_t)buf, .length = SRV_RX_SLOT,
+    struct mroce_sge sge = {.addr = (uintptr_t)buf,
+                            .length = SRV_RX_SLOT,
                             .lkey = mroce_mr_lkey(s->mr_rx)};
-    struct mroce_recv_wr wr = {.wr_id = wc->wr_id, .sg_list = &sge,
+    struct mroce_recv_wr wr = {.wr_id = wc->wr_id,
+                               .sg_list = &sge,
                                .num_sge = 1};
     struct mroce_recv_wr *bad;
     if (mroce_post_recv(s->qps[qi], &wr, &bad) < 0 &&
@@ -491,7 +500,7 @@ static int srv_wait(void)
 struct cli {
     mroce_device *dev;
     mroce_pd *pd;
-    uint8_t *mem;       /* BIG + 8 MiB: sources, READ destinations, replies */
+    uint8_t *mem; /* BIG + 8 MiB: sources, READ destinations, replies */
     size_t len;
     mroce_mr *mr;
     uint32_t lkey;
@@ -499,14 +508,14 @@ struct cli {
 };
 
 #define CLI_LEN (BIG + 8u * MIB)
-#define CLI_SMALL (BIG)              /* 4 MiB: small sources/destinations */
-#define CLI_CMD (BIG + 6u * MIB)     /* command payloads */
-#define CLI_REPLY (BIG + 7u * MIB)   /* reply receive buffers, 64 B each */
+#define CLI_SMALL (BIG)            /* 4 MiB: small sources/destinations */
+#define CLI_CMD (BIG + 6u * MIB)   /* command payloads */
+#define CLI_REPLY (BIG + 7u * MIB) /* reply receive buffers, 64 B each */
 
 struct conn {
     mroce_cq *cq;
     mroce_qp *qp;
-    int nreply;         /* reply receives posted so far */
+    int nreply; /* reply receives posted so far */
 };
 
 static int cli_open(struct cli *c, uint16_t port, const struct mroce_fault *f,
@@ -554,9 +563,11 @@ static void post_reply_recv(struct cli *c, struct conn *k)
 {
     int slot = k->nreply++ % 64;
     struct mroce_sge sge = {.addr = (uintptr_t)(c->mem + CLI_REPLY + slot * 64),
-                            .length = 64, .lkey = c->lkey};
+                            .length = 64,
+                            .lkey = c->lkey};
     struct mroce_recv_wr wr = {.wr_id = 0x7e000000u + (unsigned)slot,
-                               .sg_list = &sge, .num_sge = 1};
+                               .sg_list = &sge,
+                               .num_sge = 1};
     struct mroce_recv_wr *bad;
     CHECK_EQ_INT(mroce_post_recv(k->qp, &wr, &bad), 0);
 }
@@ -611,11 +622,16 @@ static int do_wr(struct cli *c, struct conn *k, enum mroce_wr_opcode op,
                  uint32_t imm, uint64_t cmp_add, uint64_t swap)
 {
     struct mroce_sge sge = {.addr = laddr, .length = len, .lkey = c->lkey};
-    struct mroce_send_wr wr = {
-        .wr_id = 0x1000 + (uint64_t)op, .sg_list = &sge, .num_sge = 1,
-        .opcode = op, .send_flags = MROCE_SEND_SIGNALED, .imm_data = imm,
-        .remote_addr = raddr, .rkey = rkey, .compare_add = cmp_add,
-        .swap = swap};
+    struct mroce_send_wr wr = {.wr_id = 0x1000 + (uint64_t)op,
+                               .sg_list = &sge,
+                               .num_sge = 1,
+                               .opcode = op,
+                               .send_flags = MROCE_SEND_SIGNALED,
+                               .imm_data = imm,
+                               .remote_addr = raddr,
+                               .rkey = rkey,
+                               .compare_add = cmp_add,
+                               .swap = swap};
     struct mroce_send_wr *bad;
     int rc = mroce_post_send(k->qp, &wr, &bad);
     if (!CHECK_MSG(rc == 0, "post op %d len %u: %s", op, len,
@@ -640,8 +656,11 @@ static uint32_t command(struct cli *c, struct conn *k, int cmd, uint64_t a,
     struct cmd m = {a, b, s};
     memcpy(c->mem + CLI_CMD, &m, sizeof(m));
     struct mroce_sge sge = {.addr = (uintptr_t)(c->mem + CLI_CMD),
-                            .length = sizeof(m), .lkey = c->lkey};
-    struct mroce_send_wr wr = {.wr_id = 0xc0, .sg_list = &sge, .num_sge = 1,
+                            .length = sizeof(m),
+                            .lkey = c->lkey};
+    struct mroce_send_wr wr = {.wr_id = 0xc0,
+                               .sg_list = &sge,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_SEND_WITH_IMM,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .imm_data = CMD_MAGIC | (uint32_t)cmd};
@@ -705,7 +724,8 @@ static void scenario_ops(void)
     /* SEND: the server checks pattern(len) on arrival. */
     for (unsigned i = 0; i < 5; i++) {
         pat_fill(src, sizes[i], sizes[i], 0);
-        CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_SEND, s_src, sizes[i], 0, 0, 0, 0, 0),
+        CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_SEND, s_src, sizes[i], 0, 0, 0, 0,
+                           0),
                      MROCE_WC_SUCCESS);
     }
     struct reply rp;
@@ -717,14 +737,16 @@ static void scenario_ops(void)
     /* SEND with immediate, also zero-length. */
     pat_fill(src, 1000, 1000, 0);
     CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_SEND_WITH_IMM, s_src, 1000, 0, 0,
-                       0x01234567, 0, 0), MROCE_WC_SUCCESS);
+                       0x01234567, 0, 0),
+                 MROCE_WC_SUCCESS);
     CHECK_EQ(command(&C, &K, CMD_LASTIMM, 0, 0, 0, &rp), 0);
     CHECK_EQ(rp.imm, 0x01234567);
     CHECK_EQ(rp.byte_len, 1000);
     CHECK_EQ(rp.opcode, MROCE_WC_RECV_WITH_IMM);
     CHECK(rp.flags & MROCE_WC_WITH_IMM);
     CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_SEND_WITH_IMM, s_src, 0, 0, 0,
-                       0x00beef00, 0, 0), MROCE_WC_SUCCESS);
+                       0x00beef00, 0, 0),
+                 MROCE_WC_SUCCESS);
     CHECK_EQ(command(&C, &K, CMD_LASTIMM, 0, 0, 0, &rp), 0);
     CHECK_EQ(rp.imm, 0x00beef00);
     CHECK_EQ(rp.byte_len, 0);
@@ -736,11 +758,13 @@ static void scenario_ops(void)
         uint64_t seed = 0x77000 + i;
         pat_fill(src, sizes[i], seed, 0);
         CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_WRITE, s_src, sizes[i],
-                           si.all + off, si.rk_all, 0, 0, 0), MROCE_WC_SUCCESS);
+                           si.all + off, si.rk_all, 0, 0, 0),
+                     MROCE_WC_SUCCESS);
         CHECK_EQ(command(&C, &K, CMD_CHECK, off, sizes[i], seed, NULL), 0);
         memset(dst, 0, sizes[i]);
-        CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_READ, s_dst, sizes[i],
-                           si.all + off, si.rk_all, 0, 0, 0), MROCE_WC_SUCCESS);
+        CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_READ, s_dst, sizes[i], si.all + off,
+                           si.rk_all, 0, 0, 0),
+                     MROCE_WC_SUCCESS);
         CHECK_EQ(pat_bad(dst, sizes[i], seed, 0), 0);
     }
 
@@ -773,23 +797,28 @@ static void scenario_ops(void)
     uint64_t v;
     uint64_t aaddr = si.all + ATOMIC_OFF;
     CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_FETCH_ADD, s_dst, 8, aaddr, si.rk_all,
-                       0, 5, 0), MROCE_WC_SUCCESS);
+                       0, 5, 0),
+                 MROCE_WC_SUCCESS);
     memcpy(&v, dst, 8);
     CHECK_EQ(v, 1000);
     CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_FETCH_ADD, s_dst, 8, aaddr, si.rk_all,
-                       0, 7, 0), MROCE_WC_SUCCESS);
+                       0, 7, 0),
+                 MROCE_WC_SUCCESS);
     memcpy(&v, dst, 8);
     CHECK_EQ(v, 1005);
-    CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_CMP_SWAP, s_dst, 8, aaddr, si.rk_all,
-                       0, 1, 99), MROCE_WC_SUCCESS); /* compare fails */
+    CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_CMP_SWAP, s_dst, 8, aaddr, si.rk_all, 0,
+                       1, 99),
+                 MROCE_WC_SUCCESS); /* compare fails */
     memcpy(&v, dst, 8);
     CHECK_EQ(v, 1012);
-    CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_CMP_SWAP, s_dst, 8, aaddr, si.rk_all,
-                       0, 1012, 77), MROCE_WC_SUCCESS); /* compare matches */
+    CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_CMP_SWAP, s_dst, 8, aaddr, si.rk_all, 0,
+                       1012, 77),
+                 MROCE_WC_SUCCESS); /* compare matches */
     memcpy(&v, dst, 8);
     CHECK_EQ(v, 1012);
     CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_READ, s_dst, 8, aaddr, si.rk_all, 0, 0,
-                       0), MROCE_WC_SUCCESS);
+                       0),
+                 MROCE_WC_SUCCESS);
     memcpy(&v, dst, 8);
     CHECK_EQ(v, 77);
 
@@ -798,7 +827,8 @@ static void scenario_ops(void)
         pat_fill(C.mem, BIG, 0xb16, 0);
         uint64_t t0 = now_ms();
         CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_WRITE, (uintptr_t)C.mem, BIG,
-                           si.all + 64, si.rk_all, 0, 0, 0), MROCE_WC_SUCCESS);
+                           si.all + 64, si.rk_all, 0, 0, 0),
+                     MROCE_WC_SUCCESS);
         uint64_t dt = now_ms() - t0;
         CHECK_EQ(command(&C, &K, CMD_CHECK, 64, BIG - 128, 0xb16, NULL), 0);
         printf("  64 MiB WRITE: %" PRIu64 " ms (%.2f Gb/s)\n", dt,
@@ -814,13 +844,18 @@ static void scenario_ops(void)
         enum mroce_wc_opcode expect[40];
         for (int i = 0; i < 40; i++) {
             uint32_t len = 1u << (i % 17);
-            sges[i] = (struct mroce_sge){.addr = s_src + (uint64_t)(i % 4) * 65536,
-                                         .length = len, .lkey = C.lkey};
+            sges[i] = (struct mroce_sge){.addr = s_src +
+                                                 (uint64_t)(i % 4) * 65536,
+                                         .length = len,
+                                         .lkey = C.lkey};
             wrs[i] = (struct mroce_send_wr){
-                .wr_id = (uint64_t)(round * 100 + i), .sg_list = &sges[i],
-                .num_sge = 1, .next = i < 39 ? &wrs[i + 1] : NULL,
+                .wr_id = (uint64_t)(round * 100 + i),
+                .sg_list = &sges[i],
+                .num_sge = 1,
+                .next = i < 39 ? &wrs[i + 1] : NULL,
                 .send_flags = (round == 0 || i % 2 == 0 || i == 39)
-                                  ? MROCE_SEND_SIGNALED : 0};
+                                  ? MROCE_SEND_SIGNALED
+                                  : 0};
             switch (i % 4) {
             case 0:
                 wrs[i].opcode = MROCE_WR_WRITE;
@@ -870,7 +905,8 @@ static void scenario_ops(void)
                 continue;
             }
             struct mroce_wc wc;
-            if (!CHECK_MSG(next_wc(&K, &wc, 20000), "order: WR %d missing", want))
+            if (!CHECK_MSG(next_wc(&K, &wc, 20000), "order: WR %d missing",
+                           want))
                 break;
             CHECK_EQ_INT(wc.status, MROCE_WC_SUCCESS);
             CHECK_MSG(wc.wr_id == (uint64_t)(round * 100 + want),
@@ -911,7 +947,8 @@ static void scenario_access(void)
     C.si = si;
     uint8_t *src = C.mem + CLI_SMALL;
     pat_fill(src, 8192, 0xbad, 0);
-    uint32_t bad_rkey = si.rk_all ^ si.rk_small ^ si.rk_ro ^ si.rk_wo ^ 0x5a5a0000u;
+    uint32_t bad_rkey = si.rk_all ^ si.rk_small ^ si.rk_ro ^ si.rk_wo ^
+                        0x5a5a0000u;
     if (bad_rkey == si.rk_all || bad_rkey == si.rk_small ||
         bad_rkey == si.rk_ro || bad_rkey == si.rk_wo)
         bad_rkey ^= 0x80000001u;
@@ -924,8 +961,8 @@ static void scenario_access(void)
         {"WRITE bad rkey", MROCE_WR_WRITE, si.small, bad_rkey, 100},
         {"WRITE out of bounds", MROCE_WR_WRITE, si.small + SMALL_LEN - 10,
          si.rk_small, 20},
-        {"WRITE whole message too long", MROCE_WR_WRITE, si.small,
-         si.rk_small, SMALL_LEN + MTU},
+        {"WRITE whole message too long", MROCE_WR_WRITE, si.small, si.rk_small,
+         SMALL_LEN + MTU},
         {"WRITE to read-only", MROCE_WR_WRITE, si.ro, si.rk_ro, 64},
         {"READ bad rkey", MROCE_WR_READ, si.small, bad_rkey, 64},
         {"READ out of bounds", MROCE_WR_READ, si.small + 8, si.rk_small,
@@ -943,19 +980,29 @@ static void scenario_access(void)
             {.addr = (uintptr_t)src, .length = cases[ci].len, .lkey = C.lkey},
             {.addr = (uintptr_t)src, .length = 64, .lkey = C.lkey}};
         struct mroce_send_wr wr[2] = {
-            {.wr_id = 1, .sg_list = &sge[0], .num_sge = 1, .next = &wr[1],
-             .opcode = cases[ci].op, .send_flags = MROCE_SEND_SIGNALED,
-             .remote_addr = cases[ci].raddr, .rkey = cases[ci].rkey,
-             .compare_add = 1, .swap = 2},
+            {.wr_id = 1,
+             .sg_list = &sge[0],
+             .num_sge = 1,
+             .next = &wr[1],
+             .opcode = cases[ci].op,
+             .send_flags = MROCE_SEND_SIGNALED,
+             .remote_addr = cases[ci].raddr,
+             .rkey = cases[ci].rkey,
+             .compare_add = 1,
+             .swap = 2},
             /* A valid WRITE behind it, into a scratch cell of its own: it
              * must complete WR_FLUSH_ERR.  Whether the responder placed it
              * anyway is counted below, not checked: packets are placed out
              * of order, so it may land before the NAK of the first WR
              * reaches us (InfiniBand RC would discard it as out of
              * sequence). */
-            {.wr_id = 2, .sg_list = &sge[1], .num_sge = 1,
-             .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
-             .remote_addr = si.all + SCRATCH + ci * 4096ull, .rkey = si.rk_all}};
+            {.wr_id = 2,
+             .sg_list = &sge[1],
+             .num_sge = 1,
+             .opcode = MROCE_WR_WRITE,
+             .send_flags = MROCE_SEND_SIGNALED,
+             .remote_addr = si.all + SCRATCH + ci * 4096ull,
+             .rkey = si.rk_all}};
         pat_fill(src + 8192 + ci * 64, 64, 0xf1u + ci, 0);
         sge[1].addr = (uintptr_t)(src + 8192 + ci * 64);
         struct mroce_send_wr *bad;
@@ -965,7 +1012,8 @@ static void scenario_access(void)
             struct mroce_wc wc;
             if (!next_wc(&K, &wc, 10000))
                 break;
-            if (wc.opcode == MROCE_WC_RECV || wc.opcode == MROCE_WC_RECV_WITH_IMM) {
+            if (wc.opcode == MROCE_WC_RECV ||
+                wc.opcode == MROCE_WC_RECV_WITH_IMM) {
                 nrecv_flushed += wc.status == MROCE_WC_WR_FLUSH_ERR;
                 continue;
             }
@@ -974,11 +1022,13 @@ static void scenario_access(void)
         }
         CHECK_MSG(got[1] == MROCE_WC_REM_ACCESS_ERR, "%s: status %s",
                   cases[ci].name,
-                  got[1] < 0 ? "none" : mroce_wc_status_str((enum mroce_wc_status)got[1]));
+                  got[1] < 0
+                      ? "none"
+                      : mroce_wc_status_str((enum mroce_wc_status)got[1]));
         CHECK_MSG(got[2] == MROCE_WC_WR_FLUSH_ERR, "%s: second WR %d",
                   cases[ci].name, got[2]);
-        CHECK_MSG(nrecv_flushed == 4, "%s: %d receives flushed",
-                  cases[ci].name, nrecv_flushed);
+        CHECK_MSG(nrecv_flushed == 4, "%s: %d receives flushed", cases[ci].name,
+                  nrecv_flushed);
         CHECK_MSG(mroce_qp_get_state(K.qp) == MROCE_QPS_ERROR, "%s: state %s",
                   cases[ci].name, mroce_qp_state_str(mroce_qp_get_state(K.qp)));
         /* Posting to a QP in ERROR fails or flushes; never executes. */
@@ -991,7 +1041,8 @@ static void scenario_access(void)
             placed += command(&C, &K, CMD_CHECK, SCRATCH + ci * 4096ull, 64,
                               0xf1u + ci, NULL) == 0;
         printf("  access: %u of %u valid WRITEs posted behind a failing WR were"
-               " placed though flushed\n", placed, n);
+               " placed though flushed\n",
+               placed, n);
         CHECK_EQ(command(&C, &K, CMD_GUARDS, 0, 0, 0, NULL), 0);
         CHECK_EQ(command(&C, &K, CMD_STATUS, 0, 0, 0, NULL), 0);
         CHECK_EQ(command(&C, &K, CMD_EXIT, 0, 0, 0, NULL), 0);
@@ -1006,7 +1057,8 @@ out:
 static void scenario_no_listener(void)
 {
     struct cli C;
-    if (cli_open(&C, (uint16_t)(g_port_base + 5), NULL, MROCE_PROGRESS_APP) < 0) {
+    if (cli_open(&C, (uint16_t)(g_port_base + 5), NULL, MROCE_PROGRESS_APP) <
+        0) {
         cli_close(&C);
         return;
     }
@@ -1022,8 +1074,8 @@ static void scenario_no_listener(void)
         CHECK(mroce_qp_get_state(K.qp) != MROCE_QPS_RTS);
         const char *msg = mroce_strerror(rc);
         CHECK(msg && *msg);
-        printf("  connect to a closed port: \"%s\" after %" PRIu64 " ms\n",
-               msg, dt);
+        printf("  connect to a closed port: \"%s\" after %" PRIu64 " ms\n", msg,
+               dt);
         conn_close(&K);
     }
     cli_close(&C);
@@ -1048,13 +1100,18 @@ static void scenario_peer_killed(void)
     struct mroce_sge sge[NWR];
     struct mroce_send_wr wr[NWR];
     for (int i = 0; i < NWR; i++) {
-        sge[i] = (struct mroce_sge){.addr = (uintptr_t)C.mem + (uint64_t)i * 16 * MIB,
-                                    .length = 16 * MIB, .lkey = C.lkey};
-        wr[i] = (struct mroce_send_wr){
-            .wr_id = (uint64_t)i, .sg_list = &sge[i], .num_sge = 1,
-            .next = i + 1 < NWR ? &wr[i + 1] : NULL, .opcode = MROCE_WR_WRITE,
-            .send_flags = MROCE_SEND_SIGNALED, .remote_addr = si.all + 64,
-            .rkey = si.rk_all};
+        sge[i] = (struct mroce_sge){.addr = (uintptr_t)C.mem +
+                                            (uint64_t)i * 16 * MIB,
+                                    .length = 16 * MIB,
+                                    .lkey = C.lkey};
+        wr[i] = (struct mroce_send_wr){.wr_id = (uint64_t)i,
+                                       .sg_list = &sge[i],
+                                       .num_sge = 1,
+                                       .next = i + 1 < NWR ? &wr[i + 1] : NULL,
+                                       .opcode = MROCE_WR_WRITE,
+                                       .send_flags = MROCE_SEND_SIGNALED,
+                                       .remote_addr = si.all + 64,
+                                       .rkey = si.rk_all};
     }
     struct mroce_send_wr *bad;
     CHECK_EQ_INT(mroce_post_send(K.qp, &wr[0], &bad), 0);
@@ -1113,7 +1170,8 @@ static void scenario_peer_killed(void)
     CHECK_EQ_INT(recv_flushed, 4);
     CHECK_EQ_INT(mroce_qp_get_state(K.qp), MROCE_QPS_ERROR);
     CHECK_MSG(dt < 15000, "error took %" PRIu64 " ms", dt);
-    printf("  peer killed: RETRY_EXC_ERR after %" PRIu64 " ms (%d ok, %d flushed)\n",
+    printf("  peer killed: RETRY_EXC_ERR after %" PRIu64
+           " ms (%d ok, %d flushed)\n",
            dt, ok, flushed);
     conn_close(&K);
 out:
@@ -1124,7 +1182,9 @@ out:
 /* 5% loss, 5% reordering, 2% duplication on both devices, both ways. */
 static void scenario_lossy(void)
 {
-    struct mroce_fault f = {.drop = 0.05, .dup = 0.02, .reorder = 0.05,
+    struct mroce_fault f = {.drop = 0.05,
+                            .dup = 0.02,
+                            .reorder = 0.05,
                             .reorder_us = 100};
     struct cli C;
     struct srv_info si;
@@ -1132,7 +1192,8 @@ static void scenario_lossy(void)
         CHECK_MSG(0, "server did not start");
         return;
     }
-    if (cli_open(&C, (uint16_t)(g_port_base + 9), &f, MROCE_PROGRESS_THREAD) < 0)
+    if (cli_open(&C, (uint16_t)(g_port_base + 9), &f, MROCE_PROGRESS_THREAD) <
+        0)
         goto out;
     C.si = si;
     struct conn K;
@@ -1141,18 +1202,21 @@ static void scenario_lossy(void)
     uint8_t *src = C.mem, *dst = C.mem + 8 * MIB;
     const uint32_t len = 4 * MIB;
     pat_fill(src, len, 0x1055, 0);
-    CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_WRITE, (uintptr_t)src, len,
-                       si.all + 64, si.rk_all, 0, 0, 0), MROCE_WC_SUCCESS);
+    CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_WRITE, (uintptr_t)src, len, si.all + 64,
+                       si.rk_all, 0, 0, 0),
+                 MROCE_WC_SUCCESS);
     CHECK_EQ(command(&C, &K, CMD_CHECK, 64, len, 0x1055, NULL), 0);
     memset(dst, 0, len);
-    CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_READ, (uintptr_t)dst, len,
-                       si.all + 64, si.rk_all, 0, 0, 0), MROCE_WC_SUCCESS);
+    CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_READ, (uintptr_t)dst, len, si.all + 64,
+                       si.rk_all, 0, 0, 0),
+                 MROCE_WC_SUCCESS);
     CHECK_EQ(memcmp(src, dst, len), 0);
     const uint32_t sizes[] = {1, MTU + 1, MIB};
     for (unsigned i = 0; i < 3; i++) {
         pat_fill(src, sizes[i], sizes[i], 0);
         CHECK_EQ_INT(do_wr(&C, &K, MROCE_WR_SEND, (uintptr_t)src, sizes[i], 0,
-                           0, 0, 0, 0), MROCE_WC_SUCCESS);
+                           0, 0, 0, 0),
+                     MROCE_WC_SUCCESS);
     }
     /* Atomics execute exactly once despite duplicates and retransmission. */
     for (int i = 0; i < 50; i++)
@@ -1171,9 +1235,9 @@ static void scenario_lossy(void)
     CHECK_EQ_INT(mroce_qp_get_counters(K.qp, &qc), 0);
     CHECK(qc.retx_pkts > 0);
     CHECK(qc.rx_dups > 0);
-    printf("  lossy: %" PRIu64 " packets sent, %" PRIu64 " retransmitted, %"
-           PRIu64 " duplicates received\n", qc.tx_pkts, qc.retx_pkts,
-           qc.rx_dups);
+    printf("  lossy: %" PRIu64 " packets sent, %" PRIu64
+           " retransmitted, %" PRIu64 " duplicates received\n",
+           qc.tx_pkts, qc.retx_pkts, qc.rx_dups);
     CHECK_EQ(command(&C, &K, CMD_EXIT, 0, 0, 0, NULL), 0);
     CHECK_EQ_INT(srv_wait(), 0);
 out:

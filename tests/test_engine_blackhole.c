@@ -55,15 +55,15 @@
 #define MODEL_LIMIT 5000000000ull /* 5 s of model time: a hang, not slowness */
 
 struct obs {
-    int dead;                  /* blackholed spine, -1 before the failure */
-    int bad;                   /* degraded spine (-1: none) */
-    uint64_t total;            /* bytes the workload transmits */
-    uint64_t tx_bytes;         /* data bytes host 0 has sent */
+    int dead;          /* blackholed spine, -1 before the failure */
+    int bad;           /* degraded spine (-1: none) */
+    uint64_t total;    /* bytes the workload transmits */
+    uint64_t tx_bytes; /* data bytes host 0 has sent */
     mroce_tstamp t_bh, t_last_dead;
-    uint64_t dead_pkts;        /* data packets sent into the dead spine */
+    uint64_t dead_pkts;            /* data packets sent into the dead spine */
     uint64_t pkts_after_last_dead; /* data packets after the last such one */
-    uint64_t rx_dead_dropped;  /* stragglers over the dead spine, dropped */
-    uint64_t share[2][SPINES]; /* data packets per spine: 1st / 2nd half */
+    uint64_t rx_dead_dropped;      /* stragglers over the dead spine, dropped */
+    uint64_t share[2][SPINES];     /* data packets per spine: 1st / 2nd half */
 };
 
 static int tx_hook(void *user, struct mroce_netdrive_pkt *pkt)
@@ -181,9 +181,11 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
     xfer_post(&x, qa, qb, t0);
     /* The failure has to hit mid-transfer: checked after every step. */
     res.completed = xfer_run(tb, &x, fail_at_half, &f, MODEL_LIMIT);
-    CHECK_MSG(res.completed, "seed %llu mode %d: %u/%u sends, %u/%u recvs, "
-              "%u failed", (unsigned long long)seed, mode, x.nsend_done, x.nwr,
-              x.nrecv_done, (unsigned)XFER_NSENDS, x.bad);
+    CHECK_MSG(res.completed,
+              "seed %llu mode %d: %u/%u sends, %u/%u recvs, "
+              "%u failed",
+              (unsigned long long)seed, mode, x.nsend_done, x.nwr, x.nrecv_done,
+              (unsigned)XFER_NSENDS, x.bad);
     xfer_check_data(&x);
     CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
     int on_spine = f.on_spine, npaths = f.npaths, dead_slots = 0;
@@ -208,7 +210,8 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
         CHECK_EQ(mre_qp_path_stats(qa, after, 256), npaths);
         int not_retired = 0, now_dead = 0;
         for (int i = 0; i < npaths; i++) {
-            if ((int)mroce_net_spine_of(net, 0, 1, before[i].entropy) == o.dead) {
+            if ((int)mroce_net_spine_of(net, 0, 1, before[i].entropy) ==
+                o.dead) {
                 dead_slots++;
                 not_retired += after[i].retirements == before[i].retirements;
             }
@@ -224,36 +227,35 @@ static struct result run(uint64_t seed, int mode, uint64_t size,
                   "only %llu packets after the last one into the dead spine",
                   (unsigned long long)o.pkts_after_last_dead);
         res.recovery_rtts = (double)(o.t_last_dead - o.t_bh) / (double)srtt_bh;
-        printf("blackhole seed %llu, %d paths: spine %d (%d on it), recovery %.1f us "
-               "= %.1f RTTs (srtt %.2f us), %llu packets into it, %llu after; "
-               "retired %llu, slots now on it %d; retx %llu (path %llu ooo %llu "
-               "rto %llu probe %llu), dups %llu, goodput %.1f Gbit/s\n",
-               (unsigned long long)seed, npaths, o.dead, dead_slots,
-               (double)(o.t_last_dead - o.t_bh) / 1e3, res.recovery_rtts,
-               (double)srtt_bh / 1e3, (unsigned long long)o.dead_pkts,
-               (unsigned long long)o.pkts_after_last_dead,
-               (unsigned long long)ca.paths_retired, now_dead,
-               (unsigned long long)ca.retx_pkts,
-               (unsigned long long)ca.retx_path,
-               (unsigned long long)ca.retx_ooo,
-               (unsigned long long)ca.retx_rto,
-               (unsigned long long)ca.retx_probe,
-               (unsigned long long)cb.rx_dups,
-               (double)o.total * 8.0 /
-                   (double)(mroce_netdrive_now(tb->d) - t0));
+        printf(
+            "blackhole seed %llu, %d paths: spine %d (%d on it), recovery %.1f "
+            "us "
+            "= %.1f RTTs (srtt %.2f us), %llu packets into it, %llu after; "
+            "retired %llu, slots now on it %d; retx %llu (path %llu ooo %llu "
+            "rto %llu probe %llu), dups %llu, goodput %.1f Gbit/s\n",
+            (unsigned long long)seed, npaths, o.dead, dead_slots,
+            (double)(o.t_last_dead - o.t_bh) / 1e3, res.recovery_rtts,
+            (double)srtt_bh / 1e3, (unsigned long long)o.dead_pkts,
+            (unsigned long long)o.pkts_after_last_dead,
+            (unsigned long long)ca.paths_retired, now_dead,
+            (unsigned long long)ca.retx_pkts, (unsigned long long)ca.retx_path,
+            (unsigned long long)ca.retx_ooo, (unsigned long long)ca.retx_rto,
+            (unsigned long long)ca.retx_probe, (unsigned long long)cb.rx_dups,
+            (double)o.total * 8.0 / (double)(mroce_netdrive_now(tb->d) - t0));
         CHECK_MSG(res.recovery_rtts < max_rtts,
                   "seed %llu, %d paths: recovery took %.1f RTTs (bound %.0f)",
                   (unsigned long long)seed, npaths, res.recovery_rtts,
                   max_rtts);
     }
     if (mode == 1)
-        printf("degraded seed %llu: spine %d (30%% loss, %d/%u paths at start): "
-               "share %.1f%% in the first half, %.1f%% in the second (even "
-               "share 12.5%%); retired %llu, retx %llu\n",
-               (unsigned long long)seed, o.bad, on_spine, (unsigned)npaths_attr,
-               100 * res.share_first, 100 * res.share_second,
-               (unsigned long long)ca.paths_retired,
-               (unsigned long long)ca.retx_pkts);
+        printf(
+            "degraded seed %llu: spine %d (30%% loss, %d/%u paths at start): "
+            "share %.1f%% in the first half, %.1f%% in the second (even "
+            "share 12.5%%); retired %llu, retx %llu\n",
+            (unsigned long long)seed, o.bad, on_spine, (unsigned)npaths_attr,
+            100 * res.share_first, 100 * res.share_second,
+            (unsigned long long)ca.paths_retired,
+            (unsigned long long)ca.retx_pkts);
     mre_qp_del(qa);
     mre_qp_del(qb);
     mroce_tb_del(tb);

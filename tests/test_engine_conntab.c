@@ -19,9 +19,9 @@
 
 #include "engine_end.h"
 
-#define NQP 500   /* client QPs; named listeners get NAMED of them */
+#define NQP 500 /* client QPs; named listeners get NAMED of them */
 #define NAMED 400
-#define MAXQ 600  /* not a power of two: the table rounds up */
+#define MAXQ 600 /* not a power of two: the table rounds up */
 
 static mre_qp *qp_new(struct end *e)
 {
@@ -111,7 +111,7 @@ static size_t retarget(uint8_t *out, const uint8_t *in, size_t n, uint32_t dst)
 
 /* The scan conntab.c replaced, verbatim in its predicate. */
 static mre_qp *old_scan(mre_ep *ep, const struct mre_addr *from,
-                          uint32_t src_qpn, uint64_t token)
+                        uint32_t src_qpn, uint64_t token)
 {
     for (uint32_t i = 0; i < ep->nqps; i++) {
         mre_qp *q = ep->live[i];
@@ -182,7 +182,7 @@ int main(void)
      * must take the oldest remaining listeners, server[NQP-1] downwards. */
     for (int i = 0; i < NQP; i++)
         CHECK_EQ(mre_qp_connect(client[i], &srv.addr,
-                                  i < NAMED ? mre_qp_num(server[i]) : 0, 0),
+                                i < NAMED ? mre_qp_num(server[i]) : 0, 0),
                  0);
     for (int round = 0; round < 10; round++)
         if (pump(&cli, &srv, client) + pump(&srv, &cli, NULL) == 0)

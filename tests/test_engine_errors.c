@@ -92,7 +92,7 @@ static uint64_t addr_of(const void *p)
 
 struct env {
     struct mroce_testbed *tb;
-    mre_qp *qa, *qb;          /* qa on host 0 (requester), qb on host 1 */
+    mre_qp *qa, *qb; /* qa on host 0 (requester), qb on host 1 */
     struct mre_qp_attr at;
 };
 
@@ -174,16 +174,19 @@ static struct mroce_send_wr swr(uint64_t id, enum mroce_wr_opcode op,
 
 enum acc_case {
     ACC_BAD_RKEY,
-    ACC_BOUNDS_1PKT,   /* one packet straddling the region's end */
-    ACC_BOUNDS_MULTI,  /* a multi-packet WRITE running past the end */
+    ACC_BOUNDS_1PKT,  /* one packet straddling the region's end */
+    ACC_BOUNDS_MULTI, /* a multi-packet WRITE running past the end */
     ACC_NO_RWRITE,
     ACC_NO_RREAD,
     ACC_NO_RATOMIC,
 };
 
 static const char *const acc_name[] = {
-    "WRITE bad rkey", "WRITE straddling the end", "WRITE running past the end",
-    "WRITE without REMOTE_WRITE", "READ without REMOTE_READ",
+    "WRITE bad rkey",
+    "WRITE straddling the end",
+    "WRITE running past the end",
+    "WRITE without REMOTE_WRITE",
+    "READ without REMOTE_READ",
     "FETCH_ADD without REMOTE_ATOMIC",
 };
 
@@ -254,7 +257,8 @@ static void test_remote_access(enum acc_case c)
         break;
     }
     struct mroce_sge s4b = {addr_of(sink.p + 8192), 2000, mre_mr_lkey(sink.mr)};
-    w[2] = swr(2, MROCE_WR_WRITE, &s2, addr_of(ok.p + 8192), mre_mr_rkey(ok.mr));
+    w[2] = swr(2, MROCE_WR_WRITE, &s2, addr_of(ok.p + 8192),
+               mre_mr_rkey(ok.mr));
     w[3] = swr(3, MROCE_WR_SEND, &s3, 0, 0);
     w[3].send_flags = 0; /* unsignaled: its flush is still reported */
     w[4] = swr(4, MROCE_WR_READ, &s4b, addr_of(ok.p), mre_mr_rkey(ok.mr));
@@ -313,7 +317,8 @@ static void test_remote_access(enum acc_case c)
     if (c == ACC_BOUNDS_MULTI)
         /* SEM-17 checks each packet: packets inside the region may be
          * placed; the guard past the end must not be touched. */
-        CHECK_MSG(gbuf_guards_intact(&tgt), "%s: guard overwritten", acc_name[c]);
+        CHECK_MSG(gbuf_guards_intact(&tgt), "%s: guard overwritten",
+                  acc_name[c]);
     else
         CHECK_MSG(gbuf_intact(&tgt), "%s: target changed", acc_name[c]);
     CHECK_MSG(gbuf_intact(&sink), "%s: local sink changed", acc_name[c]);
@@ -366,9 +371,11 @@ static void test_misaligned_atomic(void)
         return;
     }
     struct gbuf loc, tgt;
-    CHECK_EQ_INT(gbuf_new(&loc, e.tb->h[0].ep, 4096, MROCE_ACCESS_LOCAL_WRITE), 0);
+    CHECK_EQ_INT(gbuf_new(&loc, e.tb->h[0].ep, 4096, MROCE_ACCESS_LOCAL_WRITE),
+                 0);
     CHECK_EQ_INT(gbuf_new(&tgt, e.tb->h[1].ep, 4096,
-                          MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_ATOMIC),
+                          MROCE_ACCESS_LOCAL_WRITE |
+                              MROCE_ACCESS_REMOTE_ATOMIC),
                  0);
     struct mroce_sge s = {addr_of(loc.p), 8, mre_mr_lkey(loc.mr)};
     struct mroce_send_wr ok = swr(1, MROCE_WR_FETCH_ADD, &s, addr_of(tgt.p + 8),
@@ -380,8 +387,7 @@ static void test_misaligned_atomic(void)
     mis.opcode = MROCE_WR_CMP_SWAP;
     ok.next = &mis;
     struct mroce_send_wr *bad = NULL;
-    CHECK_EQ_INT(mre_qp_post_send(e.qa, &ok, &bad, env_now(&e)),
-                 MROCE_EINVAL);
+    CHECK_EQ_INT(mre_qp_post_send(e.qa, &ok, &bad, env_now(&e)), MROCE_EINVAL);
     CHECK(bad == &mis); /* WRs before the bad one are posted */
     uint64_t before;
     memcpy(&before, tgt.p + 8, 8);
@@ -420,7 +426,8 @@ static void test_rnr(int post_late)
         return;
     }
     struct gbuf src, dst;
-    CHECK_EQ_INT(gbuf_new(&src, e.tb->h[0].ep, 16384, MROCE_ACCESS_LOCAL_WRITE), 0);
+    CHECK_EQ_INT(gbuf_new(&src, e.tb->h[0].ep, 16384, MROCE_ACCESS_LOCAL_WRITE),
+                 0);
     CHECK_EQ_INT(gbuf_new(&dst, e.tb->h[1].ep, 16384,
                           MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE),
                  0);
@@ -429,8 +436,8 @@ static void test_rnr(int post_late)
     struct mroce_sge s = {addr_of(src.p), 3000, mre_mr_lkey(src.mr)};
     struct mroce_send_wr w0 = swr(1, MROCE_WR_SEND, &s, 0, 0);
     struct mroce_sge s2 = {addr_of(src.p + 4096), 100, mre_mr_lkey(src.mr)};
-    struct mroce_send_wr w1 = swr(2, MROCE_WR_WRITE, &s2, addr_of(dst.p + 12288),
-                                  mre_mr_rkey(dst.mr));
+    struct mroce_send_wr w1 = swr(2, MROCE_WR_WRITE, &s2,
+                                  addr_of(dst.p + 12288), mre_mr_rkey(dst.mr));
     w0.next = &w1;
     CHECK_EQ_INT(mre_qp_post_send(e.qa, &w0, NULL, env_now(&e)), 0);
     mroce_tstamp t0 = env_now(&e);
@@ -481,8 +488,7 @@ static void test_rnr(int post_late)
     CHECK(cb.rnr_naks_tx >= ca.rnr_naks_rx);
     printf("RNR %s: %llu RNR NAKs, %llu RNR retransmissions, %.1f us\n",
            post_late ? "with a late receive" : "with no receive ever",
-           (unsigned long long)ca.rnr_naks_rx,
-           (unsigned long long)ca.retx_rnr,
+           (unsigned long long)ca.rnr_naks_rx, (unsigned long long)ca.retx_rnr,
            (double)(env_now(&e) - t0) / 1e3);
     gbuf_free(&src);
     gbuf_free(&dst);
@@ -499,8 +505,10 @@ static void test_recv_too_small(uint32_t send_len)
         return;
     }
     struct gbuf src, dst;
-    CHECK_EQ_INT(gbuf_new(&src, e.tb->h[0].ep, 16384, MROCE_ACCESS_LOCAL_WRITE), 0);
-    CHECK_EQ_INT(gbuf_new(&dst, e.tb->h[1].ep, 16384, MROCE_ACCESS_LOCAL_WRITE), 0);
+    CHECK_EQ_INT(gbuf_new(&src, e.tb->h[0].ep, 16384, MROCE_ACCESS_LOCAL_WRITE),
+                 0);
+    CHECK_EQ_INT(gbuf_new(&dst, e.tb->h[1].ep, 16384, MROCE_ACCESS_LOCAL_WRITE),
+                 0);
     struct mroce_sge r = {addr_of(dst.p), 100, mre_mr_lkey(dst.mr)};
     struct mroce_recv_wr rw = {.wr_id = 20, .sg_list = &r, .num_sge = 1};
     CHECK_EQ_INT(mre_qp_post_recv(e.qb, &rw, NULL), 0);
@@ -528,7 +536,8 @@ static void test_recv_too_small(uint32_t send_len)
     CHECK_EQ(mre_qp_state(e.qb), MROCE_QPS_RTS); /* SEM-21 */
     CHECK_EQ(mroce_tb_cq_count(e.tb->h[1].rcq), 0);
     printf("receive too small (%u into 100 B): responder LOC_LEN_ERR, "
-           "requester REM_INV_REQ_ERR\n", send_len);
+           "requester REM_INV_REQ_ERR\n",
+           send_len);
     gbuf_free(&src);
     gbuf_free(&dst);
     env_del(&e);
@@ -550,23 +559,27 @@ static void test_peer_dead(int how)
     }
     struct gbuf src, dst;
     const size_t big = 8u << 20;
-    CHECK_EQ_INT(gbuf_new(&src, e.tb->h[0].ep, big, MROCE_ACCESS_LOCAL_WRITE), 0);
+    CHECK_EQ_INT(gbuf_new(&src, e.tb->h[0].ep, big, MROCE_ACCESS_LOCAL_WRITE),
+                 0);
     CHECK_EQ_INT(gbuf_new(&dst, e.tb->h[1].ep, big,
                           MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE),
                  0);
     struct mroce_sge s[4];
     struct mroce_send_wr w[4];
     for (int i = 0; i < 4; i++) {
-        s[i] = (struct mroce_sge){addr_of(src.p + (size_t)i * (2u << 20)), 2u << 20,
-                                  mre_mr_lkey(src.mr)};
+        s[i] = (struct mroce_sge){addr_of(src.p + (size_t)i * (2u << 20)),
+                                  2u << 20, mre_mr_lkey(src.mr)};
         w[i] = swr((uint64_t)i, MROCE_WR_WRITE, &s[i],
-                   addr_of(dst.p + (size_t)i * (2u << 20)), mre_mr_rkey(dst.mr));
+                   addr_of(dst.p + (size_t)i * (2u << 20)),
+                   mre_mr_rkey(dst.mr));
         if (i)
             w[i - 1].next = &w[i];
     }
     struct mroce_sge rs = {addr_of(src.p), 64, mre_mr_lkey(src.mr)};
     struct mroce_recv_wr rw1 = {.wr_id = 31, .sg_list = &rs, .num_sge = 1};
-    struct mroce_recv_wr rw0 = {.wr_id = 30, .next = &rw1, .sg_list = &rs,
+    struct mroce_recv_wr rw0 = {.wr_id = 30,
+                                .next = &rw1,
+                                .sg_list = &rs,
                                 .num_sge = 1};
     CHECK_EQ_INT(mre_qp_post_recv(e.qa, &rw0, NULL), 0);
     CHECK_EQ_INT(mre_qp_post_send(e.qa, &w[0], NULL, env_now(&e)), 0);
@@ -695,8 +708,8 @@ static void test_no_listener(void)
     CHECK(ec.drop_no_listener >= 2); /* the request was retransmitted */
     CHECK_EQ(mre_qp_state(qb), MROCE_QPS_RESET);
     printf("connect without listener: ERROR after %.2f ms, %llu CONNECT_REQs "
-           "dropped, posted work flushed\n", (double)took / 1e6,
-           (unsigned long long)ec.drop_no_listener);
+           "dropped, posted work flushed\n",
+           (double)took / 1e6, (unsigned long long)ec.drop_no_listener);
     mroce_tb_del(tb);
 }
 
@@ -858,17 +871,20 @@ static void test_bad_api(void)
     /* Remote write without local write (verbs rule). */
     CHECK_EQ_INT(mre_mr_reg(ea, a.p, 10, MROCE_ACCESS_REMOTE_WRITE, &mr),
                  MROCE_EINVAL);
-    CHECK_EQ_INT(mre_mr_reg(ea, a.p, 10, MROCE_ACCESS_REMOTE_ATOMIC |
-                                               MROCE_ACCESS_REMOTE_READ, &mr),
+    CHECK_EQ_INT(mre_mr_reg(ea, a.p, 10,
+                            MROCE_ACCESS_REMOTE_ATOMIC |
+                                MROCE_ACCESS_REMOTE_READ,
+                            &mr),
                  MROCE_EINVAL);
     /* The arithmetic of SEM-28: no empty range, none past the end of the
      * address space (it would cover every address above its start). */
     CHECK_EQ_INT(mre_mr_reg(ea, a.p, 0, 0, &mr), MROCE_EINVAL);
     CHECK_EQ_INT(mre_mr_reg(ea, NULL, 0, 0, &mr), MROCE_EINVAL);
     CHECK_EQ_INT(mre_mr_reg(ea, a.p, SIZE_MAX, 0, &mr), MROCE_EFAULT);
-    CHECK_EQ_INT(mre_mr_reg(ea, a.p, SIZE_MAX, MROCE_ACCESS_LOCAL_WRITE |
-                                                     MROCE_ACCESS_REMOTE_WRITE,
-                              &mr),
+    CHECK_EQ_INT(mre_mr_reg(ea, a.p, SIZE_MAX,
+                            MROCE_ACCESS_LOCAL_WRITE |
+                                MROCE_ACCESS_REMOTE_WRITE,
+                            &mr),
                  MROCE_EFAULT);
     {
         size_t to_end = (size_t)(UINTPTR_MAX - (uintptr_t)a.p) + 1;
@@ -1002,7 +1018,8 @@ static void test_bad_api(void)
     for (int i = 0; i < 3; i++)
         r[i] = (struct mroce_recv_wr){.wr_id = 200 + (uint64_t)i,
                                       .next = i < 2 ? &r[i + 1] : NULL,
-                                      .sg_list = &rsg, .num_sge = 1};
+                                      .sg_list = &rsg,
+                                      .num_sge = 1};
     CHECK_EQ_INT(mre_qp_post_recv(e.qa, &r[0], &rbad), MROCE_EFULL);
     CHECK(rbad == &r[2]);
     CHECK_EQ_INT(mre_mr_dereg(rq.mr), MROCE_EBUSY);
@@ -1071,11 +1088,11 @@ static void test_bad_api(void)
 
 struct forge {
     int on;
-    uint32_t src;        /* only packets from this host */
-    int data_only;       /* 1: data packets, 0: ACKs */
-    uint64_t forged;     /* rewritten on transmission */
-    uint64_t arrived;    /* forged packets delivered to the receiver */
-    uint8_t token[8];    /* the forged token (the real one is constant) */
+    uint32_t src;     /* only packets from this host */
+    int data_only;    /* 1: data packets, 0: ACKs */
+    uint64_t forged;  /* rewritten on transmission */
+    uint64_t arrived; /* forged packets delivered to the receiver */
+    uint8_t token[8]; /* the forged token (the real one is constant) */
 };
 
 /* Rewrite the 8 token bytes (base header offset 8) and reseal the CRC so the
@@ -1151,7 +1168,8 @@ static void test_wrong_token(void)
     CHECK_EQ(mre_qp_state(e.qa), MROCE_QPS_RTS);
     CHECK_EQ(mre_qp_state(e.qb), MROCE_QPS_RTS);
     printf("forged token: %llu data packets dropped (drop_token), nothing "
-           "placed\n", (unsigned long long)f.forged);
+           "placed\n",
+           (unsigned long long)f.forged);
 
     /* Stop forging: retransmissions carry the right token and complete. */
     f.on = 0;
@@ -1210,16 +1228,19 @@ static void test_disconnect(int peer_alive)
     for (int i = 0; i < 3; i++)
         rb[i] = (struct mroce_recv_wr){.wr_id = 10 + (uint64_t)i,
                                        .next = i < 2 ? &rb[i + 1] : NULL,
-                                       .sg_list = &rsb, .num_sge = 1};
+                                       .sg_list = &rsb,
+                                       .num_sge = 1};
     for (int i = 0; i < 2; i++)
         ra[i] = (struct mroce_recv_wr){.wr_id = 20 + (uint64_t)i,
                                        .next = i < 1 ? &ra[i + 1] : NULL,
-                                       .sg_list = &rsa, .num_sge = 1};
+                                       .sg_list = &rsa,
+                                       .num_sge = 1};
     CHECK_EQ_INT(mre_qp_post_recv(e.qb, &rb[0], NULL), 0);
     CHECK_EQ_INT(mre_qp_post_recv(e.qa, &ra[0], NULL), 0);
     /* Outstanding work when disconnect is called: it must finish first
      * (CONN-15), and new sends are refused meanwhile. */
-    struct mroce_sge s = {addr_of(src.p + 4096), 512u << 10, mre_mr_lkey(src.mr)};
+    struct mroce_sge s = {addr_of(src.p + 4096), 512u << 10,
+                          mre_mr_lkey(src.mr)};
     struct mroce_send_wr w = swr(1, MROCE_WR_WRITE, &s, addr_of(dst.p + 4096),
                                  mre_mr_rkey(dst.mr));
     CHECK_EQ_INT(mre_qp_post_send(e.qa, &w, NULL, env_now(&e)), 0);
@@ -1284,21 +1305,21 @@ static void test_disconnect(int peer_alive)
          * flushed; then everything falls silent. */
         CHECK_EQ(mre_qp_state(e.qb), MROCE_QPS_RTS);
         CHECK_EQ_INT(mre_mr_dereg(dst.mr), MROCE_EBUSY); /* receives */
-        CHECK(mroce_netdrive_run_idle(e.tb->d,
-                                      env_now(&e) + e.at.peer_timeout));
+        CHECK(
+            mroce_netdrive_run_idle(e.tb->d, env_now(&e) + e.at.peer_timeout));
         CHECK_EQ(mroce_tb_cq_count(e.tb->h[0].scq), 0);
         CHECK_EQ(mre_qp_state(e.qb), MROCE_QPS_ERROR);
         CHECK_EQ_INT(mre_cq_poll(e.tb->h[1].rcq, 4, wc), 3);
         for (int i = 0; i < 3; i++) {
             CHECK_EQ(wc[i].wr_id, 10 + (uint64_t)i);
-            CHECK_EQ(wc[i].status, i == 0 ? MROCE_WC_RETRY_EXC_ERR
-                                          : MROCE_WC_WR_FLUSH_ERR);
+            CHECK_EQ(wc[i].status,
+                     i == 0 ? MROCE_WC_RETRY_EXC_ERR : MROCE_WC_WR_FLUSH_ERR);
         }
     }
     CHECK(gbuf_guards_intact(&dst));
     printf("disconnect (%s): both CLOSED as expected, receives flushed, "
-           "%.2f ms\n", peer_alive ? "peer alive" : "peer unreachable",
-           (double)took / 1e6);
+           "%.2f ms\n",
+           peer_alive ? "peer alive" : "peer unreachable", (double)took / 1e6);
     gbuf_free(&src);
     gbuf_free(&dst);
     env_del(&e);
@@ -1306,8 +1327,8 @@ static void test_disconnect(int peer_alive)
 
 /* ---- the inline copies are allocated by the first inline WR ---- */
 
-static int g_fail_alloc;   /* the allocator below refuses while set */
-static size_t g_alloc_n;   /* successful allocations */
+static int g_fail_alloc; /* the allocator below refuses while set */
+static size_t g_alloc_n; /* successful allocations */
 
 static void *failing_calloc(size_t n, size_t sz, void *u)
 {

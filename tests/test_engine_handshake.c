@@ -21,7 +21,7 @@
 #include "engine_end.h"
 
 static mre_qp *qp_new(struct end *e, uint16_t mtu, mroce_tstamp ack_delay,
-                        mroce_tstamp max_rto)
+                      mroce_tstamp max_rto)
 {
     struct mre_qp_attr a;
     mre_qp_attr_default(&a);
@@ -62,8 +62,8 @@ static int pump(struct end *from, struct end *to)
     return moved;
 }
 
-static void handshake(struct end *cli, mre_qp *c, struct end *srv,
-                      mre_qp *s, uint32_t *req_mad, uint32_t *resp_mad)
+static void handshake(struct end *cli, mre_qp *c, struct end *srv, mre_qp *s,
+                      uint32_t *req_mad, uint32_t *resp_mad)
 {
     CHECK_EQ(mre_qp_listen(s, 0), 0);
     CHECK_EQ(mre_qp_connect(c, &srv->addr, mre_qp_num(s), 0), 0);
@@ -165,10 +165,9 @@ int main(void)
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i * 7 + 1);
     mre_mr *mr;
-    if (!CHECK(
-            mre_mr_reg(b.ep, mem, sizeof(mem),
-                         MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                         &mr) == 0))
+    if (!CHECK(mre_mr_reg(b.ep, mem, sizeof(mem),
+                          MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                          &mr) == 0))
         return TESTUTIL_SUMMARY("test_engine_handshake");
     uint32_t rkey = mre_mr_rkey(mr);
     uint64_t base = (uint64_t)(uintptr_t)mem;

@@ -18,7 +18,7 @@
 
 #define NSEND 3
 #define MSG (64u * 1024)
-#define TOTAL (8u << 20) /* per sender */
+#define TOTAL (8u << 20)    /* per sender */
 #define RATE 25000000000ull /* 25 Gbit/s links */
 
 struct run_result {
@@ -64,9 +64,11 @@ static struct run_result run(int mode)
         dst[i] = calloc(1, TOTAL);
         for (uint32_t k = 0; k < TOTAL; k++)
             src[i][k] = (uint8_t)(k * 7 + (uint32_t)i * 13 + (k >> 12));
-        mre_mr_reg(tb->h[i].ep, src[i], TOTAL, MROCE_ACCESS_LOCAL_WRITE, &ms[i]);
+        mre_mr_reg(tb->h[i].ep, src[i], TOTAL, MROCE_ACCESS_LOCAL_WRITE,
+                   &ms[i]);
         mre_mr_reg(tb->h[NSEND].ep, dst[i], TOTAL,
-                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md[i]);
+                   MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                   &md[i]);
     }
     mroce_tstamp t0 = mroce_netdrive_now(tb->d);
     for (int i = 0; i < NSEND; i++) {
@@ -74,7 +76,9 @@ static struct run_result run(int mode)
             struct mroce_sge sg = {(uint64_t)(uintptr_t)(src[i] + off), MSG,
                                    mre_mr_lkey(ms[i])};
             struct mroce_send_wr wr = {
-                .wr_id = off, .sg_list = &sg, .num_sge = 1,
+                .wr_id = off,
+                .sg_list = &sg,
+                .num_sge = 1,
                 .opcode = MROCE_WR_WRITE,
                 .send_flags = off + MSG == TOTAL ? MROCE_SEND_SIGNALED : 0,
                 .remote_addr = (uint64_t)(uintptr_t)(dst[i] + off),
@@ -129,12 +133,13 @@ int main(void)
     static const char *const names[] = {"fixed window", "delay+ECN", "credits"};
     struct run_result r[3];
     printf("%-13s %8s %8s %8s %9s %10s %7s %7s %6s\n", "mode", "s0 Gb/s",
-           "s1 Gb/s", "s2 Gb/s", "agg Gb/s", "max queue", "drops", "CE", "retx");
+           "s1 Gb/s", "s2 Gb/s", "agg Gb/s", "max queue", "drops", "CE",
+           "retx");
     for (int m = 0; m < 3; m++) {
         r[m] = run(m);
         printf("%-13s %8.2f %8.2f %8.2f %9.2f %10llu %7llu %7llu %6llu\n",
-               names[m], r[m].gbps[0], r[m].gbps[1], r[m].gbps[2], r[m].agg_gbps,
-               (unsigned long long)r[m].max_queue,
+               names[m], r[m].gbps[0], r[m].gbps[1], r[m].gbps[2],
+               r[m].agg_gbps, (unsigned long long)r[m].max_queue,
                (unsigned long long)r[m].drops, (unsigned long long)r[m].ce,
                (unsigned long long)r[m].retx);
         CHECK(r[m].intact);
@@ -145,12 +150,13 @@ int main(void)
     for (int m = 1; m < 3; m++) {
         CHECK_MSG(r[m].drops == 0, "%s dropped %llu", names[m],
                   (unsigned long long)r[m].drops);
-        CHECK_MSG(r[m].max_queue * 2 < r[0].max_queue, "%s queue %llu", names[m],
-                  (unsigned long long)r[m].max_queue);
+        CHECK_MSG(r[m].max_queue * 2 < r[0].max_queue, "%s queue %llu",
+                  names[m], (unsigned long long)r[m].max_queue);
         double fair = r[m].agg_gbps / NSEND;
         for (int i = 0; i < NSEND; i++)
-            CHECK_MSG(r[m].gbps[i] > 0.8 * fair, "%s sender %d %.2f vs fair %.2f",
-                      names[m], i, r[m].gbps[i], fair);
+            CHECK_MSG(r[m].gbps[i] > 0.8 * fair,
+                      "%s sender %d %.2f vs fair %.2f", names[m], i,
+                      r[m].gbps[i], fair);
         /* The bottleneck stays busy: at least 80% of its rate as goodput. */
         CHECK_MSG(r[m].agg_gbps > 0.8 * RATE / 1e9, "%s aggregate %.2f",
                   names[m], r[m].agg_gbps);

@@ -52,19 +52,19 @@
 #include "testutil.h"
 
 #define SPINES 4
-#define DEAD 0                    /* the spine that fails */
+#define DEAD 0 /* the spine that fails */
 #define MSG (64u << 10)
 #define DEPTH 32
 #define SIZE (64ull << 20)
-#define FAIL_AT 300000000ull      /* ns after the first post */
+#define FAIL_AT 300000000ull /* ns after the first post */
 #define MODEL_LIMIT 20000000000ull
 #define MAX_RTOS 10
-#define MAX_CONSEC_RTO 4          /* the QP fails at 8 (retry_cnt 7) */
-#define MAX_STALL 40000000ull     /* ns */
+#define MAX_CONSEC_RTO 4      /* the QP fails at 8 (retry_cnt 7) */
+#define MAX_STALL 40000000ull /* ns */
 
 struct run_state {
-    int mode;                  /* 0 link down, 1 blackhole */
-    int failed;                /* the spine is dead */
+    int mode;   /* 0 link down, 1 blackhole */
+    int failed; /* the spine is dead */
     mroce_tstamp t_fail, t_last_dead;
     uint64_t dead_pkts;
 };
@@ -109,10 +109,10 @@ static void run(int mode, uint64_t seed)
     at.entropy_base = 50000;
     at.entropy_span = 256;
     at.max_send_wr = 1024;
-    at.path_burst = 8;          /* libmroce: LIB_PATH_BURST */
-    at.path_reuse = 1;          /* libmroce: PATH-16 */
-    at.min_rto = 1000000;       /* LIB_MIN_RTO */
-    at.target_qdelay = 50000;   /* LIB_TARGET_QDELAY */
+    at.path_burst = 8;        /* libmroce: LIB_PATH_BURST */
+    at.path_reuse = 1;        /* libmroce: PATH-16 */
+    at.min_rto = 1000000;     /* LIB_MIN_RTO */
+    at.target_qdelay = 50000; /* LIB_TARGET_QDELAY */
     mre_qp *qa, *qb;
     if (!CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0)) {
         mroce_tb_del(tb);
@@ -125,11 +125,11 @@ static void run(int mode, uint64_t seed)
         memcpy(src + i, &r, 8);
     }
     mre_mr *ms, *md;
-    CHECK(mre_mr_reg(tb->h[0].ep, src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
-                       &ms) == 0);
+    CHECK(mre_mr_reg(tb->h[0].ep, src, SIZE, MROCE_ACCESS_LOCAL_WRITE, &ms) ==
+          0);
     CHECK(mre_mr_reg(tb->h[1].ep, dst, SIZE,
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                       &md) == 0);
+                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                     &md) == 0);
     struct run_state s;
     memset(&s, 0, sizeof(s));
     s.mode = mode;
@@ -147,8 +147,11 @@ static void run(int mode, uint64_t seed)
             struct mroce_sge sg = {(uint64_t)(uintptr_t)(src + posted * MSG),
                                    MSG, mre_mr_lkey(ms)};
             struct mroce_send_wr wr = {
-                .wr_id = posted, .sg_list = &sg, .num_sge = 1,
-                .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
+                .wr_id = posted,
+                .sg_list = &sg,
+                .num_sge = 1,
+                .opcode = MROCE_WR_WRITE,
+                .send_flags = MROCE_SEND_SIGNALED,
                 .remote_addr = (uint64_t)(uintptr_t)(dst + posted * MSG),
                 .rkey = mre_mr_rkey(md)};
             if (!CHECK(mre_qp_post_send(qa, &wr, NULL, now) == 0))
@@ -186,9 +189,10 @@ static void run(int mode, uint64_t seed)
     }
     mre_qp_get_counters(qa, &c);
     const char *what = mode ? "blackhole" : "link down";
-    CHECK_MSG(done == nmsg && !bad, "%s seed %llu: %llu/%llu WRITEs done, "
-              "%u failed, %u timeouts in a row", what,
-              (unsigned long long)seed, (unsigned long long)done,
+    CHECK_MSG(done == nmsg && !bad,
+              "%s seed %llu: %llu/%llu WRITEs done, "
+              "%u failed, %u timeouts in a row",
+              what, (unsigned long long)seed, (unsigned long long)done,
               (unsigned long long)nmsg, bad, max_consec);
     CHECK_EQ(order, 0);
     CHECK(memcmp(src, dst, SIZE) == 0);
@@ -203,8 +207,10 @@ static void run(int mode, uint64_t seed)
     int np = mre_qp_path_stats(qa, ps, 256), dead_left = 0;
     for (int i = 0; i < np; i++)
         dead_left += mroce_net_spine_of(net, 0, 1, ps[i].entropy) == DEAD;
-    CHECK_MSG(dead_left == 0, "%s seed %llu: %d slots still on the dead "
-              "spine", what, (unsigned long long)seed, dead_left);
+    CHECK_MSG(dead_left == 0,
+              "%s seed %llu: %d slots still on the dead "
+              "spine",
+              what, (unsigned long long)seed, dead_left);
     CHECK(first_ret != 0);
     mroce_tstamp t1 = mroce_netdrive_now(tb->d);
     printf("%s seed %llu: %.1f Mbit/s, stall %.2f ms, first retirement "

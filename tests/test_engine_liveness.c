@@ -90,9 +90,8 @@ static void exchange_n(struct world *w, long max)
             int n;
             if (from->stopped)
                 continue;
-            while (max > 0 && (n = mre_ep_write_pkt(from->ep, buf,
-                                                      sizeof(buf), &ti,
-                                                      w->now)) > 0) {
+            while (max > 0 && (n = mre_ep_write_pkt(from->ep, buf, sizeof(buf),
+                                                    &ti, w->now)) > 0) {
                 struct mrw_pkt p;
                 moved++;
                 max--;
@@ -100,8 +99,8 @@ static void exchange_n(struct world *w, long max)
                 if (mrw_pkt_decode(&p, buf, (size_t)n) == 0 &&
                     p.base.opcode == MROCE_OP_ACK) {
                     from->last_ack_req = !!(p.base.flags & MROCE_F_ACK_REQ);
-                    from->last_echo_dup =
-                        !!(p.u.ack.echo_flags & MROCE_ECHO_DUP);
+                    from->last_echo_dup = !!(p.u.ack.echo_flags &
+                                             MROCE_ECHO_DUP);
                     if (from->last_ack_req)
                         from->keepalives++;
                     else
@@ -221,10 +220,12 @@ static void test_stall(mroce_tstamp stall)
         src[i] = (uint8_t)(i * 7 + 3);
     CHECK(mre_mr_reg(w.e[0].ep, src, XFER, MROCE_ACCESS_LOCAL_WRITE, &ms) == 0);
     CHECK(mre_mr_reg(w.e[1].ep, dst, XFER,
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                       &md) == 0);
+                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                     &md) == 0);
     struct mroce_sge sg = {(uintptr_t)src, XFER, mre_mr_lkey(ms)};
-    struct mroce_send_wr wr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1,
+    struct mroce_send_wr wr = {.wr_id = 1,
+                               .sg_list = &sg,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_WRITE,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uintptr_t)dst,
@@ -256,8 +257,8 @@ static void test_stall(mroce_tstamp stall)
         }
         CHECK(memcmp(src, dst, XFER) == 0);
         printf("stall of %.1f s (peer_timeout %.1f s): %llu timeouts, QP "
-               "alive, WRITE intact\n", (double)stall / SEC, (double)pt / SEC,
-               (unsigned long long)to);
+               "alive, WRITE intact\n",
+               (double)stall / SEC, (double)pt / SEC, (unsigned long long)to);
     } else {
         /* Alive until peer_timeout after it last heard from the peer... */
         run_to(&w, heard + pt - 1, qa);
@@ -344,8 +345,8 @@ static void test_idle(void)
               "%llu packets in a minute of idling", (unsigned long long)sent);
     CHECK(kas > 0 && w.e[0].plain_acks + w.e[1].plain_acks > 0);
     printf("idle minute, peer_timeout %.0f s: %llu packets (%llu "
-           "keepalives)\n", (double)pt / SEC, (unsigned long long)sent,
-           (unsigned long long)kas);
+           "keepalives)\n",
+           (double)pt / SEC, (unsigned long long)sent, (unsigned long long)kas);
 out:
     world_del(&w);
 }
@@ -361,11 +362,13 @@ static void test_passive(void)
         goto out;
     mre_qp *qa = w.e[0].qp;
     CHECK(mre_mr_reg(w.e[0].ep, rbuf, sizeof(rbuf),
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                       &mr) == 0);
+                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                     &mr) == 0);
     struct mroce_sge sg = {(uintptr_t)rbuf, sizeof(rbuf), mre_mr_lkey(mr)};
     struct mroce_recv_wr r1 = {.wr_id = 11, .sg_list = &sg, .num_sge = 1};
-    struct mroce_recv_wr r0 = {.wr_id = 10, .next = &r1, .sg_list = &sg,
+    struct mroce_recv_wr r0 = {.wr_id = 10,
+                               .next = &r1,
+                               .sg_list = &sg,
                                .num_sge = 1};
     CHECK(mre_qp_post_recv(qa, &r0, NULL) == 0);
     run_to(&w, w.now + 100 * MS, NULL);
@@ -411,12 +414,14 @@ static void test_rnr(uint8_t rnr_retry, mroce_tstamp late)
         goto out;
     mre_qp *qa = w.e[0].qp;
     CHECK(mre_mr_reg(w.e[0].ep, sbuf, sizeof(sbuf), MROCE_ACCESS_LOCAL_WRITE,
-                       &ms) == 0);
+                     &ms) == 0);
     CHECK(mre_mr_reg(w.e[1].ep, rbuf, sizeof(rbuf), MROCE_ACCESS_LOCAL_WRITE,
-                       &mr) == 0);
+                     &mr) == 0);
     memset(sbuf, 0x5a, sizeof(sbuf));
     struct mroce_sge ss = {(uintptr_t)sbuf, sizeof(sbuf), mre_mr_lkey(ms)};
-    struct mroce_send_wr wr = {.wr_id = 5, .sg_list = &ss, .num_sge = 1,
+    struct mroce_send_wr wr = {.wr_id = 5,
+                               .sg_list = &ss,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_SEND,
                                .send_flags = MROCE_SEND_SIGNALED};
     CHECK(mre_qp_post_send(qa, &wr, NULL, w.now) == 0);
@@ -467,9 +472,11 @@ static void test_no_time_rule(void)
     CHECK_EQ(w.e[0].pkts + w.e[1].pkts, p0); /* an idle hour: silence */
     CHECK_EQ(mre_ep_expiry(w.e[0].ep), MROCE_TSTAMP_INF);
     CHECK(mre_mr_reg(w.e[0].ep, sbuf, sizeof(sbuf), MROCE_ACCESS_LOCAL_WRITE,
-                       &ms) == 0);
+                     &ms) == 0);
     struct mroce_sge ss = {(uintptr_t)sbuf, sizeof(sbuf), mre_mr_lkey(ms)};
-    struct mroce_send_wr wr = {.wr_id = 5, .sg_list = &ss, .num_sge = 1,
+    struct mroce_send_wr wr = {.wr_id = 5,
+                               .sg_list = &ss,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_SEND,
                                .send_flags = MROCE_SEND_SIGNALED};
     w.e[1].stopped = 1;

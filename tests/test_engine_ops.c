@@ -32,10 +32,9 @@ static int reg(mre_ep *ep, struct side *s)
 {
     s->buf = calloc(1, BUFSZ);
     return mre_mr_reg(ep, s->buf, BUFSZ,
-                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
-                            MROCE_ACCESS_REMOTE_READ |
-                            MROCE_ACCESS_REMOTE_ATOMIC,
-                        &s->mr);
+                      MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                          MROCE_ACCESS_REMOTE_READ | MROCE_ACCESS_REMOTE_ATOMIC,
+                      &s->mr);
 }
 
 static int poll1(mre_cq *cq, struct mroce_wc *wc)
@@ -71,9 +70,10 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
     const int nsz = (int)(sizeof(sizes) / sizeof(sizes[0]));
     uint32_t off = 0;
     for (int i = 0; i < nsz; i++) {
-        struct mroce_sge rs = {(uint64_t)(uintptr_t)(B.buf + off), sizes[i] + 16,
-                               mre_mr_lkey(B.mr)};
-        struct mroce_recv_wr rw = {.wr_id = 100 + (uint64_t)i, .sg_list = &rs,
+        struct mroce_sge rs = {(uint64_t)(uintptr_t)(B.buf + off),
+                               sizes[i] + 16, mre_mr_lkey(B.mr)};
+        struct mroce_recv_wr rw = {.wr_id = 100 + (uint64_t)i,
+                                   .sg_list = &rs,
                                    .num_sge = 1};
         CHECK(mre_qp_post_recv(qb, &rw, NULL) == 0);
         off += sizes[i] + 16;
@@ -83,10 +83,13 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
     for (int i = 0; i < nsz; i++) {
         struct mroce_sge ss = {(uint64_t)(uintptr_t)(A.buf + off), sizes[i],
                                mre_mr_lkey(A.mr)};
-        struct mroce_send_wr sw = {
-            .wr_id = (uint64_t)i, .sg_list = &ss, .num_sge = 1,
-            .opcode = (i & 1) ? MROCE_WR_SEND_WITH_IMM : MROCE_WR_SEND,
-            .send_flags = MROCE_SEND_SIGNALED, .imm_data = 0xabc0u + (uint32_t)i};
+        struct mroce_send_wr sw = {.wr_id = (uint64_t)i,
+                                   .sg_list = &ss,
+                                   .num_sge = 1,
+                                   .opcode = (i & 1) ? MROCE_WR_SEND_WITH_IMM
+                                                     : MROCE_WR_SEND,
+                                   .send_flags = MROCE_SEND_SIGNALED,
+                                   .imm_data = 0xabc0u + (uint32_t)i};
         CHECK(mre_qp_post_send(qa, &sw, NULL, now) == 0);
         off += sizes[i] + 16;
     }
@@ -116,40 +119,61 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
     fill(A.buf, BUFSZ, (uint32_t)seed * 7u);
     struct mroce_recv_wr rw0 = {.wr_id = 77};
     CHECK(mre_qp_post_recv(qb, &rw0, NULL) == 0);
-    struct mroce_sge s1 = {(uint64_t)(uintptr_t)A.buf, 1u << 20, mre_mr_lkey(A.mr)};
-    struct mroce_sge s2 = {(uint64_t)(uintptr_t)(A.buf + (1u << 20) + 1024), 3000,
+    struct mroce_sge s1 = {(uint64_t)(uintptr_t)A.buf, 1u << 20,
                            mre_mr_lkey(A.mr)};
+    struct mroce_sge s2 = {(uint64_t)(uintptr_t)(A.buf + (1u << 20) + 1024),
+                           3000, mre_mr_lkey(A.mr)};
     struct mroce_sge s3 = {(uint64_t)(uintptr_t)(A.buf + 1300000), 700000,
                            mre_mr_lkey(A.mr)};
-    struct mroce_sge s4 = {(uint64_t)(uintptr_t)(A.buf + BUFSZ - 64), 8, mre_mr_lkey(A.mr)};
-    struct mroce_sge s5 = {(uint64_t)(uintptr_t)(A.buf + BUFSZ - 56), 8, mre_mr_lkey(A.mr)};
+    struct mroce_sge s4 = {(uint64_t)(uintptr_t)(A.buf + BUFSZ - 64), 8,
+                           mre_mr_lkey(A.mr)};
+    struct mroce_sge s5 = {(uint64_t)(uintptr_t)(A.buf + BUFSZ - 56), 8,
+                           mre_mr_lkey(A.mr)};
     uint64_t counter = 1000;
     memcpy(B.buf + 64, &counter, 8);
     uint8_t *rd_src = B.buf + (1u << 20) + 4096;
     fill(rd_src, 700000, 99);
-    struct mroce_send_wr w5 = {.wr_id = 5, .sg_list = &s5, .num_sge = 1,
+    struct mroce_send_wr w5 = {.wr_id = 5,
+                               .sg_list = &s5,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_CMP_SWAP,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)(B.buf + 64),
-                               .rkey = mre_mr_rkey(B.mr), .compare_add = 1042,
+                               .rkey = mre_mr_rkey(B.mr),
+                               .compare_add = 1042,
                                .swap = 7};
-    struct mroce_send_wr w4 = {.wr_id = 4, .next = &w5, .sg_list = &s4,
-                               .num_sge = 1, .opcode = MROCE_WR_FETCH_ADD,
+    struct mroce_send_wr w4 = {.wr_id = 4,
+                               .next = &w5,
+                               .sg_list = &s4,
+                               .num_sge = 1,
+                               .opcode = MROCE_WR_FETCH_ADD,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)(B.buf + 64),
-                               .rkey = mre_mr_rkey(B.mr), .compare_add = 42};
-    struct mroce_send_wr w3 = {.wr_id = 3, .next = &w4, .sg_list = &s3,
-                               .num_sge = 1, .opcode = MROCE_WR_READ,
+                               .rkey = mre_mr_rkey(B.mr),
+                               .compare_add = 42};
+    struct mroce_send_wr w3 = {.wr_id = 3,
+                               .next = &w4,
+                               .sg_list = &s3,
+                               .num_sge = 1,
+                               .opcode = MROCE_WR_READ,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)rd_src,
                                .rkey = mre_mr_rkey(B.mr)};
-    struct mroce_send_wr w2 = {.wr_id = 2, .next = &w3, .sg_list = &s2,
-                               .num_sge = 1, .opcode = MROCE_WR_WRITE_WITH_IMM,
-                               .send_flags = MROCE_SEND_SIGNALED, .imm_data = 55,
-                               .remote_addr = (uint64_t)(uintptr_t)(B.buf + (1u << 20) + 1024),
-                               .rkey = mre_mr_rkey(B.mr)};
-    struct mroce_send_wr w1 = {.wr_id = 1, .next = &w2, .sg_list = &s1,
-                               .num_sge = 1, .opcode = MROCE_WR_WRITE,
+    struct mroce_send_wr w2 = {
+        .wr_id = 2,
+        .next = &w3,
+        .sg_list = &s2,
+        .num_sge = 1,
+        .opcode = MROCE_WR_WRITE_WITH_IMM,
+        .send_flags = MROCE_SEND_SIGNALED,
+        .imm_data = 55,
+        .remote_addr = (uint64_t)(uintptr_t)(B.buf + (1u << 20) + 1024),
+        .rkey = mre_mr_rkey(B.mr)};
+    struct mroce_send_wr w1 = {.wr_id = 1,
+                               .next = &w2,
+                               .sg_list = &s1,
+                               .num_sge = 1,
+                               .opcode = MROCE_WR_WRITE,
                                .send_flags = 0,
                                .remote_addr = (uint64_t)(uintptr_t)B.buf + 128,
                                .rkey = mre_mr_rkey(B.mr)};
@@ -166,15 +190,16 @@ static void run_suite(double loss, double reorder, double dup, uint64_t seed)
         CHECK_EQ(wc.status, MROCE_WC_SUCCESS);
     }
     CHECK(memcmp(A.buf, B.buf + 128, 1u << 20) == 0);
-    CHECK(memcmp(A.buf + (1u << 20) + 1024, B.buf + (1u << 20) + 1024, 3000) == 0);
+    CHECK(memcmp(A.buf + (1u << 20) + 1024, B.buf + (1u << 20) + 1024, 3000) ==
+          0);
     CHECK(memcmp(A.buf + 1300000, rd_src, 700000) == 0);
     uint64_t v;
     memcpy(&v, A.buf + BUFSZ - 64, 8);
-    CHECK_EQ(v, 1000u);            /* FETCH_ADD returned the old value */
+    CHECK_EQ(v, 1000u); /* FETCH_ADD returned the old value */
     memcpy(&v, A.buf + BUFSZ - 56, 8);
-    CHECK_EQ(v, 1042u);            /* CMP_SWAP saw the added value */
+    CHECK_EQ(v, 1042u); /* CMP_SWAP saw the added value */
     memcpy(&v, B.buf + 64, 8);
-    CHECK_EQ(v, 7u);               /* and swapped: each executed once */
+    CHECK_EQ(v, 7u); /* and swapped: each executed once */
     if (CHECK(poll1(tb->h[1].rcq, &wc) == 1)) {
         CHECK_EQ(wc.wr_id, 77u);
         CHECK_EQ(wc.opcode, MROCE_WC_RECV_WITH_IMM);

@@ -37,17 +37,20 @@ static void test_pd(void)
     memset(src, 0xab, sizeof(src));
     mre_mr *ms0, *ms1, *mown, *mother;
     CHECK(mre_mr_reg_pd(tb->h[0].ep, 0, src, sizeof(src),
-                          MROCE_ACCESS_LOCAL_WRITE, &ms0) == 0);
+                        MROCE_ACCESS_LOCAL_WRITE, &ms0) == 0);
     CHECK(mre_mr_reg_pd(tb->h[0].ep, 1, src, sizeof(src),
-                          MROCE_ACCESS_LOCAL_WRITE, &ms1) == 0);
+                        MROCE_ACCESS_LOCAL_WRITE, &ms1) == 0);
     unsigned rw = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE;
     CHECK(mre_mr_reg_pd(tb->h[1].ep, 1, own, sizeof(own), rw, &mown) == 0);
-    CHECK(mre_mr_reg_pd(tb->h[1].ep, 2, other, sizeof(other), rw, &mother) == 0);
+    CHECK(mre_mr_reg_pd(tb->h[1].ep, 2, other, sizeof(other), rw, &mother) ==
+          0);
     mroce_tstamp now = mroce_netdrive_now(tb->d);
 
     /* Local: an lkey of PD 0 on a PD 1 QP is refused at once. */
     struct mroce_sge bad = {(uint64_t)(uintptr_t)src, 64, mre_mr_lkey(ms0)};
-    struct mroce_send_wr w0 = {.wr_id = 1, .sg_list = &bad, .num_sge = 1,
+    struct mroce_send_wr w0 = {.wr_id = 1,
+                               .sg_list = &bad,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_WRITE,
                                .remote_addr = (uint64_t)(uintptr_t)own,
                                .rkey = mre_mr_rkey(mown)};
@@ -55,7 +58,9 @@ static void test_pd(void)
 
     /* Same PD: works. */
     struct mroce_sge ok = {(uint64_t)(uintptr_t)src, 64, mre_mr_lkey(ms1)};
-    struct mroce_send_wr w1 = {.wr_id = 2, .sg_list = &ok, .num_sge = 1,
+    struct mroce_send_wr w1 = {.wr_id = 2,
+                               .sg_list = &ok,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_WRITE,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)own,
@@ -140,12 +145,15 @@ static void test_burst(uint8_t burst, double loss, uint32_t window,
     mre_mr *ms, *md;
     mre_mr_reg(tb->h[0].ep, src, len, MROCE_ACCESS_LOCAL_WRITE, &ms);
     mre_mr_reg(tb->h[1].ep, dst, len,
-                 MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
+               MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &md);
     struct burst_obs o;
     memset(&o, 0, sizeof(o));
     mroce_netdrive_set_tx_hook(tb->d, tx_hook, &o);
-    struct mroce_sge sg = {(uint64_t)(uintptr_t)src, (uint32_t)len, mre_mr_lkey(ms)};
-    struct mroce_send_wr wr = {.wr_id = 1, .sg_list = &sg, .num_sge = 1,
+    struct mroce_sge sg = {(uint64_t)(uintptr_t)src, (uint32_t)len,
+                           mre_mr_lkey(ms)};
+    struct mroce_send_wr wr = {.wr_id = 1,
+                               .sg_list = &sg,
+                               .num_sge = 1,
                                .opcode = MROCE_WR_WRITE,
                                .send_flags = MROCE_SEND_SIGNALED,
                                .remote_addr = (uint64_t)(uintptr_t)dst,
@@ -168,9 +176,10 @@ static void test_burst(uint8_t burst, double loss, uint32_t window,
      * runs of up to REUSE_RUN + 1 bursts, never longer. */
     double mean = (double)o.pkts / (double)o.runs;
     unsigned longest = reuse ? (MROCE_PATH_REUSE_RUN + 1) * expect : expect;
-    printf("burst %u loss %.2f window %u reuse %u: %u first transmissions in %u runs "
-           "(mean %.2f, longest %u)\n", burst, loss, window, reuse, o.pkts, o.runs,
-           mean, o.maxrun);
+    printf("burst %u loss %.2f window %u reuse %u: %u first transmissions in "
+           "%u runs "
+           "(mean %.2f, longest %u)\n",
+           burst, loss, window, reuse, o.pkts, o.runs, mean, o.maxrun);
     CHECK(o.maxrun <= longest);
     CHECK(mean > 0.9 * expect);
     free(src);
@@ -191,7 +200,8 @@ static void case_burst(void)
     test_burst(8, 0.02, 4u << 20, 8, 0);
     test_burst(32, 0, 4u << 20, 32, 0);
     test_burst(8, 0, 2 * MROCE_PATH_WINDOW_PICKS * pkt, 2, 0);
-    test_burst(32, 0, 1u << 20, (1u << 20) / (MROCE_PATH_WINDOW_PICKS * pkt), 0);
+    test_burst(32, 0, 1u << 20, (1u << 20) / (MROCE_PATH_WINDOW_PICKS * pkt),
+               0);
 }
 
 static void case_burst_reuse(void)
@@ -200,7 +210,8 @@ static void case_burst_reuse(void)
     uint32_t pkt = PD_BURST_PKT;
     test_burst(8, 0, 4u << 20, 8, 1);
     test_burst(8, 0.02, 4u << 20, 8, 1);
-    test_burst(32, 0, 1u << 20, (1u << 20) / (MROCE_PATH_WINDOW_PICKS * pkt), 1);
+    test_burst(32, 0, 1u << 20, (1u << 20) / (MROCE_PATH_WINDOW_PICKS * pkt),
+               1);
 }
 
 static const struct test_case cases[] = {

@@ -59,22 +59,32 @@
 #include "testbed.h"
 #include "testutil.h"
 
-#define CI_SEEDS 1000    /* default run: ~10 s (~40 s under ASan) on one core */
+#define CI_SEEDS 1000 /* default run: ~10 s (~40 s under ASan) on one core */
 #define MAXH 4
 #define MAXPAIRS 4
 #define MAXQS (2 * MAXPAIRS)
 #define MAXREG 3
 #define MAX_FAIL_MSGS 12 /* per scenario; the first failure matters most */
 
-static const unsigned FULL_ACCESS =
-    MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
-    MROCE_ACCESS_REMOTE_READ | MROCE_ACCESS_REMOTE_ATOMIC;
+static const unsigned FULL_ACCESS = MROCE_ACCESS_LOCAL_WRITE |
+                                    MROCE_ACCESS_REMOTE_WRITE |
+                                    MROCE_ACCESS_REMOTE_READ |
+                                    MROCE_ACCESS_REMOTE_ATOMIC;
 
 /* ---- seeded randomness ---- */
 
-static uint64_t rnd(uint64_t *st) { return testutil_rand64(st); }
-static uint32_t below(uint64_t *st, uint32_t n) { return (uint32_t)(rnd(st) % n); }
-static int chance(uint64_t *st, unsigned pct) { return below(st, 100) < pct; }
+static uint64_t rnd(uint64_t *st)
+{
+    return testutil_rand64(st);
+}
+static uint32_t below(uint64_t *st, uint32_t n)
+{
+    return (uint32_t)(rnd(st) % n);
+}
+static int chance(uint64_t *st, unsigned pct)
+{
+    return below(st, 100) < pct;
+}
 static double unif(uint64_t *st)
 {
     return (double)(rnd(st) >> 11) * (1.0 / 9007199254740992.0);
@@ -98,47 +108,48 @@ static uint32_t log_uniform(uint64_t *st, uint32_t max)
 /* ---- scenario model ---- */
 
 enum brole { B_SRC, B_RDST, B_RESULT, B_WTGT, B_RSRC, B_RECV, B_WORD };
-static const char *const role_name[] = {
-    "send/write source", "READ destination", "atomic result",
-    "WRITE target", "READ source", "receive buffer", "atomic word"};
+static const char *const role_name[] = {"send/write source", "READ destination",
+                                        "atomic result",     "WRITE target",
+                                        "READ source",       "receive buffer",
+                                        "atomic word"};
 
 /* A buffer: a range of one host's arena inside one registered region. */
 struct bufd {
     int host, region;
     uint32_t len, align;
-    size_t off;          /* in the host arena, set by layout() */
-    uint8_t role;        /* enum brole, for diagnostics */
-    int qs, idx;         /* owning QP side and WR / receive index */
+    size_t off;   /* in the host arena, set by layout() */
+    uint8_t role; /* enum brole, for diagnostics */
+    int qs, idx;  /* owning QP side and WR / receive index */
 };
 
 /* One work request as generated, and what was observed about it. */
 struct wrs {
-    uint8_t op;          /* enum mroce_wr_opcode */
+    uint8_t op; /* enum mroce_wr_opcode */
     unsigned flags;
     uint32_t len;
     int nsge;
     int lbuf[MROCE_MAX_SGE]; /* local SGE buffers */
-    int rbuf;            /* WRITE target / READ source (peer's arena) */
-    int word;            /* atomics: index in S->word */
-    int recv;            /* consumes the peer's receive #recv, else -1 */
+    int rbuf;                /* WRITE target / READ source (peer's arena) */
+    int word;                /* atomics: index in S->word */
+    int recv;                /* consumes the peer's receive #recv, else -1 */
     uint32_t imm;
     uint64_t cmp_add, swap;
-    uint8_t resp_seen;   /* the peer sent a READ/ATOMIC response for it */
-    uint64_t resp_val;   /* ATOMIC_RESP value */
+    uint8_t resp_seen; /* the peer sent a READ/ATOMIC response for it */
+    uint64_t resp_val; /* ATOMIC_RESP value */
 };
 
 struct rcv {
     int nsge;
     int buf[MROCE_MAX_SGE];
     uint32_t cap;
-    int wr;              /* the peer's WR that consumes it */
+    int wr; /* the peer's WR that consumes it */
 };
 
 /* What one PSN of a QP side's PSN space carried (from the tx hook). */
 struct pktrec {
     uint8_t op, seen, verified;
     uint32_t msn, off, len;
-    uint64_t aval;       /* ATOMIC_RESP value */
+    uint64_t aval; /* ATOMIC_RESP value */
 };
 
 struct qs {
@@ -149,14 +160,14 @@ struct qs {
     int nwr, capwr;
     struct rcv *rv;
     int nrv, caprv;
-    int posted, next_cpl;     /* send queue: posted, next to complete */
-    int rposted, next_rcpl;   /* receive queue */
-    int rinitial;             /* receives posted before the run */
-    int phase2;               /* WRs from this index wait for t_phase */
-    struct pktrec *rec;       /* by PSN - start_psn */
+    int posted, next_cpl;   /* send queue: posted, next to complete */
+    int rposted, next_rcpl; /* receive queue */
+    int rinitial;           /* receives posted before the run */
+    int phase2;             /* WRs from this index wait for t_phase */
+    struct pktrec *rec;     /* by PSN - start_psn */
     uint32_t nrec, caprec;
     uint32_t start_psn;
-    uint32_t cum_checked;     /* peer ACK cum verified up to here */
+    uint32_t cum_checked; /* peer ACK cum verified up to here */
     uint32_t qpn;
 };
 
@@ -175,13 +186,13 @@ struct hostmem {
 
 struct word {
     int host, buf;
-    uint64_t init;   /* initial value */
-    uint64_t sim;    /* value if executed in generation order */
+    uint64_t init; /* initial value */
+    uint64_t sim;  /* value if executed in generation order */
 };
 
 struct stats {
-    uint64_t scenarios, msgs, bytes, pkts, retx, retx_path, retx_ooo,
-        retx_rto, retx_probe, retx_rnr, dups, rx_dups, drop_loss, drop_corrupt,
+    uint64_t scenarios, msgs, bytes, pkts, retx, retx_path, retx_ooo, retx_rto,
+        retx_probe, retx_rnr, dups, rx_dups, drop_loss, drop_corrupt,
         drop_blackhole, drop_queue, drop_other, ecn_marks, timeouts,
         paths_retired, acks_checked, psns_checked;
     mroce_tstamp max_model_time;
@@ -194,17 +205,17 @@ struct scen {
     char desc[512];
     struct mroce_netdrive_config ncfg;
     struct mre_ep_config ecfg;
-    int blackhole;           /* spine index or -1 */
+    int blackhole;              /* spine index or -1 */
     mroce_tstamp bh_on, bh_off; /* blackhole period, relative to t0 */
-    int bh_state;            /* 0 before, 1 on, 2 over */
-    int gray_spine;          /* spine with random loss, or -1 */
+    int bh_state;               /* 0 before, 1 on, 2 over */
+    int gray_spine;             /* spine with random loss, or -1 */
     double gray_loss;
-    int slow_host;           /* host with a slow downlink, or -1 */
+    int slow_host; /* host with a slow downlink, or -1 */
     uint64_t slow_bps;
-    int psn_wrap;            /* start PSNs just below 2^32 */
+    int psn_wrap; /* start PSNs just below 2^32 */
     int late_recv, big, lossy;
-    int tight_rq;            /* small receive queues, refilled on completion */
-    int phased;              /* part of the work waits until t_phase */
+    int tight_rq; /* small receive queues, refilled on completion */
+    int phased;   /* part of the work waits until t_phase */
     mroce_tstamp t_phase;
     mroce_tstamp spine_delay[8];
     uint64_t budget, used;
@@ -336,7 +347,9 @@ static uint32_t pick_size(struct scen *S, uint32_t mtu, uint32_t maxsz)
     }
     uint64_t left = S->budget > S->used ? S->budget - S->used : 0;
     if (len > left)
-        len = left ? (uint32_t)below(&S->rng, (uint32_t)(left < 4096 ? left : 4096)) : 0;
+        len = left ? (uint32_t)below(&S->rng,
+                                     (uint32_t)(left < 4096 ? left : 4096))
+                   : 0;
     S->used += len;
     return len;
 }
@@ -357,12 +370,15 @@ static void gen_work(struct scen *S, int xi)
     struct qs *x = &S->q[xi], *y = &S->q[x->peer];
     uint64_t *r = &S->rng;
     uint32_t mtu = x->attr.mtu < y->attr.mtu ? x->attr.mtu : y->attr.mtu;
-    uint32_t maxsz = S->big ? (16u << 20) : chance(r, 10) ? (1u << 20) : (256u << 10);
+    uint32_t maxsz = S->big          ? (16u << 20)
+                     : chance(r, 10) ? (1u << 20)
+                                     : (256u << 10);
     int nwr = 1 + (int)below(r, S->big ? 10 : 40);
     static const uint8_t mix[] = {
-        MROCE_WR_SEND, MROCE_WR_SEND, MROCE_WR_SEND_WITH_IMM, MROCE_WR_WRITE,
-        MROCE_WR_WRITE, MROCE_WR_WRITE_WITH_IMM, MROCE_WR_READ, MROCE_WR_READ,
-        MROCE_WR_FETCH_ADD, MROCE_WR_CMP_SWAP};
+        MROCE_WR_SEND,    MROCE_WR_SEND,  MROCE_WR_SEND_WITH_IMM,
+        MROCE_WR_WRITE,   MROCE_WR_WRITE, MROCE_WR_WRITE_WITH_IMM,
+        MROCE_WR_READ,    MROCE_WR_READ,  MROCE_WR_FETCH_ADD,
+        MROCE_WR_CMP_SWAP};
     for (int i = 0; i < nwr; i++) {
         x->wr = grow(x->wr, &x->capwr, x->nwr + 1, sizeof(*x->wr));
         int wi = x->nwr++;
@@ -373,7 +389,8 @@ static void gen_work(struct scen *S, int xi)
         w->rbuf = -1;
         w->imm = (uint32_t)rnd(r);
         if (chance(r, 70) || i == nwr - 1)
-            w->flags |= MROCE_SEND_SIGNALED; /* the last one tells us all are done */
+            w->flags |=
+                MROCE_SEND_SIGNALED; /* the last one tells us all are done */
         if (chance(r, 5))
             w->flags |= MROCE_SEND_FENCE;
         if (chance(r, 5))
@@ -383,7 +400,8 @@ static void gen_work(struct scen *S, int xi)
             w->len = 8;
             w->nsge = 1;
             w->lbuf[0] = new_buf(S, x->host, 8, 1, B_RESULT, xi, wi);
-            w->word = S->host_words[y->host][below(r, (uint32_t)S->nhost_words[y->host])];
+            w->word = S->host_words[y->host][below(
+                r, (uint32_t)S->nhost_words[y->host])];
             wd = &S->word[w->word];
             if (w->op == MROCE_WR_FETCH_ADD) {
                 w->cmp_add = chance(r, 50) ? 1 + below(r, 1000) : rnd(r);
@@ -429,7 +447,8 @@ static void gen_work(struct scen *S, int xi)
                 if (rv->nsge == 0 && rv->cap)
                     rv->nsge = 1;
             }
-            split_bufs(S, y->host, rv->cap, rv->nsge, B_RECV, x->peer, ri, rv->buf);
+            split_bufs(S, y->host, rv->cap, rv->nsge, B_RECV, x->peer, ri,
+                       rv->buf);
         }
     }
 }
@@ -496,17 +515,21 @@ static void gen(struct scen *S)
     c->delay = 500 + below(r, 10000);
     static const uint64_t rates[] = {10000000000ull, 25000000000ull,
                                      100000000000ull, 400000000000ull};
-    c->rate_bps = chance(r, 5) ? 0 : rates[below(r, 4)]; /* 0: infinitely fast */
+    c->rate_bps = chance(r, 5) ? 0
+                               : rates[below(r, 4)]; /* 0: infinitely fast */
     static const uint32_t upq[] = {2048, 8192, 8192, 65536};
     S->ncfg.uplink_queue_bytes = upq[below(r, 4)];
     unsigned lc = below(r, 100);
-    c->loss = lc < 40 ? 0 : lc < 70 ? 0.02 * unif(r) : lc < 90 ? 0.02 + 0.08 * unif(r)
-                                                     : 0.1 + 0.2 * unif(r);
+    c->loss = lc < 40   ? 0
+              : lc < 70 ? 0.02 * unif(r)
+              : lc < 90 ? 0.02 + 0.08 * unif(r)
+                        : 0.1 + 0.2 * unif(r);
     c->dup = chance(r, 50) ? 0 : 0.1 * unif(r);
     c->corrupt = chance(r, 60) ? 0 : 0.05 * unif(r);
     c->reorder = chance(r, 50) ? 0 : 0.3 * unif(r);
     c->reorder_max = 1000 + below(r, 50000);
-    static const uint32_t qlim[] = {MROCE_NET_UNLIMITED, 1u << 20, 256u << 10, 64u << 10};
+    static const uint32_t qlim[] = {MROCE_NET_UNLIMITED, 1u << 20, 256u << 10,
+                                    64u << 10};
     static const uint32_t ecn[] = {MROCE_NET_UNLIMITED, 8u << 10, 32u << 10,
                                    64u << 10, 256u << 10};
     c->queue_limit = qlim[below(r, 4)];
@@ -514,18 +537,21 @@ static void gen(struct scen *S)
     if (chance(r, 50))
         for (uint32_t i = 0; i < c->spines; i++)
             S->spine_delay[i] = below(r, 20000);
-    S->blackhole = c->spines >= 2 && chance(r, 10) ? (int)below(r, c->spines) : -1;
+    S->blackhole = c->spines >= 2 && chance(r, 10) ? (int)below(r, c->spines)
+                                                   : -1;
     /* Half the blackholes flap: the link dies mid-run (taking packets in
      * flight with it) and may come back. */
     S->bh_on = chance(r, 50) ? 0 : below(r, 200000);
-    S->bh_off = chance(r, 50) ? MROCE_TSTAMP_INF : S->bh_on + 1 + below(r, 3000000);
+    S->bh_off = chance(r, 50) ? MROCE_TSTAMP_INF
+                              : S->bh_on + 1 + below(r, 3000000);
     S->gray_spine = chance(r, 10) ? (int)below(r, c->spines) : -1;
     S->gray_loss = 0.05 + 0.45 * unif(r);
     if (S->gray_spine >= 0 && c->spines == 1)
         S->gray_loss *= 0.5;
     /* A slow receiver makes incast queues: drops, CE marks, RTT swings. */
     S->slow_host = chance(r, 15) ? (int)below(r, (uint32_t)S->nhosts) : -1;
-    S->slow_bps = (c->rate_bps ? c->rate_bps : 100000000000ull) / (2 + below(r, 20));
+    S->slow_bps = (c->rate_bps ? c->rate_bps : 100000000000ull) /
+                  (2 + below(r, 20));
     if (S->slow_bps < 1000000000ull)
         S->slow_bps = 1000000000ull;
     /* Serial arithmetic: PSNs that cross 2^32 during the run. */
@@ -548,8 +574,8 @@ static void gen(struct scen *S)
      * long message ahead may hold the RQ for a while, so RNR retries are
      * set to their maximum. */
     S->tight_rq = c->loss == 0 && c->corrupt == 0 && S->blackhole < 0 &&
-                  S->gray_spine < 0 && S->slow_host < 0 && c->rate_bps >= 25000000000ull &&
-                  !S->big && chance(r, 60);
+                  S->gray_spine < 0 && S->slow_host < 0 &&
+                  c->rate_bps >= 25000000000ull && !S->big && chance(r, 60);
     if (S->late_recv || S->tight_rq)
         c->queue_limit = MROCE_NET_UNLIMITED;
 
@@ -557,7 +583,8 @@ static void gen(struct scen *S)
         S->h[hi].nreg = 1 + (int)below(r, MAXREG);
         S->nhost_words[hi] = 1 + (int)below(r, 3);
         for (int k = 0; k < S->nhost_words[hi]; k++) {
-            S->word = realloc(S->word, (size_t)(S->nword + 1) * sizeof(*S->word));
+            S->word = realloc(S->word,
+                              (size_t)(S->nword + 1) * sizeof(*S->word));
             S->word[S->nword].host = hi;
             S->word[S->nword].buf = new_buf(S, hi, 8, 8, B_WORD, -1, S->nword);
             S->host_words[hi][k] = S->nword++;
@@ -568,7 +595,8 @@ static void gen(struct scen *S)
     for (int p = 0; p < S->npairs; p++) {
         struct qs *a = &S->q[2 * p], *b = &S->q[2 * p + 1];
         a->host = (int)below(r, (uint32_t)S->nhosts);
-        b->host = (a->host + 1 + (int)below(r, (uint32_t)S->nhosts - 1)) % S->nhosts;
+        b->host = (a->host + 1 + (int)below(r, (uint32_t)S->nhosts - 1)) %
+                  S->nhosts;
         a->peer = 2 * p + 1;
         b->peer = 2 * p;
         a->pair = b->pair = p;
@@ -589,7 +617,8 @@ static void gen(struct scen *S)
             x->attr.max_recv_wr = 1u << (1 + below(r, 4)); /* 2..16 */
             x->attr.rnr_retry = 255;
         }
-        int cap = x->nrv < (int)x->attr.max_recv_wr ? x->nrv : (int)x->attr.max_recv_wr;
+        int cap = x->nrv < (int)x->attr.max_recv_wr ? x->nrv
+                                                    : (int)x->attr.max_recv_wr;
         x->rinitial = S->late_recv ? (int)below(r, (uint32_t)cap + 1) : cap;
     }
     S->t_late = 20000 + below(r, 40000);
@@ -606,19 +635,20 @@ static void gen(struct scen *S)
              "hosts %d spines %u delay %" PRIu64 " rate %" PRIu64
              "G loss %.3f dup %.3f corrupt %.3f reorder %.3f/%" PRIu64
              " qlim %d ecn %d blackhole %d/%" PRIu64 "..%" PRId64
-             " gray %d/%.2f slow %d/%" PRIu64 "M wrap %d credit %u late_recv %d "
-             "tight_rq %d phased %d/%" PRIu64 " big %d budget %" PRIu64 " pairs %d",
+             " gray %d/%.2f slow %d/%" PRIu64
+             "M wrap %d credit %u late_recv %d "
+             "tight_rq %d phased %d/%" PRIu64 " big %d budget %" PRIu64
+             " pairs %d",
              S->nhosts, c->spines, (uint64_t)c->delay,
-             (uint64_t)(c->rate_bps / 1000000000ull), c->loss,
-             c->dup, c->corrupt, c->reorder, (uint64_t)c->reorder_max,
+             (uint64_t)(c->rate_bps / 1000000000ull), c->loss, c->dup,
+             c->corrupt, c->reorder, (uint64_t)c->reorder_max,
              c->queue_limit == MROCE_NET_UNLIMITED ? -1 : (int)c->queue_limit,
              c->ecn_thresh == MROCE_NET_UNLIMITED ? -1 : (int)c->ecn_thresh,
              S->blackhole, (uint64_t)S->bh_on,
              S->bh_off == MROCE_TSTAMP_INF ? (int64_t)-1 : (int64_t)S->bh_off,
              S->gray_spine, S->gray_loss, S->slow_host, S->slow_bps / 1000000,
              S->psn_wrap, S->ecfg.rx_credit_bytes, S->late_recv, S->tight_rq,
-             S->phased, (uint64_t)S->t_phase, S->big,
-             S->budget, S->npairs);
+             S->phased, (uint64_t)S->t_phase, S->big, S->budget, S->npairs);
 }
 
 /* Place every buffer in its host's arena: regions separated by unregistered
@@ -710,7 +740,7 @@ static int64_t sgl_cmp(struct scen *S, const int *bufs, int n, uint32_t off,
 
 static const char *op_name(int op)
 {
-    static const char *const n[] = {"SEND", "SEND_IMM", "WRITE", "WRITE_IMM",
+    static const char *const n[] = {"SEND", "SEND_IMM",  "WRITE",   "WRITE_IMM",
                                     "READ", "FETCH_ADD", "CMP_SWAP"};
     return op >= 0 && op <= 6 ? n[op] : "?";
 }
@@ -729,8 +759,10 @@ static void check_wr_data(struct scen *S, int xi, int wi, const char *when)
             return;
         }
         if (memcmp(bmem(S, w->lbuf[0]), &w->resp_val, 8))
-            fail(S, "q%d wr %d %s %s: result buffer differs from the "
-                 "ATOMIC_RESP value", xi, wi, op_name(w->op), when);
+            fail(S,
+                 "q%d wr %d %s %s: result buffer differs from the "
+                 "ATOMIC_RESP value",
+                 xi, wi, op_name(w->op), when);
         return;
     }
     want = malloc(w->len ? w->len : 1);
@@ -746,7 +778,8 @@ static void check_wr_data(struct scen *S, int xi, int wi, const char *when)
                           w->len);
     }
     if (bad >= 0)
-        fail(S, "q%d wr %d %s len %u %s: data differs at message offset %" PRId64,
+        fail(S,
+             "q%d wr %d %s len %u %s: data differs at message offset %" PRId64,
              xi, wi, op_name(w->op), w->len, when, bad);
     free(want);
 }
@@ -765,12 +798,17 @@ static uint8_t wr_wire_op(int op)
 {
     switch (op) {
     case MROCE_WR_SEND:
-    case MROCE_WR_SEND_WITH_IMM: return MROCE_OP_SEND;
+    case MROCE_WR_SEND_WITH_IMM:
+        return MROCE_OP_SEND;
     case MROCE_WR_WRITE:
-    case MROCE_WR_WRITE_WITH_IMM: return MROCE_OP_WRITE;
-    case MROCE_WR_READ: return MROCE_OP_READ_REQ;
-    case MROCE_WR_FETCH_ADD: return MROCE_OP_FETCH_ADD;
-    default: return MROCE_OP_CMP_SWAP;
+    case MROCE_WR_WRITE_WITH_IMM:
+        return MROCE_OP_WRITE;
+    case MROCE_WR_READ:
+        return MROCE_OP_READ_REQ;
+    case MROCE_WR_FETCH_ADD:
+        return MROCE_OP_FETCH_ADD;
+    default:
+        return MROCE_OP_CMP_SWAP;
     }
 }
 
@@ -800,7 +838,8 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
         while (n <= idx)
             n *= 2;
         x->rec = realloc(x->rec, (size_t)n * sizeof(*x->rec));
-        memset(x->rec + x->caprec, 0, (size_t)(n - x->caprec) * sizeof(*x->rec));
+        memset(x->rec + x->caprec, 0,
+               (size_t)(n - x->caprec) * sizeof(*x->rec));
         x->caprec = n;
     }
     if (idx >= x->nrec)
@@ -809,8 +848,10 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
     if (rc->seen) {
         if (rc->op != pk->base.opcode || rc->msn != msn || rc->off != off ||
             rc->len != pk->payload_len || rc->aval != aval)
-            fail(S, "q%d PSN %u retransmitted with different contents "
-                 "(op %s/%s msn %u/%u off %u/%u len %u/%u val %" PRIx64 "/%" PRIx64 ")",
+            fail(S,
+                 "q%d PSN %u retransmitted with different contents "
+                 "(op %s/%s msn %u/%u off %u/%u len %u/%u val %" PRIx64
+                 "/%" PRIx64 ")",
                  xi, pk->base.psn, mrw_opcode_name(rc->op),
                  mrw_opcode_name(pk->base.opcode), rc->msn, msn, rc->off, off,
                  rc->len, pk->payload_len, rc->aval, aval);
@@ -836,8 +877,10 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
                 return;
             }
             if (w->resp_seen && w->resp_val != aval)
-                fail(S, "q%d atomic msn %u answered with two values %" PRIx64
-                     " and %" PRIx64 ": executed twice?", xi, msn, w->resp_val, aval);
+                fail(S,
+                     "q%d atomic msn %u answered with two values %" PRIx64
+                     " and %" PRIx64 ": executed twice?",
+                     xi, msn, w->resp_val, aval);
             w->resp_seen = 1;
             w->resp_val = aval;
             return;
@@ -850,7 +893,8 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
         w->resp_seen = 1;
         if (pk->payload_len &&
             memcmp(pk->payload, bshadow(S, w->rbuf) + off, pk->payload_len))
-            fail(S, "q%d READ_RESP msn %u off %u carries wrong bytes", xi, msn, off);
+            fail(S, "q%d READ_RESP msn %u off %u carries wrong bytes", xi, msn,
+                 off);
         return;
     }
     if ((int)msn >= x->posted) {
@@ -860,14 +904,17 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
     struct wrs *w = &x->wr[msn];
     const struct mrw_req_hdr *h = &pk->u.rq.req;
     int imm = (pk->base.flags & MROCE_F_IMM) != 0;
-    int want_imm = w->op == MROCE_WR_SEND_WITH_IMM || w->op == MROCE_WR_WRITE_WITH_IMM;
+    int want_imm = w->op == MROCE_WR_SEND_WITH_IMM ||
+                   w->op == MROCE_WR_WRITE_WITH_IMM;
     if (pk->base.opcode != wr_wire_op(w->op) || h->msg_len != w->len ||
         (uint64_t)off + pk->payload_len > w->len || imm != want_imm ||
         (imm && h->imm != w->imm) ||
         (w->recv >= 0 && h->rsn != (uint32_t)w->recv)) {
-        fail(S, "q%d %s msn %u: header does not match the WR (op %s len %u "
-             "off %u rsn %u imm %d)", xi, op_name(w->op), msn,
-             mrw_opcode_name(pk->base.opcode), h->msg_len, off, h->rsn, imm);
+        fail(S,
+             "q%d %s msn %u: header does not match the WR (op %s len %u "
+             "off %u rsn %u imm %d)",
+             xi, op_name(w->op), msn, mrw_opcode_name(pk->base.opcode),
+             h->msg_len, off, h->rsn, imm);
         return;
     }
     if (w->rbuf >= 0 && (h->raddr != (uint64_t)(uintptr_t)bmem(S, w->rbuf) ||
@@ -884,8 +931,8 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
     if (pk->payload_len) {
         wr_content(S, w, off, S->tmp, pk->payload_len);
         if (memcmp(S->tmp, pk->payload, pk->payload_len))
-            fail(S, "q%d %s msn %u off %u: payload differs from the message", xi,
-                 op_name(w->op), msn, off);
+            fail(S, "q%d %s msn %u off %u: payload differs from the message",
+                 xi, op_name(w->op), msn, off);
     }
 }
 
@@ -907,7 +954,8 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
  * Each PSN is checked once, by the first ACK that covers it; later ACKs
  * cannot un-place it.
  */
-static void check_ack_psn(struct scen *S, struct qs *x, struct qs *y, uint32_t psn)
+static void check_ack_psn(struct scen *S, struct qs *x, struct qs *y,
+                          uint32_t psn)
 {
     int xi = (int)(x - S->q), yi = x->peer;
     uint32_t idx = psn - y->start_psn;
@@ -941,14 +989,17 @@ static void check_ack_psn(struct scen *S, struct qs *x, struct qs *y, uint32_t p
         struct wrs *w = &y->wr[rc->msn];
         int found = w->resp_seen;
         for (uint32_t j = 0; !found && j < x->qp->nrjobs; j++)
-            found = x->qp->rjobs[j].active && x->qp->rjobs[j].req_msn == rc->msn;
+            found = x->qp->rjobs[j].active &&
+                    x->qp->rjobs[j].req_msn == rc->msn;
         if (!found)
             bad = 0;
     }
     if (bad >= 0)
-        fail(S, "q%d ACKed PSN %u (%s msn %u off %u len %u of q%d) before it "
+        fail(S,
+             "q%d ACKed PSN %u (%s msn %u off %u len %u of q%d) before it "
              "was placed/executed (first bad offset %" PRId64 ")",
-             xi, psn, mrw_opcode_name(rc->op), rc->msn, rc->off, rc->len, yi, bad);
+             xi, psn, mrw_opcode_name(rc->op), rc->msn, rc->off, rc->len, yi,
+             bad);
 }
 
 /* An ACK (or a NAK, whose cum_psn acknowledges too) from x. */
@@ -989,7 +1040,8 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
                pk.base.entropy);
         if (pk.base.opcode == MROCE_OP_ACK)
             printf(" cum %u sack %u:%08x echo %u%s", pk.u.ack.cum_psn,
-                   pk.u.ack.sack_words, pk.u.ack.sack_words ? pk.u.ack.sack[0] : 0,
+                   pk.u.ack.sack_words,
+                   pk.u.ack.sack_words ? pk.u.ack.sack[0] : 0,
                    pk.u.ack.echo_psn,
                    pk.u.ack.echo_flags & MROCE_ECHO_DUP ? " DUP" : "");
         else if (pk.base.opcode == MROCE_OP_NAK)
@@ -1027,8 +1079,8 @@ static int rx_trace_hook(void *user, struct mroce_netdrive_pkt *p)
     (void)user;
     int rc = mrw_pkt_decode(&pk, p->buf, p->len);
     printf("%10" PRIu64 "   rx h%u->h%u spine %u %s", p->now, p->src, p->dst,
-           p->spine, rc < 0 ? mrw_wire_error_name(rc)
-                            : mrw_opcode_name(pk.base.opcode));
+           p->spine,
+           rc < 0 ? mrw_wire_error_name(rc) : mrw_opcode_name(pk.base.opcode));
     if (rc == 0)
         printf(" psn %u e %u%s", pk.base.psn, pk.base.entropy,
                p->ecn == MROCE_ECN_CE ? " CE" : "");
@@ -1101,8 +1153,9 @@ static int post_sends(struct scen *S, struct qs *x, mroce_tstamp now)
                 sg[k][i].addr = (uint64_t)(uintptr_t)bmem(S, w->lbuf[i]);
                 sg[k][i].length = S->buf[w->lbuf[i]].len;
                 /* inline data needs no key: give a wrong one to prove it */
-                sg[k][i].lkey = w->flags & MROCE_SEND_INLINE ? 0xdeadbeef
-                                                             : bkey(S, w->lbuf[i]);
+                sg[k][i].lkey = w->flags & MROCE_SEND_INLINE
+                                    ? 0xdeadbeef
+                                    : bkey(S, w->lbuf[i]);
             }
             if (w->rbuf >= 0) {
                 sw[k].remote_addr = (uint64_t)(uintptr_t)bmem(S, w->rbuf);
@@ -1147,11 +1200,16 @@ static int expect_wc_opcode(int op)
 {
     switch (op) {
     case MROCE_WR_WRITE:
-    case MROCE_WR_WRITE_WITH_IMM: return MROCE_WC_WRITE;
-    case MROCE_WR_READ: return MROCE_WC_READ;
-    case MROCE_WR_FETCH_ADD: return MROCE_WC_FETCH_ADD;
-    case MROCE_WR_CMP_SWAP: return MROCE_WC_CMP_SWAP;
-    default: return MROCE_WC_SEND;
+    case MROCE_WR_WRITE_WITH_IMM:
+        return MROCE_WC_WRITE;
+    case MROCE_WR_READ:
+        return MROCE_WC_READ;
+    case MROCE_WR_FETCH_ADD:
+        return MROCE_WC_FETCH_ADD;
+    case MROCE_WR_CMP_SWAP:
+        return MROCE_WC_CMP_SWAP;
+    default:
+        return MROCE_WC_SEND;
     }
 }
 
@@ -1172,14 +1230,17 @@ static void on_send_wc(struct scen *S, int host, const struct mroce_wc *wc)
     if ((wc->wr_id >> 32) == (uint64_t)xi && gi < (uint32_t)x->posted &&
         (int)gi >= x->next_cpl && wc->status != MROCE_WC_SUCCESS) {
         /* Errors complete unsignaled WRs too (as in verbs). */
-        fail(S, "q%d wr %u %s completed with %s", xi, gi,
-             op_name(x->wr[gi].op), mroce_wc_status_str(wc->status));
+        fail(S, "q%d wr %u %s completed with %s", xi, gi, op_name(x->wr[gi].op),
+             mroce_wc_status_str(wc->status));
         S->aborted = 1;
         return;
     }
-    if ((wc->wr_id >> 32) != (uint64_t)xi || e >= x->posted || gi != (uint32_t)e) {
-        fail(S, "q%d send completion out of order: got wr_id %" PRIx64
-             ", expected wr %d", xi, wc->wr_id, e);
+    if ((wc->wr_id >> 32) != (uint64_t)xi || e >= x->posted ||
+        gi != (uint32_t)e) {
+        fail(S,
+             "q%d send completion out of order: got wr_id %" PRIx64
+             ", expected wr %d",
+             xi, wc->wr_id, e);
         S->aborted = 1;
         return;
     }
@@ -1204,7 +1265,8 @@ static void on_recv_wc(struct scen *S, int host, const struct mroce_wc *wc)
 {
     struct qs *x = find_qs(S, (uint32_t)host, wc->qp_num);
     if (!x) {
-        fail(S, "host %d: receive completion for unknown QP %u", host, wc->qp_num);
+        fail(S, "host %d: receive completion for unknown QP %u", host,
+             wc->qp_num);
         return;
     }
     int xi = (int)(x - S->q);
@@ -1213,8 +1275,10 @@ static void on_recv_wc(struct scen *S, int host, const struct mroce_wc *wc)
           mroce_wc_status_str(wc->status), wc->byte_len);
     if ((wc->wr_id >> 32) != (uint64_t)xi || e >= x->rposted ||
         (uint32_t)wc->wr_id != (uint32_t)e) {
-        fail(S, "q%d receive completion out of order: got wr_id %" PRIx64
-             ", expected receive %d", xi, wc->wr_id, e);
+        fail(S,
+             "q%d receive completion out of order: got wr_id %" PRIx64
+             ", expected receive %d",
+             xi, wc->wr_id, e);
         S->aborted = 1;
         return;
     }
@@ -1227,14 +1291,17 @@ static void on_recv_wc(struct scen *S, int host, const struct mroce_wc *wc)
     struct qs *y = &S->q[x->peer];
     int wi = x->rv[e].wr;
     struct wrs *w = &y->wr[wi];
-    int imm = w->op == MROCE_WR_SEND_WITH_IMM || w->op == MROCE_WR_WRITE_WITH_IMM;
+    int imm = w->op == MROCE_WR_SEND_WITH_IMM ||
+              w->op == MROCE_WR_WRITE_WITH_IMM;
     if (wc->byte_len != w->len ||
         (int)wc->opcode != (imm ? MROCE_WC_RECV_WITH_IMM : MROCE_WC_RECV) ||
         ((wc->wc_flags & MROCE_WC_WITH_IMM) != 0) != imm ||
         (imm && wc->imm_data != w->imm))
-        fail(S, "q%d receive %d (q%d wr %d %s len %u): completion says opcode "
-             "%d len %u flags %u imm %x", xi, e, x->peer, wi, op_name(w->op),
-             w->len, wc->opcode, wc->byte_len, wc->wc_flags, wc->imm_data);
+        fail(S,
+             "q%d receive %d (q%d wr %d %s len %u): completion says opcode "
+             "%d len %u flags %u imm %x",
+             xi, e, x->peer, wi, op_name(w->op), w->len, wc->opcode,
+             wc->byte_len, wc->wc_flags, wc->imm_data);
     check_wr_data(S, x->peer, wi, "received");
     x->next_rcpl = e + 1;
 }
@@ -1285,7 +1352,8 @@ static int app_poll(struct scen *S)
     for (int i = 0; i < S->nqs; i++) {
         struct qs *x = &S->q[i];
         if (mre_qp_state(x->qp) != MROCE_QPS_RTS) {
-            fail(S, "q%d left RTS: %s", i, mroce_qp_state_str(mre_qp_state(x->qp)));
+            fail(S, "q%d left RTS: %s", i,
+                 mroce_qp_state_str(mre_qp_state(x->qp)));
             S->aborted = 1;
             return 1;
         }
@@ -1359,7 +1427,8 @@ static void check_words(struct scen *S)
         memcpy(&vf, bmem(S, S->word[k].buf), 8);
         int i0 = vindex(vals, &nv, v0), i1 = vindex(vals, &nv, vf);
         for (int i = 0; i < n; i++) {
-            int a = vindex(vals, &nv, ops[i].from), b = vindex(vals, &nv, ops[i].to);
+            int a = vindex(vals, &nv, ops[i].from),
+                b = vindex(vals, &nv, ops[i].to);
             deg[a]++;
             deg[b]--;
         }
@@ -1377,12 +1446,14 @@ static void check_words(struct scen *S)
                 ok = 0;
         }
         for (int i = 0; i < n; i++)
-            if (uf_find(par, vindex(vals, &nv, ops[i].from)) != uf_find(par, i0))
+            if (uf_find(par, vindex(vals, &nv, ops[i].from)) !=
+                uf_find(par, i0))
                 ok = 0;
         if (n == 0 && v0 != vf)
             ok = 0;
         if (!ok)
-            fail(S, "atomic word %d (host %d, %d ops): returned values and final "
+            fail(S,
+                 "atomic word %d (host %d, %d ops): returned values and final "
                  "value %" PRIx64 " (initial %" PRIx64 ") fit no serial order",
                  k, S->word[k].host, n, vf, v0);
         /* Validated (or reported): the shadow takes the final value. */
@@ -1412,7 +1483,8 @@ static void finalize(struct scen *S)
                 memcpy(c, bshadow(S, w->rbuf), w->len);
                 uint32_t off = 0;
                 for (int i = 0; i < w->nsge; i++) {
-                    memcpy(bshadow(S, w->lbuf[i]), c + off, S->buf[w->lbuf[i]].len);
+                    memcpy(bshadow(S, w->lbuf[i]), c + off,
+                           S->buf[w->lbuf[i]].len);
                     off += S->buf[w->lbuf[i]].len;
                 }
             } else {
@@ -1467,8 +1539,10 @@ static void finalize(struct scen *S)
                 what = wbuf;
             }
         }
-        fail(S, "host %d memory: %zu bytes differ from the expected contents, "
-             "first at arena offset %zu (%s)", hi, nbad, first, what);
+        fail(S,
+             "host %d memory: %zu bytes differ from the expected contents, "
+             "first at arena offset %zu (%s)",
+             hi, nbad, first, what);
     }
 }
 
@@ -1482,14 +1556,16 @@ static void check_quiescent(struct scen *S)
         if (qp->state != MROCE_QPS_RTS || qp->sq_head != qp->sq_tail ||
             qp->rq_head != qp->rq_tail || qp->snd_una != qp->snd_nxt ||
             qp->inflight_pkts || qp->inflight_bytes || busy)
-            fail(S, "q%d not quiescent at the end: state %s sq %u/%u rq %u/%u "
-                 "una %u nxt %u inflight %u/%u jobs %d", i,
-                 mroce_qp_state_str(mre_qp_state(qp)), qp->sq_head,
+            fail(S,
+                 "q%d not quiescent at the end: state %s sq %u/%u rq %u/%u "
+                 "una %u nxt %u inflight %u/%u jobs %d",
+                 i, mroce_qp_state_str(mre_qp_state(qp)), qp->sq_head,
                  qp->sq_tail, qp->rq_head, qp->rq_tail, qp->snd_una,
                  qp->snd_nxt, qp->inflight_pkts, qp->inflight_bytes, busy);
     }
     for (int hi = 0; hi < S->nhosts; hi++)
-        if (mroce_tb_cq_count(S->tb->h[hi].scq) || mroce_tb_cq_count(S->tb->h[hi].rcq))
+        if (mroce_tb_cq_count(S->tb->h[hi].scq) ||
+            mroce_tb_cq_count(S->tb->h[hi].rcq))
             fail(S, "host %d: extra completions after all work completed", hi);
 }
 
@@ -1544,7 +1620,8 @@ static void wrap_rand(uint8_t *buf, size_t len, void *user)
     if (len == 8) {
         uint64_t v;
         memcpy(&v, buf, 8);
-        v = (v & 0xffffffff00000000ull) | (0xffffffffu - (uint32_t)(v >> 40) % 200u);
+        v = (v & 0xffffffff00000000ull) |
+            (0xffffffffu - (uint32_t)(v >> 40) % 200u);
         memcpy(buf, &v, 8);
     }
 }
@@ -1617,14 +1694,14 @@ static void dump_qps(struct scen *S)
                "%u B cwnd %u credit %u retxq %u rq %u/%u rx cum %u high %u "
                "deadlines loss %" PRIu64 " reo %" PRIu64 " rnr %" PRIu64
                " ack %" PRIu64 " ack_now %u ctrl %x ready %u\n",
-               i, mroce_qp_state_str(mre_qp_state(qp)), qp->sq_head,
-               qp->sq_tx, qp->sq_tail, qp->tx_off, qp->rd_outstanding,
-               qp->snd_una, qp->snd_nxt, st[0], st[1], st[2], st[3], st[4],
+               i, mroce_qp_state_str(mre_qp_state(qp)), qp->sq_head, qp->sq_tx,
+               qp->sq_tail, qp->tx_off, qp->rd_outstanding, qp->snd_una,
+               qp->snd_nxt, st[0], st[1], st[2], st[3], st[4],
                qp->inflight_pkts, qp->inflight_bytes, qp->cc.cwnd,
-               qp->peer_credit, qp->retxq_tail - qp->retxq_head,
-               qp->rq_head, qp->rq_tail, qp->rxwin.cum, qp->rxwin.high,
-               qp->loss_deadline, qp->reo_deadline, qp->rnr_deadline,
-               qp->ack_deadline, qp->ack_now, qp->ctrl, qp->on_ready);
+               qp->peer_credit, qp->retxq_tail - qp->retxq_head, qp->rq_head,
+               qp->rq_tail, qp->rxwin.cum, qp->rxwin.high, qp->loss_deadline,
+               qp->reo_deadline, qp->rnr_deadline, qp->ack_deadline,
+               qp->ack_now, qp->ctrl, qp->on_ready);
     }
 }
 
@@ -1636,15 +1713,16 @@ static void run_scenario(struct scen *S)
         printf("scenario %" PRIu64 ": %s\n", S->seed, S->desc);
         for (int i = 0; i < S->nqs; i++) {
             struct qs *x = &S->q[i];
-            printf("  q%d host %d peer q%d: mtu %u npaths %u burst %u window %u "
-                   "rd_atomic %u sq %u rq %u cc %u min_rto %" PRIu64 " ack_delay %" PRIu64
-                   " ooo %u cwnd %u: %d WRs, %d receives (%d at start)\n",
-                   i, x->host, x->peer, x->attr.mtu, x->attr.npaths,
-                   x->attr.path_burst, x->attr.window, x->attr.max_rd_atomic,
-                   x->attr.max_send_wr, x->attr.max_recv_wr,
-                   x->attr.cc_algo, x->attr.min_rto, x->attr.max_ack_delay,
-                   x->attr.ooo_thresh, x->attr.init_cwnd, x->nwr, x->nrv,
-                   x->rinitial);
+            printf(
+                "  q%d host %d peer q%d: mtu %u npaths %u burst %u window %u "
+                "rd_atomic %u sq %u rq %u cc %u min_rto %" PRIu64
+                " ack_delay %" PRIu64
+                " ooo %u cwnd %u: %d WRs, %d receives (%d at start)\n",
+                i, x->host, x->peer, x->attr.mtu, x->attr.npaths,
+                x->attr.path_burst, x->attr.window, x->attr.max_rd_atomic,
+                x->attr.max_send_wr, x->attr.max_recv_wr, x->attr.cc_algo,
+                x->attr.min_rto, x->attr.max_ack_delay, x->attr.ooo_thresh,
+                x->attr.init_cwnd, x->nwr, x->nrv, x->rinitial);
         }
     }
     if (mroce_tb_new(&S->tb, &S->ncfg, &S->ecfg) < 0) {
@@ -1657,8 +1735,8 @@ static void run_scenario(struct scen *S)
     if (S->gray_spine >= 0)
         mroce_net_set_spine_loss(net, (uint32_t)S->gray_spine, S->gray_loss);
     if (S->slow_host >= 0)
-        mroce_net_set_host_rate(net, (uint32_t)S->slow_host, S->ncfg.net.rate_bps,
-                                S->slow_bps);
+        mroce_net_set_host_rate(net, (uint32_t)S->slow_host,
+                                S->ncfg.net.rate_bps, S->slow_bps);
     if (S->psn_wrap)
         for (int hi = 0; hi < S->nhosts; hi++) {
             S->tb->h[hi].ep->cfg.rand = wrap_rand;
@@ -1668,7 +1746,7 @@ static void run_scenario(struct scen *S)
         struct hostmem *H = &S->h[hi];
         for (int g = 0; g < H->nreg; g++)
             if (mre_mr_reg(S->tb->h[hi].ep, H->mem + H->reg[g].off,
-                             H->reg[g].len, FULL_ACCESS, &H->reg[g].mr) < 0) {
+                           H->reg[g].len, FULL_ACCESS, &H->reg[g].mr) < 0) {
                 fail(S, "mr_reg failed");
                 return;
             }
@@ -1705,15 +1783,19 @@ static void run_scenario(struct scen *S)
             continue;
         }
         if (nt == MROCE_TSTAMP_INF) {
-            fail(S, "stalled: work outstanding but nothing scheduled at t=%" PRIu64,
-                 mroce_netdrive_now(d) - S->t0);
+            fail(
+                S,
+                "stalled: work outstanding but nothing scheduled at t=%" PRIu64,
+                mroce_netdrive_now(d) - S->t0);
             dump_qps(S);
             S->aborted = 1;
             break;
         }
         if (nt > S->limit || ++steps > max_steps) {
-            fail(S, "did not finish within the bound (%" PRIu64 " ns model time, "
-                 "%" PRIu64 " steps)", S->limit - S->t0, steps);
+            fail(S,
+                 "did not finish within the bound (%" PRIu64 " ns model time, "
+                 "%" PRIu64 " steps)",
+                 S->limit - S->t0, steps);
             dump_qps(S);
             S->aborted = 1;
             break;
@@ -1792,10 +1874,11 @@ static double wall_now(void)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: test_engine_prop [--seeds N] [--start S] [--seed N] [-v]\n"
-            "  default: seeds 1..%d (the CI subset); full sweep: --seeds 10000\n",
-            CI_SEEDS);
+    fprintf(
+        stderr,
+        "usage: test_engine_prop [--seeds N] [--start S] [--seed N] [-v]\n"
+        "  default: seeds 1..%d (the CI subset); full sweep: --seeds 10000\n",
+        CI_SEEDS);
 }
 
 int main(int argc, char **argv)
@@ -1852,19 +1935,21 @@ int main(int argc, char **argv)
            tot.scenarios, tot.msgs, tot.bytes, tot.pkts, wall,
            (double)tot.max_model_time / 1e6);
     printf("  retransmissions %" PRIu64 ": path %" PRIu64 " ooo %" PRIu64
-           " rto %" PRIu64 " probe %" PRIu64 " rnr %" PRIu64 "; timeouts %" PRIu64
-           ", paths retired %" PRIu64 "\n",
+           " rto %" PRIu64 " probe %" PRIu64 " rnr %" PRIu64
+           "; timeouts %" PRIu64 ", paths retired %" PRIu64 "\n",
            tot.retx, tot.retx_path, tot.retx_ooo, tot.retx_rto, tot.retx_probe,
            tot.retx_rnr, tot.timeouts, tot.paths_retired);
     printf("  duplicates: %" PRIu64 " made by the fabric, %" PRIu64
            " detected by receivers; ECN marks %" PRIu64 "\n",
            tot.dups, tot.rx_dups, tot.ecn_marks);
-    printf("  drops: loss %" PRIu64 " corrupt(crc) %" PRIu64 " blackhole %" PRIu64
-           " queue %" PRIu64 " engine-other %" PRIu64 "\n",
+    printf("  drops: loss %" PRIu64 " corrupt(crc) %" PRIu64
+           " blackhole %" PRIu64 " queue %" PRIu64 " engine-other %" PRIu64
+           "\n",
            tot.drop_loss, tot.drop_corrupt, tot.drop_blackhole, tot.drop_queue,
            tot.drop_other);
-    printf("  ACKs checked %" PRIu64 ", PSNs verified placed before their ACK %"
-           PRIu64 "\n", tot.acks_checked, tot.psns_checked);
+    printf("  ACKs checked %" PRIu64
+           ", PSNs verified placed before their ACK %" PRIu64 "\n",
+           tot.acks_checked, tot.psns_checked);
     printf("test_engine_prop: %" PRIu64 " passed, %" PRIu64 " failed\n", passed,
            failed);
     return failed || !passed;

@@ -46,7 +46,7 @@
 #define SLOW_QUEUE (32u << 10)
 #define SLOW_ECN (8u << 10) /* more than two packets queued ahead */
 #define SHARE_MAX 0.10
-#define GOODPUT_MIN 80.0 /* Gbit/s */
+#define GOODPUT_MIN 80.0          /* Gbit/s */
 #define MODEL_LIMIT 5000000000ull /* 5 s of model time: a hang, not slowness */
 
 struct obs {
@@ -130,20 +130,20 @@ static struct result run(uint64_t seed)
     mre_qp_get_counters(qa, &ca);
     mroce_net_get_spine_counters(net, (uint32_t)slow, &sc);
     mroce_net_get_counters(net, &nc);
-    printf("slowpath seed %llu: spine %d at 10 Gbit/s (%d/64 paths at start): "
-           "share %.2f%% in the first half, %.2f%% in the second (even 12.5%%); "
-           "slow spine: %llu pkts, %llu queue drops, %llu CE, max queue %llu B; "
-           "downlink CE %llu, drops %llu; retired %llu, retx %llu; srtt %.2f us; "
-           "goodput %.1f Gbit/s\n",
-           (unsigned long long)seed, slow, on_spine, 100 * res.share_first,
-           100 * res.share_second, (unsigned long long)sc.pkts,
-           (unsigned long long)sc.queue_drops,
-           (unsigned long long)sc.queue_ce_marks,
-           (unsigned long long)sc.queue_max,
-           (unsigned long long)nc.ce_marked, (unsigned long long)nc.drop_queue,
-           (unsigned long long)ca.paths_retired,
-           (unsigned long long)ca.retx_pkts, (double)ca.srtt / 1e3,
-           elapsed ? (double)o.total * 8.0 / (double)elapsed : 0.0);
+    printf(
+        "slowpath seed %llu: spine %d at 10 Gbit/s (%d/64 paths at start): "
+        "share %.2f%% in the first half, %.2f%% in the second (even 12.5%%); "
+        "slow spine: %llu pkts, %llu queue drops, %llu CE, max queue %llu B; "
+        "downlink CE %llu, drops %llu; retired %llu, retx %llu; srtt %.2f us; "
+        "goodput %.1f Gbit/s\n",
+        (unsigned long long)seed, slow, on_spine, 100 * res.share_first,
+        100 * res.share_second, (unsigned long long)sc.pkts,
+        (unsigned long long)sc.queue_drops,
+        (unsigned long long)sc.queue_ce_marks, (unsigned long long)sc.queue_max,
+        (unsigned long long)nc.ce_marked, (unsigned long long)nc.drop_queue,
+        (unsigned long long)ca.paths_retired, (unsigned long long)ca.retx_pkts,
+        (double)ca.srtt / 1e3,
+        elapsed ? (double)o.total * 8.0 / (double)elapsed : 0.0);
     res.gbps = elapsed ? (double)o.total * 8.0 / (double)elapsed : 0.0;
     mre_qp_del(qa);
     mre_qp_del(qb);
@@ -161,9 +161,10 @@ int main(void)
                   "packets in the second half (bound %.1f%%)",
                   (unsigned long long)seed, 100 * r.share_second,
                   100 * SHARE_MAX);
-        CHECK_MSG(r.gbps > GOODPUT_MIN,
-                  "seed %llu: goodput %.1f Gbit/s with a slow path (bound %.0f)",
-                  (unsigned long long)seed, r.gbps, GOODPUT_MIN);
+        CHECK_MSG(
+            r.gbps > GOODPUT_MIN,
+            "seed %llu: goodput %.1f Gbit/s with a slow path (bound %.0f)",
+            (unsigned long long)seed, r.gbps, GOODPUT_MIN);
     }
     return TESTUTIL_SUMMARY("test_engine_slowpath");
 }

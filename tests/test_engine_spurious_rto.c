@@ -118,17 +118,21 @@ static int xfer_start(struct xfer *x, uint64_t seed)
     }
     mre_mr *msrc, *mdst;
     CHECK(mre_mr_reg(x->tb->h[0].ep, x->src, SIZE, MROCE_ACCESS_LOCAL_WRITE,
-                       &msrc) == 0);
+                     &msrc) == 0);
     CHECK(mre_mr_reg(x->tb->h[1].ep, x->dst, SIZE,
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                       &mdst) == 0);
+                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                     &mdst) == 0);
     x->t0 = mroce_netdrive_now(x->tb->d);
     for (uint32_t i = 0; i < NCHUNKS; i++) {
-        struct mroce_sge sg = {(uint64_t)(uintptr_t)(x->src + (uint64_t)i * CHUNK),
+        struct mroce_sge sg = {(uint64_t)(uintptr_t)(x->src +
+                                                     (uint64_t)i * CHUNK),
                                CHUNK, mre_mr_lkey(msrc)};
         struct mroce_send_wr wr = {
-            .wr_id = i, .sg_list = &sg, .num_sge = 1,
-            .opcode = MROCE_WR_WRITE, .send_flags = MROCE_SEND_SIGNALED,
+            .wr_id = i,
+            .sg_list = &sg,
+            .num_sge = 1,
+            .opcode = MROCE_WR_WRITE,
+            .send_flags = MROCE_SEND_SIGNALED,
             .remote_addr = (uint64_t)(uintptr_t)(x->dst + (uint64_t)i * CHUNK),
             .rkey = mre_mr_rkey(mdst)};
         CHECK(mre_qp_post_send(x->qa, &wr, NULL, x->t0) == 0);
@@ -193,8 +197,9 @@ static void run(uint64_t seed, int genuine)
                 if (genuine)
                     CHECK(mroce_net_set_loss(net, 1.0) == 0);
                 else
-                    hold = (struct hold){net, mroce_netdrive_now(x.tb->d) +
-                                         HOLD, x.base_delay, 1};
+                    hold = (struct hold){net,
+                                         mroce_netdrive_now(x.tb->d) + HOLD,
+                                         x.base_delay, 1};
                 phase = 1;
             }
         } else if (phase == 1) {
@@ -220,9 +225,10 @@ static void run(uint64_t seed, int genuine)
     mre_qp_get_counters(qa, &c);
     struct mroce_qp_counters cb;
     mre_qp_get_counters(qb, &cb);
-    CHECK_MSG(done == NCHUNKS && !bad, "seed %llu genuine %d: %u/%u done, "
-              "%u failed", (unsigned long long)seed, genuine, done, NCHUNKS,
-              bad);
+    CHECK_MSG(done == NCHUNKS && !bad,
+              "seed %llu genuine %d: %u/%u done, "
+              "%u failed",
+              (unsigned long long)seed, genuine, done, NCHUNKS, bad);
     CHECK_EQ(order, 0);
     CHECK(memcmp(x.src, x.dst, SIZE) == 0);
     CHECK_EQ(mre_qp_state(qa), MROCE_QPS_RTS);
@@ -231,16 +237,16 @@ static void run(uint64_t seed, int genuine)
     uint32_t pkt = (uint32_t)x.at.mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
     printf("seed %llu %s: cwnd before RTO %llu, at verdict %llu; paths charged "
            "by the RTO %u, after the verdict %u; timeouts %llu spurious %llu "
-           "retired %llu; retx %llu (path %llu ooo %llu rto %llu probe %llu, %llu after the "
+           "retired %llu; retx %llu (path %llu ooo %llu rto %llu probe %llu, "
+           "%llu after the "
            "verdict), peer dups %llu; %.1f ms\n",
            (unsigned long long)seed, genuine ? "genuine" : "spurious",
            (unsigned long long)pre_cwnd, (unsigned long long)verdict_cwnd,
-           charged_at_rto, charged_at_verdict,
-           (unsigned long long)c.timeouts, (unsigned long long)c.spurious_rto,
-           (unsigned long long)c.paths_retired,
-           (unsigned long long)c.retx_pkts, (unsigned long long)c.retx_path,
-           (unsigned long long)c.retx_ooo, (unsigned long long)c.retx_rto,
-           (unsigned long long)c.retx_probe,
+           charged_at_rto, charged_at_verdict, (unsigned long long)c.timeouts,
+           (unsigned long long)c.spurious_rto,
+           (unsigned long long)c.paths_retired, (unsigned long long)c.retx_pkts,
+           (unsigned long long)c.retx_path, (unsigned long long)c.retx_ooo,
+           (unsigned long long)c.retx_rto, (unsigned long long)c.retx_probe,
            (unsigned long long)(phase == 3 ? c.retx_pkts - retx_at_verdict : 0),
            (unsigned long long)cb.rx_dups,
            (double)(mroce_netdrive_now(x.tb->d) - x.t0) / 1e6);
@@ -251,7 +257,8 @@ static void run(uint64_t seed, int genuine)
         CHECK(phase == 3);
         CHECK_EQ(c.spurious_rto, 1);
         CHECK_EQ(c.timeouts, 1);
-        CHECK_MSG(verdict_cwnd + pkt >= pre_cwnd && verdict_cwnd <= pre_cwnd + pkt,
+        CHECK_MSG(verdict_cwnd + pkt >= pre_cwnd &&
+                      verdict_cwnd <= pre_cwnd + pkt,
                   "cwnd %llu at the verdict, %llu before the RTO",
                   (unsigned long long)verdict_cwnd,
                   (unsigned long long)pre_cwnd);
@@ -340,10 +347,9 @@ static void run_span(uint64_t seed)
            "rto %llu probe %llu); %.1f ms\n",
            (unsigned long long)seed, (unsigned long long)sp.drops,
            (unsigned long long)span_reached, (unsigned long long)c.timeouts,
-           (unsigned long long)c.paths_retired,
-           (unsigned long long)c.retx_pkts, (unsigned long long)c.retx_path,
-           (unsigned long long)c.retx_ooo, (unsigned long long)c.retx_rto,
-           (unsigned long long)c.retx_probe,
+           (unsigned long long)c.paths_retired, (unsigned long long)c.retx_pkts,
+           (unsigned long long)c.retx_path, (unsigned long long)c.retx_ooo,
+           (unsigned long long)c.retx_rto, (unsigned long long)c.retx_probe,
            (double)(mroce_netdrive_now(x.tb->d) - x.t0) / 1e6);
     CHECK_MSG(done == NCHUNKS && !bad, "seed %llu span: %u/%u done, %u failed",
               (unsigned long long)seed, done, NCHUNKS, bad);

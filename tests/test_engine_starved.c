@@ -31,8 +31,8 @@ static unsigned drain(mre_ep *ep, mroce_tstamp now)
     return n;
 }
 
-static void post_write(mre_qp *qp, mre_mr *src, mre_mr *dst,
-                       uint8_t *sbuf, uint8_t *dbuf, mroce_tstamp now)
+static void post_write(mre_qp *qp, mre_mr *src, mre_mr *dst, uint8_t *sbuf,
+                       uint8_t *dbuf, mroce_tstamp now)
 {
     struct mroce_sge sg = {(uint64_t)(uintptr_t)sbuf, SIZE, mre_mr_lkey(src)};
     struct mroce_send_wr wr;
@@ -74,9 +74,9 @@ int main(void)
     mre_mr_reg(ep, sa, SIZE, MROCE_ACCESS_LOCAL_WRITE, &msa);
     mre_mr_reg(ep, sb, SIZE, MROCE_ACCESS_LOCAL_WRITE, &msb);
     mre_mr_reg(tb->h[1].ep, da, SIZE,
-                 MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mda);
+               MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mda);
     mre_mr_reg(tb->h[1].ep, db, SIZE,
-                 MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mdb);
+               MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE, &mdb);
     now = mroce_netdrive_now(tb->d);
     CHECK(!qa->starved && !qb->starved);
 

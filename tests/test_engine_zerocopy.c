@@ -62,10 +62,9 @@ static void end_new(struct end *e, uint8_t id)
     CHECK(mre_qp_new(e->ep, &a, &e->qp) == 0);
     e->buf = calloc(1, BUFSZ);
     CHECK(mre_mr_reg(e->ep, e->buf, BUFSZ,
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
-                           MROCE_ACCESS_REMOTE_READ |
-                           MROCE_ACCESS_REMOTE_ATOMIC,
-                       &e->mr) == 0);
+                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                         MROCE_ACCESS_REMOTE_READ | MROCE_ACCESS_REMOTE_ATOMIC,
+                     &e->mr) == 0);
 }
 
 static void end_del(struct end *e)
@@ -89,7 +88,7 @@ static int pump(struct end *from, struct end *to, mroce_tstamp now)
     struct mre_tx_zc zc;
     int moved = 0, n;
     while ((n = mre_ep_write_pkt_zc(from->ep, buf, sizeof(buf), &ti, &zc,
-                                      now)) > 0) {
+                                    now)) > 0) {
         const uint8_t *pkt = buf;
         if (zc.payload) {
             size_t h = (size_t)n - zc.payload_len - MROCE_CRC_LEN;
@@ -231,8 +230,7 @@ static void test_transfers(void)
 
     /* 3. SEND of 2 MTUs + 1 into a posted receive. */
     a.zc_pkts = a.copied_data_pkts = 0;
-    struct mroce_sge rs = {(uintptr_t)b.buf + 32768, 4096,
-                           mre_mr_lkey(b.mr)};
+    struct mroce_sge rs = {(uintptr_t)b.buf + 32768, 4096, mre_mr_lkey(b.mr)};
     struct mroce_recv_wr rw = {7, NULL, &rs, 1};
     struct mroce_recv_wr *rbad;
     CHECK(mre_qp_post_recv(b.qp, &rw, &rbad) == 0);

@@ -101,12 +101,14 @@ int main(void)
            (unsigned long long)acks);
     CHECK_MSG(acks * MAX_NEW_PER_ACK >= got,
               "%llu ACKs for %llu packets: one covered more than %u "
-              "(REL-18, REL-18a)", (unsigned long long)acks,
-              (unsigned long long)got, MAX_NEW_PER_ACK);
+              "(REL-18, REL-18a)",
+              (unsigned long long)acks, (unsigned long long)got,
+              MAX_NEW_PER_ACK);
     CHECK_MSG(acks <= got / MAX_NEW_PER_ACK + rounds,
               "%llu ACKs for %llu packets in %u rounds: more than one per "
-              "%u packets and one per round", (unsigned long long)acks,
-              (unsigned long long)got, rounds, MAX_NEW_PER_ACK);
+              "%u packets and one per round",
+              (unsigned long long)acks, (unsigned long long)got, rounds,
+              MAX_NEW_PER_ACK);
     /* Every WRITE completes (the last is signaled; completions are in
      * order) and landed. */
     int done = 0;

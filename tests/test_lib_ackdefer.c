@@ -149,8 +149,10 @@ static int read_answer(struct side *a, struct side *b, int n, uint64_t base)
         if (!CHECK(post_recv(b, RECV_ID + sid) == 0) ||
             !CHECK(post_read(a, b, id) == 0))
             return -1;
-        if (!CHECK_MSG(wait_for(a, id, 0, NULL, b), "a: READ %d never "
-                       "completed", i) ||
+        if (!CHECK_MSG(wait_for(a, id, 0, NULL, b),
+                       "a: READ %d never "
+                       "completed",
+                       i) ||
             !CHECK(post_send(a, sid) == 0) ||
             !CHECK(wait_for(b, RECV_ID + sid, 0, NULL, NULL)) ||
             !CHECK(wait_for(a, sid, 0, NULL, b)))
@@ -200,8 +202,8 @@ static void watchdog_backoff(struct side *a, struct side *b)
     CHECK_MSG(ticks <= us / 300 + 4 + 4 * sent,
               "b's watchdog looked %llu times in %llu us",
               (unsigned long long)ticks, (unsigned long long)us);
-    CHECK_MSG(n >= 1 && idle == n, "%d of %d watchdog threads SCHED_IDLE",
-              idle, n);
+    CHECK_MSG(n >= 1 && idle == n, "%d of %d watchdog threads SCHED_IDLE", idle,
+              n);
 }
 
 /* What deferral must achieve where the application answers at once: of
@@ -213,9 +215,10 @@ static void check_behind_answer(const char *who, uint64_t def, uint64_t rep,
     CHECK_MSG(rep >= (uint64_t)n * 3 / 4,
               "%s's ACKs behind its answer: %llu of %d", who,
               (unsigned long long)rep, n);
-    CHECK_MSG(rep * 10 >= def * 9, "%s deferred %llu, only %llu behind its "
-              "answer", who, (unsigned long long)def,
-              (unsigned long long)rep);
+    CHECK_MSG(rep * 10 >= def * 9,
+              "%s deferred %llu, only %llu behind its "
+              "answer",
+              who, (unsigned long long)def, (unsigned long long)rep);
 }
 
 static void run(const char *defer_env)
@@ -286,8 +289,8 @@ static void run(const char *defer_env)
     bdef = b1.acks_deferred - b0.acks_deferred;
     uint64_t pauses = b1.defer_pauses - b0.defer_pauses;
     printf("  one-way x%d: b deferred %llu, paused %llu times, behind an "
-           "answer %llu\n", STREAM, (unsigned long long)bdef,
-           (unsigned long long)pauses,
+           "answer %llu\n",
+           STREAM, (unsigned long long)bdef, (unsigned long long)pauses,
            (unsigned long long)(b1.acks_deferred_replied -
                                 b0.acks_deferred_replied));
     if (off) {
@@ -306,8 +309,10 @@ static void run(const char *defer_env)
         first = ping_pong(&a, &b, 40, 9000);
         udp_counters(&b, &b1);
         brep = b1.acks_deferred_replied - b0.acks_deferred_replied;
-        printf("  ping-pong again x40: b deferred %llu, behind its answer %llu\n", (unsigned long long)(b1.acks_deferred - b0.acks_deferred),
-               (unsigned long long)brep);
+        printf(
+            "  ping-pong again x40: b deferred %llu, behind its answer %llu\n",
+            (unsigned long long)(b1.acks_deferred - b0.acks_deferred),
+            (unsigned long long)brep);
         CHECK_MSG(brep >= 30, "deferral did not resume: %llu of 40",
                   (unsigned long long)brep);
     }
@@ -322,9 +327,10 @@ static void run(const char *defer_env)
         adef = a1.acks_deferred - a0.acks_deferred;
         uint64_t arep = a1.acks_deferred_replied - a0.acks_deferred_replied;
         printf("  read-answer x%d: a deferred %llu, behind its answer "
-               "%llu\n", READS, (unsigned long long)adef,
-               (unsigned long long)arep);
-        CHECK(a.buf[READ_OFF] == 0x5a && a.buf[READ_OFF + READ_LEN - 1] == 0x5a);
+               "%llu\n",
+               READS, (unsigned long long)adef, (unsigned long long)arep);
+        CHECK(a.buf[READ_OFF] == 0x5a &&
+              a.buf[READ_OFF + READ_LEN - 1] == 0x5a);
         if (off) {
             CHECK_EQ(adef, 0);
         } else {

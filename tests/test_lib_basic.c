@@ -33,8 +33,8 @@
 #define BUF_SIZE (2u << 20)
 #define MIB (1u << 20)
 
-#define ACCESS_ALL                                                        \
-    (MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |               \
+#define ACCESS_ALL                                          \
+    (MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE | \
      MROCE_ACCESS_REMOTE_READ | MROCE_ACCESS_REMOTE_ATOMIC)
 
 /* Polls s's CQ for one completion, driving `other` too (APP mode). */
@@ -278,7 +278,8 @@ static void test_bad_calls(struct side *a, struct side *b)
 
     /* Destroyed objects. */
     CHECK_EQ_INT(mroce_pd_alloc(a->dev, &pd), 0);
-    CHECK_EQ_INT(mroce_reg_mr(pd, a->buf, 4096, MROCE_ACCESS_LOCAL_WRITE, &mr), 0);
+    CHECK_EQ_INT(mroce_reg_mr(pd, a->buf, 4096, MROCE_ACCESS_LOCAL_WRITE, &mr),
+                 0);
     CHECK_EQ_INT(mroce_pd_free(pd), MROCE_EBUSY); /* MR in it */
     CHECK_EQ_INT(mroce_dereg_mr(mr), 0);
     CHECK_EQ_INT(mroce_dereg_mr(mr), MROCE_EDESTROYED);
@@ -355,9 +356,8 @@ static void test_dead_peer(struct side *b, uint16_t live_port, int mode)
     uint64_t dt = now_ms() - t0;
     CHECK_MSG(rc == MROCE_EUNREACH || rc == MROCE_ETIMEDOUT, "rc %d", rc);
     CHECK_MSG(dt <= 700, "dead port took %llu ms", (unsigned long long)dt);
-    printf("  dead port (%s): %s after %llu ms\n",
-           mode ? "thread" : "app", mroce_strerror(rc),
-           (unsigned long long)dt);
+    printf("  dead port (%s): %s after %llu ms\n", mode ? "thread" : "app",
+           mroce_strerror(rc), (unsigned long long)dt);
     CHECK_EQ_INT(mroce_qp_get_state(qp), MROCE_QPS_ERROR);
     CHECK_EQ_INT(mroce_destroy_qp(qp), 0);
 
@@ -462,8 +462,7 @@ static void run_mode(int mode)
         rcb = side_open_mode(&b, BUF_SIZE, ACCESS_ALL, 0, mode);
     if (!CHECK_MSG(rca == 0 && rcb == 0, "side_open: %d %d", rca, rcb))
         return;
-    uint16_t aport = mroce_device_port(a.dev),
-             bport = mroce_device_port(b.dev);
+    uint16_t aport = mroce_device_port(a.dev), bport = mroce_device_port(b.dev);
     CHECK(aport != bport);
     struct mroce_device_attr qa;
     CHECK_EQ_INT(mroce_device_query(a.dev, &qa), 0);

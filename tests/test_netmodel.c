@@ -67,8 +67,8 @@ struct rec {
 struct log {
     struct rec *r;
     size_t n, cap;
-    uint64_t hash; /* FNV-1a over every field and byte delivered */
-    int corrupt_ok; /* corruption expected: id from entropy, check 1 bit */
+    uint64_t hash;     /* FNV-1a over every field and byte delivered */
+    int corrupt_ok;    /* corruption expected: id from entropy, check 1 bit */
     long bitflips_bad; /* deliveries whose diff was not exactly one bit */
     long bitflips;     /* deliveries with exactly one bit flipped */
 };
@@ -154,8 +154,8 @@ static void traffic(mroce_net *net, uint32_t hosts, uint32_t n,
         size_t len = 64 + (size_t)testutil_rand_below(&s, 4176 - 64 + 1);
         mroce_net_deliver_due(net, now, on_pkt, lg);
         fill(buf, len, i);
-        if (mroce_net_send(net, src, dst, ent, MROCE_ECN_ECT0, buf, len,
-                           now) != 0)
+        if (mroce_net_send(net, src, dst, ent, MROCE_ECN_ECT0, buf, len, now) !=
+            0)
             CHECK(0);
     }
     mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, lg);
@@ -190,9 +190,11 @@ static uint64_t det_run(uint64_t seed, struct mroce_net_counters *c,
             CHECK_EQ_INT(mroce_net_set_spine_rate(net, sp, 0, 0, 0), 0);
     if (spine_rates == 2) {
         CHECK_EQ_INT(mroce_net_set_spine_rate(net, 0, 25000000000ull, 40000,
-                                              12000), 0);
+                                              12000),
+                     0);
         CHECK_EQ_INT(mroce_net_set_spine_rate(net, 2, 60000000000ull,
-                                              MROCE_NET_UNLIMITED, 30000), 0);
+                                              MROCE_NET_UNLIMITED, 30000),
+                     0);
     }
     log_init(&lg);
     traffic(net, cfg.hosts, 20000, 30, 42, &lg);
@@ -214,8 +216,8 @@ static void test_determinism(void)
     CHECK(memcmp(&a, &b, sizeof(a)) == 0);
     CHECK(h1 != h3);
     /* The run exercised every mechanism it is meant to reproduce. */
-    CHECK(a.drop_loss > 0 && a.dups > 0 && a.corrupted > 0 &&
-          a.reordered > 0 && a.drop_spine_loss > 0);
+    CHECK(a.drop_loss > 0 && a.dups > 0 && a.corrupted > 0 && a.reordered > 0 &&
+          a.drop_spine_loss > 0);
     CHECK_MSG(a.drop_queue > 0 && a.ce_marked > 0, "queue drops %llu, ce %llu",
               (unsigned long long)a.drop_queue,
               (unsigned long long)a.ce_marked);
@@ -383,7 +385,7 @@ static void test_corrupt(void)
     stream(net, 5000, 400, 1500, &lg);
     mroce_net_get_counters(net, &c);
     CHECK_EQ(lg.n, 5000);
-    CHECK_EQ(lg.bitflips, 5000);   /* every packet: exactly one bit */
+    CHECK_EQ(lg.bitflips, 5000); /* every packet: exactly one bit */
     CHECK_EQ(lg.bitflips_bad, 0);
     CHECK_EQ(c.corrupted, 5000);
     log_free(&lg);
@@ -525,8 +527,9 @@ static void test_serialization(void)
     memset(buf, 0, sizeof(buf));
     for (uint32_t i = 0; i < 10; i++) {
         fill(buf, 4000, i);
-        CHECK_EQ_INT(mroce_net_send(net, 0, 1, 1000, MROCE_ECN_ECT0, buf,
-                                    4000, 0), 0);
+        CHECK_EQ_INT(mroce_net_send(net, 0, 1, 1000, MROCE_ECN_ECT0, buf, 4000,
+                                    0),
+                     0);
     }
     /* Back-pressure figures at t = 0: 40000 B waiting; fewer than 8192 B
      * remain from 3200000 - 8191 * 80 ps = 2544.72 ns on. */
@@ -571,7 +574,8 @@ static void test_serialization(void)
 
     /* Slower receiver: downlink at 25 Gb/s spaces deliveries 1280 ns. */
     CHECK_EQ_INT(mroce_net_set_host_rate(net, 1, 100000000000ull,
-                                         25000000000ull), 0);
+                                         25000000000ull),
+                 0);
     for (uint32_t i = 0; i < 5; i++) {
         fill(buf, 4000, i);
         mroce_net_send(net, 0, 1, 1000, MROCE_ECN_ECT0, buf, 4000, 1000000);
@@ -770,7 +774,7 @@ static void test_spines(void)
     struct log lg;
     mroce_net *net;
     uint8_t buf[256];
-    uint32_t per[4] = { 0, 0, 0, 0 };
+    uint32_t per[4] = {0, 0, 0, 0};
     uint32_t hole = 1;
     int ok = 1;
 
@@ -782,7 +786,7 @@ static void test_spines(void)
 
     /* The hash spreads 1000 entropies evenly, for several host pairs. */
     for (uint32_t pair = 0; pair < 6; pair++) {
-        uint32_t cnt[4] = { 0, 0, 0, 0 };
+        uint32_t cnt[4] = {0, 0, 0, 0};
         uint32_t src = pair, dst = 7 - pair;
         for (uint32_t e = 0; e < 1000; e++)
             cnt[mroce_net_spine_of(net, src, dst, (uint16_t)(49152 + e))]++;
@@ -864,8 +868,7 @@ static void test_spines(void)
         fill(buf, 64, i);
         mroce_net_send(net, 0, 1, ent, MROCE_ECN_ECT0, buf, 64,
                        3000000 + (mroce_tstamp)i * 10);
-        mroce_net_deliver_due(net, 3000000 + (mroce_tstamp)i * 10, on_pkt,
-                              &lg);
+        mroce_net_deliver_due(net, 3000000 + (mroce_tstamp)i * 10, on_pkt, &lg);
     }
     mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
     for (uint32_t s = 0; s < 4; s++) {
@@ -972,7 +975,8 @@ static void test_spine_rate(void)
     e_fast = entropy_on(net, slow, 0);
     CHECK_EQ_INT(mroce_net_set_spine_rate(net, slow, 10000000000ull,
                                           MROCE_NET_UNLIMITED,
-                                          MROCE_NET_UNLIMITED), 0);
+                                          MROCE_NET_UNLIMITED),
+                 0);
     burst(net, 10, 4000, e_slow, MROCE_ECN_ECT0, 0);
     log_init(&lg);
     mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
@@ -1014,7 +1018,8 @@ static void test_spine_rate(void)
      * 835.2 ns, no drift over 200 packets. */
     CHECK_EQ_INT(mroce_net_set_spine_rate(net, slow, 40000000000ull,
                                           MROCE_NET_UNLIMITED,
-                                          MROCE_NET_UNLIMITED), 0);
+                                          MROCE_NET_UNLIMITED),
+                 0);
     burst(net, 200, 4176, e_slow, MROCE_ECN_ECT0, 3000000);
     log_init(&lg);
     mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
@@ -1025,8 +1030,8 @@ static void test_spine_rate(void)
             ok = 0;
     CHECK(ok);
     /* uplink 334.08 + 2000 + spine 835.2 + downlink 334.08 ns */
-    CHECK_EQ(lg.r[0].time_ps, 3000000 * NS + 334080 + 2000 * NS + 835200 +
-                                  334080);
+    CHECK_EQ(lg.r[0].time_ps,
+             3000000 * NS + 334080 + 2000 * NS + 835200 + 334080);
     log_free(&lg);
 
     /* 2. Rate 0 again: back to today's timing, whatever the queue settings
@@ -1061,10 +1066,10 @@ static void test_spine_rate(void)
         mroce_net_config_default(&cfg);
         net = mk(&cfg);
         slow = mroce_net_spine_of(net, 0, 1, 1000);
-        CHECK_EQ_INT(mroce_net_set_spine_rate(net, slow, 10000000000ull,
-                                              20000, 8000), 0);
-        burst(net, 30, 4000, 1000,
-              ect ? MROCE_ECN_ECT1 : MROCE_ECN_NOT_ECT, 0);
+        CHECK_EQ_INT(mroce_net_set_spine_rate(net, slow, 10000000000ull, 20000,
+                                              8000),
+                     0);
+        burst(net, 30, 4000, 1000, ect ? MROCE_ECN_ECT1 : MROCE_ECN_NOT_ECT, 0);
         log_init(&lg);
         mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
         rmax = ref_spine_queue(30, 4000, 0, 20000, 8000, ect, ref, &rdrops,
@@ -1079,8 +1084,10 @@ static void test_spine_rate(void)
                 ok = 0;
             k++;
         }
-        CHECK_MSG(ok && k == lg.n, "spine queue (ect %d) differs from the "
-                  "reference", ect);
+        CHECK_MSG(ok && k == lg.n,
+                  "spine queue (ect %d) differs from the "
+                  "reference",
+                  ect);
         mroce_net_get_counters(net, &c);
         mroce_net_get_spine_counters(net, slow, &sc);
         mroce_net_get_host_counters(net, 1, &hc);
@@ -1143,7 +1150,7 @@ static void test_spine_rate(void)
     stream(net, 20000, 100, 1000, &lg);
     CHECK_EQ(lg.n, 20000);
     {
-        uint32_t last[4] = { UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX };
+        uint32_t last[4] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
         long within = 0;
         for (size_t i = 0; i < lg.n; i++) {
             uint32_t sp = lg.r[i].spine;
@@ -1205,8 +1212,7 @@ static void test_api(void)
     memset(big, 0, sizeof(big));
     CHECK_EQ_INT(mroce_net_send(net, 0, 1, 0, 0, big, sizeof(big), 0),
                  MROCE_ERANGE);
-    CHECK_EQ_INT(mroce_net_send(net, 0, 1, 0, 0, big, MROCE_NET_MAX_PKT, 0),
-                 0);
+    CHECK_EQ_INT(mroce_net_send(net, 0, 1, 0, 0, big, MROCE_NET_MAX_PKT, 0), 0);
     CHECK_EQ_INT(mroce_net_send(net, 0, 2, 0, 0, big, 10, 0), MROCE_EINVAL);
     CHECK_EQ_INT(mroce_net_send(net, 2, 0, 0, 0, big, 10, 0), MROCE_EINVAL);
     /* Zero-length datagrams travel too. */

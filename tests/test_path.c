@@ -57,8 +57,7 @@ static int all_distinct_in_range(const struct mre_pathset *ps)
 
 static void setup(struct mre_pathset *ps, struct prng *r, uint16_t n)
 {
-    int rc = mre_pathset_init(ps, slots, n, 49152, 16384, 5000, prng_rand,
-                                r);
+    int rc = mre_pathset_init(ps, slots, n, 49152, 16384, 5000, prng_rand, r);
     CHECK(rc == 0);
 }
 
@@ -71,8 +70,8 @@ static void test_init_args(void)
 
     CHECK(mre_pathset_init(&ps, slots, 0, 49152, 16384, 0, prng_rand, &r) ==
           MROCE_EINVAL);
-    CHECK(mre_pathset_init(&ps, slots, 257, 1000, 16384, 0, prng_rand,
-                             &r) == MROCE_EINVAL);
+    CHECK(mre_pathset_init(&ps, slots, 257, 1000, 16384, 0, prng_rand, &r) ==
+          MROCE_EINVAL);
     CHECK(mre_pathset_init(&ps, slots, 8, 49152, 7, 0, prng_rand, &r) ==
           MROCE_EINVAL);
     CHECK(mre_pathset_init(&ps, slots, 8, 65530, 16, 0, prng_rand, &r) ==
@@ -108,20 +107,19 @@ static void test_entropies(void)
     /* span == npaths: the set must be a permutation of the whole range. */
     {
         struct prng r = {99};
-        CHECK(mre_pathset_init(&ps, slots, 256, 1000, 256, 0, prng_rand,
-                                 &r) == 0);
+        CHECK(mre_pathset_init(&ps, slots, 256, 1000, 256, 0, prng_rand, &r) ==
+              0);
         CHECK(all_distinct_in_range(&ps));
     }
     /* Odd span (modulo bias path) and a tiny set. */
     {
         struct prng r = {7};
-        CHECK(mre_pathset_init(&ps, slots, 5, 3000, 7, 0, prng_rand, &r) ==
-              0);
+        CHECK(mre_pathset_init(&ps, slots, 5, 3000, 7, 0, prng_rand, &r) == 0);
         CHECK(all_distinct_in_range(&ps));
     }
     /* A constant generator must still give distinct entropies and return. */
-    CHECK(mre_pathset_init(&ps, slots, 64, 49152, 16384, 0, const_rand,
-                             NULL) == 0);
+    CHECK(mre_pathset_init(&ps, slots, 64, 49152, 16384, 0, const_rand, NULL) ==
+          0);
     CHECK(all_distinct_in_range(&ps));
 }
 
@@ -310,7 +308,8 @@ static void test_window_burst(void)
     const uint32_t span = pkt * MROCE_PATH_WINDOW_PICKS; /* one packet each */
 
     setup(&ps, &r, 16);
-    CHECK(mre_path_burst_cap(&ps) == 255); /* no window known: the attribute rules */
+    CHECK(mre_path_burst_cap(&ps) ==
+          255); /* no window known: the attribute rules */
     ps.burst = 8;
     CHECK(burst_run(&ps) == 8);
     /* A window of fewer than 2 packets per pick: per-packet spraying. */
@@ -417,11 +416,10 @@ static void test_retire(void)
     {
         struct prng r2 = {9};
         unsigned ok = 1;
-        CHECK(mre_pathset_init(&ps, slots, 16, 2000, 17, 0, prng_rand,
-                                 &r2) == 0);
+        CHECK(mre_pathset_init(&ps, slots, 16, 2000, 17, 0, prng_rand, &r2) ==
+              0);
         for (k = 0; k < 50; k++) {
-            uint16_t i = (uint16_t)((k * 5) % 16), before =
-                                                       ps.paths[i].entropy;
+            uint16_t i = (uint16_t)((k * 5) % 16), before = ps.paths[i].entropy;
             mre_path_retire(&ps, i);
             ok &= ps.paths[i].entropy != before;
             ok &= (unsigned)all_distinct_in_range(&ps);
@@ -431,8 +429,8 @@ static void test_retire(void)
     /* span == npaths: nothing free, slot keeps its entropy, state resets. */
     {
         struct prng r3 = {10};
-        CHECK(mre_pathset_init(&ps, slots, 16, 2000, 16, 0, prng_rand,
-                                 &r3) == 0);
+        CHECK(mre_pathset_init(&ps, slots, 16, 2000, 16, 0, prng_rand, &r3) ==
+              0);
         old = ps.paths[3].entropy;
         ps.paths[3].weight = 1;
         mre_pathset_resync(&ps);
@@ -443,8 +441,8 @@ static void test_retire(void)
         CHECK(all_distinct_in_range(&ps));
     }
     /* With a constant generator retirement still finds a fresh value. */
-    CHECK(mre_pathset_init(&ps, slots, 32, 49152, 16384, 0, const_rand,
-                             NULL) == 0);
+    CHECK(mre_pathset_init(&ps, slots, 32, 49152, 16384, 0, const_rand, NULL) ==
+          0);
     old = ps.paths[0].entropy;
     for (k = 0; k < MROCE_PATH_RETIRE_LOSSES; k++)
         (void)mre_path_on_loss(&ps, 0);
@@ -712,7 +710,7 @@ static void test_loss_weight(void)
     mre_path_on_ack(&ps, 1, 10000, 10000);
     (void)mre_path_on_loss(&ps, 1);
     CHECK(p->weight == MROCE_PATH_WMAX - 1); /* -1 +1 -1 */
-    CHECK(p->consec_losses == 1);             /* not retired */
+    CHECK(p->consec_losses == 1);            /* not retired */
     for (int k = 0; k < 3; k++)
         mre_path_on_ack(&ps, 1, 10000, 10000);
     CHECK(p->weight == MROCE_PATH_WMAX);
@@ -734,16 +732,16 @@ static void test_pick_proven(void)
     mre_path_on_echo(&ps, 6, 2000);
     uint16_t cursor = ps.cursor;
     CHECK(mre_path_pick_proven(&ps, MROCE_PATH_NONE) == 5);
-    CHECK(mre_path_pick_proven(&ps, 5) == 6);  /* avoid: next freshest */
-    CHECK(ps.cursor == cursor);                   /* round robin untouched */
-    (void)mre_path_on_loss(&ps, 5);             /* suspect now */
+    CHECK(mre_path_pick_proven(&ps, 5) == 6); /* avoid: next freshest */
+    CHECK(ps.cursor == cursor);               /* round robin untouched */
+    (void)mre_path_on_loss(&ps, 5);           /* suspect now */
     CHECK(mre_path_pick_proven(&ps, MROCE_PATH_NONE) == 6);
-    mre_path_on_ack(&ps, 5, 0, 0);              /* acked again */
+    mre_path_on_ack(&ps, 5, 0, 0); /* acked again */
     CHECK(mre_path_pick_proven(&ps, MROCE_PATH_NONE) == 5);
-    mre_path_retire(&ps, 5);                    /* a fresh entropy: */
-    CHECK(ps.paths[5].last_echo == 0);            /* no proof */
+    mre_path_retire(&ps, 5);           /* a fresh entropy: */
+    CHECK(ps.paths[5].last_echo == 0); /* no proof */
     CHECK(mre_path_pick_proven(&ps, MROCE_PATH_NONE) == 6);
-    mre_path_on_echo(&ps, 3, 0);                /* time 0 still counts */
+    mre_path_on_echo(&ps, 3, 0); /* time 0 still counts */
     CHECK(ps.paths[3].last_echo != 0);
     /* Every proven slot suspect or avoided: the round robin again. */
     (void)mre_path_on_loss(&ps, 2);
@@ -794,9 +792,9 @@ static void test_reuse(void)
     CHECK(mre_path_pick(&ps, none) == 6);
     CHECK(mre_path_pick(&ps, none) == 7);
     CHECK(ps.reuses == 5);
-    CHECK(mre_path_pick(&ps, none) == 5);  /* the round robin's turn */
+    CHECK(mre_path_pick(&ps, none) == 5); /* the round robin's turn */
     CHECK(ps.reuses == 5);
-    CHECK(mre_path_pick(&ps, none) == 0);  /* then the queue again */
+    CHECK(mre_path_pick(&ps, none) == 0); /* then the queue again */
     CHECK(ps.reuses == 6);
 
     /* Unhealthy entries are dropped: a loss since the ack, a retirement

@@ -73,10 +73,10 @@ static void on_alarm(int sig)
 /* A child running mroce-perf with its stdout on a pipe we read. */
 struct proc {
     pid_t pid;
-    int out;            /* read end of its stdout */
+    int out; /* read end of its stdout */
     char buf[OUT_MAX];
     size_t len;
-    int status;         /* exit status, -1 = killed / not exited */
+    int status; /* exit status, -1 = killed / not exited */
 };
 
 static int spawn(struct proc *p, char *const argv[])
@@ -190,9 +190,11 @@ static const char *session(const char *srv_args, const char *cli_args,
     char *test = strtok(ctmp, " ");
     char *rest = strtok(NULL, "");
     int v6 = rest && strstr(rest, "-6") != NULL;
-    snprintf(cline, sizeof(cline), "%s %s %s -p %s --local-port %s "
-             "--timeout 20 %s", g_bin, test ? test : "",
-             v6 ? "::1" : "127.0.0.1", port, lport, rest ? rest : "");
+    snprintf(cline, sizeof(cline),
+             "%s %s %s -p %s --local-port %s "
+             "--timeout 20 %s",
+             g_bin, test ? test : "", v6 ? "::1" : "127.0.0.1", port, lport,
+             rest ? rest : "");
     split(cline, cargv, MAX_ARGS);
 
     printf("  %s  |  %s\n", srv_args, cli_args);
@@ -260,12 +262,14 @@ int main(int argc, char **argv)
     session("send_lat", "send_lat -n 200 --verify", WANT_OK);
     session("read_lat", "read_lat -n 200 -s 100 --verify", WANT_OK);
     session("atomic_lat", "atomic_lat -n 200 --verify", WANT_OK);
-    session("atomic_lat", "atomic_lat -n 100 -A CMP_AND_SWAP --verify", WANT_OK);
+    session("atomic_lat", "atomic_lat -n 100 -A CMP_AND_SWAP --verify",
+            WANT_OK);
     /* Loss and reordering on both sides; the data must still verify and the
      * client must have retransmitted. */
     const char *out = session(
         "write_bw --fault tx:drop=0.01,reorder=0.01",
-        "write_bw -n 300 --verify --fault tx:drop=0.01,dup=0.01,reorder=0.01", WANT_OK);
+        "write_bw -n 300 --verify --fault tx:drop=0.01,dup=0.01,reorder=0.01",
+        WANT_OK);
     unsigned long long retx = 0;
     const char *r = strstr(out, "retransmissions : ");
     CHECK(r && sscanf(r, "retransmissions : %llu", &retx) == 1 && retx > 0);
@@ -283,7 +287,8 @@ int main(int argc, char **argv)
             WANT_MISMATCH);
     /* JSON. */
     char json[64];
-    snprintf(json, sizeof(json), "/tmp/mroce_perf_smoke_%d.json", (int)getpid());
+    snprintf(json, sizeof(json), "/tmp/mroce_perf_smoke_%d.json",
+             (int)getpid());
     char cargs[160];
     snprintf(cargs, sizeof(cargs), "write_lat -n 100 --verify --json %s", json);
     session("write_lat", cargs, WANT_OK);
@@ -301,8 +306,10 @@ int main(int argc, char **argv)
     {
         struct proc C;
         char line[256], *cargv[MAX_ARGS];
-        snprintf(line, sizeof(line), "%s write_bw 127.0.0.1 -p %u --local-port %u"
-                 " --timeout 2", g_bin, g_port + 100, g_port + 101);
+        snprintf(line, sizeof(line),
+                 "%s write_bw 127.0.0.1 -p %u --local-port %u"
+                 " --timeout 2",
+                 g_bin, g_port + 100, g_port + 101);
         split(line, cargv, MAX_ARGS);
         uint64_t t0 = now_ms();
         if (CHECK(spawn(&C, cargv) == 0)) {

@@ -95,8 +95,9 @@ static int open_udp(struct mroce_udp **u, struct mroce_udp_config *cfg,
 {
     static unsigned salt;
     for (int i = 0; i < 50; i++) {
-        uint16_t port = (uint16_t)(20000 + ((unsigned)getpid() * 97u +
-                                            salt++ * 7919u) % 20000u);
+        uint16_t port = (uint16_t)(20000 +
+                                   ((unsigned)getpid() * 97u + salt++ * 7919u) %
+                                       20000u);
         if (mroce_udp_resolve(ip, port, AF_UNSPEC, &cfg->local) < 0)
             return MROCE_EADDR;
         int rc = mroce_udp_open(u, cfg);
@@ -244,8 +245,8 @@ static void test_gso_and_ports(void)
      * socket entropy % 16. */
     uint32_t seq = 0;
     for (int i = 0; i < 10; i++)
-        put(lc.tx, &lc.to, (uint16_t)(lc.base + 3), i == 9 ? 500 : 1000,
-            seq++, 0);
+        put(lc.tx, &lc.to, (uint16_t)(lc.base + 3), i == 9 ? 500 : 1000, seq++,
+            0);
     for (int i = 0; i < 5; i++)
         put(lc.tx, &lc.to, (uint16_t)(lc.base + 5), 1000, seq++, 0);
     put(lc.tx, &lc.to, 7, 300, seq++, 0);
@@ -269,8 +270,8 @@ static void test_gso_and_ports(void)
     CHECK(r.rx_sockbuf >= 4096);
     {
         int probe = socket(AF_INET, SOCK_DGRAM, 0), v = 8 << 20;
-        if (probe >= 0 && setsockopt(probe, SOL_SOCKET, SO_RCVBUFFORCE, &v,
-                                     sizeof(v)) == 0)
+        if (probe >= 0 &&
+            setsockopt(probe, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) == 0)
             CHECK_MSG(r.rx_sockbuf >= (8u << 20), "rx_sockbuf %llu",
                       (unsigned long long)r.rx_sockbuf);
         if (probe >= 0)
@@ -500,7 +501,11 @@ static int near(double got, double n, double p)
 static void test_faults(void)
 {
     const unsigned n = 4000;
-    struct { const char *name; int tx; struct mroce_fault f; } cases[] = {
+    struct {
+        const char *name;
+        int tx;
+        struct mroce_fault f;
+    } cases[] = {
         {"tx drop", 1, {0.1, 0, 0, 0, 0}},
         {"tx dup", 1, {0, 0.1, 0, 0, 0}},
         {"tx reorder", 1, {0, 0, 0.1, 0, 0}},
@@ -546,11 +551,12 @@ static void test_faults(void)
         uint64_t dups = ct.fault_tx_dup + cr.fault_rx_dup;
         uint64_t reord = ct.fault_tx_reorder + cr.fault_rx_reorder;
         uint64_t corr = ct.fault_tx_corrupt + cr.fault_rx_corrupt;
-        printf("  %-10s: received %u of %u, drops %llu dups %llu reordered %llu "
-               "(inversions %u) corrupted %llu (seen %u)\n",
-               cases[k].name, l->n, n, (unsigned long long)drops,
-               (unsigned long long)dups, (unsigned long long)reord, inversions,
-               (unsigned long long)corr, l->corrupt);
+        printf(
+            "  %-10s: received %u of %u, drops %llu dups %llu reordered %llu "
+            "(inversions %u) corrupted %llu (seen %u)\n",
+            cases[k].name, l->n, n, (unsigned long long)drops,
+            (unsigned long long)dups, (unsigned long long)reord, inversions,
+            (unsigned long long)corr, l->corrupt);
         CHECK_MSG(near((double)drops, n, f->drop), "%s drops %llu",
                   cases[k].name, (unsigned long long)drops);
         CHECK_MSG(near((double)dups, n, f->dup), "%s dups", cases[k].name);
@@ -594,11 +600,11 @@ static void test_fault_parse(void)
     uint64_t seed = 5;
     memset(&tx, 0, sizeof(tx));
     memset(&rx, 0, sizeof(rx));
-    CHECK_EQ_INT(mroce_fault_parse(
-                     "tx:drop=0.01,dup=0.001,reorder=0.02,corrupt=0,"
-                     "reorder_us=80;rx:drop=0.03",
-                     &tx, &rx, &seed),
-                 0);
+    CHECK_EQ_INT(
+        mroce_fault_parse("tx:drop=0.01,dup=0.001,reorder=0.02,corrupt=0,"
+                          "reorder_us=80;rx:drop=0.03",
+                          &tx, &rx, &seed),
+        0);
     CHECK(tx.drop == 0.01 && tx.dup == 0.001 && tx.reorder == 0.02);
     CHECK(tx.corrupt == 0 && tx.reorder_us == 80);
     CHECK(rx.drop == 0.03 && rx.dup == 0);
@@ -608,8 +614,8 @@ static void test_fault_parse(void)
     CHECK_EQ(seed, 42);
     CHECK(tx.corrupt == 0.5 && rx.corrupt == 0.5 && tx.drop == 0.01);
     CHECK_EQ_INT(mroce_fault_parse("", &tx, &rx, &seed), 0);
-    const char *bad[] = {"tx:drop=2", "tx:drop", "xx:drop=0.1",
-                         "tx:lose=0.1", "tx:drop=abc", "seed=",
+    const char *bad[] = {"tx:drop=2",    "tx:drop",     "xx:drop=0.1",
+                         "tx:lose=0.1",  "tx:drop=abc", "seed=",
                          "rx:drop=0.1x", "tx:drop=-0.1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CHECK_MSG(mroce_fault_parse(bad[i], &tx, &rx, &seed) == MROCE_EINVAL,
@@ -621,7 +627,8 @@ static void test_addresses(void)
     struct sockaddr_storage ss;
     struct mre_addr a, b;
     CHECK_EQ_INT(mroce_udp_resolve("127.0.0.1", 4794, AF_INET, &ss), 0);
-    CHECK_EQ_INT(mroce_udp_addr_from_sa(&a, (struct sockaddr *)&ss, sizeof(ss)), 0);
+    CHECK_EQ_INT(mroce_udp_addr_from_sa(&a, (struct sockaddr *)&ss, sizeof(ss)),
+                 0);
     CHECK_EQ(a.len, sizeof(struct sockaddr_in));
     CHECK(mroce_udp_addr_to_sa(&a, &ss) == sizeof(struct sockaddr_in));
     CHECK_EQ(ntohs(((struct sockaddr_in *)&ss)->sin_port), 4794);

@@ -78,10 +78,10 @@ static int decode_exact(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
 
 enum group { G_BASE, G_REQ, G_ATOMIC, G_RESP, G_ACK, G_NAK, G_CONN, G_SACK };
 
-#define FLD(path, grp, member)                                                 \
-    {                                                                          \
-        path, grp, offsetof(struct mrw_pkt, member),                         \
-            sizeof(((struct mrw_pkt *)0)->member)                            \
+#define FLD(path, grp, member)                       \
+    {                                                \
+        path, grp, offsetof(struct mrw_pkt, member), \
+            sizeof(((struct mrw_pkt *)0)->member)    \
     }
 
 static const struct field {
@@ -359,8 +359,7 @@ static int pkt_same(const struct mrw_pkt *a, const struct mrw_pkt *b)
     return 1;
 }
 
-static void check_valid_vector(const struct vector *v,
-                               const struct mrw_pkt *p)
+static void check_valid_vector(const struct vector *v, const struct mrw_pkt *p)
 {
     int i;
     size_t f;
@@ -642,7 +641,7 @@ static void test_crc32c(void)
             uint32_t ref = crc32c_bitwise(0, buf + off, len);
             uint32_t split = (uint32_t)(len / 3);
             uint32_t chained = mrw_crc32c(mrw_crc32c(0, buf + off, split),
-                                            buf + off + split, len - split);
+                                          buf + off + split, len - split);
             if (mrw_crc32c(0, buf + off, len) != ref ||
                 mrw_crc32c_sw(0, buf + off, len) != ref || chained != ref) {
                 ok = 0;
@@ -747,8 +746,8 @@ static void rnd_pkt(struct mrw_pkt *p, unsigned op, const uint8_t *pool)
                         &p->base.flags, 9000);
         } else {
             p->base.flags |= MROCE_F_FIRST | MROCE_F_LAST;
-            q->msg_len =
-                op == MROCE_OP_READ_REQ ? rnd_msg_len() : MROCE_ATOMIC_LEN;
+            q->msg_len = op == MROCE_OP_READ_REQ ? rnd_msg_len()
+                                                 : MROCE_ATOMIC_LEN;
             if (op != MROCE_OP_READ_REQ) {
                 p->u.rq.atomic.swap_add = rnd();
                 p->u.rq.atomic.compare = rnd();
@@ -834,17 +833,17 @@ static void test_roundtrip(void)
             if (!ok)
                 break;
             rc = decode_exact(&d, buf, n);
-            ok &=
-                CHECK_MSG(rc == 0, "%s iter %zu: decode %s",
-                          mrw_opcode_name(op), i, mrw_wire_error_name(rc));
+            ok &= CHECK_MSG(rc == 0, "%s iter %zu: decode %s",
+                            mrw_opcode_name(op), i, mrw_wire_error_name(rc));
             if (!ok)
                 break;
             p.base.pkt_len = (uint16_t)n; /* computed by the encoder */
             ok &= CHECK_MSG(pkt_same(&p, &d), "%s iter %zu: fields differ",
                             mrw_opcode_name(op), i);
-            ok &= CHECK_MSG(
-                d.payload_len == 0 ? d.payload == NULL : d.payload == buf + hdr,
-                "%s iter %zu: payload pointer", mrw_opcode_name(op), i);
+            ok &= CHECK_MSG(d.payload_len == 0 ? d.payload == NULL
+                                               : d.payload == buf + hdr,
+                            "%s iter %zu: payload pointer", mrw_opcode_name(op),
+                            i);
             /* Split encode (headers, caller-placed payload, seal) gives the
              * same bytes. */
             n2 = mrw_pkt_encode_hdr(&p, buf2, n);

@@ -87,28 +87,28 @@ static inline TESTUTIL_PRINTF(5,
 #define CHECK(cond) testutil_check(!!(cond), __FILE__, __LINE__, #cond)
 
 /* CHECK with printf-style context, e.g. the vector or iteration at fault. */
-#define CHECK_MSG(cond, ...)                                                   \
+#define CHECK_MSG(cond, ...) \
     testutil_checkf(!!(cond), __FILE__, __LINE__, #cond, __VA_ARGS__)
 
 /* Integer equality that shows both sides on failure.  CHECK_EQ compares as
  * unsigned 64-bit (any unsigned field, sizes, lengths); CHECK_EQ_INT as
  * signed (error codes, differences). */
-#define CHECK_EQ(a, b)                                                         \
-    do {                                                                       \
-        unsigned long long testutil_a_ = (unsigned long long)(a);              \
-        unsigned long long testutil_b_ = (unsigned long long)(b);              \
-        testutil_checkf(testutil_a_ == testutil_b_, __FILE__, __LINE__,        \
-                        #a " == " #b, "%llu (0x%llx) != %llu (0x%llx)",        \
-                        testutil_a_, testutil_a_, testutil_b_, testutil_b_);   \
+#define CHECK_EQ(a, b)                                                       \
+    do {                                                                     \
+        unsigned long long testutil_a_ = (unsigned long long)(a);            \
+        unsigned long long testutil_b_ = (unsigned long long)(b);            \
+        testutil_checkf(testutil_a_ == testutil_b_, __FILE__, __LINE__,      \
+                        #a " == " #b, "%llu (0x%llx) != %llu (0x%llx)",      \
+                        testutil_a_, testutil_a_, testutil_b_, testutil_b_); \
     } while (0)
 
-#define CHECK_EQ_INT(a, b)                                                     \
-    do {                                                                       \
-        long long testutil_a_ = (long long)(a);                                \
-        long long testutil_b_ = (long long)(b);                                \
-        testutil_checkf(testutil_a_ == testutil_b_, __FILE__, __LINE__,        \
-                        #a " == " #b, "%lld != %lld", testutil_a_,             \
-                        testutil_b_);                                          \
+#define CHECK_EQ_INT(a, b)                                              \
+    do {                                                                \
+        long long testutil_a_ = (long long)(a);                         \
+        long long testutil_b_ = (long long)(b);                         \
+        testutil_checkf(testutil_a_ == testutil_b_, __FILE__, __LINE__, \
+                        #a " == " #b, "%lld != %lld", testutil_a_,      \
+                        testutil_b_);                                   \
     } while (0)
 
 /* Prints "NAME: N passed, M failed" on stdout and evaluates to the exit

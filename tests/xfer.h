@@ -21,9 +21,9 @@
 #define XFER_NSENDS 4
 
 struct xfer {
-    uint64_t size, sbytes;     /* WRITE bytes, SEND bytes */
-    uint32_t nwrites, nwr;     /* WRITE WRs, all WRs */
-    uint8_t *src, *dst, *rcv;  /* host 0 source; host 1 target, receives */
+    uint64_t size, sbytes;    /* WRITE bytes, SEND bytes */
+    uint32_t nwrites, nwr;    /* WRITE WRs, all WRs */
+    uint8_t *src, *dst, *rcv; /* host 0 source; host 1 target, receives */
     mre_mr *msrc, *mdst, *mrcv;
     uint32_t nsend_done, nrecv_done, bad, order;
 };
@@ -56,9 +56,8 @@ static TESTUTIL_UNUSED int xfer_busiest_spine(mroce_net *net, mre_qp *qp,
 }
 
 /* Buffers (filled from seed) and regions on both hosts. */
-static TESTUTIL_UNUSED void xfer_setup(struct mroce_testbed *tb,
-                                       struct xfer *x, uint64_t size,
-                                       uint64_t seed)
+static TESTUTIL_UNUSED void xfer_setup(struct mroce_testbed *tb, struct xfer *x,
+                                       uint64_t size, uint64_t seed)
 {
     memset(x, 0, sizeof(*x));
     x->size = size;
@@ -70,20 +69,21 @@ static TESTUTIL_UNUSED void xfer_setup(struct mroce_testbed *tb,
     x->rcv = calloc(1, x->sbytes);
     xfer_fill(x->src, size + x->sbytes, seed);
     CHECK(mre_mr_reg(tb->h[0].ep, x->src, size + x->sbytes,
-                       MROCE_ACCESS_LOCAL_WRITE, &x->msrc) == 0);
+                     MROCE_ACCESS_LOCAL_WRITE, &x->msrc) == 0);
     CHECK(mre_mr_reg(tb->h[1].ep, x->dst, size,
-                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                       &x->mdst) == 0);
-    CHECK(mre_mr_reg(tb->h[1].ep, x->rcv, x->sbytes,
-                       MROCE_ACCESS_LOCAL_WRITE, &x->mrcv) == 0);
+                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                     &x->mdst) == 0);
+    CHECK(mre_mr_reg(tb->h[1].ep, x->rcv, x->sbytes, MROCE_ACCESS_LOCAL_WRITE,
+                     &x->mrcv) == 0);
 }
 
 /* Post the receives on qb and the WRITE/SEND mix on qa. */
-static TESTUTIL_UNUSED void xfer_post(struct xfer *x, mre_qp *qa,
-                                      mre_qp *qb, mroce_tstamp now)
+static TESTUTIL_UNUSED void xfer_post(struct xfer *x, mre_qp *qa, mre_qp *qb,
+                                      mroce_tstamp now)
 {
     for (uint32_t i = 0; i < XFER_NSENDS; i++) {
-        struct mroce_sge sg = {(uint64_t)(uintptr_t)(x->rcv + i * XFER_SEND_LEN),
+        struct mroce_sge sg = {(uint64_t)(uintptr_t)(x->rcv +
+                                                     i * XFER_SEND_LEN),
                                XFER_SEND_LEN, mre_mr_lkey(x->mrcv)};
         struct mroce_recv_wr rw = {.wr_id = i, .sg_list = &sg, .num_sge = 1};
         CHECK(mre_qp_post_recv(qb, &rw, NULL) == 0);
@@ -92,10 +92,13 @@ static TESTUTIL_UNUSED void xfer_post(struct xfer *x, mre_qp *qa,
     uint32_t per = x->nwrites / XFER_NSENDS, w = 0, s = 0;
     for (uint32_t i = 0; i < x->nwr; i++) {
         struct mroce_sge sg = {0, 0, mre_mr_lkey(x->msrc)};
-        struct mroce_send_wr wr = {.wr_id = i, .sg_list = &sg, .num_sge = 1,
+        struct mroce_send_wr wr = {.wr_id = i,
+                                   .sg_list = &sg,
+                                   .num_sge = 1,
                                    .send_flags = MROCE_SEND_SIGNALED};
         if (w > 0 && w % per == 0 && s < w / per) {
-            sg.addr = (uint64_t)(uintptr_t)(x->src + x->size + s * XFER_SEND_LEN);
+            sg.addr = (uint64_t)(uintptr_t)(x->src + x->size +
+                                            s * XFER_SEND_LEN);
             sg.length = XFER_SEND_LEN;
             wr.opcode = MROCE_WR_SEND;
             s++;
@@ -103,7 +106,8 @@ static TESTUTIL_UNUSED void xfer_post(struct xfer *x, mre_qp *qa,
             sg.addr = (uint64_t)(uintptr_t)(x->src + (uint64_t)w * XFER_CHUNK);
             sg.length = XFER_CHUNK;
             wr.opcode = MROCE_WR_WRITE;
-            wr.remote_addr = (uint64_t)(uintptr_t)(x->dst + (uint64_t)w * XFER_CHUNK);
+            wr.remote_addr = (uint64_t)(uintptr_t)(x->dst +
+                                                   (uint64_t)w * XFER_CHUNK);
             wr.rkey = mre_mr_rkey(x->mdst);
             w++;
         }

@@ -39,9 +39,9 @@
 #include "testbed.h"
 
 #define SPINES 8
-#define WRITE_CHUNK (1u << 20)  /* bytes per WRITE work request */
-#define SEND_LEN (64u << 10)    /* bytes per SEND */
-#define WRITES_PER_SEND 8       /* one SEND after this many WRITEs */
+#define WRITE_CHUNK (1u << 20)     /* bytes per WRITE work request */
+#define SEND_LEN (64u << 10)       /* bytes per SEND */
+#define WRITES_PER_SEND 8          /* one SEND after this many WRITEs */
 #define MODEL_LIMIT 20000000000ull /* give up after 20 s of model time */
 
 struct opts {
@@ -49,7 +49,7 @@ struct opts {
     double loss, reorder, dup;
     uint64_t size;
     unsigned paths;
-    int cc;          /* enum mroce_cc_algo */
+    int cc; /* enum mroce_cc_algo */
     int blackhole;
     int quiet;
 };
@@ -57,29 +57,30 @@ struct opts {
 /* What the transmit hook and the main loop learn about the run. */
 struct run {
     mroce_netdrive *d;
-    int dead;                     /* blackholed spine, -1 before the failure */
-    uint64_t tx_data_bytes;       /* payload-carrying bytes host 0 sent */
+    int dead;               /* blackholed spine, -1 before the failure */
+    uint64_t tx_data_bytes; /* payload-carrying bytes host 0 sent */
     uint64_t share_before[SPINES];
     uint64_t share_during[SPINES]; /* blackhole .. last packet to dead spine */
     uint64_t share_after[SPINES];  /* after the last packet to dead spine */
     mroce_tstamp t_blackhole;
-    mroce_tstamp t_last_dead;     /* last data packet sent into the dead spine */
-    mroce_tstamp t_last_retire;   /* last retirement of a dead-spine path */
-    uint64_t dead_retired;        /* retirements of entropies on the dead spine */
-    uint64_t other_retired;       /* retirements for other reasons (loss) */
-    uint64_t dead_pkts_after;     /* data packets sent into the dead spine */
+    mroce_tstamp t_last_dead;   /* last data packet sent into the dead spine */
+    mroce_tstamp t_last_retire; /* last retirement of a dead-spine path */
+    uint64_t dead_retired;      /* retirements of entropies on the dead spine */
+    uint64_t other_retired;     /* retirements for other reasons (loss) */
+    uint64_t dead_pkts_after;   /* data packets sent into the dead spine */
 };
 
 static void usage(const char *argv0)
 {
-    fprintf(stderr,
-            "usage: %s [--seed N] [--loss P] [--size BYTES[K|M|G]] [--paths N]\n"
-            "          [--reorder P] [--dup P] [--cc delay|none] [--no-blackhole]\n"
-            "          [--quiet]\n"
-            "  Runs a multipath RDMA transfer over the deterministic network\n"
-            "  model with loss, reordering, duplication and a spine failure,\n"
-            "  verifies the data and reports how the transport coped.\n",
-            argv0);
+    fprintf(
+        stderr,
+        "usage: %s [--seed N] [--loss P] [--size BYTES[K|M|G]] [--paths N]\n"
+        "          [--reorder P] [--dup P] [--cc delay|none] [--no-blackhole]\n"
+        "          [--quiet]\n"
+        "  Runs a multipath RDMA transfer over the deterministic network\n"
+        "  model with loss, reordering, duplication and a spine failure,\n"
+        "  verifies the data and reports how the transport coped.\n",
+        argv0);
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -89,10 +90,23 @@ static int parse_size(const char *s, uint64_t *out)
     if (end == s)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v <<= 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end == 'i' || *end == 'B')
         end++;
@@ -323,12 +337,12 @@ int main(int argc, char **argv)
     fill(src, o.size + send_bytes, o.seed);
     mre_mr *msrc, *mdst, *mrcv;
     if (mre_mr_reg(tb->h[0].ep, src, o.size + send_bytes,
-                     MROCE_ACCESS_LOCAL_WRITE, &msrc) < 0 ||
+                   MROCE_ACCESS_LOCAL_WRITE, &msrc) < 0 ||
         mre_mr_reg(tb->h[1].ep, dst, o.size,
-                     MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                     &mdst) < 0 ||
+                   MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                   &mdst) < 0 ||
         mre_mr_reg(tb->h[1].ep, rcv, send_bytes, MROCE_ACCESS_LOCAL_WRITE,
-                     &mrcv) < 0) {
+                   &mrcv) < 0) {
         fprintf(stderr, "mroce-demo: memory registration failed\n");
         return 1;
     }
@@ -365,7 +379,8 @@ int main(int argc, char **argv)
             s++;
         } else {
             uint64_t off = w * WRITE_CHUNK;
-            uint64_t len = o.size - off < WRITE_CHUNK ? o.size - off : WRITE_CHUNK;
+            uint64_t len = o.size - off < WRITE_CHUNK ? o.size - off
+                                                      : WRITE_CHUNK;
             sg.addr = (uint64_t)(uintptr_t)(src + off);
             sg.length = (uint32_t)len;
             wr.opcode = MROCE_WR_WRITE;
@@ -433,7 +448,8 @@ int main(int argc, char **argv)
                     r.dead_retired += cur[i].retirements - slots[i].retirements;
                     r.t_last_retire = now;
                 } else {
-                    r.other_retired += cur[i].retirements - slots[i].retirements;
+                    r.other_retired += cur[i].retirements -
+                                       slots[i].retirements;
                 }
             }
             memcpy(slots, cur, sizeof(slots));
@@ -442,8 +458,8 @@ int main(int argc, char **argv)
         int n = mre_cq_poll(tb->h[0].scq, 64, wc);
         for (int i = 0; i < n; i++) {
             if (wc[i].status != MROCE_WC_SUCCESS && !bad_wc++)
-                snprintf(failbuf, sizeof(failbuf), "send WR %" PRIu64
-                         " completed with %s", wc[i].wr_id,
+                snprintf(failbuf, sizeof(failbuf),
+                         "send WR %" PRIu64 " completed with %s", wc[i].wr_id,
                          mroce_wc_status_str(wc[i].status));
             if (wc[i].wr_id != done_sends)
                 order_err++;
@@ -453,10 +469,12 @@ int main(int argc, char **argv)
         n = mre_cq_poll(tb->h[1].rcq, 64, wc);
         for (int i = 0; i < n; i++) {
             if ((wc[i].status != MROCE_WC_SUCCESS ||
-                 wc[i].byte_len != SEND_LEN) && !bad_wc++)
-                snprintf(failbuf, sizeof(failbuf), "receive %" PRIu64
-                         " completed with %s, %u bytes", wc[i].wr_id,
-                         mroce_wc_status_str(wc[i].status), wc[i].byte_len);
+                 wc[i].byte_len != SEND_LEN) &&
+                !bad_wc++)
+                snprintf(failbuf, sizeof(failbuf),
+                         "receive %" PRIu64 " completed with %s, %u bytes",
+                         wc[i].wr_id, mroce_wc_status_str(wc[i].status),
+                         wc[i].byte_len);
             if (wc[i].wr_id != done_recvs)
                 order_err++;
             done_recvs++;
@@ -488,9 +506,11 @@ int main(int argc, char **argv)
     if (!o.quiet) {
         printf("MetaRoCE demo: multipath RDMA over a lossy leaf/spine model\n");
         printf("  fabric     2 hosts, %d spines, 100 Gbit/s links, 2 us delay,"
-               " seed %" PRIu64 "\n", SPINES, o.seed);
-        printf("  faults     loss %.2f%%, reorder %.2f%% (<= 10 us), dup %.2f%%",
-               100 * o.loss, 100 * o.reorder, 100 * o.dup);
+               " seed %" PRIu64 "\n",
+               SPINES, o.seed);
+        printf(
+            "  faults     loss %.2f%%, reorder %.2f%% (<= 10 us), dup %.2f%%",
+            100 * o.loss, 100 * o.reorder, 100 * o.dup);
         if (r.dead >= 0)
             printf(", spine %d blackholed at t=%.1f us\n", r.dead,
                    (double)(r.t_blackhole - t0) / 1e3);
@@ -501,11 +521,13 @@ int main(int argc, char **argv)
                nwrites, o.size, nsends, SEND_LEN, o.paths,
                (unsigned)mre_qp_get_attr(qa)->mtu);
         printf("\nTransfer\n");
-        printf("  completed  %" PRIu64 "/%" PRIu64 " send WRs, %" PRIu64 "/%" PRIu64
-               " receives\n", done_sends, nwr, done_recvs, nsends);
+        printf("  completed  %" PRIu64 "/%" PRIu64 " send WRs, %" PRIu64
+               "/%" PRIu64 " receives\n",
+               done_sends, nwr, done_recvs, nsends);
         printf("  model time %.3f ms   goodput %.2f Gbit/s (of 100)\n",
                (double)elapsed / 1e6, gbps);
-        printf("  srtt %.2f us, min rtt %.2f us, final cwnd %" PRIu64 " bytes\n",
+        printf("  srtt %.2f us, min rtt %.2f us, final cwnd %" PRIu64
+               " bytes\n",
                (double)ca.srtt / 1e3, (double)ca.min_rtt / 1e3, ca.cwnd);
         printf("\nData packets of host 0 per spine (%%; * = blackholed)\n");
         printf("    %-28s", "spine");
@@ -518,10 +540,13 @@ int main(int argc, char **argv)
             print_shares("after repair", r.share_after, r.dead);
         }
         printf("\nRecovery\n");
-        printf("  data packets sent      %" PRIu64 " (%" PRIu64 " retransmitted,"
-               " %.2f%%)\n", ca.tx_data_pkts, ca.retx_pkts,
-               ca.tx_data_pkts ? 100.0 * (double)ca.retx_pkts /
-                                     (double)ca.tx_data_pkts : 0.0);
+        printf("  data packets sent      %" PRIu64 " (%" PRIu64
+               " retransmitted,"
+               " %.2f%%)\n",
+               ca.tx_data_pkts, ca.retx_pkts,
+               ca.tx_data_pkts
+                   ? 100.0 * (double)ca.retx_pkts / (double)ca.tx_data_pkts
+                   : 0.0);
         printf("  retransmissions        path %" PRIu64 ", ooo %" PRIu64
                ", rto %" PRIu64 ", probe %" PRIu64 ", rnr %" PRIu64 "\n",
                ca.retx_path, ca.retx_ooo, ca.retx_rto, ca.retx_probe,
@@ -570,13 +595,13 @@ int main(int argc, char **argv)
     }
     if (ok)
         printf("VERDICT: PASS - %" PRIu64 " bytes delivered intact at %.2f "
-               "Gbit/s%s\n", total_tx, gbps,
-               r.dead >= 0 ? " through a spine failure" : "");
+               "Gbit/s%s\n",
+               total_tx, gbps, r.dead >= 0 ? " through a spine failure" : "");
     else
-        printf("VERDICT: FAIL -%s%s%s%s%s\n",
-               fail ? " " : "", fail ? fail : "",
-               (mism_w || mism_s) ? (fail ? "; data mismatch" : " data mismatch")
-                                  : "",
+        printf("VERDICT: FAIL -%s%s%s%s%s\n", fail ? " " : "", fail ? fail : "",
+               (mism_w || mism_s)
+                   ? (fail ? "; data mismatch" : " data mismatch")
+                   : "",
                order_err && (fail || mism_w || mism_s) ? ";" : "",
                order_err ? " completions out of order" : "");
 

@@ -23,22 +23,22 @@
 
 #include <mroce/mroce.h>
 
-#define AGENT_MAX_LINE 65536   /* AGENT-1: bytes per command, LF excluded */
-#define AGENT_MAX_ARGS 24      /* key=value pairs per command */
-#define AGENT_MAX_REPLY 65600  /* longest reply: MR_READ of 16384 bytes */
-#define AGENT_MAX_MR 1024      /* live regions */
-#define AGENT_MAX_QP 256       /* live QPs */
-#define AGENT_MAX_PD 64        /* protection domains besides the implicit 0 */
+#define AGENT_MAX_LINE 65536  /* AGENT-1: bytes per command, LF excluded */
+#define AGENT_MAX_ARGS 24     /* key=value pairs per command */
+#define AGENT_MAX_REPLY 65600 /* longest reply: MR_READ of 16384 bytes */
+#define AGENT_MAX_MR 1024     /* live regions */
+#define AGENT_MAX_QP 256      /* live QPs */
+#define AGENT_MAX_PD 64       /* protection domains besides the implicit 0 */
 #define AGENT_MAX_MR_LEN (256u << 20) /* bytes per region (ENOMEM above) */
-#define AGENT_MR_GUARD 64      /* zeroed bytes allocated past each region */
-#define AGENT_MAX_READ 16384   /* MR_READ len limit (spec table) */
-#define AGENT_OPRING 256       /* posted send ops remembered per QP */
+#define AGENT_MR_GUARD 64       /* zeroed bytes allocated past each region */
+#define AGENT_MAX_READ 16384    /* MR_READ len limit (spec table) */
+#define AGENT_OPRING 256        /* posted send ops remembered per QP */
 #define AGENT_MAX_WAIT_MS 60000 /* POLL wait_ms is clamped to this */
 
 /* --- agent_proto.c: syntax --- */
 
 struct agent_arg {
-    const char *key;  /* points into the line */
+    const char *key; /* points into the line */
     const char *val;
 };
 
@@ -82,34 +82,33 @@ struct agent_reply {
 };
 void agent_reply_ok(struct agent_reply *r);
 /* ERR <code> <text>; replaces whatever was built. */
-void agent_reply_err(struct agent_reply *r, const char *code,
-                     const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void agent_reply_err(struct agent_reply *r, const char *code, const char *fmt,
+                     ...) __attribute__((format(printf, 3, 4)));
 /* Appends " " and the formatted text. */
 void agent_reply_add(struct agent_reply *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void agent_reply_hex(struct agent_reply *r, const char *key,
-                     const uint8_t *p, size_t n);
+void agent_reply_hex(struct agent_reply *r, const char *key, const uint8_t *p,
+                     size_t n);
 /* ERR code for a libmroce error. */
 const char *agent_err_code(int err);
 
 /* --- agent_cmds.c: objects and commands --- */
 
 struct agent_mr {
-    int id;             /* 0 = free slot */
-    uint8_t *buf;       /* len + AGENT_MR_GUARD bytes, page aligned */
+    int id;       /* 0 = free slot */
+    uint8_t *buf; /* len + AGENT_MR_GUARD bytes, page aligned */
     size_t len;
     mroce_mr *mr;
 };
 
 struct agent_op {
     uint64_t wrid;
-    uint8_t op;         /* enum mroce_wr_opcode */
+    uint8_t op; /* enum mroce_wr_opcode */
     uint8_t used;
 };
 
 struct agent_qp {
-    int id;             /* 0 = free slot */
+    int id; /* 0 = free slot */
     mroce_qp *qp;
     mroce_cq *scq, *rcq;
     struct agent_op ops[AGENT_OPRING]; /* recent posts, to name IMM ops */
@@ -117,24 +116,24 @@ struct agent_qp {
 };
 
 struct agent_pd {
-    int id;             /* 0 = free slot (pd=0 names the implicit a->pd) */
+    int id; /* 0 = free slot (pd=0 names the implicit a->pd) */
     mroce_pd *pd;
 };
 
 struct agent {
     mroce_device *dev;
-    mroce_pd *pd;       /* the implicit domain, pd=0 */
-    const char *impl;   /* HELLO impl= */
+    mroce_pd *pd;     /* the implicit domain, pd=0 */
+    const char *impl; /* HELLO impl= */
     /* The UDP endpoint (--udp), kept so DEVICE can reopen it in place. */
-    char udp_host[46];  /* INET6_ADDRSTRLEN */
-    uint16_t udp_port;  /* 0 until bound */
+    char udp_host[46];        /* INET6_ADDRSTRLEN */
+    uint16_t udp_port;        /* 0 until bound */
     uint32_t rx_credit_bytes; /* DEVICE setting in effect; 0 = default */
     struct agent_pd pds[AGENT_MAX_PD]; /* PD_ALLOC'd domains */
     struct agent_mr mrs[AGENT_MAX_MR];
     struct agent_qp *qps[AGENT_MAX_QP];
     int next_mr_id, next_qp_id, next_pd_id;
-    int quit;           /* QUIT seen: close the connection after the reply */
-    int reopening;      /* agent_open_device: a DEVICE/RESET reopen */
+    int quit;      /* QUIT seen: close the connection after the reply */
+    int reopening; /* agent_open_device: a DEVICE/RESET reopen */
 };
 
 /* Lookups by the qp= / mr= argument; NULL after an ERR reply. */

@@ -71,8 +71,7 @@ mroce_pd *agent_find_pd(struct agent *a, const struct agent_cmd *c,
 
 int agent_lib_err(struct agent_reply *r, const char *what, int rc)
 {
-    agent_reply_err(r, agent_err_code(rc), "%s: %s", what,
-                    mroce_strerror(rc));
+    agent_reply_err(r, agent_err_code(rc), "%s: %s", what, mroce_strerror(rc));
     return -1;
 }
 
@@ -213,19 +212,22 @@ static int cmd_device(struct agent *a, struct agent_cmd *c,
     }
     for (int i = 0; i < AGENT_MAX_QP; i++)
         if (a->qps[i]) {
-            agent_reply_err(r, "ESTATE", "DEVICE needs a session without "
+            agent_reply_err(r, "ESTATE",
+                            "DEVICE needs a session without "
                             "QPs, regions or PDs (RESET first)");
             return -1;
         }
     for (int i = 0; i < AGENT_MAX_MR; i++)
         if (a->mrs[i].id) {
-            agent_reply_err(r, "ESTATE", "DEVICE needs a session without "
+            agent_reply_err(r, "ESTATE",
+                            "DEVICE needs a session without "
                             "QPs, regions or PDs (RESET first)");
             return -1;
         }
     for (int i = 0; i < AGENT_MAX_PD; i++)
         if (a->pds[i].id) {
-            agent_reply_err(r, "ESTATE", "DEVICE needs a session without "
+            agent_reply_err(r, "ESTATE",
+                            "DEVICE needs a session without "
                             "QPs, regions or PDs (RESET first)");
             return -1;
         }
@@ -354,9 +356,10 @@ static int mr_range(struct agent_mr *m, const struct agent_cmd *c,
     if (agent_arg_u64(c, "off", UINT64_MAX, 0, off) != 0 ||
         agent_arg_u64(c, "len", maxlen, 0, len) != 0 || *off > m->len ||
         *len > m->len - *off) {
-        agent_reply_err(r, "EINVAL", "off=N len=N within the region (%zu "
-                        "bytes), len at most %llu", m->len,
-                        (unsigned long long)maxlen);
+        agent_reply_err(r, "EINVAL",
+                        "off=N len=N within the region (%zu "
+                        "bytes), len at most %llu",
+                        m->len, (unsigned long long)maxlen);
         return -1;
     }
     return 0;
@@ -384,7 +387,8 @@ static int cmd_mr_write(struct agent *a, struct agent_cmd *c,
     }
     if (n > m->len - off || agent_hex_decode(hex, tmp, n) < 0) {
         free(tmp);
-        agent_reply_err(r, "EINVAL", "hex: pairs of hex digits, within the "
+        agent_reply_err(r, "EINVAL",
+                        "hex: pairs of hex digits, within the "
                         "region");
         return -1;
     }

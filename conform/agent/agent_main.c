@@ -269,12 +269,13 @@ static void serve(struct agent *a, int fd)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mroce-conform-agent --control HOST:PORT --udp HOST:PORT"
-               " [--once]%s\n"
-               "  Test agent of the MetaRoCE conformance suite "
-               "(docs/spec/conformance-agent.md).\n"
-               "  PORT 0 picks a free port; the agent prints "
-               "\"READY control=... udp=...\" when it listens.\n",
+    fprintf(f,
+            "usage: mroce-conform-agent --control HOST:PORT --udp HOST:PORT"
+            " [--once]%s\n"
+            "  Test agent of the MetaRoCE conformance suite "
+            "(docs/spec/conformance-agent.md).\n"
+            "  PORT 0 picks a free port; the agent prints "
+            "\"READY control=... udp=...\" when it listens.\n",
 #ifdef MROCE_SEEDED_FAULTS
             " [--fault NAME] [--list-faults]"
 #else
@@ -325,8 +326,10 @@ int main(int argc, char **argv)
     if (fault) {
 #ifdef MROCE_SEEDED_FAULTS
         if (mrw_seeded_fault_select(fault) < 0) {
-            fprintf(stderr, "mroce-conform-agent: unknown fault '%s' "
-                            "(--list-faults)\n", fault);
+            fprintf(stderr,
+                    "mroce-conform-agent: unknown fault '%s' "
+                    "(--list-faults)\n",
+                    fault);
             return 2;
         }
         if (*fault && strcmp(fault, "none"))

@@ -173,8 +173,10 @@ int agent_parse_access(const char *s)
         const char *name;
         int bit;
     } flags[] = {
-        {"lw", MROCE_ACCESS_LOCAL_WRITE},   {"rw", MROCE_ACCESS_REMOTE_WRITE},
-        {"rr", MROCE_ACCESS_REMOTE_READ},   {"ra", MROCE_ACCESS_REMOTE_ATOMIC},
+        {"lw", MROCE_ACCESS_LOCAL_WRITE},
+        {"rw", MROCE_ACCESS_REMOTE_WRITE},
+        {"rr", MROCE_ACCESS_REMOTE_READ},
+        {"ra", MROCE_ACCESS_REMOTE_ATOMIC},
     };
     if (strcmp(s, "none") == 0)
         return 0;
@@ -220,30 +222,48 @@ const char *agent_op_name(int op)
 const char *agent_status_name(int st)
 {
     switch (st) {
-    case MROCE_WC_SUCCESS: return "SUCCESS";
-    case MROCE_WC_LOC_LEN_ERR: return "LOC_LEN_ERR";
-    case MROCE_WC_LOC_PROT_ERR: return "LOC_PROT_ERR";
-    case MROCE_WC_REM_ACCESS_ERR: return "REM_ACCESS_ERR";
-    case MROCE_WC_REM_INV_REQ_ERR: return "REM_INV_REQ_ERR";
-    case MROCE_WC_REM_OP_ERR: return "REM_OP_ERR";
-    case MROCE_WC_RNR_RETRY_EXC_ERR: return "RNR_RETRY_EXC_ERR";
-    case MROCE_WC_RETRY_EXC_ERR: return "RETRY_EXC_ERR";
-    case MROCE_WC_WR_FLUSH_ERR: return "WR_FLUSH_ERR";
-    default: return "GENERAL_ERR"; /* LOC_QP_OP_ERR has no AGENT-8 name */
+    case MROCE_WC_SUCCESS:
+        return "SUCCESS";
+    case MROCE_WC_LOC_LEN_ERR:
+        return "LOC_LEN_ERR";
+    case MROCE_WC_LOC_PROT_ERR:
+        return "LOC_PROT_ERR";
+    case MROCE_WC_REM_ACCESS_ERR:
+        return "REM_ACCESS_ERR";
+    case MROCE_WC_REM_INV_REQ_ERR:
+        return "REM_INV_REQ_ERR";
+    case MROCE_WC_REM_OP_ERR:
+        return "REM_OP_ERR";
+    case MROCE_WC_RNR_RETRY_EXC_ERR:
+        return "RNR_RETRY_EXC_ERR";
+    case MROCE_WC_RETRY_EXC_ERR:
+        return "RETRY_EXC_ERR";
+    case MROCE_WC_WR_FLUSH_ERR:
+        return "WR_FLUSH_ERR";
+    default:
+        return "GENERAL_ERR"; /* LOC_QP_OP_ERR has no AGENT-8 name */
     }
 }
 
 const char *agent_wc_op_name(int op)
 {
     switch (op) {
-    case MROCE_WC_SEND: return "SEND";
-    case MROCE_WC_WRITE: return "WRITE";
-    case MROCE_WC_READ: return "READ";
-    case MROCE_WC_FETCH_ADD: return "FETCH_ADD";
-    case MROCE_WC_CMP_SWAP: return "CMP_SWAP";
-    case MROCE_WC_RECV: return "RECV";
-    case MROCE_WC_RECV_WITH_IMM: return "RECV_IMM";
-    default: return "UNKNOWN";
+    case MROCE_WC_SEND:
+        return "SEND";
+    case MROCE_WC_WRITE:
+        return "WRITE";
+    case MROCE_WC_READ:
+        return "READ";
+    case MROCE_WC_FETCH_ADD:
+        return "FETCH_ADD";
+    case MROCE_WC_CMP_SWAP:
+        return "CMP_SWAP";
+    case MROCE_WC_RECV:
+        return "RECV";
+    case MROCE_WC_RECV_WITH_IMM:
+        return "RECV_IMM";
+    default:
+        return "UNKNOWN";
     }
 }
 
@@ -252,16 +272,24 @@ const char *agent_err_code(int err)
     switch (err) {
     case MROCE_EINVAL:
     case MROCE_ERANGE:
-    case MROCE_EADDR: return "EINVAL";
-    case MROCE_ENOMEM: return "ENOMEM";
+    case MROCE_EADDR:
+        return "EINVAL";
+    case MROCE_ENOMEM:
+        return "ENOMEM";
     case MROCE_ESTATE:
-    case MROCE_EBUSY: return "ESTATE";
-    case MROCE_EFULL: return "EFULL";
+    case MROCE_EBUSY:
+        return "ESTATE";
+    case MROCE_EFULL:
+        return "EFULL";
     case MROCE_ENOENT:
-    case MROCE_EDESTROYED: return "ENOENT";
-    case MROCE_EACCESS: return "EACCESS";
-    case MROCE_EFAULT: return "EFAULT";
-    default: return "EIO";
+    case MROCE_EDESTROYED:
+        return "ENOENT";
+    case MROCE_EACCESS:
+        return "EACCESS";
+    case MROCE_EFAULT:
+        return "EFAULT";
+    default:
+        return "EIO";
     }
 }
 
@@ -288,8 +316,8 @@ void agent_reply_ok(struct agent_reply *r)
     r->len = 2;
 }
 
-void agent_reply_err(struct agent_reply *r, const char *code,
-                     const char *fmt, ...)
+void agent_reply_err(struct agent_reply *r, const char *code, const char *fmt,
+                     ...)
 {
     va_list ap;
     r->len = 0;

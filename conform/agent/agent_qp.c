@@ -49,8 +49,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
                       e->handshake_timeout / 1000000, &hs_ms) < 0 ||
         agent_arg_u64(c, "max_ack_delay_us", U32MAX, e->max_ack_delay / 1000,
                       &mad_us) < 0 ||
-        agent_arg_u64(c, "peer_timeout_ms", U32MAX,
-                      e->peer_timeout / 1000000, &pt_ms) < 0) {
+        agent_arg_u64(c, "peer_timeout_ms", U32MAX, e->peer_timeout / 1000000,
+                      &pt_ms) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");
         return -1;
     }
@@ -66,8 +66,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     struct mroce_device_attr da;
     mroce_device_query(a->dev, &da);
     const char *bad = NULL;
-    if (mtu < 256 || mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN -
-                                  MROCE_CRC_LEN)
+    if (mtu < 256 ||
+        mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN)
         bad = "mtu";
     else if (npaths == 0 || npaths > 256 || npaths > da.src_port_count)
         bad = "npaths";
@@ -169,11 +169,13 @@ int agent_cmd_qp_connect(struct agent *a, struct agent_cmd *c,
     uint64_t port, rqpn;
     uint8_t tmp[16];
     /* Literal addresses only: the agent never resolves names. */
-    if (!host || (inet_pton(AF_INET, host, tmp) != 1 &&
-                  inet_pton(AF_INET6, host, tmp) != 1) ||
+    if (!host ||
+        (inet_pton(AF_INET, host, tmp) != 1 &&
+         inet_pton(AF_INET6, host, tmp) != 1) ||
         agent_arg_u64(c, "port", 65535, 0, &port) != 0 || port == 0 ||
         agent_arg_u64(c, "rqpn", U32MAX, 0, &rqpn) < 0) {
-        agent_reply_err(r, "EINVAL", "host=<ip literal> port=1..65535 "
+        agent_reply_err(r, "EINVAL",
+                        "host=<ip literal> port=1..65535 "
                         "[rqpn=N]");
         return -1;
     }
@@ -187,7 +189,8 @@ int agent_cmd_qp_state(struct agent *a, struct agent_cmd *c,
     struct agent_qp *q = agent_find_qp(a, c, r);
     if (!q)
         return -1;
-    agent_reply_add(r, "state=%s", mroce_qp_state_str(mroce_qp_get_state(q->qp)));
+    agent_reply_add(r, "state=%s",
+                    mroce_qp_state_str(mroce_qp_get_state(q->qp)));
     return 0;
 }
 
@@ -246,8 +249,9 @@ static int local_sge(struct agent *a, struct agent_cmd *c,
         return -1;
     uint64_t off, len;
     if (agent_arg_u64(c, "off", U32MAX, 0, &off) < 0 ||
-        agent_arg_u64(c, "len", U32MAX, m->len > off ? m->len - off : 0,
-                      &len) < 0 || len > U32MAX) {
+        agent_arg_u64(c, "len", U32MAX, m->len > off ? m->len - off : 0, &len) <
+            0 ||
+        len > U32MAX) {
         agent_reply_err(r, "EINVAL", "off=N len=N (32-bit)");
         return -1;
     }
@@ -301,7 +305,8 @@ int agent_cmd_post_send(struct agent *a, struct agent_cmd *c,
     const char *ops = agent_arg(c, "op");
     int op = ops ? agent_parse_op(ops) : -1;
     if (agent_arg_u64(c, "wrid", UINT64_MAX, 0, &wr.wr_id) != 0 || op < 0) {
-        agent_reply_err(r, "EINVAL", "wrid=N op=SEND|SEND_IMM|WRITE|"
+        agent_reply_err(r, "EINVAL",
+                        "wrid=N op=SEND|SEND_IMM|WRITE|"
                         "WRITE_IMM|READ|FETCH_ADD|CMP_SWAP required");
         return -1;
     }
@@ -328,7 +333,8 @@ int agent_cmd_post_send(struct agent *a, struct agent_cmd *c,
     }
     if (sol && op != MROCE_WR_SEND && op != MROCE_WR_SEND_WITH_IMM &&
         op != MROCE_WR_WRITE_WITH_IMM) {
-        agent_reply_err(r, "EINVAL", "solicited=1 is for SEND, SEND_IMM and "
+        agent_reply_err(r, "EINVAL",
+                        "solicited=1 is for SEND, SEND_IMM and "
                         "WRITE_IMM");
         return -1;
     }
@@ -459,11 +465,11 @@ int agent_cmd_counters(struct agent *a, struct agent_cmd *c,
      * known: reported here too under their own names; the endpoint's
      * packet totals, which share the QP's names, as ep_rx_pkts and
      * ep_tx_pkts. */
-#define AGENT_X_EP(name)                                                    \
-    agent_reply_add(r, "%s%s=%llu",                                         \
-                    strcmp(#name, "rx_pkts") && strcmp(#name, "tx_pkts")    \
-                        ? ""                                                \
-                        : "ep_",                                            \
+#define AGENT_X_EP(name)                                                 \
+    agent_reply_add(r, "%s%s=%llu",                                      \
+                    strcmp(#name, "rx_pkts") && strcmp(#name, "tx_pkts") \
+                        ? ""                                             \
+                        : "ep_",                                         \
                     #name, (unsigned long long)ec.name);
     MROCE_EP_COUNTERS(AGENT_X_EP)
 #undef AGENT_X_EP

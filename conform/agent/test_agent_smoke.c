@@ -35,10 +35,10 @@
 
 struct agent_proc {
     pid_t pid;
-    int ctl;                /* control connection */
+    int ctl; /* control connection */
     unsigned ctl_port, udp_port;
-    char rbuf[70000];       /* reply being read */
-    char pending[70000];    /* bytes read past the last reply */
+    char rbuf[70000];    /* reply being read */
+    char pending[70000]; /* bytes read past the last reply */
     size_t npending;
 };
 
@@ -184,7 +184,10 @@ static const char *kv(const char *reply, const char *key)
     return out;
 }
 
-static int is_ok(const char *r) { return strncmp(r, "OK", 2) == 0 && (!r[2] || r[2] == ' '); }
+static int is_ok(const char *r)
+{
+    return strncmp(r, "OK", 2) == 0 && (!r[2] || r[2] == ' ');
+}
 static int is_err(const char *r, const char *code)
 {
     char pre[32];
@@ -193,18 +196,21 @@ static int is_err(const char *r, const char *code)
 }
 
 /* Each evaluates its command once. */
-#define OK(expr)                                                               \
-    do {                                                                       \
-        const char *r_ = (expr);                                               \
-        CHECK_MSG(is_ok(r_), "reply: %.200s", r_);                             \
+#define OK(expr)                                   \
+    do {                                           \
+        const char *r_ = (expr);                   \
+        CHECK_MSG(is_ok(r_), "reply: %.200s", r_); \
     } while (0)
-#define ERR(expr, code)                                                        \
-    do {                                                                       \
-        const char *r_ = (expr);                                               \
-        CHECK_MSG(is_err(r_, code), "reply: %.200s (want %s)", r_, code);      \
+#define ERR(expr, code)                                                   \
+    do {                                                                  \
+        const char *r_ = (expr);                                          \
+        CHECK_MSG(is_err(r_, code), "reply: %.200s (want %s)", r_, code); \
     } while (0)
 
-static uint64_t num(const char *s) { return strtoull(s, NULL, 0); }
+static uint64_t num(const char *s)
+{
+    return strtoull(s, NULL, 0);
+}
 
 /* --- the test process's own libmroce side --- */
 
@@ -222,7 +228,8 @@ static uint16_t probe_port(const char *host, int v6)
 {
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
-    socklen_t sl = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t sl = v6 ? sizeof(struct sockaddr_in6)
+                      : sizeof(struct sockaddr_in);
     if (v6) {
         ((struct sockaddr_in6 *)&ss)->sin6_family = AF_INET6;
         inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr);
@@ -262,7 +269,8 @@ static int local_open(struct local *l, const char *host, int v6)
         (rc = mroce_create_cq(l->dev, 256, &l->scq)) < 0 ||
         (rc = mroce_create_cq(l->dev, 256, &l->rcq)) < 0 ||
         (rc = mroce_reg_mr(l->pd, l->buf, 65536,
-                           MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                           MROCE_ACCESS_LOCAL_WRITE |
+                               MROCE_ACCESS_REMOTE_WRITE |
                                MROCE_ACCESS_REMOTE_READ |
                                MROCE_ACCESS_REMOTE_ATOMIC,
                            &l->mr)) < 0)
@@ -353,7 +361,8 @@ static void test_datapath(const char *host, int v6, int full)
     OK(cmd("POST_RECV qp=%d wrid=7 mr=%d off=0 len=4096", qp, mr));
     for (int i = 0; i < 100; i++)
         l.buf[i] = (uint8_t)(i * 3 + 1);
-    struct mroce_sge sge = {(uint64_t)(uintptr_t)l.buf, 100, mroce_mr_lkey(l.mr)};
+    struct mroce_sge sge = {(uint64_t)(uintptr_t)l.buf, 100,
+                            mroce_mr_lkey(l.mr)};
     struct mroce_send_wr swr, *bad;
     memset(&swr, 0, sizeof(swr));
     swr.wr_id = 1;
@@ -390,8 +399,10 @@ static void test_datapath(const char *host, int v6, int full)
     OK(cmd("POST_SEND qp=%d wrid=9 op=SEND_IMM mr=%d off=256 len=6 imm=0x1234",
            qp, mr));
     r = cmd("POLL qp=%d cq=send wait_ms=3000", qp);
-    CHECK_MSG(strcmp(r, "OK n=1 wrid=9 status=SUCCESS op=SEND_IMM len=0") == 0 ||
-                  strncmp(r, "OK n=1 wrid=9 status=SUCCESS op=SEND_IMM", 40) == 0,
+    CHECK_MSG(strcmp(r, "OK n=1 wrid=9 status=SUCCESS op=SEND_IMM len=0") ==
+                      0 ||
+                  strncmp(r, "OK n=1 wrid=9 status=SUCCESS op=SEND_IMM", 40) ==
+                      0,
               "%s", r);
     CHECK(local_wait(l.rcq, &wc) == 1);
     CHECK_EQ(wc.wr_id, 55);
@@ -414,9 +425,10 @@ static void test_datapath(const char *host, int v6, int full)
     /* READ from our memory into the agent's. */
     for (int i = 0; i < 3000; i++)
         l.buf[8192 + i] = (uint8_t)(i ^ (i >> 8));
-    OK(cmd("POST_SEND qp=%d wrid=11 op=READ mr=%d off=4096 len=3000 raddr=0x%llx "
-           "rkey=%u",
-           qp, mr, (unsigned long long)(laddr + 8192), lrkey));
+    OK(cmd(
+        "POST_SEND qp=%d wrid=11 op=READ mr=%d off=4096 len=3000 raddr=0x%llx "
+        "rkey=%u",
+        qp, mr, (unsigned long long)(laddr + 8192), lrkey));
     r = cmd("POLL qp=%d cq=send wait_ms=3000", qp);
     CHECK_MSG(strcmp(r, "OK n=1 wrid=11 status=SUCCESS op=READ len=3000") == 0,
               "%s", r);
@@ -467,8 +479,7 @@ static void test_datapath(const char *host, int v6, int full)
     swr.wr_id = 3;
     swr.remote_addr = maddr + 8190;
     CHECK_EQ_INT(mroce_post_send(l.qp, &swr, &bad), 0);
-    CHECK(local_wait(l.scq, &wc) == 1 &&
-          wc.status == MROCE_WC_REM_ACCESS_ERR);
+    CHECK(local_wait(l.scq, &wc) == 1 && wc.status == MROCE_WC_REM_ACCESS_ERR);
 
     r = cmd("COUNTERS qp=%d", qp);
     OK(r);
@@ -478,7 +489,9 @@ static void test_datapath(const char *host, int v6, int full)
 
     /* Refusals from the library come back as their codes. */
     ERR(cmd("POST_SEND qp=%d wrid=1 op=WRITE mr=%d off=8000 len=1000 raddr=1 "
-            "rkey=1", qp, mr), "EACCESS");
+            "rkey=1",
+            qp, mr),
+        "EACCESS");
     ERR(cmd("MR_DEREG mr=%d", 999), "ENOENT");
     ERR(cmd("QP_LISTEN qp=%d", qp), "ESTATE");
     OK(cmd("QP_ERROR qp=%d", qp));
@@ -488,7 +501,9 @@ static void test_datapath(const char *host, int v6, int full)
     /* Signaled=0 and inline parse; the QP is in error so they are refused
      * by state, after parsing. */
     ERR(cmd("POST_SEND qp=%d wrid=1 op=SEND mr=%d off=0 len=8 inline=1 "
-            "signaled=0 fence=1", qp, mr), "ESTATE");
+            "signaled=0 fence=1",
+            qp, mr),
+        "ESTATE");
 
     /* A second QP that connects out to ours (QP_CONNECT), then closes. */
     mroce_qp *lq2;
@@ -610,7 +625,8 @@ static void test_malformed(void)
     ERR(cmd("POST_SEND qp=%d wrid=1 op=WRITE mr=%d", qp, mr), "EINVAL");
     ERR(cmd("POST_SEND qp=%d wrid=1 op=CMP_SWAP raddr=8 rkey=1 cmp=1", qp),
         "EINVAL");
-    ERR(cmd("POST_SEND qp=%d wrid=1 op=FETCH_ADD raddr=8 rkey=1", qp), "EINVAL");
+    ERR(cmd("POST_SEND qp=%d wrid=1 op=FETCH_ADD raddr=8 rkey=1", qp),
+        "EINVAL");
     ERR(cmd("POST_SEND qp=%d wrid=1 op=SEND inline=2", qp), "EINVAL");
     ERR(cmd("POST_SEND qp=%d wrid=1 op=SEND off=4", qp), "EINVAL");
     ERR(cmd("POST_SEND qp=%d wrid=1 op=SEND", qp), "ESTATE");
@@ -639,7 +655,6 @@ static void test_malformed(void)
     OK(cmd("RESET"));
     ERR(cmd("MR_READ mr=%d off=0 len=1", mr), "ENOENT");
 }
-
 
 static uint64_t now_ns(void)
 {
@@ -774,11 +789,11 @@ static void test_additions(const char *host, int v6)
     struct mroce_recv_wr rwr = {.wr_id = 66, .sg_list = &rsge, .num_sge = 1};
     struct mroce_recv_wr *rbad;
     CHECK_EQ_INT(mroce_post_recv(q2, &rwr, &rbad), 0);
-    OK(cmd("POST_SEND qp=%d wrid=5 op=SEND mr=%d off=0 len=8 solicited=1",
-           qp1, mr));
+    OK(cmd("POST_SEND qp=%d wrid=5 op=SEND mr=%d off=0 len=8 solicited=1", qp1,
+           mr));
     r = cmd("POLL qp=%d cq=send wait_ms=3000", qp1);
-    CHECK_MSG(strncmp(r, "OK n=1 wrid=5 status=SUCCESS op=SEND", 36) == 0,
-              "%s", r);
+    CHECK_MSG(strncmp(r, "OK n=1 wrid=5 status=SUCCESS op=SEND", 36) == 0, "%s",
+              r);
     ERR(cmd("POST_SEND qp=%d wrid=6 op=WRITE mr=%d off=0 len=8 raddr=%llu "
             "rkey=1 solicited=1",
             qp1, mr, (unsigned long long)maddr),

@@ -35,8 +35,8 @@ CT_CASE(cc_credit_flag_in_credit_mode, "CC-16 WIRE-8 WIRE-6",
     ct_send(c, &p);
     ct_consume(c, &p);
     while (got < 3) {
-        const struct ct_rx *rx =
-            ct_expect_op(c, MROCE_OP_READ_RESP, 1, CT_WAIT);
+        const struct ct_rx *rx = ct_expect_op(c, MROCE_OP_READ_RESP, 1,
+                                              CT_WAIT);
         CT_REQUIRE(t, rx->p.base.flags & MROCE_F_CREDIT,
                    "READ_RESP without the CREDIT flag: %s", ct_describe(t, rx));
         got++;
@@ -93,8 +93,8 @@ static uint32_t ack_credit(struct ct_conn *c, const struct ct_mr *mr,
                            int credit)
 {
     uint8_t d[16] = {0};
-    uint32_t psn =
-        ct_send_write(c, mr, 0, d, sizeof(d), credit ? MROCE_F_CREDIT : 0);
+    uint32_t psn = ct_send_write(c, mr, 0, d, sizeof(d),
+                                 credit ? MROCE_F_CREDIT : 0);
     return ct_expect_ack(c, psn + 1, CT_WAIT)->p.u.ack.credit;
 }
 
@@ -246,8 +246,8 @@ static struct ct_conn *credit_peer(struct ct *t, int credit)
 /* Sends CREDIT WRITEs without ACK_REQ on others[0..n) and then one with
  * ACK_REQ on c, back to back; returns the Credit of c's ACK.  The others'
  * ACKs (due within max_ack_delay) are left in the tester's queue. */
-static uint32_t credit_burst(struct ct_conn *c, struct ct_conn **others,
-                             int n, const struct ct_mr *mr)
+static uint32_t credit_burst(struct ct_conn *c, struct ct_conn **others, int n,
+                             const struct ct_mr *mr)
 {
     static uint8_t bufs[8][256];
     size_t lens[8];
@@ -298,8 +298,9 @@ static void credit_share_check(struct ct *t, struct ct_conn *c,
                    "CREDIT WRITEs on %d other QPs; CC-17 gives "
                    "max(floor(%u / %d), MTU + 80) = %u",
                    got, n, budget, n + 1, want);
-        ct_log(t, "attempt %d: Credit %u, a share for fewer active QPs "
-                  "(the burst spread over more than 1 ms?)",
+        ct_log(t,
+               "attempt %d: Credit %u, a share for fewer active QPs "
+               "(the burst spread over more than 1 ms?)",
                attempt, got);
         CT_REQUIRE(t, attempt < 3,
                    "3 attempts: Credit %u each time where CC-17 gives %u for "
@@ -355,8 +356,9 @@ CT_CASE(more_cc17_credit_share, "CC-17 REL-14 CC-16",
         ct_send_raw(t, a->entropy, bufs[1],
                     credit_write(a, &mr, 1, bufs[1], sizeof(bufs[1])),
                     CT_ECN_ECT0);
-        CT_EQ(t, "Credit right after a WRITE without the CREDIT flag on "
-                 "another QP (it is not active: N = 1)",
+        CT_EQ(t,
+              "Credit right after a WRITE without the CREDIT flag on "
+              "another QP (it is not active: N = 1)",
               B, credit_of_ack(a, psn));
     }
     psn = ct_send_write(d, &mr, 0, z, sizeof(z), 0);

@@ -109,8 +109,7 @@ CT_CASE(conn_req_any_listener, "CONN-7 CONN-3",
 
 /* Sends our CONNECT_REQ to c's LISTEN QP after mutate(); expects silence
  * and the QP still in LISTEN. */
-static void connect_req_dropped(struct ct *t,
-                                void (*mutate)(struct mrw_pkt *))
+static void connect_req_dropped(struct ct *t, void (*mutate)(struct mrw_pkt *))
 {
     struct ct_conn *c = ct_conn_new(t, "");
     struct mrw_pkt req;
@@ -674,8 +673,9 @@ CT_CASE(more_conn6_long_handshake_timeout, "CONN-6 CONN-10 CONN-11",
     while (ct_now_ns() < end) {
         rx = ct_next(c, 20);
         if (rx && rx->p.base.opcode != MROCE_OP_CONNECT_REQ)
-            ct_fail(t, "unanswered handshake: expected only CONNECT_REQ "
-                       "retransmissions, got %s",
+            ct_fail(t,
+                    "unanswered handshake: expected only CONNECT_REQ "
+                    "retransmissions, got %s",
                     ct_describe(t, rx));
     }
     CT_REQUIRE(t, strcmp(ct_qp_state(t, c->aqp), "CONNECTING") == 0,

@@ -89,8 +89,10 @@ CT_CASE(live_silence_survives_rtos, "LOSS-21 LOSS-14 REL-32 LOSS-13",
         have = 1;
     }
     CT_REQUIRE(t, have, "the IUT sent no WRITE");
-    CT_REQUIRE(t, retx > 2, "only %d timeout retransmissions in 700 ms "
-               "(min_rto 1 ms, max_rto 100 ms)", retx);
+    CT_REQUIRE(t, retx > 2,
+               "only %d timeout retransmissions in 700 ms "
+               "(min_rto 1 ms, max_rto 100 ms)",
+               retx);
     ct_expect_qp_state(t, c->aqp, "RTS", 0);
     ct_expect_no_wc(t, c->aqp, "send", 0);
     ct_rl_send_ack(c, last.p.base.psn + 1, NULL, 0, &last.p, 0);
@@ -401,7 +403,7 @@ CT_CASE(loss_retry_exceeded, "LOSS-14 LOSS-13 SEM-25 SEM-23 CONN-20 CONN-21",
         "WR 2 WR_FLUSH_ERR, QP ERROR; timeouts = 2; then silence")
 {
     struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000 "
-                                         "peer_timeout_ms=0");
+                                     "peer_timeout_ms=0");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_rl_pkt pk[2];
     const struct ct_rx *rx;
@@ -434,7 +436,7 @@ CT_CASE(loss_retry_exceeded_responses_only, "LOSS-14 LOSS-13 CONN-20",
         "the retries are spent, with no completion, then sends nothing")
 {
     struct ct_conn *c = ct_accept(t, "retry=1 min_rto_us=1000 "
-                                         "peer_timeout_ms=0");
+                                     "peer_timeout_ms=0");
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rr", 0x21);
     struct mrw_pkt q;
     const struct ct_rx *rx;

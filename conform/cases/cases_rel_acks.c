@@ -152,8 +152,9 @@ CT_CASE(more_rel19_timer_from_first_packet, "REL-19 REL-16",
                            "most recent packet)",
                            rx->p.u.ack.ack_delay,
                            (unsigned long long)(now - t2));
-            ct_log(t, "ACK %.1f ms after the first WRITE, %.1f ms after "
-                      "the second",
+            ct_log(t,
+                   "ACK %.1f ms after the first WRITE, %.1f ms after "
+                   "the second",
                    (now - t1) / 1e6, (now - t2) / 1e6);
             return;
         }
@@ -615,7 +616,8 @@ CT_CASE(rel2_ack_freq_four, "REL-18 REL-18a REL-21 REL-11",
     }
     CT_REQUIRE(t, nacks >= 2,
                "%d newly marked PSNs brought %d ACK(s); REL-18/18a require "
-               "at least 2", N, nacks);
+               "at least 2",
+               N, nacks);
 }
 
 CT_CASE(rel2_cum_ack_completes_all, "REL-25 SEM-22 SEM-23",

@@ -33,7 +33,7 @@ CT_CASE(edge_held_fatal_nak_answers_later_refusals,
     ct_pattern(d, sizeof(d), 70);
     rnr0 = ct_rl_counter(t, c->aqp, "rnr_naks_tx");
     ch_req_pkt(c, &bad, MROCE_OP_WRITE, mr.addr, mr.rkey ^ 0x00ff0000, d,
-            sizeof(d));
+               sizeof(d));
     ct_send(c, &bad);
     ct_consume(c, &bad);
     psn0 = bad.base.psn;
@@ -50,7 +50,8 @@ CT_CASE(edge_held_fatal_nak_answers_later_refusals,
     CT_EQ(t, "held NAK's Entropy (the SEND's)", p.base.entropy,
           rx->p.base.entropy);
 
-    ch_req_pkt(c, &p, MROCE_OP_WRITE, mr.addr + 4096 - 8, mr.rkey, d, sizeof(d));
+    ch_req_pkt(c, &p, MROCE_OP_WRITE, mr.addr + 4096 - 8, mr.rkey, d,
+               sizeof(d));
     ct_send(c, &p);
     ct_consume(c, &p);
     ct_expect_nak(c, psn0, MROCE_NAK_REMOTE_ACCESS_KEY, CT_WAIT);
@@ -125,15 +126,16 @@ CT_CASE(live_keepalive_idle, "REL-34 REL-32 WIRE-28 CONN-23",
         rx = ct_rl_next(c, 50);
         if (!rx)
             continue;
-        CT_REQUIRE(t, is_keepalive(rx), "idle QP sent %s",
-                   ct_describe(t, rx));
+        CT_REQUIRE(t, is_keepalive(rx), "idle QP sent %s", ct_describe(t, rx));
         answer(c);
         kas++;
     }
     ct_expect_qp_state(t, c->aqp, "RTS", 0);
     /* One per quarter of peer_timeout after each answer: ~8 in 4 s. */
-    CT_REQUIRE(t, kas >= 3, "only %d keepalives in 4 s (peer_timeout "
-               "2000 ms)", kas);
+    CT_REQUIRE(t, kas >= 3,
+               "only %d keepalives in 4 s (peer_timeout "
+               "2000 ms)",
+               kas);
 }
 
 CT_CASE(live_keepalive_answered, "REL-35 WIRE-28",
@@ -158,8 +160,8 @@ CT_CASE(live_keepalive_answered, "REL-35 WIRE-28",
     rx = ct_rl_next(c, CT_WAIT);
     if (!rx)
         ct_fail(t, "keepalive not answered within %d ms", CT_WAIT);
-    CT_REQUIRE(t, rx->p.base.opcode == MROCE_OP_ACK,
-               "expected an ACK, got %s", ct_describe(t, rx));
+    CT_REQUIRE(t, rx->p.base.opcode == MROCE_OP_ACK, "expected an ACK, got %s",
+               ct_describe(t, rx));
     CT_REQUIRE(t, !(rx->p.base.flags & MROCE_F_ACK_REQ),
                "the answer carries ACK_REQ: %s", ct_describe(t, rx));
     CT_REQUIRE(t, rx->p.u.ack.echo_flags & MROCE_ECHO_DUP,
@@ -201,8 +203,10 @@ CT_CASE(live_passive_peer_timeout, "REL-36 REL-33 REL-34 CONN-20 SEM-23",
                    ct_describe(t, rx));
         kas++;
     }
-    CT_REQUIRE(t, kas >= 2, "%d keepalives before failing (REL-34: one at "
-               "250 ms, then every 62.5 ms)", kas);
+    CT_REQUIRE(t, kas >= 2,
+               "%d keepalives before failing (REL-34: one at "
+               "250 ms, then every 62.5 ms)",
+               kas);
     ct_expect_silence(t, CT_QUIET);
 }
 

@@ -255,8 +255,8 @@ CT_CASE(ops_atomics_executed_in_psn_order, "SEM-26 SEM-12",
     ct_expect_no_op(c, MROCE_OP_ATOMIC_RESP, 30);
     ct_send(c, &w);
     while (got != 3) {
-        const struct ct_rx *rx =
-            ct_expect_op(c, MROCE_OP_ATOMIC_RESP, 1, CT_WAIT);
+        const struct ct_rx *rx = ct_expect_op(c, MROCE_OP_ATOMIC_RESP, 1,
+                                              CT_WAIT);
         uint32_t m = rx->p.u.resp.req_msn;
         uint64_t o = ct_get64(rx->p.payload, 1);
         if (m == cs.u.rq.req.msn) {
@@ -551,7 +551,7 @@ CT_CASE(ops_iut_retry_exceeded, "SEM-25 LOSS-14 CONN-20 SEM-23",
 {
     struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
     struct ct_conn *c = ct_accept(t, "retry=2 min_rto_us=1000 "
-                                         "peer_timeout_ms=0");
+                                     "peer_timeout_ms=0");
 
     c->auto_ack = 0;
     ct_agent(t,

@@ -210,22 +210,24 @@ CT_CASE(ops_iut_msn_rsn_and_imm, "SEM-1 SEM-2 SEM-7 SEM-22 SEM-23",
             rsn++;
         }
     }
-    CT_REQUIRE(
-        t, (q[2].base.flags & MROCE_F_IMM) && q[2].u.rq.req.imm == 0xaabbccdd,
-        "SEND_IMM: IMM flag or Immediate 0xaabbccdd missing");
+    CT_REQUIRE(t,
+               (q[2].base.flags & MROCE_F_IMM) &&
+                   q[2].u.rq.req.imm == 0xaabbccdd,
+               "SEND_IMM: IMM flag or Immediate 0xaabbccdd missing");
     CT_REQUIRE(t, (q[4].base.flags & MROCE_F_IMM) && q[4].u.rq.req.imm == 7,
                "WRITE_IMM: IMM flag or Immediate 7 missing");
-    CT_REQUIRE(
-        t, !(q[0].base.flags & MROCE_F_IMM) && !(q[1].base.flags & MROCE_F_IMM),
-        "IMM set on a SEND or WRITE without immediate");
+    CT_REQUIRE(t,
+               !(q[0].base.flags & MROCE_F_IMM) &&
+                   !(q[1].base.flags & MROCE_F_IMM),
+               "IMM set on a SEND or WRITE without immediate");
     CT_EQ(t, "SEND opcode", MROCE_OP_SEND, q[2].base.opcode);
     CT_EQ(t, "WRITE_IMM opcode", MROCE_OP_WRITE, q[4].base.opcode);
     ch_send_resp(c, MROCE_OP_READ_RESP, 3, 32, 0, rd, 32, c->snd_nxt);
     ch_send_resp(c, MROCE_OP_ATOMIC_RESP, 5, 8, 0, r8, 8, c->snd_nxt + 1);
     c->snd_nxt += 2;
     for (int i = 0; i < 6; i++) {
-        struct ct_wc wc =
-            ct_expect_wc(t, c->aqp, "send", (uint64_t)i, "SUCCESS", CT_WAIT);
+        struct ct_wc wc = ct_expect_wc(t, c->aqp, "send", (uint64_t)i,
+                                       "SUCCESS", CT_WAIT);
         CT_REQUIRE(t, strcmp(wc.op, ops[i]) == 0,
                    "completion %d: op expected %s, got %s", i, ops[i], wc.op);
     }
@@ -254,8 +256,8 @@ CT_CASE(ops_iut_multi_packet_fields, "SEM-3 SEM-7 REL-23 WIRE-26",
     for (int i = 0; i < 3; i++) {
         const struct ct_rx *rx = ch_next_new_data(c, &hi, &any);
         uint32_t n = i == 2 ? 452 : 1024;
-        uint16_t fl =
-            (i == 0 ? MROCE_F_FIRST : 0) | (i == 2 ? MROCE_F_LAST : 0);
+        uint16_t fl = (i == 0 ? MROCE_F_FIRST : 0) |
+                      (i == 2 ? MROCE_F_LAST : 0);
         q[i] = rx->p;
         CT_EQ(t, "PSN", c->astart + (uint32_t)i, q[i].base.psn);
         CT_EQ(t, "Offset", (uint32_t)i * 1024, q[i].u.rq.req.offset);
@@ -311,7 +313,7 @@ CT_CASE(ops_iut_zero_length_read, "SEM-4 SEM-8 SEM-22",
     CT_EQ(t, "opcode", MROCE_OP_READ_REQ, rx->p.base.opcode);
     CT_EQ(t, "READ_REQ Msg Len", 0, rx->p.u.rq.req.msg_len);
     ch_send_resp(c, MROCE_OP_READ_RESP, rx->p.u.rq.req.msn, 0, 0, NULL, 0,
-              c->snd_nxt);
+                 c->snd_nxt);
     c->snd_nxt++;
     wc = ct_expect_wc(t, c->aqp, "send", 6, "SUCCESS", CT_WAIT);
     CT_EQ(t, "READ byte_len", 0, wc.len);

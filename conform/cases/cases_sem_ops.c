@@ -130,8 +130,8 @@ CT_CASE(more_solicited_flag_on_wire, "SEM-15",
              c->aqp, mr.id);
     CT_EQ(t, "packets of the WRITE_IMM", 3, solicited_msg(c, 1, "WRITE_IMM"));
     ct_expect_wc(t, c->aqp, "send", 2, "SUCCESS", CT_WAIT);
-    ct_agent(t, "POST_SEND qp=%d wrid=3 op=SEND mr=%d off=0 len=2500",
-             c->aqp, mr.id);
+    ct_agent(t, "POST_SEND qp=%d wrid=3 op=SEND mr=%d off=0 len=2500", c->aqp,
+             mr.id);
     CT_EQ(t, "packets of the SEND", 3, solicited_msg(c, 0, "SEND"));
     ct_expect_wc(t, c->aqp, "send", 3, "SUCCESS", CT_WAIT);
 }
@@ -318,10 +318,12 @@ CT_CASE(ops_iut_read_request_and_placement, "SEM-8 SEM-22 SEM-3",
     CT_EQ(t, "READ_REQ payload", 0, q.payload_len);
     CT_EQ(t, "READ_REQ MSN", 0, q.u.rq.req.msn);
     first = c->snd_nxt;
-    ch_send_resp(c, MROCE_OP_READ_RESP, 0, 2500, 2048, d + 2048, 452, first + 2);
+    ch_send_resp(c, MROCE_OP_READ_RESP, 0, 2500, 2048, d + 2048, 452,
+                 first + 2);
     ch_send_resp(c, MROCE_OP_READ_RESP, 0, 2500, 0, d, 1024, first);
     ct_expect_no_wc(t, c->aqp, "send", 20);
-    ch_send_resp(c, MROCE_OP_READ_RESP, 0, 2500, 1024, d + 1024, 1024, first + 1);
+    ch_send_resp(c, MROCE_OP_READ_RESP, 0, 2500, 1024, d + 1024, 1024,
+                 first + 1);
     c->snd_nxt = first + 3;
     wc = ct_expect_wc(t, c->aqp, "send", 5, "SUCCESS", CT_WAIT);
     CT_REQUIRE(t, strcmp(wc.op, "READ") == 0, "op: expected READ, got %s",

@@ -136,17 +136,14 @@ CT_CASE(sec_mr_remote_write_needs_local_write, "SEM-28 SEC-9",
         "MR_REG with rw or ra but not lw is refused with ERR EINVAL; with "
         "lw, and rr alone, it is accepted")
 {
-    static const char *const bad[] = {"rw", "ra", "rw,rr", "rr,ra",
-                                      "rw,rr,ra"};
+    static const char *const bad[] = {"rw", "ra", "rw,rr", "rr,ra", "rw,rr,ra"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        const char *r =
-            ct_agent_try(t, "MR_REG len=4096 access=%s", bad[i]);
+        const char *r = ct_agent_try(t, "MR_REG len=4096 access=%s", bad[i]);
         CT_REQUIRE(t, strncmp(r, "ERR EINVAL", 10) == 0,
-                   "MR_REG access=%s: expected ERR EINVAL, got \"%s\"",
-                   bad[i], r);
+                   "MR_REG access=%s: expected ERR EINVAL, got \"%s\"", bad[i],
+                   r);
     }
     struct ct_mr ok1 = ct_mr_reg(t, 4096, "lw,rw,ra", 0);
     struct ct_mr ok2 = ct_mr_reg(t, 4096, "rr", 0);
-    CT_REQUIRE(t, ok1.rkey != ok2.rkey, "two regions, one rkey 0x%x",
-               ok1.rkey);
+    CT_REQUIRE(t, ok1.rkey != ok2.rkey, "two regions, one rkey 0x%x", ok1.rkey);
 }

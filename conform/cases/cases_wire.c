@@ -22,7 +22,8 @@ static void mtu_check(struct ct *t, struct ct_conn *c)
 
     ct_pattern(d, sizeof(d), 71);
     before = ct_rl_counter(t, c->aqp, "drop_invalid");
-    ch_req_pkt(c, &p, MROCE_OP_WRITE, mr.addr, mr.rkey, d, (uint32_t)c->mtu + 1);
+    ch_req_pkt(c, &p, MROCE_OP_WRITE, mr.addr, mr.rkey, d,
+               (uint32_t)c->mtu + 1);
     ct_send(c, &p);
     ct_expect_silence(t, CT_QUIET);
     ct_rl_expect_counter(t, c->aqp, "drop_invalid", before, 1);

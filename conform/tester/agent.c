@@ -102,8 +102,8 @@ uint64_t ct_kv_u64(struct ct *t, const char *reply, const char *key)
 struct ct_mr ct_mr_reg(struct ct *t, uint32_t len, const char *access, int fill)
 {
     struct ct_mr mr;
-    const char *r =
-        ct_agent(t, "MR_REG len=%u access=%s fill=%d", len, access, fill);
+    const char *r = ct_agent(t, "MR_REG len=%u access=%s fill=%d", len, access,
+                             fill);
 
     mr.id = (int)ct_kv_u64(t, r, "mr");
     mr.addr = ct_kv_u64(t, r, "addr");
@@ -149,8 +149,8 @@ void ct_mr_read(struct ct *t, const struct ct_mr *mr, uint32_t off, void *buf,
 
     while (len) {
         uint32_t n = len > 16384 ? 16384 : len;
-        const char *r =
-            ct_agent(t, "MR_READ mr=%d off=%u len=%u", mr->id, off, n);
+        const char *r = ct_agent(t, "MR_READ mr=%d off=%u len=%u", mr->id, off,
+                                 n);
         const char *h = kv_find(r, "hex");
 
         if (!h || strcspn(h, " ") != 2 * (size_t)n)

@@ -68,14 +68,15 @@ void ct_register(const struct ct_case *c);
 
 /* Defines and registers a case; the body follows as a function body with
  * `struct ct *t` in scope. */
-#define CT_CASE(name, reqs_, desc_)                                            \
-    static void ct_case_##name(struct ct *t);                                  \
-    static const struct ct_case ct_def_##name = {                              \
-        #name, reqs_, desc_, ct_case_##name, __FILE__, __LINE__};              \
-    __attribute__((constructor)) static void ct_reg_##name(void)               \
-    {                                                                          \
-        ct_register(&ct_def_##name);                                           \
-    }                                                                          \
+#define CT_CASE(name, reqs_, desc_)                                        \
+    static void ct_case_##name(struct ct *t);                              \
+    static const struct ct_case ct_def_##name = {#name,    reqs_,          \
+                                                 desc_,    ct_case_##name, \
+                                                 __FILE__, __LINE__};      \
+    __attribute__((constructor)) static void ct_reg_##name(void)           \
+    {                                                                      \
+        ct_register(&ct_def_##name);                                       \
+    }                                                                      \
     static void ct_case_##name(struct ct *t)
 
 /* ---- results: these do not return ---- */
@@ -88,13 +89,13 @@ ct_skip(struct ct *t, const char *fmt, ...);
 __attribute__((format(printf, 2, 3))) void ct_log(struct ct *t, const char *fmt,
                                                   ...);
 
-#define CT_REQUIRE(t, cond, ...)                                               \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            ct_fail((t), __VA_ARGS__);                                         \
+#define CT_REQUIRE(t, cond, ...)       \
+    do {                               \
+        if (!(cond))                   \
+            ct_fail((t), __VA_ARGS__); \
     } while (0)
 /* "what: expected E, got G" (values printed in decimal and hex). */
-#define CT_EQ(t, what, expected, got)                                          \
+#define CT_EQ(t, what, expected, got) \
     ct_check_eq((t), (what), (uint64_t)(expected), (uint64_t)(got))
 void ct_check_eq(struct ct *t, const char *what, uint64_t expected,
                  uint64_t got);
@@ -180,17 +181,17 @@ void ct_post_recv(struct ct *t, int qp, uint64_t wrid, const struct ct_mr *mr,
 struct ct_conn {
     struct ct *t;
     /* The IUT's QP, as the agent and the handshake name it. */
-    int aqp;         /* agent QP id */
-    uint32_t aqpn;   /* its QPN */
-    uint64_t atoken; /* token the IUT chose: in every packet we send */
-    uint32_t astart; /* IUT's Start PSN */
+    int aqp;                  /* agent QP id */
+    uint32_t aqpn;            /* its QPN */
+    uint64_t atoken;          /* token the IUT chose: in every packet we send */
+    uint32_t astart;          /* IUT's Start PSN */
     struct mrw_conn_hdr apar; /* IUT's CONN header as received */
     /* The tester's QP. */
     uint32_t qpn;
-    uint64_t token;            /* our token: the IUT must send it */
-    uint32_t start_psn;        /* our Start PSN */
+    uint64_t token;          /* our token: the IUT must send it */
+    uint32_t start_psn;      /* our Start PSN */
     struct mrw_conn_hdr par; /* what we advertise (set before connecting) */
-    uint16_t mtu;              /* negotiated: min of both */
+    uint16_t mtu;            /* negotiated: min of both */
     /* Our sending state (our PSN space). */
     uint32_t snd_nxt; /* next PSN to assign */
     uint32_t msn;     /* next MSN */
@@ -203,11 +204,11 @@ struct ct_conn {
     uint32_t ce_count;
     int auto_ack; /* ACK every IUT data packet at once (default 1) */
     int connected;
-    int listening;       /* QP_LISTEN done */
-    uint32_t imm;        /* Immediate used by ct_send_* with MROCE_F_IMM */
+    int listening;     /* QP_LISTEN done */
+    uint32_t imm;      /* Immediate used by ct_send_* with MROCE_F_IMM */
     struct mrw_pkt hs; /* the IUT's CONNECT_REQ or CONNECT_RESP */
-    uint16_t hs_sport;   /* its UDP source port */
-    int hs_sock;         /* the socket it reached (-1: our MetaRoCE port) */
+    uint16_t hs_sport; /* its UDP source port */
+    int hs_sock;       /* the socket it reached (-1: our MetaRoCE port) */
     struct sockaddr_storage peer; /* where we send: the IUT's address, or
                                      the CONNECT_REQ's source (accept) */
     unsigned peer_len;
@@ -271,11 +272,11 @@ void ct_send_ack(struct ct_conn *c, const struct mrw_pkt *echo);
 struct ct_rx {
     uint8_t buf[65536];
     size_t len;
-    int rc;             /* mrw_pkt_decode() result */
+    int rc;           /* mrw_pkt_decode() result */
     struct mrw_pkt p; /* valid when rc == 0 */
-    int ecn;            /* IP ECN bits, -1 if unknown */
-    uint16_t sport;     /* UDP source port */
-    char from[64];      /* source "ip:port" */
+    int ecn;          /* IP ECN bits, -1 if unknown */
+    uint16_t sport;   /* UDP source port */
+    char from[64];    /* source "ip:port" */
     struct sockaddr_storage from_sa;
     unsigned from_len;
     int sock; /* -1: arrived on our MetaRoCE port, else on

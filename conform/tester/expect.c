@@ -108,10 +108,10 @@ static int rcv_data(struct ct_conn *c, const struct ct_rx *rx)
     while (bit_get(c, 0)) {
         /* shift the bitmap down by one */
         for (unsigned i = 0; i < sizeof(c->rcv_bits); i++)
-            c->rcv_bits[i] =
-                (uint8_t)((c->rcv_bits[i] >> 1) |
-                          (i + 1 < sizeof(c->rcv_bits) ? c->rcv_bits[i + 1] << 7
-                                                       : 0));
+            c->rcv_bits[i] = (uint8_t)((c->rcv_bits[i] >> 1) |
+                                       (i + 1 < sizeof(c->rcv_bits)
+                                            ? c->rcv_bits[i + 1] << 7
+                                            : 0));
         c->rcv_cum++;
     }
     return 1;

@@ -56,8 +56,8 @@ void ct_rl_write_pkt(struct ct_conn *c, struct mrw_pkt *p,
 
 const struct ct_rx *ct_rl_next(struct ct_conn *c, int wait_ms)
 {
-    return ct_next_until(c,
-                      ct_now_ns() + (uint64_t)ct_ms(c->t, wait_ms) * 1000000u);
+    return ct_next_until(c, ct_now_ns() +
+                                (uint64_t)ct_ms(c->t, wait_ms) * 1000000u);
 }
 
 void ct_rl_save(const struct ct_rx *rx, struct ct_rl_pkt *out)

@@ -21,8 +21,8 @@
 
 const struct ct_rx *ct_next(struct ct_conn *c, int wait_ms)
 {
-    uint64_t end =
-        ct_now_ns() + (uint64_t)(wait_ms < 0 ? 0 : wait_ms) * 1000000u;
+    uint64_t end = ct_now_ns() +
+                   (uint64_t)(wait_ms < 0 ? 0 : wait_ms) * 1000000u;
     return ct_next_until(c, end);
 }
 
@@ -74,9 +74,8 @@ void ct_expect_no_op(struct ct_conn *c, uint8_t op, int wait_ms)
 
     while ((rx = ct_next_until(c, end)) != NULL)
         if (rx->p.base.opcode == op)
-            ct_fail(t, "expected no %s for %d ms, got %s",
-                    mrw_opcode_name(op), ct_ms(t, wait_ms),
-                    ct_describe(t, rx));
+            ct_fail(t, "expected no %s for %d ms, got %s", mrw_opcode_name(op),
+                    ct_ms(t, wait_ms), ct_describe(t, rx));
 }
 
 void ct_send_nak(struct ct_conn *c, uint32_t psn, uint32_t msn, uint8_t code,

@@ -354,8 +354,8 @@ static uint32_t send_msg(struct ct_conn *c, uint8_t op, const struct ct_mr *mr,
         uint32_t o = i * mtu, n = len - o < mtu ? len - o : mtu;
 
         ct_pkt_req(c, &p, op);
-        p.base.flags =
-            flags & ~(MROCE_F_FIRST | MROCE_F_LAST | MROCE_F_ACK_REQ);
+        p.base.flags = flags &
+                       ~(MROCE_F_FIRST | MROCE_F_LAST | MROCE_F_ACK_REQ);
         if (i == 0)
             p.base.flags |= MROCE_F_FIRST;
         if (i == npk - 1)

@@ -55,7 +55,7 @@ struct mre_mem {
  * interprets it.  The UDP layer stores a sockaddr in it; the network model a
  * host index. */
 struct mre_addr {
-    uint8_t len;        /* bytes used in data[] */
+    uint8_t len; /* bytes used in data[] */
     uint8_t data[31];
 };
 
@@ -70,7 +70,7 @@ struct mre_ep_config {
     /* Fill buf with len random bytes (tokens, entropies, start PSNs). */
     void (*rand)(uint8_t *buf, size_t len, void *user);
     void *rand_user;
-    uint32_t max_qps;        /* default 1024 */
+    uint32_t max_qps;         /* default 1024 */
     uint32_t rx_credit_bytes; /* receiver-driven mode: bytes per RTT this
                                  endpoint lets all senders have in flight to
                                  it together; 0 = credits off */
@@ -100,19 +100,19 @@ struct mre_qp_attr {
     uint8_t credit_mode;    /* 1: ask the receiver for credits */
     mroce_tstamp min_rto;   /* default 200 us */
     mroce_tstamp max_rto;   /* default 100 ms */
-    mroce_tstamp max_ack_delay; /* receiver's ACK coalescing bound; 10 us */
+    mroce_tstamp max_ack_delay;     /* receiver's ACK coalescing bound; 10 us */
     mroce_tstamp handshake_timeout; /* give up connecting; default 1 s */
-    uint32_t ooo_thresh;    /* out-of-order loss threshold in PSNs; 64 */
-    uint32_t init_cwnd;     /* bytes; default 64 KiB */
+    uint32_t ooo_thresh;        /* out-of-order loss threshold in PSNs; 64 */
+    uint32_t init_cwnd;         /* bytes; default 64 KiB */
     mroce_tstamp target_qdelay; /* CC: queuing allowed per path direction
                                    (targets base_rtt + 2x with CE, + 8x
                                    without, CC-7); 5 us */
-    uint16_t entropy_base;  /* entropies are drawn from [base, base+span) */
-    uint16_t entropy_span;  /* default 49152 + 16384 (the ephemeral range) */
-    uint8_t path_burst;     /* consecutive packets per path pick, 1..64;
+    uint16_t entropy_base;      /* entropies are drawn from [base, base+span) */
+    uint16_t entropy_span;     /* default 49152 + 16384 (the ephemeral range) */
+    uint8_t path_burst;        /* consecutive packets per path pick, 1..64;
                                1 (per-packet spraying); a batching datapath
                                (UDP GSO) uses more */
-    uint8_t path_reuse;     /* 1: a new burst reuses a slot whose ACK came
+    uint8_t path_reuse;        /* 1: a new burst reuses a slot whose ACK came
                                back clean (PATH-16, recycled entropies);
                                0 (default): round robin only.  libmroce
                                sets 1 */
@@ -122,12 +122,11 @@ struct mre_qp_attr {
                                   (REL-34); default 5 s.  0: retry_cnt
                                   timeouts alone fail it (verbs' rule) and
                                   no keepalive is sent */
-    uint32_t pd;            /* protection domain: remote accesses through
+    uint32_t pd;               /* protection domain: remote accesses through
                                this QP may only use regions of the same PD
                                (mre_mr_reg_pd); 0 by default */
 };
 void mre_qp_attr_default(struct mre_qp_attr *attr);
-
 
 /* Per-packet metadata in and out of the engine. */
 enum mre_ecn {
@@ -138,13 +137,13 @@ enum mre_ecn {
 };
 struct mre_rx_info {
     struct mre_addr from; /* who sent it (needed for CONNECT_REQ) */
-    uint8_t ecn;            /* enum mre_ecn of the received IP header */
+    uint8_t ecn;          /* enum mre_ecn of the received IP header */
 };
 struct mre_tx_info {
-    struct mre_addr to;   /* destination */
-    uint16_t entropy;       /* path: the UDP source port to send from */
-    uint8_t ecn;            /* ECN codepoint to set (ECT(0) for all) */
-    uint32_t qp_num;        /* local QP that produced it (0: endpoint) */
+    struct mre_addr to; /* destination */
+    uint16_t entropy;   /* path: the UDP source port to send from */
+    uint8_t ecn;        /* ECN codepoint to set (ECT(0) for all) */
+    uint32_t qp_num;    /* local QP that produced it (0: endpoint) */
 };
 
 /* --- endpoint --- */
@@ -154,11 +153,11 @@ void mre_ep_del(mre_ep *ep);
 /* Feed one received datagram (UDP payload).  Never fails: bad input is
  * dropped and counted.  Returns 0. */
 int mre_ep_recv(mre_ep *ep, const uint8_t *pkt, size_t len,
-                  const struct mre_rx_info *info, mroce_tstamp now);
+                const struct mre_rx_info *info, mroce_tstamp now);
 /* Write the next packet to send into buf.  Returns its length, 0 if nothing
  * is to be sent now, or MROCE_ENOBUF if cap is smaller than the MTU needs. */
 int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
-                       struct mre_tx_info *info, mroce_tstamp now);
+                     struct mre_tx_info *info, mroce_tstamp now);
 /* Zero-copy variant.  A data packet (WRITE, SEND, READ response) whose
  * payload is one contiguous piece of registered memory is not copied: buf
  * gets its headers followed by its CRC (4 bytes), and zc->payload /
@@ -174,8 +173,8 @@ struct mre_tx_zc {
     size_t payload_len;
 };
 int mre_ep_write_pkt_zc(mre_ep *ep, uint8_t *buf, size_t cap,
-                          struct mre_tx_info *info, struct mre_tx_zc *zc,
-                          mroce_tstamp now);
+                        struct mre_tx_info *info, struct mre_tx_zc *zc,
+                        mroce_tstamp now);
 /* Earliest time at which mre_ep_handle_expiry() has work to do. */
 mroce_tstamp mre_ep_expiry(const mre_ep *ep);
 void mre_ep_handle_expiry(mre_ep *ep, mroce_tstamp now);
@@ -192,11 +191,11 @@ void mre_ep_get_counters(const mre_ep *ep, struct mroce_ep_counters *c);
  * (libmroce) check that before registering, and memory must stay mapped
  * with those rights until deregistration (SEM-29). */
 int mre_mr_reg(mre_ep *ep, void *addr, size_t len, unsigned access,
-                 mre_mr **pmr);
+               mre_mr **pmr);
 /* The same in protection domain pd (mre_mr_reg uses domain 0): only QPs
  * created with attr.pd == pd may use it, locally or remotely. */
 int mre_mr_reg_pd(mre_ep *ep, uint32_t pd, void *addr, size_t len,
-                    unsigned access, mre_mr **pmr);
+                  unsigned access, mre_mr **pmr);
 /* The argument checks of mre_mr_reg_pd() alone, registering nothing: 0,
  * MROCE_EINVAL or MROCE_EFAULT, as it would return.  For layers that check
  * more before they register. */
@@ -215,16 +214,15 @@ int mre_cq_poll(mre_cq *cq, int n, struct mroce_wc *wc);
 uint32_t mre_cq_count(const mre_cq *cq);
 
 /* --- queue pairs --- */
-int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *attr,
-                 mre_qp **pqp);
+int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *attr, mre_qp **pqp);
 /* Destroys the QP; outstanding work is dropped without completions. */
 void mre_qp_del(mre_qp *qp);
 uint32_t mre_qp_num(const mre_qp *qp);
 enum mroce_qp_state mre_qp_state(const mre_qp *qp);
 /* Active side: start the handshake towards `to`.  remote_qpn 0 means any
  * listening QP there. */
-int mre_qp_connect(mre_qp *qp, const struct mre_addr *to,
-                     uint32_t remote_qpn, mroce_tstamp now);
+int mre_qp_connect(mre_qp *qp, const struct mre_addr *to, uint32_t remote_qpn,
+                   mroce_tstamp now);
 /* Passive side: this QP accepts the next CONNECT_REQ sent to QPN 0 or to it. */
 int mre_qp_listen(mre_qp *qp, mroce_tstamp now);
 /* Orderly close once outstanding work has completed. */
@@ -235,13 +233,12 @@ uint32_t mre_qp_remote_qpn(const mre_qp *qp);
 /* The first WR with MROCE_SEND_INLINE allocates the QP's inline copies
  * (MROCE_MAX_INLINE bytes per send WR): it alone can fail MROCE_ENOMEM. */
 int mre_qp_post_send(mre_qp *qp, struct mroce_send_wr *wr,
-                       struct mroce_send_wr **bad_wr, mroce_tstamp now);
+                     struct mroce_send_wr **bad_wr, mroce_tstamp now);
 int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
-                       struct mroce_recv_wr **bad_wr);
+                     struct mroce_recv_wr **bad_wr);
 void mre_qp_get_counters(const mre_qp *qp, struct mroce_qp_counters *c);
 /* Fills up to n path slots; returns the number of slots (npaths). */
-int mre_qp_path_stats(const mre_qp *qp, struct mroce_path_stats *ps,
-                        int n);
+int mre_qp_path_stats(const mre_qp *qp, struct mroce_path_stats *ps, int n);
 const struct mre_qp_attr *mre_qp_get_attr(const mre_qp *qp);
 
 /* Attributes mre_qp_modify() may change, by mask bit. */
@@ -258,8 +255,7 @@ enum mre_qp_mod {
  * values, checked as mre_qp_new() checks them.  MROCE_EINVAL (bad value
  * or mask), MROCE_ESTATE (a RESET-only attribute after connect/listen),
  * MROCE_ENOMEM.  Nothing changes on error. */
-int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *attr,
-                    unsigned mask);
+int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *attr, unsigned mask);
 
 #ifdef __cplusplus
 }

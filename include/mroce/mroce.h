@@ -91,13 +91,13 @@ extern "C" {
 
 /* Codes beyond the engine's (negative, not overlapping enum mroce_err). */
 enum mroce_lib_err {
-    MROCE_ETIMEDOUT = -20,   /* connect/accept/disconnect did not finish in
+    MROCE_ETIMEDOUT = -20,  /* connect/accept/disconnect did not finish in
                                 time (connect: nobody answered) */
-    MROCE_EUNREACH = -21,    /* connect: the peer's host or port is
+    MROCE_EUNREACH = -21,   /* connect: the peer's host or port is
                                 unreachable (ICMP: nobody listens there) */
-    MROCE_EADDR = -22,       /* bad or unusable local/remote address */
-    MROCE_ESOCKET = -23,     /* a socket call failed (errno kept) */
-    MROCE_EDESTROYED = -24,  /* object already destroyed */
+    MROCE_EADDR = -22,      /* bad or unusable local/remote address */
+    MROCE_ESOCKET = -23,    /* a socket call failed (errno kept) */
+    MROCE_EDESTROYED = -24, /* object already destroyed */
 };
 /* Names engine and library codes alike. */
 const char *mroce_strerror(int err);
@@ -114,34 +114,34 @@ enum mroce_progress_mode {
  * seeded by fault_seed, so runs reproduce. */
 struct mroce_fault {
     double drop, dup, reorder, corrupt;
-    uint32_t reorder_us;  /* a reordered packet is held back up to this; 50 */
+    uint32_t reorder_us; /* a reordered packet is held back up to this; 50 */
 };
 
 struct mroce_device_attr {
-    const char *local_addr;  /* IPv4 or IPv6 literal; NULL = "127.0.0.1" */
-    uint16_t port;           /* UDP port to receive on; 0 = MROCE_UDP_PORT */
+    const char *local_addr; /* IPv4 or IPv6 literal; NULL = "127.0.0.1" */
+    uint16_t port;          /* UDP port to receive on; 0 = MROCE_UDP_PORT */
     /* Each source port is one socket: a device uses src_port_count + 1
      * descriptors (the library raises RLIMIT_NOFILE to its hard limit if it
      * runs out).  QPs spray over these ports: npaths <= src_port_count. */
-    uint16_t src_port_base;  /* first UDP source port (path entropies);
+    uint16_t src_port_base;   /* first UDP source port (path entropies);
                                 0 = choose a free range automatically */
-    uint16_t src_port_count; /* source ports, one per entropy; 256 */
-    uint8_t dscp;            /* DSCP for every packet sent; 0 */
-    uint8_t progress;        /* enum mroce_progress_mode */
-    uint8_t use_gso;         /* UDP GSO for bursts on one path; 1 */
-    uint8_t use_gro;         /* UDP GRO on receive; 1 */
-    uint32_t max_qps;        /* 1024 */
+    uint16_t src_port_count;  /* source ports, one per entropy; 256 */
+    uint8_t dscp;             /* DSCP for every packet sent; 0 */
+    uint8_t progress;         /* enum mroce_progress_mode */
+    uint8_t use_gso;          /* UDP GSO for bursts on one path; 1 */
+    uint8_t use_gro;          /* UDP GRO on receive; 1 */
+    uint32_t max_qps;         /* 1024 */
     uint32_t rx_credit_bytes; /* receiver-driven credit budget; 0 = off */
     struct mroce_fault tx_fault, rx_fault;
-    uint64_t fault_seed;     /* 0 = from the clock */
+    uint64_t fault_seed; /* 0 = from the clock */
 };
 void mroce_device_attr_default(struct mroce_device_attr *attr);
 
 typedef struct mroce_device mroce_device;
 typedef struct mroce_pd mroce_pd;
-typedef struct mroce_mr mroce_mr;  /* a registered region */
-typedef struct mroce_cq mroce_cq;  /* a completion queue */
-typedef struct mroce_qp mroce_qp;  /* a queue pair */
+typedef struct mroce_mr mroce_mr; /* a registered region */
+typedef struct mroce_cq mroce_cq; /* a completion queue */
+typedef struct mroce_qp mroce_qp; /* a queue pair */
 
 /* Public view of a registered region (like struct ibv_mr). */
 struct mroce_mr_info {
@@ -155,7 +155,8 @@ struct mroce_mr_info {
 /* attr NULL = defaults.  0, MROCE_EINVAL (bad attr or MROCE_FAULT),
  * MROCE_EADDR (local address unusable, port or fixed source ports taken;
  * errno kept), MROCE_ESOCKET (errno kept), MROCE_ENOMEM. */
-int mroce_device_open(const struct mroce_device_attr *attr, mroce_device **pdev);
+int mroce_device_open(const struct mroce_device_attr *attr,
+                      mroce_device **pdev);
 /* Closes the device and destroys everything created on it (QPs are dropped
  * without completions).  Stops the progress thread first.  No other thread
  * may be using the device or its objects. */
@@ -182,42 +183,43 @@ void mroce_device_get_counters(const mroce_device *dev,
 /* Datapath counters of a device: what the sockets did.  Syscalls per packet
  * = (rx_syscalls + tx_syscalls) / (rx_pkts + tx_pkts); without the polls
  * that found nothing: (rx_syscalls - rx_empty + tx_syscalls) / packets. */
-#define MROCE_UDP_COUNTERS(X)                                               \
-    X(rx_syscalls)      /* recvmmsg/recvmsg calls, including empty ones */  \
-    X(rx_empty)         /* of those, calls that found nothing (polling) */  \
-    X(rx_datagrams)     /* datagrams the kernel returned */                 \
-    X(rx_pkts)          /* packets handed to the engine (after GRO split, \
-                           rx faults) */                                    \
-    X(rx_bytes)                                                             \
-    X(rx_gro_datagrams) /* datagrams that carried several packets (GRO) */  \
-    X(rx_gro_segs)      /* packets that arrived inside those */             \
-    X(rx_ecn_ce)        /* packets that arrived marked CE */                \
-    X(rx_truncated)     /* datagrams larger than the buffer: dropped */     \
-    X(rx_errors)        /* failed receive calls */                          \
-    X(rx_icmp_errors)   /* ICMP errors read from the error queue */         \
-    X(tx_syscalls)      /* sendmsg/sendmmsg calls */                        \
-    X(tx_pkts)          /* packets the kernel accepted */                   \
-    X(tx_bytes)                                                             \
-    X(tx_gso_sends)     /* sends that carried several packets (GSO) */      \
-    X(tx_gso_segs)      /* packets sent inside those */                     \
-    X(tx_errors)        /* packets dropped because a send failed */         \
-    X(tx_eagain)        /* sends that found the socket buffer full */       \
-    X(fault_tx_drop) X(fault_tx_dup) X(fault_tx_reorder) X(fault_tx_corrupt) \
-    X(fault_rx_drop) X(fault_rx_dup) X(fault_rx_reorder) X(fault_rx_corrupt) \
-    X(progress_rounds)  /* library progress rounds (receive, timers, send) */ \
-    X(thread_sleeps)    /* progress thread waits in epoll */              \
-    X(idle_yields)      /* APP mode: polls that yielded the CPU (idle) */ \
-    X(acks_deferred)    /* APP mode: rounds whose ACKs were left for the  \
-                           application's next call (MROCE_DEFER_ACKS) */  \
-    X(acks_deferred_replied) /* of those, ACKs that left behind data the  \
-                           application sent (its answer went first) */    \
-    X(acks_deferred_late) /* sent later than max_ack_delay (10 us) */     \
-    X(acks_watchdog)    /* sent by the watchdog thread (the application   \
-                           stayed away) */                                \
-    X(watchdog_ticks)   /* the watchdog thread's wake-ups to look */      \
-    X(defer_pauses)     /* deferral paused: the application did not answer \
-                           (a bulk receiver) */                           \
-    X(rx_sockbuf)       /* not a count: the receive socket's buffer in    \
+#define MROCE_UDP_COUNTERS(X)                                                    \
+    X(rx_syscalls)  /* recvmmsg/recvmsg calls, including empty ones */           \
+    X(rx_empty)     /* of those, calls that found nothing (polling) */           \
+    X(rx_datagrams) /* datagrams the kernel returned */                          \
+    X(rx_pkts)      /* packets handed to the engine (after GRO split, \
+                           rx faults) */          \
+    X(rx_bytes)                                                                  \
+    X(rx_gro_datagrams) /* datagrams that carried several packets (GRO) */       \
+    X(rx_gro_segs)      /* packets that arrived inside those */                  \
+    X(rx_ecn_ce)        /* packets that arrived marked CE */                     \
+    X(rx_truncated)     /* datagrams larger than the buffer: dropped */          \
+    X(rx_errors)        /* failed receive calls */                               \
+    X(rx_icmp_errors)   /* ICMP errors read from the error queue */              \
+    X(tx_syscalls)      /* sendmsg/sendmmsg calls */                             \
+    X(tx_pkts)          /* packets the kernel accepted */                        \
+    X(tx_bytes)                                                                  \
+    X(tx_gso_sends) /* sends that carried several packets (GSO) */               \
+    X(tx_gso_segs)  /* packets sent inside those */                              \
+    X(tx_errors)    /* packets dropped because a send failed */                  \
+    X(tx_eagain)    /* sends that found the socket buffer full */                \
+    X(fault_tx_drop)                                                             \
+    X(fault_tx_dup) X(fault_tx_reorder) X(fault_tx_corrupt) X(                   \
+        fault_rx_drop) X(fault_rx_dup) X(fault_rx_reorder) X(fault_rx_corrupt)   \
+        X(progress_rounds) /* library progress rounds (receive, timers, send) */ \
+        X(thread_sleeps)   /* progress thread waits in epoll */                  \
+        X(idle_yields)     /* APP mode: polls that yielded the CPU (idle) */     \
+        X(acks_deferred)   /* APP mode: rounds whose ACKs were left for the  \
+                           application's next call (MROCE_DEFER_ACKS) */   \
+        X(acks_deferred_replied) /* of those, ACKs that left behind data the  \
+                           application sent (its answer went first) */  \
+        X(acks_deferred_late)    /* sent later than max_ack_delay (10 us) */     \
+        X(acks_watchdog)  /* sent by the watchdog thread (the application   \
+                           stayed away) */    \
+        X(watchdog_ticks) /* the watchdog thread's wake-ups to look */           \
+        X(defer_pauses)   /* deferral paused: the application did not answer \
+                           (a bulk receiver) */   \
+        X(rx_sockbuf)     /* not a count: the receive socket's buffer in    \
                            bytes as granted (SO_RCVBUF read back; the     \
                            library asks 8 MiB, see src/udp/udp.c) */
 
@@ -325,13 +327,13 @@ int mroce_modify_qp_error(mroce_qp *qp);
  * values equal the engine's enum mre_qp_mod.  "Before connect" ones
  * return MROCE_ESTATE later. */
 enum mroce_qp_attr_mask {
-    MROCE_QP_ATTR_RETRY = 1,     /* retry_cnt, rnr_retry */
-    MROCE_QP_ATTR_TIMEOUT = 2,   /* min_rto, max_rto, handshake_timeout,
+    MROCE_QP_ATTR_RETRY = 1,   /* retry_cnt, rnr_retry */
+    MROCE_QP_ATTR_TIMEOUT = 2, /* min_rto, max_rto, handshake_timeout,
                                     peer_timeout */
-    MROCE_QP_ATTR_CC = 4,        /* cc_algo, init_cwnd, target_qdelay
+    MROCE_QP_ATTR_CC = 4,      /* cc_algo, init_cwnd, target_qdelay
                                     (before connect only) */
-    MROCE_QP_ATTR_PATHS = 8,     /* npaths, path_burst (before connect only) */
-    MROCE_QP_ATTR_MTU = 16,      /* mtu (before connect only) */
+    MROCE_QP_ATTR_PATHS = 8,   /* npaths, path_burst (before connect only) */
+    MROCE_QP_ATTR_MTU = 16,    /* mtu (before connect only) */
 };
 /* query_qp returns the engine attributes with send_cq/recv_cq NULL. */
 int mroce_query_qp(const mroce_qp *qp, struct mre_qp_attr *attr);
@@ -352,8 +354,7 @@ int mroce_post_recv(mroce_qp *qp, struct mroce_recv_wr *wr,
 /* --- counters --- */
 int mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c);
 /* Up to n path slots; returns the number of slots. */
-int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps,
-                         int n);
+int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps, int n);
 /* Human-readable dump of the QP's and its paths' counters. */
 void mroce_qp_dump_counters(const mroce_qp *qp, void *file /* FILE* */);
 

@@ -23,16 +23,16 @@ typedef uint64_t mroce_tstamp; /* nanoseconds */
 #define MROCE_TSTAMP_INF UINT64_MAX
 
 /* Error codes (negative). X-macro: name, value, description. */
-#define MROCE_ERRORS(X)                                         \
-    X(INVAL, -1, "invalid argument")                            \
-    X(NOMEM, -2, "out of memory")                               \
-    X(STATE, -3, "object is in the wrong state for this call")  \
-    X(FULL, -4, "queue full")                                   \
-    X(NOENT, -5, "no such object")                              \
-    X(BUSY, -6, "object still in use")                          \
+#define MROCE_ERRORS(X)                                             \
+    X(INVAL, -1, "invalid argument")                                \
+    X(NOMEM, -2, "out of memory")                                   \
+    X(STATE, -3, "object is in the wrong state for this call")      \
+    X(FULL, -4, "queue full")                                       \
+    X(NOENT, -5, "no such object")                                  \
+    X(BUSY, -6, "object still in use")                              \
     X(ACCESS, -7, "local protection error: lkey, bounds or rights") \
-    X(RANGE, -8, "length out of range")                         \
-    X(NOBUF, -9, "output buffer too small")                     \
+    X(RANGE, -8, "length out of range")                             \
+    X(NOBUF, -9, "output buffer too small")                         \
     X(FAULT, -10, "memory range not addressable (not mapped, or wraps)")
 
 enum mroce_err {
@@ -62,17 +62,17 @@ enum mroce_wr_opcode {
 
 /* Work request flags. */
 enum mroce_send_flags {
-    MROCE_SEND_SIGNALED = 1,  /* produce a completion on success */
+    MROCE_SEND_SIGNALED = 1, /* produce a completion on success */
     MROCE_SEND_SOLICITED = 2,
-    MROCE_SEND_INLINE = 4,    /* copy the data at post time; no lkey needed */
-    MROCE_SEND_FENCE = 8,     /* wait for prior READ/atomics to complete */
+    MROCE_SEND_INLINE = 4, /* copy the data at post time; no lkey needed */
+    MROCE_SEND_FENCE = 8,  /* wait for prior READ/atomics to complete */
 };
 
 #define MROCE_MAX_SGE 4
 #define MROCE_MAX_INLINE 256
 
 struct mroce_sge {
-    uint64_t addr;   /* local virtual address */
+    uint64_t addr; /* local virtual address */
     uint32_t length;
     uint32_t lkey;
 };
@@ -83,12 +83,12 @@ struct mroce_send_wr {
     struct mroce_sge *sg_list;
     int num_sge;
     enum mroce_wr_opcode opcode;
-    unsigned send_flags;        /* enum mroce_send_flags */
+    unsigned send_flags; /* enum mroce_send_flags */
     uint32_t imm_data;
-    uint64_t remote_addr;       /* WRITE, READ, atomics */
+    uint64_t remote_addr; /* WRITE, READ, atomics */
     uint32_t rkey;
-    uint64_t compare_add;       /* FETCH_ADD addend, CMP_SWAP compare */
-    uint64_t swap;              /* CMP_SWAP swap value */
+    uint64_t compare_add; /* FETCH_ADD addend, CMP_SWAP compare */
+    uint64_t swap;        /* CMP_SWAP swap value */
 };
 
 struct mroce_recv_wr {
@@ -99,16 +99,16 @@ struct mroce_recv_wr {
 };
 
 /* Completion statuses (ibv_wc_status style). X-macro: name, description. */
-#define MROCE_WC_STATUSES(X)                              \
-    X(SUCCESS, "success")                                 \
-    X(LOC_LEN_ERR, "local length error")                  \
-    X(LOC_PROT_ERR, "local protection error")             \
-    X(LOC_QP_OP_ERR, "local QP operation error")          \
-    X(REM_ACCESS_ERR, "remote access error")              \
-    X(REM_INV_REQ_ERR, "remote invalid request error")    \
-    X(REM_OP_ERR, "remote operation error")               \
+#define MROCE_WC_STATUSES(X)                                  \
+    X(SUCCESS, "success")                                     \
+    X(LOC_LEN_ERR, "local length error")                      \
+    X(LOC_PROT_ERR, "local protection error")                 \
+    X(LOC_QP_OP_ERR, "local QP operation error")              \
+    X(REM_ACCESS_ERR, "remote access error")                  \
+    X(REM_INV_REQ_ERR, "remote invalid request error")        \
+    X(REM_OP_ERR, "remote operation error")                   \
     X(RNR_RETRY_EXC_ERR, "receiver-not-ready retry exceeded") \
-    X(RETRY_EXC_ERR, "transport retry counter exceeded")  \
+    X(RETRY_EXC_ERR, "transport retry counter exceeded")      \
     X(WR_FLUSH_ERR, "work request flushed")
 
 enum mroce_wc_status {
@@ -168,25 +168,27 @@ enum mroce_cc_algo {
 /* Per-path counters and state, as reported by mre_qp_path_stats(). */
 struct mroce_path_stats {
     uint16_t entropy;
-    uint8_t active;        /* 0 once retired (slot reused for a new entropy) */
-    uint8_t weight;        /* current spraying weight, 0..8 */
+    uint8_t active; /* 0 once retired (slot reused for a new entropy) */
+    uint8_t weight; /* current spraying weight, 0..8 */
     uint64_t tx_pkts, tx_bytes, acked_pkts;
     uint64_t lost_pkts, ecn_marks;
     mroce_tstamp srtt, min_rtt;
-    uint32_t retirements;  /* how many entropies this slot has retired */
+    uint32_t retirements; /* how many entropies this slot has retired */
 };
 
 /* Per-QP counters (ENG-9). */
-#define MROCE_QP_COUNTERS(X)                                          \
-    X(tx_pkts) X(tx_bytes) X(tx_data_pkts) X(tx_acks) X(tx_naks)      \
-    X(rx_pkts) X(rx_bytes) X(rx_data_pkts) X(rx_acks) X(rx_naks)      \
-    X(retx_pkts) X(retx_path) X(retx_ooo) X(retx_rto) X(retx_probe)   \
-    X(retx_rnr) X(rx_dups) X(rx_ecn_ce) X(tx_ecn_echo)                \
-    X(drop_token) X(drop_window) X(drop_state) X(drop_invalid)        \
-    X(drop_stale) X(timeouts) X(probes) X(paths_retired)              \
-    X(rnr_naks_rx) X(rnr_naks_tx) X(rtt_last) X(srtt) X(min_rtt)      \
-    X(cwnd) X(completions) X(spurious_rto) X(path_reuses)            \
-    X(tx_keepalives) X(peer_timeouts)
+#define MROCE_QP_COUNTERS(X)                                                 \
+    X(tx_pkts)                                                               \
+    X(tx_bytes) X(tx_data_pkts) X(tx_acks) X(tx_naks) X(rx_pkts) X(rx_bytes) \
+        X(rx_data_pkts) X(rx_acks) X(rx_naks) X(retx_pkts) X(retx_path)      \
+            X(retx_ooo) X(retx_rto) X(retx_probe) X(retx_rnr) X(rx_dups)     \
+                X(rx_ecn_ce) X(tx_ecn_echo) X(drop_token) X(drop_window)     \
+                    X(drop_state) X(drop_invalid) X(drop_stale) X(timeouts)  \
+                        X(probes) X(paths_retired) X(rnr_naks_rx)            \
+                            X(rnr_naks_tx) X(rtt_last) X(srtt) X(min_rtt)    \
+                                X(cwnd) X(completions) X(spurious_rto)       \
+                                    X(path_reuses) X(tx_keepalives)          \
+                                        X(peer_timeouts)
 
 struct mroce_qp_counters {
 #define MROCE_X_FIELD(name) uint64_t name;
@@ -195,10 +197,11 @@ struct mroce_qp_counters {
 };
 
 /* Endpoint counters: drops before a QP is known, by reason (ENG-8). */
-#define MROCE_EP_COUNTERS(X)                                             \
-    X(rx_pkts) X(tx_pkts) X(drop_truncated) X(drop_version)              \
-    X(drop_opcode) X(drop_flags) X(drop_length) X(drop_crc) X(drop_field) \
-    X(drop_no_qp) X(drop_no_listener)
+#define MROCE_EP_COUNTERS(X)                                                  \
+    X(rx_pkts)                                                                \
+    X(tx_pkts) X(drop_truncated) X(drop_version) X(drop_opcode) X(drop_flags) \
+        X(drop_length) X(drop_crc) X(drop_field) X(drop_no_qp)                \
+            X(drop_no_listener)
 
 struct mroce_ep_counters {
 #define MROCE_X_FIELD(name) uint64_t name;

@@ -54,19 +54,19 @@ extern "C" {
  * Opcodes (WIRE-5).  X-macro so the enum and the printable names cannot
  * drift.  Columns: name, value, consumes a PSN (reliable data), has REQ hdr.
  */
-#define MROCE_OPCODES(X)                   \
-    X(SEND, 0x10, 1, 1)                    \
-    X(WRITE, 0x11, 1, 1)                   \
-    X(READ_REQ, 0x12, 1, 1)                \
-    X(READ_RESP, 0x13, 1, 0)               \
-    X(FETCH_ADD, 0x14, 1, 1)               \
-    X(CMP_SWAP, 0x15, 1, 1)                \
-    X(ATOMIC_RESP, 0x16, 1, 0)             \
-    X(ACK, 0x20, 0, 0)                     \
-    X(NAK, 0x21, 0, 0)                     \
-    X(CONNECT_REQ, 0x30, 0, 0)             \
-    X(CONNECT_RESP, 0x31, 0, 0)            \
-    X(DISCONNECT, 0x32, 0, 0)              \
+#define MROCE_OPCODES(X)        \
+    X(SEND, 0x10, 1, 1)         \
+    X(WRITE, 0x11, 1, 1)        \
+    X(READ_REQ, 0x12, 1, 1)     \
+    X(READ_RESP, 0x13, 1, 0)    \
+    X(FETCH_ADD, 0x14, 1, 1)    \
+    X(CMP_SWAP, 0x15, 1, 1)     \
+    X(ATOMIC_RESP, 0x16, 1, 0)  \
+    X(ACK, 0x20, 0, 0)          \
+    X(NAK, 0x21, 0, 0)          \
+    X(CONNECT_REQ, 0x30, 0, 0)  \
+    X(CONNECT_RESP, 0x31, 0, 0) \
+    X(DISCONNECT, 0x32, 0, 0)   \
     X(DISCONNECT_ACK, 0x33, 0, 0)
 
 enum mrw_opcode {
@@ -77,10 +77,10 @@ enum mrw_opcode {
 
 /* Base-header flags (WIRE-6). */
 enum mrw_pkt_flag {
-    MROCE_F_FIRST = 0x0001,     /* first packet of a message */
-    MROCE_F_LAST = 0x0002,      /* last packet of a message */
-    MROCE_F_IMM = 0x0004,       /* imm field valid (SEND/WRITE with immediate) */
-    MROCE_F_ACK_REQ = 0x0008,   /* receiver should acknowledge without delay */
+    MROCE_F_FIRST = 0x0001,   /* first packet of a message */
+    MROCE_F_LAST = 0x0002,    /* last packet of a message */
+    MROCE_F_IMM = 0x0004,     /* imm field valid (SEND/WRITE with immediate) */
+    MROCE_F_ACK_REQ = 0x0008, /* receiver should acknowledge without delay */
     MROCE_F_SOLICITED = 0x0010, /* solicited event requested */
     MROCE_F_RETX = 0x0020,      /* this transmission is a retransmission */
     MROCE_F_PROBE = 0x0040,     /* tail-loss probe */
@@ -173,9 +173,9 @@ struct mrw_ack_hdr {
 
 /* NAK header. */
 struct mrw_nak_hdr {
-    uint32_t nak_psn; /* PSN of the offending request packet */
-    uint32_t msn;     /* its message sequence number */
-    uint8_t code;     /* enum mrw_nak_code */
+    uint32_t nak_psn;  /* PSN of the offending request packet */
+    uint32_t msn;      /* its message sequence number */
+    uint8_t code;      /* enum mrw_nak_code */
     uint8_t rnr_delay; /* RNR: suggested wait, units of 10 us (1..255) */
     uint16_t reserved;
     uint32_t cum_psn; /* receiver's cumulative PSN at the time */
@@ -183,14 +183,14 @@ struct mrw_nak_hdr {
 
 /* CONNECT_REQ / CONNECT_RESP body. */
 struct mrw_conn_hdr {
-    uint32_t src_qpn;      /* sender's queue pair number */
-    uint32_t start_psn;    /* first PSN the sender will use */
-    uint64_t token;        /* token the peer must put in packets to sender */
-    uint16_t mtu;          /* largest payload the sender accepts */
-    uint16_t npaths;       /* entropies the sender sprays over (advisory) */
-    uint32_t rx_window;    /* PSNs the sender tracks beyond cum_psn */
+    uint32_t src_qpn;       /* sender's queue pair number */
+    uint32_t start_psn;     /* first PSN the sender will use */
+    uint64_t token;         /* token the peer must put in packets to sender */
+    uint16_t mtu;           /* largest payload the sender accepts */
+    uint16_t npaths;        /* entropies the sender sprays over (advisory) */
+    uint32_t rx_window;     /* PSNs the sender tracks beyond cum_psn */
     uint32_t max_rd_atomic; /* READ/atomics the sender serves at once */
-    uint32_t flags;        /* enum mrw_conn_flag */
+    uint32_t flags;         /* enum mrw_conn_flag */
     uint32_t max_ack_delay; /* ns the sender may delay an ACK (REL-19) */
 };
 
@@ -212,13 +212,13 @@ struct mrw_pkt {
 };
 
 /* Decode errors (negative).  X-macro: name, value, description. */
-#define MROCE_WIRE_ERRORS(X)                                  \
-    X(TRUNCATED, -1, "shorter than its headers or pkt_len")   \
-    X(VERSION, -2, "unknown version")                         \
-    X(OPCODE, -3, "unknown opcode")                           \
-    X(FLAGS, -4, "reserved flag bits set")                    \
-    X(LENGTH, -5, "pkt_len disagrees with datagram length")   \
-    X(CRC, -6, "CRC32C mismatch")                             \
+#define MROCE_WIRE_ERRORS(X)                                \
+    X(TRUNCATED, -1, "shorter than its headers or pkt_len") \
+    X(VERSION, -2, "unknown version")                       \
+    X(OPCODE, -3, "unknown opcode")                         \
+    X(FLAGS, -4, "reserved flag bits set")                  \
+    X(LENGTH, -5, "pkt_len disagrees with datagram length") \
+    X(CRC, -6, "CRC32C mismatch")                           \
     X(FIELD, -7, "field out of range for this opcode")
 
 enum mrw_wire_error {
@@ -254,8 +254,7 @@ size_t mrw_pkt_hdr_len(const struct mrw_pkt *pkt);
  * engine read straight from registered memory into the output buffer) and
  * calls mrw_pkt_seal().  pkt->payload is ignored.
  */
-size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf,
-                            size_t cap);
+size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap);
 
 /* mrw_pkt_seal appends the CRC32C over buf[0..len) at buf+len and returns
  * len + MROCE_CRC_LEN. */
@@ -266,8 +265,8 @@ size_t mrw_pkt_seal(uint8_t *buf, size_t len);
  * followed by payload[0..payload_len) goes to buf+hdr_len, the same four
  * bytes mrw_pkt_seal would put after the contiguous packet.  Returns the
  * packet's length on the wire, hdr_len + payload_len + MROCE_CRC_LEN. */
-size_t mrw_pkt_seal_split(uint8_t *buf, size_t hdr_len,
-                            const uint8_t *payload, size_t payload_len);
+size_t mrw_pkt_seal_split(uint8_t *buf, size_t hdr_len, const uint8_t *payload,
+                          size_t payload_len);
 
 /* mrw_pkt_encode: headers, copy of pkt->payload, and CRC in one call.
  * Returns the packet length or 0 if cap is too small. */

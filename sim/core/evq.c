@@ -79,12 +79,13 @@ void evq_free(struct evq *q)
 }
 
 /* The entry for (t, seq, type, idx), or -1 if they do not fit its key. */
-static inline int ev_make(struct ev *e, uint64_t t, uint64_t seq,
-                          uint32_t type, uint32_t idx)
+static inline int ev_make(struct ev *e, uint64_t t, uint64_t seq, uint32_t type,
+                          uint32_t idx)
 {
     if (seq > EV_SEQ_MAX || type > 15 || idx >> EV_IDX_BITS) {
-        fprintf(stderr, "event queue: event %llu, type %u, "
-                        "index %u out of range\n",
+        fprintf(stderr,
+                "event queue: event %llu, type %u, "
+                "index %u out of range\n",
                 (unsigned long long)seq, type, idx);
         return -1;
     }

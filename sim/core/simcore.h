@@ -69,8 +69,8 @@ static inline int rng_hit(uint64_t *s, uint64_t th)
 #define EV_IDX_MAX ((1u << EV_IDX_BITS) - 1)
 #define EV_SEQ_MAX (((uint64_t)1 << (64 - EV_TAG_BITS)) - 1)
 struct ev {
-    uint64_t t;    /* the model's time unit */
-    uint64_t key;  /* seq, type, idx: ties are FIFO, hence determinism */
+    uint64_t t;   /* the model's time unit */
+    uint64_t key; /* seq, type, idx: ties are FIFO, hence determinism */
 };
 static inline uint32_t ev_type(const struct ev *e)
 {
@@ -82,10 +82,10 @@ static inline uint32_t ev_idx(const struct ev *e)
 }
 
 struct evq {
-    struct ev *h;  /* 4-ary min-heap on (t, key), root h[0] */
-    void *mem;     /* owned: h sits 48 bytes into it (evq.c) */
+    struct ev *h; /* 4-ary min-heap on (t, key), root h[0] */
+    void *mem;    /* owned: h sits 48 bytes into it (evq.c) */
     size_t n, cap;
-    uint64_t seq;  /* next sequence number */
+    uint64_t seq; /* next sequence number */
 };
 /* Room for cap entries (0: 1024).  Returns 0 or -1 (out of memory). */
 int evq_init(struct evq *q, size_t cap);

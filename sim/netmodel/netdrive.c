@@ -25,13 +25,13 @@
 
 struct dhost {
     mre_ep *ep;
-    mroce_tstamp floor;   /* expiries are not retried before this (stuck) */
-    mroce_tstamp key;     /* heap key: when this host next needs service */
+    mroce_tstamp floor;      /* expiries are not retried before this (stuck) */
+    mroce_tstamp key;        /* heap key: when this host next needs service */
     mroce_tstamp stalled_at; /* when stalled was set */
-    uint32_t pos;         /* index in d->hheap, NO_POS if not in it */
-    uint8_t stalled;      /* write_pkt gave nothing although want_write said
+    uint32_t pos;            /* index in d->hheap, NO_POS if not in it */
+    uint8_t stalled;         /* write_pkt gave nothing although want_write said
                              yes: ignore want_write until something changes */
-    uint8_t dirty;        /* in d->dirty: received this step, so served */
+    uint8_t dirty;           /* in d->dirty: received this step, so served */
 };
 
 struct mroce_netdrive {
@@ -39,10 +39,10 @@ struct mroce_netdrive {
     mroce_net *net;
     struct dhost *h;
     uint32_t nhosts;
-    uint32_t *hheap;      /* host ids, min-heap on (key, id) */
+    uint32_t *hheap; /* host ids, min-heap on (key, id) */
     uint32_t nhheap;
-    uint32_t *scratch;    /* hosts due this step */
-    uint32_t *dirty;      /* hosts that received packets this step */
+    uint32_t *scratch; /* hosts due this step */
+    uint32_t *dirty;   /* hosts that received packets this step */
     uint32_t ndirty;
     mroce_tstamp now;
     mroce_netdrive_hook_fn tx_hook, rx_hook;
@@ -350,9 +350,15 @@ static void on_deliver(void *user, const struct mroce_net_pkt *pk)
     }
     if (d->rx_hook) {
         struct mroce_netdrive_pkt hp = {
-            .src = pk->src, .dst = pk->dst, .entropy = pk->entropy,
-            .ecn = pk->ecn, .spine = pk->spine, .qp_num = 0,
-            .buf = pk->buf, .len = pk->len, .now = d->now,
+            .src = pk->src,
+            .dst = pk->dst,
+            .entropy = pk->entropy,
+            .ecn = pk->ecn,
+            .spine = pk->spine,
+            .qp_num = 0,
+            .buf = pk->buf,
+            .len = pk->len,
+            .now = d->now,
         };
         if (d->rx_hook(d->rx_user, &hp) == MROCE_NETDRIVE_DROP) {
             d->c.rx_hook_drops++;
@@ -416,11 +422,16 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
         len = (size_t)n;
         if (d->tx_hook) {
             struct mroce_netdrive_pkt hp = {
-                .src = id, .dst = (uint32_t)dst, .entropy = entropy,
+                .src = id,
+                .dst = (uint32_t)dst,
+                .entropy = entropy,
                 .ecn = ecn,
-                .spine = (uint16_t)mroce_net_spine_of(d->net, id,
-                                                      (uint32_t)dst, entropy),
-                .qp_num = info.qp_num, .buf = buf, .len = len, .now = t,
+                .spine = (uint16_t)mroce_net_spine_of(d->net, id, (uint32_t)dst,
+                                                      entropy),
+                .qp_num = info.qp_num,
+                .buf = buf,
+                .len = len,
+                .now = t,
             };
             if (d->tx_hook(d->tx_user, &hp) == MROCE_NETDRIVE_DROP) {
                 d->c.tx_hook_drops++;

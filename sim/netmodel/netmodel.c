@@ -29,9 +29,9 @@
 
 #define PS_PER_NS 1000u
 #define PKTS_PER_CHUNK 32u
-#define MAX_HOSTS (1u << 20)  /* the spine hash packs src/dst in 20 bits */
+#define MAX_HOSTS (1u << 20) /* the spine hash packs src/dst in 20 bits */
 #define MAX_SPINES 65535u
-#define P_ONE (1ull << 53)    /* probability 1.0 as a threshold on 53 bits */
+#define P_ONE (1ull << 53) /* probability 1.0 as a threshold on 53 bits */
 
 enum { ST_ARRIVE = 0, ST_DELIVER = 1, ST_SPINE_OUT = 2 };
 
@@ -81,13 +81,13 @@ struct mroce_net {
     struct host *hosts;
     struct spine *spines;
 
-    struct evq q;       /* ps; type = stage, idx = packet id */
-    struct pkt **byid;  /* packet table, npkts entries */
+    struct evq q;      /* ps; type = stage, idx = packet id */
+    struct pkt **byid; /* packet table, npkts entries */
 
     struct pkt *free_list;
     struct chunk *chunks;
-    size_t npkts;      /* packets allocated (pool size) */
-    size_t in_flight;  /* packets in the event heap */
+    size_t npkts;     /* packets allocated (pool size) */
+    size_t in_flight; /* packets in the event heap */
     struct pkt *staged;
 
     uint64_t delay_ps;
@@ -323,7 +323,7 @@ uint32_t mroce_net_spine_of(const mroce_net *net, uint32_t src, uint32_t dst,
 {
     /* src and dst are < 2^20, so the three fields do not overlap. */
     uint64_t h = rng_mix64(net->hash_seed ^ ((uint64_t)src << 40) ^
-                       ((uint64_t)dst << 16) ^ entropy);
+                           ((uint64_t)dst << 16) ^ entropy);
     return (uint32_t)(((h >> 32) * net->cfg.spines) >> 32);
 }
 
@@ -404,9 +404,9 @@ int mroce_net_send_staged(mroce_net *net, uint32_t src, uint32_t dst,
     return 0;
 }
 
-int mroce_net_send(mroce_net *net, uint32_t src, uint32_t dst,
-                   uint16_t entropy, uint8_t ecn, const uint8_t *buf,
-                   size_t len, mroce_tstamp now)
+int mroce_net_send(mroce_net *net, uint32_t src, uint32_t dst, uint16_t entropy,
+                   uint8_t ecn, const uint8_t *buf, size_t len,
+                   mroce_tstamp now)
 {
     uint8_t *b;
     if (src >= net->cfg.hosts || dst >= net->cfg.hosts)
@@ -618,7 +618,8 @@ mroce_tstamp mroce_net_uplink_ready(const mroce_net *net, uint32_t host,
         queue_bytes = 1;
     /* The driver asks this for every packet: avoid the division that the
      * overflow check needs unless the link is slower than ~120 kb/s. */
-    if (l->ppb > UINT32_MAX && (uint64_t)(queue_bytes - 1) > UINT64_MAX / l->ppb)
+    if (l->ppb > UINT32_MAX &&
+        (uint64_t)(queue_bytes - 1) > UINT64_MAX / l->ppb)
         return 0;
     slack = ((uint64_t)(queue_bytes - 1) * l->ppb) >> 16;
     return l->busy_ps > slack ? ps_to_ns_ceil(l->busy_ps - slack) : 0;
@@ -737,8 +738,7 @@ int mroce_net_set_spine_rate(mroce_net *net, uint32_t spine, uint64_t rate_bps,
 
 /* ---- counters ---- */
 
-void mroce_net_get_counters(const mroce_net *net,
-                            struct mroce_net_counters *c)
+void mroce_net_get_counters(const mroce_net *net, struct mroce_net_counters *c)
 {
     *c = net->c;
 }

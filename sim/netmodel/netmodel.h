@@ -83,55 +83,58 @@ extern "C" {
 typedef struct mroce_net mroce_net;
 
 struct mroce_net_config {
-    uint64_t seed;           /* all randomness derives from it; default 1 */
-    uint32_t hosts;          /* 1..2^20; default 2 */
-    uint32_t spines;         /* 1..65535; default 4 */
-    mroce_tstamp delay;      /* base one-way propagation delay, ns; 2000 */
-    uint64_t rate_bps;       /* every host link, bits/s; 100e9; 0 = infinite
+    uint64_t seed;        /* all randomness derives from it; default 1 */
+    uint32_t hosts;       /* 1..2^20; default 2 */
+    uint32_t spines;      /* 1..65535; default 4 */
+    mroce_tstamp delay;   /* base one-way propagation delay, ns; 2000 */
+    uint64_t rate_bps;    /* every host link, bits/s; 100e9; 0 = infinite
                                 (no serialization, no queueing); else >= 1000 */
-    uint32_t queue_limit;    /* downlink drop-tail limit, bytes; 1 MiB */
-    uint32_t ecn_thresh;     /* CE-mark ECT packets when more than this many
+    uint32_t queue_limit; /* downlink drop-tail limit, bytes; 1 MiB */
+    uint32_t ecn_thresh;  /* CE-mark ECT packets when more than this many
                                 bytes are queued ahead; 64 KiB */
-    double loss;             /* probability a packet is lost in the fabric */
-    double dup;              /* ... is delivered twice */
-    double corrupt;          /* ... has one random bit flipped */
-    double reorder;          /* ... is delayed by an extra [1, reorder_max] ns */
+    double loss;          /* probability a packet is lost in the fabric */
+    double dup;           /* ... is delivered twice */
+    double corrupt;       /* ... has one random bit flipped */
+    double reorder;       /* ... is delayed by an extra [1, reorder_max] ns */
     mroce_tstamp reorder_max; /* ns; default 10000 */
-    uint32_t max_pkts;       /* cap on packets held at once (pool size);
+    uint32_t max_pkts;        /* cap on packets held at once (pool size);
                                 0 = unlimited; beyond it sends fail, counted */
 };
 void mroce_net_config_default(struct mroce_net_config *cfg);
 
 /* Counters.  X-macros so callers can print them by name. */
-#define MROCE_NET_COUNTERS(X)                                              \
-    X(tx_pkts) X(tx_bytes)       /* accepted by mroce_net_send*() */       \
-    X(rx_pkts) X(rx_bytes)       /* delivered (duplicates included) */     \
-    X(drop_loss)                 /* global random loss */                  \
-    X(drop_spine_loss)           /* per-spine random loss */               \
-    X(drop_blackhole)            /* blackholed spine */                    \
-    X(drop_queue)                /* downlink drop-tail */                  \
-    X(drop_spine_queue)          /* spine queue drop-tail (spine rate) */  \
-    X(drop_oversize)             /* rejected: len > MROCE_NET_MAX_PKT */   \
-    X(drop_nomem)                /* rejected / dup skipped: pool empty */  \
-    X(dups) X(corrupted) X(reordered)                                      \
-    X(ce_marked)                 /* CE marks set at downlinks */           \
-    X(ce_marked_spine)           /* CE marks set at spine queues */
+#define MROCE_NET_COUNTERS(X)                                           \
+    X(tx_pkts)                                                          \
+    X(tx_bytes)                /* accepted by mroce_net_send*() */      \
+        X(rx_pkts) X(rx_bytes) /* delivered (duplicates included) */    \
+        X(drop_loss)           /* global random loss */                 \
+        X(drop_spine_loss)     /* per-spine random loss */              \
+        X(drop_blackhole)      /* blackholed spine */                   \
+        X(drop_queue)          /* downlink drop-tail */                 \
+        X(drop_spine_queue)    /* spine queue drop-tail (spine rate) */ \
+        X(drop_oversize)       /* rejected: len > MROCE_NET_MAX_PKT */  \
+        X(drop_nomem)          /* rejected / dup skipped: pool empty */ \
+        X(dups) X(corrupted) X(reordered)                               \
+            X(ce_marked)   /* CE marks set at downlinks */              \
+        X(ce_marked_spine) /* CE marks set at spine queues */
 
-#define MROCE_NET_SPINE_COUNTERS(X)                                        \
-    X(pkts) X(bytes)             /* packets routed over this spine */      \
-    X(drops)                     /* dropped by this spine (loss, blackhole, \
-                                    queue drop-tail) */                    \
-    X(ce_marks)                  /* marked at the downlink after crossing it */ \
-    X(queue_drops)               /* of drops: spine queue drop-tail */     \
-    X(queue_ce_marks)            /* CE marks set at the spine queue */     \
-    X(queue_max)                 /* peak spine queue occupancy, bytes */
+#define MROCE_NET_SPINE_COUNTERS(X)                                      \
+    X(pkts)                                                              \
+    X(bytes)              /* packets routed over this spine */           \
+        X(drops)          /* dropped by this spine (loss, blackhole, \
+                                    queue drop-tail) */   \
+        X(ce_marks)       /* marked at the downlink after crossing it */ \
+        X(queue_drops)    /* of drops: spine queue drop-tail */          \
+        X(queue_ce_marks) /* CE marks set at the spine queue */          \
+        X(queue_max)      /* peak spine queue occupancy, bytes */
 
-#define MROCE_NET_HOST_COUNTERS(X)                                         \
-    X(up_pkts) X(up_bytes)       /* sent by the host */                    \
-    X(down_pkts) X(down_bytes)   /* delivered to the host */               \
-    X(down_drops)                /* drop-tail at its downlink */           \
-    X(down_ce_marks)             /* CE marks at its downlink */            \
-    X(down_max_queue)            /* peak downlink occupancy, bytes */
+#define MROCE_NET_HOST_COUNTERS(X)                                 \
+    X(up_pkts)                                                     \
+    X(up_bytes)                    /* sent by the host */          \
+        X(down_pkts) X(down_bytes) /* delivered to the host */     \
+        X(down_drops)              /* drop-tail at its downlink */ \
+        X(down_ce_marks)           /* CE marks at its downlink */  \
+        X(down_max_queue)          /* peak downlink occupancy, bytes */
 
 struct mroce_net_counters {
 #define MROCE_X_FIELD(name) uint64_t name;
@@ -154,14 +157,15 @@ struct mroce_net_host_counters {
 struct mroce_net_pkt {
     uint32_t src, dst;
     uint16_t entropy;
-    uint8_t ecn;          /* enum mre_ecn, CE if marked on the way */
-    uint16_t spine;       /* the spine it crossed */
+    uint8_t ecn;    /* enum mre_ecn, CE if marked on the way */
+    uint16_t spine; /* the spine it crossed */
     uint8_t *buf;
     size_t len;
-    mroce_tstamp time;    /* delivery time, ns (rounded up) */
-    uint64_t time_ps;     /* exact delivery time, ps */
+    mroce_tstamp time; /* delivery time, ns (rounded up) */
+    uint64_t time_ps;  /* exact delivery time, ps */
 };
-typedef void (*mroce_net_deliver_fn)(void *user, const struct mroce_net_pkt *pkt);
+typedef void (*mroce_net_deliver_fn)(void *user,
+                                     const struct mroce_net_pkt *pkt);
 
 /* --- lifetime --- */
 /* MROCE_EINVAL on a bad config (hosts/spines out of range, probability not in
@@ -177,9 +181,9 @@ const struct mroce_net_config *mroce_net_config_get(const mroce_net *net);
  * MROCE_ERANGE if len > MROCE_NET_MAX_PKT (counted drop_oversize),
  * MROCE_ENOMEM if the pool is exhausted (counted drop_nomem).
  * ecn: ECT(0)/ECT(1) packets can be CE-marked, NOT_ECT ones never are. */
-int mroce_net_send(mroce_net *net, uint32_t src, uint32_t dst,
-                   uint16_t entropy, uint8_t ecn, const uint8_t *buf,
-                   size_t len, mroce_tstamp now);
+int mroce_net_send(mroce_net *net, uint32_t src, uint32_t dst, uint16_t entropy,
+                   uint8_t ecn, const uint8_t *buf, size_t len,
+                   mroce_tstamp now);
 /* Zero-copy send: mroce_net_tx_buf() returns a buffer of MROCE_NET_MAX_PKT
  * bytes owned by the model (the same one until it is sent; NULL if the pool
  * is exhausted); fill it and hand it over with mroce_net_send_staged(), which
@@ -250,8 +254,7 @@ int mroce_net_set_spine_rate(mroce_net *net, uint32_t spine, uint64_t rate_bps,
                              uint32_t queue_limit, uint32_t ecn_thresh);
 
 /* --- counters --- */
-void mroce_net_get_counters(const mroce_net *net,
-                            struct mroce_net_counters *c);
+void mroce_net_get_counters(const mroce_net *net, struct mroce_net_counters *c);
 int mroce_net_get_spine_counters(const mroce_net *net, uint32_t spine,
                                  struct mroce_net_spine_counters *c);
 int mroce_net_get_host_counters(const mroce_net *net, uint32_t host,

@@ -87,8 +87,8 @@ static int not_connected(void *user)
 }
 
 int mroce_tb_connect(struct mroce_testbed *tb, uint32_t a, uint32_t b,
-                     const struct mre_qp_attr *attr, mre_qp **qa,
-                     mre_qp **qb, mroce_tstamp limit)
+                     const struct mre_qp_attr *attr, mre_qp **qa, mre_qp **qb,
+                     mroce_tstamp limit)
 {
     struct mre_qp_attr at;
     if (attr)
@@ -114,7 +114,8 @@ int mroce_tb_connect(struct mroce_testbed *tb, uint32_t a, uint32_t b,
     mroce_netdrive_kick_all(tb->d);
     mroce_netdrive_run_while(tb->d, not_connected, &w, now + limit);
     return not_connected(&w) || mre_qp_state(*qa) != MROCE_QPS_RTS
-               ? MROCE_ESTATE : 0;
+               ? MROCE_ESTATE
+               : 0;
 }
 
 int mroce_tb_cq_count(const mre_cq *cq)

@@ -41,8 +41,8 @@ void mroce_tb_del(struct mroce_testbed *tb);
  * model time pass.  Returns 0, or MROCE_ESTATE if the handshake did not
  * finish (QPs are still returned for inspection). */
 int mroce_tb_connect(struct mroce_testbed *tb, uint32_t a, uint32_t b,
-                     const struct mre_qp_attr *attr, mre_qp **qa,
-                     mre_qp **qb, mroce_tstamp limit);
+                     const struct mre_qp_attr *attr, mre_qp **qa, mre_qp **qb,
+                     mroce_tstamp limit);
 
 /* Run until cq has at least n completions queued (does not poll them) or
  * limit ns of model time pass from now; returns 1 if reached. */

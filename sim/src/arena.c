@@ -138,8 +138,8 @@ void *scratch_map(size_t len, int *aliased)
     int fd = memfd_create("mroce-sim-scratch", MFD_CLOEXEC);
     if (fd >= 0 && ftruncate(fd, (off_t)ALIAS_BYTES) == 0) {
         uint8_t *base = mmap(NULL, n * ALIAS_BYTES, PROT_NONE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                             -1, 0);
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                             0);
         size_t i = 0;
         if (base != MAP_FAILED) {
             for (; i < n; i++)

@@ -136,8 +136,8 @@ int host_setup(struct sim *s)
             mre_cq_new(h->ep, 1024, &h->scq) < 0 ||
             mre_cq_new(h->ep, 1024, &h->rcq) < 0 ||
             mre_mr_reg(h->ep, s->scratch, s->scratch_len,
-                         MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                         &mr) < 0)
+                       MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                       &mr) < 0)
             return -1;
         h->lkey = mre_mr_lkey(mr);
         h->qp_by_peer = calloc(s->nhosts, sizeof(*h->qp_by_peer));
@@ -189,8 +189,7 @@ static int post_recvs(struct sim *s, struct host *h, mre_qp *qp, int n)
     return 0;
 }
 
-static int make_qp(struct sim *s, struct host *h, uint32_t peer,
-                   mre_qp **pqp)
+static int make_qp(struct sim *s, struct host *h, uint32_t peer, mre_qp **pqp)
 {
     const struct scenario *sc = s->sc;
     struct mre_qp_attr at;
@@ -296,8 +295,8 @@ void host_pull(struct sim *s, struct host *h)
     while (up->q_pkts == 0 && mre_ep_want_write(h->ep)) {
         struct mre_tx_info ti;
         struct mre_tx_zc zc;
-        int n = mre_ep_write_pkt_zc(h->ep, s->tx_stage, SIM_BUF_CAP, &ti,
-                                      &zc, now_ns(s));
+        int n = mre_ep_write_pkt_zc(h->ep, s->tx_stage, SIM_BUF_CAP, &ti, &zc,
+                                    now_ns(s));
         if (n <= 0)
             break;
         if ((size_t)n > SIM_BUF_CAP) { /* excluded by host_setup's check */
@@ -495,8 +494,8 @@ int host_pairs_connected(const struct sim *s)
     for (uint32_t i = 0; i < s->nhosts; i++)
         for (uint32_t j = 0; j < s->nhosts; j++) {
             mre_qp *qp = s->hosts[i].qp_by_peer[j];
-            if (qp && (mre_qp_state(qp) != MROCE_QPS_RTS ||
-                       !mre_qp_remote_qpn(qp)))
+            if (qp &&
+                (mre_qp_state(qp) != MROCE_QPS_RTS || !mre_qp_remote_qpn(qp)))
                 return 0;
         }
     return 1;
@@ -533,8 +532,9 @@ static void host_dump_flows(struct sim *s, const char *prefix)
     }
     fprintf(ff, "src,dst,src_tor,dst_tor,msgs,mct_mean_us,mct_max_us,tx_data,"
                 "retx,ce_echo,srtt_ns,min_rtt_ns,cwnd,timeouts,retired\n");
-    fprintf(fp, "src,dst,slot,entropy,uplink,up_switch,weight,tx_pkts,ecn_marks,"
-                "lost,srtt_ns,min_rtt_ns\n");
+    fprintf(fp,
+            "src,dst,slot,entropy,uplink,up_switch,weight,tx_pkts,ecn_marks,"
+            "lost,srtt_ns,min_rtt_ns\n");
     for (uint32_t i = 0; i < H; i++)
         for (uint32_t j = 0; j < H; j++) {
             mre_qp *qp = s->hosts[i].qp_by_peer[j];
@@ -547,16 +547,17 @@ static void host_dump_flows(struct sim *s, const char *prefix)
             size_t k = (size_t)i * H + j;
             uint32_t leaf = s->links[s->hosts[i].uplink].dst;
             uint32_t dleaf = s->links[s->hosts[j].uplink].dst;
-            fprintf(ff, "%u,%u,%u,%u,%llu,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu,"
-                        "%llu,%llu,%llu\n", i, j, leaf - H, dleaf - H,
-                    (unsigned long long)cnt[k],
+            fprintf(ff,
+                    "%u,%u,%u,%u,%llu,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu,"
+                    "%llu,%llu,%llu\n",
+                    i, j, leaf - H, dleaf - H, (unsigned long long)cnt[k],
                     cnt[k] ? (double)sum[k] / (double)cnt[k] / PS_PER_US : 0,
                     (double)mx[k] / PS_PER_US,
                     (unsigned long long)c.tx_data_pkts,
                     (unsigned long long)c.retx_pkts,
-                    (unsigned long long)c.rx_ecn_ce,
-                    (unsigned long long)c.srtt, (unsigned long long)c.min_rtt,
-                    (unsigned long long)c.cwnd, (unsigned long long)c.timeouts,
+                    (unsigned long long)c.rx_ecn_ce, (unsigned long long)c.srtt,
+                    (unsigned long long)c.min_rtt, (unsigned long long)c.cwnd,
+                    (unsigned long long)c.timeouts,
                     (unsigned long long)c.paths_retired);
             struct mroce_path_stats ps[256];
             int np = mre_qp_path_stats(qp, ps, 256);
@@ -610,9 +611,11 @@ void host_collect_counters(struct sim *s)
             s->mroce_timeouts += c.timeouts;
             s->mroce_paths_retired += c.paths_retired;
             if (getenv("MROCE_SIM_DEBUG") && i < 2 && c.tx_data_pkts)
-                fprintf(stderr, "QP h%u->h%u cwnd %llu srtt %llu min_rtt %llu "
-                        "rtt_last %llu tx_data %llu acks_rx %llu ce %llu\n", i, j,
-                        (unsigned long long)c.cwnd, (unsigned long long)c.srtt,
+                fprintf(stderr,
+                        "QP h%u->h%u cwnd %llu srtt %llu min_rtt %llu "
+                        "rtt_last %llu tx_data %llu acks_rx %llu ce %llu\n",
+                        i, j, (unsigned long long)c.cwnd,
+                        (unsigned long long)c.srtt,
                         (unsigned long long)c.min_rtt,
                         (unsigned long long)c.rtt_last,
                         (unsigned long long)c.tx_data_pkts,
@@ -623,21 +626,24 @@ void host_collect_counters(struct sim *s)
                 if (getenv("MROCE_SIM_DEBUG")) {
                     struct mroce_path_stats ps[64];
                     int np = mre_qp_path_stats(qp, ps, 64);
-                    fprintf(stderr, "QP h%u->h%u ERROR: tx_data %llu retx %llu "
-                            "rto %llu probe %llu path %llu ooo %llu timeouts %llu "
-                            "retired %llu\n", i, j,
-                            (unsigned long long)c.tx_data_pkts,
-                            (unsigned long long)c.retx_pkts,
-                            (unsigned long long)c.retx_rto,
-                            (unsigned long long)c.retx_probe,
-                            (unsigned long long)c.retx_path,
-                            (unsigned long long)c.retx_ooo,
-                            (unsigned long long)c.timeouts,
-                            (unsigned long long)c.paths_retired);
+                    fprintf(
+                        stderr,
+                        "QP h%u->h%u ERROR: tx_data %llu retx %llu "
+                        "rto %llu probe %llu path %llu ooo %llu timeouts %llu "
+                        "retired %llu\n",
+                        i, j, (unsigned long long)c.tx_data_pkts,
+                        (unsigned long long)c.retx_pkts,
+                        (unsigned long long)c.retx_rto,
+                        (unsigned long long)c.retx_probe,
+                        (unsigned long long)c.retx_path,
+                        (unsigned long long)c.retx_ooo,
+                        (unsigned long long)c.timeouts,
+                        (unsigned long long)c.paths_retired);
                     for (int k = 0; k < np && k < 64; k++)
-                        fprintf(stderr, "  slot %d ent %u act %u w %u tx %llu "
-                                "acked %llu lost %llu retire %u\n", k,
-                                ps[k].entropy, ps[k].active, ps[k].weight,
+                        fprintf(stderr,
+                                "  slot %d ent %u act %u w %u tx %llu "
+                                "acked %llu lost %llu retire %u\n",
+                                k, ps[k].entropy, ps[k].active, ps[k].weight,
                                 (unsigned long long)ps[k].tx_pkts,
                                 (unsigned long long)ps[k].acked_pkts,
                                 (unsigned long long)ps[k].lost_pkts,
@@ -690,8 +696,7 @@ void host_trace_rows(struct sim *s, FILE *f, uint64_t t0)
                     (double)(s->now - t0) / PS_PER_US, i, j,
                     (unsigned long long)a.tx_data_pkts,
                     (unsigned long long)b.rx_ecn_ce,
-                    (unsigned long long)a.retx_pkts,
-                    (unsigned long long)a.cwnd,
+                    (unsigned long long)a.retx_pkts, (unsigned long long)a.cwnd,
                     (unsigned long long)a.srtt, wl_outstanding(s, i));
         }
 }

@@ -27,13 +27,19 @@ int main(int argc, char **argv)
     int nsets = 0, quiet = 0, opt;
     while ((opt = getopt(argc, argv, "o:qs:h")) != -1) {
         switch (opt) {
-        case 'o': outdir = optarg; break;
-        case 'q': quiet = 1; break;
+        case 'o':
+            outdir = optarg;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
         case 's':
             if (nsets < 32)
                 sets[nsets++] = optarg;
             break;
-        default: usage(); return 2;
+        default:
+            usage();
+            return 2;
         }
     }
     if (optind != argc - 1) {

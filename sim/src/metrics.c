@@ -64,7 +64,9 @@ void metrics_report(struct sim *s, struct run_result *r)
     r->complete = s->wl_pending == 0;
     r->time_ps = (r->complete ? s->t_end : s->now) - s->t_start;
     r->ideal_ps = wl_ideal_ps(s);
-    r->eff = r->complete && r->time_ps ? 100.0 * (double)r->ideal_ps / (double)r->time_ps : 0;
+    r->eff = r->complete && r->time_ps
+                 ? 100.0 * (double)r->ideal_ps / (double)r->time_ps
+                 : 0;
 }
 
 static FILE *open_out(const struct sim *s, const char *file, int *fresh)
@@ -86,7 +88,8 @@ static FILE *open_out(const struct sim *s, const char *file, int *fresh)
 
 static const char *wl_name(uint8_t k)
 {
-    static const char *names[] = {"permutation", "allreduce", "alltoall", "incast"};
+    static const char *names[] = {"permutation", "allreduce", "alltoall",
+                                  "incast"};
     return k < 4 ? names[k] : "?";
 }
 
@@ -98,35 +101,38 @@ int metrics_write(struct sim *s, const struct run_result *r)
     if (!f)
         return -1;
     if (fresh)
-        fprintf(f, "scenario,transport,hosts,workload,bytes,ideal_us,time_us,"
-                   "efficiency_pct,mct_p50_us,mct_p99_us,mct_p999_us,mct_max_us,"
-                   "msgs,msgs_done,complete,drops_queue,drops_fail,drops_loss,"
-                   "drops_noroute,ecn_marks,pfc_pauses,retx_pkts,tx_data_pkts,"
-                   "timeouts,paths_retired,qp_errors,events,pkt_events,wall_s,"
-                   "events_per_s,cpu_s,events_per_cpu_s,qps,engine_bytes_per_qp,"
-                   "expiry_stuck\n");
-    double bpq = s->nqps && s->tp->kind == T_MROCE ? (double)s->qp_mem_bytes / (double)s->nqps : 0;
-    fprintf(f, "%s,%s,%u,%s,%llu,%.3f,%.3f,%.2f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%d,"
-               "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
-               "%.3f,%.0f,%.3f,%.0f,%llu,%.0f,%llu\n",
-            sc->name, s->tp->name, s->nhosts, wl_name(sc->wl[0].kind),
-            (unsigned long long)sc->wl[0].bytes,
-            (double)r->ideal_ps / PS_PER_US, (double)r->time_ps / PS_PER_US,
-            r->eff, r->mct_p50, r->mct_p99, r->mct_p999, r->mct_max,
-            (unsigned long long)r->msgs, (unsigned long long)r->msgs_done,
-            r->complete, (unsigned long long)s->drops_q,
-            (unsigned long long)s->drops_fail, (unsigned long long)s->drops_loss,
-            (unsigned long long)s->drops_noroute, (unsigned long long)s->ecn_marks,
-            (unsigned long long)s->pfc_pauses, (unsigned long long)s->retx_pkts,
-            (unsigned long long)s->tx_data_pkts,
-            (unsigned long long)s->mroce_timeouts,
-            (unsigned long long)s->mroce_paths_retired,
-            (unsigned long long)s->qp_errors, (unsigned long long)s->events,
-            (unsigned long long)s->pkt_events, r->wall_s,
-            r->wall_s > 0 ? (double)s->events / r->wall_s : 0, r->cpu_s,
-            r->cpu_s > 0 ? (double)s->events / r->cpu_s : 0,
-            (unsigned long long)s->nqps, bpq,
-            (unsigned long long)s->expiry_stuck);
+        fprintf(f,
+                "scenario,transport,hosts,workload,bytes,ideal_us,time_us,"
+                "efficiency_pct,mct_p50_us,mct_p99_us,mct_p999_us,mct_max_us,"
+                "msgs,msgs_done,complete,drops_queue,drops_fail,drops_loss,"
+                "drops_noroute,ecn_marks,pfc_pauses,retx_pkts,tx_data_pkts,"
+                "timeouts,paths_retired,qp_errors,events,pkt_events,wall_s,"
+                "events_per_s,cpu_s,events_per_cpu_s,qps,engine_bytes_per_qp,"
+                "expiry_stuck\n");
+    double bpq = s->nqps && s->tp->kind == T_MROCE
+                     ? (double)s->qp_mem_bytes / (double)s->nqps
+                     : 0;
+    fprintf(
+        f,
+        "%s,%s,%u,%s,%llu,%.3f,%.3f,%.2f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%d,"
+        "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,"
+        "%.3f,%.0f,%.3f,%.0f,%llu,%.0f,%llu\n",
+        sc->name, s->tp->name, s->nhosts, wl_name(sc->wl[0].kind),
+        (unsigned long long)sc->wl[0].bytes, (double)r->ideal_ps / PS_PER_US,
+        (double)r->time_ps / PS_PER_US, r->eff, r->mct_p50, r->mct_p99,
+        r->mct_p999, r->mct_max, (unsigned long long)r->msgs,
+        (unsigned long long)r->msgs_done, r->complete,
+        (unsigned long long)s->drops_q, (unsigned long long)s->drops_fail,
+        (unsigned long long)s->drops_loss, (unsigned long long)s->drops_noroute,
+        (unsigned long long)s->ecn_marks, (unsigned long long)s->pfc_pauses,
+        (unsigned long long)s->retx_pkts, (unsigned long long)s->tx_data_pkts,
+        (unsigned long long)s->mroce_timeouts,
+        (unsigned long long)s->mroce_paths_retired,
+        (unsigned long long)s->qp_errors, (unsigned long long)s->events,
+        (unsigned long long)s->pkt_events, r->wall_s,
+        r->wall_s > 0 ? (double)s->events / r->wall_s : 0, r->cpu_s,
+        r->cpu_s > 0 ? (double)s->events / r->cpu_s : 0,
+        (unsigned long long)s->nqps, bpq, (unsigned long long)s->expiry_stuck);
     fclose(f);
 
     /* completion-time distribution: at most ~1000 points of the CDF */
@@ -159,7 +165,8 @@ int metrics_write(struct sim *s, const struct run_result *r)
     /* per-tier links */
     snprintf(name, sizeof(name), "tiers_%s_%s.csv", sc->name, s->tp->name);
     char path[600];
-    snprintf(path, sizeof(path), "%s/%s", sc->outdir[0] ? sc->outdir : "sim-out", name);
+    snprintf(path, sizeof(path), "%s/%s",
+             sc->outdir[0] ? sc->outdir : "sim-out", name);
     f = fopen(path, "w");
     if (!f)
         return -1;
@@ -177,7 +184,8 @@ int metrics_write(struct sim *s, const struct run_result *r)
                 continue;
             nl++;
             double u = dur > 0 ? 100.0 * (double)l->tx_bytes * 8e12 /
-                                     ((double)l->rate_bps * dur) : 0;
+                                     ((double)l->rate_bps * dur)
+                               : 0;
             usum += u;
             if (u > umax)
                 umax = u;
@@ -202,7 +210,8 @@ int metrics_write(struct sim *s, const struct run_result *r)
 
     /* every switch-to-switch link: ECMP spread and hot spots */
     snprintf(name, sizeof(name), "links_%s_%s.csv", sc->name, s->tp->name);
-    snprintf(path, sizeof(path), "%s/%s", sc->outdir[0] ? sc->outdir : "sim-out", name);
+    snprintf(path, sizeof(path), "%s/%s",
+             sc->outdir[0] ? sc->outdir : "sim-out", name);
     f = fopen(path, "w");
     if (!f)
         return -1;
@@ -216,10 +225,12 @@ int metrics_write(struct sim *s, const struct run_result *r)
                 s->nodes[l->src].name, s->nodes[l->dst].name,
                 s->tier_names[l->tier], (unsigned long long)l->tx_pkts,
                 dur > 0 ? 100.0 * (double)l->tx_bytes * 8e12 /
-                              ((double)l->rate_bps * dur) : 0,
+                              ((double)l->rate_bps * dur)
+                        : 0,
                 (unsigned long long)l->q_max, (unsigned long long)l->drops_q,
                 (unsigned long long)(l->drops_fail + l->drops_loss),
-                (unsigned long long)l->ecn_marks, (unsigned long long)l->pfc_xoff);
+                (unsigned long long)l->ecn_marks,
+                (unsigned long long)l->pfc_xoff);
     }
     fclose(f);
     return 0;

@@ -18,11 +18,11 @@
 #include "sim.h"
 
 struct report {
-    uint64_t t_fault;            /* absolute ps of the first fault, T_INF none */
-    uint64_t retired_at_fault;   /* paths_retired summed over the QPs */
+    uint64_t t_fault;          /* absolute ps of the first fault, T_INF none */
+    uint64_t retired_at_fault; /* paths_retired summed over the QPs */
     uint64_t retired_last;
     uint64_t first_ret, last_ret; /* ps, T_INF none */
-    uint64_t srtt_ns;            /* busiest QP's srtt at the last step before the fault */
+    uint64_t srtt_ns; /* busiest QP's srtt at the last step before the fault */
 };
 
 /* Sum of paths_retired over every QP; *srtt = srtt of the QP that sent the
@@ -128,7 +128,8 @@ void report_print(struct sim *s)
     free(t);
     double secs = (double)(last - s->t_start) / 1e12;
     printf("report scenario=%s transport=%s bytes=%llu goodput_mbps=%.1f "
-           "max_stall_ms=%.2f retx=%llu timeouts=%llu paths_retired=%llu drops=%llu",
+           "max_stall_ms=%.2f retx=%llu timeouts=%llu paths_retired=%llu "
+           "drops=%llu",
            s->sc->name, s->tp->name, (unsigned long long)bytes,
            secs > 0 ? (double)bytes * 8 / secs / 1e6 : 0,
            (double)max_gap / PS_PER_MS, (unsigned long long)s->retx_pkts,
@@ -145,8 +146,9 @@ void report_print(struct sim *s)
             double f = (double)(r->first_ret - r->t_fault) / 1e12;
             double l = (double)(r->last_ret - r->t_fault) / 1e12;
             printf(" first_retire_ms=%.2f last_retire_ms=%.2f"
-                   " first_retire_rtts=%.1f last_retire_rtts=%.1f", f * 1e3,
-                   l * 1e3, srtt > 0 ? f / srtt : -1, srtt > 0 ? l / srtt : -1);
+                   " first_retire_rtts=%.1f last_retire_rtts=%.1f",
+                   f * 1e3, l * 1e3, srtt > 0 ? f / srtt : -1,
+                   srtt > 0 ? l / srtt : -1);
         }
     }
     /* bytes on each uplink of the sender's ToR, in up-port order */

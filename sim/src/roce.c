@@ -52,7 +52,7 @@ struct rqp {
     uint16_t entropy;
     uint8_t active, dead, rto_pending;
     /* sender */
-    struct rmsg *mq;       /* messages in PSN order; [mq_head, mq_n) live */
+    struct rmsg *mq; /* messages in PSN order; [mq_head, mq_n) live */
     uint32_t mq_head, mq_n, mq_cap, tx_mi;
     uint64_t una, nxt, end, hi;
     uint64_t next_tx, rto_at;

@@ -73,8 +73,9 @@ static void progress(struct sim *s)
             total++;
             done += s->msgs[i].done & 1;
         }
-    fprintf(stderr, "[%s/%s] t=%.3f ms  events=%llu  msgs %llu/%llu posted  "
-                    "pkts live=%llu\n",
+    fprintf(stderr,
+            "[%s/%s] t=%.3f ms  events=%llu  msgs %llu/%llu posted  "
+            "pkts live=%llu\n",
             s->sc->name, s->tp->name, (double)s->now / PS_PER_MS,
             (unsigned long long)s->events, (unsigned long long)done,
             (unsigned long long)total, (unsigned long long)s->pkts_live);
@@ -333,7 +334,9 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
            res->wall_s > 0 ? (double)s->events / res->wall_s / 1e6 : 0,
            res->cpu_s > 0 ? (double)s->events / res->cpu_s / 1e6 : 0,
            res->cpu_s > 0 ? (double)s->pkt_events / res->cpu_s / 1e6 : 0,
-           s->nqps && tp->kind == T_MROCE ? (double)s->qp_mem_bytes / (double)s->nqps : 0);
+           s->nqps && tp->kind == T_MROCE
+               ? (double)s->qp_mem_bytes / (double)s->nqps
+               : 0);
     fflush(stdout);
     rc = 0;
 out:
@@ -341,4 +344,3 @@ out:
     free(s);
     return rc;
 }
-

@@ -65,11 +65,20 @@ static int parse_size(const char *v, uint64_t *out)
         return -1;
     double mul = 1;
     switch (toupper((unsigned char)*r)) {
-    case 'K': mul = 1024; break;
-    case 'M': mul = 1024.0 * 1024; break;
-    case 'G': mul = 1024.0 * 1024 * 1024; break;
-    case 0: case 'B': break;
-    default: return -1;
+    case 'K':
+        mul = 1024;
+        break;
+    case 'M':
+        mul = 1024.0 * 1024;
+        break;
+    case 'G':
+        mul = 1024.0 * 1024 * 1024;
+        break;
+    case 0:
+    case 'B':
+        break;
+    default:
+        return -1;
     }
     *out = (uint64_t)(d * mul + 0.5);
     return 0;
@@ -83,12 +92,22 @@ static int parse_rate(const char *v, uint64_t *out)
         return -1;
     double mul = 1;
     switch (toupper((unsigned char)*r)) {
-    case 'K': mul = 1e3; break;
-    case 'M': mul = 1e6; break;
-    case 'G': mul = 1e9; break;
-    case 'T': mul = 1e12; break;
-    case 0: break;
-    default: return -1;
+    case 'K':
+        mul = 1e3;
+        break;
+    case 'M':
+        mul = 1e6;
+        break;
+    case 'G':
+        mul = 1e9;
+        break;
+    case 'T':
+        mul = 1e12;
+        break;
+    case 0:
+        break;
+    default:
+        return -1;
     }
     *out = (uint64_t)(d * mul + 0.5);
     return *out >= 1000 ? 0 : -1;
@@ -101,12 +120,18 @@ static int parse_time(const char *v, uint64_t *out)
     if (parse_num(v, &d, &r) < 0)
         return -1;
     double mul;
-    if (!strncmp(r, "ps", 2)) mul = 1;
-    else if (!strncmp(r, "ns", 2) || !*r) mul = 1e3;
-    else if (!strncmp(r, "us", 2)) mul = 1e6;
-    else if (!strncmp(r, "ms", 2)) mul = 1e9;
-    else if (!strncmp(r, "s", 1)) mul = 1e12;
-    else return -1;
+    if (!strncmp(r, "ps", 2))
+        mul = 1;
+    else if (!strncmp(r, "ns", 2) || !*r)
+        mul = 1e3;
+    else if (!strncmp(r, "us", 2))
+        mul = 1e6;
+    else if (!strncmp(r, "ms", 2))
+        mul = 1e9;
+    else if (!strncmp(r, "s", 1))
+        mul = 1e12;
+    else
+        return -1;
     *out = (uint64_t)(d * mul + 0.5);
     return 0;
 }
@@ -151,18 +176,24 @@ static int parse_workload(struct scenario *sc, char *v, const char *where)
         const char *k = tok, *val = eq + 1;
         uint64_t u = 0;
         int bad = 0;
-        if (!strcmp(k, "bytes")) bad = parse_size(val, &w->bytes);
+        if (!strcmp(k, "bytes"))
+            bad = parse_size(val, &w->bytes);
         else if (!strcmp(k, "msg") || !strcmp(k, "slice")) {
             bad = parse_size(val, &u) || !u || u > (1u << 30);
             w->msg = (uint32_t)u;
         } else if (!strcmp(k, "window") || !strcmp(k, "slots") ||
                    !strcmp(k, "active"))
             w->window = (uint32_t)atoi(val), bad = !w->window;
-        else if (!strcmp(k, "ranks")) w->ranks = (uint32_t)atoi(val);
-        else if (!strcmp(k, "senders")) w->senders = (uint32_t)atoi(val);
-        else if (!strcmp(k, "order")) w->random_order = !strcmp(val, "random");
-        else if (!strcmp(k, "background")) w->background = (uint8_t)atoi(val);
-        else if (!strcmp(k, "fraction")) w->fraction = atof(val);
+        else if (!strcmp(k, "ranks"))
+            w->ranks = (uint32_t)atoi(val);
+        else if (!strcmp(k, "senders"))
+            w->senders = (uint32_t)atoi(val);
+        else if (!strcmp(k, "order"))
+            w->random_order = !strcmp(val, "random");
+        else if (!strcmp(k, "background"))
+            w->background = (uint8_t)atoi(val);
+        else if (!strcmp(k, "fraction"))
+            w->fraction = atof(val);
         else {
             fprintf(stderr, "%s: unknown workload option '%s'\n", where, k);
             return -1;
@@ -192,11 +223,16 @@ static int parse_fault(struct scenario *sc, char *v, const char *where)
     snprintf(f->a, sizeof(f->a), "%s", a);
     snprintf(f->b, sizeof(f->b), "%s", b);
     f->detect_ps = 1 * PS_PER_MS;
-    if (!strcmp(kind, "down")) f->kind = F_DOWN;
-    else if (!strcmp(kind, "blackhole")) f->kind = F_BLACKHOLE;
-    else if (!strcmp(kind, "up")) f->kind = F_UP;
-    else if (!strcmp(kind, "loss")) f->kind = F_LOSS;
-    else if (!strcmp(kind, "rate")) f->kind = F_RATE;
+    if (!strcmp(kind, "down"))
+        f->kind = F_DOWN;
+    else if (!strcmp(kind, "blackhole"))
+        f->kind = F_BLACKHOLE;
+    else if (!strcmp(kind, "up"))
+        f->kind = F_UP;
+    else if (!strcmp(kind, "loss"))
+        f->kind = F_LOSS;
+    else if (!strcmp(kind, "rate"))
+        f->kind = F_RATE;
     else {
         fprintf(stderr, "%s: unknown fault '%s'\n", where, kind);
         return -1;
@@ -225,22 +261,30 @@ static int parse_transports(struct scenario *sc, char *v, const char *where)
 {
     char *save, *tok;
     sc->ntp = 0;
-    for (tok = strtok_r(v, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+    for (tok = strtok_r(v, ", \t", &save); tok;
+         tok = strtok_r(NULL, ", \t", &save)) {
         if (sc->ntp == MAX_TP)
             return -1;
         struct tp_cfg *t = &sc->tp[sc->ntp];
         memset(t, 0, sizeof(*t));
         snprintf(t->name, sizeof(t->name), "%s", tok);
         if (!strcmp(tok, "mroce")) {
-            t->kind = T_MROCE; t->cc = MROCE_CC_DELAY_ECN;
+            t->kind = T_MROCE;
+            t->cc = MROCE_CC_DELAY_ECN;
         } else if (!strcmp(tok, "mroce_fixed")) {
-            t->kind = T_MROCE; t->cc = MROCE_CC_NONE;
+            t->kind = T_MROCE;
+            t->cc = MROCE_CC_NONE;
         } else if (!strcmp(tok, "mroce_credit")) {
-            t->kind = T_MROCE; t->cc = MROCE_CC_DELAY_ECN; t->credit = 1;
+            t->kind = T_MROCE;
+            t->cc = MROCE_CC_DELAY_ECN;
+            t->credit = 1;
         } else if (!strcmp(tok, "roce")) {
-            t->kind = T_ROCE; t->dcqcn = 1;
+            t->kind = T_ROCE;
+            t->dcqcn = 1;
         } else if (!strcmp(tok, "roce_pfc")) {
-            t->kind = T_ROCE; t->dcqcn = 1; t->pfc = 1;
+            t->kind = T_ROCE;
+            t->dcqcn = 1;
+            t->pfc = 1;
         } else if (!strcmp(tok, "roce_nocc")) {
             t->kind = T_ROCE;
         } else {
@@ -259,43 +303,75 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
     int bad = 0;
     char tmp[512];
     snprintf(tmp, sizeof(tmp), "%s", val);
-#define SIZE32(name, field) \
-    else if (!strcmp(key, name)) { bad = parse_size(val, &u); sc->field = (uint32_t)u; }
-#define INT32(name, field) \
-    else if (!strcmp(key, name)) { sc->field = (uint32_t)strtoul(val, NULL, 0); }
-#define TIME(name, field) \
-    else if (!strcmp(key, name)) { bad = parse_time(val, &sc->field); }
-#define RATE(name, field) \
-    else if (!strcmp(key, name)) { bad = parse_rate(val, &sc->field); }
-    if (!strcmp(key, "name")) snprintf(sc->name, sizeof(sc->name), "%s", val);
-    else if (!strcmp(key, "seed")) sc->seed = strtoull(val, NULL, 0);
-    else if (!strcmp(key, "topology")) snprintf(sc->topo, sizeof(sc->topo), "%s", val);
-    else if (!strcmp(key, "out")) snprintf(sc->outdir, sizeof(sc->outdir), "%s", val);
-    else if (!strcmp(key, "progress")) sc->progress = atoi(val);
-    else if (!strcmp(key, "ecn_pmax")) sc->ecn_pmax = atof(val);
+#define SIZE32(name, field)        \
+    else if (!strcmp(key, name))   \
+    {                              \
+        bad = parse_size(val, &u); \
+        sc->field = (uint32_t)u;   \
+    }
+#define INT32(name, field)                           \
+    else if (!strcmp(key, name))                     \
+    {                                                \
+        sc->field = (uint32_t)strtoul(val, NULL, 0); \
+    }
+#define TIME(name, field)                  \
+    else if (!strcmp(key, name))           \
+    {                                      \
+        bad = parse_time(val, &sc->field); \
+    }
+#define RATE(name, field)                  \
+    else if (!strcmp(key, name))           \
+    {                                      \
+        bad = parse_rate(val, &sc->field); \
+    }
+    if (!strcmp(key, "name"))
+        snprintf(sc->name, sizeof(sc->name), "%s", val);
+    else if (!strcmp(key, "seed"))
+        sc->seed = strtoull(val, NULL, 0);
+    else if (!strcmp(key, "topology"))
+        snprintf(sc->topo, sizeof(sc->topo), "%s", val);
+    else if (!strcmp(key, "out"))
+        snprintf(sc->outdir, sizeof(sc->outdir), "%s", val);
+    else if (!strcmp(key, "progress"))
+        sc->progress = atoi(val);
+    else if (!strcmp(key, "ecn_pmax"))
+        sc->ecn_pmax = atof(val);
     else if (!strcmp(key, "timer_tick")) /* gone: timers are exact now */
-        fprintf(stderr, "%s: timer_tick is ignored (engine timers fire "
-                        "exactly on time)\n", where);
-    else if (!strcmp(key, "workload")) return parse_workload(sc, tmp, where);
-    else if (!strcmp(key, "fault")) return parse_fault(sc, tmp, where);
-    else if (!strcmp(key, "transports")) return parse_transports(sc, tmp, where);
-    INT32("hosts", hosts) INT32("hosts_per_tor", hosts_per_tor)
-    INT32("spines", spines) INT32("k", k)
-    INT32("hosts_per_edge", ft_hosts_per_edge)
-    INT32("qp_window", qp_window) INT32("qp_npaths", qp_npaths)
-    INT32("qp_sq", qp_sq) INT32("qp_rq", qp_rq) INT32("mtu", mtu)
-    INT32("roce_retry", roce_retry) INT32("roce_ack_every", roce_ack_every)
-    SIZE32("buffer", buffer) SIZE32("ecn_kmin", ecn_kmin)
-    SIZE32("ecn_kmax", ecn_kmax) SIZE32("pfc_xoff", pfc_xoff)
-    SIZE32("pfc_xon", pfc_xon) SIZE32("qp_init_cwnd", qp_init_cwnd)
-    TIME("qp_target_qdelay", qp_target_qdelay_ps)
-    TIME("delay", prop_ps)
-    TIME("roce_rto", roce_rto_ps) TIME("limit", limit_ps)
-    TIME("report", report_ps) TIME("qp_min_rto", qp_min_rto_ps)
-    INT32("qp_path_burst", qp_path_burst)
-    INT32("qp_path_reuse", qp_path_reuse)
-    RATE("host_rate", host_rate) RATE("fabric_rate", fabric_rate)
-    else {
+        fprintf(stderr,
+                "%s: timer_tick is ignored (engine timers fire "
+                "exactly on time)\n",
+                where);
+    else if (!strcmp(key, "workload"))
+        return parse_workload(sc, tmp, where);
+    else if (!strcmp(key, "fault"))
+        return parse_fault(sc, tmp, where);
+    else if (!strcmp(key, "transports"))
+        return parse_transports(sc, tmp, where);
+    INT32("hosts", hosts)
+    INT32("hosts_per_tor", hosts_per_tor) INT32("spines", spines) INT32("k", k)
+        INT32("hosts_per_edge", ft_hosts_per_edge) INT32("qp_window", qp_window)
+            INT32("qp_npaths", qp_npaths) INT32("qp_sq", qp_sq) INT32("qp_rq",
+                                                                      qp_rq)
+                INT32("mtu", mtu) INT32("roce_retry", roce_retry) INT32(
+                    "roce_ack_every", roce_ack_every) SIZE32("buffer", buffer)
+                    SIZE32("ecn_kmin", ecn_kmin) SIZE32("ecn_kmax", ecn_kmax)
+                        SIZE32("pfc_xoff", pfc_xoff) SIZE32("pfc_xon", pfc_xon)
+                            SIZE32("qp_init_cwnd", qp_init_cwnd)
+                                TIME("qp_target_qdelay",
+                                     qp_target_qdelay_ps) TIME("delay", prop_ps)
+                                    TIME("roce_rto", roce_rto_ps) TIME("limit",
+                                                                       limit_ps)
+                                        TIME("report",
+                                             report_ps) TIME("qp_min_rto",
+                                                             qp_min_rto_ps)
+                                            INT32("qp_path_burst",
+                                                  qp_path_burst)
+                                                INT32("qp_path_reuse",
+                                                      qp_path_reuse)
+                                                    RATE("host_rate", host_rate)
+                                                        RATE("fabric_rate",
+                                                             fabric_rate) else
+    {
         fprintf(stderr, "%s: unknown key '%s'\n", where, key);
         return -1;
     }

@@ -93,8 +93,8 @@ static int jscalar(struct jp *p, char *out, size_t cap)
         return 0;
     }
     size_t k = 0;
-    while (p->i < p->n && (isalnum((unsigned char)p->s[p->i]) ||
-                           strchr("+-.", p->s[p->i]))) {
+    while (p->i < p->n &&
+           (isalnum((unsigned char)p->s[p->i]) || strchr("+-.", p->s[p->i]))) {
         if (k + 1 >= cap)
             return fail(p, "number too long");
         out[k++] = p->s[p->i++];
@@ -167,8 +167,8 @@ static int jobject_line(struct jp *p, const char *key, char *out, size_t cap)
     if (!strcmp(key, "workload"))
         snprintf(out, cap, "%s%s", kind, opts);
     else
-        snprintf(out, cap, "%s %s %s %s %s%s%s", time, kind, a, b, value, detect,
-                 local);
+        snprintf(out, cap, "%s %s %s %s %s%s%s", time, kind, a, b, value,
+                 detect, local);
     return 0;
 }
 
@@ -188,8 +188,8 @@ static int jvalue_set(struct jp *p, struct scenario *sc, const char *key)
     return scenario_set(sc, key, v, where);
 }
 
-int scenario_load_json(struct scenario *sc, const char *path,
-                       const char *text, size_t len)
+int scenario_load_json(struct scenario *sc, const char *path, const char *text,
+                       size_t len)
 {
     struct jp p = {text, 0, len, path};
     char key[64];

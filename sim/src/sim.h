@@ -63,28 +63,28 @@
 /* The type of an event (4 bits of its key); its index (24 bits) names the
  * link, host, QP or fault it is for. */
 enum ev_type {
-    EV_ARRIVE,     /* idx = link whose first packet in flight arrives */
-    EV_LINK_FREE,  /* idx = link whose transmitter finished a packet */
-    EV_PAUSE,      /* idx = link paused by PFC (frame has arrived) */
-    EV_RESUME,     /* idx = link resumed by PFC */
-    EV_TIMER,      /* idx = host whose engine timer is due */
-    EV_WAKE,       /* idx = host whose NIC may send (baseline pacing) */
-    EV_RTO,        /* idx = baseline QP retransmission timer */
-    EV_FAULT,      /* idx = index of a scheduled fabric event */
-    EV_ROUTE,      /* routing reconverges after a link went down */
+    EV_ARRIVE,    /* idx = link whose first packet in flight arrives */
+    EV_LINK_FREE, /* idx = link whose transmitter finished a packet */
+    EV_PAUSE,     /* idx = link paused by PFC (frame has arrived) */
+    EV_RESUME,    /* idx = link resumed by PFC */
+    EV_TIMER,     /* idx = host whose engine timer is due */
+    EV_WAKE,      /* idx = host whose NIC may send (baseline pacing) */
+    EV_RTO,       /* idx = baseline QP retransmission timer */
+    EV_FAULT,     /* idx = index of a scheduled fabric event */
+    EV_ROUTE,     /* routing reconverges after a link went down */
 };
 
 /* ---- packets ---- */
 enum pkt_kind {
-    PK_MROCE,      /* an engine datagram in buf */
-    PK_RDATA,      /* baseline RoCEv2 data */
-    PK_RACK,       /* baseline ACK (psn = next expected) */
-    PK_RNAK,       /* baseline NAK sequence error (psn = expected) */
-    PK_RCNP,       /* baseline DCQCN congestion notification */
+    PK_MROCE, /* an engine datagram in buf */
+    PK_RDATA, /* baseline RoCEv2 data */
+    PK_RACK,  /* baseline ACK (psn = next expected) */
+    PK_RNAK,  /* baseline NAK sequence error (psn = expected) */
+    PK_RCNP,  /* baseline DCQCN congestion notification */
 };
 
 struct pkt {
-    struct pkt *next;  /* NIC / PFC output queue, free list link */
+    struct pkt *next; /* NIC / PFC output queue, free list link */
     /* PK_MROCE: the datagram: in inl[] if it fits, else a SIM_BUF_CAP
      * buffer from the pool (big).  A zero-copy data packet
      * (mre_ep_write_pkt_zc) keeps its payload where the engine found it:
@@ -93,17 +93,17 @@ struct pkt {
     uint8_t *buf;
     const uint8_t *payload; /* zero-copy payload (registered memory: zero,
                              * so a delivery does not read it, host.c) */
-    uint32_t len;      /* datagram bytes (UDP payload) */
-    uint32_t wire;     /* bytes serialized on links */
-    uint32_t src, dst; /* hosts */
-    uint32_t in_link;  /* PFC: ingress link whose counter holds it, or NONE */
-    uint32_t zc_len;   /* payload bytes, 0: the whole datagram is in buf */
-    uint32_t qp;       /* baseline: sender QP index */
-    uint16_t entropy;  /* UDP source port: the ECMP input that varies */
-    uint8_t ecn;       /* enum mre_ecn */
-    uint8_t kind;      /* enum pkt_kind */
-    uint8_t last;      /* baseline data: last packet of its message */
-    uint8_t big;       /* buf is from the pool, not inl */
+    uint32_t len;           /* datagram bytes (UDP payload) */
+    uint32_t wire;          /* bytes serialized on links */
+    uint32_t src, dst;      /* hosts */
+    uint32_t in_link; /* PFC: ingress link whose counter holds it, or NONE */
+    uint32_t zc_len;  /* payload bytes, 0: the whole datagram is in buf */
+    uint32_t qp;      /* baseline: sender QP index */
+    uint16_t entropy; /* UDP source port: the ECMP input that varies */
+    uint8_t ecn;      /* enum mre_ecn */
+    uint8_t kind;     /* enum pkt_kind */
+    uint8_t last;     /* baseline data: last packet of its message */
+    uint8_t big;      /* buf is from the pool, not inl */
     uint8_t pad_[6];
     /* Headers + CRC of a zero-copy data packet, ACKs, control packets:
      * next to the fields above, so a delivery loads one object, and
@@ -111,8 +111,8 @@ struct pkt {
      * headers and 4 of CRC are exactly that line, so a delivery reads
      * two cache lines of the header, not three. */
     uint8_t inl[SIM_SMALL_BUF];
-    uint64_t psn;      /* baseline */
-    uint32_t msg;      /* baseline data: message id */
+    uint64_t psn; /* baseline */
+    uint32_t msg; /* baseline data: message id */
 };
 _Static_assert(sizeof(struct pkt) == 256, "struct pkt is 4 cache lines");
 _Static_assert(offsetof(struct pkt, inl) == 64,
@@ -126,8 +126,8 @@ _Static_assert(offsetof(struct pkt, inl) == 64,
  * header's src/dst/wire/entropy do not change in flight; its ecn is
  * written back on delivery to a host or into a PFC / NIC queue. */
 struct hop {
-    uint64_t t;        /* ps: arrival at the far end */
-    uint64_t seq;      /* the arrival event's sequence number */
+    uint64_t t;   /* ps: arrival at the far end */
+    uint64_t seq; /* the arrival event's sequence number */
     struct pkt *p;
     uint32_t src, dst; /* hosts */
     uint32_t wire;
@@ -141,14 +141,14 @@ enum node_kind { N_HOST, N_SWITCH };
 
 struct node {
     uint8_t kind;
-    uint8_t level;       /* 0 host, 1 ToR/leaf/edge, 2 spine/agg, 3 core */
+    uint8_t level; /* 0 host, 1 ToR/leaf/edge, 2 spine/agg, 3 core */
     char name[16];
-    uint32_t lo, hi;     /* hosts below this switch: [lo, hi) */
-    uint32_t span;       /* hosts per down port */
+    uint32_t lo, hi; /* hosts below this switch: [lo, hi) */
+    uint32_t span;   /* hosts per down port */
     uint32_t ndown, nup;
-    uint32_t *down;      /* links towards hosts, by (dst - lo) / span; owned */
-    uint32_t *up;        /* links towards the top, ECMP group; owned */
-    uint64_t salt;       /* per-switch ECMP hash salt */
+    uint32_t *down; /* links towards hosts, by (dst - lo) / span; owned */
+    uint32_t *up;   /* links towards the top, ECMP group; owned */
+    uint64_t salt;  /* per-switch ECMP hash salt */
     /* Routing after failures (NULL = every up port valid for every ToR):
      * rt[tor * nup + i] lists the usable up ports for ToR `tor`, rt_n[tor]
      * how many. */
@@ -177,14 +177,14 @@ struct link {
      * Other links (host NICs, PFC) queue in qh/qt and enter the ring when
      * they start. */
     _Alignas(64) struct hop *ring; /* owned (fabric.c) */
-    uint64_t *wq;        /* lazy links; owned (fabric.c) */
+    uint64_t *wq;                  /* lazy links; owned (fabric.c) */
     uint32_t rmask, rhead, rtail, rwait;
-    uint32_t dst;        /* node */
-    uint8_t state;       /* enum link_state */
+    uint32_t dst;  /* node */
+    uint8_t state; /* enum link_state */
     uint8_t lazy;
-    uint8_t paused;      /* PFC: transmitter paused */
+    uint8_t paused;       /* PFC: transmitter paused */
     uint8_t free_pending; /* an EV_LINK_FREE is queued */
-    double loss;         /* random loss probability */
+    double loss;          /* random loss probability */
     uint64_t wait_tx;
     uint64_t busy_until; /* ps: transmitter busy with a packet till then */
     /* second line: the transmitter */
@@ -197,7 +197,7 @@ struct link {
     uint8_t tier;        /* index into tier names (metrics) */
     uint8_t pause_sent;  /* PFC: this link's receiver has sent XOFF */
     uint64_t rate_bps;
-    uint32_t ing_bytes;  /* PFC: bytes received on this link still queued */
+    uint32_t ing_bytes; /* PFC: bytes received on this link still queued */
     /* counters */
     uint64_t tx_bytes, tx_pkts, drops_q, drops_fail, drops_loss, ecn_marks;
     uint64_t pfc_xoff, paused_ps, paused_since;
@@ -207,13 +207,13 @@ struct link {
 /* ---- hosts (host.c) ---- */
 struct host {
     uint32_t id;
-    uint32_t uplink;      /* link host -> ToR */
-    mre_ep *ep;         /* MetaRoCE endpoint (NULL for the baseline) */
+    uint32_t uplink; /* link host -> ToR */
+    mre_ep *ep;      /* MetaRoCE endpoint (NULL for the baseline) */
     mre_cq *scq, *rcq;
-    uint32_t lkey;        /* of the endpoint's MR over the scratch buffer */
+    uint32_t lkey;       /* of the endpoint's MR over the scratch buffer */
     mre_qp **qp_by_peer; /* peer host -> local QP; owned (MetaRoCE) */
     mre_qp **qp_by_slot; /* qpn & 0xffff -> QP; owned */
-    uint64_t timer_at;    /* ps of the queued EV_TIMER, T_INF none */
+    uint64_t timer_at;   /* ps of the queued EV_TIMER, T_INF none */
     uint8_t wake_pending;
     uint64_t wake_at;
     uint64_t rng;
@@ -231,10 +231,10 @@ struct host {
 struct msg {
     uint32_t src, dst;
     uint32_t bytes;
-    uint16_t wl;         /* workload index */
-    uint8_t bg;          /* background traffic: not in the measured metrics */
-    uint8_t done;        /* bit 0 received, bit 1 sender completion */
-    uint64_t tag;        /* workload-specific (step, slice, ...) */
+    uint16_t wl;  /* workload index */
+    uint8_t bg;   /* background traffic: not in the measured metrics */
+    uint8_t done; /* bit 0 received, bit 1 sender completion */
+    uint64_t tag; /* workload-specific (step, slice, ...) */
     uint64_t t_post, t_recv, t_sent; /* ps */
 };
 
@@ -256,23 +256,23 @@ struct wl_cfg {
 /* ---- scenario (scenario.c) ---- */
 enum fault_kind { F_DOWN, F_BLACKHOLE, F_LOSS, F_RATE, F_UP };
 struct fault {
-    uint64_t t;           /* ps */
+    uint64_t t; /* ps */
     uint8_t kind;
-    char a[16], b[16];    /* the cable between nodes a and b */
-    double val;           /* loss probability / rate in bit/s */
-    uint64_t detect_ps;   /* F_DOWN: routing reconverges after this */
-    uint8_t local;        /* F_DOWN: only the cable's ends reroute */
+    char a[16], b[16];  /* the cable between nodes a and b */
+    double val;         /* loss probability / rate in bit/s */
+    uint64_t detect_ps; /* F_DOWN: routing reconverges after this */
+    uint8_t local;      /* F_DOWN: only the cable's ends reroute */
 };
 
 enum transport { T_MROCE, T_ROCE };
 
 struct tp_cfg {
     char name[24];
-    uint8_t kind;         /* enum transport */
-    uint8_t cc;           /* MetaRoCE: enum mroce_cc_algo */
-    uint8_t credit;       /* MetaRoCE: receiver credits */
-    uint8_t pfc;          /* baseline: lossless */
-    uint8_t dcqcn;        /* baseline: rate control */
+    uint8_t kind;   /* enum transport */
+    uint8_t cc;     /* MetaRoCE: enum mroce_cc_algo */
+    uint8_t credit; /* MetaRoCE: receiver credits */
+    uint8_t pfc;    /* baseline: lossless */
+    uint8_t dcqcn;  /* baseline: rate control */
 };
 
 #define MAX_WL 4
@@ -282,30 +282,30 @@ struct tp_cfg {
 struct scenario {
     char name[64];
     uint64_t seed;
-    char topo[16];        /* "leafspine" or "fattree" */
+    char topo[16];                         /* "leafspine" or "fattree" */
     uint32_t hosts, hosts_per_tor, spines; /* leaf-spine */
-    uint32_t k;           /* fat-tree: pods, k/2 aggs per pod ... */
-    uint32_t ft_hosts_per_edge; /* fat-tree: hosts per edge (oversub) */
+    uint32_t k;                      /* fat-tree: pods, k/2 aggs per pod ... */
+    uint32_t ft_hosts_per_edge;      /* fat-tree: hosts per edge (oversub) */
     uint64_t host_rate, fabric_rate; /* bit/s */
     uint64_t prop_ps;
-    uint32_t buffer;      /* per output port, bytes */
+    uint32_t buffer; /* per output port, bytes */
     uint32_t ecn_kmin, ecn_kmax;
     double ecn_pmax;
     uint32_t pfc_xoff, pfc_xon;
     uint32_t mtu;
     /* MetaRoCE QP attributes used in the simulator (engine memory) */
     uint32_t qp_window, qp_npaths, qp_sq, qp_rq;
-    uint32_t qp_init_cwnd;  /* bytes, 0 = the engine's default */
+    uint32_t qp_init_cwnd;        /* bytes, 0 = the engine's default */
     uint64_t qp_target_qdelay_ps; /* 0 = the engine's default */
     /* baseline */
     uint64_t roce_rto_ps;
     uint32_t roce_retry;
     uint32_t roce_ack_every;
-    uint64_t limit_ps;    /* stop the run at this simulated time */
-    uint64_t qp_min_rto_ps;  /* 0: the engine's default */
-    uint32_t qp_path_burst;  /* 0: the engine's default */
-    uint32_t qp_path_reuse;  /* PATH-16: 1 on, 0 (default) off */
-    uint64_t report_ps;   /* failure report: counters read every this (0 off) */
+    uint64_t limit_ps;      /* stop the run at this simulated time */
+    uint64_t qp_min_rto_ps; /* 0: the engine's default */
+    uint32_t qp_path_burst; /* 0: the engine's default */
+    uint32_t qp_path_reuse; /* PATH-16: 1 on, 0 (default) off */
+    uint64_t report_ps; /* failure report: counters read every this (0 off) */
     struct wl_cfg wl[MAX_WL];
     uint32_t nwl;
     struct fault faults[MAX_FAULTS];
@@ -319,8 +319,8 @@ void scenario_defaults(struct scenario *sc);
 /* Parse a scenario file; 0 or -1 with a message on stderr. */
 int scenario_load(struct scenario *sc, const char *path);
 /* scenario_json.c: a JSON scenario's text; 0 or -1 with a message. */
-int scenario_load_json(struct scenario *sc, const char *path,
-                       const char *text, size_t len);
+int scenario_load_json(struct scenario *sc, const char *path, const char *text,
+                       size_t len);
 /* Parse one "key = value" setting (also used for -s on the command line). */
 int scenario_set(struct scenario *sc, const char *key, const char *val,
                  const char *where);
@@ -332,10 +332,10 @@ struct arena_map {
     size_t len;
 };
 struct arena {
-    uint8_t *cur, *end;           /* bump region */
-    struct arena_map *maps;       /* every mapping, for arena_destroy */
+    uint8_t *cur, *end;     /* bump region */
+    struct arena_map *maps; /* every mapping, for arena_destroy */
     size_t nmaps, capmaps;
-    void *free_[ARENA_CLASSES];   /* arena_free'd blocks per size class */
+    void *free_[ARENA_CLASSES]; /* arena_free'd blocks per size class */
 };
 /* Zeroed, 64-byte aligned, lives until arena_destroy; NULL if out of
  * memory. */
@@ -356,14 +356,14 @@ void scratch_unmap(void *p, size_t len, int aliased);
 /* A stack of free engine buffers of one size, grown a huge page at a
  * time from the arena (fabric.c). */
 struct bufpool {
-    uint8_t **free;            /* owned */
+    uint8_t **free; /* owned */
     size_t n, cap;
-    uint64_t alloc;            /* buffers carved so far */
+    uint64_t alloc; /* buffers carved so far */
 };
 
 struct counting_mem {
     uint64_t live, peak, allocs;
-    struct arena *ar;          /* where the engine's memory comes from */
+    struct arena *ar; /* where the engine's memory comes from */
 };
 
 /* What a host exposes to the fabric, in the manner of htsim's PacketSink:
@@ -382,12 +382,12 @@ struct host_if {
 struct sim {
     const struct scenario *sc;
     const struct tp_cfg *tp;
-    uint64_t now;              /* ps */
+    uint64_t now; /* ps */
     struct evq q;
-    uint64_t rng_fabric;       /* loss, RED */
-    struct host_if host_if;    /* the hosts' side of the fabric (run.c) */
+    uint64_t rng_fabric;    /* loss, RED */
+    struct host_if host_if; /* the hosts' side of the fabric (run.c) */
     /* topology */
-    struct node *nodes;        /* hosts first: node i < nhosts is host i */
+    struct node *nodes; /* hosts first: node i < nhosts is host i */
     uint32_t nnodes, nhosts, ntors, hosts_per_tor;
     struct link *links;
     uint32_t nlinks;
@@ -395,10 +395,10 @@ struct sim {
     uint32_t ntiers;
     /* hosts */
     struct host *hosts;
-    struct arena arena;        /* pools and engine memory (huge pages) */
+    struct arena arena; /* pools and engine memory (huge pages) */
     /* packet and buffer pools */
     struct pkt *pkt_free;
-    struct bufpool bufs;       /* SIM_BUF_CAP bytes each */
+    struct bufpool bufs; /* SIM_BUF_CAP bytes each */
     uint64_t pkts_alloc;
     /* the engine writes every packet here (hot in the cache) before it is
      * copied into a pool buffer of its size; deliveries of zero-copy
@@ -410,18 +410,18 @@ struct sim {
     struct msg *msgs;
     uint32_t nmsgs, capmsgs;
     void *wl_state[MAX_WL];
-    uint32_t wl_pending;       /* measured workloads not finished */
-    uint64_t t_start, t_end;   /* measured interval, ps */
+    uint32_t wl_pending;     /* measured workloads not finished */
+    uint64_t t_start, t_end; /* measured interval, ps */
     /* baseline QPs (roce.c) */
     struct rqp *rqps;
     uint32_t nrqps, caprqps;
     /* engine memory accounting */
     struct counting_mem mem;
     uint64_t qp_mem_bytes, nqps, ep_mem_bytes;
-    uint8_t *scratch;          /* the one buffer every MR maps; owned */
+    uint8_t *scratch; /* the one buffer every MR maps; owned */
     size_t scratch_len;
-    int scratch_aliased;       /* from scratch_map: how to release it */
-    struct report *report;     /* report.c state, NULL unless `report`; owned */
+    int scratch_aliased;   /* from scratch_map: how to release it */
+    struct report *report; /* report.c state, NULL unless `report`; owned */
     /* counters */
     uint64_t events, pkt_events;
     uint64_t pkts_sent, pkts_delivered;
@@ -429,8 +429,8 @@ struct sim {
     uint64_t drops_q, drops_fail, drops_loss, drops_noroute, ecn_marks;
     uint64_t pfc_pauses, retx_pkts, tx_data_pkts, qp_errors, wc_errors;
     uint64_t mroce_timeouts, mroce_paths_retired;
-    uint64_t expiry_stuck;     /* engine expiry still due after handling */
-    uint64_t crc_drops;        /* engines' drop_crc, summed at the end */
+    uint64_t expiry_stuck; /* engine expiry still due after handling */
+    uint64_t crc_drops;    /* engines' drop_crc, summed at the end */
     uint32_t route_dirty;
     int stop;
 };
@@ -550,10 +550,10 @@ struct run_result {
     /* for tests: packet conservation and determinism */
     uint64_t pkts_sent, pkts_delivered, pkts_dropped, pkts_inflight;
     uint64_t events, retx_pkts, ecn_marks, qp_errors;
-    uint64_t crc_drops;   /* MetaRoCE packets the engines dropped for CRC */
-    uint64_t tier_bytes[8];   /* bytes sent per tier during the run */
+    uint64_t crc_drops;     /* MetaRoCE packets the engines dropped for CRC */
+    uint64_t tier_bytes[8]; /* bytes sent per tier during the run */
     uint64_t link_pkts_max, link_pkts_min; /* over tor->spine links */
-    uint32_t links_busy;  /* tor->spine links with >= 5% of the busiest */
+    uint32_t links_busy; /* tor->spine links with >= 5% of the busiest */
 };
 void metrics_report(struct sim *s, struct run_result *r);
 int metrics_write(struct sim *s, const struct run_result *r);

@@ -64,8 +64,12 @@ static uint32_t add_cable(struct sim *s, uint32_t a, uint32_t b, uint64_t bps,
     uint32_t i = s->nlinks;
     struct link *ab = &s->links[i], *ba = &s->links[i + 1];
     memset(ab, 0, sizeof(*ab) * 2);
-    ab->src = a; ab->dst = b; ab->peer = i + 1;
-    ba->src = b; ba->dst = a; ba->peer = i;
+    ab->src = a;
+    ab->dst = b;
+    ab->peer = i + 1;
+    ba->src = b;
+    ba->dst = a;
+    ba->peer = i;
     set_rate(ab, bps);
     set_rate(ba, bps);
     ab->prop_ps = ba->prop_ps = s->sc->prop_ps;
@@ -87,7 +91,8 @@ static int build_leafspine(struct sim *s)
     const struct scenario *sc = s->sc;
     uint32_t H = sc->hosts, P = sc->hosts_per_tor, S = sc->spines;
     if (!P || H % P || !S) {
-        fprintf(stderr, "leafspine: hosts must be a multiple of hosts_per_tor\n");
+        fprintf(stderr,
+                "leafspine: hosts must be a multiple of hosts_per_tor\n");
         return -1;
     }
     uint32_t L = H / P;
@@ -102,15 +107,21 @@ static int build_leafspine(struct sim *s)
         add_node(s, 0, "h", h);
     for (uint32_t l = 0; l < L; l++) {
         struct node *n = &s->nodes[add_node(s, 1, "leaf", l)];
-        n->lo = l * P; n->hi = n->lo + P; n->span = 1;
-        n->ndown = P; n->nup = S;
+        n->lo = l * P;
+        n->hi = n->lo + P;
+        n->span = 1;
+        n->ndown = P;
+        n->nup = S;
         if (alloc_ports(n, P, S) < 0)
             return -1;
     }
     for (uint32_t sp = 0; sp < S; sp++) {
         struct node *n = &s->nodes[add_node(s, 2, "spine", sp)];
-        n->lo = 0; n->hi = H; n->span = P;
-        n->ndown = L; n->nup = 0;
+        n->lo = 0;
+        n->hi = H;
+        n->span = P;
+        n->ndown = L;
+        n->nup = 0;
         if (alloc_ports(n, L, 0) < 0)
             return -1;
     }
@@ -148,30 +159,40 @@ static int build_fattree(struct sim *s)
     s->ntors = E;
     s->hosts_per_tor = hpe;
     s->nodes = calloc(H + E + A + C, sizeof(*s->nodes));
-    s->links = links_alloc(2 * ((size_t)H + (size_t)E * half + (size_t)A * half));
+    s->links = links_alloc(2 *
+                           ((size_t)H + (size_t)E * half + (size_t)A * half));
     if (!s->nodes || !s->links)
         return -1;
     for (uint32_t h = 0; h < H; h++)
         add_node(s, 0, "h", h);
     for (uint32_t e = 0; e < E; e++) {
         struct node *n = &s->nodes[add_node(s, 1, "edge", e)];
-        n->lo = e * hpe; n->hi = n->lo + hpe; n->span = 1;
-        n->ndown = hpe; n->nup = half;
+        n->lo = e * hpe;
+        n->hi = n->lo + hpe;
+        n->span = 1;
+        n->ndown = hpe;
+        n->nup = half;
         if (alloc_ports(n, hpe, half) < 0)
             return -1;
     }
     for (uint32_t a = 0; a < A; a++) {
         struct node *n = &s->nodes[add_node(s, 2, "agg", a)];
         uint32_t pod = a / half;
-        n->lo = pod * hpp; n->hi = n->lo + hpp; n->span = hpe;
-        n->ndown = half; n->nup = half;
+        n->lo = pod * hpp;
+        n->hi = n->lo + hpp;
+        n->span = hpe;
+        n->ndown = half;
+        n->nup = half;
         if (alloc_ports(n, half, half) < 0)
             return -1;
     }
     for (uint32_t c = 0; c < C; c++) {
         struct node *n = &s->nodes[add_node(s, 3, "core", c)];
-        n->lo = 0; n->hi = H; n->span = hpp;
-        n->ndown = k; n->nup = 0;
+        n->lo = 0;
+        n->hi = H;
+        n->span = hpp;
+        n->ndown = k;
+        n->nup = 0;
         if (alloc_ports(n, k, 0) < 0)
             return -1;
     }
@@ -186,8 +207,8 @@ static int build_fattree(struct sim *s)
         uint32_t pod = e / half;
         for (uint32_t j = 0; j < half; j++) {
             uint32_t agg = A0 + pod * half + j;
-            uint32_t li = add_cable(s, E0 + e, agg, sc->fabric_rate,
-                                    "tor-agg", "agg-tor");
+            uint32_t li = add_cable(s, E0 + e, agg, sc->fabric_rate, "tor-agg",
+                                    "agg-tor");
             s->nodes[E0 + e].up[j] = li;
             s->nodes[agg].down[e % half] = li + 1;
         }
@@ -270,11 +291,12 @@ int topo_reroute(struct sim *s)
                     dr[(size_t)i * T + t] = 1;
                     continue;
                 }
-                const struct link *l = &s->links[n->down[(t * hpt - n->lo) / n->span]];
+                const struct link *l =
+                    &s->links[n->down[(t * hpt - n->lo) / n->span]];
                 /* what this node announces: a local-only failure below it
                  * is not told upwards */
-                dr[(size_t)i * T + t] =
-                    l->state != L_DOWN && dr[(size_t)l->dst * T + t];
+                dr[(size_t)i * T + t] = l->state != L_DOWN &&
+                                        dr[(size_t)l->dst * T + t];
             }
         }
     /* up-reachability and tables, top down */
@@ -298,11 +320,13 @@ int topo_reroute(struct sim *s)
                     for (uint32_t p = 0; p < n->nup; p++) {
                         const struct link *l = &s->links[n->up[p]];
                         const struct node *m = &s->nodes[l->dst];
-                        int beyond = in_range(m, t, hpt) ? dr[(size_t)l->dst * T + t]
-                                                         : ur[(size_t)l->dst * T + t];
+                        int beyond = in_range(m, t, hpt)
+                                         ? dr[(size_t)l->dst * T + t]
+                                         : ur[(size_t)l->dst * T + t];
                         if (l->state != L_DOWN && beyond)
                             ann++;
-                        if (l->state != L_DOWN && l->state != L_DOWN_LOCAL && beyond)
+                        if (l->state != L_DOWN && l->state != L_DOWN_LOCAL &&
+                            beyond)
                             n->rt[(size_t)t * n->nup + cnt++] = n->up[p];
                     }
                 n->rt_n[t] = cnt;
@@ -318,7 +342,8 @@ uint32_t topo_find_link(const struct sim *s, const char *a, const char *b)
 {
     for (uint32_t i = 0; i < s->nlinks; i++) {
         const struct link *l = &s->links[i];
-        if (!strcmp(s->nodes[l->src].name, a) && !strcmp(s->nodes[l->dst].name, b))
+        if (!strcmp(s->nodes[l->src].name, a) &&
+            !strcmp(s->nodes[l->dst].name, b))
             return i;
     }
     return NONE32;

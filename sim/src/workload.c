@@ -29,17 +29,17 @@
 struct wl_state {
     struct wl_cfg c;
     uint32_t idx;
-    uint32_t n;          /* ranks */
-    uint32_t *host;      /* rank -> host; owned */
-    uint32_t *rank_of;   /* host -> rank or NONE; owned */
-    uint32_t *perm;      /* permutation: rank -> destination rank; owned */
-    uint64_t *next;      /* per rank: next job; owned */
-    uint32_t *out;       /* per rank: outstanding messages; owned */
-    uint64_t njobs;      /* jobs per rank */
-    uint32_t recv_host;  /* incast */
-    uint32_t nslices;    /* all-reduce */
+    uint32_t n;         /* ranks */
+    uint32_t *host;     /* rank -> host; owned */
+    uint32_t *rank_of;  /* host -> rank or NONE; owned */
+    uint32_t *perm;     /* permutation: rank -> destination rank; owned */
+    uint64_t *next;     /* per rank: next job; owned */
+    uint32_t *out;      /* per rank: outstanding messages; owned */
+    uint64_t njobs;     /* jobs per rank */
+    uint32_t recv_host; /* incast */
+    uint32_t nslices;   /* all-reduce */
     uint64_t chunk;
-    uint16_t *rsteps;    /* all-reduce: [rank * nslices + j] steps received */
+    uint16_t *rsteps; /* all-reduce: [rank * nslices + j] steps received */
     uint64_t total, received;
     int done;
 };
@@ -339,7 +339,8 @@ void wl_on_recv(struct sim *s, uint32_t m)
 uint64_t wl_ideal_ps(const struct sim *s)
 {
     uint32_t H = s->nhosts;
-    uint64_t *tx = calloc(H, sizeof(uint64_t)), *rx = calloc(H, sizeof(uint64_t));
+    uint64_t *tx = calloc(H, sizeof(uint64_t)),
+             *rx = calloc(H, sizeof(uint64_t));
     uint64_t *up = calloc(s->nnodes, sizeof(uint64_t)),
              *dn = calloc(s->nnodes, sizeof(uint64_t));
     double worst = 0;

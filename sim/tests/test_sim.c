@@ -20,14 +20,14 @@
 #include "sim.h"
 
 static int failures;
-#define CHECK(c, ...)                                                   \
-    do {                                                                \
-        if (!(c)) {                                                     \
+#define CHECK(c, ...)                                                    \
+    do {                                                                 \
+        if (!(c)) {                                                      \
             fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, "\n");                                      \
-            failures++;                                                 \
-        }                                                               \
+            fprintf(stderr, __VA_ARGS__);                                \
+            fprintf(stderr, "\n");                                       \
+            failures++;                                                  \
+        }                                                                \
     } while (0)
 
 static void base(struct scenario *sc, const char *name)
@@ -94,7 +94,8 @@ static void test_conservation(void)
         struct run_result r;
         run(&sc, tp, &r);
         CHECK(r.complete, "%s incomplete", sc.tp[tp].name);
-        CHECK(r.pkts_sent == r.pkts_delivered + r.pkts_dropped + r.pkts_inflight,
+        CHECK(r.pkts_sent ==
+                  r.pkts_delivered + r.pkts_dropped + r.pkts_inflight,
               "%s: sent %llu != delivered %llu + dropped %llu + inflight %llu",
               sc.tp[tp].name, (unsigned long long)r.pkts_sent,
               (unsigned long long)r.pkts_delivered,
@@ -175,8 +176,9 @@ static void test_failure(void)
     set_tp(&sc, "mroce,roce");
     for (int tp = 0; tp < 2; tp++) {
         run(&sc, tp, &r);
-        CHECK(r.complete && r.pkts_dropped > 0, "%s down: complete %d drops %llu",
-              sc.tp[tp].name, r.complete, (unsigned long long)r.pkts_dropped);
+        CHECK(r.complete && r.pkts_dropped > 0,
+              "%s down: complete %d drops %llu", sc.tp[tp].name, r.complete,
+              (unsigned long long)r.pkts_dropped);
     }
 }
 
@@ -208,14 +210,17 @@ static void test_down_local(void)
         CHECK(li != NONE32, "no leaf1-spine0");
         if (li == NONE32)
             return;
-        s.links[li].state = s.links[s.links[li].peer].state =
-            local ? L_DOWN_LOCAL : L_DOWN;
+        s.links[li].state = s.links[s.links[li].peer].state = local
+                                                                  ? L_DOWN_LOCAL
+                                                                  : L_DOWN;
         CHECK(topo_reroute(&s) == 0, "topo_reroute");
-        const struct node *l0 = node_named(&s, "leaf0"), *l1 = node_named(&s, "leaf1");
+        const struct node *l0 = node_named(&s, "leaf0"),
+                          *l1 = node_named(&s, "leaf1");
         CHECK(l0 && l1 && l0->rt && l1->rt, "routing tables");
         if (l0 && l1 && l0->rt && l1->rt) {
-            CHECK(l1->rt_n[0] == 3, "local %d: leaf1 has %u routes to leaf0, want 3",
-                  local, l1->rt_n[0]);
+            CHECK(l1->rt_n[0] == 3,
+                  "local %d: leaf1 has %u routes to leaf0, want 3", local,
+                  l1->rt_n[0]);
             for (uint32_t i = 0; i < l1->rt_n[0]; i++)
                 CHECK(l1->rt[i] != li, "leaf1 still routes over the dead link");
             CHECK(l0->rt_n[1] == (local ? 4 : 3),
@@ -230,26 +235,31 @@ static void test_down_local(void)
         sc.hosts_per_tor = 1;
         sc.qp_npaths = 64;
         add_wl(&sc, "incast senders=1 bytes=8M msg=64K window=16");
-        scenario_set(&sc, "fault", local ? "200us down leaf0 spine0 detect=0 local"
-                                         : "200us down leaf0 spine0 detect=0", "test");
+        scenario_set(&sc, "fault",
+                     local ? "200us down leaf0 spine0 detect=0 local"
+                           : "200us down leaf0 spine0 detect=0",
+                     "test");
         CHECK(sc.nfaults == 1 && sc.faults[0].local == local, "parse `local`");
         struct scenario js;
         scenario_defaults(&js);
-        char text[] = "{\"workload\": \"incast senders=1\", \"fault\": {\"time\": "
-                      "\"200us\", \"kind\": \"down\", \"a\": \"leaf0\", \"b\": "
-                      "\"spine0\", \"detect\": \"0\", \"local\": true}}";
+        char text[] =
+            "{\"workload\": \"incast senders=1\", \"fault\": {\"time\": "
+            "\"200us\", \"kind\": \"down\", \"a\": \"leaf0\", \"b\": "
+            "\"spine0\", \"detect\": \"0\", \"local\": true}}";
         CHECK(scenario_load_json(&js, "test", text, strlen(text)) == 0 &&
                   js.nfaults == 1 && js.faults[0].local == 1 &&
                   js.faults[0].detect_ps == 0,
               "JSON fault with \"local\": true");
         set_tp(&sc, "mroce");
         run(&sc, 0, &r[local]);
-        CHECK(r[local].complete && r[local].qp_errors == 0, "local %d: incomplete",
-              local);
+        CHECK(r[local].complete && r[local].qp_errors == 0,
+              "local %d: incomplete", local);
     }
-    CHECK(r[1].pkts_dropped > 10 * (r[0].pkts_dropped + 1) && r[1].retx_pkts > 0,
+    CHECK(r[1].pkts_dropped > 10 * (r[0].pkts_dropped + 1) &&
+              r[1].retx_pkts > 0,
           "local failure: drops %llu (reconverged: %llu), retx %llu",
-          (unsigned long long)r[1].pkts_dropped, (unsigned long long)r[0].pkts_dropped,
+          (unsigned long long)r[1].pkts_dropped,
+          (unsigned long long)r[0].pkts_dropped,
           (unsigned long long)r[1].retx_pkts);
     /* the failure report (`report`, report.c) only reads counters between
      * steps: the run is event for event the same */
@@ -273,8 +283,8 @@ static void test_collectives(void)
         struct run_result r;
         run(&sc, tp, &r);
         CHECK(r.complete && r.eff > (tp == 0 ? 50 : 10),
-              "allreduce %s: eff %.1f complete %d",
-              sc.tp[tp].name, r.eff, r.complete);
+              "allreduce %s: eff %.1f complete %d", sc.tp[tp].name, r.eff,
+              r.complete);
     }
     /* One slice in flight per rank: every message is acknowledged before
      * the next is posted on the same RoCE QP, from inside on_ack's loop,
@@ -286,8 +296,9 @@ static void test_collectives(void)
     for (int tp = 0; tp < 2; tp++) {
         struct run_result r;
         run(&sc, tp, &r);
-        CHECK(r.complete && r.eff > 10, "allreduce slots=1 %s: eff %.1f complete %d",
-              sc.tp[tp].name, r.eff, r.complete);
+        CHECK(r.complete && r.eff > 10,
+              "allreduce slots=1 %s: eff %.1f complete %d", sc.tp[tp].name,
+              r.eff, r.complete);
     }
     base(&sc, "coll2");
     snprintf(sc.topo, sizeof(sc.topo), "fattree");

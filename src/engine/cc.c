@@ -17,16 +17,16 @@
  */
 #include "cc.h"
 
-#define CC_ONE 65536u        /* 1.0 in 16.16 */
-#define CC_BETA 52429u       /* 0.8 in 16.16: delay decrease gain */
-#define CC_MIN_MD 32768u     /* 1 - max_mdf = 0.5: deepest delay cut */
-#define CC_G_SHIFT 2u        /* ECN gain g = 1/4 */
-#define CC_AI_MTUS 3u        /* additive increase: 3 MTU per RTT ... */
-#define CC_AI_MAX_SCALE 8u   /* ... times (srtt/base_rtt)^2, at most 8, */
+#define CC_ONE 65536u          /* 1.0 in 16.16 */
+#define CC_BETA 52429u         /* 0.8 in 16.16: delay decrease gain */
+#define CC_MIN_MD 32768u       /* 1 - max_mdf = 0.5: deepest delay cut */
+#define CC_G_SHIFT 2u          /* ECN gain g = 1/4 */
+#define CC_AI_MTUS 3u          /* additive increase: 3 MTU per RTT ... */
+#define CC_AI_MAX_SCALE 8u     /* ... times (srtt/base_rtt)^2, at most 8, */
 #define CC_AI_ALPHA_MAX 16384u /* while alpha < 1/4 and the link starves */
-#define CC_TGT_MUL 2u        /* target: base_rtt + 2 * target_qdelay */
-#define CC_HIGH_MUL 8u       /* high target: base_rtt + 8 * target_qdelay */
-#define CC_ECN_MEMORY 16u    /* rounds a CE mark keeps the delay rule off */
+#define CC_TGT_MUL 2u          /* target: base_rtt + 2 * target_qdelay */
+#define CC_HIGH_MUL 8u         /* high target: base_rtt + 8 * target_qdelay */
+#define CC_ECN_MEMORY 16u      /* rounds a CE mark keeps the delay rule off */
 /* Bytes a data packet counts in flight beyond its payload (CC-2). */
 #define CC_PKT_OVERHEAD 80u
 
@@ -67,8 +67,7 @@ static mroce_tstamp cc_interval(const struct mre_cc *cc, mroce_tstamp rtt)
 static int cc_may_decrease(const struct mre_cc *cc, mroce_tstamp now,
                            mroce_tstamp interval)
 {
-    return cc->last_decrease == CC_NEVER ||
-           now - cc->last_decrease >= interval;
+    return cc->last_decrease == CC_NEVER || now - cc->last_decrease >= interval;
 }
 
 /* The additive-increase scale of CC-19 in 16.16 for one ACK:
@@ -111,9 +110,9 @@ static void cc_decreased(struct mre_cc *cc, mroce_tstamp now)
     CC_SSTHRESH(cc) = 0;
 }
 
-void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops,
-                   uint32_t mtu, uint32_t init_cwnd, uint32_t max_cwnd,
-                   mroce_tstamp target_qdelay)
+void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops, uint32_t mtu,
+                 uint32_t init_cwnd, uint32_t max_cwnd,
+                 mroce_tstamp target_qdelay)
 {
     unsigned k;
 
@@ -241,8 +240,7 @@ static void de_init(struct mre_cc *cc)
  *  - The deeper of the cuts is applied, if a decrease is allowed (at most
  *    once per interval, shared with the timeout response).
  */
-static void de_round(struct mre_cc *cc, mroce_tstamp now,
-                     mroce_tstamp interval)
+static void de_round(struct mre_cc *cc, mroce_tstamp now, mroce_tstamp interval)
 {
     uint64_t rx = cc->rx_acc, ce = cc->ce_acc, lost = CC_LOST(cc);
     uint64_t f = CC_ONE;
@@ -258,13 +256,14 @@ static void de_round(struct mre_cc *cc, mroce_tstamp now,
     if (rx != 0) {
         uint64_t fr = ((ce + lost) << 16) / rx;
         cc->alpha = (uint32_t)((((uint64_t)cc->alpha << CC_G_SHIFT) -
-                                cc->alpha + fr) >> CC_G_SHIFT);
+                                cc->alpha + fr) >>
+                               CC_G_SHIFT);
         if (ce + lost != 0)
             f = CC_ONE - (cc->alpha >> 1);
     }
     if (rmin != 0 && cc->base_rtt != 0 && (ce != 0 || CC_ECN_LEFT(cc) == 0)) {
-        mroce_tstamp t = cc->base_rtt + cc->target_qdelay *
-                                            (ce ? CC_TGT_MUL : CC_HIGH_MUL);
+        mroce_tstamp t = cc->base_rtt +
+                         cc->target_qdelay * (ce ? CC_TGT_MUL : CC_HIGH_MUL);
         if (rmin >= t) {
             uint64_t fd = CC_ONE - (CC_BETA * (rmin - t)) / rmin;
             if (fd < CC_MIN_MD)
@@ -336,9 +335,9 @@ static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
         /* 64-bit so a huge (or scaled, CC-19) ack cannot wrap; after
          * paying whole windows the remainder is < w, which fits ai_acc
          * again. */
-        uint64_t acc = (uint64_t)cc->ai_acc +
-                       (((uint64_t)ev->acked_bytes *
-                         cc_ai_scale(cc, ev->starved)) >> 16);
+        uint64_t acc = (uint64_t)cc->ai_acc + (((uint64_t)ev->acked_bytes *
+                                                cc_ai_scale(cc, ev->starved)) >>
+                                               16);
         if (acc >= w) {
             uint64_t n = acc / w;
             acc -= n * w;
@@ -359,8 +358,7 @@ static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
  * marking loses many packets per overflowing round, which raises alpha
  * within a few rounds.
  */
-static void de_on_loss(struct mre_cc *cc, uint32_t lost_bytes,
-                       mroce_tstamp now)
+static void de_on_loss(struct mre_cc *cc, uint32_t lost_bytes, mroce_tstamp now)
 {
     uint64_t n = ((uint64_t)lost_bytes + cc->mtu - 1) / cc->mtu;
 
@@ -393,6 +391,6 @@ static void de_on_timeout(struct mre_cc *cc, mroce_tstamp now)
 }
 
 const struct mre_cc_ops mre_cc_delay_ecn = {
-    "delay_ecn", de_init, de_on_ack, de_on_loss, de_on_timeout,
-    NULL, /* undo: the engine restores the generic fields (CC-13) */
+    "delay_ecn",   de_init, de_on_ack, de_on_loss,
+    de_on_timeout, NULL, /* undo: the engine restores the generic fields (CC-13) */
 };

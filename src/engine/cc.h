@@ -47,20 +47,20 @@ struct mre_cc_ops {
 /* State shared by all algorithms, plus scratch for the algorithm. */
 struct mre_cc {
     const struct mre_cc_ops *ops;
-    uint32_t cwnd;          /* bytes the connection may have in flight */
-    uint32_t mtu;           /* bytes per full packet */
-    uint32_t min_cwnd;      /* floor: one MTU */
-    uint32_t max_cwnd;      /* ceiling: window * MTU */
+    uint32_t cwnd;     /* bytes the connection may have in flight */
+    uint32_t mtu;      /* bytes per full packet */
+    uint32_t min_cwnd; /* floor: one MTU */
+    uint32_t max_cwnd; /* ceiling: window * MTU */
     uint32_t init_cwnd;
-    mroce_tstamp base_rtt;  /* lowest RTT seen, 0 = none yet */
-    mroce_tstamp srtt;      /* connection smoothed RTT (kept by the engine) */
+    mroce_tstamp base_rtt; /* lowest RTT seen, 0 = none yet */
+    mroce_tstamp srtt;     /* connection smoothed RTT (kept by the engine) */
     mroce_tstamp target_qdelay; /* queuing allowed per direction (CC-7) */
     mroce_tstamp last_decrease; /* to decrease at most once per RTT */
-    uint32_t alpha;         /* ECN estimate, 16.16 fixed point */
-    uint32_t ai_acc;        /* additive-increase byte accumulator */
-    uint32_t ce_acc, rx_acc; /* ECN counts over the current RTT */
-    mroce_tstamp round_start; /* start of the current ECN observation round */
-    uint64_t scratch[4];    /* for plug-in algorithms */
+    uint32_t alpha;             /* ECN estimate, 16.16 fixed point */
+    uint32_t ai_acc;            /* additive-increase byte accumulator */
+    uint32_t ce_acc, rx_acc;    /* ECN counts over the current RTT */
+    mroce_tstamp round_start;   /* start of the current ECN observation round */
+    uint64_t scratch[4];        /* for plug-in algorithms */
 };
 
 /* Built-in algorithms. */
@@ -68,9 +68,9 @@ extern const struct mre_cc_ops mre_cc_delay_ecn;
 extern const struct mre_cc_ops mre_cc_fixed;
 
 /* mre_cc_init fills the common fields and calls ops->init. */
-void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops,
-                   uint32_t mtu, uint32_t init_cwnd, uint32_t max_cwnd,
-                   mroce_tstamp target_qdelay);
+void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops, uint32_t mtu,
+                 uint32_t init_cwnd, uint32_t max_cwnd,
+                 mroce_tstamp target_qdelay);
 /* The ops table for an enum mroce_cc_algo value, or NULL. */
 const struct mre_cc_ops *mre_cc_ops_get(unsigned algo);
 

@@ -53,8 +53,7 @@ static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
                 qp->rack_time = e->sent_time;
             mre_txr_unflight(qp, idx);
             mre_path_on_ack(&qp->paths, e->path,
-                              psn == echo_psn && !e->retx ? rtt : 0,
-                              qp->min_rtt);
+                            psn == echo_psn && !e->retx ? rtt : 0, qp->min_rtt);
         }
     }
     e->state = TX_ACKED;
@@ -67,8 +66,7 @@ static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
     return 1;
 }
 
-void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt,
-                       mroce_tstamp now)
+void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
 {
     const struct mrw_ack_hdr *a = &pkt->u.ack;
     if (mrw_psn_diff(a->cum_psn, qp->snd_nxt) > 0) {
@@ -108,8 +106,7 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt,
     uint32_t acked_bytes = 0, lost_bytes = 0, acked = 0;
     uint32_t high = qp->snd_una;
     for (uint32_t psn = qp->snd_una; mrw_psn_diff(psn, a->cum_psn) < 0; psn++) {
-        acked += (uint32_t)ack_one(qp, psn, a, rtt, &acked_bytes,
-                                   &lost_bytes);
+        acked += (uint32_t)ack_one(qp, psn, a, rtt, &acked_bytes, &lost_bytes);
         high = psn + 1;
     }
     for (int j = 0; j < a->sack_words; j++) {
@@ -147,14 +144,20 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt,
     if (mrw_psn_diff(a->rx_count, qp->last_rx) > 0) {
         drx = a->rx_count - qp->last_rx;
         dce = mrw_psn_diff(a->ce_count, qp->last_ce) > 0
-                  ? a->ce_count - qp->last_ce : 0;
+                  ? a->ce_count - qp->last_ce
+                  : 0;
         qp->last_rx = a->rx_count;
         qp->last_ce = a->ce_count;
     }
     struct mre_cc_ack ev = {
-        .acked_bytes = acked_bytes, .acked_pkts = acked, .ce_pkts = dce,
-        .rx_pkts = drx, .rtt = rtt, .inflight = qp->inflight_bytes,
-        .starved = qp->starved, .now = now,
+        .acked_bytes = acked_bytes,
+        .acked_pkts = acked,
+        .ce_pkts = dce,
+        .rx_pkts = drx,
+        .rtt = rtt,
+        .inflight = qp->inflight_bytes,
+        .starved = qp->starved,
+        .now = now,
     };
     qp->starved = 0;
     if (!qp->cc.base_rtt || (rtt && rtt < qp->cc.base_rtt))
@@ -167,7 +170,8 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt,
     if (acked && qp->rto_undo)
         mre_loss_rto_verdict(qp, a, raw);
     if (a->credit != MROCE_CREDIT_UNLIMITED) {
-        uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
+        uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN +
+                         MROCE_CRC_LEN;
         qp->peer_credit = a->credit < floor ? floor : a->credit;
     } else {
         qp->peer_credit = MROCE_CREDIT_UNLIMITED;
@@ -191,8 +195,7 @@ static enum mroce_wc_status nak_status(uint8_t code)
     }
 }
 
-void mre_comp_on_nak(mre_qp *qp, const struct mrw_pkt *pkt,
-                       mroce_tstamp now)
+void mre_comp_on_nak(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
 {
     const struct mrw_nak_hdr *n = &pkt->u.nak;
     uint32_t psn = n->nak_psn;
@@ -231,7 +234,8 @@ void mre_comp_on_nak(mre_qp *qp, const struct mrw_pkt *pkt,
         return; /* Cum PSN covered the NAKed PSN itself: the ACK wins */
     if (n->code == MROCE_NAK_RNR) {
         qp->cnt.rnr_naks_rx++;
-        mroce_tstamp delay = (mroce_tstamp)(n->rnr_delay ? n->rnr_delay : 1) * 10000;
+        mroce_tstamp delay = (mroce_tstamp)(n->rnr_delay ? n->rnr_delay : 1) *
+                             10000;
         /* Count one RNR round per message: every packet of a multi-packet
          * SEND may be NAKed, and on a slow link one round's NAKs can span
          * more than the delay.  A new round is a NAK for a packet the RNR
@@ -276,11 +280,16 @@ static enum mroce_wc_opcode wc_opcode_of(const struct mre_swqe *w)
 {
     switch (w->opcode) {
     case MROCE_WR_WRITE:
-    case MROCE_WR_WRITE_WITH_IMM: return MROCE_WC_WRITE;
-    case MROCE_WR_READ: return MROCE_WC_READ;
-    case MROCE_WR_FETCH_ADD: return MROCE_WC_FETCH_ADD;
-    case MROCE_WR_CMP_SWAP: return MROCE_WC_CMP_SWAP;
-    default: return MROCE_WC_SEND;
+    case MROCE_WR_WRITE_WITH_IMM:
+        return MROCE_WC_WRITE;
+    case MROCE_WR_READ:
+        return MROCE_WC_READ;
+    case MROCE_WR_FETCH_ADD:
+        return MROCE_WC_FETCH_ADD;
+    case MROCE_WR_CMP_SWAP:
+        return MROCE_WC_CMP_SWAP;
+    default:
+        return MROCE_WC_SEND;
     }
 }
 
@@ -288,7 +297,8 @@ void mre_comp_complete_sends(mre_qp *qp)
 {
     while (qp->sq_head != qp->sq_tx) {
         struct mre_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
-        int rd = w->opcode == MROCE_WR_READ || w->opcode == MROCE_WR_FETCH_ADD ||
+        int rd = w->opcode == MROCE_WR_READ ||
+                 w->opcode == MROCE_WR_FETCH_ADD ||
                  w->opcode == MROCE_WR_CMP_SWAP;
         if (rd ? !w->resp_done : w->acked_pkts < w->npkts)
             break;
@@ -299,8 +309,8 @@ void mre_comp_complete_sends(mre_qp *qp)
             struct mre_txent *e = &qp->tx[w->first_psn & qp->tx_mask];
             if (mrw_psn_diff(w->first_psn, qp->snd_una) >= 0 &&
                 mrw_psn_diff(w->first_psn, qp->snd_nxt) < 0 &&
-                e->kind == TXK_REQ && e->ref == w->msn && e->state != TX_ACKED &&
-                e->state != TX_FREE) {
+                e->kind == TXK_REQ && e->ref == w->msn &&
+                e->state != TX_ACKED && e->state != TX_FREE) {
                 if (e->state == TX_INFLIGHT)
                     mre_txr_unflight(qp, w->first_psn & qp->tx_mask);
                 e->state = TX_ACKED;

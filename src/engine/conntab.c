@@ -92,13 +92,12 @@ void mre_conntab_remove(mre_ep *ep, mre_qp *qp)
 }
 
 mre_qp *mre_conntab_find(mre_ep *ep, const struct mre_addr *from,
-                             uint32_t peer_qpn, uint64_t peer_token)
+                         uint32_t peer_qpn, uint64_t peer_token)
 {
     if (from->len > sizeof(from->data))
         return NULL; /* no member has such an address */
     mre_qp *best = NULL;
-    for (mre_qp *q = ep->conn_tab[conn_bucket(ep, from, peer_qpn,
-                                                peer_token)];
+    for (mre_qp *q = ep->conn_tab[conn_bucket(ep, from, peer_qpn, peer_token)];
          q; q = q->conn_next)
         if (q->peer_qpn == peer_qpn && q->peer_token == peer_token &&
             q->peer.len == from->len &&

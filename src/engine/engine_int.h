@@ -83,13 +83,13 @@ static inline void mre_mem_free(const struct mre_mem *m, void *p)
 
 /* --- memory regions --- */
 struct mre_mr {
-    mre_ep *ep;     /* owner */
-    uint8_t *addr;    /* start of the registered range (caller's memory) */
+    mre_ep *ep;    /* owner */
+    uint8_t *addr; /* start of the registered range (caller's memory) */
     uint64_t len;
-    unsigned access;  /* enum mroce_access */
-    uint32_t key;     /* lkey == rkey: slot index << 8 | generation */
-    uint32_t refs;    /* outstanding work requests referencing it */
-    uint32_t pd;      /* protection domain */
+    unsigned access; /* enum mroce_access */
+    uint32_t key;    /* lkey == rkey: slot index << 8 | generation */
+    uint32_t refs;   /* outstanding work requests referencing it */
+    uint32_t pd;     /* protection domain */
 };
 
 /* --- completion queues --- */
@@ -97,8 +97,8 @@ struct mre_cq {
     mre_ep *ep;
     struct mroce_wc *ring; /* grows (never drops a completion) */
     uint32_t cap, head, count;
-    uint32_t users;        /* QPs bound to it */
-    mre_cq *next;        /* ep's list of CQs */
+    uint32_t users; /* QPs bound to it */
+    mre_cq *next;   /* ep's list of CQs */
 };
 
 /* --- send queue entry (one work request) --- */
@@ -107,24 +107,24 @@ struct mre_swqe {
     uint64_t wr_id;
     uint64_t remote_addr;
     uint64_t compare_add, swap;
-    uint64_t atomic_result;  /* native-order original value (atomics) */
+    uint64_t atomic_result; /* native-order original value (atomics) */
     uint32_t rkey, imm;
-    uint32_t length;         /* total bytes of the message */
+    uint32_t length; /* total bytes of the message */
     uint32_t msn;
-    uint32_t rsn;            /* SEND / WRITE_WITH_IMM */
-    uint32_t npkts;          /* request packets */
-    uint32_t sent_pkts;      /* request packets transmitted at least once */
-    uint32_t acked_pkts;     /* request packets acknowledged */
-    uint32_t resp_bytes;     /* READ / atomic response bytes placed */
-    uint8_t opcode;          /* enum mroce_wr_opcode */
-    uint8_t flags;           /* enum mroce_send_flags */
+    uint32_t rsn;        /* SEND / WRITE_WITH_IMM */
+    uint32_t npkts;      /* request packets */
+    uint32_t sent_pkts;  /* request packets transmitted at least once */
+    uint32_t acked_pkts; /* request packets acknowledged */
+    uint32_t resp_bytes; /* READ / atomic response bytes placed */
+    uint8_t opcode;      /* enum mroce_wr_opcode */
+    uint8_t flags;       /* enum mroce_send_flags */
     uint8_t num_sge;
-    uint8_t state;           /* SWQE_* */
-    uint8_t status;          /* enum mroce_wc_status once known */
-    uint8_t rnr_tries;       /* RNR NAK rounds received for this WR */
-    uint8_t resp_done;       /* READ/atomic: whole response placed */
-    uint32_t first_psn;      /* PSN of its first request packet */
-    mroce_tstamp rnr_last;   /* when the last RNR round was counted */
+    uint8_t state;         /* SWQE_* */
+    uint8_t status;        /* enum mroce_wc_status once known */
+    uint8_t rnr_tries;     /* RNR NAK rounds received for this WR */
+    uint8_t resp_done;     /* READ/atomic: whole response placed */
+    uint32_t first_psn;    /* PSN of its first request packet */
+    mroce_tstamp rnr_last; /* when the last RNR round was counted */
     struct mroce_sge sge[MROCE_MAX_SGE];
     mre_mr *mrs[MROCE_MAX_SGE]; /* referenced regions (refcounted) */
 };
@@ -132,17 +132,17 @@ struct mre_swqe {
 /* --- receive queue entry --- */
 struct mre_rwqe {
     uint64_t wr_id;
-    uint32_t capacity;       /* sum of sge lengths */
-    uint32_t msg_len;        /* set by the first packet that arrives */
-    uint32_t placed;         /* bytes placed so far */
+    uint32_t capacity; /* sum of sge lengths */
+    uint32_t msg_len;  /* set by the first packet that arrives */
+    uint32_t placed;   /* bytes placed so far */
     uint32_t imm;
     uint8_t num_sge;
     uint8_t has_imm;
-    uint8_t is_write;        /* consumed by WRITE_WITH_IMM */
-    uint8_t done;            /* message complete (or failed) */
-    uint8_t status;          /* enum mroce_wc_status */
-    uint8_t started;         /* a packet has been seen */
-    uint32_t last_psn;       /* highest PSN of its packets seen so far */
+    uint8_t is_write;  /* consumed by WRITE_WITH_IMM */
+    uint8_t done;      /* message complete (or failed) */
+    uint8_t status;    /* enum mroce_wc_status */
+    uint8_t started;   /* a packet has been seen */
+    uint32_t last_psn; /* highest PSN of its packets seen so far */
     struct mroce_sge sge[MROCE_MAX_SGE];
     mre_mr *mrs[MROCE_MAX_SGE];
 };
@@ -151,20 +151,20 @@ struct mre_rwqe {
 struct mre_rjob {
     uint8_t active;
     uint8_t is_atomic;
-    uint8_t waiting;         /* accepted, not yet executed: earlier PSNs
+    uint8_t waiting;            /* accepted, not yet executed: earlier PSNs
                                 are still missing (SEM ordering) */
-    uint8_t op;              /* atomics: MROCE_OP_FETCH_ADD / CMP_SWAP */
-    uint32_t psn;            /* PSN of the request */
-    uint8_t *target;         /* atomics: the checked 8-byte word */
-    mre_mr *mr;            /* region read or updated (referenced) */
+    uint8_t op;                 /* atomics: MROCE_OP_FETCH_ADD / CMP_SWAP */
+    uint32_t psn;               /* PSN of the request */
+    uint8_t *target;            /* atomics: the checked 8-byte word */
+    mre_mr *mr;                 /* region read or updated (referenced) */
     uint64_t swap_add, compare; /* atomics: operands */
     uint32_t req_msn;
-    uint32_t len;            /* response bytes */
-    uint32_t sent_off;       /* bytes handed to the packetiser */
+    uint32_t len;      /* response bytes */
+    uint32_t sent_off; /* bytes handed to the packetiser */
     uint32_t npkts, sent_pkts, acked_pkts;
-    uint64_t seq;            /* arrival order, for FIFO transmission */
-    const uint8_t *src;      /* READ: source in a registered region */
-    uint64_t atomic_result;  /* atomics: original value, kept until acked */
+    uint64_t seq;           /* arrival order, for FIFO transmission */
+    const uint8_t *src;     /* READ: source in a registered region */
+    uint64_t atomic_result; /* atomics: original value, kept until acked */
 };
 
 /* --- one transmitted packet awaiting acknowledgement (indexed by PSN) --- */
@@ -174,16 +174,16 @@ struct mre_txent {
     mroce_tstamp sent_time;
     uint32_t path_seq;
     uint32_t path_prev, path_next; /* in-flight list of its path (PSN idx) */
-    uint32_t ref;            /* REQ: msn of the WR; RESP: rjob slot */
-    uint32_t offset;         /* payload offset in the message */
-    uint16_t len;            /* payload length */
-    uint16_t path;           /* path slot */
-    uint8_t kind;            /* TXK_* */
-    uint8_t state;           /* TX_* */
-    uint8_t retx;            /* times retransmitted */
-    uint8_t probe;           /* next transmission is a tail-loss probe */
-    uint8_t cause;           /* enum mre_loss_cause when state == LOST */
-    uint16_t probe_from;     /* latest transmission is a tail-loss probe that
+    uint32_t ref;                  /* REQ: msn of the WR; RESP: rjob slot */
+    uint32_t offset;               /* payload offset in the message */
+    uint16_t len;                  /* payload length */
+    uint16_t path;                 /* path slot */
+    uint8_t kind;                  /* TXK_* */
+    uint8_t state;                 /* TX_* */
+    uint8_t retx;                  /* times retransmitted */
+    uint8_t probe;                 /* next transmission is a tail-loss probe */
+    uint8_t cause;                 /* enum mre_loss_cause when state == LOST */
+    uint16_t probe_from; /* latest transmission is a tail-loss probe that
                                 replaced one on this slot (sent at least
                                 min_rtt before it), else MROCE_PATH_NONE */
     uint16_t probe_from_entropy; /* that slot's entropy then (LOSS-20) */
@@ -232,106 +232,106 @@ struct mre_qp {
     uint8_t probes_sent;
     uint8_t backoff;
     uint8_t consec_timeouts;
-    uint8_t rto_undo;         /* an RTO episode awaits its verdict */
-    uint64_t local_token;     /* packets to us must carry this */
-    uint64_t peer_token;      /* we put this in packets to the peer */
+    uint8_t rto_undo;                /* an RTO episode awaits its verdict */
+    uint64_t local_token;            /* packets to us must carry this */
+    uint64_t peer_token;             /* we put this in packets to the peer */
     mre_qp *ready_prev, *ready_next; /* ep ready list */
     /* timers (every deadline is read when the QP is re-keyed) */
     mroce_tstamp ack_deadline;
-    mroce_tstamp loss_deadline;  /* TLP / RTO */
-    mroce_tstamp reo_deadline;   /* out-of-order threshold re-check */
-    mroce_tstamp rnr_deadline;   /* retransmit RNR-NAKed packets */
-    mroce_tstamp ctrl_deadline;  /* CONNECT_REQ / DISCONNECT retransmit */
-    mroce_tstamp live_deadline;  /* keepalive / peer silence (liveness.c) */
+    mroce_tstamp loss_deadline; /* TLP / RTO */
+    mroce_tstamp reo_deadline;  /* out-of-order threshold re-check */
+    mroce_tstamp rnr_deadline;  /* retransmit RNR-NAKed packets */
+    mroce_tstamp ctrl_deadline; /* CONNECT_REQ / DISCONNECT retransmit */
+    mroce_tstamp live_deadline; /* keepalive / peer silence (liveness.c) */
     struct mre_addr peer;
-    uint16_t mtu;             /* negotiated payload MTU */
+    uint16_t mtu; /* negotiated payload MTU */
     uint16_t echo_entropy;
-    uint32_t peer_window;     /* PSNs the peer tracks */
+    uint32_t peer_window; /* PSNs the peer tracks */
 
     /* transmit side: PSN space of packets we send */
     struct mre_txent *tx;
     uint32_t tx_mask;
     uint32_t snd_una, snd_nxt;
-    uint32_t snd_high_acked;  /* highest PSN acknowledged + 1 (serial) */
+    uint32_t snd_high_acked; /* highest PSN acknowledged + 1 (serial) */
     uint32_t inflight_bytes;
     uint32_t inflight_pkts;
-    uint32_t *retxq;          /* FIFO of PSNs declared lost */
+    uint32_t *retxq; /* FIFO of PSNs declared lost */
     uint32_t retxq_head, retxq_tail;
 
     /* send queue */
     struct mre_swqe *sq;
     uint32_t sq_mask;
-    uint32_t sq_head;         /* oldest not completed */
-    uint32_t sq_tx;           /* next WQE with packets never sent */
-    uint32_t sq_tail;         /* next free (== next msn) */
-    uint32_t tx_off;          /* offset of the next new packet in sq_tx */
-    uint32_t rd_outstanding;  /* READ/atomic WQEs sent, not completed */
-    uint32_t peer_rd_atomic;  /* READ/atomics the peer serves at once */
-    uint32_t rjobs_unsent;    /* executed jobs with packets never sent */
-    uint32_t peer_credit;     /* bytes the peer allows in flight */
-    uint32_t ooo_cursor;      /* where the next ACK-driven loss scan starts */
+    uint32_t sq_head;        /* oldest not completed */
+    uint32_t sq_tx;          /* next WQE with packets never sent */
+    uint32_t sq_tail;        /* next free (== next msn) */
+    uint32_t tx_off;         /* offset of the next new packet in sq_tx */
+    uint32_t rd_outstanding; /* READ/atomic WQEs sent, not completed */
+    uint32_t peer_rd_atomic; /* READ/atomics the peer serves at once */
+    uint32_t rjobs_unsent;   /* executed jobs with packets never sent */
+    uint32_t peer_credit;    /* bytes the peer allows in flight */
+    uint32_t ooo_cursor;     /* where the next ACK-driven loss scan starts */
 
     /* paths and congestion control */
     struct mre_path *path_slots;
-    mroce_tstamp last_progress;  /* last ACK that acknowledged something */
+    mroce_tstamp last_progress; /* last ACK that acknowledged something */
     struct mre_pathset paths;
     struct mre_cc cc;
 
     /* ACKs in */
-    uint32_t ooo_edge;        /* highest acked - ooo_thresh at the last scan */
+    uint32_t ooo_edge;         /* highest acked - ooo_thresh at the last scan */
     uint32_t last_ce, last_rx; /* peer's cumulative ECN counters seen */
-    uint32_t peer_ack_delay;  /* ns: the peer's advertised max_ack_delay
+    uint32_t peer_ack_delay;   /* ns: the peer's advertised max_ack_delay
                                * (REL-19) bounded by max_rto, in the RTO,
                                * PTO and loss guards (LOSS-25) */
-    mroce_tstamp rack_time;   /* latest send time of an unambiguously
+    mroce_tstamp rack_time;    /* latest send time of an unambiguously
                                  acknowledged packet (RACK) */
     mroce_tstamp srtt, rttvar, min_rtt;
     /* cold; here they put attr's RTO, ACK-delay and ooo_thresh fields
      * on one line where the simulator places a QP (16 B past a line) */
-    mroce_tstamp conn_start;     /* handshake start (timeout) */
-    mroce_tstamp ctrl_rto;       /* current control retransmit interval */
-    mroce_tstamp rto_time;       /* first RTO of an episode (LOSS-13) */
-    mroce_tstamp ka_time;        /* last keepalive asked for (liveness.c) */
+    mroce_tstamp conn_start; /* handshake start (timeout) */
+    mroce_tstamp ctrl_rto;   /* current control retransmit interval */
+    mroce_tstamp rto_time;   /* first RTO of an episode (LOSS-13) */
+    mroce_tstamp ka_time;    /* last keepalive asked for (liveness.c) */
     struct mre_qp_attr attr;
 
     /* receive side: PSN space of packets the peer sends */
     struct mre_rxwin rxwin;
-    uint32_t ack_pending;        /* data packets not yet acknowledged */
+    uint32_t ack_pending; /* data packets not yet acknowledged */
     uint32_t echo_psn, echo_ts;
     uint32_t ce_count, rx_count; /* cumulative, echoed in ACKs */
     uint8_t echo_flags;
-    uint8_t ka;                  /* KA_* for the next ACK (liveness.c) */
+    uint8_t ka; /* KA_* for the next ACK (liveness.c) */
     mroce_tstamp echo_arrival;
-    mroce_tstamp credit_seen;    /* last F_CREDIT data packet */
-    mroce_tstamp heard;          /* the peer last showed it is there and
+    mroce_tstamp credit_seen; /* last F_CREDIT data packet */
+    mroce_tstamp heard;       /* the peer last showed it is there and
                                     gets our packets (liveness.c) */
 
     /* receive queue */
     struct mre_rwqe *rq;
     uint32_t rq_mask;
-    uint32_t rq_head;         /* oldest not completed (== its rsn) */
-    uint32_t rq_tail;         /* posted so far */
+    uint32_t rq_head; /* oldest not completed (== its rsn) */
+    uint32_t rq_tail; /* posted so far */
 
     /* responder jobs */
-    uint32_t rjobs_waiting;   /* jobs accepted but not yet executed */
+    uint32_t rjobs_waiting; /* jobs accepted but not yet executed */
     struct mre_rjob *rjobs;
 
     struct mroce_qp_counters cnt;
 
     /* setup, handshake, RTO episodes and errors */
-    uint32_t live_idx;        /* index in ep->live */
-    uint8_t in_conn;          /* in ep->conn_tab (see conntab.c) */
+    uint32_t live_idx; /* index in ep->live */
+    uint8_t in_conn;   /* in ep->conn_tab (see conntab.c) */
     uint8_t ctrl_tries;
     uint16_t nak_entropy;
     mre_qp *listen_prev, *listen_next; /* ep listen FIFO */
-    mre_qp *conn_next;      /* chain in ep->conn_tab */
+    mre_qp *conn_next;                 /* chain in ep->conn_tab */
     uint32_t local_start_psn, peer_start_psn;
-    uint8_t *inline_buf;      /* MROCE_MAX_INLINE bytes per SQ slot, from
+    uint8_t *inline_buf; /* MROCE_MAX_INLINE bytes per SQ slot, from
                                  the first inline WR on (NULL before) */
-    uint32_t next_rsn;        /* rsn for the next receive-consuming message */
+    uint32_t next_rsn;   /* rsn for the next receive-consuming message */
     uint32_t nrjobs;
     uint64_t rjob_seq;
-    struct mre_cc rto_cc;      /* cc state just before rto_time's RTO */
+    struct mre_cc rto_cc; /* cc state just before rto_time's RTO */
     /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
     struct mrw_nak_hdr nak;
 };
@@ -346,23 +346,23 @@ struct mre_theap_ent {
 struct mre_ep {
     struct mre_ep_config cfg;
     struct mre_mem mem;
-    mre_qp **qps;              /* slot -> QP (NULL = free) */
+    mre_qp **qps; /* slot -> QP (NULL = free) */
     uint32_t nqps_slots;
     uint32_t nqps;
-    mre_qp **live;             /* dense list of QPs */
+    mre_qp **live;               /* dense list of QPs */
     struct mre_theap_ent *theap; /* timer heap of QPs with a deadline */
     uint32_t *theap_pos;         /* slot -> index in theap, NONE32 absent */
     uint32_t theap_n;
-    mre_mr **mrs;              /* slot -> MR */
+    mre_mr **mrs; /* slot -> MR */
     uint32_t nmr_slots;
-    mre_qp *ready_head, *ready_tail; /* QPs that may have packets */
+    mre_qp *ready_head, *ready_tail;   /* QPs that may have packets */
     mre_qp *listen_head, *listen_tail; /* LISTEN QPs, FIFO */
-    mre_qp **conn_tab;         /* connected QPs by peer key (conntab.c) */
-    uint32_t conn_mask;          /* buckets - 1 (a power of two) */
-    uint64_t conn_seed;          /* keys the bucket hash */
-    uint32_t free_hint;          /* every qps[] slot below it is in use */
-    mre_cq *cqs;               /* every CQ, freed with the endpoint */
-    struct mre_tx_zc *tx_zc;   /* set during mre_ep_write_pkt_zc() */
+    mre_qp **conn_tab;       /* connected QPs by peer key (conntab.c) */
+    uint32_t conn_mask;      /* buckets - 1 (a power of two) */
+    uint64_t conn_seed;      /* keys the bucket hash */
+    uint32_t free_hint;      /* every qps[] slot below it is in use */
+    mre_cq *cqs;             /* every CQ, freed with the endpoint */
+    struct mre_tx_zc *tx_zc; /* set during mre_ep_write_pkt_zc() */
     struct mroce_ep_counters cnt;
 };
 

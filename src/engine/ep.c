@@ -53,7 +53,7 @@ int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
     ep->live = mre_mem_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->live));
     ep->theap = mre_mem_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->theap));
     ep->theap_pos = mre_mem_calloc(&ep->mem, cfg->max_qps,
-                                 sizeof(*ep->theap_pos));
+                                   sizeof(*ep->theap_pos));
     if (!ep->live || !ep->theap || !ep->theap_pos) {
         mre_mem_free(&ep->mem, ep->theap_pos);
         mre_mem_free(&ep->mem, ep->live);
@@ -138,7 +138,10 @@ static void ready_remove(mre_ep *ep, mre_qp *qp)
     qp->ready_next = qp->ready_prev = NULL;
 }
 
-void mre_ep_unready(mre_ep *ep, mre_qp *qp) { ready_remove(ep, qp); }
+void mre_ep_unready(mre_ep *ep, mre_qp *qp)
+{
+    ready_remove(ep, qp);
+}
 
 uint32_t mre_ep_credit_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 {
@@ -160,18 +163,32 @@ uint32_t mre_ep_credit_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 static void count_decode_error(mre_ep *ep, int err)
 {
     switch (err) {
-    case MROCE_WIRE_ETRUNCATED: ep->cnt.drop_truncated++; break;
-    case MROCE_WIRE_EVERSION: ep->cnt.drop_version++; break;
-    case MROCE_WIRE_EOPCODE: ep->cnt.drop_opcode++; break;
-    case MROCE_WIRE_EFLAGS: ep->cnt.drop_flags++; break;
-    case MROCE_WIRE_ELENGTH: ep->cnt.drop_length++; break;
-    case MROCE_WIRE_ECRC: ep->cnt.drop_crc++; break;
-    default: ep->cnt.drop_field++; break;
+    case MROCE_WIRE_ETRUNCATED:
+        ep->cnt.drop_truncated++;
+        break;
+    case MROCE_WIRE_EVERSION:
+        ep->cnt.drop_version++;
+        break;
+    case MROCE_WIRE_EOPCODE:
+        ep->cnt.drop_opcode++;
+        break;
+    case MROCE_WIRE_EFLAGS:
+        ep->cnt.drop_flags++;
+        break;
+    case MROCE_WIRE_ELENGTH:
+        ep->cnt.drop_length++;
+        break;
+    case MROCE_WIRE_ECRC:
+        ep->cnt.drop_crc++;
+        break;
+    default:
+        ep->cnt.drop_field++;
+        break;
     }
 }
 
 int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
-                  const struct mre_rx_info *info, mroce_tstamp now)
+                const struct mre_rx_info *info, mroce_tstamp now)
 {
     struct mrw_pkt pkt;
     ep->cnt.rx_pkts++;
@@ -197,8 +214,7 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
     qp->cnt.rx_bytes += len;
     /* Anti-injection (CONN/SEC): the token must be the one we handed out. */
     if (qp->state == MROCE_QPS_RESET || qp->state == MROCE_QPS_LISTEN ||
-        (pkt.base.token != qp->local_token &&
-         !MROCE_SEEDED_FAULT(TOKEN_ANY))) {
+        (pkt.base.token != qp->local_token && !MROCE_SEEDED_FAULT(TOKEN_ANY))) {
         qp->cnt.drop_token++;
         return 0;
     }
@@ -275,7 +291,7 @@ static int qp_write_pkt(mre_qp *qp, uint8_t *buf, size_t cap,
 #define EP_STARVE_TRACK 16
 
 int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
-                       struct mre_tx_info *info, mroce_tstamp now)
+                     struct mre_tx_info *info, mroce_tstamp now)
 {
     /* QPs that had nothing to send in this call, as long as they fit:
      * if no QP sends, those that cwnd held back idle the link (CC-19). */
@@ -311,8 +327,8 @@ int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
 }
 
 int mre_ep_write_pkt_zc(mre_ep *ep, uint8_t *buf, size_t cap,
-                          struct mre_tx_info *info, struct mre_tx_zc *zc,
-                          mroce_tstamp now)
+                        struct mre_tx_info *info, struct mre_tx_zc *zc,
+                        mroce_tstamp now)
 {
     if (!ep || !zc)
         return MROCE_EINVAL;

@@ -54,8 +54,8 @@ static mroce_tstamp silence(const mre_qp *qp, mroce_tstamp now)
 void mre_live_start(mre_qp *qp, mroce_tstamp now)
 {
     qp->heard = now;
-    qp->live_deadline =
-        qp->attr.peer_timeout ? now + ka_idle(qp) : MROCE_TSTAMP_INF;
+    qp->live_deadline = qp->attr.peer_timeout ? now + ka_idle(qp)
+                                              : MROCE_TSTAMP_INF;
 }
 
 int mre_live_expired(const mre_qp *qp, mroce_tstamp now)

@@ -64,8 +64,8 @@ void mre_loss_arm_timer(mre_qp *qp, mroce_tstamp now)
 
 /* Declare an in-flight packet lost; may retire its path, whose remaining
  * in-flight packets are then lost too (they went into the dead path). */
-static void lose_ex(mre_qp *qp, uint32_t idx, int cause,
-                    uint32_t *lost_bytes, int blame_path);
+static void lose_ex(mre_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes,
+                    int blame_path);
 
 static void lose(mre_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
 {
@@ -90,8 +90,8 @@ static void blame(mre_qp *qp, uint16_t path)
 /* blame_path = 0: the loss says nothing about its path (an RTO's sweep
  * beyond each path's oldest packet), so it does not count towards the
  * path's consecutive losses and cannot retire it. */
-static void lose_ex(mre_qp *qp, uint32_t idx, int cause,
-                    uint32_t *lost_bytes, int blame_path)
+static void lose_ex(mre_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes,
+                    int blame_path)
 {
     struct mre_txent *e = &qp->tx[idx];
     uint16_t path = e->path;
@@ -160,8 +160,8 @@ static mroce_tstamp path_guard(const mre_qp *qp, uint16_t path,
 /* LOSS-7 for one packet: declares it lost or notes its guard time; returns
  * 0 if it waits for an ACK (step 2), else 1.  With nofloor set the path
  * floor (c) does not apply (LOSS-7 (d)). */
-static int ooo_judge(mre_qp *qp, uint32_t psn, mroce_tstamp now,
-                     uint32_t end, mroce_tstamp guard, mroce_tstamp tguard,
+static int ooo_judge(mre_qp *qp, uint32_t psn, mroce_tstamp now, uint32_t end,
+                     mroce_tstamp guard, mroce_tstamp tguard,
                      mroce_tstamp slowest, int nofloor, uint32_t *lost_bytes)
 {
     struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
@@ -220,8 +220,8 @@ void mre_loss_ooo_scan(mre_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
      * later acknowledgement: waiting the path floor for it (a slot sampled
      * during a host stall can raise it to several ms) only waits for the
      * RTO.  So it is judged without the floor, and by every ACK. */
-    int blocked =
-        mrw_psn_diff(qp->snd_high_acked, una) > (int32_t)MROCE_SACK_SPAN;
+    int blocked = mrw_psn_diff(qp->snd_high_acked, una) >
+                  (int32_t)MROCE_SACK_SPAN;
     if (full) {
         qp->reo_deadline = MROCE_TSTAMP_INF;
     } else {
@@ -258,8 +258,7 @@ void mre_loss_ooo_scan(mre_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
  * RTO (CC-13) and the path losses the RTOs charged are taken back, so a
  * stall of either host neither collapses cwnd nor retires paths.  Either
  * way the episode is over. */
-void mre_loss_rto_verdict(mre_qp *qp, const struct mrw_ack_hdr *a,
-                          uint32_t raw)
+void mre_loss_rto_verdict(mre_qp *qp, const struct mrw_ack_hdr *a, uint32_t raw)
 {
     qp->rto_undo = 0;
     if ((a->echo_flags & MROCE_ECHO_DUP) || raw >= 0x80000000u ||
@@ -329,8 +328,7 @@ void mre_loss_timers(mre_qp *qp, mroce_tstamp now)
              * missing, so probing it solicits nothing and the next expiry
              * is an RTO.  The newest in flight if none is within. */
             uint32_t top = qp->snd_nxt;
-            if (mrw_psn_diff(top, qp->snd_una) >
-                (int32_t)MROCE_SACK_SPAN + 1) {
+            if (mrw_psn_diff(top, qp->snd_una) > (int32_t)MROCE_SACK_SPAN + 1) {
                 uint32_t p = qp->snd_una + MROCE_SACK_SPAN + 1;
                 while (p != qp->snd_una &&
                        qp->tx[(p - 1) & qp->tx_mask].state != TX_INFLIGHT)

@@ -25,8 +25,8 @@ mre_mr *mre_mr_lookup(mre_ep *ep, uint32_t key)
 }
 
 mre_mr *mre_mr_check_remote(mre_ep *ep, uint32_t pd, uint32_t rkey,
-                                uint64_t addr, uint64_t len, unsigned access,
-                                uint8_t *nak)
+                            uint64_t addr, uint64_t len, unsigned access,
+                            uint8_t *nak)
 {
     mre_mr *mr = mre_mr_lookup(ep, rkey);
     /* A region of another protection domain does not exist for this QP. */
@@ -51,7 +51,7 @@ mre_mr *mre_mr_check_remote(mre_ep *ep, uint32_t pd, uint32_t rkey,
 }
 
 int mre_mr_reg(mre_ep *ep, void *addr, size_t len, unsigned access,
-                 mre_mr **pmr)
+               mre_mr **pmr)
 {
     return mre_mr_reg_pd(ep, 0, addr, len, access, pmr);
 }
@@ -74,7 +74,7 @@ int mre_mr_reg_check(const void *addr, size_t len, unsigned access)
 }
 
 int mre_mr_reg_pd(mre_ep *ep, uint32_t pd, void *addr, size_t len,
-                    unsigned access, mre_mr **pmr)
+                  unsigned access, mre_mr **pmr)
 {
     if (!ep || !pmr)
         return MROCE_EINVAL;
@@ -134,11 +134,17 @@ void mre_mr_free_all(mre_ep *ep)
     ep->nmr_slots = 0;
 }
 
-uint32_t mre_mr_lkey(const mre_mr *mr) { return mr ? mr->key : 0; }
-uint32_t mre_mr_rkey(const mre_mr *mr) { return mr ? mr->key : 0; }
+uint32_t mre_mr_lkey(const mre_mr *mr)
+{
+    return mr ? mr->key : 0;
+}
+uint32_t mre_mr_rkey(const mre_mr *mr)
+{
+    return mr ? mr->key : 0;
+}
 
 const uint8_t *mre_mr_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
-                              uint32_t len)
+                               uint32_t len)
 {
     for (int i = 0; i < n; i++) {
         if (off >= sge[i].length) {
@@ -153,7 +159,7 @@ const uint8_t *mre_mr_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
 }
 
 void mre_mr_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
-                      uint8_t *dst, uint32_t len)
+                       uint8_t *dst, uint32_t len)
 {
     for (int i = 0; i < n && len; i++) {
         if (off >= sge[i].length) {
@@ -171,7 +177,7 @@ void mre_mr_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
 }
 
 void mre_mr_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
-                       const uint8_t *src, uint32_t len)
+                        const uint8_t *src, uint32_t len)
 {
     for (int i = 0; i < n && len; i++) {
         if (off >= sge[i].length) {
@@ -186,7 +192,7 @@ void mre_mr_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
          * payloads costs; runs under 4 KiB (control messages) are placed. */
         if (k < 4096)
 #endif
-        memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, src, k);
+            memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, src, k);
         src += k;
         len -= k;
         off = 0;

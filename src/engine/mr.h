@@ -25,8 +25,8 @@ void mre_mr_free_all(mre_ep *ep);
 
 /* The memory of bytes [off, off+len) of the n-entry SGE list if one SGE
  * holds them all (zero-copy transmit), else NULL. */
-const uint8_t *mre_mr_sge_span(const struct mroce_sge *sge, int n,
-                               uint32_t off, uint32_t len);
+const uint8_t *mre_mr_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
+                               uint32_t len);
 
 /* Copy len bytes from message offset off of the SGE list to dst. */
 void mre_mr_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,

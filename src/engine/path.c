@@ -131,9 +131,9 @@ static void path_reset_state(struct mre_path *p)
 }
 
 int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
-                       uint16_t npaths, uint16_t base, uint16_t span,
-                       mroce_tstamp target_qdelay,
-                       void (*rand)(uint8_t *, size_t, void *), void *rand_user)
+                     uint16_t npaths, uint16_t base, uint16_t span,
+                     mroce_tstamp target_qdelay,
+                     void (*rand)(uint8_t *, size_t, void *), void *rand_user)
 {
     uint32_t i;
 
@@ -213,7 +213,7 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid);
  * scenario 2); large windows, where batching saves the most, keep full
  * bursts. */
 void mre_path_set_window(struct mre_pathset *ps, uint32_t window,
-                           uint32_t pkt_bytes)
+                         uint32_t pkt_bytes)
 {
     uint32_t per = pkt_bytes * MROCE_PATH_WINDOW_PICKS;
 
@@ -369,8 +369,7 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
     return 0;
 }
 
-uint32_t mre_path_on_sent(struct mre_pathset *ps, uint16_t i,
-                            uint32_t bytes)
+uint32_t mre_path_on_sent(struct mre_pathset *ps, uint16_t i, uint32_t bytes)
 {
     struct mre_path *p;
 
@@ -409,7 +408,7 @@ static void path_weight_up(struct mre_pathset *ps, struct mre_path *p)
  * leave the weight alone; an unknown base_rtt (0) cannot make a path hot.
  */
 void mre_path_on_ack(struct mre_pathset *ps, uint16_t i, mroce_tstamp rtt,
-                       mroce_tstamp base_rtt)
+                     mroce_tstamp base_rtt)
 {
     struct mre_path *p;
 
@@ -605,7 +604,7 @@ void mre_pathset_resync(struct mre_pathset *ps)
 /* Slots are never empty (a retired slot holds its new entropy at once), so
  * every slot reports active = 1; out-of-range slots report all zeros. */
 void mre_path_get_stats(const struct mre_pathset *ps, uint16_t i,
-                          struct mroce_path_stats *st)
+                        struct mroce_path_stats *st)
 {
     const struct mre_path *p;
 

@@ -17,9 +17,11 @@
 #define MROCE_PATH_WMAX 8          /* weight of a healthy path */
 #define MROCE_PATH_RETIRE_LOSSES 3 /* consecutive losses that retire a path */
 #define MROCE_PATH_NONE 0xffffu    /* "no path" in path-list links */
-#define MROCE_PATH_WINDOW_PICKS 8  /* path picks a congestion window must
+#define MROCE_PATH_WINDOW_PICKS \
+    8 /* path picks a congestion window must
                                       span at least (PATH-3) */
-#define MROCE_PATH_REUSE_RUN 3     /* reuses in a row before the round robin
+#define MROCE_PATH_REUSE_RUN \
+    3 /* reuses in a row before the round robin
                                       picks again (PATH-16) */
 
 /* One path slot.  88 bytes, so most slots straddle two cache lines, and at
@@ -31,29 +33,29 @@
  * the end.  The order carries no meaning beyond that. */
 struct mre_path {
     /* send side */
-    uint64_t tx_bytes;      /* counter for mre_qp_path_stats() */
-    uint32_t next_seq;      /* path_seq to give the next packet sent here;
+    uint64_t tx_bytes; /* counter for mre_qp_path_stats() */
+    uint32_t next_seq; /* path_seq to give the next packet sent here;
                                it starts at 0 and never restarts, so it is
                                also the count of packets sent (tx_pkts in
                                the stats), kept once to keep sends short */
-    uint16_t entropy;       /* UDP source port used for this path */
-    uint8_t deficit;        /* deficit round robin accumulator */
+    uint16_t entropy;  /* UDP source port used for this path */
+    uint8_t deficit;   /* deficit round robin accumulator */
     /* both sides */
-    uint8_t weight;         /* 1..MROCE_PATH_WMAX: share of the spray */
-    uint32_t list_head;     /* oldest in-flight tx entry on this path (owned
+    uint8_t weight;     /* 1..MROCE_PATH_WMAX: share of the spray */
+    uint32_t list_head; /* oldest in-flight tx entry on this path (owned
                                by the engine's tx ring), MROCE_PATH_NONE... */
-    uint32_t list_tail;     /* newest in-flight tx entry on this path */
+    uint32_t list_tail; /* newest in-flight tx entry on this path */
     /* ACK side */
-    uint8_t consec_losses;  /* losses since the last ack on this path */
-    uint8_t ce_last;        /* latest ECN echo was CE: acks earn no weight */
-    uint8_t rto_losses;     /* of consec_losses, those charged by the RTOs
+    uint8_t consec_losses; /* losses since the last ack on this path */
+    uint8_t ce_last;       /* latest ECN echo was CE: acks earn no weight */
+    uint8_t rto_losses;    /* of consec_losses, those charged by the RTOs
                                of the current episode (undone if spurious,
                                LOSS-19); kept by the engine, zeroed here on
                                ack and retirement */
-    uint8_t ready;          /* queued for reuse (PATH-16) */
-    uint32_t acked_pkts;    /* counters for mre_qp_path_stats(), as are
+    uint8_t ready;         /* queued for reuse (PATH-16) */
+    uint32_t acked_pkts;   /* counters for mre_qp_path_stats(), as are
                                ecn_marks, lost_pkts and retirements */
-    uint32_t ecn_ewma;      /* CE fraction of echoes, 16.16 fixed point */
+    uint32_t ecn_ewma;     /* CE fraction of echoes, 16.16 fixed point */
     uint32_t ecn_marks;
     uint32_t lost_pkts;
     uint32_t retirements;   /* entropies this slot has retired (here it
@@ -66,7 +68,7 @@ struct mre_path {
                                both ways, data out and ACK back; 0 = not
                                since init or the last retirement */
     /* rarely */
-    uint16_t ready_next;    /* next slot queued for reuse (PATH-16) */
+    uint16_t ready_next; /* next slot queued for reuse (PATH-16) */
     uint16_t pad;
 };
 
@@ -75,24 +77,24 @@ struct mre_path {
 struct mre_pathset {
     struct mre_path *paths; /* npaths slots, owned by the QP */
     uint16_t npaths;
-    uint16_t cursor;          /* deficit round robin position */
-    uint16_t last;            /* slot of the current burst */
-    uint16_t ready_head;      /* slots whose latest echo came back clean, */
-    uint16_t ready_tail;      /* oldest first, for reuse (PATH-16) */
-    uint8_t quantum;          /* deficit a pick costs: the highest weight at
+    uint16_t cursor;       /* deficit round robin position */
+    uint16_t last;         /* slot of the current burst */
+    uint16_t ready_head;   /* slots whose latest echo came back clean, */
+    uint16_t ready_tail;   /* oldest first, for reuse (PATH-16) */
+    uint8_t quantum;       /* deficit a pick costs: the highest weight at
                                  the start of the cursor's sweep (PATH-3) */
-    uint8_t burst;            /* packets per pick (1 = per-packet spraying) */
-    uint8_t burst_left;       /* packets left in the current burst */
-    uint8_t reuse;            /* PATH-16 on (QP attribute path_reuse) */
-    uint8_t reuse_run;        /* reuses since the last round robin pick */
-    uint8_t mean_weight;      /* mean weight (rounded down) at the start of
+    uint8_t burst;         /* packets per pick (1 = per-packet spraying) */
+    uint8_t burst_left;    /* packets left in the current burst */
+    uint8_t reuse;         /* PATH-16 on (QP attribute path_reuse) */
+    uint8_t reuse_run;     /* reuses since the last round robin pick */
+    uint8_t mean_weight;   /* mean weight (rounded down) at the start of
                                  the cursor's sweep: reuse needs at least
                                  this much (PATH-16) */
-    uint32_t reuses;          /* picks that reused a clean slot */
-    uint32_t win_bytes;       /* the window that bounds bursts (PATH-3), */
-    uint32_t win_pkt;         /* in packets of up to this many bytes; 0:
+    uint32_t reuses;       /* picks that reused a clean slot */
+    uint32_t win_bytes;    /* the window that bounds bursts (PATH-3), */
+    uint32_t win_pkt;      /* in packets of up to this many bytes; 0:
                                  no window known (mre_path_set_window) */
-    uint16_t entropy_base;    /* entropies are in [base, base + span) */
+    uint16_t entropy_base; /* entropies are in [base, base + span) */
     uint16_t entropy_span;
     /* The sum of the slots' weights and how many slots hold each weight
      * (wcount[w - 1] for weight w), kept wherever a weight changes so that
@@ -121,9 +123,9 @@ struct mre_pathset {
  * Returns 0 or MROCE_EINVAL.
  */
 int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
-                       uint16_t npaths, uint16_t base, uint16_t span,
-                       mroce_tstamp target_qdelay,
-                       void (*rand)(uint8_t *, size_t, void *), void *rand_user);
+                     uint16_t npaths, uint16_t base, uint16_t span,
+                     mroce_tstamp target_qdelay,
+                     void (*rand)(uint8_t *, size_t, void *), void *rand_user);
 
 /* mre_path_set_window bounds the burst (PATH-3) so that a window of
  * `window` bytes in packets of up to `pkt_bytes` spans at least
@@ -132,7 +134,7 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
  * so the division runs once per burst, not per packet.  A zero or
  * overflowing packet size is ignored.  Takes effect at the next burst. */
 void mre_path_set_window(struct mre_pathset *ps, uint32_t window,
-                           uint32_t pkt_bytes);
+                         uint32_t pkt_bytes);
 /* The burst the recorded window allows: max(1, window / (pkt_bytes *
  * MROCE_PATH_WINDOW_PICKS)), at most 255; 255 if no window is known. */
 uint8_t mre_path_burst_cap(const struct mre_pathset *ps);
@@ -146,15 +148,14 @@ uint16_t mre_path_pick(struct mre_pathset *ps, uint16_t avoid);
 
 /* mre_path_on_sent records a transmission on slot i; returns the path_seq
  * given to the packet. */
-uint32_t mre_path_on_sent(struct mre_pathset *ps, uint16_t i,
-                            uint32_t bytes);
+uint32_t mre_path_on_sent(struct mre_pathset *ps, uint16_t i, uint32_t bytes);
 
 /* mre_path_on_ack records an acknowledged packet on slot i: resets the
  * consecutive-loss count; rtt is an RTT sample for this path or 0 when the
  * ack is ambiguous (retransmitted packet); base_rtt is the connection's
  * lowest RTT seen (0 = unknown). */
 void mre_path_on_ack(struct mre_pathset *ps, uint16_t i, mroce_tstamp rtt,
-                       mroce_tstamp base_rtt);
+                     mroce_tstamp base_rtt);
 
 /* mre_path_on_ecn_echo records whether an echoed packet sent on slot i was
  * CE-marked (ce = 1) or not; updates the EWMA and the weight.  Call it
@@ -201,6 +202,6 @@ void mre_pathset_resync(struct mre_pathset *ps);
 
 /* Fill a public stats record for slot i. */
 void mre_path_get_stats(const struct mre_pathset *ps, uint16_t i,
-                          struct mroce_path_stats *st);
+                        struct mroce_path_stats *st);
 
 #endif /* MROCE_PATH_H */

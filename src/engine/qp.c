@@ -66,14 +66,14 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     if (a.max_send_wr == 0 || a.max_send_wr > 65536 || a.max_recv_wr == 0 ||
         a.max_recv_wr > 65536 || a.mtu < 256 ||
         a.mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN ||
-        a.npaths == 0 || a.npaths > 256 || a.window < 64 ||
-        a.window > 32768 || a.max_rd_atomic == 0 || a.max_rd_atomic > 256 ||
+        a.npaths == 0 || a.npaths > 256 || a.window < 64 || a.window > 32768 ||
+        a.max_rd_atomic == 0 || a.max_rd_atomic > 256 ||
         a.entropy_span < a.npaths ||
-        (uint32_t)a.entropy_base + a.entropy_span > 65536 ||
-        a.min_rto == 0 || a.max_rto < a.min_rto || a.init_cwnd == 0 ||
-        a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 ||
-        a.path_burst == 0 || a.path_burst > 64 || a.path_reuse > 1 ||
-        in->send_cq->ep != ep || in->recv_cq->ep != ep)
+        (uint32_t)a.entropy_base + a.entropy_span > 65536 || a.min_rto == 0 ||
+        a.max_rto < a.min_rto || a.init_cwnd == 0 ||
+        a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 || a.path_burst == 0 ||
+        a.path_burst > 64 || a.path_reuse > 1 || in->send_cq->ep != ep ||
+        in->recv_cq->ep != ep)
         return MROCE_EINVAL;
     if (ep->nqps == ep->nqps_slots)
         return MROCE_EFULL;
@@ -95,17 +95,17 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     qp->retxq = mre_mem_calloc(m, a.window, sizeof(*qp->retxq));
     qp->path_slots = mre_mem_calloc(m, a.npaths, sizeof(*qp->path_slots));
     uint64_t *bits = mre_mem_calloc(m, a.window / 64, sizeof(uint64_t));
-    if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx ||
-        !qp->retxq || !qp->path_slots || !bits) {
+    if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx || !qp->retxq ||
+        !qp->path_slots || !bits) {
         mre_mem_free(m, bits);
         qp->rxwin.bits = NULL;
         goto fail;
     }
     qp->rxwin.bits = bits;
     qp->rxwin.size = a.window;
-    if (mre_pathset_init(&qp->paths, qp->path_slots, a.npaths,
-                           a.entropy_base, a.entropy_span, a.target_qdelay,
-                           ep->cfg.rand, ep->cfg.rand_user) < 0)
+    if (mre_pathset_init(&qp->paths, qp->path_slots, a.npaths, a.entropy_base,
+                         a.entropy_span, a.target_qdelay, ep->cfg.rand,
+                         ep->cfg.rand_user) < 0)
         goto fail;
     qp->paths.burst = a.path_burst;
     qp->paths.reuse = a.path_reuse;
@@ -124,14 +124,13 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
                           ? 4 * ((uint32_t)a.mtu + MROCE_MAX_DATA_HDR_LEN +
                                  MROCE_CRC_LEN)
                           : MROCE_CREDIT_UNLIMITED;
-    qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
-        qp->rnr_deadline = qp->ctrl_deadline = qp->live_deadline =
-            MROCE_TSTAMP_INF;
+    qp->ack_deadline = qp->loss_deadline = qp->reo_deadline = qp->rnr_deadline =
+        qp->ctrl_deadline = qp->live_deadline = MROCE_TSTAMP_INF;
     const struct mre_cc_ops *ops = mre_cc_ops_get(a.cc_algo);
     uint64_t maxc = (uint64_t)a.window * (a.mtu + MROCE_MAX_DATA_HDR_LEN);
     mre_cc_init(&qp->cc, ops, a.mtu, a.init_cwnd,
-                  maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
-                  a.target_qdelay);
+                maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
+                a.target_qdelay);
 
     /* Slot and QPN: low 16 bits index the slot, high bits are random so a
      * recycled slot gets a different number. */
@@ -206,8 +205,14 @@ void mre_qp_del(mre_qp *qp)
     qp_free_storage(m, qp);
 }
 
-uint32_t mre_qp_num(const mre_qp *qp) { return qp ? qp->qpn : 0; }
-uint32_t mre_qp_remote_qpn(const mre_qp *qp) { return qp ? qp->peer_qpn : 0; }
+uint32_t mre_qp_num(const mre_qp *qp)
+{
+    return qp ? qp->qpn : 0;
+}
+uint32_t mre_qp_remote_qpn(const mre_qp *qp)
+{
+    return qp ? qp->peer_qpn : 0;
+}
 enum mroce_qp_state mre_qp_state(const mre_qp *qp)
 {
     return qp ? (enum mroce_qp_state)qp->state : MROCE_QPS_ERROR;
@@ -255,8 +260,8 @@ static mroce_tstamp initial_ctrl_rto(const mre_qp *qp)
     return qp->attr.min_rto * 5;
 }
 
-int mre_qp_connect(mre_qp *qp, const struct mre_addr *to,
-                     uint32_t remote_qpn, mroce_tstamp now)
+int mre_qp_connect(mre_qp *qp, const struct mre_addr *to, uint32_t remote_qpn,
+                   mroce_tstamp now)
 {
     if (!qp || !to || to->len > sizeof(to->data))
         return MROCE_EINVAL;
@@ -303,13 +308,11 @@ static void adopt_peer(mre_qp *qp, const struct mrw_conn_hdr *c)
     qp->peer_ack_delay = c->max_ack_delay < qp->attr.max_rto
                              ? c->max_ack_delay
                              : (uint32_t)qp->attr.max_rto; /* LOSS-25 */
-    mre_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window,
-                     c->start_psn);
+    mre_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window, c->start_psn);
 }
 
 void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
-                             const struct mre_rx_info *info,
-                             mroce_tstamp now)
+                           const struct mre_rx_info *info, mroce_tstamp now)
 {
     const struct mrw_conn_hdr *c = &pkt->u.conn;
     /* A retransmitted request for a connection we already accepted gets the
@@ -344,7 +347,7 @@ void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
 }
 
 void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
-                          const struct mre_rx_info *info, mroce_tstamp now)
+                        const struct mre_rx_info *info, mroce_tstamp now)
 {
     (void)info;
     switch (pkt->base.opcode) {
@@ -409,7 +412,7 @@ void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
 }
 
 void mre_qp_base_hdr(const mre_qp *qp, struct mrw_pkt *p, uint8_t op,
-                       uint32_t psn, mroce_tstamp now)
+                     uint32_t psn, mroce_tstamp now)
 {
     p->base.version = MROCE_VERSION;
     p->base.opcode = op;
@@ -424,7 +427,7 @@ void mre_qp_base_hdr(const mre_qp *qp, struct mrw_pkt *p, uint8_t op,
 }
 
 int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
-                        struct mre_tx_info *info, mroce_tstamp now)
+                      struct mre_tx_info *info, mroce_tstamp now)
 {
     struct mrw_pkt p;
     uint8_t bit;
@@ -565,19 +568,17 @@ void mre_qp_enter_error(mre_qp *qp)
     qp->ack_now = 0;
     qp->ack_pending = 0;
     qp->ka = 0;
-    qp->ack_deadline = qp->loss_deadline = qp->reo_deadline =
-        qp->rnr_deadline = qp->ctrl_deadline = qp->live_deadline =
-            MROCE_TSTAMP_INF;
+    qp->ack_deadline = qp->loss_deadline = qp->reo_deadline = qp->rnr_deadline =
+        qp->ctrl_deadline = qp->live_deadline = MROCE_TSTAMP_INF;
     mre_qp_flush(qp);
 }
 
-int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
-                    unsigned mask)
+int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in, unsigned mask)
 {
     if (!qp || !in || (mask & ~31u))
         return MROCE_EINVAL;
-    const unsigned reset_only =
-        MROCE_QP_MOD_CC | MROCE_QP_MOD_PATHS | MROCE_QP_MOD_MTU;
+    const unsigned reset_only = MROCE_QP_MOD_CC | MROCE_QP_MOD_PATHS |
+                                MROCE_QP_MOD_MTU;
     if ((mask & reset_only) && qp->state != MROCE_QPS_RESET)
         return MROCE_ESTATE;
     /* Validate everything first, so an error changes nothing. */
@@ -606,9 +607,9 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
                 return MROCE_ENOMEM;
         }
         if (mre_pathset_init(&qp->paths, slots, in->npaths,
-                               qp->attr.entropy_base, qp->attr.entropy_span,
-                               qp->attr.target_qdelay, qp->ep->cfg.rand,
-                               qp->ep->cfg.rand_user) < 0) {
+                             qp->attr.entropy_base, qp->attr.entropy_span,
+                             qp->attr.target_qdelay, qp->ep->cfg.rand,
+                             qp->ep->cfg.rand_user) < 0) {
             if (slots != qp->path_slots)
                 mre_mem_free(&qp->ep->mem, slots);
             return MROCE_EINVAL;
@@ -634,8 +635,7 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
         qp->attr.peer_timeout = in->peer_timeout;
         /* A new peer_timeout takes effect now, not at the old deadline. */
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
-            qp->live_deadline =
-                in->peer_timeout ? qp->heard : MROCE_TSTAMP_INF;
+            qp->live_deadline = in->peer_timeout ? qp->heard : MROCE_TSTAMP_INF;
             mre_timer_update(qp->ep, qp);
         }
     }
@@ -655,10 +655,10 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in,
     if (mask & (MROCE_QP_MOD_CC | MROCE_QP_MOD_MTU)) {
         uint64_t maxc = (uint64_t)qp->attr.window *
                         (qp->attr.mtu + MROCE_MAX_DATA_HDR_LEN);
-        mre_cc_init(&qp->cc, mre_cc_ops_get(qp->attr.cc_algo),
-                      qp->attr.mtu, qp->attr.init_cwnd,
-                      maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
-                      qp->attr.target_qdelay);
+        mre_cc_init(&qp->cc, mre_cc_ops_get(qp->attr.cc_algo), qp->attr.mtu,
+                    qp->attr.init_cwnd,
+                    maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
+                    qp->attr.target_qdelay);
         qp->rto_undo = 0; /* a saved state of the old algorithm is void */
     }
     return 0;

@@ -68,8 +68,10 @@ static int prepare_swqe(mre_qp *qp, const struct mroce_send_wr *wr,
          (wr->remote_addr & 7)))
         return MROCE_EINVAL;
     if (wr->send_flags & MROCE_SEND_INLINE) {
-        if (wr->opcode != MROCE_WR_SEND && wr->opcode != MROCE_WR_SEND_WITH_IMM &&
-            wr->opcode != MROCE_WR_WRITE && wr->opcode != MROCE_WR_WRITE_WITH_IMM)
+        if (wr->opcode != MROCE_WR_SEND &&
+            wr->opcode != MROCE_WR_SEND_WITH_IMM &&
+            wr->opcode != MROCE_WR_WRITE &&
+            wr->opcode != MROCE_WR_WRITE_WITH_IMM)
             return MROCE_EINVAL;
         if (total > MROCE_MAX_INLINE)
             return MROCE_ERANGE;
@@ -78,7 +80,7 @@ static int prepare_swqe(mre_qp *qp, const struct mroce_send_wr *wr,
          * all-to-all of a million QPs would otherwise zero a GB for them. */
         if (!qp->inline_buf) {
             qp->inline_buf = mre_mem_calloc(&qp->ep->mem, qp->sq_mask + 1u,
-                                          MROCE_MAX_INLINE);
+                                            MROCE_MAX_INLINE);
             if (!qp->inline_buf)
                 return MROCE_ENOMEM;
         }
@@ -120,7 +122,7 @@ static int prepare_swqe(mre_qp *qp, const struct mroce_send_wr *wr,
 }
 
 int mre_qp_post_send(mre_qp *qp, struct mroce_send_wr *wr,
-                       struct mroce_send_wr **bad_wr, mroce_tstamp now)
+                     struct mroce_send_wr **bad_wr, mroce_tstamp now)
 {
     (void)now;
     if (bad_wr)
@@ -262,8 +264,9 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
             p.u.rq.atomic.swap_add = w->opcode == MROCE_WR_FETCH_ADD
                                          ? w->compare_add
                                          : w->swap;
-            p.u.rq.atomic.compare =
-                w->opcode == MROCE_WR_CMP_SWAP ? w->compare_add : 0;
+            p.u.rq.atomic.compare = w->opcode == MROCE_WR_CMP_SWAP
+                                        ? w->compare_add
+                                        : 0;
         }
         if (w->opcode == MROCE_WR_READ || is_atomic(w->opcode)) {
             if (is_atomic(w->opcode))
@@ -280,9 +283,10 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
             p.base.flags |= MROCE_F_LAST;
     } else {
         struct mre_rjob *j = &qp->rjobs[e->ref];
-        mre_qp_base_hdr(qp, &p, j->is_atomic ? MROCE_OP_ATOMIC_RESP
-                                               : MROCE_OP_READ_RESP,
-                          psn, now);
+        mre_qp_base_hdr(qp, &p,
+                        j->is_atomic ? MROCE_OP_ATOMIC_RESP
+                                     : MROCE_OP_READ_RESP,
+                        psn, now);
         p.u.resp.req_msn = j->req_msn;
         p.u.resp.msg_len = j->len;
         p.u.resp.offset = e->offset;
@@ -341,9 +345,9 @@ static int send_entry(mre_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
     struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
     /* PATH-3: the window bounds the burst (credit mode: the grant too). */
     mre_path_set_window(&qp->paths,
-                          qp->cc.cwnd < qp->peer_credit ? qp->cc.cwnd
-                                                        : qp->peer_credit,
-                          qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN);
+                        qp->cc.cwnd < qp->peer_credit ? qp->cc.cwnd
+                                                      : qp->peer_credit,
+                        qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN);
     uint16_t picked = recovery ? mre_path_pick_proven(&qp->paths, avoid)
                                : mre_path_pick(&qp->paths, avoid);
     int n = build_pkt(qp, psn, picked, buf, cap, ack_req, now);
@@ -395,8 +399,8 @@ static int write_retx(mre_qp *qp, uint8_t *buf, size_t cap,
         e->retx++;
         /* Until an ACK shows progress after a timeout, every retransmission
          * is a recovery transmission too (PATH-15). */
-        int n = send_entry(qp, psn, old, probe || qp->consec_timeouts > 0,
-                           buf, cap, info, 1, now);
+        int n = send_entry(qp, psn, old, probe || qp->consec_timeouts > 0, buf,
+                           cap, info, 1, now);
         if (n < 0) {
             e->retx--;
             if (probe) {
@@ -419,11 +423,21 @@ static int write_retx(mre_qp *qp, uint8_t *buf, size_t cap,
             qp->cnt.retx_probe++;
         else
             switch (e->cause) {
-            case LOSS_PATH: qp->cnt.retx_path++; break;
-            case LOSS_OOO: qp->cnt.retx_ooo++; break;
-            case LOSS_RTO: qp->cnt.retx_rto++; break;
-            case LOSS_PROBE: qp->cnt.retx_probe++; break;
-            default: qp->cnt.retx_rnr++; break;
+            case LOSS_PATH:
+                qp->cnt.retx_path++;
+                break;
+            case LOSS_OOO:
+                qp->cnt.retx_ooo++;
+                break;
+            case LOSS_RTO:
+                qp->cnt.retx_rto++;
+                break;
+            case LOSS_PROBE:
+                qp->cnt.retx_probe++;
+                break;
+            default:
+                qp->cnt.retx_rnr++;
+                break;
             }
         e->probe = 0;
         return n;
@@ -500,8 +514,8 @@ static int write_new_req(mre_qp *qp, uint8_t *buf, size_t cap,
     /* Ask for an immediate ACK on a message's last packet when nothing else
      * is queued behind it, so its completion is not held by ACK delay. */
     int last_queued = qp->sq_tx + 1 == qp->sq_tail;
-    int n = send_entry(qp, psn, MROCE_PATH_NONE, 0, buf, cap, info,
-                       last_queued, now);
+    int n = send_entry(qp, psn, MROCE_PATH_NONE, 0, buf, cap, info, last_queued,
+                       now);
     if (n <= 0) {
         mre_txr_unpush(qp, psn);
         return n;
@@ -521,7 +535,7 @@ static int write_new_req(mre_qp *qp, uint8_t *buf, size_t cap,
 }
 
 int mre_req_write_data(mre_qp *qp, uint8_t *buf, size_t cap,
-                         struct mre_tx_info *info, mroce_tstamp now)
+                       struct mre_tx_info *info, mroce_tstamp now)
 {
     if (cap < (size_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN)
         return MROCE_ENOBUF;

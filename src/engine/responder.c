@@ -20,7 +20,7 @@
 #include "seeded_dup.h"
 
 int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
-                       struct mroce_recv_wr **bad_wr)
+                     struct mroce_recv_wr **bad_wr)
 {
     if (bad_wr)
         *bad_wr = wr;
@@ -44,8 +44,8 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
             mre_mr *mr = mre_mr_lookup(qp->ep, s->lkey);
             uint64_t start = mr ? (uint64_t)(uintptr_t)mr->addr : 0;
             if (!mr || mr->pd != qp->attr.pd ||
-                !(mr->access & MROCE_ACCESS_LOCAL_WRITE) ||
-                s->addr < start || s->addr - start > mr->len ||
+                !(mr->access & MROCE_ACCESS_LOCAL_WRITE) || s->addr < start ||
+                s->addr - start > mr->len ||
                 s->length > mr->len - (s->addr - start)) {
                 for (int k = 0; k < i; k++)
                     r->mrs[k] = NULL;
@@ -220,7 +220,7 @@ static int on_send(mre_qp *qp, const struct mrw_pkt *pkt)
         return -1;
     }
     mre_mr_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
-                      pkt->payload_len);
+                       pkt->payload_len);
     recv_account(qp, r, pkt, 0);
     return 0;
 }
@@ -246,9 +246,9 @@ static int on_write(mre_qp *qp, const struct mrw_pkt *pkt)
      * check is overflow-safe, so the packet's range needs no check of its
      * own. */
     uint8_t code = 0;
-    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey,
-                                         h->raddr, h->msg_len,
-                                         MROCE_ACCESS_REMOTE_WRITE, &code);
+    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
+                                     h->msg_len, MROCE_ACCESS_REMOTE_WRITE,
+                                     &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;
@@ -273,7 +273,7 @@ static int on_write(mre_qp *qp, const struct mrw_pkt *pkt)
  * (SEM ordering).  It keeps a reference on its memory region until the
  * requester has acknowledged the whole response. */
 static struct mre_rjob *alloc_rjob(mre_qp *qp, const struct mrw_pkt *pkt,
-                                     mre_mr *mr)
+                                   mre_mr *mr)
 {
     for (uint32_t i = 0; i < qp->nrjobs; i++)
         if (!qp->rjobs[i].active) {
@@ -363,8 +363,9 @@ static int on_read(mre_qp *qp, const struct mrw_pkt *pkt)
 {
     const struct mrw_req_hdr *h = &pkt->u.rq.req;
     uint8_t code = 0;
-    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr, h->msg_len,
-                                         MROCE_ACCESS_REMOTE_READ, &code);
+    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
+                                     h->msg_len, MROCE_ACCESS_REMOTE_READ,
+                                     &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;
@@ -390,8 +391,8 @@ static int on_atomic(mre_qp *qp, const struct mrw_pkt *pkt)
         return -1;
     }
     mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
-                                         MROCE_ATOMIC_LEN,
-                                         MROCE_ACCESS_REMOTE_ATOMIC, &code);
+                                     MROCE_ATOMIC_LEN,
+                                     MROCE_ACCESS_REMOTE_ATOMIC, &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;
@@ -435,7 +436,7 @@ static int on_response(mre_qp *qp, const struct mrw_pkt *pkt)
         w->resp_bytes = 8;
     } else {
         mre_mr_sge_scatter(w->sge, w->num_sge, h->offset, pkt->payload,
-                          pkt->payload_len);
+                           pkt->payload_len);
         w->resp_bytes += pkt->payload_len;
     }
     if (w->resp_bytes >= w->length)
@@ -444,7 +445,7 @@ static int on_response(mre_qp *qp, const struct mrw_pkt *pkt)
 }
 
 int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
-                       const struct mre_rx_info *info, mroce_tstamp now)
+                     const struct mre_rx_info *info, mroce_tstamp now)
 {
     uint32_t psn = pkt->base.psn;
     int ce = info->ecn == MROCE_ECN_CE && !MROCE_SEEDED_FAULT(ECN_IGNORE);
@@ -484,11 +485,19 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
     }
     int rc;
     switch (pkt->base.opcode) {
-    case MROCE_OP_SEND: rc = on_send(qp, pkt); break;
-    case MROCE_OP_WRITE: rc = on_write(qp, pkt); break;
-    case MROCE_OP_READ_REQ: rc = on_read(qp, pkt); break;
+    case MROCE_OP_SEND:
+        rc = on_send(qp, pkt);
+        break;
+    case MROCE_OP_WRITE:
+        rc = on_write(qp, pkt);
+        break;
+    case MROCE_OP_READ_REQ:
+        rc = on_read(qp, pkt);
+        break;
     case MROCE_OP_FETCH_ADD:
-    case MROCE_OP_CMP_SWAP: rc = on_atomic(qp, pkt); break;
+    case MROCE_OP_CMP_SWAP:
+        rc = on_atomic(qp, pkt);
+        break;
     default:
         rc = on_response(qp, pkt);
         /* A response shows the request arrived, as an ACK would (REL-32). */
@@ -505,9 +514,9 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
     if (ce)
         qp->ce_count++;
     if (qp->ack_pending++ == 0)
-        qp->ack_deadline =
-            now + qp->attr.max_ack_delay *
-                      (MROCE_SEEDED_FAULT(ACK_DELAY_LONG) ? 50000 : 1);
+        qp->ack_deadline = now +
+                           qp->attr.max_ack_delay *
+                               (MROCE_SEEDED_FAULT(ACK_DELAY_LONG) ? 50000 : 1);
     /* ack_delay is measured from the echoed packet's own arrival: using the
      * first coalesced packet's would make the sender subtract too much and
      * see RTTs below the real path delay. */
@@ -519,8 +528,8 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
     /* Immediate ACK: asked for, congestion signal, a hole just filled at the
      * cumulative point (the sender learns its repair worked), or enough
      * packets coalesced. */
-    if ((pkt->base.flags & MROCE_F_ACK_REQ) || ce ||
-        (gap && psn == old_cum) || qp->ack_pending >= MROCE_ACK_FREQ)
+    if ((pkt->base.flags & MROCE_F_ACK_REQ) || ce || (gap && psn == old_cum) ||
+        qp->ack_pending >= MROCE_ACK_FREQ)
         qp->ack_now = 1;
     /* Any packet may have moved cum_psn, which releases waiting READs and
      * atomics and receive completions held for ordering. */
@@ -533,7 +542,7 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
 }
 
 int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
-                         struct mre_tx_info *info, mroce_tstamp now)
+                       struct mre_tx_info *info, mroce_tstamp now)
 {
     struct mrw_pkt p;
     mre_qp_base_hdr(qp, &p, MROCE_OP_ACK, qp->snd_nxt, now);
@@ -546,7 +555,7 @@ int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
     a->echo_entropy = qp->echo_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
     a->echo_flags = qp->echo_flags;
     a->sack_words = (uint8_t)mre_rxwin_sack(&qp->rxwin, a->sack,
-                                              MROCE_MAX_SACK_WORDS);
+                                            MROCE_MAX_SACK_WORDS);
     a->ce_count = qp->ce_count;
     a->rx_count = qp->rx_count;
     a->credit = mre_ep_credit_share(qp->ep, qp, now);
@@ -577,7 +586,7 @@ int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
 }
 
 int mre_resp_write_nak(mre_qp *qp, uint8_t *buf, size_t cap,
-                         struct mre_tx_info *info, mroce_tstamp now)
+                       struct mre_tx_info *info, mroce_tstamp now)
 {
     struct mrw_pkt p;
     mre_qp_base_hdr(qp, &p, MROCE_OP_NAK, qp->snd_nxt, now);

@@ -10,7 +10,7 @@
 #include "../wire/seeded_fault.h"
 
 void mre_rxwin_init(struct mre_rxwin *w, uint64_t *bits, uint32_t size,
-                      uint32_t start_psn)
+                    uint32_t start_psn)
 {
     w->bits = bits;
     w->size = size;

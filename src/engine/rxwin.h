@@ -14,22 +14,22 @@
 #include <stdint.h>
 
 struct mre_rxwin {
-    uint64_t *bits;  /* size/64 words, owned by the QP */
-    uint32_t size;   /* PSNs tracked from cum on; power of two >= 64 */
-    uint32_t cum;    /* next PSN expected: all before it received */
-    uint32_t high;   /* one past the highest PSN received (serial) */
+    uint64_t *bits; /* size/64 words, owned by the QP */
+    uint32_t size;  /* PSNs tracked from cum on; power of two >= 64 */
+    uint32_t cum;   /* next PSN expected: all before it received */
+    uint32_t high;  /* one past the highest PSN received (serial) */
 };
 
 enum mre_rxwin_class {
-    RXWIN_NEW = 0,     /* in window, not yet received */
-    RXWIN_DUP = 1,     /* already received */
-    RXWIN_AHEAD = 2,   /* beyond the window: drop */
+    RXWIN_NEW = 0,   /* in window, not yet received */
+    RXWIN_DUP = 1,   /* already received */
+    RXWIN_AHEAD = 2, /* beyond the window: drop */
 };
 
 /* Set up w over bits (size/64 words, zeroed here) for size PSNs (a power
  * of two >= 64) from start_psn on. */
 void mre_rxwin_init(struct mre_rxwin *w, uint64_t *bits, uint32_t size,
-                      uint32_t start_psn);
+                    uint32_t start_psn);
 /* Classify psn without changing state. */
 int mre_rxwin_classify(const struct mre_rxwin *w, uint32_t psn);
 /* Mark psn (which must classify as RXWIN_NEW) received; advances cum.

@@ -19,9 +19,9 @@ static void dup_atomic(mre_qp *qp, const struct mrw_pkt *pkt)
     uint8_t code = 0;
     if (h->raddr & 7)
         return;
-    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey,
-                                         h->raddr, MROCE_ATOMIC_LEN,
-                                         MROCE_ACCESS_REMOTE_ATOMIC, &code);
+    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
+                                     MROCE_ATOMIC_LEN,
+                                     MROCE_ACCESS_REMOTE_ATOMIC, &code);
     if (!mr)
         return;
     uint8_t *t = mr->addr + (h->raddr - (uint64_t)(uintptr_t)mr->addr);
@@ -50,7 +50,7 @@ static void dup_send(mre_qp *qp, const struct mrw_pkt *pkt)
         r->msg_len = h->msg_len;
         r->last_psn = pkt->base.psn;
         mre_mr_sge_scatter(r->sge, r->num_sge, h->offset, pkt->payload,
-                          pkt->payload_len);
+                           pkt->payload_len);
         if (pkt->base.flags & MROCE_F_IMM) {
             r->has_imm = 1;
             r->imm = h->imm;

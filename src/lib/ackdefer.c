@@ -109,7 +109,8 @@ void lib_defer_init(mroce_device *dev)
     const char *e = getenv("MROCE_DEFER_ACKS");
     int m = e && *e ? atoi(e) : LIB_DEFER_ADAPTIVE;
     dev->defer_acks = m == LIB_DEFER_OFF || m == LIB_DEFER_ALWAYS
-                          ? m : LIB_DEFER_ADAPTIVE;
+                          ? m
+                          : LIB_DEFER_ADAPTIVE;
     if (pthread_mutex_init(&dev->wd_lock, NULL) != 0)
         dev->defer_acks = 0;
     else if (pthread_cond_init(&dev->wd_cond, NULL) != 0) {
@@ -218,9 +219,9 @@ static void watch_ticks(mroce_device *dev)
         mroce_tstamp now = lib_now();
         uint64_t at = atomic_load(&dev->wd_defer_at);
         int late = at && now - at >= LIB_ACK_DEFER_NS;
-        period = late ? LIB_ACK_WATCH_NS
-                      : period * 2 < LIB_ACK_WATCH_MAX_NS ? period * 2
-                                                          : LIB_ACK_WATCH_MAX_NS;
+        period = late                                ? LIB_ACK_WATCH_NS
+                 : period * 2 < LIB_ACK_WATCH_MAX_NS ? period * 2
+                                                     : LIB_ACK_WATCH_MAX_NS;
         if (late) {
             lib_lock(dev);
             if (dev->tx_deferred) {

@@ -68,12 +68,18 @@ void lib_list_del(struct lib_list *l, struct lib_obj *o)
 const char *mroce_strerror(int err)
 {
     switch (err) {
-    case MROCE_ETIMEDOUT: return "timed out";
-    case MROCE_EUNREACH: return "peer unreachable (nobody listens there)";
-    case MROCE_EADDR: return "bad or unusable address";
-    case MROCE_ESOCKET: return "socket call failed";
-    case MROCE_EDESTROYED: return "object already destroyed";
-    default: return mre_strerror(err);
+    case MROCE_ETIMEDOUT:
+        return "timed out";
+    case MROCE_EUNREACH:
+        return "peer unreachable (nobody listens there)";
+    case MROCE_EADDR:
+        return "bad or unusable address";
+    case MROCE_ESOCKET:
+        return "socket call failed";
+    case MROCE_EDESTROYED:
+        return "object already destroyed";
+    default:
+        return mre_strerror(err);
     }
 }
 
@@ -274,9 +280,9 @@ void mroce_device_close(mroce_device *dev)
         mroce_device_get_udp_counters(dev, &c);
         fprintf(stderr, "mroce device %u:", (unsigned)dev->attr.port);
         int col = 0;
-#define MROCE_X_PRINT(name)                                                   \
-    if (c.name)                                                               \
-        fprintf(stderr, "%s%s %llu", col++ % 6 ? " " : "\n  ", #name,          \
+#define MROCE_X_PRINT(name)                                           \
+    if (c.name)                                                       \
+        fprintf(stderr, "%s%s %llu", col++ % 6 ? " " : "\n  ", #name, \
                 (unsigned long long)c.name);
         MROCE_UDP_COUNTERS(MROCE_X_PRINT)
 #undef MROCE_X_PRINT

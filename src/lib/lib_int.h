@@ -96,8 +96,8 @@ enum lib_magic {
  * entropy, which the datapath sends as one GSO send. */
 #define LIB_PATH_BURST 8
 /* QP timing defaults for kernel UDP (see mroce_qp_init_attr_default). */
-#define LIB_MIN_RTO 1000000ull      /* 1 ms */
-#define LIB_TARGET_QDELAY 50000ull  /* 50 us */
+#define LIB_MIN_RTO 1000000ull     /* 1 ms */
+#define LIB_TARGET_QDELAY 50000ull /* 50 us */
 /* The progress thread keeps polling this long after the last packet before
  * it sleeps in epoll (MROCE_BUSY_POLL_US overrides). */
 #define LIB_BUSY_POLL_NS 50000
@@ -119,8 +119,8 @@ struct lib_obj {
 struct mroce_pd {
     struct lib_obj h;
     mroce_device *dev;
-    uint32_t num;    /* engine protection domain */
-    uint32_t users;  /* MRs and QPs created in it */
+    uint32_t num;   /* engine protection domain */
+    uint32_t users; /* MRs and QPs created in it */
 };
 
 struct mroce_mr {
@@ -148,7 +148,7 @@ struct mroce_qp {
     mre_qp *eng;
     uint32_t qpn;
     struct mre_addr peer; /* connect target (for ICMP errors) */
-    int conn_err;           /* why the handshake failed, 0 = no verdict */
+    int conn_err;         /* why the handshake failed, 0 = no verdict */
 };
 
 struct lib_list {
@@ -164,57 +164,57 @@ struct mroce_device {
     struct mroce_udp *udp;
     struct lib_list pds, mrs, cqs, qps;
     uint32_t next_pd;
-    uint32_t ncq_armed;            /* CQs with an eventfd */
-    mroce_tstamp rx_now;           /* time of the current receive batch */
-    uint32_t rx_due_in;            /* packets to receive before a drain
+    uint32_t ncq_armed;  /* CQs with an eventfd */
+    mroce_tstamp rx_now; /* time of the current receive batch */
+    uint32_t rx_due_in;  /* packets to receive before a drain
                                       (0: nothing due since the last) */
-    int tx_copy;                   /* MROCE_TX_COPY=1: no zero-copy tx */
+    int tx_copy;         /* MROCE_TX_COPY=1: no zero-copy tx */
 
     /* APP mode ACK deferral (ackdefer.c) */
-    int defer_acks;                /* enum lib_defer_mode (MROCE_DEFER_ACKS) */
-    uint8_t tx_deferred;           /* ACKs staged in the datapath, unsent */
-    uint8_t tx_data_staged;        /* packets other than ACKs staged since
+    int defer_acks;                 /* enum lib_defer_mode (MROCE_DEFER_ACKS) */
+    uint8_t tx_deferred;            /* ACKs staged in the datapath, unsent */
+    uint8_t tx_data_staged;         /* packets other than ACKs staged since
                                       the last flush */
-    uint8_t rx_ack_req;            /* this round received a SEND, WRITE
+    uint8_t rx_ack_req;             /* this round received a SEND, WRITE
                                       or last READ/atomic response with
                                       ACK_REQ (1), a retransmitted one (2) */
-    uint32_t defer_no_reply;       /* deferrals in a row no data overtook */
-    uint64_t acks_deferred_replied;/* deferrals whose ACKs data overtook */
-    uint64_t defer_pauses;         /* adaptive pauses (no replies) */
-    mroce_tstamp defer_at;         /* when they were staged */
-    mroce_tstamp defer_pause_until;/* no deferral before (after a late one) */
-    uint32_t defer_score;          /* watchdog rescues, decaying */
+    uint32_t defer_no_reply;        /* deferrals in a row no data overtook */
+    uint64_t acks_deferred_replied; /* deferrals whose ACKs data overtook */
+    uint64_t defer_pauses;          /* adaptive pauses (no replies) */
+    mroce_tstamp defer_at;          /* when they were staged */
+    mroce_tstamp defer_pause_until; /* no deferral before (after a late one) */
+    uint32_t defer_score;           /* watchdog rescues, decaying */
     uint64_t acks_deferred, acks_deferred_late, acks_watchdog;
-    _Atomic uint64_t wd_ticks;     /* the watchdog's looks (wake-ups) */
-    _Atomic uint64_t wd_defer_at;  /* defer_at for the watchdog, 0 = none */
-    _Atomic uint64_t wd_last_defer;/* time of the last deferral */
-    atomic_int wd_awake;           /* the watchdog is ticking */
-    pthread_mutex_t wd_lock;       /* wd_kick, wd_stop, wd_cond */
+    _Atomic uint64_t wd_ticks;      /* the watchdog's looks (wake-ups) */
+    _Atomic uint64_t wd_defer_at;   /* defer_at for the watchdog, 0 = none */
+    _Atomic uint64_t wd_last_defer; /* time of the last deferral */
+    atomic_int wd_awake;            /* the watchdog is ticking */
+    pthread_mutex_t wd_lock;        /* wd_kick, wd_stop, wd_cond */
     pthread_cond_t wd_cond;
     int wd_kick, wd_stop, wd_started, wd_init;
     pthread_t wd_thread;
 
     /* progress */
-    int epfd;                      /* rx socket, timerfd, wakefd */
-    int tfd;                       /* timerfd: the engine's next expiry */
-    int wakefd;                    /* eventfd: stop the progress thread */
-    mroce_tstamp timer_at;         /* what tfd is armed for (INF = off) */
-    int fd_requested;              /* mroce_device_fd() was called */
+    int epfd;              /* rx socket, timerfd, wakefd */
+    int tfd;               /* timerfd: the engine's next expiry */
+    int wakefd;            /* eventfd: stop the progress thread */
+    mroce_tstamp timer_at; /* what tfd is armed for (INF = off) */
+    int fd_requested;      /* mroce_device_fd() was called */
     pthread_t thread;
     int thread_started;
     atomic_int stop;
     uint64_t busy_poll_ns;
     uint64_t progress_rounds, thread_sleeps;
-    mroce_tstamp idle_since;       /* APP mode: end of the last progress
+    mroce_tstamp idle_since;  /* APP mode: end of the last progress
                                       round that moved something */
-    uint8_t idle_due;              /* the last round found the device idle
+    uint8_t idle_due;         /* the last round found the device idle
                                       for idle_yield_ns or longer */
-    uint32_t round_pkts_avg8;      /* packets per round that moved some,
+    uint32_t round_pkts_avg8; /* packets per round that moved some,
                                       moving average x8 (1/8 weight) */
-    uint64_t idle_yield_ns;        /* polls yield the CPU after this long
+    uint64_t idle_yield_ns;   /* polls yield the CPU after this long
                                       idle (0 = never; MROCE_IDLE_YIELD_US) */
-    uint64_t idle_yields;          /* sched_yield() calls made */
-    int dump_counters;             /* MROCE_DUMP_COUNTERS=1 */
+    uint64_t idle_yields;     /* sched_yield() calls made */
+    int dump_counters;        /* MROCE_DUMP_COUNTERS=1 */
 };
 
 /* --- device.c --- */
@@ -233,7 +233,10 @@ void lib_list_add(struct lib_list *l, struct lib_obj *o);
 void lib_list_del(struct lib_list *l, struct lib_obj *o);
 /* Marks o dead and keeps its shell in the graveyard (frees the oldest). */
 void lib_bury(void *o);
-static inline void lib_lock(mroce_device *d) { pthread_mutex_lock(&d->lock); }
+static inline void lib_lock(mroce_device *d)
+{
+    pthread_mutex_lock(&d->lock);
+}
 static inline void lib_unlock(mroce_device *d)
 {
     pthread_mutex_unlock(&d->lock);
@@ -307,8 +310,8 @@ int lib_mem_check(const void *addr, size_t len, int want_write);
 int lib_mem_check_text(const void *addr, size_t len, int want_write);
 
 /* --- resources.c / qp.c: teardown used by mroce_device_close --- */
-void lib_cq_release(mroce_cq *cq);   /* closes efd, buries */
-void lib_qp_release(mroce_qp *qp);   /* dumps counters if asked, buries */
+void lib_cq_release(mroce_cq *cq); /* closes efd, buries */
+void lib_qp_release(mroce_qp *qp); /* dumps counters if asked, buries */
 
 #pragma GCC visibility pop
 

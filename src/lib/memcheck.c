@@ -61,8 +61,7 @@ static int parse_hex(const char **p, const char *end, uintptr_t *v)
 
 /* The mapping [lo, hi) with its read and write permissions, met in
  * address order. */
-static void walk_map(struct walk *w, uintptr_t lo, uintptr_t hi, int r,
-                     int wr)
+static void walk_map(struct walk *w, uintptr_t lo, uintptr_t hi, int r, int wr)
 {
     if (hi - 1 < w->next)
         return; /* wholly below what is left */
@@ -126,8 +125,7 @@ static int walk_query(struct walk *w, int fd)
     return 1;
 }
 
-static int mem_check(const void *addr, size_t len, int want_write,
-                     int query)
+static int mem_check(const void *addr, size_t len, int want_write, int query)
 {
     struct walk w = {(uintptr_t)addr, (uintptr_t)addr + (len - 1), want_write,
                      0, 0};

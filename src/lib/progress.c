@@ -39,8 +39,7 @@ mroce_tstamp lib_deadline(int timeout_ms)
     return lib_now() + (mroce_tstamp)timeout_ms * 1000000ull;
 }
 
-static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
-                           int keep_acks);
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks);
 _Static_assert(MROCE_F_ACK_REQ < 0x100 && MROCE_F_RETX < 0x100,
                "ACK_REQ and RETX are in the flags' low byte");
 
@@ -119,8 +118,7 @@ static void rx_icmp(void *user, const struct mre_addr *to, int err)
  * request that owns it (completions come from received ACKs and timers,
  * which are handled outside this function, and from no one else: the
  * device lock is held).  Saves one 4 KiB copy per packet. */
-static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
-                           int keep_acks)
+static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks)
 {
     int n = 0;
     dev->rx_due_in = 0; /* what is due goes now (or is deferred) */
@@ -131,8 +129,7 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now,
         struct mre_tx_zc zc = {NULL, 0}; /* stays so with MROCE_TX_COPY */
         int len = dev->tx_copy
                       ? mre_ep_write_pkt(dev->ep, buf, cap, &ti, now)
-                      : mre_ep_write_pkt_zc(dev->ep, buf, cap, &ti, &zc,
-                                              now);
+                      : mre_ep_write_pkt_zc(dev->ep, buf, cap, &ti, &zc, now);
         if (len <= 0)
             break;
         /* The slot starts with the packet's headers, zero-copy or not.
@@ -256,8 +253,8 @@ int lib_progress_locked(mroce_device *dev)
         mre_ep_handle_expiry(dev->ep, now);
         fired = 1;
     }
-    int keep = (dev->rx_ack_req == 1 || (held && !dev->rx_ack_req)) &&
-               !fired && lib_defer_allowed_locked(dev, now);
+    int keep = (dev->rx_ack_req == 1 || (held && !dev->rx_ack_req)) && !fired &&
+               lib_defer_allowed_locked(dev, now);
     moved += drain_tx_locked(dev, now, keep);
     lib_signal_cqs_locked(dev);
     if (moved > 0)

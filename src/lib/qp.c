@@ -194,8 +194,8 @@ int mroce_connect(mroce_qp *qp, const char *host, uint16_t port,
         /* The engine gives up the handshake at the same moment. */
         lib_lock(dev);
         struct mre_qp_attr a = *mre_qp_get_attr(qp->eng);
-        a.handshake_timeout =
-            (mroce_tstamp)(timeout_ms > 0 ? timeout_ms : 1) * 1000000ull;
+        a.handshake_timeout = (mroce_tstamp)(timeout_ms > 0 ? timeout_ms : 1) *
+                              1000000ull;
         rc = mre_qp_modify(qp->eng, &a, MROCE_QP_MOD_TIMEOUT);
         lib_unlock(dev);
         if (rc < 0)
@@ -212,8 +212,9 @@ int mroce_connect(mroce_qp *qp, const char *host, uint16_t port,
         lib_signal_cqs_locked(dev);
         st = MROCE_QPS_ERROR;
     }
-    rc = st == MROCE_QPS_RTS ? 0 : qp->conn_err ? qp->conn_err
-                                                : MROCE_ETIMEDOUT;
+    rc = st == MROCE_QPS_RTS ? 0
+         : qp->conn_err      ? qp->conn_err
+                             : MROCE_ETIMEDOUT;
     lib_unlock(dev);
     return rc;
 }
@@ -318,8 +319,7 @@ int mroce_query_qp(const mroce_qp *qp, struct mre_qp_attr *attr)
     return 0;
 }
 
-int mroce_modify_qp(mroce_qp *qp, const struct mre_qp_attr *attr,
-                    unsigned mask)
+int mroce_modify_qp(mroce_qp *qp, const struct mre_qp_attr *attr, unsigned mask)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
@@ -389,8 +389,7 @@ int mroce_qp_get_counters(const mroce_qp *qp, struct mroce_qp_counters *c)
     return 0;
 }
 
-int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps,
-                         int n)
+int mroce_qp_path_stats(const mroce_qp *qp, struct mroce_path_stats *ps, int n)
 {
     int rc = lib_check(qp, MAGIC_QP);
     if (rc < 0)
@@ -450,12 +449,12 @@ static void qp_dump(const mroce_qp *qp, FILE *f, int take_lock)
             mroce_qp_state_str(st), rqpn, qp->peer.len ? " peer " : "",
             qp->peer.len ? peer : "");
     int col = 0;
-#define MROCE_X_PRINT(name)                                                   \
-    fprintf(f, "%s%-14s %12llu", col == 0 ? "  " : "  ", #name,               \
-            (unsigned long long)c.name);                                      \
-    if (++col == 3) {                                                         \
-        fputc('\n', f);                                                       \
-        col = 0;                                                              \
+#define MROCE_X_PRINT(name)                                     \
+    fprintf(f, "%s%-14s %12llu", col == 0 ? "  " : "  ", #name, \
+            (unsigned long long)c.name);                        \
+    if (++col == 3) {                                           \
+        fputc('\n', f);                                         \
+        col = 0;                                                \
     }
     MROCE_QP_COUNTERS(MROCE_X_PRINT)
 #undef MROCE_X_PRINT
@@ -467,8 +466,7 @@ static void qp_dump(const mroce_qp *qp, FILE *f, int take_lock)
         if (!ps[i].active && !ps[i].tx_pkts)
             continue;
         fprintf(f, "  %4d %7u %6u %10llu %10llu %8llu %8llu %10.1f\n", i,
-                ps[i].entropy, ps[i].weight,
-                (unsigned long long)ps[i].tx_pkts,
+                ps[i].entropy, ps[i].weight, (unsigned long long)ps[i].tx_pkts,
                 (unsigned long long)ps[i].acked_pkts,
                 (unsigned long long)ps[i].lost_pkts,
                 (unsigned long long)ps[i].ecn_marks, (double)ps[i].srtt / 1e3);

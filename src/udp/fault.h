@@ -38,13 +38,13 @@ struct mroce_faultgen {
 
 /* A held-back packet and what is needed to send or deliver it later. */
 struct mroce_held {
-    uint8_t *buf;             /* malloc'ed copy, owned by the queue */
+    uint8_t *buf; /* malloc'ed copy, owned by the queue */
     uint32_t len;
-    int32_t sock;             /* tx: socket index (-1: the receive socket) */
-    uint8_t ecn;              /* rx: ECN of the original */
-    uint8_t countdown;        /* later packets still to pass it */
-    struct mre_addr addr;   /* tx: destination; rx: source */
-    mroce_tstamp deadline;    /* released at this time at the latest */
+    int32_t sock;          /* tx: socket index (-1: the receive socket) */
+    uint8_t ecn;           /* rx: ECN of the original */
+    uint8_t countdown;     /* later packets still to pass it */
+    struct mre_addr addr;  /* tx: destination; rx: source */
+    mroce_tstamp deadline; /* released at this time at the latest */
 };
 
 #define MROCE_HOLD_MAX 64 /* beyond this, packets are not held back */
@@ -62,8 +62,7 @@ int mroce_faultgen_init(struct mroce_faultgen *g, const struct mroce_fault *f,
  * 0 when inactive.  DROP excludes the others. */
 unsigned mroce_faultgen_decide(struct mroce_faultgen *g);
 /* Flips one random bit of buf[0..len). */
-void mroce_faultgen_corrupt(struct mroce_faultgen *g, uint8_t *buf,
-                            size_t len);
+void mroce_faultgen_corrupt(struct mroce_faultgen *g, uint8_t *buf, size_t len);
 /* 1..4 at random: how many later packets pass a held one. */
 uint8_t mroce_faultgen_countdown(struct mroce_faultgen *g);
 

@@ -68,9 +68,9 @@
 
 /* One staged packet; its bytes are in slot i of the transmit arena. */
 struct txpkt {
-    uint32_t len;          /* on the wire */
-    int32_t sock;          /* index in tx_fds, -1 = the receive socket */
-    uint8_t late;          /* MROCE_UDP_TX_LATE: sent after the others */
+    uint32_t len; /* on the wire */
+    int32_t sock; /* index in tx_fds, -1 = the receive socket */
+    uint8_t late; /* MROCE_UDP_TX_LATE: sent after the others */
     struct mre_addr to;
     /* Zero-copy (zc != NULL): the slot holds zc_hdr bytes of headers and
      * the CRC after them; zc[0..len - zc_hdr - 4) goes between. */
@@ -83,21 +83,21 @@ struct mroce_udp {
     int family;
     int rx_fd;
     uint16_t port, src_base, src_count;
-    int *tx_fds;           /* src_count send sockets */
-    int gso_ok;            /* cleared if the kernel refuses UDP_SEGMENT */
+    int *tx_fds; /* src_count send sockets */
+    int gso_ok;  /* cleared if the kernel refuses UDP_SEGMENT */
 
     /* receive batch */
-    uint8_t *rx_bufs;      /* rx_batch * RX_BUF_SIZE */
+    uint8_t *rx_bufs; /* rx_batch * RX_BUF_SIZE */
     struct mmsghdr *rx_msgs;
     struct iovec *rx_iov;
     struct sockaddr_storage *rx_addrs;
-    uint8_t *rx_ctrl;      /* rx_batch * RX_CTRL_SIZE */
+    uint8_t *rx_ctrl; /* rx_batch * RX_CTRL_SIZE */
 
     /* transmit batch: slot i holds packet i */
-    uint8_t *tx_slots;     /* tx_batch * slot_size */
+    uint8_t *tx_slots; /* tx_batch * slot_size */
     struct txpkt *tx_pkts;
     unsigned tx_n;
-    size_t tx_bytes;       /* staged bytes of packets that are not late */
+    size_t tx_bytes;         /* staged bytes of packets that are not late */
     uint8_t rx_short;        /* the last receive call did not fill its batch */
     uint8_t rx_same;         /* the packet being delivered is a GRO segment
                                 after the first of its datagram */
@@ -105,10 +105,10 @@ struct mroce_udp {
     struct mmsghdr *tx_msgs; /* one per send unit (GSO run or single) */
     struct iovec *tx_iov;    /* up to three per packet (zero-copy) */
     struct sockaddr_storage *tx_addrs;
-    uint8_t *tx_ctrl;        /* tx_batch * TX_CTRL_SIZE */
+    uint8_t *tx_ctrl; /* tx_batch * TX_CTRL_SIZE */
     int32_t *unit_sock;
     uint32_t *unit_npkts;
-    uint32_t *unit_first;    /* the unit's first packet */
+    uint32_t *unit_first; /* the unit's first packet */
     uint8_t *unit_late;
 
     struct mroce_faultgen txf, rxf;
@@ -336,7 +336,8 @@ static int open_rx_socket(struct mroce_udp *u)
         return MROCE_ESOCKET;
     (void)setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
     if (u->family == AF_INET6) {
-        if (setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one)) < 0)
+        if (setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof(one)) <
+            0)
             return MROCE_ESOCKET;
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one));
     }
@@ -345,8 +346,7 @@ static int open_rx_socket(struct mroce_udp *u)
     if (u->cfg.use_gro &&
         setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) < 0)
         u->cfg.use_gro = 0; /* kernel without UDP GRO: plain datagrams */
-    if (bind(fd, (const struct sockaddr *)&u->cfg.local,
-             sa_len(u->family)) < 0)
+    if (bind(fd, (const struct sockaddr *)&u->cfg.local, sa_len(u->family)) < 0)
         return MROCE_EADDR;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -397,8 +397,7 @@ static int bind_tx_range(struct mroce_udp *u, uint16_t base)
             int e = errno;
             close_tx_sockets(u);
             errno = e;
-            return e == EADDRINUSE || e == EACCES ? MROCE_EADDR
-                                                  : MROCE_ESOCKET;
+            return e == EADDRINUSE || e == EACCES ? MROCE_EADDR : MROCE_ESOCKET;
         }
     }
     u->src_base = base;
@@ -538,13 +537,34 @@ fail:;
     return rc;
 }
 
-int mroce_udp_fd(const struct mroce_udp *u) { return u->rx_fd; }
-uint16_t mroce_udp_port(const struct mroce_udp *u) { return u->port; }
-int mroce_udp_rx_drained(const struct mroce_udp *u) { return u->rx_short; }
-int mroce_udp_rx_same_datagram(const struct mroce_udp *u) { return u->rx_same; }
-uint16_t mroce_udp_src_base(const struct mroce_udp *u) { return u->src_base; }
-uint16_t mroce_udp_src_count(const struct mroce_udp *u) { return u->src_count; }
-int mroce_udp_family(const struct mroce_udp *u) { return u->family; }
+int mroce_udp_fd(const struct mroce_udp *u)
+{
+    return u->rx_fd;
+}
+uint16_t mroce_udp_port(const struct mroce_udp *u)
+{
+    return u->port;
+}
+int mroce_udp_rx_drained(const struct mroce_udp *u)
+{
+    return u->rx_short;
+}
+int mroce_udp_rx_same_datagram(const struct mroce_udp *u)
+{
+    return u->rx_same;
+}
+uint16_t mroce_udp_src_base(const struct mroce_udp *u)
+{
+    return u->src_base;
+}
+uint16_t mroce_udp_src_count(const struct mroce_udp *u)
+{
+    return u->src_count;
+}
+int mroce_udp_family(const struct mroce_udp *u)
+{
+    return u->family;
+}
 
 void mroce_udp_get_counters(const struct mroce_udp *u,
                             struct mroce_udp_counters *c)
@@ -876,8 +896,8 @@ static void send_staged(struct mroce_udp *u, int keep_late)
                 const struct txpkt *q = &u->tx_pkts[j];
                 /* Every segment but the last has the full size. */
                 if (u->tx_pkts[j - 1].len != p->len || q->sock != p->sock ||
-                    q->late != p->late || q->len > p->len || total + q->len > GSO_MAX_BYTES ||
-                    !addr_eq(&q->to, &p->to))
+                    q->late != p->late || q->len > p->len ||
+                    total + q->len > GSO_MAX_BYTES || !addr_eq(&q->to, &p->to))
                     break;
                 total += q->len;
                 j++;
@@ -1019,8 +1039,9 @@ void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
         u->cnt.tx_errors++;
         return;
     }
-    int32_t sock = (flags & MROCE_UDP_TX_FROM_RX) ? -1
-                                                  : entropy_sock(u, info->entropy);
+    int32_t sock = (flags & MROCE_UDP_TX_FROM_RX)
+                       ? -1
+                       : entropy_sock(u, info->entropy);
     uint8_t *buf = slot_at(u, u->tx_n);
     unsigned a = mroce_faultgen_decide(&u->txf);
     if (a & MROCE_FAULT_DROP) {
@@ -1079,8 +1100,9 @@ void mroce_udp_tx_commit_zc(struct mroce_udp *u, size_t len, size_t hdr_len,
         mroce_udp_tx_commit(u, len, info, flags, now);
         return;
     }
-    int32_t sock = (flags & MROCE_UDP_TX_FROM_RX) ? -1
-                                                  : entropy_sock(u, info->entropy);
+    int32_t sock = (flags & MROCE_UDP_TX_FROM_RX)
+                       ? -1
+                       : entropy_sock(u, info->entropy);
     stage(u, len, sock, &info->to, (flags & MROCE_UDP_TX_LATE) ? 1 : 0);
     struct txpkt *p = &u->tx_pkts[u->tx_n - 1];
     p->zc = payload;
@@ -1110,4 +1132,7 @@ unsigned mroce_udp_flush_early(struct mroce_udp *u, mroce_tstamp now)
     return u->tx_n;
 }
 
-unsigned mroce_udp_tx_pending(const struct mroce_udp *u) { return u->tx_n; }
+unsigned mroce_udp_tx_pending(const struct mroce_udp *u)
+{
+    return u->tx_n;
+}

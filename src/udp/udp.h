@@ -48,16 +48,16 @@ struct mroce_udp;
 
 struct mroce_udp_config {
     struct sockaddr_storage local; /* address and port to receive on */
-    uint16_t src_port_base;   /* first source port; 0 = pick a free range */
-    uint16_t src_port_count;  /* send sockets (entropies), 1..4096 */
-    uint8_t dscp;             /* 0..63 */
-    uint8_t use_gso;          /* UDP_SEGMENT for runs of equal packets */
-    uint8_t use_gro;          /* UDP_GRO on the receive socket */
-    uint16_t rx_batch;        /* datagrams per recvmmsg, 1..256; 8 */
-    uint16_t tx_batch;        /* packets per flush, 1..256; 64 */
-    uint32_t slot_size;       /* bytes per transmit slot; MROCE_MAX_PKT_LEN */
+    uint16_t src_port_base;  /* first source port; 0 = pick a free range */
+    uint16_t src_port_count; /* send sockets (entropies), 1..4096 */
+    uint8_t dscp;            /* 0..63 */
+    uint8_t use_gso;         /* UDP_SEGMENT for runs of equal packets */
+    uint8_t use_gro;         /* UDP_GRO on the receive socket */
+    uint16_t rx_batch;       /* datagrams per recvmmsg, 1..256; 8 */
+    uint16_t tx_batch;       /* packets per flush, 1..256; 64 */
+    uint32_t slot_size;      /* bytes per transmit slot; MROCE_MAX_PKT_LEN */
     struct mroce_fault tx_fault, rx_fault;
-    uint64_t fault_seed;      /* 0 = from the clock */
+    uint64_t fault_seed; /* 0 = from the clock */
 };
 /* Fills defaults: 127.0.0.1:MROCE_UDP_PORT, automatic source ports (256),
  * GSO and GRO on, batches of 64, no faults. */

@@ -82,8 +82,8 @@ static uint32_t crc32c_sw_raw(uint32_t crc, const uint8_t *p, size_t len)
 /* Out of line: on x86 it is the rare fallback, and inlined into
  * mrw_crc32c() (clang does) it would make every call there set up a
  * frame for registers only it uses. */
-__attribute__((noinline)) uint32_t mrw_crc32c_sw(uint32_t crc,
-                                                   const void *data, size_t len)
+__attribute__((noinline)) uint32_t mrw_crc32c_sw(uint32_t crc, const void *data,
+                                                 size_t len)
 {
     return ~crc32c_sw_raw(~crc, (const uint8_t *)data, len);
 }
@@ -127,20 +127,20 @@ static inline uint16_t ld16(const uint8_t *p)
 }
 
 /* One interleaved round: three streams of blk bytes, joined into c0. */
-#define CRC32C_3WAY(blk, zeros)                                                \
-    while (len >= 3 * (size_t)(blk)) {                                         \
-        uint64_t c1 = 0, c2 = 0;                                               \
-        const uint8_t *end = p + (blk);                                        \
-        do {                                                                   \
-            c0 = _mm_crc32_u64(c0, ld64(p));                                   \
-            c1 = _mm_crc32_u64(c1, ld64(p + (blk)));                           \
-            c2 = _mm_crc32_u64(c2, ld64(p + 2 * (blk)));                       \
-            p += 8;                                                            \
-        } while (p < end);                                                     \
-        c0 = crc32c_shift(zeros, (uint32_t)c0) ^ (uint32_t)c1;                 \
-        c0 = crc32c_shift(zeros, (uint32_t)c0) ^ (uint32_t)c2;                 \
-        p += 2 * (blk);                                                        \
-        len -= 3 * (size_t)(blk);                                              \
+#define CRC32C_3WAY(blk, zeros)                                \
+    while (len >= 3 * (size_t)(blk)) {                         \
+        uint64_t c1 = 0, c2 = 0;                               \
+        const uint8_t *end = p + (blk);                        \
+        do {                                                   \
+            c0 = _mm_crc32_u64(c0, ld64(p));                   \
+            c1 = _mm_crc32_u64(c1, ld64(p + (blk)));           \
+            c2 = _mm_crc32_u64(c2, ld64(p + 2 * (blk)));       \
+            p += 8;                                            \
+        } while (p < end);                                     \
+        c0 = crc32c_shift(zeros, (uint32_t)c0) ^ (uint32_t)c1; \
+        c0 = crc32c_shift(zeros, (uint32_t)c0) ^ (uint32_t)c2; \
+        p += 2 * (blk);                                        \
+        len -= 3 * (size_t)(blk);                              \
     }
 
 /* Fewer than 64 bytes from register c (upper half zero), one step per set
@@ -359,21 +359,21 @@ crc32c_pclmul_raw(uint32_t crc, const uint8_t *p, size_t len)
     }
     /* Four lanes into one: the multiplies are independent, only the xors
      * chain. */
-    x0 = fold128(
-        x0, k128(CRC32C_K384),
-        fold128(x1, k128(CRC32C_K256), fold128(x2, k128(CRC32C_K128), x3)));
+    x0 = fold128(x0, k128(CRC32C_K384),
+                 fold128(x1, k128(CRC32C_K256),
+                         fold128(x2, k128(CRC32C_K128), x3)));
     return crc32c_fold_finish(x0, p, t);
 }
 
-CRC32C_PCLMUL_TARGET uint32_t mrw_crc32c_pclmul(uint32_t crc,
-                                                  const void *data, size_t len)
+CRC32C_PCLMUL_TARGET uint32_t mrw_crc32c_pclmul(uint32_t crc, const void *data,
+                                                size_t len)
 {
     return ~crc32c_pclmul_raw(~crc, (const uint8_t *)data, len);
 }
 
 /* ---- vpclmul: four 512-bit registers ------------------------------------ */
 
-#define CRC32C_VPCLMUL_TARGET                                                  \
+#define CRC32C_VPCLMUL_TARGET \
     __attribute__((target("sse4.2,pclmul,avx2,avx512f,avx512vl,vpclmulqdq")))
 
 /* One constant pair in all four 128-bit lanes. */
@@ -406,12 +406,12 @@ CRC32C_VPCLMUL_TARGET static inline __m512i ld512(const uint8_t *p)
  * and lane 3 itself is xored in), then the lanes are xored together. */
 CRC32C_VPCLMUL_TARGET static inline __m128i crc32c_z_to_x(__m512i x)
 {
-    const __m512i k =
-        CRC32C_SETR512(CRC32C_K384, CRC32C_K256, CRC32C_K128, 0, 0);
-    __m512i t =
-        _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
-                                  _mm512_clmulepi64_epi128(x, k, 0x11),
-                                  _mm512_maskz_mov_epi64(0xc0, x), 0x96);
+    const __m512i k = CRC32C_SETR512(CRC32C_K384, CRC32C_K256, CRC32C_K128, 0,
+                                     0);
+    __m512i t = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+                                          _mm512_clmulepi64_epi128(x, k, 0x11),
+                                          _mm512_maskz_mov_epi64(0xc0, x),
+                                          0x96);
     __m256i h = _mm256_xor_si256(_mm512_castsi512_si256(t),
                                  _mm512_extracti64x4_epi64(t, 1));
     return _mm_xor_si128(_mm256_castsi256_si128(h),
@@ -475,8 +475,7 @@ crc32c_vpclmul_raw(uint32_t crc, const uint8_t *p, size_t len)
 }
 
 CRC32C_VPCLMUL_TARGET uint32_t mrw_crc32c_vpclmul(uint32_t crc,
-                                                    const void *data,
-                                                    size_t len)
+                                                  const void *data, size_t len)
 {
     return ~crc32c_vpclmul_raw(~crc, (const uint8_t *)data, len);
 }
@@ -539,8 +538,8 @@ __attribute__((noinline, cold)) static unsigned crc32c_features_init(void)
 
 static inline unsigned crc32c_features(void)
 {
-    unsigned f =
-        atomic_load_explicit(&crc32c_features_state, memory_order_relaxed);
+    unsigned f = atomic_load_explicit(&crc32c_features_state,
+                                      memory_order_relaxed);
     return f ? f : crc32c_features_init();
 }
 
@@ -574,8 +573,8 @@ crc32c_first_call(uint32_t crc, const void *data, size_t len)
 
 uint32_t mrw_crc32c(uint32_t crc, const void *data, size_t len)
 {
-    unsigned f =
-        atomic_load_explicit(&crc32c_features_state, memory_order_relaxed);
+    unsigned f = atomic_load_explicit(&crc32c_features_state,
+                                      memory_order_relaxed);
 
     if (__builtin_expect(!f, 0))
         return crc32c_first_call(crc, data, len);

@@ -12,10 +12,10 @@
 
 int mrw_seeded_fault_active = MROCE_SF_NONE;
 
-static const char *const fault_names[MROCE_SF_COUNT] = {
-    "none",
+static const char *const fault_names[MROCE_SF_COUNT] = {"none",
 #define MROCE_X_NAME(id, name) name,
-    MROCE_SEEDED_FAULT_LIST(MROCE_X_NAME)
+                                                        MROCE_SEEDED_FAULT_LIST(
+                                                            MROCE_X_NAME)
 #undef MROCE_X_NAME
 };
 

@@ -288,16 +288,16 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
     case MROCE_OP_FETCH_ADD:
     case MROCE_OP_CMP_SWAP: {
         struct mrw_req_hdr *r = &pkt->u.rq.req;
-        int atomic =
-            b->opcode == MROCE_OP_FETCH_ADD || b->opcode == MROCE_OP_CMP_SWAP;
+        int atomic = b->opcode == MROCE_OP_FETCH_ADD ||
+                     b->opcode == MROCE_OP_CMP_SWAP;
         hdr = MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN +
               (atomic ? MROCE_ATOMIC_HDR_LEN : 0);
         if (body_end < hdr)
             return MROCE_WIRE_ETRUNCATED;
         decode_req(r, h);
         if (atomic) {
-            pkt->u.rq.atomic.swap_add =
-                ld64(h + MROCE_REQ_HDR_LEN + AT_SWAP_ADD);
+            pkt->u.rq.atomic.swap_add = ld64(h + MROCE_REQ_HDR_LEN +
+                                             AT_SWAP_ADD);
             pkt->u.rq.atomic.compare = ld64(h + MROCE_REQ_HDR_LEN + AT_COMPARE);
         } else {
             /* Defined contents, so a whole-struct compare or log is stable. */
@@ -485,8 +485,7 @@ static inline void encode_req(uint8_t *p, const struct mrw_req_hdr *r)
  * codec speaks only that version, and a zero-initialised struct must not
  * produce packets every receiver drops.
  */
-size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf,
-                            size_t cap)
+size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap)
 {
     const struct mrw_base_hdr *b = &pkt->base;
     size_t hdr = mrw_pkt_hdr_len(pkt);
@@ -581,8 +580,8 @@ size_t mrw_pkt_seal(uint8_t *buf, size_t len)
     return len + MROCE_CRC_LEN;
 }
 
-size_t mrw_pkt_seal_split(uint8_t *buf, size_t hdr_len,
-                            const uint8_t *payload, size_t payload_len)
+size_t mrw_pkt_seal_split(uint8_t *buf, size_t hdr_len, const uint8_t *payload,
+                          size_t payload_len)
 {
     uint32_t crc = pkt_crc(0, buf, hdr_len);
     st32(buf + hdr_len, pkt_crc(crc, payload, payload_len));
@@ -606,8 +605,8 @@ size_t mrw_pkt_encode(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap)
 const char *mrw_opcode_name(unsigned opcode)
 {
     switch (opcode) {
-#define X(name, val, psn, req)                                                 \
-    case (val):                                                                \
+#define X(name, val, psn, req) \
+    case (val):                \
         return #name;
         MROCE_OPCODES(X)
 #undef X
@@ -619,8 +618,8 @@ const char *mrw_opcode_name(unsigned opcode)
 const char *mrw_nak_code_name(unsigned code)
 {
     switch (code) {
-#define X(name, val)                                                           \
-    case (val):                                                                \
+#define X(name, val) \
+    case (val):      \
         return #name;
         MROCE_NAK_CODES(X)
 #undef X
@@ -636,8 +635,8 @@ const char *mrw_wire_error_name(int err)
     switch (err) {
     case 0:
         return "OK";
-#define X(name, val, desc)                                                     \
-    case (val):                                                                \
+#define X(name, val, desc) \
+    case (val):            \
         return #name;
         MROCE_WIRE_ERRORS(X)
 #undef X
@@ -649,8 +648,8 @@ const char *mrw_wire_error_name(int err)
 int mrw_opcode_has_psn(unsigned opcode)
 {
     switch (opcode) {
-#define X(name, val, psn, req)                                                 \
-    case (val):                                                                \
+#define X(name, val, psn, req) \
+    case (val):                \
         return (psn);
         MROCE_OPCODES(X)
 #undef X

@@ -87,18 +87,18 @@ static void fail(const char *fmt, ...)
 }
 
 /* Counts one check; records a mismatch unless ok. */
-#define CHECK(ok, ...)                                                         \
-    do {                                                                       \
-        n_checks++;                                                            \
-        if (!(ok))                                                             \
-            fail(__VA_ARGS__);                                                 \
+#define CHECK(ok, ...)         \
+    do {                       \
+        n_checks++;            \
+        if (!(ok))             \
+            fail(__VA_ARGS__); \
     } while (0)
 
 /* A 32-bit mix of four integers (a murmur3-style finaliser). */
 static uint32_t mix(uint32_t a, uint32_t b, uint32_t c, uint32_t d)
 {
-    uint32_t x =
-        a * 0x9E3779B1u ^ b * 0x85EBCA77u ^ c * 0xC2B2AE3Du ^ d * 0x27D4EB2Fu;
+    uint32_t x = a * 0x9E3779B1u ^ b * 0x85EBCA77u ^ c * 0xC2B2AE3Du ^
+                 d * 0x27D4EB2Fu;
     x ^= x >> 15;
     x *= 0x2C1B3C6Du;
     x ^= x >> 12;

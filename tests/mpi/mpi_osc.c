@@ -28,18 +28,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define N 64        /* elements per rank in the window */
-#define ROUNDS 20   /* exclusive-lock increments per rank */
+#define N 64      /* elements per rank in the window */
+#define ROUNDS 20 /* exclusive-lock increments per rank */
 
 static int rank, nranks;
 static long n_fail;
 
-#define CHECK_EQ(what, got, want)                                              \
-    do {                                                                       \
-        long long g_ = (long long)(got), w_ = (long long)(want);               \
-        if (g_ != w_ && n_fail++ < 8)                                          \
-            fprintf(stderr, "rank %d: %s: %lld, expected %lld\n", rank, what,  \
-                    g_, w_);                                                   \
+#define CHECK_EQ(what, got, want)                                             \
+    do {                                                                      \
+        long long g_ = (long long)(got), w_ = (long long)(want);              \
+        if (g_ != w_ && n_fail++ < 8)                                         \
+            fprintf(stderr, "rank %d: %s: %lld, expected %lld\n", rank, what, \
+                    g_, w_);                                                  \
     } while (0)
 
 static void report(const char *name)
@@ -113,8 +113,8 @@ static void t_lock(void)
     MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
     MPI_Fetch_and_op(&add, &old, MPI_INT64_T, 0, 1, MPI_SUM, win);
     MPI_Win_unlock(0, win);
-    CHECK_EQ("fetch_and_op old value", old >= 0 && old <= (int64_t)nranks *
-                                                         (nranks + 1) / 2, 1);
+    CHECK_EQ("fetch_and_op old value",
+             old >= 0 && old <= (int64_t)nranks * (nranks + 1) / 2, 1);
     int32_t mx = rank * 10, bits = 1 << rank;
     MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
     MPI_Accumulate(&mx, 1, MPI_INT32_T, 0, 4, 1, MPI_INT32_T, MPI_MAX, win);
@@ -123,7 +123,8 @@ static void t_lock(void)
     MPI_Get_accumulate(&dadd, 1, MPI_DOUBLE, &dold, 1, MPI_DOUBLE, 0, 6, 1,
                        MPI_DOUBLE, MPI_SUM, win);
     MPI_Win_unlock(0, win);
-    CHECK_EQ("get_accumulate old value", dold >= 0.5 && dold < 0.5 + 0.25 * nranks, 1);
+    CHECK_EQ("get_accumulate old value",
+             dold >= 0.5 && dold < 0.5 + 0.25 * nranks, 1);
 
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {

@@ -71,12 +71,12 @@
 #include <mroce/wire.h>
 
 #define MAX_QPS 32
-#define CTRL_IMM 0x4d524346u        /* "MRCF": marks a control message */
-#define CTRL_BYTES 1024             /* room for one struct ctrl */
+#define CTRL_IMM 0x4d524346u /* "MRCF": marks a control message */
+#define CTRL_BYTES 1024      /* room for one struct ctrl */
 #define CTRL_VERSION 1
-#define DATA_BUDGET (64ull << 20)   /* target + source bytes per side (soft) */
-#define RX_BUDGET (128ull << 20)    /* receive buffer bytes per side (soft) */
-#define SWEEP_MAX_SIZE (1u << 23)   /* -a: 2 .. 2^23 */
+#define DATA_BUDGET (64ull << 20) /* target + source bytes per side (soft) */
+#define RX_BUDGET (128ull << 20)  /* receive buffer bytes per side (soft) */
+#define SWEEP_MAX_SIZE (1u << 23) /* -a: 2 .. 2^23 */
 #define PAGE 4096u
 
 /* wr_id layout: the top bits say what a completion belongs to (an error
@@ -87,8 +87,14 @@
 #define WRID_IDX_MASK ((1ull << 61) - 1)
 
 enum test_id {
-    T_WRITE_BW, T_SEND_BW, T_READ_BW,
-    T_WRITE_LAT, T_SEND_LAT, T_READ_LAT, T_ATOMIC_LAT, T_COUNT
+    T_WRITE_BW,
+    T_SEND_BW,
+    T_READ_BW,
+    T_WRITE_LAT,
+    T_SEND_LAT,
+    T_READ_LAT,
+    T_ATOMIC_LAT,
+    T_COUNT
 };
 
 /* The tests, indexed by enum test_id (perf_main.c). */
@@ -101,43 +107,49 @@ extern const struct test_desc tests[T_COUNT];
 
 /* Command line.  Fields marked (client) travel to the server in HELLO. */
 struct opts {
-    int test;               /* enum test_id (both; must match) */
-    const char *server;     /* NULL: we are the server */
-    uint32_t size;          /* -s (client) */
-    int all;                /* -a (client) */
-    uint64_t iters;         /* -n (client); 0 = default */
-    double duration;        /* -D seconds (client); 0 = iterations */
-    uint32_t nqps;          /* -q (client) */
-    uint16_t port;          /* -p: the server's port */
-    uint16_t local_port;    /* --local-port: the client's own port */
-    const char *bind;       /* -B: local address */
-    uint32_t paths;         /* --paths (per side; negotiated by the engine) */
-    uint32_t mtu;           /* -m (per side; the engine takes the minimum) */
-    uint32_t tx_depth;      /* -t (client) */
-    uint32_t rx_depth;      /* -r (client) */
-    int bidir;              /* -b (client) */
-    int verify;             /* --verify (client) */
-    int cs;                 /* -A CMP_AND_SWAP (client) */
-    int family;             /* 4 or 6 */
-    int progress;           /* enum mroce_progress_mode */
-    int cc;                 /* enum mroce_cc_algo */
-    uint32_t burst;         /* --burst: engine path_burst */
+    int test;            /* enum test_id (both; must match) */
+    const char *server;  /* NULL: we are the server */
+    uint32_t size;       /* -s (client) */
+    int all;             /* -a (client) */
+    uint64_t iters;      /* -n (client); 0 = default */
+    double duration;     /* -D seconds (client); 0 = iterations */
+    uint32_t nqps;       /* -q (client) */
+    uint16_t port;       /* -p: the server's port */
+    uint16_t local_port; /* --local-port: the client's own port */
+    const char *bind;    /* -B: local address */
+    uint32_t paths;      /* --paths (per side; negotiated by the engine) */
+    uint32_t mtu;        /* -m (per side; the engine takes the minimum) */
+    uint32_t tx_depth;   /* -t (client) */
+    uint32_t rx_depth;   /* -r (client) */
+    int bidir;           /* -b (client) */
+    int verify;          /* --verify (client) */
+    int cs;              /* -A CMP_AND_SWAP (client) */
+    int family;          /* 4 or 6 */
+    int progress;        /* enum mroce_progress_mode */
+    int cc;              /* enum mroce_cc_algo */
+    uint32_t burst;      /* --burst: engine path_burst */
     struct mroce_fault txf, rxf;
     int have_fault;
-    uint64_t seed;          /* --seed (client: verify pattern; fault seed) */
-    const char *json;       /* --json FILE */
-    double timeout;         /* --timeout seconds: connect, peer silence */
-    int timeout_set;        /* --timeout given: also bounds accept */
-    int x_corrupt;          /* --x-corrupt (testing): spoil one message */
-    uint32_t min_rto_us;    /* --min-rto: QP min_rto (0 = engine default) */
-    double peer_timeout;    /* --peer-timeout seconds */
-    int peer_timeout_set;   /* --peer-timeout given (else engine default) */
+    uint64_t seed;        /* --seed (client: verify pattern; fault seed) */
+    const char *json;     /* --json FILE */
+    double timeout;       /* --timeout seconds: connect, peer silence */
+    int timeout_set;      /* --timeout given: also bounds accept */
+    int x_corrupt;        /* --x-corrupt (testing): spoil one message */
+    uint32_t min_rto_us;  /* --min-rto: QP min_rto (0 = engine default) */
+    double peer_timeout;  /* --peer-timeout seconds */
+    int peer_timeout_set; /* --peer-timeout given (else engine default) */
 };
 
 /* Control message.  Every field is a uint64_t so it has no padding and goes
  * on the wire as big-endian words (ctrl_put / ctrl_get). */
 enum ctrl_type {
-    C_HELLO = 1, C_WELCOME, C_GO, C_READY, C_DONE, C_RESULT, C_FIN
+    C_HELLO = 1,
+    C_WELCOME,
+    C_GO,
+    C_READY,
+    C_DONE,
+    C_RESULT,
+    C_FIN
 };
 struct ctrl {
     uint64_t type, version;
@@ -162,23 +174,23 @@ struct pqp {
     mroce_qp *qp;
     mroce_cq *cq;
     uint32_t qpn, rqpn;
-    uint8_t *tgt;      /* region the peer accesses (inside the big buffer) */
-    uint8_t *src;      /* region we send from / READ into */
-    uint8_t *rx;       /* nrx receive buffers of rx_slot bytes */
-    uint64_t rtgt;     /* the peer's target region for this QP */
+    uint8_t *tgt;  /* region the peer accesses (inside the big buffer) */
+    uint8_t *src;  /* region we send from / READ into */
+    uint8_t *rx;   /* nrx receive buffers of rx_slot bytes */
+    uint64_t rtgt; /* the peer's target region for this QP */
     /* per message size */
-    uint64_t posted, done;  /* send WRs posted; completed (in order) */
-    int last_signaled;      /* the last WR posted was signaled */
-    uint64_t rx_data;       /* data messages received (SEND) */
-    uint64_t rd_checked;    /* READ/atomic WRs verified */
-    uint64_t last_rx_pkts;  /* peer liveness */
+    uint64_t posted, done; /* send WRs posted; completed (in order) */
+    int last_signaled;     /* the last WR posted was signaled */
+    uint64_t rx_data;      /* data messages received (SEND) */
+    uint64_t rd_checked;   /* READ/atomic WRs verified */
+    uint64_t last_rx_pkts; /* peer liveness */
 };
 
 /* Latency samples and the row a message size produces. */
 struct row {
     uint32_t size;
     uint64_t iters;
-    double bw_peak, bw_avg, mpps;       /* Gb/s, Gb/s, Mpps */
+    double bw_peak, bw_avg, mpps;                        /* Gb/s, Gb/s, Mpps */
     double t_min, t_max, t_typ, t_avg, t_std, p99, p999; /* us */
     uint64_t retx_local, retx_remote, dups;
     uint64_t mismatches;
@@ -190,8 +202,8 @@ struct perf {
     int server;
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_mr *mr;        /* the data allocation */
-    mroce_mr *hello_mr;  /* server: the HELLO receive before the data MR */
+    mroce_mr *mr;       /* the data allocation */
+    mroce_mr *hello_mr; /* server: the HELLO receive before the data MR */
     uint8_t *mem, *ctrl_tx, *hello_rx;
     size_t mem_len;
     uint32_t lkey, rrkey;
@@ -200,11 +212,11 @@ struct perf {
     /* the agreed configuration (client: from options; server: HELLO) */
     int test, bidir, verify, cs;
     uint64_t iters, duration_ms, seed;
-    int iters_auto;       /* client, -a without -n: iterations per size */
-    uint64_t cur_iters;   /* client: iterations for the current size */
+    int iters_auto;     /* client, -a without -n: iterations per size */
+    uint64_t cur_iters; /* client: iterations for the current size */
     uint32_t tx_depth, rx_depth, size_min, size_max, mtu;
-    uint64_t region;      /* bytes per target or source region */
-    uint64_t stride;      /* bytes from one QP's regions to the next's */
+    uint64_t region; /* bytes per target or source region */
+    uint64_t stride; /* bytes from one QP's regions to the next's */
     uint32_t rx_slot, nrx;
     /* control inbox (control messages arrive in order on QP 0) */
     struct ctrl inbox[8];
@@ -212,8 +224,8 @@ struct perf {
     uint64_t ctrl_seq, ctrl_done;
     /* verification totals */
     uint64_t checked, mismatches, peer_mismatches;
-    int closing;          /* teardown: flushes are expected */
-    int peer_closed;      /* the peer disconnected (receives flushed) */
+    int closing;     /* teardown: flushes are expected */
+    int peer_closed; /* the peer disconnected (receives flushed) */
     /* bandwidth: bytes completed, and (time, bytes) at each completion
      * event, from which the peak is the best window of the run */
     uint64_t bytes_done, peak_bps;
@@ -223,7 +235,7 @@ struct perf {
     /* liveness */
     uint64_t live_t, live_chk; /* last change of rx_pkts; last look */
     uint64_t live_pkts;
-    uint32_t live_pumps;       /* pump_all() calls, for the clock's period */
+    uint32_t live_pumps; /* pump_all() calls, for the clock's period */
     struct row rows[32];
     int nrows;
     struct mroce_qp_counters base_c; /* counters at the start of a size */
@@ -240,7 +252,7 @@ struct bw_run {
 
 /* Latency samples (perf_lat.c). */
 struct lat {
-    uint64_t *ns;  /* one sample per iteration */
+    uint64_t *ns; /* one sample per iteration */
     uint64_t n, cap;
 };
 
@@ -299,19 +311,18 @@ static inline uint32_t nstamps(uint32_t size)
 
 /* Prints the error and exits 1 (with --json, the file says why). */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-uint64_t now_ns(void);      /* CLOCK_MONOTONIC in ns */
-uint64_t timeout_ns(void);  /* --timeout in ns */
+uint64_t now_ns(void);     /* CLOCK_MONOTONIC in ns */
+uint64_t timeout_ns(void); /* --timeout in ns */
 /* Posts receive buffer i of q; dies on failure unless the session is over. */
 void post_recv_buf(struct pqp *q, uint32_t i);
-void open_device(void);     /* the device (-p or --local-port) and the PD */
-void plan_memory(void);     /* region sizes from the agreed configuration */
-void alloc_memory(void);    /* allocates, carves and registers P.mem */
+void open_device(void);        /* the device (-p or --local-port) and the PD */
+void plan_memory(void);        /* region sizes from the agreed configuration */
+void alloc_memory(void);       /* allocates, carves and registers P.mem */
 void create_qp(struct pqp *q); /* q's CQ and QP, with the options' attributes */
-uint32_t own_mtu(void);     /* QP 0's MTU */
+uint32_t own_mtu(void);        /* QP 0's MTU */
 /* Sums every QP's counters into s; with used, also counts the paths that
  * carried packets (*used) of all paths (*total). */
-void sum_counters(struct mroce_qp_counters *s, uint64_t *used,
-                  uint64_t *total);
+void sum_counters(struct mroce_qp_counters *s, uint64_t *used, uint64_t *total);
 
 /* ---- perf_verify.c: patterns, per-size preparation and checks ---- */
 
@@ -323,8 +334,8 @@ uint64_t pat_check(const uint8_t *buf, size_t len, uint32_t q, uint64_t idx);
  * first mismatch). */
 void note_check(uint64_t len, uint64_t bad, const char *what, uint32_t q,
                 uint64_t idx);
-void prepare_size(uint32_t size);            /* before the peer starts */
-void verify_targets(const struct ctrl *c);   /* after the peer's DONE/RESULT */
+void prepare_size(uint32_t size);          /* before the peer starts */
+void verify_targets(const struct ctrl *c); /* after the peer's DONE/RESULT */
 
 /* ---- perf_pump.c: control messages, the completion pump ---- */
 
@@ -334,7 +345,7 @@ void pump_all(void);            /* polls every CQ once; checks liveness */
 void send_ctrl(struct ctrl *c); /* sends c and waits until it is placed */
 /* Waits for the next control message, which must be of type want. */
 struct ctrl wait_ctrl(enum ctrl_type want);
-int have_ctrl(void);            /* a control message is waiting */
+int have_ctrl(void); /* a control message is waiting */
 
 /* ---- perf_bw.c, perf_lat.c: the engines ---- */
 
@@ -349,7 +360,7 @@ void lat_stats(struct lat *l, struct row *r, int half);
 void print_banner(void);
 void print_row(const struct row *r);
 void print_footer(const struct ctrl *peer);
-void write_json(void);      /* --json: the results, counters and status */
+void write_json(void); /* --json: the results, counters and status */
 
 /* ---- perf_session.c: client and server sessions ---- */
 

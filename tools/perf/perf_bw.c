@@ -27,12 +27,17 @@ static void post_data(struct pqp *q, uint32_t size, uint64_t idx, int signaled,
     }
     if (P.verify && op == MROCE_WR_READ)
         memset(src, 0, size); /* so stale data cannot pass the check */
-    struct mroce_sge sge = {.addr = (uintptr_t)src, .length = size,
+    struct mroce_sge sge = {.addr = (uintptr_t)src,
+                            .length = size,
                             .lkey = P.lkey};
     struct mroce_send_wr wr = {
-        .wr_id = idx, .sg_list = &sge, .num_sge = 1, .opcode = op,
+        .wr_id = idx,
+        .sg_list = &sge,
+        .num_sge = 1,
+        .opcode = op,
         .send_flags = signaled ? MROCE_SEND_SIGNALED : 0,
-        .remote_addr = q->rtgt + (uint64_t)slot * size, .rkey = P.rrkey,
+        .remote_addr = q->rtgt + (uint64_t)slot * size,
+        .rkey = P.rrkey,
     };
     struct mroce_send_wr *bad;
     int rc = mroce_post_send(q->qp, &wr, &bad);
@@ -61,7 +66,8 @@ static void peak_compute(uint64_t t0, uint64_t t1)
             j++;
         }
         if (ti - tj >= w) {
-            uint64_t bps = (uint64_t)((double)(bi - bj) * 8e9 / (double)(ti - tj));
+            uint64_t bps = (uint64_t)((double)(bi - bj) * 8e9 /
+                                      (double)(ti - tj));
             if (bps > P.peak_bps)
                 P.peak_bps = bps;
         }

@@ -44,12 +44,16 @@ static void wait_sq(struct pqp *q, uint32_t depth)
 static void post_lat(struct pqp *q, uint32_t size, uint64_t idx, int sig)
 {
     uint8_t *src = q->src;
-    struct mroce_sge sge = {.addr = (uintptr_t)src, .length = size,
+    struct mroce_sge sge = {.addr = (uintptr_t)src,
+                            .length = size,
                             .lkey = P.lkey};
     struct mroce_send_wr wr = {
-        .wr_id = idx, .sg_list = &sge, .num_sge = 1,
+        .wr_id = idx,
+        .sg_list = &sge,
+        .num_sge = 1,
         .send_flags = sig ? MROCE_SEND_SIGNALED : 0,
-        .remote_addr = q->rtgt, .rkey = P.rrkey,
+        .remote_addr = q->rtgt,
+        .rkey = P.rrkey,
     };
     switch (P.test) {
     case T_WRITE_LAT:

@@ -38,56 +38,85 @@ struct perf P;
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-"usage: mroce-perf TEST [SERVER] [options]\n"
-"  TEST: write_bw send_bw read_bw write_lat send_lat read_lat atomic_lat\n"
-"  Without SERVER: wait for a client.  With SERVER (an IPv4/IPv6 literal on\n"
-"  loopback, e.g. 127.0.0.1): connect and run.  The server takes the run's\n"
-"  shape (-s -a -n -D -q -t -r -b --verify -A --seed) from the client.\n"
-"options:\n"
-"  -s, --size=BYTES       message size (K/M suffix; default 65536, lat 2)\n"
-"  -a, --all              sweep sizes 2 .. 2^23\n"
-"  -n, --iters=N          iterations per QP (default 5000 bw, 1000 lat;\n"
-"                         with -a at most 1 GiB per size unless -n is given)\n"
-"  -D, --duration=SEC     run for SEC seconds instead of -n iterations\n"
-"  -q, --qp=N             queue pairs (bw tests; 1..%d)\n"
-"  -p, --port=PORT        the server's MetaRoCE UDP port (default %u)\n"
-"      --local-port=PORT  the client's own UDP port (default: PORT + 1)\n"
-"  -B, --bind=ADDR        local address (default 127.0.0.1, or ::1 with -6)\n"
-"      --paths=N          path entropies per QP (1..256; default 64)\n"
-"  -m, --mtu=BYTES        MTU (payload bytes per packet; default 4096)\n"
-"  -t, --tx-depth=N       WRs in flight per QP (default 128 bw, 16 lat)\n"
-"  -r, --rx-depth=N       receives posted per QP (send tests; default 512)\n"
-"  -b, --bidirectional    both sides send (bw tests)\n"
-"  -A, --atomic-type=T    FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
-"      --fault=SPEC       local fault injection, e.g.\n"
-"                         \"tx:drop=0.01,dup=0.001,reorder=0.01;rx:drop=0.01\"\n"
-"                         (keys drop dup reorder corrupt reorder_us seed;\n"
-"                         no tx:/rx: prefix means tx)\n"
-"      --json=FILE        write the results as JSON\n"
-"      --verify           check all data end to end (exit 1 on mismatch);\n"
-"                         the checking delays ACKs in app progress mode, so\n"
-"                         measure performance without it\n"
-"      --progress=MODE    app (default: polling drives progress) or thread\n"
-"  -4 / -6                IPv4 (default) / IPv6 loopback\n"
-"      --cc=ALGO          delay (default: delay+ECN) or none (fixed window)\n"
-"      --burst=N          consecutive packets per path pick (1..64)\n"
-"      --seed=N           verify pattern and fault injection seed\n"
-"      --min-rto=USEC     the QPs' minimum retransmission timeout (engine\n"
-"                         default 200); per side\n"
-"      --peer-timeout=SEC a QP fails once its peer has been silent this\n"
-"                         long, never sooner (engine default 5); per side\n"
-"      --timeout=SEC      connect / handshake / peer-silence limit (default\n"
-"                         10); also bounds the server's wait for a client\n"
-"      --x-corrupt        testing: with --verify, send the last WRITE/SEND\n"
-"                         of each size with one byte wrong (must fail)\n"
-"  -h, --help\n"
-"Exit status: 0 on success; 1 on an error completion, a verify mismatch or\n"
-"a failure; 2 on a usage error.\n",
-            MAX_QPS, MROCE_UDP_PORT);
+    fprintf(
+        f,
+        "usage: mroce-perf TEST [SERVER] [options]\n"
+        "  TEST: write_bw send_bw read_bw write_lat send_lat read_lat "
+        "atomic_lat\n"
+        "  Without SERVER: wait for a client.  With SERVER (an IPv4/IPv6 "
+        "literal on\n"
+        "  loopback, e.g. 127.0.0.1): connect and run.  The server takes the "
+        "run's\n"
+        "  shape (-s -a -n -D -q -t -r -b --verify -A --seed) from the "
+        "client.\n"
+        "options:\n"
+        "  -s, --size=BYTES       message size (K/M suffix; default 65536, lat "
+        "2)\n"
+        "  -a, --all              sweep sizes 2 .. 2^23\n"
+        "  -n, --iters=N          iterations per QP (default 5000 bw, 1000 "
+        "lat;\n"
+        "                         with -a at most 1 GiB per size unless -n is "
+        "given)\n"
+        "  -D, --duration=SEC     run for SEC seconds instead of -n "
+        "iterations\n"
+        "  -q, --qp=N             queue pairs (bw tests; 1..%d)\n"
+        "  -p, --port=PORT        the server's MetaRoCE UDP port (default %u)\n"
+        "      --local-port=PORT  the client's own UDP port (default: PORT + "
+        "1)\n"
+        "  -B, --bind=ADDR        local address (default 127.0.0.1, or ::1 "
+        "with -6)\n"
+        "      --paths=N          path entropies per QP (1..256; default 64)\n"
+        "  -m, --mtu=BYTES        MTU (payload bytes per packet; default "
+        "4096)\n"
+        "  -t, --tx-depth=N       WRs in flight per QP (default 128 bw, 16 "
+        "lat)\n"
+        "  -r, --rx-depth=N       receives posted per QP (send tests; default "
+        "512)\n"
+        "  -b, --bidirectional    both sides send (bw tests)\n"
+        "  -A, --atomic-type=T    FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
+        "      --fault=SPEC       local fault injection, e.g.\n"
+        "                         "
+        "\"tx:drop=0.01,dup=0.001,reorder=0.01;rx:drop=0.01\"\n"
+        "                         (keys drop dup reorder corrupt reorder_us "
+        "seed;\n"
+        "                         no tx:/rx: prefix means tx)\n"
+        "      --json=FILE        write the results as JSON\n"
+        "      --verify           check all data end to end (exit 1 on "
+        "mismatch);\n"
+        "                         the checking delays ACKs in app progress "
+        "mode, so\n"
+        "                         measure performance without it\n"
+        "      --progress=MODE    app (default: polling drives progress) or "
+        "thread\n"
+        "  -4 / -6                IPv4 (default) / IPv6 loopback\n"
+        "      --cc=ALGO          delay (default: delay+ECN) or none (fixed "
+        "window)\n"
+        "      --burst=N          consecutive packets per path pick (1..64)\n"
+        "      --seed=N           verify pattern and fault injection seed\n"
+        "      --min-rto=USEC     the QPs' minimum retransmission timeout "
+        "(engine\n"
+        "                         default 200); per side\n"
+        "      --peer-timeout=SEC a QP fails once its peer has been silent "
+        "this\n"
+        "                         long, never sooner (engine default 5); per "
+        "side\n"
+        "      --timeout=SEC      connect / handshake / peer-silence limit "
+        "(default\n"
+        "                         10); also bounds the server's wait for a "
+        "client\n"
+        "      --x-corrupt        testing: with --verify, send the last "
+        "WRITE/SEND\n"
+        "                         of each size with one byte wrong (must "
+        "fail)\n"
+        "  -h, --help\n"
+        "Exit status: 0 on success; 1 on an error completion, a verify "
+        "mismatch or\n"
+        "a failure; 2 on a usage error.\n",
+        MAX_QPS, MROCE_UDP_PORT);
 }
 
-static void bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void bad_usage(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 static void bad_usage(const char *fmt, ...)
 {
     va_list ap;
@@ -108,10 +137,20 @@ static uint64_t parse_u64(const char *s, const char *what, uint64_t lo,
     uint64_t mult = 1;
     if (end != s && *end) {
         switch (toupper((unsigned char)*end)) {
-        case 'K': mult = 1ull << 10; end++; break;
-        case 'M': mult = 1ull << 20; end++; break;
-        case 'G': mult = 1ull << 30; end++; break;
-        default: break;
+        case 'K':
+            mult = 1ull << 10;
+            end++;
+            break;
+        case 'M':
+            mult = 1ull << 20;
+            end++;
+            break;
+        case 'G':
+            mult = 1ull << 30;
+            end++;
+            break;
+        default:
+            break;
         }
     }
     if (errno || end == s || *end || *s == '-' || v > hi / mult ||
@@ -162,7 +201,8 @@ static void parse_fault(struct opts *o, const char *spec)
             else if (!strcmp(kv, "corrupt"))
                 f->corrupt = parse_double(v, "corrupt", 0, 1);
             else if (!strcmp(kv, "reorder_us"))
-                f->reorder_us = (uint32_t)parse_u64(v, "reorder_us", 0, 1000000);
+                f->reorder_us = (uint32_t)parse_u64(v, "reorder_us", 0,
+                                                    1000000);
             else if (!strcmp(kv, "seed"))
                 o->seed = parse_u64(v, "seed", 0, UINT64_MAX);
             else
@@ -175,9 +215,21 @@ static void parse_fault(struct opts *o, const char *spec)
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-    enum { O_PATHS = 256, O_FAULT, O_JSON, O_VERIFY, O_PROGRESS, O_CC, O_BURST,
-           O_SEED, O_TIMEOUT, O_LPORT, O_XCORRUPT, O_MINRTO,
-           O_PEERTO };
+    enum {
+        O_PATHS = 256,
+        O_FAULT,
+        O_JSON,
+        O_VERIFY,
+        O_PROGRESS,
+        O_CC,
+        O_BURST,
+        O_SEED,
+        O_TIMEOUT,
+        O_LPORT,
+        O_XCORRUPT,
+        O_MINRTO,
+        O_PEERTO
+    };
     static const struct option lo[] = {
         {"size", required_argument, 0, 's'},
         {"all", no_argument, 0, 'a'},
@@ -216,21 +268,50 @@ static void parse_args(int argc, char **argv, struct opts *o)
     o->nqps = 1;
     o->cc = MROCE_CC_DELAY_ECN;
     int c;
-    while ((c = getopt_long(argc, argv, "s:an:D:q:p:B:m:t:r:bA:46h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:an:D:q:p:B:m:t:r:bA:46h", lo,
+                            NULL)) != -1) {
         switch (c) {
-        case 's': o->size = (uint32_t)parse_u64(optarg, "size", 1, 1u << 30); size_set = 1; break;
-        case 'a': o->all = 1; break;
-        case 'n': o->iters = parse_u64(optarg, "iterations", 1, 1ull << 40); break;
-        case 'D': o->duration = parse_double(optarg, "duration", 0.001, 86400); break;
-        case 'q': o->nqps = (uint32_t)parse_u64(optarg, "QP count", 1, MAX_QPS); break;
-        case 'p': o->port = (uint16_t)parse_u64(optarg, "port", 1, 65535); break;
-        case O_LPORT: o->local_port = (uint16_t)parse_u64(optarg, "port", 1, 65535); break;
-        case 'B': o->bind = optarg; break;
-        case O_PATHS: o->paths = (uint32_t)parse_u64(optarg, "paths", 1, 256); break;
-        case 'm': o->mtu = (uint32_t)parse_u64(optarg, "MTU", 256, 64000); break;
-        case 't': o->tx_depth = (uint32_t)parse_u64(optarg, "tx depth", 1, 1024); depth_set = 1; break;
-        case 'r': o->rx_depth = (uint32_t)parse_u64(optarg, "rx depth", 1, 4096); break;
-        case 'b': o->bidir = 1; break;
+        case 's':
+            o->size = (uint32_t)parse_u64(optarg, "size", 1, 1u << 30);
+            size_set = 1;
+            break;
+        case 'a':
+            o->all = 1;
+            break;
+        case 'n':
+            o->iters = parse_u64(optarg, "iterations", 1, 1ull << 40);
+            break;
+        case 'D':
+            o->duration = parse_double(optarg, "duration", 0.001, 86400);
+            break;
+        case 'q':
+            o->nqps = (uint32_t)parse_u64(optarg, "QP count", 1, MAX_QPS);
+            break;
+        case 'p':
+            o->port = (uint16_t)parse_u64(optarg, "port", 1, 65535);
+            break;
+        case O_LPORT:
+            o->local_port = (uint16_t)parse_u64(optarg, "port", 1, 65535);
+            break;
+        case 'B':
+            o->bind = optarg;
+            break;
+        case O_PATHS:
+            o->paths = (uint32_t)parse_u64(optarg, "paths", 1, 256);
+            break;
+        case 'm':
+            o->mtu = (uint32_t)parse_u64(optarg, "MTU", 256, 64000);
+            break;
+        case 't':
+            o->tx_depth = (uint32_t)parse_u64(optarg, "tx depth", 1, 1024);
+            depth_set = 1;
+            break;
+        case 'r':
+            o->rx_depth = (uint32_t)parse_u64(optarg, "rx depth", 1, 4096);
+            break;
+        case 'b':
+            o->bidir = 1;
+            break;
         case 'A':
             if (!strcasecmp(optarg, "FETCH_AND_ADD"))
                 o->cs = 0;
@@ -239,9 +320,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
             else
                 bad_usage("-A takes FETCH_AND_ADD or CMP_AND_SWAP");
             break;
-        case O_FAULT: parse_fault(o, optarg); break;
-        case O_JSON: o->json = optarg; break;
-        case O_VERIFY: o->verify = 1; break;
+        case O_FAULT:
+            parse_fault(o, optarg);
+            break;
+        case O_JSON:
+            o->json = optarg;
+            break;
+        case O_VERIFY:
+            o->verify = 1;
+            break;
         case O_PROGRESS:
             if (!strcmp(optarg, "app"))
                 o->progress = MROCE_PROGRESS_APP;
@@ -250,8 +337,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
             else
                 bad_usage("--progress takes app or thread");
             break;
-        case '4': o->family = 4; break;
-        case '6': o->family = 6; break;
+        case '4':
+            o->family = 4;
+            break;
+        case '6':
+            o->family = 6;
+            break;
         case O_CC:
             if (!strcmp(optarg, "delay"))
                 o->cc = MROCE_CC_DELAY_ECN;
@@ -260,17 +351,33 @@ static void parse_args(int argc, char **argv, struct opts *o)
             else
                 bad_usage("--cc takes delay or none");
             break;
-        case O_BURST: o->burst = (uint32_t)parse_u64(optarg, "burst", 1, 64); break;
-        case O_SEED: o->seed = parse_u64(optarg, "seed", 0, UINT64_MAX); seed_set = 1; break;
-        case O_TIMEOUT: o->timeout = parse_double(optarg, "timeout", 0.1, 86400); o->timeout_set = 1; break;
-        case O_XCORRUPT: o->x_corrupt = 1; break;
-        case O_MINRTO: o->min_rto_us = (uint32_t)parse_u64(optarg, "min RTO", 1, 10000000); break;
+        case O_BURST:
+            o->burst = (uint32_t)parse_u64(optarg, "burst", 1, 64);
+            break;
+        case O_SEED:
+            o->seed = parse_u64(optarg, "seed", 0, UINT64_MAX);
+            seed_set = 1;
+            break;
+        case O_TIMEOUT:
+            o->timeout = parse_double(optarg, "timeout", 0.1, 86400);
+            o->timeout_set = 1;
+            break;
+        case O_XCORRUPT:
+            o->x_corrupt = 1;
+            break;
+        case O_MINRTO:
+            o->min_rto_us = (uint32_t)parse_u64(optarg, "min RTO", 1, 10000000);
+            break;
         case O_PEERTO:
             o->peer_timeout = parse_double(optarg, "peer timeout", 0, 3600);
             o->peer_timeout_set = 1;
             break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            exit(2);
         }
     }
     if (optind >= argc)

@@ -60,9 +60,10 @@ static void on_recv(struct pqp *q, const struct mroce_wc *wc)
         uint64_t k = q->rx_data++;
         uint32_t qi = (uint32_t)(q - P.q);
         if (wc->byte_len != P.cur_size) {
-            fprintf(stderr, "mroce-perf: QP %u message %" PRIu64
-                    ": %u bytes, expected %u\n", qi, k, wc->byte_len,
-                    P.cur_size);
+            fprintf(stderr,
+                    "mroce-perf: QP %u message %" PRIu64
+                    ": %u bytes, expected %u\n",
+                    qi, k, wc->byte_len, P.cur_size);
             P.mismatches++;
         } else if (P.verify && P.test == T_SEND_BW) {
             note_check(wc->byte_len, pat_check(buf, wc->byte_len, qi, k),
@@ -215,11 +216,15 @@ void send_ctrl(struct ctrl *c)
      * free again. */
     ctrl_put(P.ctrl_tx, c);
     struct mroce_sge sge = {.addr = (uintptr_t)P.ctrl_tx,
-                            .length = sizeof(*c), .lkey = P.lkey};
+                            .length = sizeof(*c),
+                            .lkey = P.lkey};
     uint64_t seq = ++P.ctrl_seq;
     struct mroce_send_wr wr = {
-        .wr_id = WRID_CTRL | seq, .sg_list = &sge, .num_sge = 1,
-        .opcode = MROCE_WR_SEND_WITH_IMM, .send_flags = MROCE_SEND_SIGNALED,
+        .wr_id = WRID_CTRL | seq,
+        .sg_list = &sge,
+        .num_sge = 1,
+        .opcode = MROCE_WR_SEND_WITH_IMM,
+        .send_flags = MROCE_SEND_SIGNALED,
         .imm_data = CTRL_IMM,
     };
     struct mroce_send_wr *bad;

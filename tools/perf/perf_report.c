@@ -15,8 +15,8 @@
 
 /* ------------------------------------------------------------ printing --- */
 
-static const char *dashes =
-    "---------------------------------------------------------------------------------------";
+static const char *dashes = "--------------------------------------------------"
+                            "-------------------------------------";
 
 void print_banner(void)
 {
@@ -28,12 +28,14 @@ void print_banner(void)
     printf(" Transport       : MetaRoCE over UDP (libmroce)\n");
     printf(" Role            : %s\n", P.server ? "server" : "client");
     printf(" Number of qps   : %-8u Connection type : RC\n", P.nqps);
-    printf(" TX depth        : %-8u Data ex. method : MetaRoCE SEND (in band)\n",
-           P.tx_depth);
+    printf(
+        " TX depth        : %-8u Data ex. method : MetaRoCE SEND (in band)\n",
+        P.tx_depth);
     printf(" Mtu             : %-8u Paths           : %u per QP\n", P.mtu,
            o->paths ? o->paths : 64);
     printf(" CC              : %-8s Progress        : %s\n",
-           o->cc == MROCE_CC_NONE ? "none" : "delay", o->progress ? "thread" : "app");
+           o->cc == MROCE_CC_NONE ? "none" : "delay",
+           o->progress ? "thread" : "app");
     printf(" Bidirectional   : %-8s Verify          : %s\n",
            P.bidir ? "ON" : "OFF", P.verify ? "ON" : "OFF");
     if (o->have_fault)
@@ -46,12 +48,14 @@ void print_banner(void)
                P.q[i].rqpn);
     printf("%s\n", dashes);
     if (tests[P.test].lat)
-        printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"
-               "    t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%%"
-               " percentile[usec] \n");
+        printf(
+            " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"
+            "    t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%%"
+            " percentile[usec] \n");
     else
-        printf(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]"
-               "   MsgRate[Mpps]\n");
+        printf(
+            " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]"
+            "   MsgRate[Mpps]\n");
     fflush(stdout);
 }
 
@@ -63,7 +67,8 @@ void print_row(const struct row *r)
                r->size, r->iters, r->t_min, r->t_max, r->t_typ, r->t_avg,
                r->t_std, r->p99, r->p999);
     else
-        printf(" %-10u %-10" PRIu64 "     %-9.2f          %-9.2f            %-.6f\n",
+        printf(" %-10u %-10" PRIu64
+               "     %-9.2f          %-9.2f            %-.6f\n",
                r->size, r->iters, r->bw_peak, r->bw_avg, r->mpps);
     fflush(stdout);
 }
@@ -82,7 +87,8 @@ void print_footer(const struct ctrl *peer)
         printf("; peer %" PRIu64, peer->retx);
     printf("\n duplicates rx   : %" PRIu64 "   timeouts: %" PRIu64
            "   paths used: %" PRIu64 " of %" PRIu64 "   paths retired: %" PRIu64
-           "\n", s.rx_dups, s.timeouts, used, total, s.paths_retired);
+           "\n",
+           s.rx_dups, s.timeouts, used, total, s.paths_retired);
     if (P.verify)
         printf(" verify          : %" PRIu64 " bytes checked here, %" PRIu64
                " mismatches here, %" PRIu64 " at the peer\n",
@@ -105,10 +111,12 @@ void write_json(void)
      * option overrode them (path_burst is 8 there, not the engine's 1). */
     struct mroce_qp_init_attr defs;
     mroce_qp_init_attr_default(&defs);
-    fprintf(f, "{\n  \"tool\": \"mroce-perf\",\n  \"test\": \"%s\",\n"
+    fprintf(f,
+            "{\n  \"tool\": \"mroce-perf\",\n  \"test\": \"%s\",\n"
             "  \"role\": \"%s\",\n  \"transport\": \"metaroce-udp\",\n",
             tests[P.test].name, P.server ? "server" : "client");
-    fprintf(f, "  \"config\": {\"qps\": %u, \"tx_depth\": %u, \"mtu\": %u, "
+    fprintf(f,
+            "  \"config\": {\"qps\": %u, \"tx_depth\": %u, \"mtu\": %u, "
             "\"paths\": %u, \"cc\": \"%s\", \"progress\": \"%s\", "
             "\"bidirectional\": %s, \"verify\": %s, \"iterations\": %" PRIu64
             ", \"duration_s\": %.3f, \"burst\": %u,\n"
@@ -121,39 +129,45 @@ void write_json(void)
             P.o.progress ? "thread" : "app", P.bidir ? "true" : "false",
             P.verify ? "true" : "false", P.iters,
             (double)P.duration_ms / 1000.0,
-            P.o.burst ? P.o.burst : (unsigned)defs.eng.path_burst,
-            P.o.txf.drop, P.o.txf.dup, P.o.txf.reorder, P.o.txf.corrupt,
-            P.o.rxf.drop, P.o.rxf.dup, P.o.rxf.reorder, P.o.rxf.corrupt);
+            P.o.burst ? P.o.burst : (unsigned)defs.eng.path_burst, P.o.txf.drop,
+            P.o.txf.dup, P.o.txf.reorder, P.o.txf.corrupt, P.o.rxf.drop,
+            P.o.rxf.dup, P.o.rxf.reorder, P.o.rxf.corrupt);
     fprintf(f, "  \"results\": [");
     for (int i = 0; i < P.nrows; i++) {
         const struct row *r = &P.rows[i];
         fprintf(f, "%s\n    {\"bytes\": %u, \"iterations\": %" PRIu64,
                 i ? "," : "", r->size, r->iters);
         if (tests[P.test].lat)
-            fprintf(f, ", \"t_min_us\": %.3f, \"t_max_us\": %.3f, "
+            fprintf(f,
+                    ", \"t_min_us\": %.3f, \"t_max_us\": %.3f, "
                     "\"t_typical_us\": %.3f, \"t_avg_us\": %.3f, "
                     "\"t_stdev_us\": %.3f, \"p99_us\": %.3f, \"p999_us\": %.3f",
                     r->t_min, r->t_max, r->t_typ, r->t_avg, r->t_std, r->p99,
                     r->p999);
         else
-            fprintf(f, ", \"bw_peak_gbps\": %.4f, \"bw_avg_gbps\": %.4f, "
-                    "\"msg_rate_mpps\": %.6f", r->bw_peak, r->bw_avg, r->mpps);
-        fprintf(f, ", \"retx_local\": %" PRIu64 ", \"retx_remote\": %" PRIu64
+            fprintf(f,
+                    ", \"bw_peak_gbps\": %.4f, \"bw_avg_gbps\": %.4f, "
+                    "\"msg_rate_mpps\": %.6f",
+                    r->bw_peak, r->bw_avg, r->mpps);
+        fprintf(f,
+                ", \"retx_local\": %" PRIu64 ", \"retx_remote\": %" PRIu64
                 ", \"dups\": %" PRIu64 ", \"verify_mismatches\": %" PRIu64 "}",
                 r->retx_local, r->retx_remote, r->dups, r->mismatches);
     }
     fprintf(f, "\n  ],\n  \"counters\": {");
     int first = 1;
-#define JSON_C(name)                                                        \
-    fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", #name, s.name);     \
+#define JSON_C(name)                                                    \
+    fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", #name, s.name); \
     first = 0;
     MROCE_QP_COUNTERS(JSON_C)
 #undef JSON_C
-    fprintf(f, "},\n  \"paths_used\": %" PRIu64 ", \"paths_total\": %" PRIu64
+    fprintf(f,
+            "},\n  \"paths_used\": %" PRIu64 ", \"paths_total\": %" PRIu64
             ",\n  \"verify\": {\"bytes_checked\": %" PRIu64
-            ", \"mismatches\": %" PRIu64 ", \"peer_mismatches\": %" PRIu64 "},\n"
-            "  \"status\": \"%s\"\n}\n", used, total, P.checked, P.mismatches,
-            P.peer_mismatches,
+            ", \"mismatches\": %" PRIu64 ", \"peer_mismatches\": %" PRIu64
+            "},\n"
+            "  \"status\": \"%s\"\n}\n",
+            used, total, P.checked, P.mismatches, P.peer_mismatches,
             P.mismatches || P.peer_mismatches ? "mismatch" : "ok");
     if (fclose(f) != 0)
         die("cannot write %s", P.o.json);

@@ -91,13 +91,14 @@ static void client_size(uint32_t size)
         for (uint32_t i = 0; i < P.nqps; i++)
             if (P.duration_ms ? res.count[i] == 0 : res.count[i] != P.cur_iters)
                 die("bidirectional: the server sent %" PRIu64 " messages on "
-                    "QP %u, expected %" PRIu64, res.count[i], i,
-                    P.duration_ms ? 1 : P.cur_iters);
+                    "QP %u, expected %" PRIu64,
+                    res.count[i], i, P.duration_ms ? 1 : P.cur_iters);
         verify_targets(&res);
         double pavg = gbps(res.tx_msgs * size, res.run_ns);
         r.bw_avg += pavg;
         r.bw_peak += (double)res.peak_bps / 1e9 > pavg
-                         ? (double)res.peak_bps / 1e9 : pavg;
+                         ? (double)res.peak_bps / 1e9
+                         : pavg;
         r.mpps += res.run_ns ? (double)res.tx_msgs * 1e3 / (double)res.run_ns
                              : 0;
     } else if (P.test == T_WRITE_LAT || P.test == T_SEND_LAT) {
@@ -153,9 +154,11 @@ static void server_size(const struct ctrl *go)
             double a = gbps(res.tx_msgs * size, res.run_ns);
             r.bw_avg += a;
             r.bw_peak += (double)res.peak_bps / 1e9 > a
-                             ? (double)res.peak_bps / 1e9 : a;
-            r.mpps += res.run_ns ? (double)res.tx_msgs * 1e3 / (double)res.run_ns
-                                 : 0;
+                             ? (double)res.peak_bps / 1e9
+                             : a;
+            r.mpps += res.run_ns
+                          ? (double)res.tx_msgs * 1e3 / (double)res.run_ns
+                          : 0;
         }
     }
     /* Receive completions that raced with DONE are in the CQs by now (the
@@ -238,7 +241,8 @@ void run_client(void)
     for (uint32_t i = 0; i < P.nqps; i++) {
         create_qp(&P.q[i]);
         /* Receives first: the server may send as soon as we connect. */
-        for (uint32_t k = 0; k < (i == 0 || P.test == T_SEND_BW ? P.nrx : 0); k++)
+        for (uint32_t k = 0; k < (i == 0 || P.test == T_SEND_BW ? P.nrx : 0);
+             k++)
             post_recv_buf(&P.q[i], k);
     }
     int rc = mroce_connect(P.q[0].qp, o->server, o->port, 0,
@@ -276,7 +280,8 @@ void run_client(void)
     print_banner();
     for (uint32_t s = P.size_min; s <= P.size_max && s; s *= 2)
         client_size(s);
-    struct ctrl fin = {.type = C_FIN, .mismatches = P.mismatches,
+    struct ctrl fin = {.type = C_FIN,
+                       .mismatches = P.mismatches,
                        .checked = P.checked};
     send_ctrl(&fin);
     print_footer(NULL);
@@ -304,7 +309,8 @@ void run_server(void)
     struct mroce_sge sge = {.addr = (uintptr_t)P.hello_rx,
                             .length = CTRL_BYTES,
                             .lkey = mroce_mr_lkey(P.hello_mr)};
-    struct mroce_recv_wr rwr = {.wr_id = UINT64_MAX, .sg_list = &sge,
+    struct mroce_recv_wr rwr = {.wr_id = UINT64_MAX,
+                                .sg_list = &sge,
                                 .num_sge = 1};
     struct mroce_recv_wr *rbad;
     rc = mroce_post_recv(P.q[0].qp, &rwr, &rbad);
@@ -314,7 +320,8 @@ void run_server(void)
            "* Waiting for client to connect... *\n"
            "************************************\n");
     fflush(stdout);
-    rc = mroce_accept(P.q[0].qp, o->timeout_set ? (int)(o->timeout * 1000) : -1);
+    rc = mroce_accept(P.q[0].qp,
+                      o->timeout_set ? (int)(o->timeout * 1000) : -1);
     if (rc < 0)
         die("accept: %s", mroce_strerror(rc));
 
@@ -337,9 +344,9 @@ void run_server(void)
     if (h.test != (uint64_t)P.test)
         die("the client runs %s, this server %s",
             h.test < T_COUNT ? tests[h.test].name : "?", tests[P.test].name);
-    if (h.nqps < 1 || h.nqps > MAX_QPS || h.tx_depth < 1 ||
-        h.tx_depth > 1024 || h.size_min < 1 || h.size_min > h.size_max ||
-        h.size_max > (1u << 30) || h.rx_depth > 4096)
+    if (h.nqps < 1 || h.nqps > MAX_QPS || h.tx_depth < 1 || h.tx_depth > 1024 ||
+        h.size_min < 1 || h.size_min > h.size_max || h.size_max > (1u << 30) ||
+        h.rx_depth > 4096)
         die("protocol: HELLO out of range");
     P.iters = h.iters;
     P.duration_ms = h.duration_ms;
@@ -373,9 +380,12 @@ void run_server(void)
         P.q[i].rqpn = (uint32_t)h.qpn[i];
         P.q[i].rtgt = h.buf_addr + h.stride * i;
     }
-    struct ctrl w = {.type = C_WELCOME, .buf_addr = (uintptr_t)P.mem,
-                     .rkey = mroce_mr_rkey(P.mr), .region = P.region,
-                     .stride = P.stride, .mtu = own_mtu()};
+    struct ctrl w = {.type = C_WELCOME,
+                     .buf_addr = (uintptr_t)P.mem,
+                     .rkey = mroce_mr_rkey(P.mr),
+                     .region = P.region,
+                     .stride = P.stride,
+                     .mtu = own_mtu()};
     for (uint32_t i = 0; i < P.nqps; i++)
         w.qpn[i] = P.q[i].qpn;
     send_ctrl(&w);

@@ -31,10 +31,13 @@ void die(const char *fmt, ...)
     FILE *f = P.o.json ? fopen(P.o.json, "w") : NULL;
     if (f) {
         fprintf(f, "{\n  \"tool\": \"mroce-perf\",\n  \"status\": \"error\",\n"
-                "  \"error\": \"");
+                   "  \"error\": \"");
         for (const char *c = msg; *c; c++)
-            fprintf(f, *c == '"' || *c == '\\' ? "\\%c"
-                       : (unsigned char)*c < 0x20 ? "?" : "%c", *c);
+            fprintf(f,
+                    *c == '"' || *c == '\\'    ? "\\%c"
+                    : (unsigned char)*c < 0x20 ? "?"
+                                               : "%c",
+                    *c);
         fprintf(f, "\"\n}\n");
         fclose(f);
     }
@@ -62,7 +65,8 @@ void post_recv_buf(struct pqp *q, uint32_t i)
         .length = P.rx_slot,
         .lkey = P.lkey,
     };
-    struct mroce_recv_wr wr = {.wr_id = WRID_RECV | i, .sg_list = &sge,
+    struct mroce_recv_wr wr = {.wr_id = WRID_RECV | i,
+                               .sg_list = &sge,
                                .num_sge = 1};
     struct mroce_recv_wr *bad;
     int rc = mroce_post_recv(q->qp, &wr, &bad);
@@ -199,8 +203,7 @@ uint32_t own_mtu(void)
 
 /* ------------------------------------------------------------ counters --- */
 
-void sum_counters(struct mroce_qp_counters *s, uint64_t *used,
-                         uint64_t *total)
+void sum_counters(struct mroce_qp_counters *s, uint64_t *used, uint64_t *total)
 {
     memset(s, 0, sizeof(*s));
     if (used)

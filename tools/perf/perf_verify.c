@@ -47,8 +47,7 @@ void pat_fill(uint8_t *buf, size_t len, uint32_t q, uint64_t idx)
 }
 
 /* Returns the number of mismatched bytes (0 = identical). */
-uint64_t pat_check(const uint8_t *buf, size_t len, uint32_t q,
-                          uint64_t idx)
+uint64_t pat_check(const uint8_t *buf, size_t len, uint32_t q, uint64_t idx)
 {
     uint64_t b = pat_base(q, idx), bad = 0;
     for (size_t j = 0; j < len; j += 8) {
@@ -63,8 +62,8 @@ uint64_t pat_check(const uint8_t *buf, size_t len, uint32_t q,
     return bad;
 }
 
-void note_check(uint64_t len, uint64_t bad, const char *what,
-                       uint32_t q, uint64_t idx)
+void note_check(uint64_t len, uint64_t bad, const char *what, uint32_t q,
+                uint64_t idx)
 {
     P.checked += len;
     if (bad) {
@@ -142,15 +141,17 @@ void verify_targets(const struct ctrl *c)
                 break;
             for (uint32_t s = 0; s < ns && s < n; s++) {
                 uint64_t last = s + (n - 1 - s) / ns * ns;
-                note_check(size, pat_check(q->tgt + (size_t)s * size, size, i,
-                                           last), "WRITE", i, last);
+                note_check(size,
+                           pat_check(q->tgt + (size_t)s * size, size, i, last),
+                           "WRITE", i, last);
             }
             break;
         }
         case T_SEND_BW:
         case T_SEND_LAT:
             if (q->rx_data != n) {
-                fprintf(stderr, "mroce-perf: QP %u: %" PRIu64
+                fprintf(stderr,
+                        "mroce-perf: QP %u: %" PRIu64
                         " messages received, peer sent %" PRIu64 "\n",
                         i, q->rx_data, n);
                 P.mismatches++;
