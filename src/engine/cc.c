@@ -79,7 +79,7 @@ static int cc_may_decrease(const struct mre_cc *cc, mroce_tstamp now,
  * whose RTT holds queues (its paths or its ACKs' paths cross busier links
  * than its neighbours') gains rate more slowly, loses the same fraction at
  * every cut, and settles lower; in a ring all-reduce that flow paces the
- * whole collective (sim/README.md).  The gates keep the faster growth to
+ * whole collective (sim/LOG.md, Results).  The gates keep the faster growth to
  * where it adds rate: a link kept busy by other QPs (all-to-all) is not
  * idled by this window, and a path that marks a quarter of its packets
  * (incast) holds this flow's own queue, where faster growth only deepens
@@ -190,7 +190,7 @@ const struct mre_cc_ops mre_cc_fixed = {
 
 /*
  * Why the algorithm is shaped this way (as mroce-sim shows on a 128-host
- * leaf-spine, sim/README.md):
+ * leaf-spine, sim/LOG.md, Results):
  *  - An RTT sample holds the queues of both directions.  Under all-to-all
  *    every host's downlink is a bottleneck, and a sender's ACKs queue
  *    behind the data other hosts send to it: cutting on delay alone

@@ -212,7 +212,7 @@ enum {
  * ACKs in), then the receiving side (data in, ACKs out), then what only
  * the handshake, timeouts and setup use.  A simulator run with thousands
  * of QPs per core misses the cache on most QP lines it touches, so each
- * line fewer per packet is a miss fewer (sim/README.md, Performance). */
+ * line fewer per packet is a miss fewer (sim/LOG.md, Performance). */
 struct mre_qp {
     /* every packet */
     mre_ep *ep;
