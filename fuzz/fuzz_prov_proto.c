@@ -11,7 +11,7 @@
  *     rule holds (eager: hdr.len == payload length; RTS: a whole body and a
  *     length within MFI_PROTO_MAX_MSG; FIN: a whole body; ATOMIC: a known
  *     op and datatype and exactly the operand bytes they need; ATOMIC_RESP:
- *     a whole body);
+ *     a whole body; RMA_EVENT: exactly a body of a known op and flags);
  *   - re-encoding with mfi_proto_build() reproduces the input's header and
  *     body, except the bytes the format ignores (hdr.rsvd; the tag of
  *     untagged kinds), and parses again to the same fields;
@@ -111,6 +111,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         body = skip;
         CHECK(p.len == p.plen + skip);
         break;
+    case MFI_PKT_RMA_EVENT:
+        body = sizeof(struct mfi_rma_event);
+        CHECK(p.plen == body && p.len == body &&
+              (p.rmaev.op == MFI_RMAEV_WRITE || p.rmaev.op == MFI_RMAEV_READ) &&
+              !(p.rmaev.flags & ~MFI_RMAEV_IMM));
+        break;
     default:
         abort(); /* an unknown kind was accepted */
     }
@@ -138,7 +144,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
           memcmp(&q.rts, &p.rts, sizeof(p.rts)) == 0 &&
           memcmp(&q.fin, &p.fin, sizeof(p.fin)) == 0 &&
           memcmp(&q.amo, &p.amo, sizeof(p.amo)) == 0 &&
-          memcmp(&q.amo_resp, &p.amo_resp, sizeof(p.amo_resp)) == 0);
+          memcmp(&q.amo_resp, &p.amo_resp, sizeof(p.amo_resp)) == 0 &&
+          memcmp(&q.rmaev, &p.rmaev, sizeof(p.rmaev)) == 0);
     free(again);
     return 0;
 }
@@ -262,6 +269,18 @@ int main(int argc, char **argv)
     emit_pkt("atomic_resp_error", &p, 0);
     n = mfi_proto_build(b, &p);
     emit("atomic_resp_short", b, n - 1);
+
+    memset(&p, 0, sizeof(p));
+    p.kind = MFI_PKT_RMA_EVENT;
+    p.len = sizeof(p.rmaev);
+    p.rmaev.addr = 0x7f0012345000ull;
+    p.rmaev.len = 4096;
+    p.rmaev.key = 0x1234;
+    p.rmaev.op = MFI_RMAEV_WRITE;
+    p.rmaev.flags = MFI_RMAEV_IMM;
+    emit_pkt("rma_event_write", &p, 0);
+    p.rmaev.op = 3;
+    emit_pkt("rma_event_bad_op", &p, 0);
 
     memset(&p, 0, sizeof(p));
     p.kind = MFI_PKT_HELLO;

@@ -183,45 +183,46 @@ void mroce_device_get_counters(const mroce_device *dev,
 /* Datapath counters of a device: what the sockets did.  Syscalls per packet
  * = (rx_syscalls + tx_syscalls) / (rx_pkts + tx_pkts); without the polls
  * that found nothing: (rx_syscalls - rx_empty + tx_syscalls) / packets. */
-#define MROCE_UDP_COUNTERS(X)                                                    \
-    X(rx_syscalls)  /* recvmmsg/recvmsg calls, including empty ones */           \
-    X(rx_empty)     /* of those, calls that found nothing (polling) */           \
-    X(rx_datagrams) /* datagrams the kernel returned */                          \
-    X(rx_pkts)      /* packets handed to the engine (after GRO split, \
-                           rx faults) */          \
-    X(rx_bytes)                                                                  \
-    X(rx_gro_datagrams) /* datagrams that carried several packets (GRO) */       \
-    X(rx_gro_segs)      /* packets that arrived inside those */                  \
-    X(rx_ecn_ce)        /* packets that arrived marked CE */                     \
-    X(rx_truncated)     /* datagrams larger than the buffer: dropped */          \
-    X(rx_errors)        /* failed receive calls */                               \
-    X(rx_icmp_errors)   /* ICMP errors read from the error queue */              \
-    X(tx_syscalls)      /* sendmsg/sendmmsg calls */                             \
-    X(tx_pkts)          /* packets the kernel accepted */                        \
-    X(tx_bytes)                                                                  \
-    X(tx_gso_sends) /* sends that carried several packets (GSO) */               \
-    X(tx_gso_segs)  /* packets sent inside those */                              \
-    X(tx_errors)    /* packets dropped because a send failed */                  \
-    X(tx_eagain)    /* sends that found the socket buffer full */                \
-    X(fault_tx_drop)                                                             \
-    X(fault_tx_dup) X(fault_tx_reorder) X(fault_tx_corrupt) X(                   \
-        fault_rx_drop) X(fault_rx_dup) X(fault_rx_reorder) X(fault_rx_corrupt)   \
-        X(progress_rounds) /* library progress rounds (receive, timers, send) */ \
-        X(thread_sleeps)   /* progress thread waits in epoll */                  \
-        X(idle_yields)     /* APP mode: polls that yielded the CPU (idle) */     \
-        X(acks_deferred)   /* APP mode: rounds whose ACKs were left for the  \
-                           application's next call (MROCE_DEFER_ACKS) */   \
-        X(acks_deferred_replied) /* of those, ACKs that left behind data the  \
-                           application sent (its answer went first) */  \
-        X(acks_deferred_late)    /* sent later than max_ack_delay (10 us) */     \
-        X(acks_watchdog)  /* sent by the watchdog thread (the application   \
-                           stayed away) */    \
-        X(watchdog_ticks) /* the watchdog thread's wake-ups to look */           \
-        X(defer_pauses)   /* deferral paused: the application did not answer \
-                           (a bulk receiver) */   \
-        X(rx_sockbuf)     /* not a count: the receive socket's buffer in    \
+/* clang-format off */
+#define MROCE_UDP_COUNTERS(X)                                               \
+    X(rx_syscalls)      /* recvmmsg/recvmsg calls, including empty ones */  \
+    X(rx_empty)         /* of those, calls that found nothing (polling) */  \
+    X(rx_datagrams)     /* datagrams the kernel returned */                 \
+    X(rx_pkts)          /* packets handed to the engine (after GRO split, \
+                           rx faults) */                                    \
+    X(rx_bytes)                                                             \
+    X(rx_gro_datagrams) /* datagrams that carried several packets (GRO) */  \
+    X(rx_gro_segs)      /* packets that arrived inside those */             \
+    X(rx_ecn_ce)        /* packets that arrived marked CE */                \
+    X(rx_truncated)     /* datagrams larger than the buffer: dropped */     \
+    X(rx_errors)        /* failed receive calls */                          \
+    X(rx_icmp_errors)   /* ICMP errors read from the error queue */         \
+    X(tx_syscalls)      /* sendmsg/sendmmsg calls */                        \
+    X(tx_pkts)          /* packets the kernel accepted */                   \
+    X(tx_bytes)                                                             \
+    X(tx_gso_sends)     /* sends that carried several packets (GSO) */      \
+    X(tx_gso_segs)      /* packets sent inside those */                     \
+    X(tx_errors)        /* packets dropped because a send failed */         \
+    X(tx_eagain)        /* sends that found the socket buffer full */       \
+    X(fault_tx_drop) X(fault_tx_dup) X(fault_tx_reorder) X(fault_tx_corrupt) \
+    X(fault_rx_drop) X(fault_rx_dup) X(fault_rx_reorder) X(fault_rx_corrupt) \
+    X(progress_rounds)  /* library progress rounds (receive, timers, send) */ \
+    X(thread_sleeps)    /* progress thread waits in epoll */              \
+    X(idle_yields)      /* APP mode: polls that yielded the CPU (idle) */ \
+    X(acks_deferred)    /* APP mode: rounds whose ACKs were left for the  \
+                           application's next call (MROCE_DEFER_ACKS) */  \
+    X(acks_deferred_replied) /* of those, ACKs that left behind data the  \
+                           application sent (its answer went first) */    \
+    X(acks_deferred_late) /* sent later than max_ack_delay (10 us) */     \
+    X(acks_watchdog)    /* sent by the watchdog thread (the application   \
+                           stayed away) */                                \
+    X(watchdog_ticks)   /* the watchdog thread's wake-ups to look */      \
+    X(defer_pauses)     /* deferral paused: the application did not answer \
+                           (a bulk receiver) */                           \
+    X(rx_sockbuf)       /* not a count: the receive socket's buffer in    \
                            bytes as granted (SO_RCVBUF read back; the     \
                            library asks 8 MiB, see src/udp/udp.c) */
+/* clang-format on */
 
 struct mroce_udp_counters {
 #define MROCE_X_FIELD(name) uint64_t name;

@@ -23,17 +23,19 @@ typedef uint64_t mroce_tstamp; /* nanoseconds */
 #define MROCE_TSTAMP_INF UINT64_MAX
 
 /* Error codes (negative). X-macro: name, value, description. */
-#define MROCE_ERRORS(X)                                             \
-    X(INVAL, -1, "invalid argument")                                \
-    X(NOMEM, -2, "out of memory")                                   \
-    X(STATE, -3, "object is in the wrong state for this call")      \
-    X(FULL, -4, "queue full")                                       \
-    X(NOENT, -5, "no such object")                                  \
-    X(BUSY, -6, "object still in use")                              \
+/* clang-format off */
+#define MROCE_ERRORS(X)                                         \
+    X(INVAL, -1, "invalid argument")                            \
+    X(NOMEM, -2, "out of memory")                               \
+    X(STATE, -3, "object is in the wrong state for this call")  \
+    X(FULL, -4, "queue full")                                   \
+    X(NOENT, -5, "no such object")                              \
+    X(BUSY, -6, "object still in use")                          \
     X(ACCESS, -7, "local protection error: lkey, bounds or rights") \
-    X(RANGE, -8, "length out of range")                             \
-    X(NOBUF, -9, "output buffer too small")                         \
+    X(RANGE, -8, "length out of range")                         \
+    X(NOBUF, -9, "output buffer too small")                     \
     X(FAULT, -10, "memory range not addressable (not mapped, or wraps)")
+/* clang-format on */
 
 enum mroce_err {
 #define MROCE_X_ENUM(name, val, desc) MROCE_E##name = (val),
@@ -99,17 +101,19 @@ struct mroce_recv_wr {
 };
 
 /* Completion statuses (ibv_wc_status style). X-macro: name, description. */
-#define MROCE_WC_STATUSES(X)                                  \
-    X(SUCCESS, "success")                                     \
-    X(LOC_LEN_ERR, "local length error")                      \
-    X(LOC_PROT_ERR, "local protection error")                 \
-    X(LOC_QP_OP_ERR, "local QP operation error")              \
-    X(REM_ACCESS_ERR, "remote access error")                  \
-    X(REM_INV_REQ_ERR, "remote invalid request error")        \
-    X(REM_OP_ERR, "remote operation error")                   \
+/* clang-format off */
+#define MROCE_WC_STATUSES(X)                              \
+    X(SUCCESS, "success")                                 \
+    X(LOC_LEN_ERR, "local length error")                  \
+    X(LOC_PROT_ERR, "local protection error")             \
+    X(LOC_QP_OP_ERR, "local QP operation error")          \
+    X(REM_ACCESS_ERR, "remote access error")              \
+    X(REM_INV_REQ_ERR, "remote invalid request error")    \
+    X(REM_OP_ERR, "remote operation error")               \
     X(RNR_RETRY_EXC_ERR, "receiver-not-ready retry exceeded") \
-    X(RETRY_EXC_ERR, "transport retry counter exceeded")      \
+    X(RETRY_EXC_ERR, "transport retry counter exceeded")  \
     X(WR_FLUSH_ERR, "work request flushed")
+/* clang-format on */
 
 enum mroce_wc_status {
 #define MROCE_X_ENUM(name, desc) MROCE_WC_##name,
@@ -143,6 +147,7 @@ struct mroce_wc {
 };
 
 /* Queue pair states (rxe-style explicit state machine). */
+/* clang-format off */
 #define MROCE_QP_STATES(X) \
     X(RESET)               \
     X(LISTEN)              \
@@ -151,6 +156,7 @@ struct mroce_wc {
     X(CLOSING)             \
     X(CLOSED)              \
     X(ERROR)
+/* clang-format on */
 
 enum mroce_qp_state {
 #define MROCE_X_ENUM(name) MROCE_QPS_##name,
@@ -177,18 +183,18 @@ struct mroce_path_stats {
 };
 
 /* Per-QP counters (ENG-9). */
-#define MROCE_QP_COUNTERS(X)                                                 \
-    X(tx_pkts)                                                               \
-    X(tx_bytes) X(tx_data_pkts) X(tx_acks) X(tx_naks) X(rx_pkts) X(rx_bytes) \
-        X(rx_data_pkts) X(rx_acks) X(rx_naks) X(retx_pkts) X(retx_path)      \
-            X(retx_ooo) X(retx_rto) X(retx_probe) X(retx_rnr) X(rx_dups)     \
-                X(rx_ecn_ce) X(tx_ecn_echo) X(drop_token) X(drop_window)     \
-                    X(drop_state) X(drop_invalid) X(drop_stale) X(timeouts)  \
-                        X(probes) X(paths_retired) X(rnr_naks_rx)            \
-                            X(rnr_naks_tx) X(rtt_last) X(srtt) X(min_rtt)    \
-                                X(cwnd) X(completions) X(spurious_rto)       \
-                                    X(path_reuses) X(tx_keepalives)          \
-                                        X(peer_timeouts)
+/* clang-format off */
+#define MROCE_QP_COUNTERS(X)                                          \
+    X(tx_pkts) X(tx_bytes) X(tx_data_pkts) X(tx_acks) X(tx_naks)      \
+    X(rx_pkts) X(rx_bytes) X(rx_data_pkts) X(rx_acks) X(rx_naks)      \
+    X(retx_pkts) X(retx_path) X(retx_ooo) X(retx_rto) X(retx_probe)   \
+    X(retx_rnr) X(rx_dups) X(rx_ecn_ce) X(tx_ecn_echo)                \
+    X(drop_token) X(drop_window) X(drop_state) X(drop_invalid)        \
+    X(drop_stale) X(timeouts) X(probes) X(paths_retired)              \
+    X(rnr_naks_rx) X(rnr_naks_tx) X(rtt_last) X(srtt) X(min_rtt)      \
+    X(cwnd) X(completions) X(spurious_rto) X(path_reuses)            \
+    X(tx_keepalives) X(peer_timeouts)
+/* clang-format on */
 
 struct mroce_qp_counters {
 #define MROCE_X_FIELD(name) uint64_t name;
@@ -197,11 +203,12 @@ struct mroce_qp_counters {
 };
 
 /* Endpoint counters: drops before a QP is known, by reason (ENG-8). */
-#define MROCE_EP_COUNTERS(X)                                                  \
-    X(rx_pkts)                                                                \
-    X(tx_pkts) X(drop_truncated) X(drop_version) X(drop_opcode) X(drop_flags) \
-        X(drop_length) X(drop_crc) X(drop_field) X(drop_no_qp)                \
-            X(drop_no_listener)
+/* clang-format off */
+#define MROCE_EP_COUNTERS(X)                                             \
+    X(rx_pkts) X(tx_pkts) X(drop_truncated) X(drop_version)              \
+    X(drop_opcode) X(drop_flags) X(drop_length) X(drop_crc) X(drop_field) \
+    X(drop_no_qp) X(drop_no_listener)
+/* clang-format on */
 
 struct mroce_ep_counters {
 #define MROCE_X_FIELD(name) uint64_t name;

@@ -54,20 +54,22 @@ extern "C" {
  * Opcodes (WIRE-5).  X-macro so the enum and the printable names cannot
  * drift.  Columns: name, value, consumes a PSN (reliable data), has REQ hdr.
  */
-#define MROCE_OPCODES(X)        \
-    X(SEND, 0x10, 1, 1)         \
-    X(WRITE, 0x11, 1, 1)        \
-    X(READ_REQ, 0x12, 1, 1)     \
-    X(READ_RESP, 0x13, 1, 0)    \
-    X(FETCH_ADD, 0x14, 1, 1)    \
-    X(CMP_SWAP, 0x15, 1, 1)     \
-    X(ATOMIC_RESP, 0x16, 1, 0)  \
-    X(ACK, 0x20, 0, 0)          \
-    X(NAK, 0x21, 0, 0)          \
-    X(CONNECT_REQ, 0x30, 0, 0)  \
-    X(CONNECT_RESP, 0x31, 0, 0) \
-    X(DISCONNECT, 0x32, 0, 0)   \
+/* clang-format off */
+#define MROCE_OPCODES(X)                   \
+    X(SEND, 0x10, 1, 1)                    \
+    X(WRITE, 0x11, 1, 1)                   \
+    X(READ_REQ, 0x12, 1, 1)                \
+    X(READ_RESP, 0x13, 1, 0)               \
+    X(FETCH_ADD, 0x14, 1, 1)               \
+    X(CMP_SWAP, 0x15, 1, 1)                \
+    X(ATOMIC_RESP, 0x16, 1, 0)             \
+    X(ACK, 0x20, 0, 0)                     \
+    X(NAK, 0x21, 0, 0)                     \
+    X(CONNECT_REQ, 0x30, 0, 0)             \
+    X(CONNECT_RESP, 0x31, 0, 0)            \
+    X(DISCONNECT, 0x32, 0, 0)              \
     X(DISCONNECT_ACK, 0x33, 0, 0)
+/* clang-format on */
 
 enum mrw_opcode {
 #define MROCE_X_ENUM(name, val, psn, req) MROCE_OP_##name = (val),
@@ -89,6 +91,7 @@ enum mrw_pkt_flag {
 #define MROCE_F_KNOWN 0x00ff /* any other bit set: packet is malformed */
 
 /* NAK codes (WIRE-9).  X-macro: name, value. */
+/* clang-format off */
 #define MROCE_NAK_CODES(X)        \
     X(RNR, 0x01)                  \
     X(INVALID_REQUEST, 0x02)      \
@@ -97,6 +100,7 @@ enum mrw_pkt_flag {
     X(REMOTE_ACCESS_PERM, 0x05)   \
     X(REMOTE_OP_ERROR, 0x06)      \
     X(INVALID_OPCODE, 0x07)
+/* clang-format on */
 
 enum mrw_nak_code {
 #define MROCE_X_ENUM(name, val) MROCE_NAK_##name = (val),
@@ -212,14 +216,16 @@ struct mrw_pkt {
 };
 
 /* Decode errors (negative).  X-macro: name, value, description. */
-#define MROCE_WIRE_ERRORS(X)                                \
-    X(TRUNCATED, -1, "shorter than its headers or pkt_len") \
-    X(VERSION, -2, "unknown version")                       \
-    X(OPCODE, -3, "unknown opcode")                         \
-    X(FLAGS, -4, "reserved flag bits set")                  \
-    X(LENGTH, -5, "pkt_len disagrees with datagram length") \
-    X(CRC, -6, "CRC32C mismatch")                           \
+/* clang-format off */
+#define MROCE_WIRE_ERRORS(X)                                  \
+    X(TRUNCATED, -1, "shorter than its headers or pkt_len")   \
+    X(VERSION, -2, "unknown version")                         \
+    X(OPCODE, -3, "unknown opcode")                           \
+    X(FLAGS, -4, "reserved flag bits set")                    \
+    X(LENGTH, -5, "pkt_len disagrees with datagram length")   \
+    X(CRC, -6, "CRC32C mismatch")                             \
     X(FIELD, -7, "field out of range for this opcode")
+/* clang-format on */
 
 enum mrw_wire_error {
 #define MROCE_X_ENUM(name, val, desc) MROCE_WIRE_E##name = (val),

@@ -72,10 +72,17 @@ static int amo_defined(unsigned op, unsigned dt)
     if (op >= MFI_AMO_OP_CNT || dt >= MFI_AMO_DT_CNT)
         return 0;
     switch (op) {
-    case FI_MIN: case FI_MAX: case FI_CSWAP_LE: case FI_CSWAP_LT:
-    case FI_CSWAP_GE: case FI_CSWAP_GT:
+    case FI_MIN:
+    case FI_MAX:
+    case FI_CSWAP_LE:
+    case FI_CSWAP_LT:
+    case FI_CSWAP_GE:
+    case FI_CSWAP_GT:
         return dt_class(dt) != 2;
-    case FI_BOR: case FI_BAND: case FI_BXOR: case FI_MSWAP:
+    case FI_BOR:
+    case FI_BAND:
+    case FI_BXOR:
+    case FI_MSWAP:
         return dt_class(dt) == 0;
     default:
         return 1;
@@ -115,86 +122,150 @@ static size_t amo_max_count(unsigned dt)
  * complex numbers neither the bitwise nor the ordered ones.  Arithmetic is
  * done in U, for integers an unsigned type at least as wide as int, so
  * that overflow wraps. */
-#define CALC_BEGIN(T)                                                      \
-    {                                                                      \
-        T d, s = 0, c = 0, n;                                              \
-        memcpy(&d, old, sizeof(d));                                        \
-        if (src)                                                           \
-            memcpy(&s, src, sizeof(s));                                    \
-        if (cmp)                                                           \
-            memcpy(&c, cmp, sizeof(c));                                    \
-        n = d;                                                             \
+#define CALC_BEGIN(T)                   \
+    {                                   \
+        T d, s = 0, c = 0, n;           \
+        memcpy(&d, old, sizeof(d));     \
+        if (src)                        \
+            memcpy(&s, src, sizeof(s)); \
+        if (cmp)                        \
+            memcpy(&c, cmp, sizeof(c)); \
+        n = d;                          \
         switch (op) {
-#define CALC_END                                                           \
-        default: break;                                                    \
-        }                                                                  \
-        memcpy(nw, &n, sizeof(n));                                         \
-        return;                                                            \
-    }
-#define CASES_ANY(T, U)                                                    \
-        case FI_SUM: n = (T)((U)d + (U)s); break;                          \
-        case FI_PROD: n = (T)((U)d * (U)s); break;                         \
-        case FI_LOR: n = d != 0 || s != 0; break;                          \
-        case FI_LAND: n = d != 0 && s != 0; break;                         \
-        case FI_LXOR: n = (d == 0) != (s == 0); break;                     \
-        case FI_ATOMIC_WRITE: n = s; break;                                \
-        case FI_CSWAP: if (c == d) n = s; break;                           \
-        case FI_CSWAP_NE: if (c != d) n = s; break;
-#define CASES_ORDERED                                                      \
-        case FI_MIN: if (s < d) n = s; break;                              \
-        case FI_MAX: if (s > d) n = s; break;                              \
-        case FI_CSWAP_LE: if (c <= d) n = s; break;                        \
-        case FI_CSWAP_LT: if (c < d) n = s; break;                         \
-        case FI_CSWAP_GE: if (c >= d) n = s; break;                        \
-        case FI_CSWAP_GT: if (c > d) n = s; break;
-#define CASES_BITS(T)                                                      \
-        case FI_BOR: n = (T)(d | s); break;                                \
-        case FI_BAND: n = (T)(d & s); break;                               \
-        case FI_BXOR: n = (T)(d ^ s); break;                               \
-        case FI_MSWAP: n = (T)((s & c) | (d & ~c)); break;
+#define CALC_END                   \
+    default:                       \
+        break;                     \
+        }                          \
+        memcpy(nw, &n, sizeof(n)); \
+        return;                    \
+        }
+#define CASES_ANY(T, U)           \
+    case FI_SUM:                  \
+        n = (T)((U)d + (U)s);     \
+        break;                    \
+    case FI_PROD:                 \
+        n = (T)((U)d * (U)s);     \
+        break;                    \
+    case FI_LOR:                  \
+        n = d != 0 || s != 0;     \
+        break;                    \
+    case FI_LAND:                 \
+        n = d != 0 && s != 0;     \
+        break;                    \
+    case FI_LXOR:                 \
+        n = (d == 0) != (s == 0); \
+        break;                    \
+    case FI_ATOMIC_WRITE:         \
+        n = s;                    \
+        break;                    \
+    case FI_CSWAP:                \
+        if (c == d)               \
+            n = s;                \
+        break;                    \
+    case FI_CSWAP_NE:             \
+        if (c != d)               \
+            n = s;                \
+        break;
+#define CASES_ORDERED \
+    case FI_MIN:      \
+        if (s < d)    \
+            n = s;    \
+        break;        \
+    case FI_MAX:      \
+        if (s > d)    \
+            n = s;    \
+        break;        \
+    case FI_CSWAP_LE: \
+        if (c <= d)   \
+            n = s;    \
+        break;        \
+    case FI_CSWAP_LT: \
+        if (c < d)    \
+            n = s;    \
+        break;        \
+    case FI_CSWAP_GE: \
+        if (c >= d)   \
+            n = s;    \
+        break;        \
+    case FI_CSWAP_GT: \
+        if (c > d)    \
+            n = s;    \
+        break;
+#define CASES_BITS(T)                \
+    case FI_BOR:                     \
+        n = (T)(d | s);              \
+        break;                       \
+    case FI_BAND:                    \
+        n = (T)(d & s);              \
+        break;                       \
+    case FI_BXOR:                    \
+        n = (T)(d ^ s);              \
+        break;                       \
+    case FI_MSWAP:                   \
+        n = (T)((s & c) | (d & ~c)); \
+        break;
 
-#define CALC_INT(T, U) CALC_BEGIN(T) CASES_ANY(T, U) CASES_ORDERED CASES_BITS(T) CALC_END
+#define CALC_INT(T, U) \
+    CALC_BEGIN(T) CASES_ANY(T, U) CASES_ORDERED CASES_BITS(T) CALC_END
 #define CALC_REAL(T) CALC_BEGIN(T) CASES_ANY(T, T) CASES_ORDERED CALC_END
 #define CALC_CPLX(T) CALC_BEGIN(T) CASES_ANY(T, T) CALC_END
 
 /* nw = the element's new value given its old one (amo_defined(op, dt)). */
-static void amo_calc(unsigned op, unsigned dt, const void *old,
-                     const void *src, const void *cmp, void *nw)
+static void amo_calc(unsigned op, unsigned dt, const void *old, const void *src,
+                     const void *cmp, void *nw)
 {
     switch (dt) {
-    case FI_INT8: CALC_INT(int8_t, unsigned)
-    case FI_UINT8: CALC_INT(uint8_t, unsigned)
-    case FI_INT16: CALC_INT(int16_t, unsigned)
-    case FI_UINT16: CALC_INT(uint16_t, unsigned)
-    case FI_INT32: CALC_INT(int32_t, uint32_t)
-    case FI_UINT32: CALC_INT(uint32_t, uint32_t)
-    case FI_INT64: CALC_INT(int64_t, uint64_t)
-    case FI_UINT64: CALC_INT(uint64_t, uint64_t)
-    case FI_INT128: CALC_INT(__int128, unsigned __int128)
-    case FI_UINT128: CALC_INT(unsigned __int128, unsigned __int128)
-    case FI_FLOAT: CALC_REAL(float)
-    case FI_DOUBLE: CALC_REAL(double)
-    case FI_LONG_DOUBLE: CALC_REAL(long double)
-    case FI_FLOAT_COMPLEX: CALC_CPLX(float complex)
-    case FI_DOUBLE_COMPLEX: CALC_CPLX(double complex)
-    case FI_LONG_DOUBLE_COMPLEX: CALC_CPLX(long double complex)
-    default: memcpy(nw, old, mfi_amo_dt_size(dt)); return;
+    case FI_INT8:
+        CALC_INT(int8_t, unsigned)
+    case FI_UINT8:
+        CALC_INT(uint8_t, unsigned)
+    case FI_INT16:
+        CALC_INT(int16_t, unsigned)
+    case FI_UINT16:
+        CALC_INT(uint16_t, unsigned)
+    case FI_INT32:
+        CALC_INT(int32_t, uint32_t)
+    case FI_UINT32:
+        CALC_INT(uint32_t, uint32_t)
+    case FI_INT64:
+        CALC_INT(int64_t, uint64_t)
+    case FI_UINT64:
+        CALC_INT(uint64_t, uint64_t)
+    case FI_INT128:
+        CALC_INT(__int128, unsigned __int128)
+    case FI_UINT128:
+        CALC_INT(unsigned __int128, unsigned __int128)
+    case FI_FLOAT:
+        CALC_REAL(float)
+    case FI_DOUBLE:
+        CALC_REAL(double)
+    case FI_LONG_DOUBLE:
+        CALC_REAL(long double)
+    case FI_FLOAT_COMPLEX:
+        CALC_CPLX(float complex)
+    case FI_DOUBLE_COMPLEX:
+        CALC_CPLX(double complex)
+    case FI_LONG_DOUBLE_COMPLEX:
+        CALC_CPLX(long double complex)
+    default:
+        memcpy(nw, old, mfi_amo_dt_size(dt));
+        return;
     }
 }
 
 /* Applies op to the element at dst (sz bytes); its old value goes to res.
  * Aligned 1/2/4/8-byte elements are replaced by compare-and-swap. */
-#define AMO_CAS(T)                                                         \
-    {                                                                      \
-        T *p = (T *)dst, o = __atomic_load_n(p, __ATOMIC_ACQUIRE), n;      \
-        do {                                                               \
-            if (op == FI_ATOMIC_READ)                                      \
-                break;                                                     \
-            amo_calc(op, dt, &o, src, cmp, &n);                            \
+#define AMO_CAS(T)                                                           \
+    {                                                                        \
+        T *p = (T *)dst, o = __atomic_load_n(p, __ATOMIC_ACQUIRE), n;        \
+        do {                                                                 \
+            if (op == FI_ATOMIC_READ)                                        \
+                break;                                                       \
+            amo_calc(op, dt, &o, src, cmp, &n);                              \
         } while (!__atomic_compare_exchange_n(p, &o, n, 0, __ATOMIC_ACQ_REL, \
-                                              __ATOMIC_ACQUIRE));          \
-        memcpy(res, &o, sizeof(o));                                        \
-        return;                                                            \
+                                              __ATOMIC_ACQUIRE));            \
+        memcpy(res, &o, sizeof(o));                                          \
+        return;                                                              \
     }
 
 static void amo_apply(unsigned op, unsigned dt, uint8_t *dst, const void *src,
@@ -203,11 +274,16 @@ static void amo_apply(unsigned op, unsigned dt, uint8_t *dst, const void *src,
     size_t sz = mfi_amo_dt_size(dt);
     if (((uintptr_t)dst & (sz - 1)) == 0) {
         switch (sz) {
-        case 1: AMO_CAS(uint8_t)
-        case 2: AMO_CAS(uint16_t)
-        case 4: AMO_CAS(uint32_t)
-        case 8: AMO_CAS(uint64_t)
-        default: break;
+        case 1:
+            AMO_CAS(uint8_t)
+        case 2:
+            AMO_CAS(uint16_t)
+        case 4:
+            AMO_CAS(uint32_t)
+        case 8:
+            AMO_CAS(uint64_t)
+        default:
+            break;
         }
     }
     uint8_t old[32], nw[32];
@@ -248,8 +324,8 @@ void mfi_atomic_progress(struct mfi_ep *ep)
 {
     while (ep->amo_resend) {
         struct mfi_amo_out *o = ep->amo_resend;
-        if (!o->conn->dead &&
-            mfi_send_ctrl(ep, o->conn, MFI_PKT_ATOMIC_RESP, o->data, o->len) < 0)
+        if (!o->conn->dead && mfi_send_ctrl(ep, o->conn, MFI_PKT_ATOMIC_RESP,
+                                            o->data, o->len) < 0)
             return; /* still full: next progress call */
         ep->amo_resend = o->next;
         free(o);
@@ -293,8 +369,14 @@ static void amo_rx_request(struct mfi_ep *ep, struct mfi_conn *c,
     if (r.status)
         MFI_INFO(FI_LOG_EP_DATA, "refused a peer's atomic: %s\n",
                  fi_strerror((int)r.status));
-    /* Remote-write/remote-read counters (FI_RMA_EVENT) are not offered,
-     * so a target's atomic counts nowhere. */
+    /* FI_RMA_EVENT: the target of an atomic reports it itself (no
+     * notice: its provider executed it). */
+    if (!r.status)
+        mfi_rmaev_report(ep, p->amo.op != FI_ATOMIC_READ, FI_ATOMIC,
+                         p->amo.addr,
+                         (size_t)p->amo.count *
+                             mfi_amo_dt_size(p->amo.datatype),
+                         1);
     if (!c->dead)
         amo_send_resp(ep, c, resp, len);
 }
@@ -312,7 +394,8 @@ static void amo_rx_response(struct mfi_ep *ep, struct mfi_conn *c,
          * reported, on success and on error alike (op_cntr_slot). */
         if (st)
             mfi_op_fail(ep, op,
-                        st == FI_EACCES || st == FI_EINVAL || st == FI_EOPNOTSUPP
+                        st == FI_EACCES || st == FI_EINVAL ||
+                                st == FI_EOPNOTSUPP
                             ? (int)st
                             : FI_EIO,
                         0, 0, 0, FI_ADDR_NOTAVAIL);
@@ -380,7 +463,8 @@ static void ioc_gather(uint8_t *out, const struct fi_ioc *iov, size_t n,
     }
 }
 
-static ssize_t amo_post(struct mfi_ep *ep, int fam, const struct fi_msg_atomic *msg,
+static ssize_t amo_post(struct mfi_ep *ep, int fam,
+                        const struct fi_msg_atomic *msg,
                         const struct fi_ioc *cmpv, size_t cmp_n,
                         struct fi_ioc *resv, size_t res_n, uint64_t flags,
                         int inject)
@@ -433,9 +517,14 @@ static ssize_t amo_post(struct mfi_ep *ep, int fam, const struct fi_msg_atomic *
     }
 
     uint8_t req[sizeof(struct mfi_amo) + 2 * MFI_AMO_MAX_BYTES];
-    struct mfi_amo a = {msg->rma_iov[0].addr, msg->rma_iov[0].key, o->cookie,
-                        (uint32_t)count, (uint8_t)op, (uint8_t)dt,
-                        fam != AMO_WRITE ? MFI_AMO_FETCH : 0, 0};
+    struct mfi_amo a = {msg->rma_iov[0].addr,
+                        msg->rma_iov[0].key,
+                        o->cookie,
+                        (uint32_t)count,
+                        (uint8_t)op,
+                        (uint8_t)dt,
+                        fam != AMO_WRITE ? MFI_AMO_FETCH : 0,
+                        0};
     memcpy(req, &a, sizeof(a));
     size_t len = sizeof(a);
     if (mfi_amo_operands(op)) {
@@ -471,13 +560,17 @@ static ssize_t amo_locked(struct fid_ep *fep, int fam,
 }
 
 /* A fi_msg_atomic for the non-msg entry points. */
-#define AMO_MSG(iov_, desc_, n_, dest_, addr_, key_, dt_, op_, ctx_)        \
-    struct fi_rma_ioc rma = {(addr_), 0, (key_)};                          \
-    struct fi_msg_atomic msg = {.msg_iov = (iov_), .desc = (desc_),        \
-                                .iov_count = (n_), .addr = (dest_),        \
-                                .rma_iov = &rma, .rma_iov_count = 1,       \
-                                .datatype = (dt_), .op = (op_),            \
-                                .context = (ctx_)};                        \
+#define AMO_MSG(iov_, desc_, n_, dest_, addr_, key_, dt_, op_, ctx_) \
+    struct fi_rma_ioc rma = {(addr_), 0, (key_)};                    \
+    struct fi_msg_atomic msg = {.msg_iov = (iov_),                   \
+                                .desc = (desc_),                     \
+                                .iov_count = (n_),                   \
+                                .addr = (dest_),                     \
+                                .rma_iov = &rma,                     \
+                                .rma_iov_count = 1,                  \
+                                .datatype = (dt_),                   \
+                                .op = (op_),                         \
+                                .context = (ctx_)};                  \
     rma.count = ioc_count((iov_), (n_))
 
 static ssize_t amo_write(struct fid_ep *fep, const void *buf, size_t count,
@@ -530,11 +623,10 @@ static ssize_t amo_readwrite(struct fid_ep *fep, const void *buf, size_t count,
 }
 
 static ssize_t amo_readwritev(struct fid_ep *fep, const struct fi_ioc *iov,
-                              void **desc, size_t count,
-                              struct fi_ioc *resultv, void **result_desc,
-                              size_t result_count, fi_addr_t dest,
-                              uint64_t addr, uint64_t key, enum fi_datatype dt,
-                              enum fi_op op, void *context)
+                              void **desc, size_t count, struct fi_ioc *resultv,
+                              void **result_desc, size_t result_count,
+                              fi_addr_t dest, uint64_t addr, uint64_t key,
+                              enum fi_datatype dt, enum fi_op op, void *context)
 {
     AMO_MSG(iov, desc, count, dest, addr, key, dt, op, context);
     if (op == FI_ATOMIC_READ && !rma.count)
@@ -566,14 +658,12 @@ static ssize_t amo_compwrite(struct fid_ep *fep, const void *buf, size_t count,
                       EP(fep)->tx_op_flags, 0);
 }
 
-static ssize_t amo_compwritev(struct fid_ep *fep, const struct fi_ioc *iov,
-                              void **desc, size_t count,
-                              const struct fi_ioc *comparev,
-                              void **compare_desc, size_t compare_count,
-                              struct fi_ioc *resultv, void **result_desc,
-                              size_t result_count, fi_addr_t dest,
-                              uint64_t addr, uint64_t key, enum fi_datatype dt,
-                              enum fi_op op, void *context)
+static ssize_t
+amo_compwritev(struct fid_ep *fep, const struct fi_ioc *iov, void **desc,
+               size_t count, const struct fi_ioc *comparev, void **compare_desc,
+               size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+               size_t result_count, fi_addr_t dest, uint64_t addr, uint64_t key,
+               enum fi_datatype dt, enum fi_op op, void *context)
 {
     AMO_MSG(iov, desc, count, dest, addr, key, dt, op, context);
     return amo_locked(fep, AMO_COMPARE, &msg, comparev, compare_count, resultv,
@@ -593,8 +683,7 @@ static ssize_t amo_compwritemsg(struct fid_ep *fep,
 
 /* --- valid and query --- */
 
-static int amo_valid(int fam, enum fi_datatype dt, enum fi_op op,
-                     size_t *count)
+static int amo_valid(int fam, enum fi_datatype dt, enum fi_op op, size_t *count)
 {
     if (!amo_family_has(fam, op) || !amo_defined(op, dt))
         return -FI_EOPNOTSUPP;
@@ -622,8 +711,7 @@ static int amo_compwritevalid(struct fid_ep *fep, enum fi_datatype dt,
 }
 
 int mfi_query_atomic(struct fid_domain *domain, enum fi_datatype dt,
-                     enum fi_op op, struct fi_atomic_attr *attr,
-                     uint64_t flags)
+                     enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
 {
     if ((flags & FI_FETCH_ATOMIC) && (flags & FI_COMPARE_ATOMIC))
         return -FI_EINVAL;

@@ -30,7 +30,8 @@ int mfi_sa_equal(const struct sockaddr *a, const struct sockaddr *b)
                !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
     }
     const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
-    return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    return x->sin_port == y->sin_port &&
+           x->sin_addr.s_addr == y->sin_addr.s_addr;
 }
 
 const struct mfi_av_ent *mfi_av_get(struct mfi_av *av, fi_addr_t a)
@@ -107,12 +108,13 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count,
 }
 
 static int av_insertsvc(struct fid_av *fav, const char *node,
-                        const char *service, fi_addr_t *fi_addr,
-                        uint64_t flags, void *context)
+                        const char *service, fi_addr_t *fi_addr, uint64_t flags,
+                        void *context)
 {
     struct mfi_av *av = (struct mfi_av *)fav;
     struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = av->dom->addr_format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_INET;
+    hints.ai_family = av->dom->addr_format == FI_SOCKADDR_IN6 ? AF_INET6
+                                                              : AF_INET;
     hints.ai_socktype = SOCK_DGRAM;
     if (getaddrinfo(node, service, &hints, &res) || !res)
         return 0;
@@ -189,10 +191,11 @@ static int av_close(struct fid *fid)
     struct mfi_av *av = (struct mfi_av *)fid;
     struct mfi_domain *d = av->dom;
     mfi_lock(d);
-    if (d->ep && d->ep->av == av) {
-        mfi_unlock(d);
-        return -FI_EBUSY;
-    }
+    for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
+        if (ep->av == av) {
+            mfi_unlock(d);
+            return -FI_EBUSY;
+        }
     d->refs--;
     mfi_unlock(d);
     free(av->tab);

@@ -85,10 +85,22 @@ static int cntr_change(struct fid_cntr *fc, uint64_t value, int add, int err)
     return 0;
 }
 
-static int cntr_add(struct fid_cntr *fc, uint64_t v) { return cntr_change(fc, v, 1, 0); }
-static int cntr_set(struct fid_cntr *fc, uint64_t v) { return cntr_change(fc, v, 0, 0); }
-static int cntr_adderr(struct fid_cntr *fc, uint64_t v) { return cntr_change(fc, v, 1, 1); }
-static int cntr_seterr(struct fid_cntr *fc, uint64_t v) { return cntr_change(fc, v, 0, 1); }
+static int cntr_add(struct fid_cntr *fc, uint64_t v)
+{
+    return cntr_change(fc, v, 1, 0);
+}
+static int cntr_set(struct fid_cntr *fc, uint64_t v)
+{
+    return cntr_change(fc, v, 0, 0);
+}
+static int cntr_adderr(struct fid_cntr *fc, uint64_t v)
+{
+    return cntr_change(fc, v, 1, 1);
+}
+static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
+{
+    return cntr_change(fc, v, 0, 1);
+}
 
 /* Waits until the count reaches threshold (0), an error is counted
  * (-FI_EAVAIL), or timeout ms pass (-FI_ETIMEDOUT; < 0: no limit). */
@@ -128,7 +140,8 @@ static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
         if (c->dom->data_progress != FI_PROGRESS_AUTO) {
             /* Outside the lock, as the auto-progress thread waits. */
             mfi_unlock(c->dom);
-            mroce_cq_wait(c->dom->cq, nap >= 1000000 ? (int)(nap / 1000000) : 1);
+            mroce_cq_wait(c->dom->cq,
+                          nap >= 1000000 ? (int)(nap / 1000000) : 1);
             mfi_lock(c->dom);
             continue;
         }
@@ -194,7 +207,9 @@ int mfi_cntr_open(struct fid_domain *fd, struct fi_cntr_attr *attr,
         /* No file descriptor or wait set to sleep on: fi_cntr_wait sleeps
          * on a condition variable. */
         switch (attr->wait_obj) {
-        case FI_WAIT_NONE: case FI_WAIT_UNSPEC: case FI_WAIT_YIELD:
+        case FI_WAIT_NONE:
+        case FI_WAIT_UNSPEC:
+        case FI_WAIT_YIELD:
         case FI_WAIT_MUTEX_COND:
             break;
         default:

@@ -41,7 +41,6 @@ struct mfi_conn *mfi_conn_by_qpn(struct mfi_ep *ep, uint32_t qpn)
 /* A QP with bounce buffers posted, linked into ep->conns. */
 static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
 {
-    struct mfi_domain *d = ep->dom;
     struct mfi_conn *c = calloc(1, sizeof(*c));
     if (!c) {
         *err = -FI_ENOMEM;
@@ -49,12 +48,12 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
     }
     struct mroce_qp_init_attr a;
     mroce_qp_init_attr_default(&a);
-    a.send_cq = a.recv_cq = d->cq;
+    a.send_cq = a.recv_cq = ep->cq;
     /* Sends, rendezvous READs and control messages share the send queue;
      * the endpoint's tx size bounds what the application can post. */
     a.eng.max_send_wr = 2 * MFI_TX_SIZE;
     a.eng.max_recv_wr = (uint32_t)mfi_param.rx_depth;
-    a.eng.mtu = (uint16_t)d->mtu;
+    a.eng.mtu = (uint16_t)ep->mtu;
     a.eng.npaths = (uint16_t)mfi_param.paths;
     a.eng.rnr_retry = (uint8_t)mfi_param.rnr_retry;
     a.eng.retry_cnt = (uint8_t)mfi_param.retry_cnt;
@@ -62,7 +61,7 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
     a.eng.handshake_timeout = (mroce_tstamp)mfi_param.conn_timeout * 1000000ull;
     if (mfi_param.cc && !strcmp(mfi_param.cc, "none"))
         a.eng.cc_algo = MROCE_CC_NONE;
-    int rc = mroce_create_qp(d->pd, &a, &c->qp);
+    int rc = mroce_create_qp(ep->pd, &a, &c->qp);
     if (rc < 0) {
         MFI_WARN(FI_LOG_EP_CTRL, "cannot create a QP: %s\n",
                  mroce_strerror(rc));
@@ -196,7 +195,7 @@ struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
     }
     c->peer = p;
     p->tx = c;
-    rc = mfi_send_ctrl(ep, c, MFI_PKT_HELLO, &ep->dom->addr, ep->dom->addrlen);
+    rc = mfi_send_ctrl(ep, c, MFI_PKT_HELLO, &ep->addr, ep->addrlen);
     if (rc < 0) {
         /* The handshake already failed (an ICMP error can come back
          * before this line when another thread drives the device). */

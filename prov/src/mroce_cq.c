@@ -23,10 +23,14 @@
 static size_t entry_size(enum fi_cq_format f)
 {
     switch (f) {
-    case FI_CQ_FORMAT_CONTEXT: return sizeof(struct fi_cq_entry);
-    case FI_CQ_FORMAT_MSG: return sizeof(struct fi_cq_msg_entry);
-    case FI_CQ_FORMAT_DATA: return sizeof(struct fi_cq_data_entry);
-    default: return sizeof(struct fi_cq_tagged_entry);
+    case FI_CQ_FORMAT_CONTEXT:
+        return sizeof(struct fi_cq_entry);
+    case FI_CQ_FORMAT_MSG:
+        return sizeof(struct fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA:
+        return sizeof(struct fi_cq_data_entry);
+    default:
+        return sizeof(struct fi_cq_tagged_entry);
     }
 }
 
@@ -156,7 +160,8 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
         if (atomic_exchange(&cq->signaled, 0))
             return -FI_EAGAIN; /* woken by fi_cq_signal */
         clock_gettime(CLOCK_MONOTONIC, &t);
-        long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        long ms = (t.tv_sec - t0.tv_sec) * 1000 +
+                  (t.tv_nsec - t0.tv_nsec) / 1000000;
         if (timeout >= 0 && ms >= timeout)
             return -FI_EAGAIN;
         sched_yield();
@@ -240,8 +245,11 @@ int mfi_cq_open(struct fid_domain *fd, struct fi_cq_attr *attr,
     if (!attr)
         return -FI_EINVAL;
     switch (attr->format) {
-    case FI_CQ_FORMAT_UNSPEC: case FI_CQ_FORMAT_CONTEXT: case FI_CQ_FORMAT_MSG:
-    case FI_CQ_FORMAT_DATA: case FI_CQ_FORMAT_TAGGED:
+    case FI_CQ_FORMAT_UNSPEC:
+    case FI_CQ_FORMAT_CONTEXT:
+    case FI_CQ_FORMAT_MSG:
+    case FI_CQ_FORMAT_DATA:
+    case FI_CQ_FORMAT_TAGGED:
         break;
     default:
         return -FI_ENOSYS;

@@ -6,14 +6,18 @@
  * Port choice: libmroce devices listen on a fixed port (no port 0), so a
  * domain without a port in its source address tries ports from
  * FI_MROCE_PORT_BASE (or a random point in 20000-59999) until one is free;
- * that port is the endpoint's name.
+ * that port is the name of the domain and of the endpoint it lends the
+ * device to.  The domain's further endpoints open devices of their own
+ * the same way (mfi_dev_open; mroce_ep.c).
  *
  * Progress: FI_PROGRESS_MANUAL runs the protocol inside the application's
  * calls (CQ reads above all; the device itself is in libmroce's APP mode).
  * FI_PROGRESS_AUTO adds one thread per domain that sleeps in
  * mroce_cq_wait() (which drives the device while waiting) and handles
  * completions under the domain lock, so rendezvous reads, FINs and
- * unexpected messages move while the application computes.
+ * unexpected messages move while the application computes.  It waits on
+ * the domain's device only (the others may close under it), at most 1 ms
+ * at a time, and then progresses every endpoint, their own devices too.
  *
  * MTU: unless FI_MROCE_MTU says otherwise, the QPs' MetaRoCE MTU comes
  * from the interface that holds the domain's address: the largest power of
@@ -76,12 +80,17 @@ static int iface_mtu(const struct sockaddr *sa)
         const struct sockaddr *a = i->ifa_addr;
         if (!a || a->sa_family != sa->sa_family || !i->ifa_name)
             continue;
-        int same = sa->sa_family == AF_INET6
-            ? !memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
-                      &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
-                      sizeof(struct in6_addr))
-            : ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
-                  ((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr;
+        int same =
+            sa->sa_family == AF_INET6
+                ? !memcmp(&((const struct sockaddr_in6 *)(const void *)a)
+                               ->sin6_addr,
+                          &((const struct sockaddr_in6 *)(const void *)sa)
+                               ->sin6_addr,
+                          sizeof(struct in6_addr))
+                : ((const struct sockaddr_in *)(const void *)a)
+                          ->sin_addr.s_addr ==
+                      ((const struct sockaddr_in *)(const void *)sa)
+                          ->sin_addr.s_addr;
         if (!same)
             continue;
         int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -172,13 +181,19 @@ static void *keeper_thread(void *arg)
             /* Our own call is not the application's: act again next
              * period if it stays away. */
             seen = atomic_load_explicit(&d->progress_seq, memory_order_relaxed);
+            /* The endpoints' own devices (only under the lock: their
+             * endpoints may close once it is released). */
+            for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
+                if (ep->own_dev)
+                    mroce_device_progress(ep->dev);
             mfi_unlock(d);
             /* libmroce holds back the ACKs of a round until the next call
              * (the application usually answers at once); nobody will
              * answer now, so make that next call. */
             mroce_device_progress(d->dev);
         } else {
-            while (mroce_device_progress(d->dev) > 0 && !atomic_load(&d->stop)) {
+            while (mroce_device_progress(d->dev) > 0 &&
+                   !atomic_load(&d->stop)) {
             }
         }
     }
@@ -190,10 +205,12 @@ void mfi_domain_progress(struct mfi_domain *d)
     /* Under the domain lock: a plain increment (no locked instruction). */
     atomic_store_explicit(&d->progress_seq,
                           atomic_load_explicit(&d->progress_seq,
-                                               memory_order_relaxed) + 1,
+                                               memory_order_relaxed) +
+                              1,
                           memory_order_relaxed);
-    if (d->ep && d->ep->enabled)
-        mfi_ep_progress(d->ep);
+    for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
+        if (ep->enabled)
+            mfi_ep_progress(ep);
 }
 
 static void *progress_thread(void *arg)
@@ -292,9 +309,8 @@ static struct fi_ops_mr domain_mr_ops = {
     .regattr = mfi_mr_regattr,
 };
 
-/* Opens the device on addr's IP and port (a free one if addr's port is 0)
- * and stores the name in d->addr. */
-static int open_device(struct mfi_domain *d, const struct sockaddr *sa)
+int mfi_dev_open(const struct sockaddr *sa, mroce_device **dev,
+                 struct sockaddr_storage *addr, size_t *addrlen, int *mtu)
 {
     char ip[INET6_ADDRSTRLEN];
     uint16_t port;
@@ -315,34 +331,33 @@ static int open_device(struct mfi_domain *d, const struct sockaddr *sa)
     int rc = MROCE_EADDR;
     if (port) {
         a.port = port;
-        rc = mroce_device_open(&a, &d->dev);
+        rc = mroce_device_open(&a, dev);
     } else {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         unsigned seed = (unsigned)ts.tv_nsec ^ (unsigned)getpid() * 2654435761u;
-        unsigned base = mfi_param.port_base
-                            ? (unsigned)mfi_param.port_base
-                            : 20000 + seed % 40000;
+        unsigned base = mfi_param.port_base ? (unsigned)mfi_param.port_base
+                                            : 20000 + seed % 40000;
         for (unsigned i = 0; i < 200 && rc == MROCE_EADDR; i++) {
             a.port = (uint16_t)(base + i * 7);
             if (a.port < 1024)
                 continue;
-            rc = mroce_device_open(&a, &d->dev);
+            rc = mroce_device_open(&a, dev);
         }
     }
     if (rc < 0) {
-        MFI_WARN(FI_LOG_DOMAIN, "cannot open a MetaRoCE device on %s: %s\n",
-                 ip, mroce_strerror(rc));
+        MFI_WARN(FI_LOG_DOMAIN, "cannot open a MetaRoCE device on %s: %s\n", ip,
+                 mroce_strerror(rc));
         return rc == MROCE_EADDR ? -FI_EADDRNOTAVAIL : -FI_EIO;
     }
-    memcpy(&d->addr, sa, mfi_sa_len(sa));
-    d->addrlen = mfi_sa_len(sa);
-    d->mtu = mfi_domain_mtu(sa);
-    port = mroce_device_port(d->dev);
+    memcpy(addr, sa, mfi_sa_len(sa));
+    *addrlen = mfi_sa_len(sa);
+    *mtu = mfi_domain_mtu(sa);
+    port = mroce_device_port(*dev);
     if (sa->sa_family == AF_INET6)
-        ((struct sockaddr_in6 *)&d->addr)->sin6_port = htons(port);
+        ((struct sockaddr_in6 *)addr)->sin6_port = htons(port);
     else
-        ((struct sockaddr_in *)&d->addr)->sin_port = htons(port);
+        ((struct sockaddr_in *)addr)->sin_port = htons(port);
     return 0;
 }
 
@@ -365,7 +380,8 @@ int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     d->data_progress = info->domain_attr ? info->domain_attr->data_progress
                                          : FI_PROGRESS_MANUAL;
     d->mr_mode = info->domain_attr ? info->domain_attr->mr_mode : 0;
-    int rc = open_device(d, info->src_addr);
+    int rc = mfi_dev_open(info->src_addr, &d->dev, &d->addr, &d->addrlen,
+                          &d->mtu);
     if (rc)
         goto fail;
     if ((rc = mroce_pd_alloc(d->dev, &d->pd)) < 0 ||
@@ -377,7 +393,8 @@ int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     {
         void *(*fn)(void *) = d->data_progress == FI_PROGRESS_AUTO
                                   ? progress_thread
-                                  : mfi_param.keeper_us ? keeper_thread : NULL;
+                              : mfi_param.keeper_us ? keeper_thread
+                                                    : NULL;
         if (fn && pthread_create(&d->thread, NULL, fn, d)) {
             mroce_device_close(d->dev);
             rc = -FI_ENOMEM;

@@ -18,6 +18,7 @@
  * receives consume the backlog.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -64,7 +65,7 @@ int mfi_op_reg(struct mfi_ep *ep, struct mfi_op *op, void *addr, size_t len,
     if (op->nmr == MFI_IOV_LIMIT)
         return -FI_EINVAL;
     mroce_mr *mr;
-    int rc = mroce_reg_mr(ep->dom->pd, addr, len ? len : 1, access, &mr);
+    int rc = mroce_reg_mr(ep->pd, addr, len ? len : 1, access, &mr);
     if (rc == MROCE_EACCESS)
         return -FI_EACCES; /* a buffer to be written is read-only */
     if (rc < 0)
@@ -97,9 +98,8 @@ int mfi_op_dereg(struct mfi_op *op)
 
 static struct mfi_cq *op_cq(struct mfi_ep *ep, struct mfi_op *op)
 {
-    return op->type == MFI_OP_RECV || op->type == MFI_OP_RNDV_READ
-               ? ep->rx_cq
-               : ep->tx_cq;
+    return op->type == MFI_OP_RECV || op->type == MFI_OP_RNDV_READ ? ep->rx_cq
+                                                                   : ep->tx_cq;
 }
 
 static int is_tx(const struct mfi_op *op)
@@ -112,13 +112,19 @@ static int is_tx(const struct mfi_op *op)
 static int op_cntr_slot(const struct mfi_op *op)
 {
     switch (op->type) {
-    case MFI_OP_SEND: return MFI_CNTR_SEND;
-    case MFI_OP_RECV: case MFI_OP_RNDV_READ: return MFI_CNTR_RECV;
-    case MFI_OP_READ: return MFI_CNTR_READ;
-    case MFI_OP_WRITE: return MFI_CNTR_WRITE;
+    case MFI_OP_SEND:
+        return MFI_CNTR_SEND;
+    case MFI_OP_RECV:
+    case MFI_OP_RNDV_READ:
+        return MFI_CNTR_RECV;
+    case MFI_OP_READ:
+        return MFI_CNTR_READ;
+    case MFI_OP_WRITE:
+        return MFI_CNTR_WRITE;
     case MFI_OP_ATOMIC: /* fi_atomic counts as a write, fetching ones as reads */
         return op->cq_flags & FI_READ ? MFI_CNTR_READ : MFI_CNTR_WRITE;
-    default: return -1;
+    default:
+        return -1;
     }
 }
 
@@ -219,14 +225,24 @@ void mfi_op_fail(struct mfi_ep *ep, struct mfi_op *op, int err, int prov,
 int mfi_errno(int e)
 {
     switch (e) {
-    case MROCE_EFULL: return -FI_EAGAIN;
-    case MROCE_ENOMEM: return -FI_ENOMEM;
-    case MROCE_ESTATE: return -FI_EOPBADSTATE;
-    case MROCE_EINVAL: case MROCE_EACCESS: case MROCE_ERANGE: return -FI_EINVAL;
-    case MROCE_EFAULT: return -FI_EFAULT;
-    case MROCE_EUNREACH: return -FI_EHOSTUNREACH;
-    case MROCE_ETIMEDOUT: return -FI_ETIMEDOUT;
-    default: return -FI_EIO;
+    case MROCE_EFULL:
+        return -FI_EAGAIN;
+    case MROCE_ENOMEM:
+        return -FI_ENOMEM;
+    case MROCE_ESTATE:
+        return -FI_EOPBADSTATE;
+    case MROCE_EINVAL:
+    case MROCE_EACCESS:
+    case MROCE_ERANGE:
+        return -FI_EINVAL;
+    case MROCE_EFAULT:
+        return -FI_EFAULT;
+    case MROCE_EUNREACH:
+        return -FI_EHOSTUNREACH;
+    case MROCE_ETIMEDOUT:
+        return -FI_ETIMEDOUT;
+    default:
+        return -FI_EIO;
     }
 }
 
@@ -270,7 +286,7 @@ static int grow_pool(struct mfi_ep *ep)
     s->data = aligned_alloc(64, MFI_BUF_SLAB * ep->buf_size);
     s->meta = calloc(MFI_BUF_SLAB, sizeof(*s->meta));
     if (!s->data || !s->meta ||
-        mroce_reg_mr(ep->dom->pd, s->data, MFI_BUF_SLAB * ep->buf_size,
+        mroce_reg_mr(ep->pd, s->data, MFI_BUF_SLAB * ep->buf_size,
                      MROCE_ACCESS_LOCAL_WRITE, &s->mr) < 0) {
         free(s->data);
         free(s->meta);
@@ -314,8 +330,10 @@ int mfi_buf_post_rx(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b)
     b->kind = MFI_WR_RXBUF;
     b->conn = c;
     b->held = 0;
-    struct mroce_sge sge = {(uintptr_t)b->data, (uint32_t)ep->buf_size, b->lkey};
-    struct mroce_recv_wr wr = {.wr_id = (uintptr_t)b, .sg_list = &sge,
+    struct mroce_sge sge = {(uintptr_t)b->data, (uint32_t)ep->buf_size,
+                            b->lkey};
+    struct mroce_recv_wr wr = {.wr_id = (uintptr_t)b,
+                               .sg_list = &sge,
                                .num_sge = 1};
     int rc = mroce_post_recv(c->qp, &wr, NULL);
     if (rc < 0) {
@@ -406,7 +424,7 @@ void mfi_ep_progress(struct mfi_ep *ep)
 {
     struct mroce_wc wc[32];
     for (int round = 0; round < 4; round++) {
-        int n = mroce_poll_cq(ep->dom->cq, 32, wc);
+        int n = mroce_poll_cq(ep->cq, 32, wc);
         if (n <= 0)
             break;
         for (int i = 0; i < n; i++)
@@ -462,19 +480,21 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
         break; /* no events to report: nothing to keep */
     case FI_CLASS_CNTR: {
         struct mfi_cntr *cn = (struct mfi_cntr *)bfid;
-        static const uint64_t slot_flag[MFI_CNTR_N] = {FI_SEND, FI_RECV,
-                                                       FI_READ, FI_WRITE};
+        static const uint64_t slot_flag[MFI_CNTR_N] = {
+            FI_SEND,  FI_RECV,        FI_READ,
+            FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE};
         if (cn->dom != ep->dom ||
-            (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE |
-                       FI_REMOTE_READ | FI_REMOTE_WRITE))) {
+            (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+                       FI_REMOTE_WRITE))) {
             rc = -FI_EINVAL;
             break;
         }
-        /* The target's engine serves READs and WRITEs without a word to
-         * the provider: nothing could count them (no FI_RMA_EVENT). */
-        if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) {
+        /* Remote accesses are counted from the initiators' notices,
+         * which come only to endpoints that asked for FI_RMA_EVENT
+         * (mroce_rma_event.c). */
+        if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !ep->rma_event) {
             MFI_WARN(FI_LOG_EP_CTRL, "remote-access counters need "
-                     "FI_RMA_EVENT, which mroce does not offer\n");
+                                     "FI_RMA_EVENT in the endpoint's caps\n");
             rc = -FI_ENOSYS;
             break;
         }
@@ -520,19 +540,20 @@ static int ep_control(struct fid *fid, int command, void *arg)
 
 static void ep_drain(struct mfi_ep *ep)
 {
-    uint64_t t0 = mfi_now_ns(), limit = (uint64_t)mfi_param.conn_timeout * 1000000ull;
-    while ((ep->wr_outstanding || ep->releasing || ep->ctrl_wait ||
-            ep->rd_wait) &&
-           mfi_now_ns() - t0 < limit)
+    uint64_t t0 = mfi_now_ns(),
+             limit = (uint64_t)mfi_param.conn_timeout * 1000000ull;
+    while (
+        (ep->wr_outstanding || ep->releasing || ep->ctrl_wait || ep->rd_wait) &&
+        mfi_now_ns() - t0 < limit)
         mfi_ep_progress(ep);
     struct mroce_udp_counters uc;
-    mroce_device_get_udp_counters(ep->dom->dev, &uc);
+    mroce_device_get_udp_counters(ep->dev, &uc);
     uint64_t rx = uc.rx_pkts, quiet = mfi_now_ns();
     struct timespec nap = {0, 100000};
     while (mfi_now_ns() - quiet < MFI_LINGER_NS && mfi_now_ns() - t0 < limit) {
         mfi_ep_progress(ep);
-        mroce_device_progress(ep->dom->dev); /* send deferred ACKs now */
-        mroce_device_get_udp_counters(ep->dom->dev, &uc);
+        mroce_device_progress(ep->dev); /* send deferred ACKs now */
+        mroce_device_get_udp_counters(ep->dev, &uc);
         if (uc.rx_pkts != rx) {
             rx = uc.rx_pkts;
             quiet = mfi_now_ns();
@@ -558,7 +579,14 @@ static int ep_close(struct fid *fid)
     for (int i = 0; i < MFI_CNTR_N; i++)
         if (ep->cntr[i])
             ep->cntr[i]->users--;
-    d->ep = NULL;
+    for (struct mfi_ep **pp = &d->eps; *pp; pp = &(*pp)->dom_next)
+        if (*pp == ep) {
+            *pp = ep->dom_next;
+            break;
+        }
+    if (d->dev_ep == ep)
+        d->dev_ep = NULL;
+    d->nep--;
     d->refs--;
     mfi_unlock(d);
     /* Requests still posted or in flight die with their QPs, which have
@@ -578,6 +606,8 @@ static int ep_close(struct fid *fid)
     }
     free(ep->slabs);
     free(ep->by_fiaddr);
+    if (ep->own_dev)
+        mroce_device_close(ep->dev); /* its PD, CQ and what is left */
     free(ep);
     return 0;
 }
@@ -635,7 +665,8 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
 static ssize_t ep_rx_size_left(struct fid_ep *fep)
 {
     struct mfi_ep *ep = (struct mfi_ep *)fep;
-    return MFI_RX_SIZE > ep->rx_posted_ops ? MFI_RX_SIZE - ep->rx_posted_ops : 0;
+    return MFI_RX_SIZE > ep->rx_posted_ops ? MFI_RX_SIZE - ep->rx_posted_ops
+                                           : 0;
 }
 
 static ssize_t ep_tx_size_left(struct fid_ep *fep)
@@ -645,16 +676,14 @@ static ssize_t ep_tx_size_left(struct fid_ep *fep)
 }
 
 /* No transmit or receive contexts of their own (tx_ctx_cnt 1). */
-static int ep_no_tx_ctx(struct fid_ep *sep, int index,
-                        struct fi_tx_attr *attr, struct fid_ep **tx_ep,
-                        void *context)
+static int ep_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+                        struct fid_ep **tx_ep, void *context)
 {
     return -FI_ENOSYS;
 }
 
-static int ep_no_rx_ctx(struct fid_ep *sep, int index,
-                        struct fi_rx_attr *attr, struct fid_ep **rx_ep,
-                        void *context)
+static int ep_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+                        struct fid_ep **rx_ep, void *context)
 {
     return -FI_ENOSYS;
 }
@@ -673,19 +702,19 @@ static struct fi_ops_ep ep_ops = {
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
     struct mfi_ep *ep = (struct mfi_ep *)fid;
-    size_t n = ep->dom->addrlen;
+    size_t n = ep->addrlen;
     if (*addrlen < n) {
         *addrlen = n;
         return -FI_ETOOSMALL;
     }
-    memcpy(addr, &ep->dom->addr, n);
+    memcpy(addr, &ep->addr, n);
     *addrlen = n;
     return 0;
 }
 
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
-    return -FI_ENOSYS; /* the name is the domain's device address */
+    return -FI_ENOSYS; /* the name is its device's address */
 }
 
 static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
@@ -696,8 +725,8 @@ static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
 /* Connection management belongs to FI_EP_MSG; an RDM endpoint connects
  * on its own (mroce_conn.c), so these have nothing to do.  fi_shutdown is
  * what portable code calls on any endpoint before closing it. */
-static int ep_no_connect(struct fid_ep *ep, const void *addr,
-                         const void *param, size_t paramlen)
+static int ep_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+                         size_t paramlen)
 {
     return -FI_ENOSYS;
 }
@@ -742,6 +771,63 @@ static struct fi_ops_cm ep_cm_ops = {
     .join = ep_no_join,
 };
 
+/* The port of sa (0: none asked for). */
+static uint16_t sa_port(const struct sockaddr *sa)
+{
+    if (!sa)
+        return 0;
+    if (sa->sa_family == AF_INET6)
+        return ntohs(
+            ((const struct sockaddr_in6 *)(const void *)sa)->sin6_port);
+    return ntohs(((const struct sockaddr_in *)(const void *)sa)->sin_port);
+}
+
+/* Gives ep its device: the domain's if no endpoint has it and sa asks for
+ * no other port (NULL, port 0 or the domain's own), else one of its own:
+ * on sa's address and port if sa names another port, else on the
+ * domain's address and a free port.  Lock held.  0 or -FI_*. */
+static int ep_device(struct mfi_domain *d, struct mfi_ep *ep,
+                     const struct sockaddr *sa)
+{
+    uint16_t want = sa_port(sa);
+    if (want == sa_port((const struct sockaddr *)&d->addr))
+        want = 0; /* the domain's fi_info, passed on to every endpoint */
+    if (!d->dev_ep && !want) {
+        d->dev_ep = ep;
+        ep->dev = d->dev;
+        ep->pd = d->pd;
+        ep->cq = d->cq;
+        memcpy(&ep->addr, &d->addr, sizeof(ep->addr));
+        ep->addrlen = d->addrlen;
+        ep->mtu = d->mtu;
+        return 0;
+    }
+    if (d->nep >= MFI_EP_CNT) {
+        MFI_WARN(FI_LOG_EP_CTRL, "%d endpoints per domain (ep_cnt)\n",
+                 MFI_EP_CNT);
+        return -FI_EBUSY;
+    }
+    struct sockaddr_storage any;
+    if (!sa || sa->sa_family != d->addr.ss_family || !want) {
+        memcpy(&any, &d->addr, sizeof(any));
+        if (any.ss_family == AF_INET6)
+            ((struct sockaddr_in6 *)&any)->sin6_port = 0;
+        else
+            ((struct sockaddr_in *)&any)->sin_port = 0;
+        sa = (const struct sockaddr *)&any;
+    }
+    int rc = mfi_dev_open(sa, &ep->dev, &ep->addr, &ep->addrlen, &ep->mtu);
+    if (rc)
+        return rc;
+    if (mroce_pd_alloc(ep->dev, &ep->pd) < 0 ||
+        mroce_create_cq(ep->dev, MFI_CQ_DEPTH, &ep->cq) < 0) {
+        mroce_device_close(ep->dev);
+        return -FI_ENOMEM;
+    }
+    ep->own_dev = 1;
+    return 0;
+}
+
 int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
                 struct fid_ep **fep, void *context)
 {
@@ -753,18 +839,22 @@ int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
     if (!ep)
         return -FI_ENOMEM;
     mfi_lock(d);
-    if (d->ep) {
+    int rc = ep_device(d, ep, info ? info->src_addr : NULL);
+    if (rc) {
         mfi_unlock(d);
         free(ep);
-        MFI_WARN(FI_LOG_EP_CTRL, "one endpoint per domain (ep_cnt 1)\n");
-        return -FI_EBUSY;
+        return rc;
     }
     ep->dom = d;
     ep->caps = info && info->caps ? info->caps : ~0ull;
+    /* Only when asked for: it costs a notice per READ and WRITE. */
+    ep->rma_event = info && (info->caps & FI_RMA_EVENT) &&
+                    (info->caps & (FI_RMA | FI_ATOMIC));
     ep->tx_op_flags = info && info->tx_attr ? info->tx_attr->op_flags : 0;
     ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
     ep->min_multi_recv = (size_t)mfi_param.eager_size;
-    ep->buf_size = (sizeof(struct mfi_hdr) + (size_t)mfi_param.eager_size + 63) &
+    ep->buf_size = (sizeof(struct mfi_hdr) + (size_t)mfi_param.eager_size +
+                    63) &
                    ~(size_t)63;
     for (int i = 0; i < 2; i++) {
         mtm_queue_init(&ep->posted[i]);
@@ -780,7 +870,9 @@ int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
     ep->ep.rma = &mfi_rma_ops;
     ep->ep.atomic = &mfi_atomic_ops;
     ep->ep.collective = &mfi_coll_ops;
-    d->ep = ep;
+    ep->dom_next = d->eps;
+    d->eps = ep;
+    d->nep++;
     d->refs++;
     mfi_unlock(d);
     *fep = &ep->ep;

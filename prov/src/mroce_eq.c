@@ -88,7 +88,8 @@ static ssize_t eq_sread(struct fid_eq *feq, uint32_t *event, void *buf,
         if (rc != -FI_EAGAIN)
             return rc;
         clock_gettime(CLOCK_MONOTONIC, &t);
-        long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        long ms = (t.tv_sec - t0.tv_sec) * 1000 +
+                  (t.tv_nsec - t0.tv_nsec) / 1000000;
         if (timeout >= 0 && ms >= timeout)
             return -FI_EAGAIN;
         sched_yield();

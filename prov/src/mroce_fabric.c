@@ -31,8 +31,8 @@ int mfi_no_tostr(const struct fid *fid, char *buf, size_t len)
     return -FI_ENOSYS;
 }
 
-int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
-                   void *ops, void *context)
+int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
+                   void *context)
 {
     return -FI_ENOSYS;
 }

@@ -3,14 +3,19 @@
  * its files share.  The wire format is in mroce_proto.h, the matching
  * queues in mroce_tag_match.h.
  *
- * Shape.  A domain is one libmroce device (one UDP address: IP + port, the
- * name fi_getname returns), with one protection domain and one libmroce
- * completion queue that every QP of the device shares.  A domain carries
- * one endpoint (domain_attr.ep_cnt = 1): the endpoint owns the peers, the
- * QPs (one or two per peer: the one it opened to send, and the one the peer
- * opened, which it accepted), the bounce buffers and the matching queues.
- * Memory registrations belong to the device, so an MR's key (the engine
- * rkey) is valid for every QP of the endpoint.
+ * Shape.  An endpoint is one libmroce device (one UDP address: IP + port,
+ * the name fi_getname returns), with one protection domain and one
+ * libmroce completion queue that every QP of the device shares.  The
+ * domain opens one device (its own name, the fi_info's source address) and
+ * lends it to its first endpoint; every further endpoint of the domain
+ * (domain_attr.ep_cnt MFI_EP_CNT) opens a device of its own on a port of
+ * its own, as libfabric gives each endpoint its own address.  An endpoint
+ * owns the peers, the QPs (one or two per peer: the one it opened to send,
+ * and the one the peer opened, which it accepted), the bounce buffers and
+ * the matching queues.  Memory registrations belong to the domain's
+ * device, so an MR's key (the engine rkey) is valid for RMA into the
+ * endpoint on that device; the provider executes atomics itself against
+ * the domain's registrations, on any endpoint.
  *
  * Files, one per fabric object as in prov/rxd:
  *   mroce_init.c       fi_prov_ini, parameters, fi_getinfo
@@ -33,6 +38,7 @@
  *   mroce_tag_match.c  matching queues (pure data structure)
  *   mroce_cntr.c       counters and poll sets
  *   mroce_mrecv.c      FI_MULTI_RECV buffers
+ *   mroce_rma_event.c  FI_RMA_EVENT: the target counts and reports
  *
  * Locking: one mutex per domain, taken by every entry point (so
  * FI_THREAD_SAFE holds) and by the auto-progress thread.  libmroce calls
@@ -69,13 +75,15 @@
 #define MFI_NAME "mroce"
 #define MFI_VERSION FI_VERSION(1, 0)
 #define MFI_FI_VERSION FI_VERSION(1, 17)
-#define MFI_IOV_LIMIT 4        /* iovs per message (engine MROCE_MAX_SGE) */
-#define MFI_TX_SIZE 256        /* operations in flight per endpoint */
-#define MFI_RX_SIZE 1024       /* posted receives per endpoint */
+#define MFI_IOV_LIMIT 4  /* iovs per message (engine MROCE_MAX_SGE) */
+#define MFI_TX_SIZE 256  /* operations in flight per endpoint */
+#define MFI_RX_SIZE 1024 /* posted receives per endpoint */
 #define MFI_MAX_MSG MFI_PROTO_MAX_MSG
-#define MFI_LISTENERS 4        /* QPs kept listening for new peers */
-#define MFI_CQ_DEPTH 65536     /* libmroce CQ shared by all QPs */
-#define MFI_BUF_SLAB 64        /* bounce buffers allocated (and registered)
+#define MFI_EP_CNT 64      /* endpoints per domain */
+#define MFI_LISTENERS 4    /* QPs kept listening for new peers */
+#define MFI_CQ_DEPTH 65536 /* libmroce CQ shared by all QPs */
+#define MFI_BUF_SLAB \
+    64 /* bounce buffers allocated (and registered)
                                   at a time */
 
 extern struct fi_provider mfi_prov;
@@ -85,25 +93,25 @@ extern struct fi_provider mfi_prov;
 
 /* Parameters (fi_info -e; environment FI_MROCE_<NAME>), read once. */
 struct mfi_params {
-    char *iface;       /* local IP address to bind; "127.0.0.1" */
-    int paths;         /* paths (UDP source ports) per QP; 16 */
-    int mtu;           /* MetaRoCE MTU, payload bytes per packet; 0: from
+    char *iface;        /* local IP address to bind; "127.0.0.1" */
+    int paths;          /* paths (UDP source ports) per QP; 16 */
+    int mtu;            /* MetaRoCE MTU, payload bytes per packet; 0: from
                           the interface (mfi_domain_mtu) */
-    char *cc;          /* congestion control: "delay_ecn" or "none" */
-    int eager_size;    /* largest message sent eagerly; 8192 */
-    int rx_depth;      /* bounce buffers posted per QP; 32 */
-    int unexp_max;     /* bounce buffers that may hold unexpected messages
+    char *cc;           /* congestion control: "delay_ecn" or "none" */
+    int eager_size;     /* largest message sent eagerly; 8192 */
+    int rx_depth;       /* bounce buffers posted per QP; 32 */
+    int unexp_max;      /* bounce buffers that may hold unexpected messages
                           before they are copied out; 1024 */
     int unexp_copy_max; /* bytes of unexpected messages copied out of
                           bounce buffers before back-pressure; 64 MiB */
-    int conn_timeout;  /* ms to connect before failing sends; 2000 */
-    int rnr_retry;     /* RNR NAK rounds before a send fails; 255 */
-    int retry_cnt;     /* consecutive timeouts a QP survives at least; 12 */
-    int peer_timeout;  /* ms of peer silence before a QP fails; 5000 */
-    int keeper_us;     /* keeper thread period (manual progress); 500,
+    int conn_timeout;   /* ms to connect before failing sends; 2000 */
+    int rnr_retry;      /* RNR NAK rounds before a send fails; 255 */
+    int retry_cnt;      /* consecutive timeouts a QP survives at least; 12 */
+    int peer_timeout;   /* ms of peer silence before a QP fails; 5000 */
+    int keeper_us;      /* keeper thread period (manual progress); 500,
                           0 = no keeper */
-    int port_base;     /* first UDP port tried for a domain; 0 = random */
-    int rndv_seg;      /* rendezvous READ slice (bytes; 4 READs of a
+    int port_base;      /* first UDP port tried for a domain; 0 = random */
+    int rndv_seg;       /* rendezvous READ slice (bytes; 4 READs of a
                           message in flight); 256 KiB, 0 = one READ */
 };
 extern struct mfi_params mfi_param;
@@ -113,7 +121,7 @@ struct mfi_cq;
 
 struct mfi_fabric {
     struct fid_fabric fab;
-    int refs;          /* domains open */
+    int refs; /* domains open */
 };
 
 struct mfi_domain {
@@ -122,19 +130,21 @@ struct mfi_domain {
     pthread_mutex_t lock;
     mroce_device *dev;
     mroce_pd *pd;
-    mroce_cq *cq;     /* libmroce CQ for every QP of the device */
+    mroce_cq *cq;                 /* libmroce CQ for every QP of the device */
     struct sockaddr_storage addr; /* our name (IP + the device's port) */
-    int mtu;           /* MetaRoCE MTU of our QPs (mfi_domain_mtu) */
+    int mtu;                      /* MetaRoCE MTU of our QPs (mfi_domain_mtu) */
     size_t addrlen;
     uint32_t addr_format;
     enum fi_threading threading;
     enum fi_progress data_progress;
     uint64_t mr_mode;
-    struct mfi_ep *ep; /* the endpoint (at most one) */
-    struct mfi_mr *mrs;/* open registrations (atomic targets are checked
+    struct mfi_ep *eps;    /* the endpoints (ep->dom_next) */
+    struct mfi_ep *dev_ep; /* the endpoint on the domain's device */
+    int nep;
+    struct mfi_mr *mrs; /* open registrations (atomic targets are checked
                           against them) */
-    int refs;          /* AVs, CQs, MRs, endpoints open */
-    pthread_t thread;  /* auto progress, or the keeper (manual progress) */
+    int refs;           /* AVs, CQs, MRs, endpoints open */
+    pthread_t thread;   /* auto progress, or the keeper (manual progress) */
     int thread_on;
     atomic_int stop;
     _Atomic uint64_t progress_seq; /* progress calls so far (the keeper
@@ -142,13 +152,19 @@ struct mfi_domain {
                                       on every CQ poll) */
 };
 
-static inline void mfi_lock(struct mfi_domain *d) { pthread_mutex_lock(&d->lock); }
-static inline void mfi_unlock(struct mfi_domain *d) { pthread_mutex_unlock(&d->lock); }
+static inline void mfi_lock(struct mfi_domain *d)
+{
+    pthread_mutex_lock(&d->lock);
+}
+static inline void mfi_unlock(struct mfi_domain *d)
+{
+    pthread_mutex_unlock(&d->lock);
+}
 
 /* --- address vectors --- */
 struct mfi_av_ent {
     struct sockaddr_storage addr;
-    socklen_t len;     /* 0: slot removed */
+    socklen_t len; /* 0: slot removed */
 };
 struct mfi_av {
     struct fid_av av;
@@ -156,7 +172,7 @@ struct mfi_av {
     enum fi_av_type type;
     struct mfi_av_ent *tab;
     size_t n, cap;
-    uint32_t gen;      /* bumped on every insert/remove (peer caches) */
+    uint32_t gen; /* bumped on every insert/remove (peer caches) */
 };
 /* The slot's address or NULL (bad or removed fi_addr).  Lock held. */
 const struct mfi_av_ent *mfi_av_get(struct mfi_av *av, fi_addr_t a);
@@ -189,8 +205,8 @@ struct mfi_cq {
     struct mfi_cqerr *err_last; /* last entry handed out by readerr (freed
                                    on the next read, as err_data lives
                                    until then) */
-    int users;            /* endpoints bound */
-    atomic_int signaled;  /* fi_cq_signal: the next (or current) blocking
+    int users;                  /* endpoints bound */
+    atomic_int signaled;        /* fi_cq_signal: the next (or current) blocking
                              read returns -FI_EAGAIN at once */
 };
 int mfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr,
@@ -207,13 +223,19 @@ int mfi_cq_write_err(struct mfi_cq *cq, void *context, uint64_t flags,
 struct mfi_cntr {
     struct fid_cntr cntr;
     struct mfi_domain *dom;
-    uint64_t val, err;    /* changed under the domain lock only */
-    pthread_cond_t cond;  /* broadcast on every change (domain lock) */
-    int users;            /* endpoints bound, poll sets listing it */
+    uint64_t val, err;   /* changed under the domain lock only */
+    pthread_cond_t cond; /* broadcast on every change (domain lock) */
+    int users;           /* endpoints bound, poll sets listing it */
 };
 /* What an endpoint's counters count (fi_ep_bind flags). */
 enum mfi_cntr_slot {
-    MFI_CNTR_SEND, MFI_CNTR_RECV, MFI_CNTR_READ, MFI_CNTR_WRITE, MFI_CNTR_N
+    MFI_CNTR_SEND,
+    MFI_CNTR_RECV,
+    MFI_CNTR_READ,
+    MFI_CNTR_WRITE,
+    MFI_CNTR_RREAD,
+    MFI_CNTR_RWRITE, /* FI_REMOTE_READ/WRITE (FI_RMA_EVENT) */
+    MFI_CNTR_N
 };
 int mfi_cntr_open(struct fid_domain *d, struct fi_cntr_attr *attr,
                   struct fid_cntr **cntr, void *context);
@@ -229,10 +251,10 @@ struct mfi_mr {
     struct mfi_domain *dom;
     mroce_mr *vmr;
     uint32_t lkey;
-    struct mfi_mr *next;  /* dom->mrs */
-    uintptr_t base;       /* registered range */
+    struct mfi_mr *next; /* dom->mrs */
+    uintptr_t base;      /* registered range */
     size_t len;
-    int writable;         /* registered with remote write rights */
+    int writable; /* registered with remote write rights */
 };
 /* The open registration with key key covering [addr, addr+len), or NULL.
  * Lock held. */
@@ -250,46 +272,46 @@ int mfi_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 /* --- connections (mroce_conn.c) --- */
 struct mfi_peer;
 struct mfi_conn {
-    struct mfi_conn *next;   /* ep->conns */
+    struct mfi_conn *next; /* ep->conns */
     mroce_qp *qp;
     uint32_t qpn;
-    struct mfi_peer *peer;   /* NULL until the HELLO (accepted QPs) */
-    uint8_t listening;       /* still a listener (not yet accepted) */
-    uint8_t dead;            /* QP failed: kept until the endpoint closes */
-    uint32_t rx_posted;      /* bounce buffers posted on it */
-    uint32_t rx_owed;        /* buffers not reposted: back-pressure */
-    uint32_t ctrl_waiting;   /* control messages for it waiting for
+    struct mfi_peer *peer; /* NULL until the HELLO (accepted QPs) */
+    uint8_t listening;     /* still a listener (not yet accepted) */
+    uint8_t dead;          /* QP failed: kept until the endpoint closes */
+    uint32_t rx_posted;    /* bounce buffers posted on it */
+    uint32_t rx_owed;      /* buffers not reposted: back-pressure */
+    uint32_t ctrl_waiting; /* control messages for it waiting for
                                 send-queue room (mroce_flow.c) */
 };
 struct mfi_peer {
-    struct mfi_peer *next;   /* ep->peers */
+    struct mfi_peer *next; /* ep->peers */
     struct sockaddr_storage addr;
     socklen_t len;
-    struct mfi_conn *tx;     /* the QP this side sends on (NULL: connect
+    struct mfi_conn *tx; /* the QP this side sends on (NULL: connect
                                 on next use) */
-    fi_addr_t fi_addr;       /* in the endpoint's AV, cached */
-    uint32_t av_gen;         /* AV generation fi_addr was resolved at */
+    fi_addr_t fi_addr;   /* in the endpoint's AV, cached */
+    uint32_t av_gen;     /* AV generation fi_addr was resolved at */
 };
 
 /* --- bounce buffers (eager receive and send, control messages) --- */
 enum mfi_wr_kind { MFI_WR_RXBUF = 1, MFI_WR_TXBUF, MFI_WR_OP };
 
 struct mfi_buf {
-    uint8_t kind;            /* MFI_WR_RXBUF or MFI_WR_TXBUF: first, so a
+    uint8_t kind;           /* MFI_WR_RXBUF or MFI_WR_TXBUF: first, so a
                                 libmroce wr_id can be told apart */
-    uint8_t held;            /* rx: holds an unexpected message
+    uint8_t held;           /* rx: holds an unexpected message
                                 (MFI_HELD_BUF, or MFI_HELD_COPY: a copy
                                 made by mroce_flow.c, not a pool buffer) */
-    uint8_t counted;         /* tx: an inject counted in tx_inflight */
-    struct mfi_buf *next;    /* free list, send-queue wait list, or
+    uint8_t counted;        /* tx: an inject counted in tx_inflight */
+    struct mfi_buf *next;   /* free list, send-queue wait list, or
                                 the endpoint's list of copies */
-    struct mfi_buf **pprev;  /* copies: the link pointing at it */
-    struct mtm_entry ue;     /* unexpected queue link */
-    struct mfi_conn *conn;   /* rx: the QP it was posted on */
-    struct mfi_op *op;       /* tx: the send it carries (NULL: internal) */
-    uint32_t len;            /* rx: bytes received */
+    struct mfi_buf **pprev; /* copies: the link pointing at it */
+    struct mtm_entry ue;    /* unexpected queue link */
+    struct mfi_conn *conn;  /* rx: the QP it was posted on */
+    struct mfi_op *op;      /* tx: the send it carries (NULL: internal) */
+    uint32_t len;           /* rx: bytes received */
     uint32_t lkey;
-    uint8_t *data;           /* header + payload, registered */
+    uint8_t *data; /* header + payload, registered */
 };
 
 enum { MFI_HELD_BUF = 1, MFI_HELD_COPY = 2 };
@@ -316,7 +338,7 @@ struct mfi_done {
     size_t len, olen;
     uint64_t data, tag;
     fi_addr_t src;
-    int err, prov;           /* err 0: success */
+    int err, prov; /* err 0: success */
 };
 
 struct mfi_op {
@@ -330,89 +352,103 @@ struct mfi_op {
     struct mfi_op *all_next; /* every request allocated (freed at close) */
     struct mfi_ep *ep;
     void *context;
-    uint64_t cq_flags;       /* flags of the completion (FI_SEND|FI_MSG..) */
-    uint64_t op_flags;       /* FI_COMPLETION, FI_INJECT, ... */
+    uint64_t cq_flags; /* flags of the completion (FI_SEND|FI_MSG..) */
+    uint64_t op_flags; /* FI_COMPLETION, FI_INJECT, ... */
     struct iovec iov[MFI_IOV_LIMIT];
     size_t iov_count;
-    size_t len;              /* sum of iov lengths */
+    size_t len; /* sum of iov lengths */
     uint64_t tag, ignore, data;
-    fi_addr_t addr;          /* recv: source wanted; send: destination */
-    struct mtm_entry me;     /* posted-receive queue link */
-    uint64_t cookie;         /* rendezvous send: names it in RTS/FIN */
-    struct mfi_conn *conn;   /* rendezvous read: QP to FIN on */
-    uint64_t rcookie;        /* rendezvous read: the sender's cookie */
-    size_t rlen;             /* rendezvous read: sender's length */
-    uint32_t rd_pending;     /* rendezvous read: READs in flight */
-    int rd_status;           /* rendezvous read: first failed WC status
+    fi_addr_t addr;         /* recv: source wanted; send: destination */
+    struct mtm_entry me;    /* posted-receive queue link */
+    uint64_t cookie;        /* rendezvous send: names it in RTS/FIN */
+    struct mfi_conn *conn;  /* rendezvous read: QP to FIN on; READ and
+                                WRITE: the QP it went on */
+    uint64_t rcookie;       /* rendezvous read: the sender's cookie */
+    size_t rlen;            /* rendezvous read: sender's length */
+    uint32_t rd_pending;    /* rendezvous read: READs in flight */
+    int rd_status;          /* rendezvous read: first failed WC status
                                 (-1: a READ could not be posted) */
-    size_t rd_off, rd_want;  /* rendezvous read: bytes posted so far, and
+    size_t rd_off, rd_want; /* rendezvous read: bytes posted so far, and
                                 in all (the message, or the receive if
                                 shorter) */
-    uint64_t rd_raddr;       /* rendezvous read: the sender's buffer */
-    uint32_t rd_rkey;        /*   and its key */
+    uint64_t rd_raddr;      /* rendezvous read: the sender's buffer */
+    uint32_t rd_rkey;       /*   and its key */
     uint32_t rd_lkey[MFI_IOV_LIMIT]; /* rendezvous read: iov i's lkey */
-    fi_addr_t src;           /* rendezvous read: source for the CQ */
-    mroce_mr *mr[MFI_IOV_LIMIT]; /* registrations made for this request */
+    fi_addr_t src;                   /* rendezvous read: source for the CQ */
+    mroce_mr *mr[MFI_IOV_LIMIT];     /* registrations made for this request */
     int nmr;
-    void *copy;              /* rendezvous send of several iovs: a
+    void *copy;           /* rendezvous send of several iovs: a
                                 contiguous copy (malloc) */
-    struct mfi_done done;    /* its completion, kept while libmroce
+    struct mfi_done done; /* its completion, kept while libmroce
                                 still uses its buffers */
+    uint8_t rma_ev;       /* READ/WRITE: send an RMA_EVENT notice once
+                                it completes (FI_RMA_EVENT) */
+    uint64_t rma_addr;    /*   its target address and key */
+    uint32_t rma_key;
     /* FI_MULTI_RECV (mroce_mrecv.c): a buffer's receive (mr_parent) and
      * the receives carved from it (mrecv: their buffer's). */
     struct mfi_op *mrecv;
-    uint8_t mr_parent;       /* a multi-receive buffer */
-    uint8_t mr_retired;      /* no longer matched: too little room left,
+    uint8_t mr_parent;    /* a multi-receive buffer */
+    uint8_t mr_retired;   /* no longer matched: too little room left,
                                 or cancelled */
-    uint32_t mr_children;    /* carved receives not yet reported */
-    size_t mr_off;           /* bytes of the buffer handed out */
+    uint32_t mr_children; /* carved receives not yet reported */
+    size_t mr_off;        /* bytes of the buffer handed out */
 };
 
 /* --- endpoint --- */
 struct mfi_ep {
     struct fid_ep ep;
     struct mfi_domain *dom;
+    struct mfi_ep *dom_next; /* dom->eps */
+    mroce_device *dev;       /* its device: the domain's, or */
+    int own_dev;             /*   one of its own (1) */
+    mroce_pd *pd;            /* the device's PD and CQ */
+    mroce_cq *cq;
+    struct sockaddr_storage addr; /* its name (IP + device port) */
+    size_t addrlen;
+    int mtu; /* MetaRoCE MTU of its QPs */
     struct mfi_av *av;
     struct mfi_cq *tx_cq, *rx_cq;
     uint64_t tx_op_flags, rx_op_flags; /* fi_info op_flags */
     int tx_selective, rx_selective;    /* FI_SELECTIVE_COMPLETION */
     int enabled;
     uint64_t caps;
+    int rma_event;                        /* FI_RMA_EVENT asked for */
     struct mtm_queue posted[2], unexp[2]; /* [0] FI_MSG, [1] FI_TAGGED */
     struct mfi_peer *peers;
     struct mfi_conn *conns;
-    struct mfi_conn *qpn_cache;        /* last conn looked up by QPN */
-    struct mfi_peer **by_fiaddr;       /* peer cache indexed by fi_addr */
+    struct mfi_conn *qpn_cache;  /* last conn looked up by QPN */
+    struct mfi_peer **by_fiaddr; /* peer cache indexed by fi_addr */
     size_t by_fiaddr_n;
-    struct mfi_buf *rx_free;           /* free bounce buffers (receive
+    struct mfi_buf *rx_free; /* free bounce buffers (receive
                                           and send alike) */
-    size_t buf_size;                   /* header + eager size */
-    struct mfi_slab *slabs;            /* buffer memory (freed at close) */
+    size_t buf_size;         /* header + eager size */
+    struct mfi_slab *slabs;  /* buffer memory (freed at close) */
     size_t nslabs, slab_cap;
-    uint32_t wr_outstanding;           /* send-side WRs not completed
+    uint32_t wr_outstanding; /* send-side WRs not completed
                                           (close waits for them) */
-    uint32_t unexp_gen;                /* AV generation unexpected
+    uint32_t unexp_gen;      /* AV generation unexpected
                                           sources were resolved at */
-    uint32_t unexp_held;               /* buffers held by unexpected msgs */
-    struct mfi_buf *copies;            /* unexpected messages copied out
+    uint32_t unexp_held;     /* buffers held by unexpected msgs */
+    struct mfi_buf *copies;  /* unexpected messages copied out
                                           of their buffers (mroce_flow.c) */
-    size_t copy_bytes;                 /*   and their bytes */
+    size_t copy_bytes;       /*   and their bytes */
     struct mfi_buf *ctrl_wait, **ctrl_wait_tail; /* control messages
                                           waiting for send-queue room */
-    struct mfi_op *rd_wait, **rd_wait_tail; /* rendezvous reads waiting
+    struct mfi_op *rd_wait, **rd_wait_tail;      /* rendezvous reads waiting
                                           for send-queue room */
     int unexp_warned;
-    struct mfi_op *op_free;            /* recycled requests */
-    struct mfi_op *all_ops;            /* every request allocated */
-    struct mfi_op *rndv;               /* sends waiting for FIN */
-    struct mfi_op *releasing;          /* finished requests whose buffers
+    struct mfi_op *op_free;   /* recycled requests */
+    struct mfi_op *all_ops;   /* every request allocated */
+    struct mfi_op *rndv;      /* sends waiting for FIN */
+    struct mfi_op *releasing; /* finished requests whose buffers
                                           libmroce still uses: completed
                                           once it releases them */
     uint64_t next_cookie;
-    uint32_t tx_inflight;              /* sends/reads/writes posted */
-    uint32_t rx_posted_ops;            /* posted receives */
+    uint32_t tx_inflight;   /* sends/reads/writes posted */
+    uint32_t rx_posted_ops; /* posted receives */
     uint32_t progress_calls;
-    struct mfi_cntr *cntr[MFI_CNTR_N];  /* bound counters (fi_ep_bind) */
+    struct mfi_cntr *cntr[MFI_CNTR_N]; /* bound counters (fi_ep_bind) */
     size_t min_multi_recv;             /* FI_OPT_MIN_MULTI_RECV */
     struct mfi_op *amo_wait;           /* atomics waiting for their
                                           response */
@@ -420,8 +456,8 @@ struct mfi_ep {
                                           room for: sent by progress */
 };
 
-int mfi_ep_open(struct fid_domain *d, struct fi_info *info,
-                struct fid_ep **ep, void *context);
+int mfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep,
+                void *context);
 /* Drives libmroce and handles its completions.  Lock held. */
 void mfi_ep_progress(struct mfi_ep *ep);
 struct mfi_op *mfi_op_get(struct mfi_ep *ep);
@@ -481,15 +517,15 @@ void mfi_conn_close_all(struct mfi_ep *ep);
 /* --- mroce_msg.c: the send/receive engine --- */
 extern struct fi_ops_msg mfi_msg_ops;
 /* Send of iov to dest: eager or rendezvous.  Lock held.  0 or -FI_*. */
-ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
-                        void **desc, size_t count, fi_addr_t dest,
-                        uint64_t tag, uint64_t data, uint64_t flags,
-                        void *context, int tagged, int inject);
+ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t dest, uint64_t tag,
+                        uint64_t data, uint64_t flags, void *context,
+                        int tagged, int inject);
 /* Posts a receive (matching it against unexpected messages first). */
-ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
-                        void **desc, size_t count, fi_addr_t src,
-                        uint64_t tag, uint64_t ignore, uint64_t flags,
-                        void *context, int tagged);
+ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t src, uint64_t tag,
+                        uint64_t ignore, uint64_t flags, void *context,
+                        int tagged);
 /* A bounce buffer completed on its QP with a provider message. */
 void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b);
 /* Delivers the message in b (unexpected or just arrived, b->ue.src its
@@ -501,8 +537,7 @@ void mfi_msg_peek_info(const struct mfi_buf *b, uint64_t *len, uint64_t *data,
 /* Fails rendezvous sends waiting for a FIN over c (its QP failed). */
 void mfi_msg_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
 /* libmroce completion of a request posted by the msg/rma paths. */
-void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op,
-               const struct mroce_wc *wc);
+void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op, const struct mroce_wc *wc);
 /* Posts a control message (HELLO, FIN) on c from an internal buffer. */
 int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
                   const void *payload, size_t len);
@@ -540,9 +575,8 @@ void mfi_flow_close(struct mfi_ep *ep);
 /* --- mroce_mrecv.c: FI_MULTI_RECV --- */
 /* Posts a multi-receive buffer (fi_recv/fi_recvmsg with FI_MULTI_RECV):
  * it takes unexpected messages at once, then waits in the posted queue. */
-ssize_t mfi_mrecv_post(struct mfi_ep *ep, const struct iovec *iov,
-                       size_t count, fi_addr_t src, uint64_t flags,
-                       void *context);
+ssize_t mfi_mrecv_post(struct mfi_ep *ep, const struct iovec *iov, size_t count,
+                       fi_addr_t src, uint64_t flags, void *context);
 /* The message in b (from the wire, matched in the posted queue by the
  * buffer's receive parent) goes to the next part of the buffer. */
 void mfi_mrecv_deliver(struct mfi_ep *ep, struct mfi_op *parent,
@@ -563,6 +597,19 @@ extern struct fi_ops_collective mfi_coll_ops;
 /* A remote write with immediate data consumed bounce buffer b. */
 void mfi_rma_rx_imm(struct mfi_ep *ep, struct mfi_buf *b,
                     const struct mroce_wc *wc);
+
+/* --- mroce_rma_event.c --- */
+/* The endpoint was the target of a READ (write 0) or WRITE / atomic
+ * (write 1) of len bytes at addr, kind FI_RMA or FI_ATOMIC: with
+ * FI_RMA_EVENT, counts it, and if cq writes its receive-CQ entry.  Lock
+ * held. */
+void mfi_rmaev_report(struct mfi_ep *ep, int write, uint64_t kind,
+                      uint64_t addr, size_t len, int cq);
+/* READ or WRITE op completed successfully: sends its notice if asked. */
+void mfi_rmaev_send(struct mfi_ep *ep, const struct mfi_op *op);
+/* An RMA_EVENT notice arrived in b (parsed as p).  Releases b. */
+void mfi_rmaev_rx(struct mfi_ep *ep, struct mfi_buf *b,
+                  const struct mfi_pkt *p);
 
 /* --- mroce_atomic.c --- */
 extern struct fi_ops_atomic mfi_atomic_ops;
@@ -591,8 +638,13 @@ uint64_t mfi_now_ns(void);
 /* The MetaRoCE MTU for QPs on local address sa: FI_MROCE_MTU if set, else
  * from the MTU of the interface holding sa (mroce_domain.c explains). */
 int mfi_domain_mtu(const struct sockaddr *sa);
-/* Progress of the domain's endpoint, if any.  Lock held. */
+/* Progress of the domain's endpoints.  Lock held. */
 void mfi_domain_progress(struct mfi_domain *d);
+/* Opens a libmroce device on sa's IP and port (a free one if its port is
+ * 0); its name (sa with the port bound) in *addr, *addrlen, its MTU in
+ * *mtu.  0 or -FI_*. */
+int mfi_dev_open(const struct sockaddr *sa, mroce_device **dev,
+                 struct sockaddr_storage *addr, size_t *addrlen, int *mtu);
 
 /* --- helpers for unsupported entry points --- */
 int mfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
@@ -600,8 +652,8 @@ int mfi_no_control(struct fid *fid, int command, void *arg);
 int mfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
                     void **ops, void *context);
 int mfi_no_tostr(const struct fid *fid, char *buf, size_t len);
-int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
-                   void *ops, void *context);
+int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
+                   void *context);
 
 #pragma GCC visibility pop
 

@@ -33,8 +33,10 @@
 static int ctrl_post(struct mfi_ep *ep, struct mfi_buf *b)
 {
     struct mroce_sge sge = {(uintptr_t)b->data, b->len, b->lkey};
-    struct mroce_send_wr wr = {.wr_id = (uintptr_t)b, .sg_list = &sge,
-                               .num_sge = 1, .opcode = MROCE_WR_SEND,
+    struct mroce_send_wr wr = {.wr_id = (uintptr_t)b,
+                               .sg_list = &sge,
+                               .num_sge = 1,
+                               .opcode = MROCE_WR_SEND,
                                .send_flags = MROCE_SEND_SIGNALED};
     int rc = mroce_post_send(b->conn->qp, &wr, NULL);
     if (rc == 0)

@@ -50,17 +50,18 @@ struct mfi_params mfi_param = {
 
 /* What the provider can do; getinfo returns the part the hints ask for. */
 #define MFI_CAPS                                                             \
-    (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | FI_WRITE |  \
-     FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE |       \
-     FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV)
+    (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
+     FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV |        \
+     FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV |            \
+     FI_RMA_EVENT)
 #define MFI_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* Keys are the engine's rkeys and remote addresses virtual addresses. */
 #define MFI_MR_MODE (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
 /* The capabilities that put keys and addresses on the wire, and so need
  * FI_MR_PROV_KEY | FI_MR_VIRT_ADDR from the application. */
-#define MFI_RMA_CAPS                                                         \
-    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ |              \
-     FI_REMOTE_WRITE)
+#define MFI_RMA_CAPS                                            \
+    (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | \
+     FI_REMOTE_WRITE | FI_RMA_EVENT)
 /* Ordering: one QP carries an endpoint's traffic to a peer, and its
  * messages are matched in order (send after send); nothing else is
  * promised, and completions come in no particular order. */
@@ -136,8 +137,10 @@ static void get_int(const char *name, int *v, int lo, int hi)
         if (x >= lo && x <= hi)
             *v = x;
         else
-            MFI_WARN(FI_LOG_CORE, "FI_MROCE_%s=%d out of range [%d, %d]; "
-                     "keeping %d\n", name, x, lo, hi, *v);
+            MFI_WARN(FI_LOG_CORE,
+                     "FI_MROCE_%s=%d out of range [%d, %d]; "
+                     "keeping %d\n",
+                     name, x, lo, hi, *v);
     }
 }
 
@@ -184,7 +187,9 @@ FI_EXT_INI
     return &mfi_prov;
 }
 
-static void mfi_cleanup(void) {}
+static void mfi_cleanup(void)
+{
+}
 
 socklen_t mfi_sa_len(const struct sockaddr *sa)
 {
@@ -239,7 +244,8 @@ static int check_hints(const struct fi_info *h)
             return -FI_ENODATA;
         if (d->caps & ~(MFI_DOMAIN_CAPS | FI_LOCAL_COMM | FI_REMOTE_COMM))
             return -FI_ENODATA;
-        if (d->threading != FI_THREAD_UNSPEC && d->threading != FI_THREAD_SAFE &&
+        if (d->threading != FI_THREAD_UNSPEC &&
+            d->threading != FI_THREAD_SAFE &&
             d->threading != FI_THREAD_DOMAIN &&
             d->threading != FI_THREAD_COMPLETION &&
             d->threading != FI_THREAD_ENDPOINT && d->threading != FI_THREAD_FID)
@@ -329,9 +335,9 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
         if (resolve(node, service, family, &src))
             return -FI_ENODATA;
     } else {
-        const char *iface = mfi_param.iface
-                                ? mfi_param.iface
-                                : family == AF_INET6 ? "::1" : "127.0.0.1";
+        const char *iface = mfi_param.iface      ? mfi_param.iface
+                            : family == AF_INET6 ? "::1"
+                                                 : "127.0.0.1";
         if (resolve(iface, (flags & FI_SOURCE) ? service : "0", family, &src))
             return -FI_ENODATA;
     }
@@ -349,12 +355,15 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     struct fi_info *fi = fi_allocinfo();
     if (!fi)
         return -FI_ENOMEM;
-    uint64_t caps = hints && hints->caps ? hints->caps : MFI_CAPS;
+    /* FI_RMA_EVENT only when asked for: it costs a notice per READ and
+     * WRITE (mroce_rma_event.c). */
+    uint64_t caps = hints && hints->caps ? hints->caps
+                                         : MFI_CAPS & ~(uint64_t)FI_RMA_EVENT;
     /* Asking for FI_MSG or FI_TAGGED implies both directions. */
     if (!(caps & (FI_SEND | FI_RECV)) && (caps & (FI_MSG | FI_TAGGED)))
         caps |= FI_SEND | FI_RECV;
-    if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ |
-                                     FI_REMOTE_WRITE)))
+    if ((caps & (FI_RMA | FI_ATOMIC)) &&
+        !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
         caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
     /* Secondary capabilities the provider always has. */
     caps |= FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SOURCE;
@@ -385,8 +394,8 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     /* Domain capabilities (FI_LOCAL_COMM, FI_REMOTE_COMM) stay out of the
      * tx and rx attributes. */
     tx->caps = caps & ~(FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
-                        FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV |
-                        MFI_DOMAIN_CAPS);
+                        FI_RMA_EVENT | FI_DIRECTED_RECV | FI_SOURCE |
+                        FI_MULTI_RECV | MFI_DOMAIN_CAPS);
     tx->mode = 0;
     tx->op_flags = hints && hints->tx_attr ? hints->tx_attr->op_flags : 0;
     tx->msg_order = MFI_MSG_ORDER;
@@ -402,8 +411,8 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     rx->op_flags = hints && hints->rx_attr ? hints->rx_attr->op_flags : 0;
     rx->msg_order = MFI_MSG_ORDER;
     rx->comp_order = MFI_COMP_ORDER;
-    rx->total_buffered_recv =
-        (size_t)mfi_param.unexp_max * (size_t)mfi_param.eager_size;
+    rx->total_buffered_recv = (size_t)mfi_param.unexp_max *
+                              (size_t)mfi_param.eager_size;
     rx->size = MFI_RX_SIZE;
     rx->iov_limit = MFI_IOV_LIMIT;
 
@@ -416,7 +425,8 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     ep->max_order_raw_size = 0;
     ep->max_order_war_size = 0;
     ep->max_order_waw_size = 0;
-    ep->mem_tag_format = hints && hints->ep_attr && hints->ep_attr->mem_tag_format
+    ep->mem_tag_format = hints && hints->ep_attr &&
+                                 hints->ep_attr->mem_tag_format
                              ? hints->ep_attr->mem_tag_format
                              : 0xAAAAAAAAAAAAAAAAull; /* every bit usable */
     ep->tx_ctx_cnt = 1;
@@ -440,7 +450,7 @@ static int mfi_getinfo(uint32_t version, const char *node, const char *service,
     d->cq_data_size = 4;
     d->cq_cnt = 64;
     d->cntr_cnt = 64;
-    d->ep_cnt = 1;
+    d->ep_cnt = MFI_EP_CNT;
     d->tx_ctx_cnt = 1;
     d->rx_ctx_cnt = 1;
     d->max_ep_tx_ctx = 1;

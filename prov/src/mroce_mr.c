@@ -1,8 +1,11 @@
 /*
  * mroce_mr.c - memory registration.  A registration is a libmroce MR on the
- * domain's device (all QPs share its protection domain), so the key the
- * application sends to peers is the engine's rkey (FI_MR_PROV_KEY) and
- * remote addresses are virtual addresses (FI_MR_VIRT_ADDR).  fi_mr_desc
+ * domain's device (the QPs of the endpoint on it share its protection
+ * domain), so the key the application sends to peers is the engine's rkey
+ * (FI_MR_PROV_KEY) and remote addresses are virtual addresses
+ * (FI_MR_VIRT_ADDR).  The domain's further endpoints have devices of their
+ * own (mroce_fi.h): RMA into them finds no key there, and RMA from them
+ * registers its local buffers itself (mroce_rma.c).  fi_mr_desc
  * gives the struct mfi_mr, from which RMA takes the lkey instead of
  * registering the buffer itself.  A rendezvous send registers its buffer
  * anyway (mroce_msg.c): its completion waits until libmroce drops that
@@ -42,6 +45,10 @@ static int mr_close(struct fid *fid)
 
 static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
+    /* Counting remote accesses per registration (FI_MR_RMA_EVENT) is not
+     * offered: endpoints count them (FI_RMA_EVENT, mroce_rma_event.c). */
+    if (bfid && bfid->fclass == FI_CLASS_CNTR)
+        return -FI_ENOSYS;
     return 0; /* keys are device-wide: nothing to bind to */
 }
 
@@ -82,7 +89,8 @@ int mfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
     mfi_lock(d);
     int rc = mroce_reg_mr(d->pd, (void *)buf, len ? len : 1, acc, &mr->vmr);
     mr->writable = 1;
-    if (rc == MROCE_EACCESS && !(access & (FI_RECV | FI_READ | FI_REMOTE_WRITE))) {
+    if (rc == MROCE_EACCESS &&
+        !(access & (FI_RECV | FI_READ | FI_REMOTE_WRITE))) {
         rc = mroce_reg_mr(d->pd, (void *)buf, len ? len : 1,
                           MROCE_ACCESS_REMOTE_READ, &mr->vmr);
         mr->writable = 0;

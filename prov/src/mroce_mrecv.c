@@ -35,7 +35,7 @@ static int carve(struct mfi_ep *ep, struct mfi_op *parent, struct mfi_buf *b)
         /* Not a silent loss: the sender's FIN says so for a rendezvous,
          * and the log for an eager message. */
         MFI_WARN(FI_LOG_EP_DATA, "out of memory: a message for a "
-                 "multi-receive buffer is dropped\n");
+                                 "multi-receive buffer is dropped\n");
         mfi_msg_discard(ep, b);
         return 0;
     }
@@ -64,9 +64,8 @@ static int carve(struct mfi_ep *ep, struct mfi_op *parent, struct mfi_buf *b)
     return retire;
 }
 
-ssize_t mfi_mrecv_post(struct mfi_ep *ep, const struct iovec *iov,
-                       size_t count, fi_addr_t src, uint64_t flags,
-                       void *context)
+ssize_t mfi_mrecv_post(struct mfi_ep *ep, const struct iovec *iov, size_t count,
+                       fi_addr_t src, uint64_t flags, void *context)
 {
     if (count != 1 || !iov)
         return -FI_EINVAL;
@@ -88,8 +87,8 @@ ssize_t mfi_mrecv_post(struct mfi_ep *ep, const struct iovec *iov,
     struct mtm_entry *e;
     while ((e = mtm_find_unexp(&ep->unexp[0], 0, 0, src))) {
         mtm_remove(&ep->unexp[0], e);
-        if (carve(ep, op, (struct mfi_buf *)((char *)e -
-                                            offsetof(struct mfi_buf, ue))))
+        if (carve(ep, op,
+                  (struct mfi_buf *)((char *)e - offsetof(struct mfi_buf, ue))))
             return 0;
     }
     op->me.tag = 0;

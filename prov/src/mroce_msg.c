@@ -33,8 +33,10 @@ static int post_buf(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b,
                     size_t len)
 {
     struct mroce_sge sge = {(uintptr_t)b->data, (uint32_t)len, b->lkey};
-    struct mroce_send_wr wr = {.wr_id = (uintptr_t)b, .sg_list = &sge,
-                               .num_sge = 1, .opcode = MROCE_WR_SEND,
+    struct mroce_send_wr wr = {.wr_id = (uintptr_t)b,
+                               .sg_list = &sge,
+                               .num_sge = 1,
+                               .opcode = MROCE_WR_SEND,
                                .send_flags = MROCE_SEND_SIGNALED};
     b->conn = c;
     int rc = mroce_post_send(c->qp, &wr, NULL);
@@ -62,10 +64,10 @@ int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
     return rc;
 }
 
-ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
-                        void **desc, size_t count, fi_addr_t dest,
-                        uint64_t tag, uint64_t data, uint64_t flags,
-                        void *context, int tagged, int inject)
+ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t dest, uint64_t tag,
+                        uint64_t data, uint64_t flags, void *context,
+                        int tagged, int inject)
 {
     if (!ep->enabled)
         return -FI_EOPBADSTATE;
@@ -168,7 +170,8 @@ ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov,
         /* The connection failed between its set-up and this post (an ICMP
          * error read by another thread, or a slow host): unreachable, as
          * when it fails in mfi_conn_tx(). */
-        if (rc == MROCE_ESTATE && mroce_qp_get_state(c->qp) == MROCE_QPS_ERROR) {
+        if (rc == MROCE_ESTATE &&
+            mroce_qp_get_state(c->qp) == MROCE_QPS_ERROR) {
             mfi_conn_failed(ep, c);
             return -FI_EHOSTUNREACH;
         }
@@ -192,17 +195,17 @@ void mfi_msg_refresh_unexp(struct mfi_ep *ep)
     for (int t = 0; t < 2; t++)
         for (struct mtm_entry *e = ep->unexp[t].head.next;
              e != &ep->unexp[t].head; e = e->next) {
-            struct mfi_buf *b = (struct mfi_buf *)((char *)e -
-                                                   offsetof(struct mfi_buf, ue));
+            struct mfi_buf *b =
+                (struct mfi_buf *)((char *)e - offsetof(struct mfi_buf, ue));
             if (e->src == FI_ADDR_NOTAVAIL)
                 e->src = mfi_conn_src(ep, b->conn);
         }
 }
 
-ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
-                        void **desc, size_t count, fi_addr_t src,
-                        uint64_t tag, uint64_t ignore, uint64_t flags,
-                        void *context, int tagged)
+ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov, void **desc,
+                        size_t count, fi_addr_t src, uint64_t tag,
+                        uint64_t ignore, uint64_t flags, void *context,
+                        int tagged)
 {
     if (!ep->enabled)
         return -FI_EOPBADSTATE;
@@ -239,7 +242,8 @@ ssize_t mfi_recv_common(struct mfi_ep *ep, const struct iovec *iov,
     if (e) {
         mtm_remove(&ep->unexp[tagged], e);
         mfi_msg_deliver(ep, op,
-                        (struct mfi_buf *)((char *)e - offsetof(struct mfi_buf, ue)));
+                        (struct mfi_buf *)((char *)e -
+                                           offsetof(struct mfi_buf, ue)));
         return 0;
     }
     op->me.tag = tag;
@@ -298,7 +302,8 @@ static int rndv_post(struct mfi_ep *ep, struct mfi_op *op)
             pos += l;
         }
         wr[nw] = (struct mroce_send_wr){.wr_id = (uintptr_t)op,
-                                        .sg_list = sge[nw], .num_sge = ns,
+                                        .sg_list = sge[nw],
+                                        .num_sge = ns,
                                         .opcode = MROCE_WR_READ,
                                         .send_flags = MROCE_SEND_SIGNALED,
                                         .remote_addr = op->rd_raddr + off,
@@ -494,9 +499,10 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
     struct mfi_conn *c = b->conn;
     int rc = mfi_proto_parse(b->data, b->len, &p);
     if (rc != MFI_PARSE_OK) {
-        MFI_WARN(FI_LOG_EP_DATA, "dropped a malformed message (%u bytes, "
-                 "kind %s, error %d)\n", b->len,
-                 b->len > 1 ? mfi_pkt_kind_str(b->data[1]) : "-", rc);
+        MFI_WARN(FI_LOG_EP_DATA,
+                 "dropped a malformed message (%u bytes, "
+                 "kind %s, error %d)\n",
+                 b->len, b->len > 1 ? mfi_pkt_kind_str(b->data[1]) : "-", rc);
         mfi_unexp_release(ep, b);
         return;
     }
@@ -509,8 +515,12 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
         fin_rx(ep, &p.fin);
         mfi_unexp_release(ep, b);
         return;
-    case MFI_PKT_ATOMIC: case MFI_PKT_ATOMIC_RESP:
+    case MFI_PKT_ATOMIC:
+    case MFI_PKT_ATOMIC_RESP:
         mfi_atomic_rx(ep, b, &p);
+        return;
+    case MFI_PKT_RMA_EVENT:
+        mfi_rmaev_rx(ep, b, &p);
         return;
     default:
         break; /* MSG, TAGGED, RTS_MSG, RTS_TAGGED */
@@ -627,9 +637,11 @@ void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op, const struct mroce_wc *wc)
     case MFI_OP_READ:
     case MFI_OP_WRITE:
     default:
+        if (ok && op->rma_ev)
+            mfi_rmaev_send(ep, op); /* before op may be freed */
         if (ok)
-            mfi_op_complete(ep, op, op->type == MFI_OP_SEND ? 0 : op->len, 0,
-                            0, FI_ADDR_NOTAVAIL);
+            mfi_op_complete(ep, op, op->type == MFI_OP_SEND ? 0 : op->len, 0, 0,
+                            FI_ADDR_NOTAVAIL);
         else
             /* The libmroce status (fi_cq_strerror names it) says why:
              * e.g. retries exhausted, or flushed after the QP failed. */
@@ -681,8 +693,8 @@ static ssize_t send_one(struct fid_ep *fep, const void *buf, size_t len,
 {
     struct iovec iov = {(void *)buf, len};
     mfi_lock(EP(fep)->dom);
-    ssize_t rc = mfi_send_common(EP(fep), &iov, &desc, 1, dest, 0, data,
-                                 flags, context, 0, inject);
+    ssize_t rc = mfi_send_common(EP(fep), &iov, &desc, 1, dest, 0, data, flags,
+                                 context, 0, inject);
     mfi_unlock(EP(fep)->dom);
     return rc;
 }
@@ -690,8 +702,8 @@ static ssize_t send_one(struct fid_ep *fep, const void *buf, size_t len,
 static ssize_t msg_send(struct fid_ep *fep, const void *buf, size_t len,
                         void *desc, fi_addr_t dest, void *context)
 {
-    return send_one(fep, buf, len, desc, 0, dest, EP(fep)->tx_op_flags,
-                    context, 0);
+    return send_one(fep, buf, len, desc, 0, dest, EP(fep)->tx_op_flags, context,
+                    0);
 }
 
 static ssize_t msg_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -710,8 +722,8 @@ static ssize_t msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 {
     mfi_lock(EP(fep)->dom);
     ssize_t rc = mfi_send_common(EP(fep), msg->msg_iov, msg->desc,
-                                 msg->iov_count, msg->addr, 0, msg->data,
-                                 flags, msg->context, 0, 0);
+                                 msg->iov_count, msg->addr, 0, msg->data, flags,
+                                 msg->context, 0, 0);
     mfi_unlock(EP(fep)->dom);
     return rc;
 }
@@ -733,7 +745,8 @@ static ssize_t msg_senddata(struct fid_ep *fep, const void *buf, size_t len,
 static ssize_t msg_injectdata(struct fid_ep *fep, const void *buf, size_t len,
                               uint64_t data, fi_addr_t dest)
 {
-    return send_one(fep, buf, len, NULL, data, dest, FI_REMOTE_CQ_DATA, NULL, 1);
+    return send_one(fep, buf, len, NULL, data, dest, FI_REMOTE_CQ_DATA, NULL,
+                    1);
 }
 
 struct fi_ops_msg mfi_msg_ops = {

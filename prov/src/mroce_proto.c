@@ -37,8 +37,8 @@ size_t mfi_amo_dt_size(unsigned dt)
 {
     /* FI_INT8 .. FI_UINT128 in enum order; long double is stored in 16
      * bytes on the (x86-64, aarch64) hosts the provider builds on. */
-    static const uint8_t sz[MFI_AMO_DT_CNT] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8,
-                                               8, 16, 16, 32, 16, 16};
+    static const uint8_t sz[MFI_AMO_DT_CNT] = {1, 1, 2, 2,  4,  4,  8,  8,
+                                               4, 8, 8, 16, 16, 32, 16, 16};
     return dt < MFI_AMO_DT_CNT ? sz[dt] : 0;
 }
 
@@ -116,6 +116,17 @@ int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out)
         out->payload += sizeof(out->amo_resp);
         out->plen -= sizeof(out->amo_resp);
         return MFI_PARSE_OK;
+    case MFI_PKT_RMA_EVENT:
+        if (out->plen < sizeof(out->rmaev))
+            return MFI_PARSE_SHORT;
+        if (h.len != out->plen || out->plen != sizeof(out->rmaev))
+            return MFI_PARSE_LEN;
+        memcpy(&out->rmaev, out->payload, sizeof(out->rmaev));
+        if ((out->rmaev.op != MFI_RMAEV_WRITE &&
+             out->rmaev.op != MFI_RMAEV_READ) ||
+            (out->rmaev.flags & ~(uint8_t)MFI_RMAEV_IMM))
+            return MFI_PARSE_KIND;
+        return MFI_PARSE_OK;
     default:
         return MFI_PARSE_KIND;
     }
@@ -151,7 +162,8 @@ size_t mfi_proto_build(void *buf, const struct mfi_pkt *p)
     memcpy(buf, &h, sizeof(h));
     char *body = (char *)buf + sizeof(h);
     switch (p->kind) {
-    case MFI_PKT_RTS_MSG: case MFI_PKT_RTS_TAGGED:
+    case MFI_PKT_RTS_MSG:
+    case MFI_PKT_RTS_TAGGED:
         memcpy(body, &p->rts, sizeof(p->rts));
         return sizeof(h) + sizeof(p->rts);
     case MFI_PKT_FIN:
@@ -163,6 +175,9 @@ size_t mfi_proto_build(void *buf, const struct mfi_pkt *p)
     case MFI_PKT_ATOMIC_RESP:
         memcpy(body, &p->amo_resp, sizeof(p->amo_resp));
         return sizeof(h) + sizeof(p->amo_resp);
+    case MFI_PKT_RMA_EVENT:
+        memcpy(body, &p->rmaev, sizeof(p->rmaev));
+        return sizeof(h) + sizeof(p->rmaev);
     default:
         return sizeof(h);
     }

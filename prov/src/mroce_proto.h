@@ -24,6 +24,9 @@
  *               the header.
  *   ATOMIC_RESP its outcome: struct mfi_amo_resp, then (fetching ops, on
  *               success) the count values the target held before.
+ *   RMA_EVENT   FI_RMA_EVENT: a READ or WRITE of the sender's completed
+ *               (struct mfi_rma_event), so the target counts it and
+ *               reports it (mroce_rma_event.c); hdr.len = the body's size.
  *
  * Why a READ-based rendezvous (receiver pulls) rather than the receiver
  * advertising its buffer for a WRITE: the pull needs one control message
@@ -46,6 +49,7 @@
 #error "mroce provider: little-endian hosts only"
 #endif
 
+/* clang-format off */
 #define MFI_PKT_KINDS(X) \
     X(HELLO, 1)          \
     X(MSG, 2)            \
@@ -54,7 +58,9 @@
     X(RTS_TAGGED, 5)     \
     X(FIN, 6)            \
     X(ATOMIC, 7)         \
-    X(ATOMIC_RESP, 8)
+    X(ATOMIC_RESP, 8)    \
+    X(RMA_EVENT, 9)
+/* clang-format on */
 
 enum mfi_pkt_kind {
 #define MFI_X_ENUM(name, val) MFI_PKT_##name = (val),
@@ -71,9 +77,9 @@ struct mfi_hdr {
     uint8_t kind;    /* enum mfi_pkt_kind */
     uint16_t flags;  /* enum mfi_hdr_flags */
     uint32_t rsvd;
-    uint64_t tag;    /* TAGGED, RTS_TAGGED */
-    uint64_t data;   /* remote CQ data when MFI_HDR_CQ_DATA */
-    uint64_t len;    /* message length (eager: the payload's; RTS: the
+    uint64_t tag;  /* TAGGED, RTS_TAGGED */
+    uint64_t data; /* remote CQ data when MFI_HDR_CQ_DATA */
+    uint64_t len;  /* message length (eager: the payload's; RTS: the
                         whole message's) */
 };
 
@@ -94,23 +100,23 @@ struct mfi_fin {
 /* Atomic operations.  op and datatype carry libfabric's enum fi_op and
  * enum fi_datatype values (mroce_atomic.c checks that they agree): the
  * wire names them by number so this file needs no libfabric header. */
-#define MFI_AMO_OP_CNT 19       /* FI_MIN .. FI_MSWAP */
-#define MFI_AMO_OP_READ 10      /* FI_ATOMIC_READ: no operand */
-#define MFI_AMO_OP_CSWAP 12     /* FI_CSWAP .. FI_MSWAP: operand + compare */
-#define MFI_AMO_DT_CNT 16       /* FI_INT8 .. FI_UINT128 */
+#define MFI_AMO_OP_CNT 19   /* FI_MIN .. FI_MSWAP */
+#define MFI_AMO_OP_READ 10  /* FI_ATOMIC_READ: no operand */
+#define MFI_AMO_OP_CSWAP 12 /* FI_CSWAP .. FI_MSWAP: operand + compare */
+#define MFI_AMO_DT_CNT 16   /* FI_INT8 .. FI_UINT128 */
 
 enum mfi_amo_flags {
-    MFI_AMO_FETCH = 1,          /* the response carries the old values */
+    MFI_AMO_FETCH = 1, /* the response carries the old values */
 };
 
 struct mfi_amo {
-    uint64_t addr;   /* target virtual address of the first element */
-    uint64_t key;    /* target registration (its fi_mr_key) */
-    uint64_t cookie; /* names the request in the response */
-    uint32_t count;  /* elements (>= 1) */
-    uint8_t op;      /* enum fi_op */
-    uint8_t datatype;/* enum fi_datatype */
-    uint8_t flags;   /* enum mfi_amo_flags */
+    uint64_t addr;    /* target virtual address of the first element */
+    uint64_t key;     /* target registration (its fi_mr_key) */
+    uint64_t cookie;  /* names the request in the response */
+    uint32_t count;   /* elements (>= 1) */
+    uint8_t op;       /* enum fi_op */
+    uint8_t datatype; /* enum fi_datatype */
+    uint8_t flags;    /* enum mfi_amo_flags */
     uint8_t rsvd;
 };
 
@@ -119,6 +125,21 @@ struct mfi_amo_resp {
     uint32_t status; /* 0, or a positive FI_E* error (FI_EACCES, FI_EINVAL,
                         FI_EOPNOTSUPP) */
     uint32_t rsvd;
+};
+
+/* FI_RMA_EVENT notices. */
+enum mfi_rma_event_op { MFI_RMAEV_WRITE = 1, MFI_RMAEV_READ = 2 };
+enum mfi_rma_event_flags {
+    MFI_RMAEV_IMM = 1, /* the WRITE carried immediate data: the target
+                          has reported it already, and only counts it */
+};
+struct mfi_rma_event {
+    uint64_t addr; /* target virtual address the operation began at */
+    uint64_t len;  /* bytes */
+    uint32_t key;  /* target registration */
+    uint8_t op;    /* enum mfi_rma_event_op */
+    uint8_t flags; /* enum mfi_rma_event_flags */
+    uint16_t rsvd;
 };
 
 /* Bytes of one element of wire datatype dt (0: unknown), and how many
@@ -160,6 +181,7 @@ struct mfi_pkt {
     struct mfi_fin fin;     /* FIN */
     struct mfi_amo amo;     /* ATOMIC (payload/plen: past it, the values) */
     struct mfi_amo_resp amo_resp; /* ATOMIC_RESP (payload/plen: past it) */
+    struct mfi_rma_event rmaev;   /* RMA_EVENT */
 };
 
 /* Decodes buf[0..len): 0, or a negative enum mfi_parse_err (out is then
@@ -168,8 +190,10 @@ struct mfi_pkt {
  * and hdr.len <= MFI_PROTO_MAX_MSG, FIN with a whole mfi_fin, ATOMIC with
  * a whole mfi_amo of a known op and datatype, count >= 1 and exactly the
  * operand bytes that op and count need after it, ATOMIC_RESP with a whole
- * mfi_amo_resp; for both hdr.len equals the bytes after the header.  For
- * the atomic kinds payload/plen then describe the values after the body. */
+ * mfi_amo_resp; for both hdr.len equals the bytes after the header; and
+ * RMA_EVENT with exactly a whole mfi_rma_event (hdr.len its size) of a
+ * known op and flags.  For the atomic kinds payload/plen then describe
+ * the values after the body. */
 int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out);
 
 /* A HELLO's payload: the sender's name, an AF_INET or AF_INET6 sockaddr

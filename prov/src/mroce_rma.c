@@ -15,6 +15,9 @@
  *
  * fi_writedata: the immediate (cq_data_size 4) consumes a bounce buffer
  * at the target, which reports it as an FI_REMOTE_CQ_DATA completion.
+ *
+ * FI_RMA_EVENT: each completed READ or WRITE is followed by a notice to
+ * the target (mroce_rma_event.c).
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -59,6 +62,10 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
     op->op_flags = flags;
     op->nocomp = inject || (ep->tx_selective && !(flags & FI_COMPLETION));
     op->len = len;
+    op->conn = c;
+    op->rma_ev = (uint8_t)ep->rma_event;
+    op->rma_addr = raddr;
+    op->rma_key = (uint32_t)key;
     struct mroce_sge sge[MFI_IOV_LIMIT];
     struct mfi_buf *b = NULL;
     if (bounce) {
@@ -80,26 +87,31 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
         sge[i].lkey = 0;
         if (inl)
             continue;
-        if (desc && desc[i])
+        /* A registration's lkey is its device's: another endpoint
+         * registers the buffer itself. */
+        if (desc && desc[i] && ep->dev == ep->dom->dev)
             sge[i].lkey = ((struct mfi_mr *)desc[i])->lkey;
         else
             rc = mfi_op_reg(ep, op, iov[i].iov_base, iov[i].iov_len,
-                            write ? 0 : MROCE_ACCESS_LOCAL_WRITE,
-                            &sge[i].lkey, NULL);
+                            write ? 0 : MROCE_ACCESS_LOCAL_WRITE, &sge[i].lkey,
+                            NULL);
     }
     if (rc) {
         mfi_op_put(ep, op);
         return rc;
     }
-    struct mroce_send_wr wr = {
-        .wr_id = b ? (uintptr_t)b : (uintptr_t)op, .sg_list = sge,
-        .num_sge = (int)count,
-        .opcode = !write ? MROCE_WR_READ
-                  : (flags & FI_REMOTE_CQ_DATA) ? MROCE_WR_WRITE_WITH_IMM
-                                                : MROCE_WR_WRITE,
-        .send_flags = MROCE_SEND_SIGNALED | (inl ? MROCE_SEND_INLINE : 0),
-        .imm_data = (uint32_t)data, .remote_addr = raddr,
-        .rkey = (uint32_t)key};
+    struct mroce_send_wr wr = {.wr_id = b ? (uintptr_t)b : (uintptr_t)op,
+                               .sg_list = sge,
+                               .num_sge = (int)count,
+                               .opcode = !write ? MROCE_WR_READ
+                                         : (flags & FI_REMOTE_CQ_DATA)
+                                             ? MROCE_WR_WRITE_WITH_IMM
+                                             : MROCE_WR_WRITE,
+                               .send_flags = MROCE_SEND_SIGNALED |
+                                             (inl ? MROCE_SEND_INLINE : 0),
+                               .imm_data = (uint32_t)data,
+                               .remote_addr = raddr,
+                               .rkey = (uint32_t)key};
     rc = mroce_post_send(c->qp, &wr, NULL);
     if (rc < 0) {
         if (b)
@@ -163,8 +175,8 @@ static ssize_t rma_msg(struct fid_ep *fep, int write,
     mfi_lock(EP(fep)->dom);
     ssize_t rc = rma_common(EP(fep), write, msg->msg_iov, msg->desc,
                             msg->iov_count, msg->addr, msg->rma_iov[0].addr,
-                            msg->rma_iov[0].key, msg->data, flags,
-                            msg->context, 0);
+                            msg->rma_iov[0].key, msg->data, flags, msg->context,
+                            0);
     mfi_unlock(EP(fep)->dom);
     return rc;
 }

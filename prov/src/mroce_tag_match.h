@@ -45,7 +45,10 @@ void mtm_append(struct mtm_queue *q, struct mtm_entry *e);
 /* Removes e from q (it must be queued there). */
 void mtm_remove(struct mtm_queue *q, struct mtm_entry *e);
 /* 1 if e is in some queue. */
-static inline int mtm_queued(const struct mtm_entry *e) { return e->next != NULL; }
+static inline int mtm_queued(const struct mtm_entry *e)
+{
+    return e->next != NULL;
+}
 /* 1 if a receive for (tag, ignore, src) accepts a message (mtag, msrc). */
 static inline int mtm_match(uint64_t tag, uint64_t ignore, uint64_t src,
                             uint64_t mtag, uint64_t msrc)

@@ -32,12 +32,11 @@ static ssize_t tagged_peek(struct mfi_ep *ep, const struct fi_msg_tagged *msg,
     mfi_ep_progress(ep); /* let what has arrived be seen */
     mfi_msg_refresh_unexp(ep);
     fi_addr_t src = (ep->caps & FI_DIRECTED_RECV) ? msg->addr : FI_ADDR_UNSPEC;
-    struct mtm_entry *e =
-        mtm_find_unexp(&ep->unexp[1], msg->tag, msg->ignore, src);
+    struct mtm_entry *e = mtm_find_unexp(&ep->unexp[1], msg->tag, msg->ignore,
+                                         src);
     if (!e)
-        return mfi_cq_write_err(ep->rx_cq, msg->context, FI_RECV | FI_TAGGED,
-                                0, NULL, 0, 0, 0, FI_ENOMSG, 0,
-                                FI_ADDR_NOTAVAIL);
+        return mfi_cq_write_err(ep->rx_cq, msg->context, FI_RECV | FI_TAGGED, 0,
+                                NULL, 0, 0, 0, FI_ENOMSG, 0, FI_ADDR_NOTAVAIL);
     struct mfi_buf *b = ue_buf(e);
     uint64_t len, data, tag;
     int cq_data;
@@ -92,8 +91,8 @@ static ssize_t tagged_claim(struct mfi_ep *ep, const struct fi_msg_tagged *msg,
     return 0;
 }
 
-static ssize_t tagged_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
-                              uint64_t flags)
+static ssize_t tagged_recvmsg(struct fid_ep *fep,
+                              const struct fi_msg_tagged *msg, uint64_t flags)
 {
     struct mfi_ep *ep = EP(fep);
     ssize_t rc;
@@ -112,9 +111,9 @@ static ssize_t tagged_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *ms
     return rc;
 }
 
-static ssize_t tagged_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
-                           fi_addr_t src, uint64_t tag, uint64_t ignore,
-                           void *context)
+static ssize_t tagged_recv(struct fid_ep *fep, void *buf, size_t len,
+                           void *desc, fi_addr_t src, uint64_t tag,
+                           uint64_t ignore, void *context)
 {
     struct iovec iov = {buf, len};
     mfi_lock(EP(fep)->dom);
@@ -163,8 +162,8 @@ static ssize_t tagged_sendv(struct fid_ep *fep, const struct iovec *iov,
                  context, 0);
 }
 
-static ssize_t tagged_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
-                              uint64_t flags)
+static ssize_t tagged_sendmsg(struct fid_ep *fep,
+                              const struct fi_msg_tagged *msg, uint64_t flags)
 {
     return tsend(fep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
                  msg->tag, msg->data, flags, msg->context, 0);
@@ -186,11 +185,13 @@ static ssize_t tagged_senddata(struct fid_ep *fep, const void *buf, size_t len,
                  EP(fep)->tx_op_flags | FI_REMOTE_CQ_DATA, context, 0);
 }
 
-static ssize_t tagged_injectdata(struct fid_ep *fep, const void *buf, size_t len,
-                                 uint64_t data, fi_addr_t dest, uint64_t tag)
+static ssize_t tagged_injectdata(struct fid_ep *fep, const void *buf,
+                                 size_t len, uint64_t data, fi_addr_t dest,
+                                 uint64_t tag)
 {
     struct iovec iov = {(void *)buf, len};
-    return tsend(fep, &iov, NULL, 1, dest, tag, data, FI_REMOTE_CQ_DATA, NULL, 1);
+    return tsend(fep, &iov, NULL, 1, dest, tag, data, FI_REMOTE_CQ_DATA, NULL,
+                 1);
 }
 
 struct fi_ops_tagged mfi_tagged_ops = {

@@ -25,24 +25,24 @@
 /* Failed checks so far: a test goes on after one, and its exit status
  * says whether any failed. */
 static int failures;
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__,   \
-                    #c);                                                       \
-            failures++;                                                        \
-        }                                                                      \
+#define CHECK(c)                                                             \
+    do {                                                                     \
+        if (!(c)) {                                                          \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, \
+                    #c);                                                     \
+            failures++;                                                      \
+        }                                                                    \
     } while (0)
 
 /* A set-up call that must succeed: exits with the libfabric error. */
-#define DIE_IF(c, what)                                                        \
-    do {                                                                       \
-        int rc_ = (c);                                                         \
-        if (rc_) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, what,       \
-                    fi_strerror(-rc_));                                        \
-            exit(1);                                                           \
-        }                                                                      \
+#define DIE_IF(c, what)                                                  \
+    do {                                                                 \
+        int rc_ = (c);                                                   \
+        if (rc_) {                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, what, \
+                    fi_strerror(-rc_));                                  \
+            exit(1);                                                     \
+        }                                                                \
     } while (0)
 
 static inline double now_s(void)
@@ -75,8 +75,8 @@ static inline struct fi_info *prov_getinfo(uint64_t caps, int autoprog,
     hints->caps = caps;
     hints->ep_attr->type = FI_EP_RDM;
     hints->fabric_attr->prov_name = strdup("mroce");
-    hints->domain_attr->mr_mode =
-        FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
+    hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR |
+                                  FI_MR_ALLOCATED;
     if (autoprog) {
         hints->domain_attr->data_progress = FI_PROGRESS_AUTO;
         hints->domain_attr->threading = FI_THREAD_SAFE;

@@ -36,7 +36,7 @@ enum { WINDOW = 16, TBUF = 4096 };
 
 static struct prov_ep ini, tgt; /* initiator, target */
 static fi_addr_t t_addr;
-static uint8_t *tbuf;       /* the target's registered memory */
+static uint8_t *tbuf; /* the target's registered memory */
 static uint64_t tkey;
 
 static void progress(void)
@@ -76,15 +76,18 @@ static int wait_comp(void **ctx)
 }
 
 /* Posts (retrying -FI_EAGAIN) and returns the post's result. */
-#define POST(call)                                                             \
-    ({                                                                         \
-        ssize_t r_;                                                            \
-        while ((r_ = (call)) == -FI_EAGAIN)                                    \
-            progress();                                                        \
-        r_;                                                                    \
+#define POST(call)                          \
+    ({                                      \
+        ssize_t r_;                         \
+        while ((r_ = (call)) == -FI_EAGAIN) \
+            progress();                     \
+        r_;                                 \
     })
 
-static uint64_t raddr(size_t off) { return (uint64_t)(uintptr_t)(tbuf + off); }
+static uint64_t raddr(size_t off)
+{
+    return (uint64_t)(uintptr_t)(tbuf + off);
+}
 
 /* One element op at offset off: old value to res (fetching families). */
 static int do_write(const void *v, size_t off, enum fi_datatype dt,
@@ -200,12 +203,15 @@ static void test_compare(void)
     CHECK(r == 10 && t == 20);
 
     /* The ordered swaps: swap when compare OP target. */
-    struct { enum fi_op op; int32_t tgt, cmp; int swaps; } k[] = {
-        {FI_CSWAP_NE, 5, 5, 0}, {FI_CSWAP_NE, 5, 6, 1},
-        {FI_CSWAP_LE, 5, 5, 1}, {FI_CSWAP_LE, 5, 6, 0},
-        {FI_CSWAP_LT, 5, 5, 0}, {FI_CSWAP_LT, 5, 4, 1},
-        {FI_CSWAP_GE, 5, 5, 1}, {FI_CSWAP_GE, 5, 4, 0},
-        {FI_CSWAP_GT, 5, 5, 0}, {FI_CSWAP_GT, 5, 6, 1},
+    struct {
+        enum fi_op op;
+        int32_t tgt, cmp;
+        int swaps;
+    } k[] = {
+        {FI_CSWAP_NE, 5, 5, 0}, {FI_CSWAP_NE, 5, 6, 1}, {FI_CSWAP_LE, 5, 5, 1},
+        {FI_CSWAP_LE, 5, 6, 0}, {FI_CSWAP_LT, 5, 5, 0}, {FI_CSWAP_LT, 5, 4, 1},
+        {FI_CSWAP_GE, 5, 5, 1}, {FI_CSWAP_GE, 5, 4, 0}, {FI_CSWAP_GT, 5, 5, 0},
+        {FI_CSWAP_GT, 5, 6, 1},
     };
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
         int32_t x = k[i].tgt, nv = 77, res = 0;
@@ -279,13 +285,15 @@ static void test_floats(void)
 /* The vector, msg and inject forms, count > 1. */
 static void test_forms(void)
 {
-    int32_t init[6] = {1, 2, 3, 4, 5, 6}, a[2] = {10, 20}, b[4] = {30, 40, 50, 60};
+    int32_t init[6] = {1, 2, 3, 4, 5, 6}, a[2] = {10, 20},
+            b[4] = {30, 40, 50, 60};
     int32_t ra[3], rb[3], out[6];
     memcpy(tbuf + 512, init, sizeof(init));
     struct fi_ioc iov[2] = {{a, 2}, {b, 4}};
     struct fi_ioc res[2] = {{ra, 3}, {rb, 3}};
     CHECK(POST(fi_fetch_atomicv(ini.ep, iov, NULL, 2, res, NULL, 2, t_addr,
-                                raddr(512), tkey, FI_INT32, FI_SUM, &iov)) == 0);
+                                raddr(512), tkey, FI_INT32, FI_SUM, &iov)) ==
+          0);
     void *ctx = NULL;
     CHECK(wait_comp(&ctx) == 0 && ctx == &iov);
     memcpy(out, tbuf + 512, sizeof(out));
@@ -297,10 +305,14 @@ static void test_forms(void)
     memcpy(tbuf + 576, tv, sizeof(tv));
     struct fi_ioc mi = {v, 3};
     struct fi_rma_ioc ri = {raddr(576), 3, tkey};
-    struct fi_msg_atomic msg = {.msg_iov = &mi, .iov_count = 1,
-                                .addr = t_addr, .rma_iov = &ri,
-                                .rma_iov_count = 1, .datatype = FI_UINT64,
-                                .op = FI_BOR, .context = &msg};
+    struct fi_msg_atomic msg = {.msg_iov = &mi,
+                                .iov_count = 1,
+                                .addr = t_addr,
+                                .rma_iov = &ri,
+                                .rma_iov_count = 1,
+                                .datatype = FI_UINT64,
+                                .op = FI_BOR,
+                                .context = &msg};
     CHECK(POST(fi_atomicmsg(ini.ep, &msg, FI_COMPLETION)) == 0);
     CHECK(wait_comp(&ctx) == 0 && ctx == &msg);
     memcpy(tv, tbuf + 576, sizeof(tv));
@@ -339,16 +351,22 @@ static void test_valid(void)
     size_t n = 0;
     CHECK(fi_atomicvalid(ini.ep, FI_UINT64, FI_SUM, &n) == 0 && n > 0);
     CHECK(fi_atomicvalid(ini.ep, FI_UINT64, FI_CSWAP, &n) == -FI_EOPNOTSUPP);
-    CHECK(fi_atomicvalid(ini.ep, FI_UINT64, FI_ATOMIC_READ, &n) == -FI_EOPNOTSUPP);
+    CHECK(fi_atomicvalid(ini.ep, FI_UINT64, FI_ATOMIC_READ, &n) ==
+          -FI_EOPNOTSUPP);
     CHECK(fi_atomicvalid(ini.ep, FI_DOUBLE, FI_BOR, &n) == -FI_EOPNOTSUPP);
-    CHECK(fi_atomicvalid(ini.ep, FI_DOUBLE_COMPLEX, FI_MIN, &n) == -FI_EOPNOTSUPP);
-    CHECK(fi_fetch_atomicvalid(ini.ep, FI_INT8, FI_ATOMIC_READ, &n) == 0 && n > 0);
-    CHECK(fi_fetch_atomicvalid(ini.ep, FI_INT8, FI_MSWAP, &n) == -FI_EOPNOTSUPP);
+    CHECK(fi_atomicvalid(ini.ep, FI_DOUBLE_COMPLEX, FI_MIN, &n) ==
+          -FI_EOPNOTSUPP);
+    CHECK(fi_fetch_atomicvalid(ini.ep, FI_INT8, FI_ATOMIC_READ, &n) == 0 &&
+          n > 0);
+    CHECK(fi_fetch_atomicvalid(ini.ep, FI_INT8, FI_MSWAP, &n) ==
+          -FI_EOPNOTSUPP);
     CHECK(fi_compare_atomicvalid(ini.ep, FI_INT8, FI_MSWAP, &n) == 0);
-    CHECK(fi_compare_atomicvalid(ini.ep, FI_FLOAT, FI_MSWAP, &n) == -FI_EOPNOTSUPP);
+    CHECK(fi_compare_atomicvalid(ini.ep, FI_FLOAT, FI_MSWAP, &n) ==
+          -FI_EOPNOTSUPP);
     CHECK(fi_compare_atomicvalid(ini.ep, FI_FLOAT_COMPLEX, FI_CSWAP_LT, &n) ==
           -FI_EOPNOTSUPP);
-    CHECK(fi_compare_atomicvalid(ini.ep, FI_UINT64, FI_SUM, &n) == -FI_EOPNOTSUPP);
+    CHECK(fi_compare_atomicvalid(ini.ep, FI_UINT64, FI_SUM, &n) ==
+          -FI_EOPNOTSUPP);
     CHECK(fi_compare_atomicvalid(ini.ep, (enum fi_datatype)99, FI_CSWAP, &n) ==
           -FI_EOPNOTSUPP);
     struct fi_atomic_attr attr = {0};
@@ -384,7 +402,10 @@ static void test_stress(int nops)
     uint64_t zero = 0;
     memcpy(tbuf + 1024, &zero, 8);
     uint8_t *seen = calloc((size_t)nops + 1, 1);
-    struct slot { uint64_t one, cmp, nv, res; int cas; } s[WINDOW];
+    struct slot {
+        uint64_t one, cmp, nv, res;
+        int cas;
+    } s[WINDOW];
     int posted = 0, done = 0, inflight = 0, free_slot[WINDOW], nfree = WINDOW;
     uint64_t guess = 0, cas_ok = 0, fadd = 0;
     for (int i = 0; i < WINDOW; i++)
@@ -399,8 +420,8 @@ static void test_stress(int nops)
                 x->cmp = guess;
                 x->nv = guess + 1;
                 rc = fi_compare_atomic(ini.ep, &x->nv, 1, NULL, &x->cmp, NULL,
-                                       &x->res, NULL, t_addr, raddr(1024),
-                                       tkey, FI_UINT64, FI_CSWAP, x);
+                                       &x->res, NULL, t_addr, raddr(1024), tkey,
+                                       FI_UINT64, FI_CSWAP, x);
             } else
                 rc = fi_fetch_atomic(ini.ep, &x->one, 1, NULL, &x->res, NULL,
                                      t_addr, raddr(1024), tkey, FI_UINT64,
@@ -442,8 +463,8 @@ static void test_stress(int nops)
         failures++;
     }
     printf("stress: %d ops (%llu fetch-add, %llu of %llu compare-swap "
-           "matched)\n", nops, (unsigned long long)fadd,
-           (unsigned long long)cas_ok,
+           "matched)\n",
+           nops, (unsigned long long)fadd, (unsigned long long)cas_ok,
            (unsigned long long)(nops - (int)fadd));
     free(seen);
 }

@@ -57,12 +57,13 @@ static void open_node(int i)
     DIE_IF(fi_endpoint(x->dom, info, &x->ep, NULL), "fi_endpoint");
     DIE_IF(fi_ep_bind(x->ep, &x->av->fid, 0), "bind av");
     DIE_IF(fi_ep_bind(x->ep, &x->txcq->fid,
-                      FI_TRANSMIT | FI_SELECTIVE_COMPLETION), "bind txcq");
+                      FI_TRANSMIT | FI_SELECTIVE_COMPLETION),
+           "bind txcq");
     DIE_IF(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV), "bind rxcq");
     DIE_IF(fi_ep_bind(x->ep, &x->tx->fid, FI_SEND), "bind tx cntr");
     DIE_IF(fi_ep_bind(x->ep, &x->rx->fid, FI_RECV), "bind rx cntr");
     DIE_IF(fi_ep_bind(x->ep, &x->rma->fid, FI_READ | FI_WRITE), "bind rma");
-    /* Remote-access counting (FI_RMA_EVENT) is not offered. */
+    /* Remote-access counting needs FI_RMA_EVENT, not asked for here. */
     CHECK(fi_ep_bind(x->ep, &x->rma->fid, FI_REMOTE_WRITE) == -FI_ENOSYS);
     DIE_IF(fi_enable(x->ep), "fi_enable");
     x->namelen = sizeof(x->name);
@@ -157,7 +158,9 @@ static void test_counters(void)
     CHECK(fi_recv(n[B].ep, r2, S2, NULL, FI_ADDR_UNSPEC, &rc[2]) == 0);
     CHECK(fi_send(n[A].ep, s0, S0, NULL, n[A].peer, NULL) == 0);
     struct iovec iov = {s1, S1};
-    struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = n[A].peer,
+    struct fi_msg m = {.msg_iov = &iov,
+                       .iov_count = 1,
+                       .addr = n[A].peer,
                        .context = &sc1};
     CHECK(fi_sendmsg(n[A].ep, &m, FI_COMPLETION) == 0);
     CHECK(fi_inject(n[A].ep, s2, S2, n[A].peer) == 0);
@@ -185,8 +188,9 @@ static void test_counters(void)
     /* RMA: a write, then a read of it back. */
     static uint8_t target[R], src[R], back[R];
     struct fid_mr *mr;
-    DIE_IF(fi_mr_reg(n[B].dom, target, R, FI_REMOTE_READ | FI_REMOTE_WRITE,
-                     0, 0, 0, &mr, NULL), "fi_mr_reg");
+    DIE_IF(fi_mr_reg(n[B].dom, target, R, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                     0, 0, &mr, NULL),
+           "fi_mr_reg");
     fill(src, R, 4);
     uint64_t rma0 = fi_cntr_read(n[A].rma);
     CHECK(fi_write(n[A].ep, src, R, NULL, n[A].peer, (uintptr_t)target,
@@ -340,8 +344,10 @@ static void send_seed(uint8_t *buf, size_t len, unsigned seed)
 static ssize_t post_multi(void *buf, size_t len, void *ctx)
 {
     struct iovec iov = {buf, len};
-    struct fi_msg m = {.msg_iov = &iov, .iov_count = 1,
-                       .addr = FI_ADDR_UNSPEC, .context = ctx};
+    struct fi_msg m = {.msg_iov = &iov,
+                       .iov_count = 1,
+                       .addr = FI_ADDR_UNSPEC,
+                       .context = ctx};
     return fi_recvmsg(n[B].ep, &m, FI_MULTI_RECV);
 }
 
@@ -351,10 +357,11 @@ static ssize_t post_multi(void *buf, size_t len, void *ctx)
 static void test_multi_recv(void)
 {
     size_t min = 1024, got = 0, len = sizeof(got);
-    CHECK(fi_setopt(&n[B].ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-                    &min, sizeof(min)) == 0);
-    CHECK(fi_getopt(&n[B].ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-                    &got, &len) == 0 && got == 1024);
+    CHECK(fi_setopt(&n[B].ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+                    sizeof(min)) == 0);
+    CHECK(fi_getopt(&n[B].ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got,
+                    &len) == 0 &&
+          got == 1024);
     static uint8_t sbuf[12][25000];
     static uint8_t m1[8192], m2[50000], m3[4096];
     struct fi_context c1, c2, c3;
@@ -421,8 +428,10 @@ static void test_multi_recv(void)
           err.op_context == &c3 && (err.flags & FI_MULTI_RECV));
     /* Multi-receive takes one iov. */
     struct iovec two[2] = {{m3, 100}, {m3 + 100, 100}};
-    struct fi_msg m = {.msg_iov = two, .iov_count = 2,
-                       .addr = FI_ADDR_UNSPEC, .context = &c3};
+    struct fi_msg m = {.msg_iov = two,
+                       .iov_count = 2,
+                       .addr = FI_ADDR_UNSPEC,
+                       .context = &c3};
     CHECK(fi_recvmsg(n[B].ep, &m, FI_MULTI_RECV) == -FI_EINVAL);
 }
 

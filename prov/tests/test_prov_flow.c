@@ -120,7 +120,10 @@ static void wait_tx(int count)
     }
 }
 
-static uint8_t pat(int msg, size_t i) { return (uint8_t)(msg * 131 + i * 7); }
+static uint8_t pat(int msg, size_t i)
+{
+    return (uint8_t)(msg * 131 + i * 7);
+}
 
 static void fill(uint8_t *p, int msg, size_t len)
 {
@@ -157,8 +160,8 @@ static void test_rndv(void)
             continue;
         }
         int k = (int)(e.tag - 0x100);
-        got += k >= 0 && k < M && e.len == len && e.op_context ==
-               dst + k * len && check(dst + k * len, k, len);
+        got += k >= 0 && k < M && e.len == len &&
+               e.op_context == dst + k * len && check(dst + k * len, k, len);
     }
     CHECK(bad == 0);
     CHECK(got == M);

@@ -27,7 +27,7 @@
 
 #define PROV_KEY_VIRT (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)
 #define DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define RMA_CAPS                                                               \
+#define RMA_CAPS \
     (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 static struct fi_info *hints_new(void)
@@ -45,12 +45,15 @@ static int getinfo(uint32_t version, struct fi_info *h, struct fi_info **out)
     return fi_getinfo(version, NULL, NULL, 0, h, out);
 }
 
-static const uint64_t order_bits[] = {
-    FI_ORDER_RAR, FI_ORDER_RAW, FI_ORDER_RAS, FI_ORDER_WAR, FI_ORDER_WAW,
-    FI_ORDER_WAS, FI_ORDER_SAR, FI_ORDER_SAW, FI_ORDER_SAS, FI_ORDER_DATA,
-    FI_ORDER_RMA_RAR, FI_ORDER_RMA_RAW, FI_ORDER_RMA_WAR, FI_ORDER_RMA_WAW,
-    FI_ORDER_ATOMIC_RAR, FI_ORDER_ATOMIC_RAW, FI_ORDER_ATOMIC_WAR,
-    FI_ORDER_ATOMIC_WAW};
+static const uint64_t order_bits[] = {FI_ORDER_RAR,        FI_ORDER_RAW,
+                                      FI_ORDER_RAS,        FI_ORDER_WAR,
+                                      FI_ORDER_WAW,        FI_ORDER_WAS,
+                                      FI_ORDER_SAR,        FI_ORDER_SAW,
+                                      FI_ORDER_SAS,        FI_ORDER_DATA,
+                                      FI_ORDER_RMA_RAR,    FI_ORDER_RMA_RAW,
+                                      FI_ORDER_RMA_WAR,    FI_ORDER_RMA_WAW,
+                                      FI_ORDER_ATOMIC_RAR, FI_ORDER_ATOMIC_RAW,
+                                      FI_ORDER_ATOMIC_WAR, FI_ORDER_ATOMIC_WAW};
 
 /* Every ordering bit, alone and with FI_ORDER_SAS, on tx and on rx:
  * returned with the bit set, or not at all. */
@@ -73,9 +76,10 @@ static void test_msg_order(void)
                     uint64_t got = rx ? p->rx_attr->msg_order
                                       : p->tx_attr->msg_order;
                     if ((got & want) != want) {
-                        fprintf(stderr, "%s msg_order 0x%llx asked, 0x%llx "
-                                "given\n", rx ? "rx" : "tx",
-                                (unsigned long long)want,
+                        fprintf(stderr,
+                                "%s msg_order 0x%llx asked, 0x%llx "
+                                "given\n",
+                                rx ? "rx" : "tx", (unsigned long long)want,
                                 (unsigned long long)got);
                         failures++;
                     }
@@ -98,9 +102,10 @@ static void test_msg_order(void)
     fi_freeinfo(h);
 }
 
-static const uint64_t mr_bits[] = {
-    FI_MR_LOCAL, FI_MR_RAW, FI_MR_VIRT_ADDR, FI_MR_ALLOCATED,
-    FI_MR_PROV_KEY, FI_MR_MMU_NOTIFY, FI_MR_RMA_EVENT, FI_MR_ENDPOINT};
+static const uint64_t mr_bits[] = {FI_MR_LOCAL,     FI_MR_RAW,
+                                   FI_MR_VIRT_ADDR, FI_MR_ALLOCATED,
+                                   FI_MR_PROV_KEY,  FI_MR_MMU_NOTIFY,
+                                   FI_MR_RMA_EVENT, FI_MR_ENDPOINT};
 
 /* Every combination of the mode bits, caps unset (the provider's own):
  * never a bit more than asked. */
@@ -124,7 +129,8 @@ static void test_mr_mode_bits(void)
                 failures++;
             }
             /* RMA only with the modes it needs. */
-            if ((p->caps & RMA_CAPS) && (got & PROV_KEY_VIRT) != PROV_KEY_VIRT) {
+            if ((p->caps & RMA_CAPS) &&
+                (got & PROV_KEY_VIRT) != PROV_KEY_VIRT) {
                 fprintf(stderr, "mr_mode 0x%x: RMA given with 0x%x\n", mode,
                         got);
                 failures++;
@@ -209,8 +215,10 @@ static void check_caps(const struct fi_info *fi, const char *what)
     CHECK((fi->domain_attr->caps & DOMAIN_CAPS) == DOMAIN_CAPS);
     CHECK((fi->tx_attr->caps & ~fi->caps) == 0);
     CHECK((fi->rx_attr->caps & ~fi->caps) == 0);
-    CHECK((fi->tx_attr->caps & (FI_MSG | FI_TAGGED)) == (fi->caps & (FI_MSG | FI_TAGGED)));
-    CHECK((fi->rx_attr->caps & (FI_MSG | FI_TAGGED)) == (fi->caps & (FI_MSG | FI_TAGGED)));
+    CHECK((fi->tx_attr->caps & (FI_MSG | FI_TAGGED)) ==
+          (fi->caps & (FI_MSG | FI_TAGGED)));
+    CHECK((fi->rx_attr->caps & (FI_MSG | FI_TAGGED)) ==
+          (fi->caps & (FI_MSG | FI_TAGGED)));
 }
 
 static void test_caps(void)

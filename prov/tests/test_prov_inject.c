@@ -102,21 +102,24 @@ static int data_reached(size_t unused)
 }
 
 enum how { INJECT_WRITE, INJECT_WRITEDATA, WRITEMSG_INJECT, NHOW };
-static const char *const how_name[NHOW] = {
-    "fi_inject_write", "fi_inject_writedata", "fi_writemsg(FI_INJECT)"};
+static const char *const how_name[NHOW] = {"fi_inject_write",
+                                           "fi_inject_writedata",
+                                           "fi_writemsg(FI_INJECT)"};
 
 static ssize_t post(enum how how, size_t len, unsigned char *src)
 {
     if (how == INJECT_WRITE)
-        return fi_inject_write(n[S].ep, src, len, peer, (uintptr_t)target,
-                               key);
+        return fi_inject_write(n[S].ep, src, len, peer, (uintptr_t)target, key);
     if (how == INJECT_WRITEDATA)
         return fi_inject_writedata(n[S].ep, src, len, len, peer,
                                    (uintptr_t)target, key);
     struct iovec iov = {src, len};
     struct fi_rma_iov riov = {(uintptr_t)target, len, key};
-    struct fi_msg_rma msg = {.msg_iov = &iov, .iov_count = 1, .addr = peer,
-                             .rma_iov = &riov, .rma_iov_count = 1,
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .iov_count = 1,
+                             .addr = peer,
+                             .rma_iov = &riov,
+                             .rma_iov_count = 1,
                              .context = src};
     return fi_writemsg(n[S].ep, &msg, FI_INJECT | FI_COMPLETION);
 }
@@ -186,8 +189,8 @@ int main(void)
            "fi_mr_reg");
     key = fi_mr_key(mr);
 
-    const size_t sizes[] = {1, 64, 255, 256, 257, 1000, 1024, 4096, 4097,
-                            8191, inj - 1, inj};
+    const size_t sizes[] = {1,    64,   255,  256,  257,     1000,
+                            1024, 4096, 4097, 8191, inj - 1, inj};
     for (int how = 0; how < NHOW; how++)
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
             if (sizes[i] && sizes[i] <= inj)
@@ -196,8 +199,8 @@ int main(void)
     /* One byte more than inject_size. */
     CHECK(fi_inject_write(n[S].ep, src, inj + 1, peer, (uintptr_t)target,
                           key) == -FI_EMSGSIZE);
-    CHECK(fi_inject_writedata(n[S].ep, src, inj + 1, 1, peer,
-                              (uintptr_t)target, key) == -FI_EMSGSIZE);
+    CHECK(fi_inject_writedata(n[S].ep, src, inj + 1, 1, peer, (uintptr_t)target,
+                              key) == -FI_EMSGSIZE);
 
     CHECK(fi_close(&mr->fid) == 0);
     for (int i = 0; i < NNODE; i++)

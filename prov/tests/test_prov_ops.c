@@ -79,8 +79,8 @@ int main(void)
 {
     prov_keep_mapped();
     struct fid_fabric *fabric;
-    struct fi_info *info =
-        prov_getinfo(FI_MSG | FI_TAGGED | FI_RMA, 0, &fabric);
+    struct fi_info *info = prov_getinfo(FI_MSG | FI_TAGGED | FI_RMA, 0,
+                                        &fabric);
     WALK("fabric", fabric->fid.ops, fi_ops);
     WALK("fabric", fabric->ops, fi_ops_fabric);
 

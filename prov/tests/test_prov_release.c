@@ -63,9 +63,10 @@ enum kind {
     K_BIG,
     NKIND
 };
-static const char *const kind_name[NKIND] = {
-    "tsend", "send",  "tsendv", "tsend+desc",
-    "eager", "write", "read",   "tsend 1 MiB"};
+static const char *const kind_name[NKIND] = {"tsend",  "send",
+                                             "tsendv", "tsend+desc",
+                                             "eager",  "write",
+                                             "read",   "tsend 1 MiB"};
 
 struct node {
     struct prov_ep f; /* domain, AV, CQs, endpoint, name */
@@ -260,12 +261,12 @@ static void post_recv(uint64_t seq, int tagged)
 }
 
 /* Retries a post while the provider says FI_EAGAIN. */
-#define POST(call, what)                                                       \
-    do {                                                                       \
-        ssize_t r_;                                                            \
-        while ((r_ = (call)) == -FI_EAGAIN)                                    \
-            drive();                                                           \
-        DIE_IF((int)r_, what);                                                 \
+#define POST(call, what)                    \
+    do {                                    \
+        ssize_t r_;                         \
+        while ((r_ = (call)) == -FI_EAGAIN) \
+            drive();                        \
+        DIE_IF((int)r_, what);              \
     } while (0)
 
 static void post_op(uint64_t seq)

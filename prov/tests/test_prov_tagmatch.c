@@ -48,13 +48,12 @@
 #include "prov_fi_test.h"
 #include "threads.h"
 
-
 enum { NEP = 3 };
 struct node {
     struct prov_ep f;    /* domain, AV, CQs, endpoint, name */
     fi_addr_t peer[NEP]; /* fi_addr of every node in this node's AV */
     int tx_done, tx_err;
-    void *seen[64];      /* contexts of recent transmit completions */
+    void *seen[64]; /* contexts of recent transmit completions */
     unsigned nseen;
 };
 static struct fi_info *info;
@@ -185,8 +184,10 @@ static void wait_unexp(int at, uint64_t tag, uint64_t ignore)
     double t0 = now_s();
     for (;;) {
         struct fi_context ctx;
-        struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = tag,
-                                  .ignore = ignore, .context = &ctx};
+        struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC,
+                                  .tag = tag,
+                                  .ignore = ignore,
+                                  .context = &ctx};
         DIE_IF((int)fi_trecvmsg(n[at].f.ep, &m, FI_PEEK), "peek");
         struct fi_cq_tagged_entry e;
         struct fi_cq_err_entry ee;
@@ -224,7 +225,7 @@ static void test_unexpected_then_posted(void)
     tsend(A, B, "two", 4, 0x56);
     tsend(A, B, "three", 6, 0x55);
     wait_tx(A, n[A].tx_done + 0); /* drive */
-    wait_unexp(B, 0x56, 0);        /* all three are at B by now (in order) */
+    wait_unexp(B, 0x56, 0);       /* all three are at B by now (in order) */
     const char *want[3] = {"one", "three", "two"};
     uint64_t tags[3] = {0x55, 0x55, 0x56};
     for (int i = 0; i < 3; i++) {
@@ -307,7 +308,8 @@ static void test_peek_claim(void)
     struct fi_cq_err_entry ee;
     fi_addr_t src;
     /* Peek of nothing. */
-    struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC, .tag = 0x4242,
+    struct fi_msg_tagged m = {.addr = FI_ADDR_UNSPEC,
+                              .tag = 0x4242,
                               .context = &ctx};
     DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, FI_PEEK), "peek");
     CHECK(wait_rx(B, &e, &src, &ee) == -FI_ENOMSG);
@@ -332,8 +334,10 @@ static void test_peek_claim(void)
     /* ...but the claim delivers it. */
     char buf[16] = {0};
     struct iovec iov = {buf, sizeof(buf)};
-    struct fi_msg_tagged cm = {.msg_iov = &iov, .iov_count = 1,
-                               .addr = FI_ADDR_UNSPEC, .tag = 0x77,
+    struct fi_msg_tagged cm = {.msg_iov = &iov,
+                               .iov_count = 1,
+                               .addr = FI_ADDR_UNSPEC,
+                               .tag = 0x77,
                                .context = &ctx};
     DIE_IF((int)fi_trecvmsg(n[B].f.ep, &cm, FI_CLAIM), "claim");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
@@ -344,7 +348,8 @@ static void test_peek_claim(void)
     m.tag = 0x78;
     DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, FI_PEEK | FI_CLAIM), "peek+claim");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
-    struct fi_msg_tagged dm = {.addr = FI_ADDR_UNSPEC, .tag = 0x78,
+    struct fi_msg_tagged dm = {.addr = FI_ADDR_UNSPEC,
+                               .tag = 0x78,
                                .context = &ctx};
     DIE_IF((int)fi_trecvmsg(n[B].f.ep, &dm, FI_CLAIM | FI_DISCARD), "discard");
     CHECK(wait_rx(B, &e, &src, &ee) == 1);
@@ -425,8 +430,10 @@ static void test_large(void)
                                {r2 + cut[0] + cut[1], room - cut[0] - cut[1]}};
         fill(s2, big, 3 + trunc);
         memset(r2, 0, big);
-        struct fi_msg_tagged m = {.msg_iov = iov, .iov_count = 3,
-                                  .addr = FI_ADDR_UNSPEC, .tag = 0x5e6};
+        struct fi_msg_tagged m = {.msg_iov = iov,
+                                  .iov_count = 3,
+                                  .addr = FI_ADDR_UNSPEC,
+                                  .tag = 0x5e6};
         DIE_IF((int)fi_trecvmsg(n[B].f.ep, &m, 0), "fi_trecvmsg");
         tsend(A, B, s2, big, 0x5e6);
         int r3 = wait_rx(B, &e, &src, &ee);
@@ -484,24 +491,29 @@ static void test_msg_data(void)
 static void test_rma(void)
 {
     size_t len = 256 * 1024;
-    unsigned char *tgt = calloc(1, len), *src = malloc(len), *back = malloc(len);
+    unsigned char *tgt = calloc(1, len), *src = malloc(len),
+                  *back = malloc(len);
     struct fid_mr *mr;
     DIE_IF(fi_mr_reg(n[B].f.dom, tgt, len, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
-                     0, 0, &mr, NULL), "fi_mr_reg");
+                     0, 0, &mr, NULL),
+           "fi_mr_reg");
     uint64_t key = fi_mr_key(mr);
     fill(src, len, 9);
     int cw, cr, cd;
     DIE_IF((int)fi_write(n[A].f.ep, src, len, NULL, n[A].peer[B],
-                         (uintptr_t)tgt, key, &cw), "fi_write");
+                         (uintptr_t)tgt, key, &cw),
+           "fi_write");
     wait_ctx(A, &cw);
     CHECK(!memcmp(tgt, src, len));
     memset(back, 0, len);
     DIE_IF((int)fi_read(n[A].f.ep, back, len, NULL, n[A].peer[B],
-                        (uintptr_t)tgt, key, &cr), "fi_read");
+                        (uintptr_t)tgt, key, &cr),
+           "fi_read");
     wait_ctx(A, &cr);
     CHECK(!memcmp(back, src, len));
     DIE_IF((int)fi_writedata(n[A].f.ep, src, 64, NULL, 0x5eed, n[A].peer[B],
-                             (uintptr_t)tgt + 64, key, &cd), "fi_writedata");
+                             (uintptr_t)tgt + 64, key, &cd),
+           "fi_writedata");
     struct fi_cq_tagged_entry e;
     struct fi_cq_err_entry ee;
     fi_addr_t from;
@@ -547,8 +559,8 @@ static void test_mr_checks(void)
     CHECK(fi_mr_reg(d, ro, len, FI_RECV, 0, 0, 0, &mr, NULL) == -FI_EACCES);
     CHECK(fi_mr_reg(d, ro, len, FI_READ, 0, 0, 0, &mr, NULL) == -FI_EACCES);
     mr = NULL;
-    CHECK(fi_mr_reg(n[A].f.dom, ro, len, FI_SEND | FI_REMOTE_READ, 0, 0, 0,
-                    &mr, NULL) == 0);
+    CHECK(fi_mr_reg(n[A].f.dom, ro, len, FI_SEND | FI_REMOTE_READ, 0, 0, 0, &mr,
+                    NULL) == 0);
     unsigned char *r = calloc(1, len);
     struct fi_cq_tagged_entry e;
     struct fi_cq_err_entry ee;
@@ -674,7 +686,8 @@ static void test_keeper_wakes(void)
     CHECK(k0 == NEP && k1 == NEP);
     double per = k1 ? (double)(w1 - w0) / k1 : 0, old = el / period;
     printf("keeper: %.0f wake-ups each in %.0f ms of polling (%.0f at one "
-           "a period)\n", per, el * 1e3, old);
+           "a period)\n",
+           per, el * 1e3, old);
     CHECK(per < 0.75 * old);
 }
 
@@ -752,7 +765,8 @@ static void *sender(void *arg)
             (void)fi_cq_read(n[A].f.txcq, e, 8);
         }
         if (r) {
-            fprintf(stderr, "thread %d: fi_tinject: %s\n", t, fi_strerror((int)-r));
+            fprintf(stderr, "thread %d: fi_tinject: %s\n", t,
+                    fi_strerror((int)-r));
             failures++;
             break;
         }

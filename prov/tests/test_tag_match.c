@@ -10,13 +10,13 @@
 #include "mroce_tag_match.h"
 
 static int failures;
-#define CHECK(c)                                                          \
-    do {                                                                  \
-        if (!(c)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__,        \
-                    __LINE__, #c);                                        \
-            failures++;                                                   \
-        }                                                                 \
+#define CHECK(c)                                                             \
+    do {                                                                     \
+        if (!(c)) {                                                          \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, \
+                    #c);                                                     \
+            failures++;                                                      \
+        }                                                                    \
     } while (0)
 
 static struct mtm_entry ent(uint64_t tag, uint64_t ignore, uint64_t src)
@@ -32,7 +32,7 @@ static void test_rule(void)
 {
     CHECK(mtm_match(5, 0, MTM_ANY_SRC, 5, 3));
     CHECK(!mtm_match(5, 0, MTM_ANY_SRC, 4, 3));
-    CHECK(mtm_match(0x100, 0xff, MTM_ANY_SRC, 0x1ab, 3));  /* ignore bits */
+    CHECK(mtm_match(0x100, 0xff, MTM_ANY_SRC, 0x1ab, 3)); /* ignore bits */
     CHECK(!mtm_match(0x100, 0xff, MTM_ANY_SRC, 0x2ab, 3));
     CHECK(mtm_match(0, ~0ull, MTM_ANY_SRC, 0xdeadbeef, 9)); /* everything */
     CHECK(mtm_match(7, 0, 3, 7, 3));                        /* directed */

@@ -88,19 +88,20 @@ enum { MROCE_NETDRIVE_PASS = 0, MROCE_NETDRIVE_DROP = 1 };
 typedef int (*mroce_netdrive_hook_fn)(void *user,
                                       struct mroce_netdrive_pkt *pkt);
 
-#define MROCE_NETDRIVE_COUNTERS(X)                                            \
-    X(steps)   /* time instants processed */                                  \
-    X(tx_pkts) /* engine packets handed to the fabric */                      \
-    X(rx_pkts) /* packets fed to mre_ep_recv() */                             \
-    X(tx_hook_drops)                                                          \
-    X(rx_hook_drops)                                                          \
-        X(tx_bad_addr)  /* engine addressed a non-model host: discarded */    \
-        X(tx_errors)    /* write_pkt < 0 (e.g. ENOBUF), or pool exhausted */  \
-        X(rx_no_host)   /* delivered to a host with no endpoint */            \
-        X(expiries)     /* mre_ep_handle_expiry() calls */                    \
-        X(expiry_stuck) /* expiry still <= now after handling: retried 1 ns \
-                          later instead of spinning */ \
-        X(write_stalls) /* want_write said yes, write_pkt gave nothing */
+/* clang-format off */
+#define MROCE_NETDRIVE_COUNTERS(X)                                          \
+    X(steps)           /* time instants processed */                        \
+    X(tx_pkts)         /* engine packets handed to the fabric */            \
+    X(rx_pkts)         /* packets fed to mre_ep_recv() */                 \
+    X(tx_hook_drops) X(rx_hook_drops)                                       \
+    X(tx_bad_addr)     /* engine addressed a non-model host: discarded */   \
+    X(tx_errors)       /* write_pkt < 0 (e.g. ENOBUF), or pool exhausted */ \
+    X(rx_no_host)      /* delivered to a host with no endpoint */           \
+    X(expiries)        /* mre_ep_handle_expiry() calls */                 \
+    X(expiry_stuck)    /* expiry still <= now after handling: retried 1 ns \
+                          later instead of spinning */                      \
+    X(write_stalls)    /* want_write said yes, write_pkt gave nothing */
+/* clang-format on */
 
 struct mroce_netdrive_counters {
 #define MROCE_X_FIELD(name) uint64_t name;

@@ -103,38 +103,41 @@ struct mroce_net_config {
 void mroce_net_config_default(struct mroce_net_config *cfg);
 
 /* Counters.  X-macros so callers can print them by name. */
-#define MROCE_NET_COUNTERS(X)                                           \
-    X(tx_pkts)                                                          \
-    X(tx_bytes)                /* accepted by mroce_net_send*() */      \
-        X(rx_pkts) X(rx_bytes) /* delivered (duplicates included) */    \
-        X(drop_loss)           /* global random loss */                 \
-        X(drop_spine_loss)     /* per-spine random loss */              \
-        X(drop_blackhole)      /* blackholed spine */                   \
-        X(drop_queue)          /* downlink drop-tail */                 \
-        X(drop_spine_queue)    /* spine queue drop-tail (spine rate) */ \
-        X(drop_oversize)       /* rejected: len > MROCE_NET_MAX_PKT */  \
-        X(drop_nomem)          /* rejected / dup skipped: pool empty */ \
-        X(dups) X(corrupted) X(reordered)                               \
-            X(ce_marked)   /* CE marks set at downlinks */              \
-        X(ce_marked_spine) /* CE marks set at spine queues */
+/* clang-format off */
+#define MROCE_NET_COUNTERS(X)                                              \
+    X(tx_pkts) X(tx_bytes)       /* accepted by mroce_net_send*() */       \
+    X(rx_pkts) X(rx_bytes)       /* delivered (duplicates included) */     \
+    X(drop_loss)                 /* global random loss */                  \
+    X(drop_spine_loss)           /* per-spine random loss */               \
+    X(drop_blackhole)            /* blackholed spine */                    \
+    X(drop_queue)                /* downlink drop-tail */                  \
+    X(drop_spine_queue)          /* spine queue drop-tail (spine rate) */  \
+    X(drop_oversize)             /* rejected: len > MROCE_NET_MAX_PKT */   \
+    X(drop_nomem)                /* rejected / dup skipped: pool empty */  \
+    X(dups) X(corrupted) X(reordered)                                      \
+    X(ce_marked)                 /* CE marks set at downlinks */           \
+    X(ce_marked_spine)           /* CE marks set at spine queues */
+/* clang-format on */
 
-#define MROCE_NET_SPINE_COUNTERS(X)                                      \
-    X(pkts)                                                              \
-    X(bytes)              /* packets routed over this spine */           \
-        X(drops)          /* dropped by this spine (loss, blackhole, \
-                                    queue drop-tail) */   \
-        X(ce_marks)       /* marked at the downlink after crossing it */ \
-        X(queue_drops)    /* of drops: spine queue drop-tail */          \
-        X(queue_ce_marks) /* CE marks set at the spine queue */          \
-        X(queue_max)      /* peak spine queue occupancy, bytes */
+/* clang-format off */
+#define MROCE_NET_SPINE_COUNTERS(X)                                        \
+    X(pkts) X(bytes)             /* packets routed over this spine */      \
+    X(drops)                     /* dropped by this spine (loss, blackhole, \
+                                    queue drop-tail) */                    \
+    X(ce_marks)                  /* marked at the downlink after crossing it */ \
+    X(queue_drops)               /* of drops: spine queue drop-tail */     \
+    X(queue_ce_marks)            /* CE marks set at the spine queue */     \
+    X(queue_max)                 /* peak spine queue occupancy, bytes */
+/* clang-format on */
 
-#define MROCE_NET_HOST_COUNTERS(X)                                 \
-    X(up_pkts)                                                     \
-    X(up_bytes)                    /* sent by the host */          \
-        X(down_pkts) X(down_bytes) /* delivered to the host */     \
-        X(down_drops)              /* drop-tail at its downlink */ \
-        X(down_ce_marks)           /* CE marks at its downlink */  \
-        X(down_max_queue)          /* peak downlink occupancy, bytes */
+/* clang-format off */
+#define MROCE_NET_HOST_COUNTERS(X)                                         \
+    X(up_pkts) X(up_bytes)       /* sent by the host */                    \
+    X(down_pkts) X(down_bytes)   /* delivered to the host */               \
+    X(down_drops)                /* drop-tail at its downlink */           \
+    X(down_ce_marks)             /* CE marks at its downlink */            \
+    X(down_max_queue)            /* peak downlink occupancy, bytes */
+/* clang-format on */
 
 struct mroce_net_counters {
 #define MROCE_X_FIELD(name) uint64_t name;

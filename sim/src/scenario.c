@@ -347,34 +347,28 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
         return parse_fault(sc, tmp, where);
     else if (!strcmp(key, "transports"))
         return parse_transports(sc, tmp, where);
-    INT32("hosts", hosts)
-    INT32("hosts_per_tor", hosts_per_tor) INT32("spines", spines) INT32("k", k)
-        INT32("hosts_per_edge", ft_hosts_per_edge) INT32("qp_window", qp_window)
-            INT32("qp_npaths", qp_npaths) INT32("qp_sq", qp_sq) INT32("qp_rq",
-                                                                      qp_rq)
-                INT32("mtu", mtu) INT32("roce_retry", roce_retry) INT32(
-                    "roce_ack_every", roce_ack_every) SIZE32("buffer", buffer)
-                    SIZE32("ecn_kmin", ecn_kmin) SIZE32("ecn_kmax", ecn_kmax)
-                        SIZE32("pfc_xoff", pfc_xoff) SIZE32("pfc_xon", pfc_xon)
-                            SIZE32("qp_init_cwnd", qp_init_cwnd)
-                                TIME("qp_target_qdelay",
-                                     qp_target_qdelay_ps) TIME("delay", prop_ps)
-                                    TIME("roce_rto", roce_rto_ps) TIME("limit",
-                                                                       limit_ps)
-                                        TIME("report",
-                                             report_ps) TIME("qp_min_rto",
-                                                             qp_min_rto_ps)
-                                            INT32("qp_path_burst",
-                                                  qp_path_burst)
-                                                INT32("qp_path_reuse",
-                                                      qp_path_reuse)
-                                                    RATE("host_rate", host_rate)
-                                                        RATE("fabric_rate",
-                                                             fabric_rate) else
-    {
+    /* clang-format off */
+    INT32("hosts", hosts) INT32("hosts_per_tor", hosts_per_tor)
+    INT32("spines", spines) INT32("k", k)
+    INT32("hosts_per_edge", ft_hosts_per_edge)
+    INT32("qp_window", qp_window) INT32("qp_npaths", qp_npaths)
+    INT32("qp_sq", qp_sq) INT32("qp_rq", qp_rq) INT32("mtu", mtu)
+    INT32("roce_retry", roce_retry) INT32("roce_ack_every", roce_ack_every)
+    SIZE32("buffer", buffer) SIZE32("ecn_kmin", ecn_kmin)
+    SIZE32("ecn_kmax", ecn_kmax) SIZE32("pfc_xoff", pfc_xoff)
+    SIZE32("pfc_xon", pfc_xon) SIZE32("qp_init_cwnd", qp_init_cwnd)
+    TIME("qp_target_qdelay", qp_target_qdelay_ps)
+    TIME("delay", prop_ps)
+    TIME("roce_rto", roce_rto_ps) TIME("limit", limit_ps)
+    TIME("report", report_ps) TIME("qp_min_rto", qp_min_rto_ps)
+    INT32("qp_path_burst", qp_path_burst)
+    INT32("qp_path_reuse", qp_path_reuse)
+    RATE("host_rate", host_rate) RATE("fabric_rate", fabric_rate)
+    else {
         fprintf(stderr, "%s: unknown key '%s'\n", where, key);
         return -1;
     }
+    /* clang-format on */
 #undef SIZE32
 #undef INT32
 #undef TIME

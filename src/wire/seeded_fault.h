@@ -22,24 +22,26 @@
 #ifndef MROCE_SEEDED_FAULT_H
 #define MROCE_SEEDED_FAULT_H
 
-#define MROCE_SEEDED_FAULT_LIST(X)          \
-    X(CRC_SKIP, "crc_skip")                 \
-    X(VERSION_ANY, "version_any")           \
-    X(TOKEN_ANY, "token_any")               \
-    X(ACK_BEFORE_PLACE, "ack_before_place") \
-    X(ACK_UNRECEIVED, "ack_unreceived")     \
-    X(SACK_OFF_BY_ONE, "sack_off_by_one")   \
-    X(ATOMIC_TWICE, "atomic_twice")         \
-    X(DUP_SEND_TWICE, "dup_send_twice")     \
-    X(DUP_NO_FLAG, "dup_no_flag")           \
-    X(WRITE_PAST_END, "write_past_end")     \
-    X(IGNORE_ACCESS, "ignore_access")       \
-    X(NAK_WRONG_CODE, "nak_wrong_code")     \
-    X(NAK_SILENT, "nak_silent")             \
-    X(ENTROPY_NO_ECHO, "entropy_no_echo")   \
-    X(ECN_IGNORE, "ecn_ignore")             \
-    X(ACK_DELAY_LONG, "ack_delay_long")     \
+/* clang-format off */
+#define MROCE_SEEDED_FAULT_LIST(X)                \
+    X(CRC_SKIP, "crc_skip")                       \
+    X(VERSION_ANY, "version_any")                 \
+    X(TOKEN_ANY, "token_any")                     \
+    X(ACK_BEFORE_PLACE, "ack_before_place")       \
+    X(ACK_UNRECEIVED, "ack_unreceived")           \
+    X(SACK_OFF_BY_ONE, "sack_off_by_one")         \
+    X(ATOMIC_TWICE, "atomic_twice")               \
+    X(DUP_SEND_TWICE, "dup_send_twice")           \
+    X(DUP_NO_FLAG, "dup_no_flag")                 \
+    X(WRITE_PAST_END, "write_past_end")           \
+    X(IGNORE_ACCESS, "ignore_access")             \
+    X(NAK_WRONG_CODE, "nak_wrong_code")           \
+    X(NAK_SILENT, "nak_silent")                   \
+    X(ENTROPY_NO_ECHO, "entropy_no_echo")         \
+    X(ECN_IGNORE, "ecn_ignore")                   \
+    X(ACK_DELAY_LONG, "ack_delay_long")           \
     X(WINDOW_ANY, "window_any")
+/* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
 
