@@ -13,6 +13,9 @@
  * the time a link stays busy rather than from a byte counter, so it does not
  * depend on how simultaneous events happen to be ordered.
  *
+ * Every queue (uplinks, spine queues, downlinks) is the core's link
+ * primitive (link.h) at a fixed-point rate, with its drop-tail and step
+ * ECN rules; the spine faults and the global faults are this file's.
  * Events and randomness come from the simulation core (simcore.h): an
  * event's type is the packet's stage and its index the packet's slot in
  * the packet table (byid), and events pop in (time, insertion order), the
@@ -22,6 +25,7 @@
  * exist, so pushing an event does not need memory.
  */
 #include "netmodel.h"
+#include "link.h"
 #include "simcore.h"
 
 #include <stdlib.h>
@@ -53,15 +57,8 @@ struct chunk {
     struct pkt pkts[];
 };
 
-/* A serializing link.  ppb is picoseconds per byte in 48.16 fixed point
- * (exact for the usual rates: 100 Gb/s = 80 ps/B); 0 = infinitely fast. */
-struct link {
-    uint64_t busy_ps; /* when the last queued bit leaves */
-    uint64_t ppb;
-};
-
 struct host {
-    struct link up, down;
+    struct slink up, down; /* fixed-point rates (link.h) */
     struct mroce_net_host_counters c;
 };
 
@@ -70,7 +67,7 @@ struct spine {
     uint64_t loss_th;
     int blackhole;
     double loss;
-    struct link link;     /* per-path rate: ppb 0 = no spine queue */
+    struct slink link;    /* per-path rate: rate 0 = no spine queue */
     uint32_t queue_limit; /* spine queue drop-tail limit, bytes */
     uint32_t ecn_thresh;  /* spine queue CE threshold, bytes */
     struct mroce_net_spine_counters c;
@@ -124,43 +121,11 @@ static mroce_tstamp ps_to_ns_ceil(uint64_t ps)
     return ps / PS_PER_NS + (ps % PS_PER_NS != 0);
 }
 
-static uint64_t rate_ppb(uint64_t rate_bps)
+/* A queue limit or threshold of the API (MROCE_NET_UNLIMITED: none) in
+ * the link primitive's terms. */
+static uint64_t lim64(uint32_t v)
 {
-    if (rate_bps == 0)
-        return 0;
-    return (uint64_t)(8e12 * 65536.0 / (double)rate_bps + 0.5);
-}
-
-/* Time to serialize len bytes, rounded up to a picosecond. */
-static uint64_t ser_ps(const struct link *l, uint64_t len)
-{
-    if (l->ppb == 0)
-        return 0;
-    if (len > (UINT64_MAX - 0xffff) / l->ppb)
-        return UINT64_MAX;
-    return (len * l->ppb + 0xffff) >> 16;
-}
-
-/* Bytes (rounded up) that take ps to serialize: a queue's occupancy. */
-static uint32_t bytes_of(const struct link *l, uint64_t ps)
-{
-    uint64_t b;
-    if (l->ppb == 0 || ps == 0)
-        return 0;
-    if (ps > (UINT64_MAX >> 16))
-        b = (ps / l->ppb) << 16;
-    else
-        b = ((ps << 16) + l->ppb - 1) / l->ppb;
-    return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
-}
-
-/* Queue len bytes on a FIFO link at time t; returns when they have left. */
-static uint64_t link_tx(struct link *l, uint64_t t, uint32_t len)
-{
-    uint64_t start = l->busy_ps > t ? l->busy_ps : t;
-    uint64_t s = ser_ps(l, len);
-    l->busy_ps = start > UINT64_MAX - s ? UINT64_MAX : start + s;
-    return l->busy_ps;
+    return v == MROCE_NET_UNLIMITED ? SLINK_UNLIMITED : v;
 }
 
 /* ---- events ---- */
@@ -278,7 +243,8 @@ int mroce_net_new(mroce_net **pnet, const struct mroce_net_config *cfg)
         return MROCE_ENOMEM;
     }
     for (uint32_t i = 0; i < cfg->hosts; i++)
-        net->hosts[i].up.ppb = net->hosts[i].down.ppb = rate_ppb(cfg->rate_bps);
+        net->hosts[i].up.rate = net->hosts[i].down.rate = slink_rate_fixed(
+            cfg->rate_bps);
     net->delay_ps = ns_to_ps(cfg->delay);
     net->loss_th = prob_th(cfg->loss);
     net->dup_th = prob_th(cfg->dup);
@@ -377,7 +343,7 @@ int mroce_net_send_staged(mroce_net *net, uint32_t src, uint32_t dst,
     net->c.tx_bytes += len;
     net->hosts[src].c.up_pkts++;
     net->hosts[src].c.up_bytes += len;
-    t = link_tx(&net->hosts[src].up, ns_to_ps(now), p->len);
+    t = slink_tx(&net->hosts[src].up, ns_to_ps(now), p->len);
 
     if (net->loss_th && rng_hit(&net->r_loss, net->loss_th)) {
         net->c.drop_loss++;
@@ -463,23 +429,21 @@ static void arrive(mroce_net *net, uint64_t t, struct pkt *p)
         drop_pkt(net, p);
         return;
     }
-    if (sp->link.ppb == 0) {
+    if (!slink_rate_finite(&sp->link.rate)) {
         downlink(net, t, p);
         return;
     }
     /* Per-path rate: the spine queue, with the downlink's rules. */
-    if (sp->link.busy_ps > t)
-        occ = bytes_of(&sp->link, sp->link.busy_ps - t);
+    occ = slink_backlog(&sp->link, t);
     fill = (uint64_t)occ + p->len;
-    if (sp->queue_limit != MROCE_NET_UNLIMITED && fill > sp->queue_limit) {
+    if (slink_droptail(occ, p->len, lim64(sp->queue_limit))) {
         sp->c.drops++;
         sp->c.queue_drops++;
         net->c.drop_spine_queue++;
         drop_pkt(net, p);
         return;
     }
-    if (is_ect(p->ecn) && sp->ecn_thresh != MROCE_NET_UNLIMITED &&
-        occ > sp->ecn_thresh) {
+    if (is_ect(p->ecn) && slink_ecn_step(occ, lim64(sp->ecn_thresh))) {
         p->ecn = MROCE_ECN_CE;
         net->c.ce_marked_spine++;
         sp->c.queue_ce_marks++;
@@ -487,7 +451,7 @@ static void arrive(mroce_net *net, uint64_t t, struct pkt *p)
     if (fill > sp->c.queue_max)
         sp->c.queue_max = fill;
     p->stage = ST_SPINE_OUT;
-    ev_push(net, link_tx(&sp->link, t, p->len), p);
+    ev_push(net, slink_tx(&sp->link, t, p->len), p);
 }
 
 /* The packet has left a rate-limited spine's queue.  A blackhole raised
@@ -512,18 +476,15 @@ static void downlink(mroce_net *net, uint64_t t, struct pkt *p)
     uint32_t occ = 0;
     uint64_t fill;
 
-    if (h->down.busy_ps > t)
-        occ = bytes_of(&h->down, h->down.busy_ps - t);
+    occ = slink_backlog(&h->down, t);
     fill = (uint64_t)occ + p->len;
-    if (net->cfg.queue_limit != MROCE_NET_UNLIMITED &&
-        fill > net->cfg.queue_limit) {
+    if (slink_droptail(occ, p->len, lim64(net->cfg.queue_limit))) {
         h->c.down_drops++;
         net->c.drop_queue++;
         drop_pkt(net, p);
         return;
     }
-    if (is_ect(p->ecn) && net->cfg.ecn_thresh != MROCE_NET_UNLIMITED &&
-        occ > net->cfg.ecn_thresh) {
+    if (is_ect(p->ecn) && slink_ecn_step(occ, lim64(net->cfg.ecn_thresh))) {
         p->ecn = MROCE_ECN_CE;
         net->c.ce_marked++;
         h->c.down_ce_marks++;
@@ -532,7 +493,7 @@ static void downlink(mroce_net *net, uint64_t t, struct pkt *p)
     if (fill > h->c.down_max_queue)
         h->c.down_max_queue = fill;
     p->stage = ST_DELIVER;
-    ev_push(net, link_tx(&h->down, t, p->len), p);
+    ev_push(net, slink_tx(&h->down, t, p->len), p);
 }
 
 mroce_tstamp mroce_net_next_event_time(const mroce_net *net)
@@ -593,36 +554,17 @@ size_t mroce_net_in_flight(const mroce_net *net)
 uint32_t mroce_net_uplink_backlog(const mroce_net *net, uint32_t host,
                                   mroce_tstamp now)
 {
-    const struct link *l;
-    uint64_t t = ns_to_ps(now);
     if (host >= net->cfg.hosts)
         return 0;
-    l = &net->hosts[host].up;
-    return l->busy_ps > t ? bytes_of(l, l->busy_ps - t) : 0;
+    return slink_backlog(&net->hosts[host].up, ns_to_ps(now));
 }
 
 mroce_tstamp mroce_net_uplink_ready(const mroce_net *net, uint32_t host,
                                     uint32_t queue_bytes)
 {
-    const struct link *l;
-    uint64_t slack;
     if (host >= net->cfg.hosts)
         return MROCE_TSTAMP_INF;
-    l = &net->hosts[host].up;
-    if (l->ppb == 0)
-        return 0;
-    /* backlog < q  <=>  ceil(rest * 65536 / ppb) <= q - 1
-     *              <=>  rest <= floor((q - 1) * ppb / 65536),
-     * the same rounding as mroce_net_uplink_backlog(). */
-    if (queue_bytes == 0)
-        queue_bytes = 1;
-    /* The driver asks this for every packet: avoid the division that the
-     * overflow check needs unless the link is slower than ~120 kb/s. */
-    if (l->ppb > UINT32_MAX &&
-        (uint64_t)(queue_bytes - 1) > UINT64_MAX / l->ppb)
-        return 0;
-    slack = ((uint64_t)(queue_bytes - 1) * l->ppb) >> 16;
-    return l->busy_ps > slack ? ps_to_ns_ceil(l->busy_ps - slack) : 0;
+    return ps_to_ns_ceil(slink_ready_ps(&net->hosts[host].up, queue_bytes));
 }
 
 /* ---- settings ---- */
@@ -683,7 +625,8 @@ int mroce_net_set_rate(mroce_net *net, uint64_t rate_bps)
         return MROCE_EINVAL;
     net->cfg.rate_bps = rate_bps;
     for (uint32_t i = 0; i < net->cfg.hosts; i++)
-        net->hosts[i].up.ppb = net->hosts[i].down.ppb = rate_ppb(rate_bps);
+        net->hosts[i].up.rate = net->hosts[i].down.rate = slink_rate_fixed(
+            rate_bps);
     return 0;
 }
 
@@ -692,8 +635,8 @@ int mroce_net_set_host_rate(mroce_net *net, uint32_t host, uint64_t up_bps,
 {
     if (host >= net->cfg.hosts || !rate_ok(up_bps) || !rate_ok(down_bps))
         return MROCE_EINVAL;
-    net->hosts[host].up.ppb = rate_ppb(up_bps);
-    net->hosts[host].down.ppb = rate_ppb(down_bps);
+    net->hosts[host].up.rate = slink_rate_fixed(up_bps);
+    net->hosts[host].down.rate = slink_rate_fixed(down_bps);
     return 0;
 }
 
@@ -730,7 +673,7 @@ int mroce_net_set_spine_rate(mroce_net *net, uint32_t spine, uint64_t rate_bps,
     if (spine >= net->cfg.spines || !rate_ok(rate_bps))
         return MROCE_EINVAL;
     sp = &net->spines[spine];
-    sp->link.ppb = rate_ppb(rate_bps);
+    sp->link.rate = slink_rate_fixed(rate_bps);
     sp->queue_limit = queue_limit;
     sp->ecn_thresh = ecn_thresh;
     return 0;

@@ -14,6 +14,12 @@
  * transmitter is paused above pfc_xoff and resumed below pfc_xon, the
  * PAUSE frame taking one propagation delay to act.
  *
+ * The transmitter and the queue rules are the simulation core's link
+ * primitive (sim/core/link.h): each link's serialization clock runs at a
+ * round-to-nearest rate (slink_rate_nearest), and drop-tail and RED are
+ * its slink_droptail and slink_ecn_red on the bytes waiting ahead, which
+ * this file counts; routing, PFC and the link faults are this file's.
+ *
  * A packet in flight is a struct hop in its link's ring (arrival order),
  * carrying the fields switches read, so forwarding touches the ring of the
  * link it came by and of the one it leaves by, never the packet header;
@@ -233,13 +239,13 @@ static void start_tx(struct sim *s, uint32_t li, struct pkt *p)
         }
         p->in_link = NONE32;
     }
-    uint64_t ser = (uint64_t)((double)p->wire * l->ps_per_byte + 0.5);
-    l->busy_until = s->now + ser;
+    /* the transmitter is idle: a queued packet starts when it is free */
+    uint64_t done = slink_tx(&l->tx, s->now, p->wire);
     l->tx_bytes += p->wire;
     l->tx_pkts++;
     struct hop h;
     hop_of(&h, p);
-    h.t = l->busy_until + l->prop_ps;
+    h.t = done + l->prop_ps;
     ring_push(s, li, l, &h);
 }
 
@@ -266,13 +272,11 @@ static inline void lazy_trim(struct sim *s, struct link *l)
 static void lazy_send(struct sim *s, uint32_t li, struct hop *h)
 {
     struct link *l = &s->links[li];
-    uint64_t start = l->busy_until > s->now ? l->busy_until : s->now;
-    uint64_t ser = (uint64_t)((double)h->wire * l->ps_per_byte + 0.5);
+    uint64_t start = slink_start(&l->tx, s->now);
     lazy_trim(s, l);
-    l->busy_until = start + ser;
+    h->t = slink_tx(&l->tx, s->now, h->wire) + l->prop_ps;
     l->tx_bytes += h->wire;
     l->tx_pkts++;
-    h->t = l->busy_until + l->prop_ps;
     if (start > s->now) {
         if (start >= WQ_TX_LIMIT) {
             fprintf(stderr, "mroce-sim: simulated time beyond 281 s\n");
@@ -300,7 +304,7 @@ static void lazy_send(struct sim *s, uint32_t li, struct hop *h)
 static void queue_send(struct sim *s, uint32_t li, struct pkt *p)
 {
     struct link *l = &s->links[li];
-    if (!l->paused && !l->qh && l->busy_until <= s->now) {
+    if (!l->paused && !l->qh && l->tx.busy_ps <= s->now) {
         start_tx(s, li, p);
         return;
     }
@@ -318,8 +322,7 @@ static void queue_send(struct sim *s, uint32_t li, struct pkt *p)
     l->q_samples++;
     if (!l->free_pending && !l->paused) {
         l->free_pending = 1;
-        sim_schedule(s, l->busy_until > s->now ? l->busy_until : s->now,
-                     EV_LINK_FREE, li);
+        sim_schedule(s, slink_start(&l->tx, s->now), EV_LINK_FREE, li);
     }
 }
 
@@ -353,7 +356,7 @@ void fabric_on_link_free(struct sim *s, uint32_t li)
         start_tx(s, li, p);
         if (l->qh) {
             l->free_pending = 1;
-            sim_schedule(s, l->busy_until, EV_LINK_FREE, li);
+            sim_schedule(s, l->tx.busy_ps, EV_LINK_FREE, li);
         }
     }
     if (l->src < s->nhosts)
@@ -376,8 +379,7 @@ void fabric_on_pause(struct sim *s, uint32_t li, int on)
     l->paused_ps += s->now - l->paused_since;
     if (l->qh && !l->free_pending) {
         l->free_pending = 1;
-        sim_schedule(s, l->busy_until > s->now ? l->busy_until : s->now,
-                     EV_LINK_FREE, li);
+        sim_schedule(s, slink_start(&l->tx, s->now), EV_LINK_FREE, li);
     }
 }
 
@@ -390,20 +392,17 @@ static void switch_enqueue(struct sim *s, uint32_t in_li, uint32_t out,
     int pfc = s->tp->pfc;
     if (o->lazy)
         lazy_trim(s, o);
-    if (!pfc && o->q_bytes + h->wire > sc->buffer) {
+    if (!pfc && slink_droptail(o->q_bytes, h->wire, sc->buffer)) {
         o->drops_q++;
         s->drops_q++;
         pkt_free(s, h->p);
         return;
     }
-    if (h->ecn != MROCE_ECN_NOT_ECT && o->q_bytes > sc->ecn_kmin) {
-        int mark = o->q_bytes >= sc->ecn_kmax;
-        if (!mark) {
-            double pr = sc->ecn_pmax * (double)(o->q_bytes - sc->ecn_kmin) /
-                        (double)(sc->ecn_kmax - sc->ecn_kmin);
-            mark = rng_unif(&s->rng_fabric) < pr;
-        }
-        if (mark && h->ecn != MROCE_ECN_CE) {
+    /* a CE packet draws as an ECT one does, so the stream stays aligned */
+    if (h->ecn != MROCE_ECN_NOT_ECT &&
+        slink_ecn_red(o->q_bytes, sc->ecn_kmin, sc->ecn_kmax, sc->ecn_pmax,
+                      &s->rng_fabric)) {
+        if (h->ecn != MROCE_ECN_CE) {
             h->ecn = MROCE_ECN_CE;
             o->ecn_marks++;
             s->ecn_marks++;
@@ -525,7 +524,7 @@ void fabric_apply_fault(struct sim *s, uint32_t i)
         break;
     case F_RATE:
         ab->rate_bps = ba->rate_bps = (uint64_t)f->val;
-        ab->ps_per_byte = ba->ps_per_byte = 8e12 / f->val;
+        ab->tx.rate = ba->tx.rate = slink_rate_nearest(f->val);
         break;
     }
 }

@@ -39,6 +39,7 @@
 
 #include <mroce/engine.h>
 
+#include "link.h"
 #include "simcore.h"
 
 #define PS_PER_NS 1000ULL
@@ -186,10 +187,10 @@ struct link {
     uint8_t free_pending; /* an EV_LINK_FREE is queued */
     double loss;          /* random loss probability */
     uint64_t wait_tx;
-    uint64_t busy_until; /* ps: transmitter busy with a packet till then */
-    /* second line: the transmitter */
+    /* second line: the transmitter (link.h: busy till tx.busy_ps, at a
+     * round-to-nearest rate) and its output queue */
+    struct slink tx;
     uint32_t q_bytes, q_pkts; /* waiting, not in service */
-    double ps_per_byte;
     uint64_t prop_ps;
     struct pkt *qh, *qt; /* output queue of a non-lazy link */
     uint32_t src;        /* node */

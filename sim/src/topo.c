@@ -54,7 +54,7 @@ static uint32_t tier_of(struct sim *s, const char *name)
 static void set_rate(struct link *l, uint64_t bps)
 {
     l->rate_bps = bps;
-    l->ps_per_byte = 8e12 / (double)bps;
+    l->tx.rate = slink_rate_nearest((double)bps);
 }
 
 /* One cable = two directed links; returns the a->b one. */
