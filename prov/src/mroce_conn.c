@@ -19,6 +19,12 @@
  * so a pair of endpoints usually shares one QP.  If both connect at once,
  * each keeps sending on its own QP: messages from one side still travel
  * one QP, which keeps them in order.
+ *
+ * RMA: an MR's key is valid on the domain's device only, so READs and
+ * WRITEs for an endpoint on a device of its own go to its domain's device
+ * (whose port the endpoint's name carries, mfi_name_set_dom), over a peer
+ * of their own: the target's first endpoint accepts that QP and its
+ * engine places the data.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -220,6 +226,61 @@ void mfi_conn_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
     c->listening = 0;
     if (!p->tx || p->tx->dead)
         p->tx = c; /* answer on the peer's QP rather than open another */
+}
+
+void mfi_name_set_dom(struct sockaddr_storage *name, uint16_t dom)
+{
+    uint16_t be = htons(dom);
+    if (name->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)name)->sin6_flowinfo = be;
+    else
+        memcpy(((struct sockaddr_in *)name)->sin_zero, &be, sizeof(be));
+}
+
+uint16_t mfi_name_dom(const struct sockaddr *name)
+{
+    uint16_t be;
+    if (name->sa_family == AF_INET6) {
+        uint32_t fl =
+            ((const struct sockaddr_in6 *)(const void *)name)->sin6_flowinfo;
+        if (fl > UINT16_MAX)
+            return 0; /* not a port: a name from elsewhere */
+        be = (uint16_t)fl;
+    } else {
+        memcpy(&be, ((const struct sockaddr_in *)(const void *)name)->sin_zero,
+               sizeof(be));
+    }
+    return ntohs(be);
+}
+
+struct mfi_peer *mfi_conn_rma_peer(struct mfi_ep *ep, struct mfi_peer *p,
+                                   int *err)
+{
+    if (p->rma)
+        return p->rma;
+    const struct sockaddr *sa = (const struct sockaddr *)&p->addr;
+    uint16_t dom = mfi_name_dom(sa), port;
+    struct sockaddr_storage ss;
+    memcpy(&ss, &p->addr, sizeof(ss));
+    if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *s = (struct sockaddr_in6 *)&ss;
+        port = ntohs(s->sin6_port);
+        s->sin6_port = htons(dom);
+        s->sin6_flowinfo = 0;
+    } else {
+        struct sockaddr_in *s = (struct sockaddr_in *)&ss;
+        port = ntohs(s->sin_port);
+        s->sin_port = htons(dom);
+        memset(s->sin_zero, 0, sizeof(s->sin_zero));
+    }
+    if (!dom || dom == port)
+        return p->rma = p;
+    struct mfi_peer *d = peer_find(ep, (const struct sockaddr *)&ss);
+    if (!d && !(d = peer_new(ep, (const struct sockaddr *)&ss))) {
+        *err = -FI_ENOMEM;
+        return NULL;
+    }
+    return p->rma = d;
 }
 
 fi_addr_t mfi_conn_src(struct mfi_ep *ep, struct mfi_conn *c)

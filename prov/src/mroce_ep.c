@@ -819,6 +819,8 @@ static int ep_device(struct mfi_domain *d, struct mfi_ep *ep,
     int rc = mfi_dev_open(sa, &ep->dev, &ep->addr, &ep->addrlen, &ep->mtu);
     if (rc)
         return rc;
+    /* Peers send RMA for this endpoint to the domain's device. */
+    mfi_name_set_dom(&ep->addr, sa_port((const struct sockaddr *)&d->addr));
     if (mroce_pd_alloc(ep->dev, &ep->pd) < 0 ||
         mroce_create_cq(ep->dev, MFI_CQ_DEPTH, &ep->cq) < 0) {
         mroce_device_close(ep->dev);

@@ -13,9 +13,13 @@
  * owns the peers, the QPs (one or two per peer: the one it opened to send,
  * and the one the peer opened, which it accepted), the bounce buffers and
  * the matching queues.  Memory registrations belong to the domain's
- * device, so an MR's key (the engine rkey) is valid for RMA into the
- * endpoint on that device; the provider executes atomics itself against
- * the domain's registrations, on any endpoint.
+ * device, so an MR's key (the engine rkey) is valid only there: the name
+ * of an endpoint on a device of its own carries its domain device's port
+ * (mfi_name_set_dom), and an initiator sends READs and WRITEs addressed
+ * to such an endpoint over a QP to that device instead (mfi_conn_rma_peer),
+ * their RMA_EVENT notices and CQ data to the endpoint itself.  The
+ * provider executes atomics itself against the domain's registrations, on
+ * any endpoint.
  *
  * Files, one per fabric object as in prov/rxd:
  *   mroce_init.c       fi_prov_ini, parameters, fi_getinfo
@@ -288,9 +292,12 @@ struct mfi_peer {
     struct sockaddr_storage addr;
     socklen_t len;
     struct mfi_conn *tx; /* the QP this side sends on (NULL: connect
-                                on next use) */
+                            on next use) */
     fi_addr_t fi_addr;   /* in the endpoint's AV, cached */
     uint32_t av_gen;     /* AV generation fi_addr was resolved at */
+    /* The peer's domain device, where its registrations are: READs and
+     * WRITEs go there (itself if on it; NULL: not yet looked up). */
+    struct mfi_peer *rma;
 };
 
 /* --- bounce buffers (eager receive and send, control messages) --- */
@@ -378,12 +385,17 @@ struct mfi_op {
     mroce_mr *mr[MFI_IOV_LIMIT];     /* registrations made for this request */
     int nmr;
     void *copy;           /* rendezvous send of several iovs: a
-                                contiguous copy (malloc) */
+                             contiguous copy (malloc) */
     struct mfi_done done; /* its completion, kept while libmroce
-                                still uses its buffers */
+                             still uses its buffers */
     uint8_t rma_ev;       /* READ/WRITE: send an RMA_EVENT notice once
-                                it completes (FI_RMA_EVENT) */
-    uint64_t rma_addr;    /*   its target address and key */
+                             it completes (FI_RMA_EVENT) */
+    uint8_t rma_cqdata;   /* WRITE with CQ data sent to a target's domain
+                             device: the notice carries the data */
+    /* READ/WRITE sent to a target's domain device: the endpoint addressed,
+     * which gets the notice (NULL: sent to it directly). */
+    struct mfi_peer *rma_target;
+    uint64_t rma_addr; /*   its target address and key */
     uint32_t rma_key;
     /* FI_MULTI_RECV (mroce_mrecv.c): a buffer's receive (mr_parent) and
      * the receives carved from it (mrecv: their buffer's). */
@@ -502,6 +514,18 @@ int mfi_op_dereg(struct mfi_op *op);
 struct mfi_peer *mfi_conn_peer(struct mfi_ep *ep, fi_addr_t a, int *err);
 /* The QP to send to peer on (connecting it if needed), NULL + *err. */
 struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err);
+/* The peer to send READs and WRITEs for p over: the peer on p's domain
+ * device (where its registrations are), p itself if p is on it.  Lock
+ * held.  NULL (*err set) on failure. */
+struct mfi_peer *mfi_conn_rma_peer(struct mfi_ep *ep, struct mfi_peer *p,
+                                   int *err);
+/* Writes the domain device's port dom into the name of an endpoint on a
+ * device of its own (the padding of a sockaddr_in, the flow label field
+ * of a sockaddr_in6, which the provider never sends from), and reads it
+ * back: 0 when the name carries none (the endpoint is on its domain's
+ * device). */
+void mfi_name_set_dom(struct sockaddr_storage *name, uint16_t dom);
+uint16_t mfi_name_dom(const struct sockaddr *name);
 struct mfi_conn *mfi_conn_by_qpn(struct mfi_ep *ep, uint32_t qpn);
 /* Keeps MFI_LISTENERS listening QPs; notices accepted ones. */
 int mfi_conn_listen(struct mfi_ep *ep);
@@ -539,6 +563,9 @@ void mfi_msg_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
 /* libmroce completion of a request posted by the msg/rma paths. */
 void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op, const struct mroce_wc *wc);
 /* Posts a control message (HELLO, FIN) on c from an internal buffer. */
+/* mfi_send_ctrl with remote CQ data in the header (MFI_HDR_CQ_DATA). */
+int mfi_send_ctrl_data(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
+                       uint64_t data, const void *payload, size_t len);
 int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
                   const void *payload, size_t len);
 /* Looks up again the sources of unexpected messages that arrived before

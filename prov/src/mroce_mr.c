@@ -4,8 +4,9 @@
  * domain), so the key the application sends to peers is the engine's rkey
  * (FI_MR_PROV_KEY) and remote addresses are virtual addresses
  * (FI_MR_VIRT_ADDR).  The domain's further endpoints have devices of their
- * own (mroce_fi.h): RMA into them finds no key there, and RMA from them
- * registers its local buffers itself (mroce_rma.c).  fi_mr_desc
+ * own (mroce_fi.h): RMA into them is sent to the domain's device instead
+ * (mfi_conn_rma_peer), and RMA from them registers its local buffers
+ * itself (mroce_rma.c).  fi_mr_desc
  * gives the struct mfi_mr, from which RMA takes the lkey instead of
  * registering the buffer itself.  A rendezvous send registers its buffer
  * anyway (mroce_msg.c): its completion waits until libmroce drops that

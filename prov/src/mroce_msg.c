@@ -45,8 +45,10 @@ static int post_buf(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b,
     return rc;
 }
 
-int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
-                  const void *payload, size_t len)
+/* A control message: header (flags, data), then the payload. */
+static int mfi_send_ctrl_hdr(struct mfi_ep *ep, struct mfi_conn *c,
+                             uint8_t kind, uint16_t flags, uint64_t data,
+                             const void *payload, size_t len)
 {
     struct mfi_buf *b = mfi_buf_get(ep, 0);
     if (!b)
@@ -55,6 +57,8 @@ int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
     memset(h, 0, sizeof(*h));
     h->version = MFI_PROTO_VERSION;
     h->kind = kind;
+    h->flags = flags;
+    h->data = data;
     h->len = len;
     memcpy(h + 1, payload, len);
     b->len = (uint32_t)(sizeof(*h) + len);
@@ -62,6 +66,18 @@ int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
     if (rc < 0)
         mfi_buf_put(ep, b);
     return rc;
+}
+
+int mfi_send_ctrl(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
+                  const void *payload, size_t len)
+{
+    return mfi_send_ctrl_hdr(ep, c, kind, 0, 0, payload, len);
+}
+
+int mfi_send_ctrl_data(struct mfi_ep *ep, struct mfi_conn *c, uint8_t kind,
+                       uint64_t data, const void *payload, size_t len)
+{
+    return mfi_send_ctrl_hdr(ep, c, kind, MFI_HDR_CQ_DATA, data, payload, len);
 }
 
 ssize_t mfi_send_common(struct mfi_ep *ep, const struct iovec *iov, void **desc,
@@ -637,7 +653,7 @@ void mfi_op_wc(struct mfi_ep *ep, struct mfi_op *op, const struct mroce_wc *wc)
     case MFI_OP_READ:
     case MFI_OP_WRITE:
     default:
-        if (ok && op->rma_ev)
+        if (ok && (op->rma_ev || op->rma_cqdata))
             mfi_rmaev_send(ep, op); /* before op may be freed */
         if (ok)
             mfi_op_complete(ep, op, op->type == MFI_OP_SEND ? 0 : op->len, 0, 0,

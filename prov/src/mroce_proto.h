@@ -27,6 +27,9 @@
  *   RMA_EVENT   FI_RMA_EVENT: a READ or WRITE of the sender's completed
  *               (struct mfi_rma_event), so the target counts it and
  *               reports it (mroce_rma_event.c); hdr.len = the body's size.
+ *               With MFI_HDR_CQ_DATA, hdr.data is the CQ data of a WRITE
+ *               that went to the target's domain device without an
+ *               immediate, for the target to report.
  *
  * Why a READ-based rendezvous (receiver pulls) rather than the receiver
  * advertising its buffer for a WRITE: the pull needs one control message

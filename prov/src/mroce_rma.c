@@ -16,8 +16,14 @@
  * fi_writedata: the immediate (cq_data_size 4) consumes a bounce buffer
  * at the target, which reports it as an FI_REMOTE_CQ_DATA completion.
  *
+ * The target's registrations are on its domain's device: a READ or WRITE
+ * for an endpoint on a device of its own goes over a QP to that device
+ * (mfi_conn_rma_peer), and one with CQ data goes there as a plain WRITE,
+ * its data following in a notice to the endpoint addressed once the WRITE
+ * has completed, i.e. once the data is in place.
+ *
  * FI_RMA_EVENT: each completed READ or WRITE is followed by a notice to
- * the target (mroce_rma_event.c).
+ * the target endpoint (mroce_rma_event.c).
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -50,9 +56,12 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
     }
     int err = 0;
     struct mfi_peer *p = mfi_conn_peer(ep, peer, &err);
-    struct mfi_conn *c = p ? mfi_conn_tx(ep, p, &err) : NULL;
+    struct mfi_peer *rp = p ? mfi_conn_rma_peer(ep, p, &err) : NULL;
+    struct mfi_conn *c = rp ? mfi_conn_tx(ep, rp, &err) : NULL;
     if (!c)
         return err;
+    int cqdata = write && (flags & FI_REMOTE_CQ_DATA);
+    int via_dom = rp != p; /* the target is not on its domain's device */
     struct mfi_op *op = mfi_op_get(ep);
     if (!op)
         return -FI_ENOMEM;
@@ -66,6 +75,9 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
     op->rma_ev = (uint8_t)ep->rma_event;
     op->rma_addr = raddr;
     op->rma_key = (uint32_t)key;
+    op->rma_target = via_dom ? p : NULL;
+    op->rma_cqdata = (uint8_t)(via_dom && cqdata);
+    op->data = data;
     struct mroce_sge sge[MFI_IOV_LIMIT];
     struct mfi_buf *b = NULL;
     if (bounce) {
@@ -104,7 +116,7 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
                                .sg_list = sge,
                                .num_sge = (int)count,
                                .opcode = !write ? MROCE_WR_READ
-                                         : (flags & FI_REMOTE_CQ_DATA)
+                                         : cqdata && !via_dom
                                              ? MROCE_WR_WRITE_WITH_IMM
                                              : MROCE_WR_WRITE,
                                .send_flags = MROCE_SEND_SIGNALED |

@@ -5,10 +5,13 @@
  * endpoint must have a name of its own; every endpoint of one domain
  * sends to every endpoint of the other, eagerly and by rendezvous, and
  * each message must arrive, with its data, at the endpoint it was sent
- * to and from the source it came from.  An endpoint that is not the
- * domain's first also writes and reads, with its domain's registration
- * as the local descriptor, the registration of the peer domain's first
- * endpoint.  Closing one endpoint leaves the others working.
+ * to and from the source it came from.  Every endpoint writes (plain and
+ * with remote CQ data) and reads, with its domain's registration as the
+ * local descriptor, the peer domain's registration through every one of
+ * the peer's endpoints: the data must land and read back, and the CQ data
+ * must be reported by the endpoint addressed, from the writer, as must
+ * the FI_RMA_EVENT entry of each plain READ and WRITE.  Closing
+ * one endpoint leaves the others working.
  *
  * One process over 127.0.0.1; manual progress, or the progress thread
  * with "auto".  Needs FI_PROVIDER_PATH to name the directory of
@@ -77,6 +80,8 @@ static uint64_t tag_of(int e, int to, int z)
 /* Reads every CQ once; counts completions per endpoint and checks the
  * receives' sources and tags. */
 static size_t tx_done[NDOM][NEP], rx_done[NDOM][NEP];
+static uint64_t cq_data[NDOM][NEP]; /* last remote CQ data reported */
+static size_t rma_ev[NDOM][NEP];    /* FI_RMA_EVENT entries */
 static void poll_all(void)
 {
     for (int s = 0; s < NDOM; s++)
@@ -97,6 +102,18 @@ static void poll_all(void)
             }
             k = fi_cq_readfrom(sd[s].rxcq[e], c, 16, src);
             for (ssize_t i = 0; i < k; i++) {
+                if (c[i].flags & FI_REMOTE_CQ_DATA) {
+                    int from = (int)(c[i].data >> 8 & 0xff);
+                    CHECK((c[i].data & 0xff) == (uint64_t)e);
+                    CHECK(from < NEP && src[i] == sd[s].addr[1 - s][from]);
+                    cq_data[s][e] = c[i].data;
+                    continue;
+                }
+                if (c[i].flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) {
+                    CHECK(c[i].flags & FI_RMA);
+                    rma_ev[s][e]++;
+                    continue;
+                }
                 int from = (int)(c[i].tag >> 16),
                     to = (int)(c[i].tag >> 8 & 0xff);
                 CHECK(to == e); /* delivered to the endpoint it was sent to */
@@ -233,42 +250,66 @@ static void close_ep(int s, int e)
     CHECK(fi_close(&sd[s].rxcq[e]->fid) == 0);
 }
 
-/* Endpoint e of side s writes then reads the RMA area of the peer side's
- * first endpoint, its local buffer described by its domain's MR. */
-static void rma_check(int s, int e)
+/* Waits until endpoint e of side s has done n sends in all. */
+static void wait_tx(int s, int e, size_t n)
+{
+    double t0 = now_s();
+    while (tx_done[s][e] < n && now_s() - t0 < 20)
+        poll_all();
+    CHECK(tx_done[s][e] == n);
+}
+
+/* Endpoint e of side s writes, writes with CQ data, then reads the RMA
+ * area of the peer side through the peer's endpoint te, its local buffer
+ * described by its domain's MR. */
+static void rma_check(int s, int e, int te)
 {
     int t = 1 - s;
     size_t len = slot_len;
     unsigned char *src = rma_area(s), *dst = rma_area(t);
+    fi_addr_t to = sd[s].addr[t][te];
+    uint64_t key = fi_mr_key(sd[t].mr);
     for (size_t i = 0; i < len; i++)
-        src[i] = (unsigned char)(i * 3 + (size_t)e);
+        src[i] = (unsigned char)(i * 3 + (size_t)(e * NEP + te));
     memset(dst, 0, len);
-    size_t tx0 = tx_done[s][e];
-    ssize_t rc = fi_write(sd[s].ep[e], src, len, fi_mr_desc(sd[s].mr),
-                          sd[s].addr[t][0], (uintptr_t)dst, fi_mr_key(sd[t].mr),
-                          NULL);
+    size_t tx0 = tx_done[s][e], ev0 = rma_ev[t][te];
+    ssize_t rc = fi_write(sd[s].ep[e], src, len, fi_mr_desc(sd[s].mr), to,
+                          (uintptr_t)dst, key, NULL);
     CHECK(rc == 0);
+    wait_tx(s, e, tx0 + 1);
+    CHECK(memcmp(src, dst, len) == 0);
+    /* With CQ data: reported at te once the data is in place. */
+    uint64_t data = 0x10000u | (uint64_t)e << 8 | (uint64_t)te;
+    memset(dst, 0, len);
+    rc = fi_writedata(sd[s].ep[e], src, len, fi_mr_desc(sd[s].mr), data, to,
+                      (uintptr_t)dst, key, NULL);
+    CHECK(rc == 0);
+    wait_tx(s, e, tx0 + 2);
     double t0 = now_s();
-    while (rc == 0 && tx_done[s][e] == tx0 && now_s() - t0 < 20)
+    while (cq_data[t][te] != data && now_s() - t0 < 20)
         poll_all();
-    CHECK(tx_done[s][e] == tx0 + 1);
+    CHECK(cq_data[t][te] == data);
     CHECK(memcmp(src, dst, len) == 0);
     memset(src, 0, len);
-    rc = fi_read(sd[s].ep[e], src, len, fi_mr_desc(sd[s].mr), sd[s].addr[t][0],
-                 (uintptr_t)dst, fi_mr_key(sd[t].mr), NULL);
+    rc = fi_read(sd[s].ep[e], src, len, fi_mr_desc(sd[s].mr), to,
+                 (uintptr_t)dst, key, NULL);
     CHECK(rc == 0);
-    t0 = now_s();
-    while (rc == 0 && tx_done[s][e] == tx0 + 1 && now_s() - t0 < 20)
-        poll_all();
-    CHECK(tx_done[s][e] == tx0 + 2);
+    wait_tx(s, e, tx0 + 3);
     CHECK(memcmp(src, dst, len) == 0);
+    /* The plain WRITE's and the READ's events, at te (the WRITE with CQ
+     * data is reported by its CQ data alone). */
+    t0 = now_s();
+    while (rma_ev[t][te] < ev0 + 2 && now_s() - t0 < 20)
+        poll_all();
+    CHECK(rma_ev[t][te] == ev0 + 2);
 }
 
 int main(int argc, char **argv)
 {
     int autoprog = argc > 1 && !strcmp(argv[1], "auto");
     prov_keep_mapped();
-    info = prov_getinfo(FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV,
+    info = prov_getinfo(FI_MSG | FI_TAGGED | FI_RMA | FI_RMA_EVENT |
+                            FI_DIRECTED_RECV,
                         autoprog, &fabric);
     CHECK(info->domain_attr->ep_cnt >= NEP);
     slot_len = sizes[NSIZE - 1];
@@ -289,7 +330,9 @@ int main(int argc, char **argv)
                                    &sd[s].addr[t][e], 0, NULL) == 1);
     exchange();
     for (int s = 0; s < NDOM; s++)
-        rma_check(s, NEP - 1);
+        for (int e = 0; e < NEP; e++)
+            for (int te = 0; te < NEP; te++)
+                rma_check(s, e, te);
     /* A closed endpoint leaves the others as they were (the second's
      * device is its own, the first's the domain's). */
     close_ep(0, 1);
