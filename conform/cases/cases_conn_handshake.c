@@ -135,9 +135,12 @@ static void mut_srcqpn0(struct mrw_pkt *p)
     p->u.conn.src_qpn = 0;
 }
 
+/* Another QPN of the same slot (a different generation bit), never 0:
+ * Dst QPN 0 means "any listener" (CONN-7), which the LISTEN QP answers. */
 static void mut_other_qpn(struct mrw_pkt *p)
 {
-    p->base.dst_qpn ^= 0x00800000u;
+    uint32_t q = p->base.dst_qpn ^ 0x00800000u;
+    p->base.dst_qpn = q ? q : p->base.dst_qpn ^ 0x00400000u;
 }
 
 CT_CASE(conn_req_token_zero_dropped, "CONN-7 SEC-2",
