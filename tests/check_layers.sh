@@ -29,10 +29,15 @@ level_of_path() { # a path relative to the source root
 for f in $(cd "$src" && ls src/*/*.[ch] include/mroce/*.h); do
     mine=$(level_of_path "$f")
     dir=$(dirname "$f")
-    # "name" resolves against the file's directory, <mroce/x.h> to include/.
-    sed -n -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/q \1/p' \
+    incs=$(sed -n \
+        -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/q \1/p' \
         -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\(mroce\/[^>]*\)>.*/a \1/p' \
-        "$src/$f" | while read -r kind inc; do
+        "$src/$f")
+    # "name" resolves against the file's directory, <mroce/x.h> to include/.
+    # A here-document, not a pipe, so the loop runs in this shell and can
+    # set bad.
+    while read -r kind inc; do
+        [ -n "$kind" ] || continue
         if [ "$kind" = q ]; then
             # The file's own directory first, then the build's -I paths.
             target=
@@ -49,11 +54,12 @@ for f in $(cd "$src" && ls src/*/*.[ch] include/mroce/*.h); do
         theirs=$(level_of_path "$target")
         if [ "$theirs" -gt "$mine" ]; then
             echo "layers: $f (level $mine) includes $target (level $theirs)"
-            echo x >> "$src/.layers_bad.$$"
+            bad=1
         fi
-    done
+    done <<EOF
+$incs
+EOF
 done
-if [ -e "$src/.layers_bad.$$" ]; then bad=1; rm -f "$src/.layers_bad.$$"; fi
 
 # Calls: libraries in level order; what one needs must not come from a
 # higher one.
