@@ -21,13 +21,22 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A CONNECT may carry extensions the codec skips (unknown types, WIRE-33)
+ * and reserved bytes it does not keep: its re-encoding holds the same
+ * fields, not always the same bytes. */
+static int is_conn(unsigned op)
+{
+    return op == MROCE_OP_CONNECT_REQ || op == MROCE_OP_CONNECT_RESP;
+}
+
 static void same_or_abort(const struct mrw_pkt *a, const struct mrw_pkt *b)
 {
     const struct mrw_base_hdr *x = &a->base, *y = &b->base;
     if (x->version != y->version || x->opcode != y->opcode ||
         x->flags != y->flags || x->dst_qpn != y->dst_qpn ||
         x->token != y->token || x->psn != y->psn || x->tsval != y->tsval ||
-        x->entropy != y->entropy || x->pkt_len != y->pkt_len ||
+        x->entropy != y->entropy ||
+        (x->pkt_len != y->pkt_len && !is_conn(x->opcode)) ||
         a->payload_len != b->payload_len ||
         (a->payload == NULL) != (b->payload == NULL) ||
         (a->payload_len && memcmp(a->payload, b->payload, a->payload_len) != 0))
@@ -43,6 +52,7 @@ static void same_or_abort(const struct mrw_pkt *a, const struct mrw_pkt *b)
         if (r->msn != s->msn || r->rsn != s->rsn || r->raddr != s->raddr ||
             r->rkey != s->rkey || r->msg_len != s->msg_len ||
             r->offset != s->offset || r->imm != s->imm ||
+            r->stream != s->stream || r->stream_resvd != s->stream_resvd ||
             a->u.rq.atomic.swap_add != b->u.rq.atomic.swap_add ||
             a->u.rq.atomic.compare != b->u.rq.atomic.compare)
             abort();
@@ -72,7 +82,7 @@ static void same_or_abort(const struct mrw_pkt *a, const struct mrw_pkt *b)
         const struct mrw_nak_hdr *p = &a->u.nak, *q = &b->u.nak;
         if (p->nak_psn != q->nak_psn || p->msn != q->msn ||
             p->code != q->code || p->rnr_delay != q->rnr_delay ||
-            p->reserved != q->reserved || p->cum_psn != q->cum_psn)
+            p->stream != q->stream || p->cum_psn != q->cum_psn)
             abort();
         break;
     }
@@ -83,7 +93,10 @@ static void same_or_abort(const struct mrw_pkt *a, const struct mrw_pkt *b)
             p->token != q->token || p->mtu != q->mtu ||
             p->npaths != q->npaths || p->rx_window != q->rx_window ||
             p->max_rd_atomic != q->max_rd_atomic || p->flags != q->flags ||
-            p->max_ack_delay != q->max_ack_delay)
+            p->max_ack_delay != q->max_ack_delay ||
+            p->max_streams != q->max_streams || p->nplanes != q->nplanes ||
+            p->nplanes > MROCE_MAX_PLANES ||
+            memcmp(p->planes, q->planes, sizeof p->planes) != 0)
             abort();
         break;
     }
@@ -112,11 +125,13 @@ static void check_one(const uint8_t *buf, size_t len)
          (pkt.payload < buf ||
           pkt.payload + pkt.payload_len > buf + len - MROCE_CRC_LEN)) ||
         (pkt.payload_len == 0 && pkt.payload != NULL) ||
-        mrw_pkt_hdr_len(&pkt) + pkt.payload_len + MROCE_CRC_LEN != len)
+        (mrw_pkt_hdr_len(&pkt) + pkt.payload_len + MROCE_CRC_LEN != len &&
+         !is_conn(pkt.base.opcode)) ||
+        mrw_pkt_hdr_len(&pkt) + pkt.payload_len + MROCE_CRC_LEN > len)
         abort();
 
     n = mrw_pkt_encode(&pkt, out, sizeof out);
-    if (n != len || memcmp(out, buf, len) != 0)
+    if (!is_conn(pkt.base.opcode) && (n != len || memcmp(out, buf, len) != 0))
         abort();
     if (mrw_pkt_decode(&again, out, n) != 0)
         abort();

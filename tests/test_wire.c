@@ -110,6 +110,7 @@ static const struct field {
     FLD("resp.req_msn", G_RESP, u.resp.req_msn),
     FLD("resp.msg_len", G_RESP, u.resp.msg_len),
     FLD("resp.offset", G_RESP, u.resp.offset),
+    FLD("resp.stream", G_RESP, u.resp.stream),
     FLD("resp.reserved", G_RESP, u.resp.reserved),
     FLD("ack.cum_psn", G_ACK, u.ack.cum_psn),
     FLD("ack.echo_psn", G_ACK, u.ack.echo_psn),
@@ -133,7 +134,7 @@ static const struct field {
     FLD("nak.msn", G_NAK, u.nak.msn),
     FLD("nak.code", G_NAK, u.nak.code),
     FLD("nak.rnr_delay", G_NAK, u.nak.rnr_delay),
-    FLD("nak.reserved", G_NAK, u.nak.reserved),
+    FLD("nak.stream", G_NAK, u.nak.stream),
     FLD("nak.cum_psn", G_NAK, u.nak.cum_psn),
     FLD("conn.src_qpn", G_CONN, u.conn.src_qpn),
     FLD("conn.start_psn", G_CONN, u.conn.start_psn),
@@ -757,13 +758,15 @@ static void rnd_pkt(struct mrw_pkt *p, unsigned op, const uint8_t *pool)
     }
     case MROCE_OP_READ_RESP:
         p->u.resp.req_msn = (uint32_t)rnd();
-        p->u.resp.reserved = (uint32_t)rnd();
+        p->u.resp.stream = (uint16_t)rnd();
+        p->u.resp.reserved = (uint16_t)rnd();
         rnd_segment(&p->u.resp.msg_len, &p->u.resp.offset, &p->payload_len,
                     &p->base.flags, 9000);
         break;
     case MROCE_OP_ATOMIC_RESP:
         p->u.resp.req_msn = (uint32_t)rnd();
-        p->u.resp.reserved = (uint32_t)rnd();
+        p->u.resp.stream = (uint16_t)rnd();
+        p->u.resp.reserved = (uint16_t)rnd();
         p->u.resp.msg_len = MROCE_ATOMIC_LEN;
         p->payload_len = MROCE_ATOMIC_LEN;
         p->base.flags |= MROCE_F_FIRST | MROCE_F_LAST;
@@ -789,7 +792,7 @@ static void rnd_pkt(struct mrw_pkt *p, unsigned op, const uint8_t *pool)
         p->u.nak.msn = (uint32_t)rnd();
         p->u.nak.code = (uint8_t)all_nak_codes[rnd_below(N_NAK_CODES)];
         p->u.nak.rnr_delay = (uint8_t)rnd();
-        p->u.nak.reserved = (uint16_t)rnd();
+        p->u.nak.stream = (uint16_t)rnd();
         p->u.nak.cum_psn = (uint32_t)rnd();
         break;
     case MROCE_OP_CONNECT_REQ:

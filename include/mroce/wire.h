@@ -39,13 +39,20 @@ extern "C" {
 #define MROCE_ACK_HDR_LEN 32    /* ACK, before its SACK words */
 #define MROCE_NAK_HDR_LEN 16    /* NAK */
 #define MROCE_CONN_HDR_LEN 36   /* CONNECT_REQ, CONNECT_RESP */
+#define MROCE_STREAM_HDR_LEN 4  /* request of stream > 0, after the REQ hdr */
 #define MROCE_CRC_LEN 4         /* CRC32C trailer on every packet */
 #define MROCE_MAX_SACK_WORDS 8  /* 256 PSNs beyond the cumulative point */
 #define MROCE_ATOMIC_LEN 8      /* atomics operate on 64-bit words */
 
-/* Largest header any data packet carries: base + REQ + ATOMIC. */
+/* Largest header a data packet of stream 0 carries: base + REQ + ATOMIC.
+ * Windows and credits count every data packet as its payload plus this
+ * much (and the CRC), whatever its stream. */
 #define MROCE_MAX_DATA_HDR_LEN \
     (MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN + MROCE_ATOMIC_HDR_LEN)
+/* Largest header any data packet carries: the above plus the STREAM word.
+ * Output buffers are sized with this. */
+#define MROCE_MAX_STREAM_DATA_HDR_LEN \
+    (MROCE_MAX_DATA_HDR_LEN + MROCE_STREAM_HDR_LEN)
 /* Largest packet the codec accepts (fits a 9000-byte jumbo frame payload
  * and loopback's 64 KiB with room); the payload MTU is negotiated below it. */
 #define MROCE_MAX_PKT_LEN 65000
@@ -87,8 +94,9 @@ enum mrw_pkt_flag {
     MROCE_F_RETX = 0x0020,      /* this transmission is a retransmission */
     MROCE_F_PROBE = 0x0040,     /* tail-loss probe */
     MROCE_F_CREDIT = 0x0080,    /* sender asks for receiver-driven credits */
+    MROCE_F_STREAM = 0x0100,    /* request of a stream > 0: STREAM word */
 };
-#define MROCE_F_KNOWN 0x00ff /* any other bit set: packet is malformed */
+#define MROCE_F_KNOWN 0x01ff /* any other bit set: packet is malformed */
 
 /* NAK codes (WIRE-9).  X-macro: name, value. */
 /* clang-format off */
@@ -117,7 +125,19 @@ enum mrw_ack_echo_flag {
 /* CONNECT flags. */
 enum mrw_conn_flag {
     MROCE_CONN_CREDIT = 0x00000001, /* sender supports receiver credits */
+    MROCE_CONN_RATE = 0x00000002,   /* ACK Credit is a rate hint (Mbit/s) */
 };
+
+/* CONN extensions (WIRE-33): type-length-value entries after the CONN
+ * header, each type at most once, unknown types skipped. */
+enum mrw_conn_ext_type {
+    MROCE_EXT_STREAMS = 1, /* Max Streams (16), reserved (16) */
+    MROCE_EXT_PLANES = 2,  /* Count (8), reserved (24), Count plane entries */
+};
+#define MROCE_EXT_STREAMS_LEN 4
+#define MROCE_EXT_PLANE_LEN 20 /* Address (16), UDP Port (16), reserved (16) */
+#define MROCE_MAX_PLANES 8
+#define MROCE_MAX_STREAMS 65535
 
 /* Credit value meaning "receiver-driven mode off, no limit". */
 #define MROCE_CREDIT_UNLIMITED 0xffffffffu
@@ -144,6 +164,9 @@ struct mrw_req_hdr {
     uint32_t msg_len; /* total message length (READ: bytes asked) */
     uint32_t offset;  /* this packet's payload offset in the message */
     uint32_t imm;     /* immediate data when MROCE_F_IMM */
+    /* STREAM word, present iff MROCE_F_STREAM (decoded as 0 without it). */
+    uint16_t stream;       /* stream ID, 1..65535 when present */
+    uint16_t stream_resvd; /* reserved, 0, ignored */
 };
 
 /* Atomic operands: FETCH_ADD uses swap_add as the addend. */
@@ -157,7 +180,8 @@ struct mrw_resp_hdr {
     uint32_t req_msn; /* msn of the request this answers */
     uint32_t msg_len; /* total response length */
     uint32_t offset;  /* this packet's payload offset in the response */
-    uint32_t reserved;
+    uint16_t stream;  /* stream of the request this answers (0: default) */
+    uint16_t reserved;
 };
 
 /* ACK header, followed by sack_words 32-bit words of SACK bitmap. */
@@ -170,7 +194,8 @@ struct mrw_ack_hdr {
     uint8_t sack_words;    /* 0..MROCE_MAX_SACK_WORDS */
     uint32_t ce_count;     /* cumulative CE-marked data packets received */
     uint32_t rx_count;     /* cumulative data packets received */
-    uint32_t credit;       /* bytes the sender may have in flight */
+    uint32_t credit;       /* bytes the sender may have in flight, or with
+                              MROCE_CONN_RATE the rate hint in Mbit/s */
     uint32_t ack_delay;    /* ns the receiver held the echoed packet */
     uint32_t sack[MROCE_MAX_SACK_WORDS]; /* bit i of word j: cum+1+32j+i */
 };
@@ -181,8 +206,15 @@ struct mrw_nak_hdr {
     uint32_t msn;      /* its message sequence number */
     uint8_t code;      /* enum mrw_nak_code */
     uint8_t rnr_delay; /* RNR: suggested wait, units of 10 us (1..255) */
+    uint16_t stream;   /* stream of the offending request (0: default) */
+    uint32_t cum_psn;  /* receiver's cumulative PSN at the time */
+};
+
+/* One plane of a PLANES extension: where the sender receives on it. */
+struct mrw_plane_addr {
+    uint8_t addr[16]; /* IPv6, or IPv4-mapped (::ffff:a.b.c.d) */
+    uint16_t port;    /* UDP port */
     uint16_t reserved;
-    uint32_t cum_psn; /* receiver's cumulative PSN at the time */
 };
 
 /* CONNECT_REQ / CONNECT_RESP body. */
@@ -196,6 +228,10 @@ struct mrw_conn_hdr {
     uint32_t max_rd_atomic; /* READ/atomics the sender serves at once */
     uint32_t flags;         /* enum mrw_conn_flag */
     uint32_t max_ack_delay; /* ns the sender may delay an ACK (REL-19) */
+    /* Extensions: encoded when non-zero, decoded as 0 when absent. */
+    uint16_t max_streams; /* STREAMS: streams the sender accepts, 1..65535 */
+    uint8_t nplanes;      /* PLANES: entries in planes[], 1..MAX_PLANES */
+    struct mrw_plane_addr planes[MROCE_MAX_PLANES];
 };
 
 /* A decoded packet.  payload points into the caller's buffer. */
@@ -240,7 +276,8 @@ enum mrw_wire_error {
  * (payload fits: offset + payload_len <= msg_len for data; atomics carry no
  * payload and msg_len == 8; ATOMIC_RESP payload is exactly 8; ACK sack_words
  * <= MROCE_MAX_SACK_WORDS; FIRST iff offset == 0; LAST iff offset +
- * payload_len == msg_len).  Returns 0 or a negative enum mrw_wire_error.
+ * payload_len == msg_len; STREAM only on requests, with a non-zero stream
+ * ID; CONN extensions well formed).  Returns 0 or a negative enum mrw_wire_error.
  * Never reads outside buf[0..len).
  */
 int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len);

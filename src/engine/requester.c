@@ -290,6 +290,7 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
         p.u.resp.req_msn = j->req_msn;
         p.u.resp.msg_len = j->len;
         p.u.resp.offset = e->offset;
+        p.u.resp.stream = 0;
         p.u.resp.reserved = 0;
         p.payload_len = e->len;
         if (j->is_atomic) {

@@ -124,7 +124,7 @@ static void queue_nak(mre_qp *qp, const struct mrw_pkt *pkt, uint8_t code,
     qp->nak.msn = pkt->u.rq.req.msn;
     qp->nak.code = code;
     qp->nak.rnr_delay = code == MROCE_NAK_RNR ? 2 : 0; /* 20 us */
-    qp->nak.reserved = 0;
+    qp->nak.stream = 0;
     qp->nak_entropy = pkt->base.entropy;
     qp->fatal_nak = (uint8_t)fatal;
     qp->ctrl |= CTRL_NAK;

@@ -125,7 +125,11 @@ enum {
     RS_REQ_MSN = 0,
     RS_MSG_LEN = 4,
     RS_OFFSET = 8,
-    RS_RESERVED = 12,
+    RS_STREAM = 12,
+    RS_RESERVED = 14,
+
+    ST_STREAM = 0,
+    ST_RESERVED = 2,
 
     A_CUM_PSN = 0,
     A_ECHO_PSN = 4,
@@ -143,7 +147,7 @@ enum {
     N_MSN = 4,
     N_CODE = 8,
     N_RNR_DELAY = 9,
-    N_RESERVED = 10,
+    N_STREAM = 10,
     N_CUM_PSN = 12,
 
     C_SRC_QPN = 0,
@@ -155,6 +159,16 @@ enum {
     C_MAX_RD_ATOMIC = 24,
     C_FLAGS = 28,
     C_MAX_ACK_DELAY = 32,
+
+    X_TYPE = 0, /* CONN extension entry: type, length, value */
+    X_LEN = 1,
+    X_VALUE = 2,
+    XS_MAX_STREAMS = 0, /* STREAMS value */
+    XP_COUNT = 0,       /* PLANES value: count, 3 reserved, entries */
+    XP_ENTRIES = 4,
+    XE_ADDR = 0, /* one plane entry */
+    XE_PORT = 16,
+    XE_RESERVED = 18,
 };
 
 /* Smallest MTU a CONNECT may advertise: below this the data headers would
@@ -165,6 +179,9 @@ enum {
  * IMM says the REQ header's imm is valid, none of which a control packet
  * has.  Rejecting them keeps "decoded cleanly" meaning "self-consistent". */
 #define F_DATA_ONLY (MROCE_F_FIRST | MROCE_F_LAST | MROCE_F_IMM)
+/* Flags a control packet must not carry: those and STREAM (a control
+ * packet belongs to the connection, not to a stream). */
+#define F_CTL_BAD (F_DATA_ONLY | MROCE_F_STREAM)
 #define F_FIRST_LAST (MROCE_F_FIRST | MROCE_F_LAST)
 #define ECHO_KNOWN (MROCE_ECHO_CE | MROCE_ECHO_DUP)
 
@@ -237,6 +254,50 @@ static inline void set_payload(struct mrw_pkt *pkt, const uint8_t *buf,
     pkt->payload = pkt->payload_len ? buf + hdr : NULL;
 }
 
+/*
+ * The CONN extensions in p[0..n) (WIRE-33): entries of type, length and
+ * value that must exactly fill the rest of the packet.  STREAMS and PLANES
+ * may each appear once, with their fixed lengths and non-zero counts; other
+ * types are skipped, so a newer peer's extensions do not stop a connection.
+ */
+static int decode_conn_ext(struct mrw_conn_hdr *c, const uint8_t *p, size_t n)
+{
+    int seen_streams = 0, seen_planes = 0;
+    c->max_streams = 0;
+    c->nplanes = 0;
+    memset(c->planes, 0, sizeof c->planes);
+    while (n > 0) {
+        if (n < X_VALUE)
+            return MROCE_WIRE_EFIELD;
+        unsigned type = p[X_TYPE], vlen = p[X_LEN];
+        const uint8_t *v = p + X_VALUE;
+        if ((size_t)vlen > n - X_VALUE)
+            return MROCE_WIRE_EFIELD;
+        if (type == MROCE_EXT_STREAMS) {
+            if (seen_streams++ || vlen != MROCE_EXT_STREAMS_LEN)
+                return MROCE_WIRE_EFIELD;
+            c->max_streams = ld16(v + XS_MAX_STREAMS);
+            if (c->max_streams == 0)
+                return MROCE_WIRE_EFIELD;
+        } else if (type == MROCE_EXT_PLANES) {
+            unsigned cnt = vlen >= XP_ENTRIES ? v[XP_COUNT] : 0;
+            if (seen_planes++ || cnt == 0 || cnt > MROCE_MAX_PLANES ||
+                vlen != XP_ENTRIES + cnt * MROCE_EXT_PLANE_LEN)
+                return MROCE_WIRE_EFIELD;
+            c->nplanes = (uint8_t)cnt;
+            for (unsigned i = 0; i < cnt; i++) {
+                const uint8_t *e = v + XP_ENTRIES + i * MROCE_EXT_PLANE_LEN;
+                memcpy(c->planes[i].addr, e + XE_ADDR, 16);
+                c->planes[i].port = ld16(e + XE_PORT);
+                c->planes[i].reserved = ld16(e + XE_RESERVED);
+            }
+        }
+        p += X_VALUE + vlen;
+        n -= X_VALUE + vlen;
+    }
+    return 0;
+}
+
 int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
 {
     struct mrw_base_hdr *b = &pkt->base;
@@ -290,15 +351,26 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         struct mrw_req_hdr *r = &pkt->u.rq.req;
         int atomic = b->opcode == MROCE_OP_FETCH_ADD ||
                      b->opcode == MROCE_OP_CMP_SWAP;
-        hdr = MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN +
+        size_t sw = (b->flags & MROCE_F_STREAM) ? MROCE_STREAM_HDR_LEN : 0;
+        hdr = MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN + sw +
               (atomic ? MROCE_ATOMIC_HDR_LEN : 0);
         if (body_end < hdr)
             return MROCE_WIRE_ETRUNCATED;
         decode_req(r, h);
+        if (sw) {
+            r->stream = ld16(h + MROCE_REQ_HDR_LEN + ST_STREAM);
+            r->stream_resvd = ld16(h + MROCE_REQ_HDR_LEN + ST_RESERVED);
+            /* Stream 0 has exactly one encoding: no STREAM word. */
+            if (r->stream == 0)
+                return MROCE_WIRE_EFIELD;
+        } else {
+            r->stream = 0;
+            r->stream_resvd = 0;
+        }
         if (atomic) {
-            pkt->u.rq.atomic.swap_add = ld64(h + MROCE_REQ_HDR_LEN +
-                                             AT_SWAP_ADD);
-            pkt->u.rq.atomic.compare = ld64(h + MROCE_REQ_HDR_LEN + AT_COMPARE);
+            const uint8_t *at = h + MROCE_REQ_HDR_LEN + sw;
+            pkt->u.rq.atomic.swap_add = ld64(at + AT_SWAP_ADD);
+            pkt->u.rq.atomic.compare = ld64(at + AT_COMPARE);
         } else {
             /* Defined contents, so a whole-struct compare or log is stable. */
             pkt->u.rq.atomic.swap_add = 0;
@@ -328,9 +400,10 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         s->req_msn = ld32(h + RS_REQ_MSN);
         s->msg_len = ld32(h + RS_MSG_LEN);
         s->offset = ld32(h + RS_OFFSET);
-        s->reserved = ld32(h + RS_RESERVED);
+        s->stream = ld16(h + RS_STREAM);
+        s->reserved = ld16(h + RS_RESERVED);
         set_payload(pkt, buf, hdr, body_end);
-        if (b->flags & MROCE_F_IMM)
+        if (b->flags & (MROCE_F_IMM | MROCE_F_STREAM))
             return MROCE_WIRE_EFIELD;
         /* The atomic's original value travels as one 8-byte packet. */
         if (b->opcode == MROCE_OP_ATOMIC_RESP &&
@@ -358,7 +431,7 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         a->ack_delay = ld32(h + A_ACK_DELAY);
         pkt->payload = NULL;
         pkt->payload_len = 0;
-        if ((b->flags & F_DATA_ONLY) || (a->echo_flags & ~ECHO_KNOWN) ||
+        if ((b->flags & F_CTL_BAD) || (a->echo_flags & ~ECHO_KNOWN) ||
             a->sack_words > MROCE_MAX_SACK_WORDS)
             return MROCE_WIRE_EFIELD;
         hdr += (size_t)a->sack_words * 4;
@@ -384,11 +457,11 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         n->msn = ld32(h + N_MSN);
         n->code = h[N_CODE];
         n->rnr_delay = h[N_RNR_DELAY];
-        n->reserved = ld16(h + N_RESERVED);
+        n->stream = ld16(h + N_STREAM);
         n->cum_psn = ld32(h + N_CUM_PSN);
         pkt->payload = NULL;
         pkt->payload_len = 0;
-        if (body_end != hdr || (b->flags & F_DATA_ONLY) ||
+        if (body_end != hdr || (b->flags & F_CTL_BAD) ||
             !nak_code_known(n->code))
             return MROCE_WIRE_EFIELD;
         return 0;
@@ -413,17 +486,16 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         pkt->payload_len = 0;
         /* conn.flags are capabilities: unknown bits are ignored, not
          * rejected, so a newer peer can still connect. */
-        if (body_end != hdr || (b->flags & F_DATA_ONLY) ||
-            c->mtu < MROCE_MIN_MTU)
+        if ((b->flags & F_CTL_BAD) || c->mtu < MROCE_MIN_MTU)
             return MROCE_WIRE_EFIELD;
-        return 0;
+        return decode_conn_ext(c, buf + hdr, body_end - hdr);
     }
 
     case MROCE_OP_DISCONNECT:
     case MROCE_OP_DISCONNECT_ACK:
         pkt->payload = NULL;
         pkt->payload_len = 0;
-        if (body_end != MROCE_BASE_HDR_LEN || (b->flags & F_DATA_ONLY))
+        if (body_end != MROCE_BASE_HDR_LEN || (b->flags & F_CTL_BAD))
             return MROCE_WIRE_EFIELD;
         return 0;
 
@@ -434,16 +506,35 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
 
 /* ---- encoding ------------------------------------------------------------ */
 
+/* The STREAM word follows the REQ header when the flag says so. */
+static inline size_t stream_len(const struct mrw_pkt *pkt)
+{
+    return (pkt->base.flags & MROCE_F_STREAM) ? MROCE_STREAM_HDR_LEN : 0;
+}
+
+/* Bytes of CONN extensions the encoder writes: STREAMS when max_streams is
+ * set, PLANES when nplanes is. */
+static inline size_t conn_ext_len(const struct mrw_conn_hdr *c)
+{
+    size_t n = 0;
+    if (c->max_streams)
+        n += X_VALUE + MROCE_EXT_STREAMS_LEN;
+    if (c->nplanes)
+        n += X_VALUE + XP_ENTRIES + (size_t)c->nplanes * MROCE_EXT_PLANE_LEN;
+    return n;
+}
+
 size_t mrw_pkt_hdr_len(const struct mrw_pkt *pkt)
 {
     switch (pkt->base.opcode) {
     case MROCE_OP_SEND:
     case MROCE_OP_WRITE:
     case MROCE_OP_READ_REQ:
-        return MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN;
+        return MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN + stream_len(pkt);
     case MROCE_OP_FETCH_ADD:
     case MROCE_OP_CMP_SWAP:
-        return MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN + MROCE_ATOMIC_HDR_LEN;
+        return MROCE_BASE_HDR_LEN + MROCE_REQ_HDR_LEN + stream_len(pkt) +
+               MROCE_ATOMIC_HDR_LEN;
     case MROCE_OP_READ_RESP:
     case MROCE_OP_ATOMIC_RESP:
         return MROCE_BASE_HDR_LEN + MROCE_RESP_HDR_LEN;
@@ -457,7 +548,10 @@ size_t mrw_pkt_hdr_len(const struct mrw_pkt *pkt)
         return MROCE_BASE_HDR_LEN + MROCE_NAK_HDR_LEN;
     case MROCE_OP_CONNECT_REQ:
     case MROCE_OP_CONNECT_RESP:
-        return MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN;
+        if (pkt->u.conn.nplanes > MROCE_MAX_PLANES)
+            return 0;
+        return MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN +
+               conn_ext_len(&pkt->u.conn);
     case MROCE_OP_DISCONNECT:
     case MROCE_OP_DISCONNECT_ACK:
         return MROCE_BASE_HDR_LEN;
@@ -466,7 +560,10 @@ size_t mrw_pkt_hdr_len(const struct mrw_pkt *pkt)
     }
 }
 
-static inline void encode_req(uint8_t *p, const struct mrw_req_hdr *r)
+/* The REQ header and, with MROCE_F_STREAM, the STREAM word; returns the
+ * STREAM word's length (0 or 4). */
+static inline size_t encode_req(uint8_t *p, const struct mrw_req_hdr *r,
+                                uint16_t flags)
 {
     st32(p + R_MSN, r->msn);
     st32(p + R_RSN, r->rsn);
@@ -475,6 +572,35 @@ static inline void encode_req(uint8_t *p, const struct mrw_req_hdr *r)
     st32(p + R_MSG_LEN, r->msg_len);
     st32(p + R_OFFSET, r->offset);
     st32(p + R_IMM, r->imm);
+    if (!(flags & MROCE_F_STREAM))
+        return 0;
+    st16(p + MROCE_REQ_HDR_LEN + ST_STREAM, r->stream);
+    st16(p + MROCE_REQ_HDR_LEN + ST_RESERVED, r->stream_resvd);
+    return MROCE_STREAM_HDR_LEN;
+}
+
+static void encode_conn_ext(uint8_t *p, const struct mrw_conn_hdr *c)
+{
+    if (c->max_streams) {
+        p[X_TYPE] = MROCE_EXT_STREAMS;
+        p[X_LEN] = MROCE_EXT_STREAMS_LEN;
+        st16(p + X_VALUE + XS_MAX_STREAMS, c->max_streams);
+        st16(p + X_VALUE + 2, 0);
+        p += X_VALUE + MROCE_EXT_STREAMS_LEN;
+    }
+    if (c->nplanes) {
+        unsigned vlen = XP_ENTRIES + c->nplanes * MROCE_EXT_PLANE_LEN;
+        p[X_TYPE] = MROCE_EXT_PLANES;
+        p[X_LEN] = (uint8_t)vlen;
+        p[X_VALUE + XP_COUNT] = c->nplanes;
+        memset(p + X_VALUE + 1, 0, 3);
+        for (unsigned i = 0; i < c->nplanes; i++) {
+            uint8_t *e = p + X_VALUE + XP_ENTRIES + i * MROCE_EXT_PLANE_LEN;
+            memcpy(e + XE_ADDR, c->planes[i].addr, 16);
+            st16(e + XE_PORT, c->planes[i].port);
+            st16(e + XE_RESERVED, c->planes[i].reserved);
+        }
+    }
 }
 
 /*
@@ -508,15 +634,17 @@ size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap)
 
     switch (b->opcode) {
     case MROCE_OP_FETCH_ADD:
-    case MROCE_OP_CMP_SWAP:
-        encode_req(h, &pkt->u.rq.req);
-        st64(h + MROCE_REQ_HDR_LEN + AT_SWAP_ADD, pkt->u.rq.atomic.swap_add);
-        st64(h + MROCE_REQ_HDR_LEN + AT_COMPARE, pkt->u.rq.atomic.compare);
+    case MROCE_OP_CMP_SWAP: {
+        size_t sw = encode_req(h, &pkt->u.rq.req, b->flags);
+        st64(h + MROCE_REQ_HDR_LEN + sw + AT_SWAP_ADD,
+             pkt->u.rq.atomic.swap_add);
+        st64(h + MROCE_REQ_HDR_LEN + sw + AT_COMPARE, pkt->u.rq.atomic.compare);
         break;
+    }
     case MROCE_OP_SEND:
     case MROCE_OP_WRITE:
     case MROCE_OP_READ_REQ:
-        encode_req(h, &pkt->u.rq.req);
+        encode_req(h, &pkt->u.rq.req, b->flags);
         break;
     case MROCE_OP_READ_RESP:
     case MROCE_OP_ATOMIC_RESP: {
@@ -524,7 +652,8 @@ size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap)
         st32(h + RS_REQ_MSN, s->req_msn);
         st32(h + RS_MSG_LEN, s->msg_len);
         st32(h + RS_OFFSET, s->offset);
-        st32(h + RS_RESERVED, s->reserved);
+        st16(h + RS_STREAM, s->stream);
+        st16(h + RS_RESERVED, s->reserved);
         break;
     }
     case MROCE_OP_ACK: {
@@ -550,7 +679,7 @@ size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap)
         st32(h + N_MSN, n->msn);
         h[N_CODE] = n->code;
         h[N_RNR_DELAY] = n->rnr_delay;
-        st16(h + N_RESERVED, n->reserved);
+        st16(h + N_STREAM, n->stream);
         st32(h + N_CUM_PSN, n->cum_psn);
         break;
     }
@@ -566,6 +695,7 @@ size_t mrw_pkt_encode_hdr(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap)
         st32(h + C_MAX_RD_ATOMIC, c->max_rd_atomic);
         st32(h + C_FLAGS, c->flags);
         st32(h + C_MAX_ACK_DELAY, c->max_ack_delay);
+        encode_conn_ext(h + MROCE_CONN_HDR_LEN, c);
         break;
     }
     default: /* DISCONNECT, DISCONNECT_ACK: base header only */
