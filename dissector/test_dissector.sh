@@ -158,6 +158,7 @@ END {
 EOF
 groups="4794:send_first,send_middle,send_last_imm"
 groups="$groups;45001:ack_no_sack,ack_sack3_ce,nak_rnr,read_resp_first,atomic_resp,disconnect"
+groups="$groups;4794:send_stream7,fetch_add_stream2,read_resp_stream5,connect_req_planes"
 groups="$groups;4794:write_only,send_only:"
 groups="$groups;4794:send_only:send_only"
 if ! awk -v DIR="$tmp" -v EXP="$tmp/vec.exp" -v GROUPS="$groups" -f "$tmp/gen.awk" "$vectors"; then
