@@ -12,13 +12,18 @@
  * Where wire.h leaves room, the decoder decides as follows.  A datagram
  * shorter than pkt_len is TRUNCATED (bytes went missing), one longer than
  * pkt_len, or a pkt_len above MROCE_MAX_PKT_LEN, is LENGTH; so is nothing
- * else, and any cut-short packet reports TRUNCATED.  Beyond the rules in
- * wire.h these are FIELD errors: IMM on anything but SEND/WRITE; FIRST, LAST
- * or IMM on a control opcode (ACK, NAK, CONNECT_*, DISCONNECT*); bytes after
- * the headers of a control opcode; an unknown NAK code; unknown ACK echo
- * flag bits; a CONNECT mtu below 256.  Reserved fields and conn.flags are
- * not checked (conn.flags are capabilities a peer ignores when unknown);
- * they are decoded and re-encoded as they are.
+ * else, and any cut-short packet reports TRUNCATED (a STREAM word or an
+ * ATOMIC header cut by the CRC included).  Beyond the rules in wire.h these
+ * are FIELD errors: IMM on anything but SEND/WRITE; FIRST, LAST or IMM on a
+ * control opcode (ACK, NAK, CONNECT_*, DISCONNECT*); STREAM on anything but
+ * a request, and a STREAM word with Stream ID 0; bytes after the headers of
+ * a control opcode other than CONNECT_*, and CONN extensions that do not
+ * exactly fill a CONNECT (decode_conn_ext); an unknown NAK code; unknown
+ * ACK echo flag bits; a CONNECT mtu below 256.  Reserved fields and
+ * conn.flags are not checked (conn.flags are capabilities a peer ignores
+ * when unknown); they are decoded and re-encoded as they are, except the
+ * reserved bytes of the STREAMS and PLANES extensions and extensions of
+ * unknown type, which are not kept: a CONNECT re-encodes without them.
  *
  * Encoding writes exactly what the struct says (plus the version and the
  * computed pkt_len), without judging whether the values make sense; that
