@@ -33,6 +33,7 @@ local DEFAULT_PORT = 4794
 local VERSION = 1
 local BASE_LEN, REQ_LEN, ATOMIC_LEN, RESP_LEN = 28, 32, 16, 16
 local ACK_LEN, NAK_LEN, CONN_LEN, CRC_LEN = 32, 16, 36, 4
+local STREAM_LEN = 4 -- STREAM word after the REQ header (flag STREAM)
 local MAX_SACK_WORDS = 8
 local ATOMIC_VAL_LEN = 8
 local MAX_PKT_LEN = 65000
@@ -51,14 +52,23 @@ for name, val in pairs(OP) do opcode_names[val] = name end
 local F = {
     FIRST = 0x0001, LAST = 0x0002, IMM = 0x0004, ACK_REQ = 0x0008,
     SOLICITED = 0x0010, RETX = 0x0020, PROBE = 0x0040, CREDIT = 0x0080,
+    STREAM = 0x0100,
 }
 local FLAG_ORDER = { "FIRST", "LAST", "IMM", "ACK_REQ", "SOLICITED", "RETX",
-                     "PROBE", "CREDIT" }
-local F_KNOWN = 0x00ff
-local F_RESERVED = 0xff00
+                     "PROBE", "CREDIT", "STREAM" }
+local F_KNOWN = 0x01ff
+local F_RESERVED = 0xfe00
 
 local ECHO_CE, ECHO_DUP, ECHO_KNOWN = 0x01, 0x02, 0x03
 local CONN_F_CREDIT = 0x00000001
+local CONN_F_RATE = 0x00000002 -- ACK Credit is a rate hint in Mbit/s
+
+-- CONN extensions (type-length-value after the CONN header).
+local EXT_STREAMS, EXT_PLANES = 1, 2
+local EXT_STREAMS_LEN = 4
+local EXT_PLANE_LEN = 20 -- address (16), UDP port (2), reserved (2)
+local MAX_PLANES = 8
+local ext_type_names = { [EXT_STREAMS] = "STREAMS", [EXT_PLANES] = "PLANES" }
 local CREDIT_UNLIMITED = 0xffffffff
 
 local nak_code_names = {
@@ -169,6 +179,9 @@ field("flags_probe", ProtoField.bool("mroce.flags.probe", "PROBE", 16,
     { "Tail-loss probe", "Not a probe" }, F.PROBE))
 field("flags_credit", ProtoField.bool("mroce.flags.credit", "CREDIT", 16,
     { "Receiver-driven credits asked", "Not asked" }, F.CREDIT))
+field("flags_stream", ProtoField.bool("mroce.flags.stream", "STREAM", 16,
+    { "Request of a stream other than 0: STREAM word follows the REQ header",
+      "Default stream (0)" }, F.STREAM))
 field("flags_reserved", ProtoField.uint16("mroce.flags.reserved", "Reserved", base.HEX,
     nil, F_RESERVED))
 field("dst_qpn", ProtoField.uint32("mroce.dst_qpn", "Dst QPN", base.DEC))
@@ -187,6 +200,10 @@ field("req_msg_len", ProtoField.uint32("mroce.req.msg_len", "Msg Len", base.DEC)
 field("req_offset", ProtoField.uint32("mroce.req.offset", "Offset", base.DEC))
 field("req_imm", ProtoField.uint32("mroce.req.imm", "Immediate", base.HEX))
 
+-- STREAM word (requests with flag STREAM)
+field("req_stream", ProtoField.uint16("mroce.req.stream", "Stream ID", base.DEC))
+field("req_stream_resvd", ProtoField.uint16("mroce.req.stream_resvd", "Reserved", base.HEX))
+
 -- ATOMIC header
 field("atomic_swap_add", ProtoField.uint64("mroce.atomic.swap_add", "Swap / Add", base.HEX))
 field("atomic_compare", ProtoField.uint64("mroce.atomic.compare", "Compare", base.HEX))
@@ -195,7 +212,8 @@ field("atomic_compare", ProtoField.uint64("mroce.atomic.compare", "Compare", bas
 field("resp_req_msn", ProtoField.uint32("mroce.resp.req_msn", "Req MSN", base.DEC))
 field("resp_msg_len", ProtoField.uint32("mroce.resp.msg_len", "Msg Len", base.DEC))
 field("resp_offset", ProtoField.uint32("mroce.resp.offset", "Offset", base.DEC))
-field("resp_reserved", ProtoField.uint32("mroce.resp.reserved", "Reserved", base.HEX))
+field("resp_stream", ProtoField.uint16("mroce.resp.stream", "Stream", base.DEC))
+field("resp_reserved", ProtoField.uint16("mroce.resp.reserved", "Reserved", base.HEX))
 
 -- ACK header
 field("ack_cum_psn", ProtoField.uint32("mroce.ack.cum_psn", "Cum PSN", base.DEC))
@@ -212,7 +230,9 @@ field("ack_echo_reserved", ProtoField.uint8("mroce.ack.echo_flags.reserved", "Re
 field("ack_sack_words", ProtoField.uint8("mroce.ack.sack_words", "SACK Words", base.DEC))
 field("ack_ce_count", ProtoField.uint32("mroce.ack.ce_count", "CE Count", base.DEC))
 field("ack_rx_count", ProtoField.uint32("mroce.ack.rx_count", "RX Count", base.DEC))
-field("ack_credit", ProtoField.uint32("mroce.ack.credit", "Credit", base.DEC,
+-- The dissector cannot see whether RATE was negotiated (CONN flags of both
+-- sides), so the label names both meanings.
+field("ack_credit", ProtoField.uint32("mroce.ack.credit", "Credit (bytes, or Mbit/s with RATE)", base.DEC,
     { [CREDIT_UNLIMITED] = "unlimited" }))
 field("ack_ack_delay", ProtoField.uint32("mroce.ack.ack_delay", "ACK Delay (ns)", base.DEC))
 field("ack_sack", ProtoField.uint32("mroce.ack.sack", "SACK Word", base.HEX))
@@ -225,7 +245,7 @@ field("nak_nak_psn", ProtoField.uint32("mroce.nak.nak_psn", "NAK PSN", base.DEC)
 field("nak_msn", ProtoField.uint32("mroce.nak.msn", "MSN", base.DEC))
 field("nak_code", ProtoField.uint8("mroce.nak.code", "Code", base.HEX, nak_code_names))
 field("nak_rnr_delay", ProtoField.uint8("mroce.nak.rnr_delay", "RNR Delay (x 10 us)", base.DEC))
-field("nak_reserved", ProtoField.uint16("mroce.nak.reserved", "Reserved", base.HEX))
+field("nak_stream", ProtoField.uint16("mroce.nak.stream", "Stream", base.DEC))
 field("nak_cum_psn", ProtoField.uint32("mroce.nak.cum_psn", "Cum PSN", base.DEC))
 
 -- CONN header
@@ -239,7 +259,23 @@ field("conn_max_rd_atomic", ProtoField.uint32("mroce.conn.max_rd_atomic", "Max R
 field("conn_flags", ProtoField.uint32("mroce.conn.flags", "Flags", base.HEX))
 field("conn_flags_credit", ProtoField.bool("mroce.conn.flags.credit", "CREDIT", 32,
     { "Receiver-driven credit mode", "No credit mode" }, CONN_F_CREDIT))
+field("conn_flags_rate", ProtoField.bool("mroce.conn.flags.rate", "RATE", 32,
+    { "ACK Credit is a rate hint (Mbit/s)", "ACK Credit in bytes" }, CONN_F_RATE))
 field("conn_max_ack_delay", ProtoField.uint32("mroce.conn.max_ack_delay", "Max ACK Delay (ns)", base.DEC))
+
+-- CONN extensions
+field("conn_ext_type", ProtoField.uint8("mroce.conn.ext.type", "Extension Type", base.DEC, ext_type_names))
+field("conn_ext_len", ProtoField.uint8("mroce.conn.ext.len", "Extension Length", base.DEC))
+field("conn_ext_data", ProtoField.bytes("mroce.conn.ext.data", "Extension Value"))
+field("conn_max_streams", ProtoField.uint16("mroce.conn.max_streams", "Max Streams", base.DEC))
+field("conn_streams_resvd", ProtoField.uint16("mroce.conn.streams_resvd", "Reserved", base.HEX))
+field("conn_nplanes", ProtoField.uint8("mroce.conn.nplanes", "Plane Count", base.DEC))
+field("conn_planes_resvd", ProtoField.bytes("mroce.conn.planes_resvd", "Reserved"))
+field("conn_plane_addr", ProtoField.bytes("mroce.conn.plane.addr", "Plane Address"))
+field("conn_plane_ipv4", ProtoField.ipv4("mroce.conn.plane.ipv4", "Plane IPv4 Address"))
+field("conn_plane_ipv6", ProtoField.ipv6("mroce.conn.plane.ipv6", "Plane IPv6 Address"))
+field("conn_plane_port", ProtoField.uint16("mroce.conn.plane.port", "Plane UDP Port", base.DEC))
+field("conn_plane_reserved", ProtoField.uint16("mroce.conn.plane.reserved", "Reserved", base.HEX))
 
 -- Payload, trailer, diagnostics
 field("payload", ProtoField.bytes("mroce.payload", "Payload"))
@@ -348,12 +384,14 @@ end
 
 local function is_data_opcode(op) return op >= 0x10 and op <= 0x16 end
 
--- Header length of an opcode (ACK: without its SACK words).
-local function hdr_len(op)
+-- Header length of an opcode (ACK: without its SACK words; CONNECT:
+-- without its extensions).  A request with flag STREAM has the STREAM word.
+local function hdr_len(op, flags)
+    local sw = (band(flags, F.STREAM) ~= 0) and STREAM_LEN or 0
     if op == OP.SEND or op == OP.WRITE or op == OP.READ_REQ then
-        return BASE_LEN + REQ_LEN
+        return BASE_LEN + REQ_LEN + sw
     elseif op == OP.FETCH_ADD or op == OP.CMP_SWAP then
-        return BASE_LEN + REQ_LEN + ATOMIC_LEN
+        return BASE_LEN + REQ_LEN + sw + ATOMIC_LEN
     elseif op == OP.READ_RESP or op == OP.ATOMIC_RESP then
         return BASE_LEN + RESP_LEN
     elseif op == OP.ACK then
@@ -467,6 +505,7 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
     fitem:add(pf.flags_retx, tvb(off + 2, 2))
     fitem:add(pf.flags_probe, tvb(off + 2, 2))
     fitem:add(pf.flags_credit, tvb(off + 2, 2))
+    fitem:add(pf.flags_stream, tvb(off + 2, 2))
     fitem:add(pf.flags_reserved, tvb(off + 2, 2))
     tree:add(pf.dst_qpn, tvb(off + 4, 4))
     tree:add(pf.token, tvb(off + 8, 8))
@@ -584,6 +623,111 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
         end
     end
 
+    -- A bytes field over the readable part of [o, o+n).
+    local function add_bytes(t, f, o, n)
+        local len = math.min(o + n, readable_end) - o
+        if len > 0 then return t:add(f, tvb(off + o, len)) end
+        return nil
+    end
+
+    --[[
+    The CONN extensions from o to body_end, as mrw_pkt_decode() reads them:
+    entries of type (1 byte), length (1 byte) and value that exactly fill
+    the packet; STREAMS and PLANES at most once each with their fixed
+    shapes, other types shown and skipped.  Returns text for the Info column.
+    ]]
+    local function conn_extensions(o)
+        local seen, out = {}, ""
+        while o < body_end do
+            local left = body_end - o
+            if left < 2 then
+                field_error(string.format("%d byte after the CONN header: too short for an extension", left))
+                add_bytes(tree, pf.extra, o, left)
+                break
+            end
+            if o + 2 > readable_end then break end -- not captured
+            local etype = tvb(off + o, 1):uint()
+            local vlen = tvb(off + o + 1, 1):uint()
+            local ename = ext_type_names[etype]
+            local et = subtree(o, math.min(2 + vlen, left),
+                ename and ("CONN Extension: " .. ename)
+                or string.format("CONN Extension: unknown type %d (skipped)", etype))
+            add(et, pf.conn_ext_type, o, 1)
+            local litem = add(et, pf.conn_ext_len, o + 1, 1)
+            local v = o + 2
+            if vlen > left - 2 then
+                field_error(string.format("Extension length %d overruns the packet (%d bytes left)",
+                    vlen, left - 2), litem)
+                add_bytes(et, pf.conn_ext_data, v, left - 2)
+                break
+            end
+            if v + vlen > readable_end then
+                add_bytes(et, pf.conn_ext_data, v, vlen)
+                break -- not captured
+            end
+            if etype == EXT_STREAMS then
+                if seen[etype] then field_error("Duplicate STREAMS extension", et) end
+                if vlen ~= EXT_STREAMS_LEN then
+                    field_error(string.format("STREAMS extension of length %d (must be %d)",
+                        vlen, EXT_STREAMS_LEN), litem)
+                    add_bytes(et, pf.conn_ext_data, v, vlen)
+                else
+                    local mitem = add(et, pf.conn_max_streams, v, 2)
+                    add(et, pf.conn_streams_resvd, v + 2, 2)
+                    local ms = tvb(off + v, 2):uint()
+                    if ms == 0 then field_error("STREAMS extension with Max Streams 0", mitem) end
+                    out = out .. string.format(" max_streams=%d", ms)
+                end
+            elseif etype == EXT_PLANES then
+                if seen[etype] then field_error("Duplicate PLANES extension", et) end
+                local cnt = 0
+                local citem
+                if vlen >= 1 then
+                    citem = add(et, pf.conn_nplanes, v, 1)
+                    cnt = tvb(off + v, 1):uint()
+                end
+                if vlen >= 4 then add(et, pf.conn_planes_resvd, v + 1, 3) end
+                if vlen < 4 or cnt == 0 or cnt > MAX_PLANES then
+                    field_error(string.format("PLANES extension with %d planes (must be 1..%d)",
+                        vlen < 4 and 0 or cnt, MAX_PLANES), citem or litem)
+                elseif vlen ~= 4 + cnt * EXT_PLANE_LEN then
+                    field_error(string.format("PLANES extension of length %d for %d planes (must be %d)",
+                        vlen, cnt, 4 + cnt * EXT_PLANE_LEN), litem)
+                end
+                local i = 0
+                while vlen >= 4 and i < cnt and 4 + (i + 1) * EXT_PLANE_LEN <= vlen do
+                    local e = v + 4 + i * EXT_PLANE_LEN
+                    local pt = et:add(mroce, tvb(off + e, EXT_PLANE_LEN), string.format("Plane %d", i))
+                    local aitem = pt:add(pf.conn_plane_addr, tvb(off + e, 16))
+                    local mapped = tvb(off + e, 4):uint() == 0 and tvb(off + e + 4, 4):uint() == 0 and
+                                   tvb(off + e + 8, 4):uint() == 0xffff
+                    local ptext
+                    if mapped then
+                        local a4 = aitem:add(pf.conn_plane_ipv4, tvb(off + e + 12, 4))
+                        ptext = tostring(tvb(off + e + 12, 4):ipv4())
+                        a4:append_text(" (IPv4-mapped)")
+                    else
+                        aitem:add(pf.conn_plane_ipv6, tvb(off + e, 16))
+                        ptext = "[" .. tostring(tvb(off + e, 16):ipv6()) .. "]"
+                    end
+                    local port = tvb(off + e + 16, 2):uint()
+                    aitem:append_text(" (" .. ptext .. ")")
+                    pt:add(pf.conn_plane_port, tvb(off + e + 16, 2))
+                    pt:add(pf.conn_plane_reserved, tvb(off + e + 18, 2))
+                    pt:append_text(string.format(": %s:%d", ptext, port))
+                    i = i + 1
+                end
+                out = out .. string.format(" planes=%d", cnt)
+            else
+                if vlen > 0 then add_bytes(et, pf.conn_ext_data, v, vlen) end
+                out = out .. string.format(" ext%d", etype)
+            end
+            seen[etype] = true
+            o = v + vlen
+        end
+        return out
+    end
+
     local info = name
     if is_data_opcode(op) then info = info .. string.format(" psn=%d", psn) end
     -- An ACK with ACK_REQ asks for an answer: a keepalive (WIRE-28).
@@ -594,11 +738,17 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
     local info_flags = fnames ~= "" and (" [" .. fnames .. "]") or ""
     local payload_len = 0
     local data_only = F.FIRST + F.LAST + F.IMM
+    -- Flags a control packet must not carry: those and STREAM (a control
+    -- packet belongs to the connection, not to a stream).
+    local ctl_bad = data_only + F.STREAM
+    local ctl_bad_msg = "FIRST/LAST/IMM/STREAM set on a control packet"
 
     -- Steps 10-11 by opcode.
     if op == OP.SEND or op == OP.WRITE or op == OP.READ_REQ or op == OP.FETCH_ADD or op == OP.CMP_SWAP then
         local atomic = (op == OP.FETCH_ADD or op == OP.CMP_SWAP)
-        local hlen = hdr_len(op)
+        local hlen = hdr_len(op, flags)
+        local stream = band(flags, F.STREAM) ~= 0
+        local sw = stream and STREAM_LEN or 0
         local rt = subtree(BASE_LEN, REQ_LEN, "REQ Header")
         add(rt, pf.req_msn, 28, 4)
         add(rt, pf.req_rsn, 32, 4)
@@ -607,19 +757,36 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
         local mitem = add(rt, pf.req_msg_len, 48, 4)
         local oitem = add(rt, pf.req_offset, 52, 4)
         add(rt, pf.req_imm, 56, 4)
+        local sitem
+        if stream then
+            local st = subtree(60, STREAM_LEN, "STREAM Word")
+            sitem = add(st, pf.req_stream, 60, 2)
+            add(st, pf.req_stream_resvd, 62, 2)
+        end
+        local ao = 60 + sw -- the ATOMIC header follows the STREAM word
         if atomic then
-            local at = subtree(60, ATOMIC_LEN, "ATOMIC Header")
-            add(at, pf.atomic_swap_add, 60, 8)
-            add(at, pf.atomic_compare, 68, 8)
+            local at = subtree(ao, ATOMIC_LEN, "ATOMIC Header")
+            add(at, pf.atomic_swap_add, ao, 8)
+            add(at, pf.atomic_compare, ao + 8, 8)
         end
         payload_len = math.max(0, body_end - hlen)
         if body_end < hlen then
-            hdr_truncated(atomic and "REQ/ATOMIC header" or "REQ header", hlen)
+            local what = atomic and "REQ/ATOMIC header" or "REQ header"
+            if stream then what = atomic and "REQ/STREAM/ATOMIC header" or "REQ/STREAM header" end
+            hdr_truncated(what, hlen)
         elseif readable_end >= hlen then
             local msn = tvb(off + 28, 4):uint()
             local msg_len = tvb(off + 48, 4):uint()
             local offset = tvb(off + 52, 4):uint()
             local imm = tvb(off + 56, 4):uint()
+            local sinfo = ""
+            if stream then
+                local sid = tvb(off + 60, 2):uint()
+                -- Stream 0 has exactly one encoding: no STREAM word.
+                if sid == 0 then field_error("STREAM word with Stream ID 0", sitem) end
+                sinfo = string.format(" stream=%d", sid)
+            end
+            info = info .. sinfo
             if op == OP.SEND or op == OP.WRITE then
                 check_segment(msg_len, offset, payload_len, oitem)
                 info = info .. string.format(" msn=%d off=%d len=%d", msn, offset, payload_len)
@@ -643,20 +810,21 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
                 if op == OP.READ_REQ then
                     info = info .. string.format(" msn=%d len=%d", msn, msg_len)
                 elseif op == OP.FETCH_ADD then
-                    info = info .. string.format(" msn=%d add=%s", msn, hex64(tvb(off + 60, 8)))
+                    info = info .. string.format(" msn=%d add=%s", msn, hex64(tvb(off + ao, 8)))
                 else
                     info = info .. string.format(" msn=%d cmp=%s swap=%s", msn,
-                        hex64(tvb(off + 68, 8)), hex64(tvb(off + 60, 8)))
+                        hex64(tvb(off + ao + 8, 8)), hex64(tvb(off + ao, 8)))
                 end
             end
         end
     elseif op == OP.READ_RESP or op == OP.ATOMIC_RESP then
-        local hlen = hdr_len(op)
+        local hlen = hdr_len(op, flags)
         local rt = subtree(BASE_LEN, RESP_LEN, "RESP Header")
         add(rt, pf.resp_req_msn, 28, 4)
         local mitem = add(rt, pf.resp_msg_len, 32, 4)
         local oitem = add(rt, pf.resp_offset, 36, 4)
-        add(rt, pf.resp_reserved, 40, 4)
+        add(rt, pf.resp_stream, 40, 2)
+        add(rt, pf.resp_reserved, 42, 2)
         payload_len = math.max(0, body_end - hlen)
         if body_end < hlen then
             hdr_truncated("RESP header", hlen)
@@ -664,14 +832,18 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
             local req_msn = tvb(off + 28, 4):uint()
             local msg_len = tvb(off + 32, 4):uint()
             local offset = tvb(off + 36, 4):uint()
+            local rstream = tvb(off + 40, 2):uint()
             if band(flags, F.IMM) ~= 0 then
                 field_error("IMM is valid only on SEND and WRITE", fitem)
+            elseif band(flags, F.STREAM) ~= 0 then
+                field_error("STREAM is valid only on requests (a response names its stream in its RESP header)", fitem)
             elseif op == OP.ATOMIC_RESP and (payload_len ~= ATOMIC_VAL_LEN or msg_len ~= ATOMIC_VAL_LEN or offset ~= 0) then
                 field_error(string.format("ATOMIC_RESP must carry exactly 8 bytes at offset 0 with Msg Len 8 (payload %d, Msg Len %d, Offset %d)",
                     payload_len, msg_len, offset), mitem)
             else
                 check_segment(msg_len, offset, payload_len, oitem)
             end
+            if rstream ~= 0 then info = info .. string.format(" stream=%d", rstream) end
             info = info .. string.format(" req_msn=%d off=%d len=%d", req_msn, offset, payload_len)
             if op == OP.ATOMIC_RESP and payload_len == ATOMIC_VAL_LEN and readable_end >= hlen + 8 then
                 info = info .. " orig=" .. hex64(tvb(off + hlen, 8))
@@ -708,8 +880,8 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
             local ef = tvb(off + 42, 1):uint()
             local words = tvb(off + 43, 1):uint()
             local credit = tvb(off + 52, 4):uint()
-            if band(flags, data_only) ~= 0 then
-                field_error("FIRST/LAST/IMM set on a control packet", fitem)
+            if band(flags, ctl_bad) ~= 0 then
+                field_error(ctl_bad_msg, fitem)
             end
             if band(ef, 0xff - ECHO_KNOWN) ~= 0 then
                 field_error(string.format("Unknown echo flag bits 0x%02x", band(ef, 0xff - ECHO_KNOWN)), eitem)
@@ -767,7 +939,7 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
         add(nt, pf.nak_msn, 32, 4)
         local citem = add(nt, pf.nak_code, 36, 1)
         local ritem = add(nt, pf.nak_rnr_delay, 37, 1)
-        add(nt, pf.nak_reserved, 38, 2)
+        add(nt, pf.nak_stream, 38, 2)
         add(nt, pf.nak_cum_psn, 40, 4)
         if body_end < hlen then
             hdr_truncated("NAK header", hlen)
@@ -781,8 +953,8 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
                 field_error(string.format("%d unexpected bytes after the NAK header", body_end - hlen))
                 add(tree, pf.extra, hlen, body_end - hlen)
             end
-            if band(flags, data_only) ~= 0 then
-                field_error("FIRST/LAST/IMM set on a control packet", fitem)
+            if band(flags, ctl_bad) ~= 0 then
+                field_error(ctl_bad_msg, fitem)
             end
             local cname = nak_code_names[code]
             if not cname then
@@ -792,6 +964,8 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
                 citem:add_proto_expert_info(ex.nak, "NAK " .. cname)
             end
             info = info .. string.format(" %s psn=%d cum=%d", cname, nak_psn, cum)
+            local nstream = tvb(off + 38, 2):uint()
+            if nstream ~= 0 then info = info .. string.format(" stream=%d", nstream) end
             if code == 0x01 then info = info .. string.format(" delay=%dus", delay * 10) end
         end
     elseif op == OP.CONNECT_REQ or op == OP.CONNECT_RESP then
@@ -805,18 +979,18 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
         add(ct, pf.conn_rx_window, 48, 4)
         add(ct, pf.conn_max_rd_atomic, 52, 4)
         local cfitem = add(ct, pf.conn_flags, 56, 4)
-        if cfitem then cfitem:add(pf.conn_flags_credit, tvb(off + 56, 4)) end
+        if cfitem then
+            cfitem:add(pf.conn_flags_credit, tvb(off + 56, 4))
+            cfitem:add(pf.conn_flags_rate, tvb(off + 56, 4))
+        end
         add(ct, pf.conn_max_ack_delay, 60, 4)
         if body_end < hlen then
             hdr_truncated("CONN header", hlen)
         elseif readable_end >= hlen then
             local mtu = tvb(off + 44, 2):uint()
-            if body_end ~= hlen then
-                field_error(string.format("%d unexpected bytes after the CONN header", body_end - hlen))
-                add(tree, pf.extra, hlen, body_end - hlen)
-            end
-            if band(flags, data_only) ~= 0 then
-                field_error("FIRST/LAST/IMM set on a control packet", fitem)
+            local cflags = tvb(off + 56, 4):uint()
+            if band(flags, ctl_bad) ~= 0 then
+                field_error(ctl_bad_msg, fitem)
             end
             if mtu < MIN_MTU then
                 field_error(string.format("MTU %d below the minimum %d", mtu, MIN_MTU), mitem)
@@ -824,22 +998,24 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
             info = info .. string.format(" qpn=%d start_psn=%d mtu=%d npaths=%d window=%d",
                 tvb(off + 28, 4):uint(), tvb(off + 32, 4):uint(), mtu,
                 tvb(off + 46, 2):uint(), tvb(off + 48, 4):uint())
-            if band(tvb(off + 56, 4):uint(), CONN_F_CREDIT) ~= 0 then info = info .. " CREDIT" end
+            if band(cflags, CONN_F_CREDIT) ~= 0 then info = info .. " CREDIT" end
+            if band(cflags, CONN_F_RATE) ~= 0 then info = info .. " RATE" end
+            info = info .. conn_extensions(hlen)
         end
     else -- DISCONNECT, DISCONNECT_ACK
         if body_end ~= BASE_LEN and crc_ok_to_check then
             field_error(string.format("%d unexpected bytes after the base header", body_end - BASE_LEN))
             add(tree, pf.extra, BASE_LEN, body_end - BASE_LEN)
         end
-        if band(flags, data_only) ~= 0 then
-            field_error("FIRST/LAST/IMM set on a control packet", fitem)
+        if band(flags, ctl_bad) ~= 0 then
+            field_error(ctl_bad_msg, fitem)
         end
         info = info .. string.format(" qpn=%d", tvb(off + 4, 4):uint())
     end
 
     -- Payload (data opcodes).
     if is_data_opcode(op) then
-        local hlen = hdr_len(op)
+        local hlen = hdr_len(op, flags)
         if payload_len > 0 then
             add(tree, pf.payload, hlen, payload_len)
         end

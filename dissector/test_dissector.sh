@@ -158,6 +158,7 @@ END {
 EOF
 groups="4794:send_first,send_middle,send_last_imm"
 groups="$groups;45001:ack_no_sack,ack_sack3_ce,nak_rnr,read_resp_first,atomic_resp,disconnect"
+groups="$groups;4794:send_stream7,fetch_add_stream2,read_resp_stream5,connect_req_planes"
 groups="$groups;4794:write_only,send_only:"
 groups="$groups;4794:send_only:send_only"
 if ! awk -v DIR="$tmp" -v EXP="$tmp/vec.exp" -v GROUPS="$groups" -f "$tmp/gen.awk" "$vectors"; then
@@ -179,19 +180,25 @@ done
 fields="frame.number frame.protocols mroce.version mroce.opcode mroce.flags
   mroce.flags.first mroce.flags.last mroce.flags.imm mroce.flags.ack_req
   mroce.flags.solicited mroce.flags.retx mroce.flags.probe mroce.flags.credit
+  mroce.flags.stream
   mroce.dst_qpn mroce.token mroce.psn mroce.tsval mroce.entropy mroce.pkt_len
   mroce.req.msn mroce.req.rsn mroce.req.raddr mroce.req.rkey mroce.req.msg_len
-  mroce.req.offset mroce.req.imm mroce.atomic.swap_add mroce.atomic.compare
-  mroce.resp.req_msn mroce.resp.msg_len mroce.resp.offset mroce.resp.reserved
+  mroce.req.offset mroce.req.imm mroce.req.stream mroce.req.stream_resvd
+  mroce.atomic.swap_add mroce.atomic.compare
+  mroce.resp.req_msn mroce.resp.msg_len mroce.resp.offset mroce.resp.stream
+  mroce.resp.reserved
   mroce.ack.cum_psn mroce.ack.echo_psn mroce.ack.echo_ts mroce.ack.echo_entropy
   mroce.ack.echo_flags mroce.ack.echo_flags.ce mroce.ack.echo_flags.dup
   mroce.ack.sack_words mroce.ack.ce_count mroce.ack.rx_count mroce.ack.credit
   mroce.ack.ack_delay mroce.ack.sack mroce.ack.sacked_psn mroce.ack.sacked_count
   mroce.nak.nak_psn mroce.nak.msn mroce.nak.code mroce.nak.rnr_delay
-  mroce.nak.reserved mroce.nak.cum_psn mroce.conn.src_qpn mroce.conn.start_psn
+  mroce.nak.stream mroce.nak.cum_psn mroce.conn.src_qpn mroce.conn.start_psn
   mroce.conn.token mroce.conn.mtu mroce.conn.npaths mroce.conn.rx_window
   mroce.conn.max_rd_atomic mroce.conn.flags mroce.conn.flags.credit
-  mroce.conn.max_ack_delay
+  mroce.conn.flags.rate mroce.conn.max_ack_delay mroce.conn.ext.type
+  mroce.conn.max_streams mroce.conn.nplanes mroce.conn.plane.addr
+  mroce.conn.plane.ipv4 mroce.conn.plane.ipv6 mroce.conn.plane.port
+  mroce.conn.plane.reserved
   mroce.payload mroce.payload_len mroce.crc mroce.crc.status mroce.error
   mroce.segments mroce.expert.bad_crc mroce.expert.truncated mroce.expert.length
   mroce.expert.version mroce.expert.opcode mroce.expert.flags mroce.expert.field
@@ -294,6 +301,7 @@ function check_vector(   i, f, v, path, got, want, n, a, k, w, j, cum, words, li
     f = EF[name, i]; v = EV[name, i]
     if (f ~ /^base\./) path = "mroce." substr(f, 6)
     else if (f ~ /^ack\.sack\[/) path = "mroce.ack.sack"
+    else if (f ~ /^conn\.planes\[[0-9]+\]\./) { path = f; sub(/^conn\.planes\[[0-9]+\]\./, "mroce.conn.plane.", path) }
     else if (f == "crc" || f == "payload" || f == "payload_len") path = "mroce." f
     else path = "mroce." f
     got = col(path)
@@ -323,6 +331,13 @@ function check_vector(   i, f, v, path, got, want, n, a, k, w, j, cum, words, li
       n = split(got, a, ",")
       expect_eq(f, (j + 1 <= n) ? canon(a[j + 1]) : "<missing>", canon(v))
       sackw[j] = v
+    } else if (f ~ /^conn\.planes\[/) {
+      # conn.planes[j].X: the j-th occurrence of mroce.conn.plane.X.
+      j = substr(f, 13) + 0
+      n = split(got, a, ",")
+      got = (j + 1 <= n) ? a[j + 1] : "<missing>"
+      if (f ~ /\.addr$/) expect_eq(f, bytes(got), bytes(v))
+      else expect_eq(f, canon(got), canon(v))
     } else if (f == "payload") {
       expect_eq(path, bytes(got), bytes(v))
     } else {

@@ -7,12 +7,17 @@
  * Whatever it accepts must be exactly representable: re-encoding the decoded
  * packet has to reproduce the input byte for byte and decode to the same
  * fields, otherwise decoder and encoder disagree about the format and the
- * target aborts.  Random bytes almost never carry a valid CRC32C, so inputs
+ * target aborts.  A CONNECT is the exception: the codec skips extensions of
+ * unknown type and does not keep the reserved bytes of STREAMS and PLANES,
+ * so its re-encoding is at most as long and must decode to the same fields.  Random bytes almost never carry a valid CRC32C, so inputs
  * whose trailer is wrong are also decoded once more with the CRC repaired;
  * that lets the fuzzer reach the per-opcode field checks.
  *
  * Built with -fsanitize=fuzzer when MROCE_FUZZ=ON; otherwise linked with
- * replay_main.c to replay fuzz/corpus/fuzz_wire/ as a plain test.
+ * replay_main.c to replay fuzz/corpus/fuzz_wire/ as a plain test.  The
+ * corpus holds the bytes of the wire vectors (tests/vectors/wire_vectors.txt)
+ * of the same names: every valid one, and the invalid stream and CONNECT
+ * extension ones, whose mutations sit next to what the decoder accepts.
  */
 #include "mroce/wire.h"
 

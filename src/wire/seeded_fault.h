@@ -40,7 +40,12 @@
     X(ENTROPY_NO_ECHO, "entropy_no_echo")         \
     X(ECN_IGNORE, "ecn_ignore")                   \
     X(ACK_DELAY_LONG, "ack_delay_long")           \
-    X(WINDOW_ANY, "window_any")
+    X(WINDOW_ANY, "window_any")                   \
+    /* issue 18 part A: STREAM word and CONN extensions in the codec */ \
+    X(STREAM_ZERO_OK, "stream_zero_ok")           \
+    X(STREAM_CTL_OK, "stream_ctl_ok")             \
+    X(CONN_EXT_LAX, "conn_ext_lax")               \
+    X(CONN_EXT_STRICT, "conn_ext_strict")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS

@@ -12,13 +12,18 @@
  * Where wire.h leaves room, the decoder decides as follows.  A datagram
  * shorter than pkt_len is TRUNCATED (bytes went missing), one longer than
  * pkt_len, or a pkt_len above MROCE_MAX_PKT_LEN, is LENGTH; so is nothing
- * else, and any cut-short packet reports TRUNCATED.  Beyond the rules in
- * wire.h these are FIELD errors: IMM on anything but SEND/WRITE; FIRST, LAST
- * or IMM on a control opcode (ACK, NAK, CONNECT_*, DISCONNECT*); bytes after
- * the headers of a control opcode; an unknown NAK code; unknown ACK echo
- * flag bits; a CONNECT mtu below 256.  Reserved fields and conn.flags are
- * not checked (conn.flags are capabilities a peer ignores when unknown);
- * they are decoded and re-encoded as they are.
+ * else, and any cut-short packet reports TRUNCATED (a STREAM word or an
+ * ATOMIC header cut by the CRC included).  Beyond the rules in wire.h these
+ * are FIELD errors: IMM on anything but SEND/WRITE; FIRST, LAST or IMM on a
+ * control opcode (ACK, NAK, CONNECT_*, DISCONNECT*); STREAM on anything but
+ * a request, and a STREAM word with Stream ID 0; bytes after the headers of
+ * a control opcode other than CONNECT_*, and CONN extensions that do not
+ * exactly fill a CONNECT (decode_conn_ext); an unknown NAK code; unknown
+ * ACK echo flag bits; a CONNECT mtu below 256.  Reserved fields and
+ * conn.flags are not checked (conn.flags are capabilities a peer ignores
+ * when unknown); they are decoded and re-encoded as they are, except the
+ * reserved bytes of the STREAMS and PLANES extensions and extensions of
+ * unknown type, which are not kept: a CONNECT re-encodes without them.
  *
  * Encoding writes exactly what the struct says (plus the version and the
  * computed pkt_len), without judging whether the values make sense; that
@@ -182,6 +187,15 @@ enum {
 /* Flags a control packet must not carry: those and STREAM (a control
  * packet belongs to the connection, not to a stream). */
 #define F_CTL_BAD (F_DATA_ONLY | MROCE_F_STREAM)
+/* What the decoder rejects on a control packet and on a response; the
+ * seeded fault stream_ctl_ok lets STREAM through there. */
+#define CTL_BAD (MROCE_SEEDED_FAULT(STREAM_CTL_OK) ? F_DATA_ONLY : F_CTL_BAD)
+#define RESP_BAD                                     \
+    (MROCE_SEEDED_FAULT(STREAM_CTL_OK) ? MROCE_F_IMM \
+                                       : (MROCE_F_IMM | MROCE_F_STREAM))
+/* A malformed CONN extension: FIELD, or with the seeded fault conn_ext_lax
+ * the end of the extensions (what was read so far is kept). */
+#define EXT_BAD (MROCE_SEEDED_FAULT(CONN_EXT_LAX) ? 0 : MROCE_WIRE_EFIELD)
 #define F_FIRST_LAST (MROCE_F_FIRST | MROCE_F_LAST)
 #define ECHO_KNOWN (MROCE_ECHO_CE | MROCE_ECHO_DUP)
 
@@ -268,22 +282,22 @@ static int decode_conn_ext(struct mrw_conn_hdr *c, const uint8_t *p, size_t n)
     memset(c->planes, 0, sizeof c->planes);
     while (n > 0) {
         if (n < X_VALUE)
-            return MROCE_WIRE_EFIELD;
+            return EXT_BAD;
         unsigned type = p[X_TYPE], vlen = p[X_LEN];
         const uint8_t *v = p + X_VALUE;
         if ((size_t)vlen > n - X_VALUE)
-            return MROCE_WIRE_EFIELD;
+            return EXT_BAD;
         if (type == MROCE_EXT_STREAMS) {
             if (seen_streams++ || vlen != MROCE_EXT_STREAMS_LEN)
-                return MROCE_WIRE_EFIELD;
+                return EXT_BAD;
             c->max_streams = ld16(v + XS_MAX_STREAMS);
             if (c->max_streams == 0)
-                return MROCE_WIRE_EFIELD;
+                return EXT_BAD;
         } else if (type == MROCE_EXT_PLANES) {
             unsigned cnt = vlen >= XP_ENTRIES ? v[XP_COUNT] : 0;
             if (seen_planes++ || cnt == 0 || cnt > MROCE_MAX_PLANES ||
                 vlen != XP_ENTRIES + cnt * MROCE_EXT_PLANE_LEN)
-                return MROCE_WIRE_EFIELD;
+                return EXT_BAD;
             c->nplanes = (uint8_t)cnt;
             for (unsigned i = 0; i < cnt; i++) {
                 const uint8_t *e = v + XP_ENTRIES + i * MROCE_EXT_PLANE_LEN;
@@ -291,6 +305,8 @@ static int decode_conn_ext(struct mrw_conn_hdr *c, const uint8_t *p, size_t n)
                 c->planes[i].port = ld16(e + XE_PORT);
                 c->planes[i].reserved = ld16(e + XE_RESERVED);
             }
+        } else if (MROCE_SEEDED_FAULT(CONN_EXT_STRICT)) {
+            return MROCE_WIRE_EFIELD; /* unknown types must be skipped */
         }
         p += X_VALUE + vlen;
         n -= X_VALUE + vlen;
@@ -361,7 +377,7 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
             r->stream = ld16(h + MROCE_REQ_HDR_LEN + ST_STREAM);
             r->stream_resvd = ld16(h + MROCE_REQ_HDR_LEN + ST_RESERVED);
             /* Stream 0 has exactly one encoding: no STREAM word. */
-            if (r->stream == 0)
+            if (r->stream == 0 && !MROCE_SEEDED_FAULT(STREAM_ZERO_OK))
                 return MROCE_WIRE_EFIELD;
         } else {
             r->stream = 0;
@@ -403,7 +419,7 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         s->stream = ld16(h + RS_STREAM);
         s->reserved = ld16(h + RS_RESERVED);
         set_payload(pkt, buf, hdr, body_end);
-        if (b->flags & (MROCE_F_IMM | MROCE_F_STREAM))
+        if (b->flags & RESP_BAD)
             return MROCE_WIRE_EFIELD;
         /* The atomic's original value travels as one 8-byte packet. */
         if (b->opcode == MROCE_OP_ATOMIC_RESP &&
@@ -431,7 +447,7 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         a->ack_delay = ld32(h + A_ACK_DELAY);
         pkt->payload = NULL;
         pkt->payload_len = 0;
-        if ((b->flags & F_CTL_BAD) || (a->echo_flags & ~ECHO_KNOWN) ||
+        if ((b->flags & CTL_BAD) || (a->echo_flags & ~ECHO_KNOWN) ||
             a->sack_words > MROCE_MAX_SACK_WORDS)
             return MROCE_WIRE_EFIELD;
         hdr += (size_t)a->sack_words * 4;
@@ -461,8 +477,7 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         n->cum_psn = ld32(h + N_CUM_PSN);
         pkt->payload = NULL;
         pkt->payload_len = 0;
-        if (body_end != hdr || (b->flags & F_CTL_BAD) ||
-            !nak_code_known(n->code))
+        if (body_end != hdr || (b->flags & CTL_BAD) || !nak_code_known(n->code))
             return MROCE_WIRE_EFIELD;
         return 0;
     }
@@ -486,7 +501,7 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         pkt->payload_len = 0;
         /* conn.flags are capabilities: unknown bits are ignored, not
          * rejected, so a newer peer can still connect. */
-        if ((b->flags & F_CTL_BAD) || c->mtu < MROCE_MIN_MTU)
+        if ((b->flags & CTL_BAD) || c->mtu < MROCE_MIN_MTU)
             return MROCE_WIRE_EFIELD;
         return decode_conn_ext(c, buf + hdr, body_end - hdr);
     }
@@ -495,7 +510,7 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
     case MROCE_OP_DISCONNECT_ACK:
         pkt->payload = NULL;
         pkt->payload_len = 0;
-        if (body_end != MROCE_BASE_HDR_LEN || (b->flags & F_CTL_BAD))
+        if (body_end != MROCE_BASE_HDR_LEN || (b->flags & CTL_BAD))
             return MROCE_WIRE_EFIELD;
         return 0;
 
