@@ -238,7 +238,7 @@ CT_CASE(wire_unknown_opcode_dropped, "WIRE-5 WIRE-25 WIRE-27",
 }
 
 CT_CASE(wire_reserved_flag_dropped, "WIRE-6 WIRE-25",
-        "WRITE with flag bit 0x0100 (and 0x8000) set: silence, nothing placed")
+        "WRITE with flag bit 0x0200 (and 0x8000) set: silence, nothing placed")
 {
     struct mal m;
     uint16_t f;
@@ -248,7 +248,7 @@ CT_CASE(wire_reserved_flag_dropped, "WIRE-6 WIRE-25",
     put16(m.buf + 2, f | 0x8000);
     ct_reseal(m.buf, m.len);
     ct_send_raw(t, 0, m.buf, m.len, CT_ECN_ECT0);
-    put16(m.buf + 2, f | 0x0100);
+    put16(m.buf + 2, f | 0x0200);
     ct_reseal(m.buf, m.len);
     mal_check(t, &m);
 }
