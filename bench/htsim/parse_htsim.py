@@ -15,6 +15,10 @@ Subcommands:
       asks for), and print one table: flows finished, flow completion time
       max / p99 / p50 / mean, ECN marks, drops, trimmed packets,
       retransmissions, and each mroce-sim column over htsim's.
+  summary OUTDIR SEED...
+      One row per seed and mroce-sim variant from run.sh's OUTDIR/seedN
+      (mroce: its defaults; mroce_p128: 128 paths per QP): FCT max / p99 /
+      p50 of htsim and of mroce-sim, and mroce-sim over htsim.
   flows LOG
       Print htsim's flow completion times, one per line (microseconds).
 
@@ -177,11 +181,38 @@ def table(args):
         print("| " + " | ".join(r[c].ljust(w[c]) for c in range(len(header))) + " |")
 
 
+def summary(outdir, seeds):
+    hdr = ["seed", "mroce-sim", "htsim max/p99/p50", "mroce-sim max/p99/p50", "max ratio", "p99 ratio", "p50 ratio"]
+    rows = []
+    for seed, variant in [(s, v) for v in ("mroce", "mroce_p128") for s in seeds]:
+        d = "%s/seed%s" % (outdir, seed)
+        m = parse_mroce(d + "/" + variant)["fct"]
+        try:
+            h = parse_htsim(d + "/htsim/log.txt")["fct"]
+        except OSError:
+            h = []
+        mv = (m[-1], pct(m, 99), pct(m, 50))
+        hv = (h[-1], pct(h, 99), pct(h, 50)) if h else None
+        rows.append([
+            str(seed),
+            "32 paths (default)" if variant == "mroce" else "128 paths",
+            "%.1f / %.1f / %.1f" % hv if hv else "-",
+            "%.1f / %.1f / %.1f" % mv,
+        ] + [ratio(mv[k], hv[k]) if hv else "-" for k in range(3)])
+    w = [max(len(r[c]) for r in [hdr] + rows) for c in range(len(hdr))]
+    print("| " + " | ".join(hdr[c].ljust(w[c]) for c in range(len(hdr))) + " |")
+    print("|" + "|".join("-" * (w[c] + 2) for c in range(len(hdr))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r[c].ljust(w[c]) for c in range(len(hdr))) + " |")
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "cm" and len(argv) == 5:
         write_cm(argv[2], int(argv[3]), argv[4])
     elif len(argv) >= 2 and argv[1] == "table":
         table(argv[2:])
+    elif len(argv) >= 4 and argv[1] == "summary":
+        summary(argv[2], argv[3:])
     elif len(argv) == 3 and argv[1] == "flows":
         for t in parse_htsim(argv[2])["fct"]:
             print("%.3f" % t)

@@ -7,8 +7,9 @@
 # archive of github.com/ultraethernet/uet-htsim) with --htsim-src DIR or
 # HTSIM_SRC=DIR. The script builds it out of tree (cmake) in --htsim-build
 # (default build-htsim/, ignored by git), then for each seed:
-#   1. runs mroce-sim on sim/scenarios/perm1024.txt (its own switch defaults:
-#      1 MB buffers, ECN 100-400 KB), and once more with htsim's switch
+#   1. runs mroce-sim on sim/scenarios/perm1024.txt (its own defaults: 32
+#      paths per QP, 1 MB switch buffers, ECN 100-400 KB), again with 128
+#      paths per QP (htsim's -paths below), and again with htsim's switch
 #      queues (120,350 B per port, ECN 24,900-99,600 B, what htsim sizes for
 #      this topology: 1 BDP);
 #   2. writes that run's permutation as an htsim connection matrix and runs
@@ -121,8 +122,10 @@ run_htsim() { # CM LOG: htsim_uec in its own directory (it writes logout.dat the
 
 for seed in $seeds; do
     d=$out/seed$seed
-    rm -rf "$d" && mkdir -p "$d/mroce" "$d/mroce_hq" "$d/htsim"
+    rm -rf "$d" && mkdir -p "$d/mroce" "$d/mroce_p128" "$d/mroce_hq" "$d/htsim"
     MROCE_SIM_FLOWS=$d/mroce/p "$sim" -q -o "$d/mroce" -s seed="$seed" "$sc" >"$d/mroce/log.txt" 2>&1
+    MROCE_SIM_FLOWS=$d/mroce_p128/p "$sim" -q -o "$d/mroce_p128" -s seed="$seed" \
+        -s qp_npaths=128 "$sc" >"$d/mroce_p128/log.txt" 2>&1
     MROCE_SIM_FLOWS=$d/mroce_hq/p "$sim" -q -o "$d/mroce_hq" -s seed="$seed" \
         -s buffer=120350 -s ecn_kmin=24900 -s ecn_kmax=99600 "$sc" >"$d/mroce_hq/log.txt" 2>&1
     targs=()
@@ -134,10 +137,15 @@ for seed in $seeds; do
     fi
     echo
     python3 "$here/parse_htsim.py" table "${targs[@]}" \
-        --mroce "mroce-sim=$d/mroce" --mroce "mroce-sim, htsim's queues=$d/mroce_hq" \
+        --mroce "mroce-sim=$d/mroce" --mroce "mroce-sim 128 paths=$d/mroce_p128" \
+        --mroce "mroce-sim, htsim's queues=$d/mroce_hq" \
         --title "seed $seed: permutation of 1,024 flows of 2,000,000 B, 1,024-host leaf-spine 32x32, 100G, 1 us links; ideal 160.0 us"
     echo
 done
+
+echo "== all seeds (FCT in us; mroce-sim with its defaults, then with 128 paths)"
+python3 "$here/parse_htsim.py" summary "$out" $seeds
+echo
 
 if [ -n "$htsim" ]; then
     cm=$simdir/datacenter/connection_matrices/perm_1024n_1024c_0u_2000000b.cm
