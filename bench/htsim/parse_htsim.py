@@ -16,9 +16,9 @@ Subcommands:
       max / p99 / p50 / mean, ECN marks, drops, trimmed packets,
       retransmissions, and each mroce-sim column over htsim's.
   summary OUTDIR SEED...
-      One row per seed and mroce-sim variant from run.sh's OUTDIR/seedN
-      (mroce: its defaults; mroce_p128: 128 paths per QP): FCT max / p99 /
-      p50 of htsim and of mroce-sim, and mroce-sim over htsim.
+      One row per seed and path count from run.sh's OUTDIR/seedN: 32 paths
+      (htsim_p32 against mroce, mroce-sim's default) and 128 (htsim against
+      mroce_p128): FCT max / p99 / p50 of each, mroce-sim over htsim.
   flows LOG
       Print htsim's flow completion times, one per line (microseconds).
 
@@ -182,20 +182,21 @@ def table(args):
 
 
 def summary(outdir, seeds):
-    hdr = ["seed", "mroce-sim", "htsim max/p99/p50", "mroce-sim max/p99/p50", "max ratio", "p99 ratio", "p50 ratio"]
+    hdr = ["paths", "seed", "htsim max/p99/p50", "mroce-sim max/p99/p50", "max ratio", "p99 ratio", "p50 ratio"]
     rows = []
-    for seed, variant in [(s, v) for v in ("mroce", "mroce_p128") for s in seeds]:
+    variants = (("32", "mroce", "htsim_p32"), ("128", "mroce_p128", "htsim"))
+    for paths, mv_dir, hv_dir, seed in [v + (s,) for v in variants for s in seeds]:
         d = "%s/seed%s" % (outdir, seed)
-        m = parse_mroce(d + "/" + variant)["fct"]
+        m = parse_mroce(d + "/" + mv_dir)["fct"]
         try:
-            h = parse_htsim(d + "/htsim/log.txt")["fct"]
+            h = parse_htsim(d + "/" + hv_dir + "/log.txt")["fct"]
         except OSError:
             h = []
         mv = (m[-1], pct(m, 99), pct(m, 50))
         hv = (h[-1], pct(h, 99), pct(h, 50)) if h else None
         rows.append([
+            paths,
             str(seed),
-            "32 paths (default)" if variant == "mroce" else "128 paths",
             "%.1f / %.1f / %.1f" % hv if hv else "-",
             "%.1f / %.1f / %.1f" % mv,
         ] + [ratio(mv[k], hv[k]) if hv else "-" for k in range(3)])

@@ -14,7 +14,7 @@
 #      this topology: 1 BDP);
 #   2. writes that run's permutation as an htsim connection matrix and runs
 #      htsim_uec on it (NSCC alone, 128 paths, as htsim's own validation of
-#      this topology does);
+#      this topology does), and again with 32 paths (mroce-sim's default);
 #   3. prints one table: flows done, FCT max/p99/p50/mean, ECN marks, drops,
 #      trims, retransmissions, and mroce-sim over htsim.
 # It also runs htsim once on the permutation it ships
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     --seeds) seeds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --save) save=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -50,6 +50,8 @@ if [ -n "$save" ]; then
     mkdir -p "$(dirname "$save")"
     exec > >(tee "$save") 2>&1
 fi
+
+echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 
 # --- htsim: find its sim/ directory and build htsim_uec out of tree
 htsim=
@@ -112,17 +114,19 @@ Downlink_Latency_ns 1000
 Switch_Latency_ns 0
 EOF
 hargs="-topo $topo -sender_cc_only -paths 128 -end 1000"
+hargs32="-topo $topo -sender_cc_only -paths 32 -end 1000"
 
-run_htsim() { # CM LOG: htsim_uec in its own directory (it writes logout.dat there)
-    local dir
+run_htsim() { # CM LOG [ARGS]: htsim_uec in LOG's directory (it writes logout.dat there)
+    local dir a=${3:-$hargs}
     dir=$(dirname "$2")
-    (cd "$dir" && "$htsim" -tm "$1" $hargs >"$2" 2>&1) ||
+    # shellcheck disable=SC2086  # $a is htsim's argument list
+    (cd "$dir" && "$htsim" -tm "$1" $a >"$2" 2>&1) ||
         { echo "run.sh: htsim_uec failed, see $2" >&2; tail -5 "$2" >&2; exit 1; }
 }
 
 for seed in $seeds; do
     d=$out/seed$seed
-    rm -rf "$d" && mkdir -p "$d/mroce" "$d/mroce_p128" "$d/mroce_hq" "$d/htsim"
+    rm -rf "$d" && mkdir -p "$d/mroce" "$d/mroce_p128" "$d/mroce_hq" "$d/htsim" "$d/htsim_p32"
     MROCE_SIM_FLOWS=$d/mroce/p "$sim" -q -o "$d/mroce" -s seed="$seed" "$sc" >"$d/mroce/log.txt" 2>&1
     MROCE_SIM_FLOWS=$d/mroce_p128/p "$sim" -q -o "$d/mroce_p128" -s seed="$seed" \
         -s qp_npaths=128 "$sc" >"$d/mroce_p128/log.txt" 2>&1
@@ -133,6 +137,8 @@ for seed in $seeds; do
         python3 "$here/parse_htsim.py" cm "$d/mroce/p.flows.csv" "$bytes" "$d/htsim/perm.cm"
         echo "== seed $seed: $htsim -tm $d/htsim/perm.cm $hargs"
         run_htsim "$d/htsim/perm.cm" "$d/htsim/log.txt"
+        echo "== seed $seed: $htsim -tm $d/htsim/perm.cm $hargs32"
+        run_htsim "$d/htsim/perm.cm" "$d/htsim_p32/log.txt" "$hargs32"
         targs=(--htsim "$d/htsim/log.txt")
     fi
     echo
@@ -143,7 +149,8 @@ for seed in $seeds; do
     echo
 done
 
-echo "== all seeds (FCT in us; mroce-sim with its defaults, then with 128 paths)"
+echo "== all seeds (FCT in us), the same path count in both simulators"
+# shellcheck disable=SC2086  # one argument per seed
 python3 "$here/parse_htsim.py" summary "$out" $seeds
 echo
 
