@@ -77,6 +77,10 @@ struct mre_ep_config {
 };
 void mre_ep_config_default(struct mre_ep_config *cfg);
 
+/* The engine's limit on max_streams (the wire allows MROCE_MAX_STREAMS):
+ * a QP's stream table costs 32 bytes a stream, allocated with the QP. */
+#define MRE_MAX_STREAMS 1024
+
 /* rnr_retry value that retries RNR NAKs forever (verbs' 7, REL-37). */
 #define MROCE_RNR_RETRY_FOREVER 7
 
@@ -125,6 +129,11 @@ struct mre_qp_attr {
     uint32_t pd;               /* protection domain: remote accesses through
                                this QP may only use regions of the same PD
                                (mre_mr_reg_pd); 0 by default */
+    uint16_t max_streams;      /* ordered streams the QP carries, 1..
+                               MRE_MAX_STREAMS (0 counts as 1); default 1.
+                               The connection carries the smaller of both
+                               sides' (SEM-31); work requests name one in
+                               mroce_send_wr.stream / mroce_recv_wr.stream */
 };
 void mre_qp_attr_default(struct mre_qp_attr *attr);
 
