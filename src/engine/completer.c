@@ -10,6 +10,7 @@
  * of several streams (stream.c).
  */
 #include "engine_int.h"
+#include "../wire/seeded_fault.h"
 
 static void update_rtt(mre_qp *qp, mroce_tstamp rtt)
 {
@@ -352,8 +353,11 @@ static void complete_sends_streams(mre_qp *qp)
         if (w->state != SWQE_POSTED)
             continue;
         struct mre_stream *st = &qp->streams[w->stream];
-        if (w->smsn != st->cmp_msn || !swqe_finished(w))
+        if (w->smsn != st->cmp_msn || !swqe_finished(w)) {
+            if (MROCE_SEEDED_FAULT(STREAM_SEND_HOL))
+                break; /* the QP-wide order of one stream */
             continue;
+        }
         complete_swqe(qp, w);
         st->cmp_msn++;
     }

@@ -13,6 +13,7 @@
  * completer or the responder.
  */
 #include "engine_int.h"
+#include "../wire/seeded_fault.h"
 
 static int wr_opcode_valid(unsigned op)
 {
@@ -246,7 +247,7 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
             return 0; /* its work request has already completed */
         mre_qp_base_hdr(qp, &p, wr_to_opcode(w->opcode), psn, now);
         struct mrw_req_hdr *r = &p.u.rq.req;
-        r->msn = w->smsn;
+        r->msn = MROCE_SEEDED_FAULT(STREAM_MSN_GLOBAL) ? w->msn : w->smsn;
         r->rsn = w->rsn;
         r->stream = w->stream;
         r->stream_resvd = 0;

@@ -138,7 +138,9 @@ static void queue_nak(mre_qp *qp, const struct mrw_pkt *pkt, uint8_t code,
     qp->nak.msn = pkt->u.rq.req.msn;
     qp->nak.code = code;
     qp->nak.rnr_delay = code == MROCE_NAK_RNR ? 2 : 0; /* 20 us */
-    qp->nak.stream = pkt->u.rq.req.stream; /* 0 on a QP of one stream */
+    qp->nak.stream = MROCE_SEEDED_FAULT(STREAM_RNR_NAK0)
+                         ? 0
+                         : pkt->u.rq.req.stream; /* 0 with one stream */
     qp->nak_entropy = pkt->base.entropy;
     qp->fatal_nak = (uint8_t)fatal;
     qp->ctrl |= CTRL_NAK;
@@ -521,7 +523,7 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
                  pkt->base.opcode != MROCE_OP_ATOMIC_RESP;
     if (is_req) {
         if (!qp->streams_on) {
-            if (pkt->u.rq.req.stream) {
+            if (pkt->u.rq.req.stream && !MROCE_SEEDED_FAULT(STREAM_FLAG_ANY)) {
                 qp->cnt.drop_invalid++; /* STREAM not negotiated (SEM-32) */
                 return 0;
             }

@@ -24,6 +24,7 @@
  * give today's MSN and RSN.
  */
 #include "engine_int.h"
+#include "../wire/seeded_fault.h"
 
 int mre_stream_alloc(mre_qp *qp)
 {
@@ -55,7 +56,7 @@ void mre_stream_free(const struct mre_mem *m, mre_qp *qp)
 void mre_stream_conn_build(const mre_qp *qp, struct mrw_conn_hdr *c)
 {
     /* Absent for one stream: today's CONNECT, byte for byte. */
-    if (qp->attr.max_streams > 1)
+    if (qp->attr.max_streams > 1 || MROCE_SEEDED_FAULT(STREAM_EXT_ALWAYS))
         c->max_streams = qp->attr.max_streams;
 }
 
@@ -63,6 +64,8 @@ void mre_stream_conn_adopt(mre_qp *qp, const struct mrw_conn_hdr *c)
 {
     uint16_t peer = c->max_streams ? c->max_streams : 1;
     qp->nstreams = peer < qp->attr.max_streams ? peer : qp->attr.max_streams;
+    if (MROCE_SEEDED_FAULT(STREAM_NO_MIN))
+        qp->nstreams = qp->attr.max_streams;
 }
 
 /* --- post time --- */
@@ -230,7 +233,9 @@ void mre_stream_complete_recvs(mre_qp *qp, uint16_t stream)
         if (!r->done)
             break;
         if (r->status == MROCE_WC_SUCCESS &&
-            (int32_t)(st->rx_msn - r->msn) <= 0) {
+            ((int32_t)(st->rx_msn - r->msn) <= 0 ||
+             (MROCE_SEEDED_FAULT(STREAM_RECV_HOL) &&
+              mrw_psn_diff(qp->rxwin.cum, r->last_psn) <= 0))) {
             if (live)
                 break; /* placed, but an earlier message of the stream is
                           not yet (SEM-33) */

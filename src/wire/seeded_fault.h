@@ -40,7 +40,15 @@
     X(ENTROPY_NO_ECHO, "entropy_no_echo")         \
     X(ECN_IGNORE, "ecn_ignore")                   \
     X(ACK_DELAY_LONG, "ack_delay_long")           \
-    X(WINDOW_ANY, "window_any")
+    X(WINDOW_ANY, "window_any")                   \
+    /* part B, streams (cases_streams.c): */      \
+    X(STREAM_EXT_ALWAYS, "stream_ext_always")     \
+    X(STREAM_NO_MIN, "stream_no_min")             \
+    X(STREAM_FLAG_ANY, "stream_flag_any")         \
+    X(STREAM_MSN_GLOBAL, "stream_msn_global")     \
+    X(STREAM_RECV_HOL, "stream_recv_hol")         \
+    X(STREAM_SEND_HOL, "stream_send_hol")         \
+    X(STREAM_RNR_NAK0, "stream_rnr_nak0")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
