@@ -43,7 +43,7 @@ static struct ct_conn *st_connect(struct ct *t, unsigned iut, unsigned ours)
     return c;
 }
 
-CT_CASE(streams_ext_only_above_one, "SEM-31 AGENT-20",
+CT_CASE(streams_ext_only_above_one, "SEM-31",
         "an IUT QP of max_streams 1 sends no STREAMS extension; one of 8 "
         "states 8 in its CONNECT_RESP")
 {
@@ -53,7 +53,7 @@ CT_CASE(streams_ext_only_above_one, "SEM-31 AGENT-20",
     CT_EQ(t, "STREAMS Max Streams of an 8-stream QP", 8, d->apar.max_streams);
 }
 
-CT_CASE(streams_min_of_both, "SEM-31 SEM-30 AGENT-21",
+CT_CASE(streams_min_of_both, "SEM-31 SEM-30",
         "IUT QP of 8 streams, tester states 2: POST_SEND on stream 2 is "
         "refused (EINVAL), on stream 1 accepted and sent with STREAM 1")
 {
@@ -134,7 +134,7 @@ CT_CASE(streams_msn_per_stream, "SEM-33 SEM-32",
     }
 }
 
-CT_CASE(streams_recv_no_hol, "SEM-34 SEM-33 SEM-36 AGENT-22",
+CT_CASE(streams_recv_no_hol, "SEM-34 SEM-33 SEM-36",
         "receives on streams 1 and 2; the SEND of stream 1 (PSN p) is held "
         "back and that of stream 2 (p+1) sent: stream 2's receive completes "
         "at once; then p: stream 1's completes")
