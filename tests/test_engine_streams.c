@@ -609,9 +609,15 @@ static void stream0_run(uint16_t streams, struct pkt_log *log)
     attr(&at, streams);
     mre_qp *qa, *qb;
     CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
-    struct side A, B;
-    reg(tb->h[0].ep, &A);
-    reg(tb->h[1].ep, &B);
+    /* The same buffers in both runs: packets carry their addresses. */
+    static uint8_t bufa[BUFSZ], bufb[BUFSZ];
+    struct side A = {bufa, NULL}, B = {bufb, NULL};
+    memset(bufa, 0, BUFSZ);
+    memset(bufb, 0, BUFSZ);
+    const unsigned acc = MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE |
+                         MROCE_ACCESS_REMOTE_READ;
+    CHECK(mre_mr_reg(tb->h[0].ep, bufa, BUFSZ, acc, &A.mr) == 0);
+    CHECK(mre_mr_reg(tb->h[1].ep, bufb, BUFSZ, acc, &B.mr) == 0);
     mroce_tstamp now = mroce_netdrive_now(tb->d);
     for (int k = 0; k < 6; k++)
         CHECK(post_recv(qb, &B, 8192 * (uint32_t)k, 8192, (uint64_t)k, 0) == 0);
@@ -628,8 +634,6 @@ static void stream0_run(uint16_t streams, struct pkt_log *log)
     CHECK(mroce_tb_run_until_cq(tb, tb->h[0].scq, 13, LIMIT));
     CHECK(mroce_tb_run_until_cq(tb, tb->h[1].rcq, 6, LIMIT));
     mroce_netdrive_run_idle(tb->d, mroce_netdrive_now(tb->d) + 100000000);
-    free(A.buf);
-    free(B.buf);
     mroce_tb_del(tb);
 }
 
