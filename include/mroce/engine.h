@@ -240,7 +240,11 @@ int mre_qp_disconnect(mre_qp *qp, mroce_tstamp now);
 int mre_qp_set_error(mre_qp *qp);
 uint32_t mre_qp_remote_qpn(const mre_qp *qp);
 /* The first WR with MROCE_SEND_INLINE allocates the QP's inline copies
- * (MROCE_MAX_INLINE bytes per send WR): it alone can fail MROCE_ENOMEM. */
+ * (MROCE_MAX_INLINE bytes per send WR): it alone can fail MROCE_ENOMEM.
+ * A WR whose stream is not below the connection's stream count (before the
+ * handshake: attr.max_streams) is refused with MROCE_EINVAL, by both
+ * calls; a WR posted while connecting on a stream the peer then does not
+ * accept fails the QP with LOC_QP_OP_ERR on that WR (SEM-30, SEM-31). */
 int mre_qp_post_send(mre_qp *qp, struct mroce_send_wr *wr,
                      struct mroce_send_wr **bad_wr, mroce_tstamp now);
 int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
