@@ -59,6 +59,7 @@ qp.c            mre_qp_
 requester.c     mre_req_
 responder.c     mre_resp_
 rxwin.c         mre_rxwin_
+stream.c        mre_stream_
 seeded_dup.c    mre_seeded_dup
 timers.c        mre_timer_
 txring.c        mre_txr_

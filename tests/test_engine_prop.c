@@ -28,6 +28,9 @@
  *   - nothing is acknowledged before it is placed (check_ack_psn());
  *   - every packet the engine sends carries exactly the bytes and header
  *     fields of the work request it belongs to, retransmissions included;
+ *   - on a pair of several streams (a third of the pairs, drawn from a
+ *     generator of their own so other scenarios are unchanged), each
+ *     stream completes in its own posting order, exactly once (SEM-33);
  *   - the run completes within a model-time bound, then goes idle; QPs end
  *     in RTS with nothing outstanding and no error.
  * A failing scenario prints how to replay it; its first failure is usually
@@ -65,6 +68,7 @@
 #define MAXQS (2 * MAXPAIRS)
 #define MAXREG 3
 #define MAX_FAIL_MSGS 12 /* per scenario; the first failure matters most */
+#define MAXST 8          /* streams per QP pair in stream scenarios */
 
 static const unsigned FULL_ACCESS = MROCE_ACCESS_LOCAL_WRITE |
                                     MROCE_ACCESS_REMOTE_WRITE |
@@ -136,13 +140,17 @@ struct wrs {
     uint64_t cmp_add, swap;
     uint8_t resp_seen; /* the peer sent a READ/ATOMIC response for it */
     uint64_t resp_val; /* ATOMIC_RESP value */
+    uint16_t stream;   /* stream it is posted on (0 without streams) */
+    uint32_t smsn;     /* its MSN in that stream */
+    uint32_t srsn;     /* the RSN in that stream of the receive it consumes */
 };
 
 struct rcv {
     int nsge;
     int buf[MROCE_MAX_SGE];
     uint32_t cap;
-    int wr; /* the peer's WR that consumes it */
+    int wr;          /* the peer's WR that consumes it */
+    uint16_t stream; /* that WR's stream */
 };
 
 /* What one PSN of a QP side's PSN space carried (from the tx hook). */
@@ -169,6 +177,13 @@ struct qs {
     uint32_t start_psn;
     uint32_t cum_checked; /* peer ACK cum verified up to here */
     uint32_t qpn;
+    /* streams: nst streams (1 without); WR index by (stream, MSN); next
+     * WR / receive expected to complete per stream; last WR per stream */
+    int nst;
+    int *sidx[MAXST];
+    int nsidx[MAXST], capsidx[MAXST];
+    int nrsn[MAXST];
+    int next_cpl_s[MAXST], next_rcpl_s[MAXST], last_wr_s[MAXST];
 };
 
 struct region {
@@ -215,6 +230,7 @@ struct scen {
     int psn_wrap; /* start PSNs just below 2^32 */
     int late_recv, big, lossy;
     int tight_rq; /* small receive queues, refilled on completion */
+    int streams;  /* some pair uses several streams */
     int phased;   /* part of the work waits until t_phase */
     mroce_tstamp t_phase;
     mroce_tstamp spine_delay[8];
@@ -384,6 +400,18 @@ static void gen_work(struct scen *S, int xi)
         int wi = x->nwr++;
         struct wrs *w = &x->wr[wi];
         w->op = mix[below(r, sizeof(mix))];
+        /* Streams draw from their own generator, so scenarios without
+         * streams are the ones they were before streams existed. */
+        if (x->nst > 1) {
+            uint64_t sr = S->seed * 0x2545f4914f6cdd1dull ^
+                          (uint64_t)(xi * 64 + i);
+            w->stream = (uint16_t)(testutil_rand64(&sr) % (uint64_t)x->nst);
+        }
+        x->sidx[w->stream] = grow(x->sidx[w->stream], &x->capsidx[w->stream],
+                                  x->nsidx[w->stream] + 1, sizeof(int));
+        w->smsn = (uint32_t)x->nsidx[w->stream];
+        x->sidx[w->stream][x->nsidx[w->stream]++] = wi;
+        x->last_wr_s[w->stream] = wi;
         w->recv = -1;
         w->word = -1;
         w->rbuf = -1;
@@ -391,6 +419,8 @@ static void gen_work(struct scen *S, int xi)
         if (chance(r, 70) || i == nwr - 1)
             w->flags |=
                 MROCE_SEND_SIGNALED; /* the last one tells us all are done */
+        if (x->nst > 1)
+            w->flags |= MROCE_SEND_SIGNALED; /* order checked on every WR */
         if (chance(r, 5))
             w->flags |= MROCE_SEND_FENCE;
         if (chance(r, 5))
@@ -436,6 +466,8 @@ static void gen_work(struct scen *S, int xi)
             struct rcv *rv = &y->rv[ri];
             w->recv = ri;
             rv->wr = wi;
+            rv->stream = w->stream;
+            w->srsn = (uint32_t)x->nrsn[w->stream]++;
             if (w->op == MROCE_WR_WRITE_WITH_IMM) {
                 /* Data goes to raddr; the receive's buffer must stay
                  * untouched. */
@@ -602,6 +634,22 @@ static void gen(struct scen *S)
         a->pair = b->pair = p;
         gen_attr(S, &a->attr);
         gen_attr(S, &b->attr);
+        /* A third of the scenarios put each pair on several streams, the
+         * two sides stating different maxima now and then (SEM-31). */
+        uint64_t sr = S->seed * 0x9e3779b97f4a7c15ull ^ 0x73747265616dull ^
+                      (uint64_t)p;
+        a->nst = b->nst = 1;
+        if (testutil_rand64(&sr) % 3 == 0) {
+            a->attr.max_streams = (uint16_t)(2 + testutil_rand64(&sr) % 7);
+            b->attr.max_streams = testutil_rand64(&sr) % 4
+                                      ? a->attr.max_streams
+                                      : (uint16_t)(2 +
+                                                   testutil_rand64(&sr) % 7);
+            a->nst = b->nst = a->attr.max_streams < b->attr.max_streams
+                                  ? a->attr.max_streams
+                                  : b->attr.max_streams;
+            S->streams = 1;
+        }
     }
     /* Each word starts at a seed-derived value (layout() writes it into
      * memory); gen_work() advances sim in generation order. */
@@ -638,7 +686,7 @@ static void gen(struct scen *S)
              " gray %d/%.2f slow %d/%" PRIu64
              "M wrap %d credit %u late_recv %d "
              "tight_rq %d phased %d/%" PRIu64 " big %d budget %" PRIu64
-             " pairs %d",
+             " pairs %d streams %d",
              S->nhosts, c->spines, (uint64_t)c->delay,
              (uint64_t)(c->rate_bps / 1000000000ull), c->loss, c->dup,
              c->corrupt, c->reorder, (uint64_t)c->reorder_max,
@@ -648,7 +696,8 @@ static void gen(struct scen *S)
              S->bh_off == MROCE_TSTAMP_INF ? (int64_t)-1 : (int64_t)S->bh_off,
              S->gray_spine, S->gray_loss, S->slow_host, S->slow_bps / 1000000,
              S->psn_wrap, S->ecfg.rx_credit_bytes, S->late_recv, S->tight_rq,
-             S->phased, (uint64_t)S->t_phase, S->big, S->budget, S->npairs);
+             S->phased, (uint64_t)S->t_phase, S->big, S->budget, S->npairs,
+             S->streams);
 }
 
 /* Place every buffer in its host's arena: regions separated by unregistered
@@ -822,8 +871,20 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
     uint32_t idx = pk->base.psn - x->start_psn;
     int is_resp = pk->base.opcode == MROCE_OP_READ_RESP ||
                   pk->base.opcode == MROCE_OP_ATOMIC_RESP;
-    uint32_t msn = is_resp ? pk->u.resp.req_msn : pk->u.rq.req.msn;
+    uint32_t wmsn = is_resp ? pk->u.resp.req_msn : pk->u.rq.req.msn;
+    uint16_t wst = is_resp ? pk->u.resp.stream : pk->u.rq.req.stream;
     uint32_t off = is_resp ? pk->u.resp.offset : pk->u.rq.req.offset;
+    /* The WR index of (stream, MSN) in the requester's queue. */
+    const struct qs *own = is_resp ? y : x;
+    uint32_t msn = wst < MAXST && (int)wst < own->nst &&
+                           wmsn < (uint32_t)own->nsidx[wst]
+                       ? (uint32_t)own->sidx[wst][wmsn]
+                       : 0xffffffffu;
+    if (msn == 0xffffffffu) {
+        fail(S, "q%d sent stream %u msn %u that was never generated", xi, wst,
+             wmsn);
+        return;
+    }
     uint64_t aval = 0;
     if (idx >= (1u << 26)) {
         fail(S, "q%d sent PSN %u far from its start %u", xi, pk->base.psn,
@@ -908,8 +969,7 @@ static void record_tx(struct scen *S, struct qs *x, const struct mrw_pkt *pk)
                    w->op == MROCE_WR_WRITE_WITH_IMM;
     if (pk->base.opcode != wr_wire_op(w->op) || h->msg_len != w->len ||
         (uint64_t)off + pk->payload_len > w->len || imm != want_imm ||
-        (imm && h->imm != w->imm) ||
-        (w->recv >= 0 && h->rsn != (uint32_t)w->recv)) {
+        (imm && h->imm != w->imm) || (w->recv >= 0 && h->rsn != w->srsn)) {
         fail(S,
              "q%d %s msn %u: header does not match the WR (op %s len %u "
              "off %u rsn %u imm %d)",
@@ -990,7 +1050,8 @@ static void check_ack_psn(struct scen *S, struct qs *x, struct qs *y,
         int found = w->resp_seen;
         for (uint32_t j = 0; !found && j < x->qp->nrjobs; j++)
             found = x->qp->rjobs[j].active &&
-                    x->qp->rjobs[j].req_msn == rc->msn;
+                    x->qp->rjobs[j].req_msn == w->smsn &&
+                    x->qp->rjobs[j].stream == w->stream;
         if (!found)
             bad = 0;
     }
@@ -1103,6 +1164,7 @@ static void post_recvs(struct scen *S, struct qs *x, int upto)
             struct rcv *rv = &x->rv[x->rposted + k];
             memset(&rw[k], 0, sizeof(rw[k]));
             rw[k].wr_id = (uint64_t)xi << 32 | (uint32_t)(x->rposted + k);
+            rw[k].stream = rv->stream;
             rw[k].num_sge = rv->nsge;
             rw[k].sg_list = rv->nsge ? sg[k] : NULL;
             for (int i = 0; i < rv->nsge; i++) {
@@ -1144,6 +1206,7 @@ static int post_sends(struct scen *S, struct qs *x, mroce_tstamp now)
             struct wrs *w = &x->wr[x->posted + k];
             memset(&sw[k], 0, sizeof(sw[k]));
             sw[k].wr_id = (uint64_t)xi << 32 | (uint32_t)(x->posted + k);
+            sw[k].stream = w->stream;
             sw[k].opcode = (enum mroce_wr_opcode)w->op;
             sw[k].send_flags = w->flags;
             sw[k].imm_data = w->imm;
@@ -1213,11 +1276,110 @@ static int expect_wc_opcode(int op)
     }
 }
 
+/* Several streams: completions in posting order within each stream only
+ * (SEM-33), each exactly once; every WR is signaled. */
+static void on_send_wc_streams(struct scen *S, struct qs *x,
+                               const struct mroce_wc *wc)
+{
+    int xi = (int)(x - S->q);
+    uint32_t gi = (uint32_t)wc->wr_id;
+    if ((wc->wr_id >> 32) != (uint64_t)xi || gi >= (uint32_t)x->posted) {
+        fail(S, "q%d send completion for unknown wr_id %" PRIx64, xi,
+             wc->wr_id);
+        S->aborted = 1;
+        return;
+    }
+    struct wrs *w = &x->wr[gi];
+    int st = w->stream, e = x->next_cpl_s[st];
+    while (e < x->posted && x->wr[e].stream != st)
+        e++;
+    trace(S, "send wc q%d wr %u stream %d status %s\n", xi, gi, st,
+          mroce_wc_status_str(wc->status));
+    if ((int)gi != e || wc->stream != st) {
+        fail(S,
+             "q%d stream %d send completion out of order: got wr %u (stream "
+             "%u), expected wr %d",
+             xi, st, gi, wc->stream, e);
+        S->aborted = 1;
+        return;
+    }
+    if (wc->status != MROCE_WC_SUCCESS) {
+        fail(S, "q%d wr %u %s completed with %s", xi, gi, op_name(w->op),
+             mroce_wc_status_str(wc->status));
+        S->aborted = 1;
+        return;
+    }
+    if ((int)wc->opcode != expect_wc_opcode(w->op) || wc->byte_len != w->len)
+        fail(S, "q%d wr %u %s: completion opcode %d byte_len %u", xi, gi,
+             op_name(w->op), wc->opcode, wc->byte_len);
+    check_wr_data(S, xi, e, "completed");
+    x->next_cpl_s[st] = e + 1;
+    /* All done once every stream's last WR has completed. */
+    int all = 1;
+    for (int k = 0; k < x->nst; k++)
+        if (x->nsidx[k] && x->next_cpl_s[k] <= x->last_wr_s[k])
+            all = 0;
+    if (all)
+        x->next_cpl = x->nwr;
+}
+
+static void on_recv_wc_streams(struct scen *S, struct qs *x,
+                               const struct mroce_wc *wc)
+{
+    int xi = (int)(x - S->q);
+    uint32_t gi = (uint32_t)wc->wr_id;
+    if ((wc->wr_id >> 32) != (uint64_t)xi || gi >= (uint32_t)x->rposted) {
+        fail(S, "q%d receive completion for unknown wr_id %" PRIx64, xi,
+             wc->wr_id);
+        S->aborted = 1;
+        return;
+    }
+    int st = x->rv[gi].stream, e = x->next_rcpl_s[st];
+    while (e < x->rposted && x->rv[e].stream != st)
+        e++;
+    trace(S, "recv wc q%d rcv %u stream %d status %s len %u\n", xi, gi, st,
+          mroce_wc_status_str(wc->status), wc->byte_len);
+    if ((int)gi != e || wc->stream != st) {
+        fail(S,
+             "q%d stream %d receive completion out of order: got receive %u "
+             "(stream %u), expected %d",
+             xi, st, gi, wc->stream, e);
+        S->aborted = 1;
+        return;
+    }
+    if (wc->status != MROCE_WC_SUCCESS) {
+        fail(S, "q%d receive %u completed with %s", xi, gi,
+             mroce_wc_status_str(wc->status));
+        S->aborted = 1;
+        return;
+    }
+    struct qs *y = &S->q[x->peer];
+    int wi = x->rv[gi].wr;
+    struct wrs *w = &y->wr[wi];
+    int imm = w->op == MROCE_WR_SEND_WITH_IMM ||
+              w->op == MROCE_WR_WRITE_WITH_IMM;
+    if (wc->byte_len != w->len ||
+        (int)wc->opcode != (imm ? MROCE_WC_RECV_WITH_IMM : MROCE_WC_RECV) ||
+        (imm && wc->imm_data != w->imm))
+        fail(S,
+             "q%d receive %u (q%d wr %d %s len %u): completion says "
+             "opcode %d len %u imm %x",
+             xi, gi, x->peer, wi, op_name(w->op), w->len, wc->opcode,
+             wc->byte_len, wc->imm_data);
+    check_wr_data(S, x->peer, wi, "received");
+    x->next_rcpl_s[st] = e + 1;
+    x->next_rcpl++; /* a count here: receives complete out of ring order */
+}
+
 static void on_send_wc(struct scen *S, int host, const struct mroce_wc *wc)
 {
     struct qs *x = find_qs(S, (uint32_t)host, wc->qp_num);
     if (!x) {
         fail(S, "host %d: send completion for unknown QP %u", host, wc->qp_num);
+        return;
+    }
+    if (x->nst > 1) {
+        on_send_wc_streams(S, x, wc);
         return;
     }
     int xi = (int)(x - S->q);
@@ -1267,6 +1429,10 @@ static void on_recv_wc(struct scen *S, int host, const struct mroce_wc *wc)
     if (!x) {
         fail(S, "host %d: receive completion for unknown QP %u", host,
              wc->qp_num);
+        return;
+    }
+    if (x->nst > 1) {
+        on_recv_wc_streams(S, x, wc);
         return;
     }
     int xi = (int)(x - S->q);
@@ -1341,6 +1507,9 @@ static int app_poll(struct scen *S)
         for (int i = 0; i < S->nqs; i++) {
             struct qs *x = &S->q[i];
             int upto = x->next_rcpl + (int)(x->qp->rq_mask + 1);
+            if (x->nst > 1) /* the ring frees out of order: ask it */
+                upto = x->rposted + (int)(x->qp->rq_mask + 1 -
+                                          (x->qp->rq_tail - x->qp->rq_head));
             if (upto > x->nrv)
                 upto = x->nrv;
             if (upto > x->rposted) {
@@ -1832,6 +2001,8 @@ static void free_scenario(struct scen *S)
         free(S->q[i].wr);
         free(S->q[i].rv);
         free(S->q[i].rec);
+        for (int k = 0; k < MAXST; k++)
+            free(S->q[i].sidx[k]);
     }
     free(S->buf);
     free(S->word);

@@ -231,7 +231,7 @@ static void test_transfers(void)
     /* 3. SEND of 2 MTUs + 1 into a posted receive. */
     a.zc_pkts = a.copied_data_pkts = 0;
     struct mroce_sge rs = {(uintptr_t)b.buf + 32768, 4096, mre_mr_lkey(b.mr)};
-    struct mroce_recv_wr rw = {7, NULL, &rs, 1};
+    struct mroce_recv_wr rw = {.wr_id = 7, .sg_list = &rs, .num_sge = 1};
     struct mroce_recv_wr *rbad;
     CHECK(mre_qp_post_recv(b.qp, &rw, &rbad) == 0);
     struct mroce_sge s3 = {(uintptr_t)a.buf + 50000, 2 * MTU + 1,

@@ -439,7 +439,7 @@ static const struct {
     {"MR_DEREG", "mr", cmd_mr_dereg},
     {"QP_CREATE",
      "mtu npaths window max_rd_atomic cc min_rto_us retry rnr_retry pd "
-     "handshake_timeout_ms max_ack_delay_us peer_timeout_ms",
+     "handshake_timeout_ms max_ack_delay_us peer_timeout_ms max_streams",
      agent_cmd_qp_create},
     {"QP_LISTEN", "qp", agent_cmd_qp_listen},
     {"QP_CONNECT", "qp host port rqpn", agent_cmd_qp_connect},
@@ -447,10 +447,10 @@ static const struct {
     {"QP_ERROR", "qp", agent_cmd_qp_error},
     {"QP_CLOSE", "qp", agent_cmd_qp_close},
     {"QP_DESTROY", "qp", agent_cmd_qp_destroy},
-    {"POST_RECV", "qp wrid mr off len", agent_cmd_post_recv},
+    {"POST_RECV", "qp wrid mr off len stream", agent_cmd_post_recv},
     {"POST_SEND",
      "qp wrid op mr off len raddr rkey imm add cmp swap inline fence signaled "
-     "solicited",
+     "solicited stream",
      agent_cmd_post_send},
     {"POLL", "qp cq wait_ms", agent_cmd_poll},
     {"COUNTERS", "qp", agent_cmd_counters},

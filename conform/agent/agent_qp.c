@@ -37,7 +37,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     struct mroce_qp_init_attr ia;
     mroce_qp_init_attr_default(&ia);
     struct mre_qp_attr *e = &ia.eng;
-    uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us, pt_ms;
+    uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us, pt_ms,
+        nst;
     if (agent_arg_u64(c, "mtu", U32MAX, e->mtu, &mtu) < 0 ||
         agent_arg_u64(c, "npaths", U32MAX, e->npaths, &npaths) < 0 ||
         agent_arg_u64(c, "window", U32MAX, e->window, &window) < 0 ||
@@ -50,7 +51,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         agent_arg_u64(c, "max_ack_delay_us", U32MAX, e->max_ack_delay / 1000,
                       &mad_us) < 0 ||
         agent_arg_u64(c, "peer_timeout_ms", U32MAX, e->peer_timeout / 1000000,
-                      &pt_ms) < 0) {
+                      &pt_ms) < 0 ||
+        agent_arg_u64(c, "max_streams", U32MAX, 1, &nst) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");
         return -1;
     }
@@ -87,6 +89,11 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         bad = "max_ack_delay_us";
     else if (pt_ms > 3600000)
         bad = "peer_timeout_ms";
+    else if (nst == 0 || nst > MRE_MAX_STREAMS) /* AGENT-20 */
+        bad = "max_streams";
+    else if (nst > 1 && mtu > MROCE_MAX_PKT_LEN -
+                                  MROCE_MAX_STREAM_DATA_HDR_LEN - MROCE_CRC_LEN)
+        bad = "mtu";
     if (bad) {
         agent_reply_err(r, "ENOTSUP", "%s out of the range libmroce supports",
                         bad);
@@ -108,6 +115,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         e->max_ack_delay = mad_us * 1000;
     if (agent_arg(c, "peer_timeout_ms")) /* AGENT-15 */
         e->peer_timeout = pt_ms * 1000000;
+    e->max_streams = (uint16_t)nst;
     mroce_pd *pd = agent_find_pd(a, c, r);
     if (!pd)
         return -1;
@@ -270,10 +278,13 @@ int agent_cmd_post_recv(struct agent *a, struct agent_cmd *c,
     struct mroce_sge sge;
     struct mroce_recv_wr wr, *bad = NULL;
     memset(&wr, 0, sizeof(wr));
-    if (agent_arg_u64(c, "wrid", UINT64_MAX, 0, &wr.wr_id) != 0) {
-        agent_reply_err(r, "EINVAL", "wrid=N required");
+    uint64_t st;
+    if (agent_arg_u64(c, "wrid", UINT64_MAX, 0, &wr.wr_id) != 0 ||
+        agent_arg_u64(c, "stream", 0xffff, 0, &st) < 0) {
+        agent_reply_err(r, "EINVAL", "wrid=N required, stream=0..65535");
         return -1;
     }
+    wr.stream = (uint16_t)st; /* AGENT-21 */
     int n = local_sge(a, c, &sge, r);
     if (n < 0)
         return -1;
@@ -312,7 +323,7 @@ int agent_cmd_post_send(struct agent *a, struct agent_cmd *c,
     }
     wr.opcode = (enum mroce_wr_opcode)op;
     int remote = op != MROCE_WR_SEND && op != MROCE_WR_SEND_WITH_IMM;
-    uint64_t imm, rkey, cmp;
+    uint64_t imm, rkey, cmp, st;
     int inl, fence, sig, sol;
     if (agent_arg_u64(c, "raddr", UINT64_MAX, 0, &wr.remote_addr) < 0 ||
         agent_arg_u64(c, "rkey", U32MAX, 0, &rkey) < 0 ||
@@ -323,7 +334,8 @@ int agent_cmd_post_send(struct agent *a, struct agent_cmd *c,
         flag_arg(c, "inline", 0, &inl) < 0 ||
         flag_arg(c, "fence", 0, &fence) < 0 ||
         flag_arg(c, "signaled", 1, &sig) < 0 ||
-        flag_arg(c, "solicited", 0, &sol) < 0) {
+        flag_arg(c, "solicited", 0, &sol) < 0 ||
+        agent_arg_u64(c, "stream", 0xffff, 0, &st) < 0) {
         agent_reply_err(r, "EINVAL", "bad number or flag (flags are 0 or 1)");
         return -1;
     }
@@ -352,6 +364,7 @@ int agent_cmd_post_send(struct agent *a, struct agent_cmd *c,
     }
     wr.rkey = (uint32_t)rkey;
     wr.imm_data = (uint32_t)imm;
+    wr.stream = (uint16_t)st; /* AGENT-21 */
     wr.send_flags = (sig ? MROCE_SEND_SIGNALED : 0u) |
                     (inl ? MROCE_SEND_INLINE : 0u) |
                     (fence ? MROCE_SEND_FENCE : 0u) |
@@ -439,6 +452,8 @@ int agent_cmd_poll(struct agent *a, struct agent_cmd *c, struct agent_reply *r)
                     wc.byte_len);
     if (wc.wc_flags & MROCE_WC_WITH_IMM)
         agent_reply_add(r, "imm=%u", wc.imm_data);
+    if (wc.stream) /* AGENT-22: absent for stream 0, as before streams */
+        agent_reply_add(r, "stream=%u", wc.stream);
     return 0;
 }
 

@@ -235,6 +235,8 @@ struct ct_wc ct_poll(struct ct *t, int qp, const char *cq, int wait_ms)
         wc.has_imm = 1;
         wc.imm = (uint32_t)ct_kv_u64(t, r, "imm");
     }
+    if (kv_find(r, "stream"))
+        wc.stream = (uint32_t)ct_kv_u64(t, r, "stream");
     return wc;
 }
 

@@ -158,6 +158,7 @@ struct ct_wc {
     uint32_t len;
     int has_imm;
     uint32_t imm;
+    uint32_t stream; /* stream=, 0 when absent (AGENT-22) */
 };
 /* cq: "send" or "recv". */
 struct ct_wc ct_poll(struct ct *t, int qp, const char *cq, int wait_ms);

@@ -77,6 +77,10 @@ struct mre_ep_config {
 };
 void mre_ep_config_default(struct mre_ep_config *cfg);
 
+/* The engine's limit on max_streams (the wire allows MROCE_MAX_STREAMS):
+ * a QP's stream table costs 32 bytes a stream, allocated with the QP. */
+#define MRE_MAX_STREAMS 1024
+
 /* rnr_retry value that retries RNR NAKs forever (verbs' 7, REL-37). */
 #define MROCE_RNR_RETRY_FOREVER 7
 
@@ -125,6 +129,11 @@ struct mre_qp_attr {
     uint32_t pd;               /* protection domain: remote accesses through
                                this QP may only use regions of the same PD
                                (mre_mr_reg_pd); 0 by default */
+    uint16_t max_streams;      /* ordered streams the QP carries, 1..
+                               MRE_MAX_STREAMS (0 counts as 1); default 1.
+                               The connection carries the smaller of both
+                               sides' (SEM-31); work requests name one in
+                               mroce_send_wr.stream / mroce_recv_wr.stream */
 };
 void mre_qp_attr_default(struct mre_qp_attr *attr);
 
@@ -231,7 +240,11 @@ int mre_qp_disconnect(mre_qp *qp, mroce_tstamp now);
 int mre_qp_set_error(mre_qp *qp);
 uint32_t mre_qp_remote_qpn(const mre_qp *qp);
 /* The first WR with MROCE_SEND_INLINE allocates the QP's inline copies
- * (MROCE_MAX_INLINE bytes per send WR): it alone can fail MROCE_ENOMEM. */
+ * (MROCE_MAX_INLINE bytes per send WR): it alone can fail MROCE_ENOMEM.
+ * A WR whose stream is not below the connection's stream count (before the
+ * handshake: attr.max_streams) is refused with MROCE_EINVAL, by both
+ * calls; a WR posted while connecting on a stream the peer then does not
+ * accept fails the QP with LOC_QP_OP_ERR on that WR (SEM-30, SEM-31). */
 int mre_qp_post_send(mre_qp *qp, struct mroce_send_wr *wr,
                      struct mroce_send_wr **bad_wr, mroce_tstamp now);
 int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,

@@ -286,7 +286,9 @@ struct mroce_qp_init_attr {
                                  see src/lib/qp.c); send_cq,
                                  recv_cq, pd, entropy_base/span are set by
                                  the library (entropies = the device's
-                                 source ports) */
+                                 source ports); eng.max_streams > 1
+                                 gives the QP that many ordered streams
+                                 (SEM-30..39) */
 };
 void mroce_qp_init_attr_default(struct mroce_qp_init_attr *attr);
 int mroce_create_qp(mroce_pd *pd, const struct mroce_qp_init_attr *attr,
@@ -344,7 +346,11 @@ int mroce_modify_qp(mroce_qp *qp, const struct mre_qp_attr *attr,
 /* Post work (ibv_post_send semantics: a linked list; on error *bad_wr names
  * the first WR not posted and the return value says why: MROCE_ESTATE for a
  * QP not connected/connecting (e.g. in ERROR), MROCE_EACCESS for an lkey or
- * range outside a region, MROCE_EFULL, MROCE_EINVAL, MROCE_ERANGE).
+ * range outside a region, MROCE_EFULL, MROCE_EINVAL (also: a `stream` the
+ * connection does not carry), MROCE_ERANGE).  A WR's `stream` (0 default)
+ * orders it only with the WRs of that stream: completions, on both sides,
+ * come in each stream's posting order and report it in mroce_wc.stream;
+ * a lost packet or a missing receive of one stream holds no other.
  * post_send transmits what the window allows at once, in the calling
  * thread. */
 int mroce_post_send(mroce_qp *qp, struct mroce_send_wr *wr,

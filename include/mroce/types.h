@@ -91,6 +91,8 @@ struct mroce_send_wr {
     uint32_t rkey;
     uint64_t compare_add; /* FETCH_ADD addend, CMP_SWAP compare */
     uint64_t swap;        /* CMP_SWAP swap value */
+    uint16_t stream;      /* stream of the QP it is ordered in; 0 is the
+                             default (SEM-30): below the QP's max_streams */
 };
 
 struct mroce_recv_wr {
@@ -98,6 +100,7 @@ struct mroce_recv_wr {
     struct mroce_recv_wr *next;
     struct mroce_sge *sg_list;
     int num_sge;
+    uint16_t stream; /* stream whose messages it receives; 0 default */
 };
 
 /* Completion statuses (ibv_wc_status style). X-macro: name, description. */
@@ -144,6 +147,7 @@ struct mroce_wc {
     uint32_t imm_data;
     unsigned wc_flags; /* enum mroce_wc_flags */
     uint32_t qp_num;
+    uint16_t stream; /* stream of the work request */
 };
 
 /* Queue pair states (rxe-style explicit state machine). */

@@ -181,7 +181,7 @@ static int post_recvs(struct sim *s, struct host *h, mre_qp *qp, int n)
     struct mroce_sge sge = {(uint64_t)(uintptr_t)s->scratch,
                             (uint32_t)s->scratch_len, lkey_of(h)};
     for (int i = 0; i < n; i++) {
-        struct mroce_recv_wr wr = {0, NULL, &sge, 1};
+        struct mroce_recv_wr wr = {.sg_list = &sge, .num_sge = 1};
         struct mroce_recv_wr *bad;
         if (mre_qp_post_recv(qp, &wr, &bad) < 0)
             return -1;

@@ -6,9 +6,11 @@
  * says about losses goes to the loss detector (loss.c), which also owns the
  * loss timers; acknowledged response packets are reported to the responder
  * (mre_resp_on_acked(), the one seam from this stage to another).  Send
- * completions are produced strictly in posting order.
+ * completions are produced strictly in posting order, per stream on a QP
+ * of several streams (stream.c).
  */
 #include "engine_int.h"
+#include "../wire/seeded_fault.h"
 
 static void update_rtt(mre_qp *qp, mroce_tstamp rtt)
 {
@@ -293,44 +295,89 @@ static enum mroce_wc_opcode wc_opcode_of(const struct mre_swqe *w)
     }
 }
 
+static int swqe_is_rd(const struct mre_swqe *w)
+{
+    return w->opcode == MROCE_WR_READ || w->opcode == MROCE_WR_FETCH_ADD ||
+           w->opcode == MROCE_WR_CMP_SWAP;
+}
+
+/* Every request packet acknowledged (cumulatively or by SACK, which is
+ * never reneged, REL-13) or, for READ and atomics, the whole response
+ * placed. */
+static int swqe_finished(const struct mre_swqe *w)
+{
+    return swqe_is_rd(w) ? w->resp_done : w->acked_pkts >= w->npkts;
+}
+
+/* Complete finished WQE w: its completion, if signaled, and its regions. */
+static void complete_swqe(mre_qp *qp, struct mre_swqe *w)
+{
+    if (swqe_is_rd(w)) {
+        qp->rd_outstanding--;
+        /* The response proves the request arrived: retire its packet
+         * so it is never resent for a finished work request. */
+        struct mre_txent *e = &qp->tx[w->first_psn & qp->tx_mask];
+        if (mrw_psn_diff(w->first_psn, qp->snd_una) >= 0 &&
+            mrw_psn_diff(w->first_psn, qp->snd_nxt) < 0 && e->kind == TXK_REQ &&
+            e->ref == w->msn && e->state != TX_ACKED && e->state != TX_FREE) {
+            if (e->state == TX_INFLIGHT)
+                mre_txr_unflight(qp, w->first_psn & qp->tx_mask);
+            e->state = TX_ACKED;
+            e->probe = 0;
+        }
+    }
+    if (w->flags & MROCE_SEND_SIGNALED) {
+        struct mroce_wc wc;
+        memset(&wc, 0, sizeof(wc));
+        wc.wr_id = w->wr_id;
+        wc.status = MROCE_WC_SUCCESS;
+        wc.opcode = wc_opcode_of(w);
+        wc.byte_len = w->length;
+        wc.qp_num = qp->qpn;
+        wc.stream = w->stream;
+        mre_cq_push(qp->attr.send_cq, &wc);
+        qp->cnt.completions++;
+    }
+    mre_qp_release_swqe(qp, w);
+    w->state = SWQE_DONE;
+}
+
+/* Several streams: a WQE completes once finished and every earlier WQE of
+ * its stream has completed, whatever other streams' WQEs before it wait
+ * for (SEM-33, SEM-34).  Completed WQEs stay in the ring until its head
+ * passes them. */
+static void complete_sends_streams(mre_qp *qp)
+{
+    for (uint32_t i = qp->sq_head; i != qp->sq_tx; i++) {
+        struct mre_swqe *w = &qp->sq[i & qp->sq_mask];
+        if (w->state != SWQE_POSTED)
+            continue;
+        struct mre_stream *st = &qp->streams[w->stream];
+        if (w->smsn != st->cmp_msn || !swqe_finished(w)) {
+            if (MROCE_SEEDED_FAULT(STREAM_SEND_HOL))
+                break; /* the QP-wide order of one stream */
+            continue;
+        }
+        complete_swqe(qp, w);
+        st->cmp_msn++;
+    }
+    while (qp->sq_head != qp->sq_tx &&
+           qp->sq[qp->sq_head & qp->sq_mask].state == SWQE_DONE)
+        qp->sq_head++;
+}
+
 void mre_comp_complete_sends(mre_qp *qp)
 {
-    while (qp->sq_head != qp->sq_tx) {
-        struct mre_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
-        int rd = w->opcode == MROCE_WR_READ ||
-                 w->opcode == MROCE_WR_FETCH_ADD ||
-                 w->opcode == MROCE_WR_CMP_SWAP;
-        if (rd ? !w->resp_done : w->acked_pkts < w->npkts)
-            break;
-        if (rd) {
-            qp->rd_outstanding--;
-            /* The response proves the request arrived: retire its packet
-             * so it is never resent for a finished work request. */
-            struct mre_txent *e = &qp->tx[w->first_psn & qp->tx_mask];
-            if (mrw_psn_diff(w->first_psn, qp->snd_una) >= 0 &&
-                mrw_psn_diff(w->first_psn, qp->snd_nxt) < 0 &&
-                e->kind == TXK_REQ && e->ref == w->msn &&
-                e->state != TX_ACKED && e->state != TX_FREE) {
-                if (e->state == TX_INFLIGHT)
-                    mre_txr_unflight(qp, w->first_psn & qp->tx_mask);
-                e->state = TX_ACKED;
-                e->probe = 0;
-            }
+    if (qp->streams_on) {
+        complete_sends_streams(qp);
+    } else {
+        while (qp->sq_head != qp->sq_tx) {
+            struct mre_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
+            if (!swqe_finished(w))
+                break;
+            complete_swqe(qp, w);
+            qp->sq_head++;
         }
-        if (w->flags & MROCE_SEND_SIGNALED) {
-            struct mroce_wc wc;
-            memset(&wc, 0, sizeof(wc));
-            wc.wr_id = w->wr_id;
-            wc.status = MROCE_WC_SUCCESS;
-            wc.opcode = wc_opcode_of(w);
-            wc.byte_len = w->length;
-            wc.qp_num = qp->qpn;
-            mre_cq_push(qp->attr.send_cq, &wc);
-            qp->cnt.completions++;
-        }
-        mre_qp_release_swqe(qp, w);
-        w->state = SWQE_DONE;
-        qp->sq_head++;
     }
     mre_txr_advance_una(qp);
 }
@@ -340,6 +387,10 @@ void mre_comp_reset(mre_qp *qp)
     mre_comp_complete_sends(qp);
     while (qp->sq_head != qp->sq_tail) {
         struct mre_swqe *w = &qp->sq[qp->sq_head & qp->sq_mask];
+        if (w->state == SWQE_DONE) { /* completed out of ring order */
+            qp->sq_head++;
+            continue;
+        }
         struct mroce_wc wc;
         memset(&wc, 0, sizeof(wc));
         wc.wr_id = w->wr_id;
@@ -348,6 +399,7 @@ void mre_comp_reset(mre_qp *qp)
                         : MROCE_WC_WR_FLUSH_ERR;
         wc.opcode = wc_opcode_of(w); /* error completions name it too */
         wc.qp_num = qp->qpn;
+        wc.stream = w->stream;
         mre_cq_push(qp->attr.send_cq, &wc);
         qp->cnt.completions++;
         mre_qp_release_swqe(qp, w);

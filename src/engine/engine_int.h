@@ -42,6 +42,8 @@
  *                 completion queues
  *   rxwin.c       the receive window of PSNs (duplicate detection, SACK)
  *   path.c, cc.c  multipath spraying and congestion control
+ *   stream.c      streams: per-stream numbering, receive lists and
+ *                 completion order on QPs of more than one stream
  *
  * Calls run one way: the requester and the completer call loss.c and
  * txring.c, loss.c calls txring.c, and neither calls up.  The stages call
@@ -125,6 +127,9 @@ struct mre_swqe {
     uint8_t resp_done;     /* READ/atomic: whole response placed */
     uint32_t first_psn;    /* PSN of its first request packet */
     mroce_tstamp rnr_last; /* when the last RNR round was counted */
+    uint32_t smsn;         /* MSN within its stream (stream.c); == msn on
+                              a QP of one stream */
+    uint16_t stream;       /* stream it was posted on */
     struct mroce_sge sge[MROCE_MAX_SGE];
     mre_mr *mrs[MROCE_MAX_SGE]; /* referenced regions (refcounted) */
 };
@@ -143,6 +148,11 @@ struct mre_rwqe {
     uint8_t status;    /* enum mroce_wc_status */
     uint8_t started;   /* a packet has been seen */
     uint32_t last_psn; /* highest PSN of its packets seen so far */
+    uint32_t msn;      /* MSN of the message bound to it (streams) */
+    uint16_t stream;   /* stream it was posted on */
+    uint16_t snext;    /* ring slot of the next receive of its stream */
+    uint8_t retired;   /* completed out of ring order (streams): its slot
+                          is free once rq_head passes it */
     struct mroce_sge sge[MROCE_MAX_SGE];
     mre_mr *mrs[MROCE_MAX_SGE];
 };
@@ -159,6 +169,7 @@ struct mre_rjob {
     mre_mr *mr;                 /* region read or updated (referenced) */
     uint64_t swap_add, compare; /* atomics: operands */
     uint32_t req_msn;
+    uint16_t stream;   /* stream of the request (RESP Stream field) */
     uint32_t len;      /* response bytes */
     uint32_t sent_off; /* bytes handed to the packetiser */
     uint32_t npkts, sent_pkts, acked_pkts;
@@ -328,12 +339,19 @@ struct mre_qp {
     uint32_t local_start_psn, peer_start_psn;
     uint8_t *inline_buf; /* MROCE_MAX_INLINE bytes per SQ slot, from
                                  the first inline WR on (NULL before) */
-    uint32_t next_rsn;   /* rsn for the next receive-consuming message */
     uint32_t nrjobs;
     uint64_t rjob_seq;
     struct mre_cc rto_cc; /* cc state just before rto_time's RTO */
     /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
     struct mrw_nak_hdr nak;
+    /* streams (stream.c): the table of attr.max_streams entries, the
+     * placement records (NULL with one stream), the streams the
+     * connection carries (the local maximum until the handshake), and
+     * whether per-stream ordering is used (attr.max_streams > 1) */
+    struct mre_stream *streams;
+    struct mre_stream_msg *smsgs;
+    uint16_t nstreams;
+    uint8_t streams_on;
 };
 
 /* A timer heap entry carries its QP's deadline, so sifting compares and
@@ -377,6 +395,7 @@ struct mre_ep {
 #include "qp.h"
 #include "requester.h"
 #include "responder.h"
+#include "stream.h"
 #include "timers.h"
 #include "txring.h"
 

@@ -42,6 +42,7 @@ void mre_qp_attr_default(struct mre_qp_attr *a)
     a->path_burst = 1;
     a->path_reuse = 0;
     a->peer_timeout = 5000000000ull;
+    a->max_streams = 1;
 }
 
 /* Free a QP's arrays and the QP itself (each may be NULL). */
@@ -55,6 +56,7 @@ static void qp_free_storage(const struct mre_mem *m, mre_qp *qp)
     mre_mem_free(m, qp->retxq);
     mre_mem_free(m, qp->path_slots);
     mre_mem_free(m, qp->rxwin.bits);
+    mre_stream_free(m, qp);
     mre_mem_free(m, qp);
 }
 
@@ -74,6 +76,14 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
         a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 || a.path_burst == 0 ||
         a.path_burst > 64 || a.path_reuse > 1 || in->send_cq->ep != ep ||
         in->recv_cq->ep != ep)
+        return MROCE_EINVAL;
+    if (a.max_streams == 0)
+        a.max_streams = 1;
+    /* Streams: the STREAM word must fit beside a full MTU (SEM-32). */
+    if (a.max_streams > MRE_MAX_STREAMS ||
+        (a.max_streams > 1 && a.mtu > MROCE_MAX_PKT_LEN -
+                                          MROCE_MAX_STREAM_DATA_HDR_LEN -
+                                          MROCE_CRC_LEN))
         return MROCE_EINVAL;
     if (ep->nqps == ep->nqps_slots)
         return MROCE_EFULL;
@@ -96,7 +106,7 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     qp->path_slots = mre_mem_calloc(m, a.npaths, sizeof(*qp->path_slots));
     uint64_t *bits = mre_mem_calloc(m, a.window / 64, sizeof(uint64_t));
     if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx || !qp->retxq ||
-        !qp->path_slots || !bits) {
+        !qp->path_slots || !bits || mre_stream_alloc(qp) < 0) {
         mre_mem_free(m, bits);
         qp->rxwin.bits = NULL;
         goto fail;
@@ -309,6 +319,7 @@ static void adopt_peer(mre_qp *qp, const struct mrw_conn_hdr *c)
                              ? c->max_ack_delay
                              : (uint32_t)qp->attr.max_rto; /* LOSS-25 */
     mre_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window, c->start_psn);
+    mre_stream_conn_adopt(qp, c); /* SEM-31 */
 }
 
 void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
@@ -459,6 +470,7 @@ int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
         c->max_ack_delay = qp->attr.max_ack_delay < 0xffffffffu
                                ? (uint32_t)qp->attr.max_ack_delay
                                : 0xffffffffu; /* WIRE-21, LOSS-25 */
+        mre_stream_conn_build(qp, c);         /* SEM-31 */
     }
     size_t n = mrw_pkt_encode(&p, buf, cap);
     if (n == 0)
@@ -596,7 +608,8 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in, unsigned mask)
         return MROCE_EINVAL;
     if ((mask & MROCE_QP_MOD_MTU) &&
         (in->mtu < 256 ||
-         in->mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN))
+         in->mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN -
+                       (qp->streams_on ? MROCE_STREAM_HDR_LEN : 0)))
         return MROCE_EINVAL;
     if (mask & MROCE_QP_MOD_PATHS) {
         /* In RESET nothing is in flight, so the slots can be rebuilt. */

@@ -13,6 +13,7 @@
  * completer or the responder.
  */
 #include "engine_int.h"
+#include "../wire/seeded_fault.h"
 
 static int wr_opcode_valid(unsigned op)
 {
@@ -58,6 +59,7 @@ static int prepare_swqe(mre_qp *qp, const struct mroce_send_wr *wr,
     w->imm = wr->imm_data;
     w->compare_add = wr->compare_add;
     w->swap = wr->swap;
+    w->stream = wr->stream;
     uint64_t total = 0;
     for (int i = 0; i < wr->num_sge; i++)
         total += wr->sg_list[i].length;
@@ -139,6 +141,10 @@ int mre_qp_post_send(mre_qp *qp, struct mroce_send_wr *wr,
             rc = MROCE_EFULL;
             break;
         }
+        if (mre_stream_check(qp, wr->stream) < 0) {
+            rc = MROCE_EINVAL; /* SEM-30 */
+            break;
+        }
         uint32_t slot = qp->sq_tail & qp->sq_mask;
         struct mre_swqe *w = &qp->sq[slot];
         rc = prepare_swqe(qp, wr, w, slot);
@@ -150,8 +156,7 @@ int mre_qp_post_send(mre_qp *qp, struct mroce_send_wr *wr,
             if (w->mrs[i])
                 w->mrs[i]->refs++;
         w->msn = qp->sq_tail;
-        if (consumes_recv(w->opcode))
-            w->rsn = qp->next_rsn++;
+        mre_stream_number_send(qp, w, consumes_recv(w->opcode));
         if (is_rd_atomic(w->opcode) || w->length <= qp->mtu)
             w->npkts = 1;
         else
@@ -242,8 +247,12 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
             return 0; /* its work request has already completed */
         mre_qp_base_hdr(qp, &p, wr_to_opcode(w->opcode), psn, now);
         struct mrw_req_hdr *r = &p.u.rq.req;
-        r->msn = w->msn;
+        r->msn = MROCE_SEEDED_FAULT(STREAM_MSN_GLOBAL) ? w->msn : w->smsn;
         r->rsn = w->rsn;
+        r->stream = w->stream;
+        r->stream_resvd = 0;
+        if (w->stream)
+            p.base.flags |= MROCE_F_STREAM; /* SEM-32 */
         r->raddr = w->remote_addr;
         r->rkey = w->rkey;
         r->msg_len = w->length;
@@ -290,7 +299,7 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
         p.u.resp.req_msn = j->req_msn;
         p.u.resp.msg_len = j->len;
         p.u.resp.offset = e->offset;
-        p.u.resp.stream = 0;
+        p.u.resp.stream = j->stream;
         p.u.resp.reserved = 0;
         p.payload_len = e->len;
         if (j->is_atomic) {
@@ -497,6 +506,13 @@ static int write_new_req(mre_qp *qp, uint8_t *buf, size_t cap,
             return 0;
         if ((w->flags & MROCE_SEND_FENCE) && qp->rd_outstanding)
             return 0;
+        if (w->stream >= qp->nstreams) {
+            /* Posted before the handshake on a stream the connection did
+             * not negotiate (SEM-31): the QP fails on it. */
+            w->status = MROCE_WC_LOC_QP_OP_ERR;
+            mre_qp_enter_error(qp);
+            return 0;
+        }
         /* Count packets with the negotiated MTU: a WR posted while
          * CONNECTING was counted with our own, and a smaller peer MTU would
          * otherwise end the message early (and complete it successfully). */
@@ -538,7 +554,9 @@ static int write_new_req(mre_qp *qp, uint8_t *buf, size_t cap,
 int mre_req_write_data(mre_qp *qp, uint8_t *buf, size_t cap,
                        struct mre_tx_info *info, mroce_tstamp now)
 {
-    if (cap < (size_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN)
+    size_t hdr = qp->streams_on ? MROCE_MAX_STREAM_DATA_HDR_LEN
+                                : MROCE_MAX_DATA_HDR_LEN;
+    if (cap < (size_t)qp->mtu + hdr + MROCE_CRC_LEN)
         return MROCE_ENOBUF;
     int n = write_retx(qp, buf, cap, info, now);
     if (n == 0)

@@ -34,6 +34,8 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
         if (wr->num_sge < 0 || wr->num_sge > MROCE_MAX_SGE ||
             (wr->num_sge && !wr->sg_list))
             return MROCE_EINVAL;
+        if (mre_stream_check(qp, wr->stream) < 0)
+            return MROCE_EINVAL; /* SEM-30 */
         if (qp->rq_tail - qp->rq_head > qp->rq_mask)
             return MROCE_EFULL;
         struct mre_rwqe *r = &qp->rq[qp->rq_tail & qp->rq_mask];
@@ -62,6 +64,8 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
         r->wr_id = wr->wr_id;
         r->num_sge = (uint8_t)wr->num_sge;
         r->capacity = (uint32_t)total;
+        r->stream = wr->stream;
+        mre_stream_link_recv(qp, qp->rq_tail & qp->rq_mask);
         qp->rq_tail++;
     }
     if (bad_wr)
@@ -69,8 +73,34 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
     return 0;
 }
 
+void mre_resp_push_recv_wc(mre_qp *qp, struct mre_rwqe *r)
+{
+    struct mroce_wc wc;
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = r->wr_id;
+    wc.status = (enum mroce_wc_status)r->status;
+    wc.opcode = r->has_imm ? MROCE_WC_RECV_WITH_IMM : MROCE_WC_RECV;
+    /* Overlapping segments from a faulty peer can count bytes twice:
+     * never report more than the message, which fits the buffers. */
+    wc.byte_len = r->is_write || r->placed > r->msg_len ? r->msg_len
+                                                        : r->placed;
+    if (r->has_imm) {
+        wc.imm_data = r->imm;
+        wc.wc_flags = MROCE_WC_WITH_IMM;
+    }
+    wc.qp_num = qp->qpn;
+    wc.stream = r->stream;
+    mre_cq_push(qp->attr.recv_cq, &wc);
+    qp->cnt.completions++;
+    mre_qp_release_rwqe(qp, r);
+}
+
 void mre_resp_complete_recvs(mre_qp *qp)
 {
+    if (qp->streams_on) {
+        mre_stream_complete_all_recvs(qp);
+        return;
+    }
     int live = qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING;
     while (qp->rq_head != qp->rq_tail) {
         struct mre_rwqe *r = &qp->rq[qp->rq_head & qp->rq_mask];
@@ -84,23 +114,7 @@ void mre_resp_complete_recvs(mre_qp *qp)
              * a success (SEM-24). */
             r->status = MROCE_WC_WR_FLUSH_ERR;
         }
-        struct mroce_wc wc;
-        memset(&wc, 0, sizeof(wc));
-        wc.wr_id = r->wr_id;
-        wc.status = (enum mroce_wc_status)r->status;
-        wc.opcode = r->has_imm ? MROCE_WC_RECV_WITH_IMM : MROCE_WC_RECV;
-        /* Overlapping segments from a faulty peer can count bytes twice:
-         * never report more than the message, which fits the buffers. */
-        wc.byte_len = r->is_write || r->placed > r->msg_len ? r->msg_len
-                                                            : r->placed;
-        if (r->has_imm) {
-            wc.imm_data = r->imm;
-            wc.wc_flags = MROCE_WC_WITH_IMM;
-        }
-        wc.qp_num = qp->qpn;
-        mre_cq_push(qp->attr.recv_cq, &wc);
-        qp->cnt.completions++;
-        mre_qp_release_rwqe(qp, r);
+        mre_resp_push_recv_wc(qp, r);
         qp->rq_head++;
     }
 }
@@ -124,7 +138,9 @@ static void queue_nak(mre_qp *qp, const struct mrw_pkt *pkt, uint8_t code,
     qp->nak.msn = pkt->u.rq.req.msn;
     qp->nak.code = code;
     qp->nak.rnr_delay = code == MROCE_NAK_RNR ? 2 : 0; /* 20 us */
-    qp->nak.stream = 0;
+    qp->nak.stream = MROCE_SEEDED_FAULT(STREAM_RNR_NAK0)
+                         ? 0
+                         : pkt->u.rq.req.stream; /* 0 with one stream */
     qp->nak_entropy = pkt->base.entropy;
     qp->fatal_nak = (uint8_t)fatal;
     qp->ctrl |= CTRL_NAK;
@@ -134,8 +150,12 @@ static void queue_nak(mre_qp *qp, const struct mrw_pkt *pkt, uint8_t code,
 
 /* Find the receive a SEND / WRITE_WITH_IMM consumes; NULL means RNR (or a
  * stale rsn, reported through *stale). */
-static struct mre_rwqe *recv_for(mre_qp *qp, uint32_t rsn, int *stale)
+static struct mre_rwqe *recv_for(mre_qp *qp, const struct mrw_req_hdr *h,
+                                 int *stale)
 {
+    uint32_t rsn = h->rsn;
+    if (qp->streams_on) /* the stream's own receives (SEM-36) */
+        return mre_stream_recv_for(qp, h->stream, rsn, stale);
     *stale = 0;
     int32_t d = mrw_psn_diff(rsn, qp->rq_head);
     if (d < 0) {
@@ -158,6 +178,7 @@ static int recv_bind(struct mre_rwqe *r, const struct mrw_pkt *pkt,
         r->msg_len = h->msg_len;
         r->is_write = (uint8_t)is_write;
         r->last_psn = pkt->base.psn;
+        r->msn = h->msn;
     } else if (r->msg_len != h->msg_len || r->is_write != is_write) {
         return -1; /* packets of one message disagree: protocol error */
     }
@@ -190,7 +211,7 @@ static int on_send(mre_qp *qp, const struct mrw_pkt *pkt)
 {
     const struct mrw_req_hdr *h = &pkt->u.rq.req;
     int stale;
-    struct mre_rwqe *r = recv_for(qp, h->rsn, &stale);
+    struct mre_rwqe *r = recv_for(qp, h, &stale);
     if (!r) {
         if (stale) {
             qp->cnt.drop_stale++;
@@ -208,6 +229,7 @@ static int on_send(mre_qp *qp, const struct mrw_pkt *pkt)
          * is told with a fatal NAK (SEM). */
         r->done = 1;
         r->started = 1;
+        r->msn = h->msn;
         r->status = MROCE_WC_LOC_LEN_ERR;
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         /* SEM-21: it completes now (in receive order), not whenever some
@@ -231,7 +253,7 @@ static int on_write(mre_qp *qp, const struct mrw_pkt *pkt)
     struct mre_rwqe *r = NULL;
     if (pkt->base.flags & MROCE_F_IMM) {
         int stale;
-        r = recv_for(qp, h->rsn, &stale);
+        r = recv_for(qp, h, &stale);
         if (!r) {
             if (stale)
                 qp->cnt.drop_stale++;
@@ -284,6 +306,7 @@ static struct mre_rjob *alloc_rjob(mre_qp *qp, const struct mrw_pkt *pkt,
             j->seq = qp->rjob_seq++;
             j->psn = pkt->base.psn;
             j->req_msn = pkt->u.rq.req.msn;
+            j->stream = pkt->u.rq.req.stream;
             j->mr = mr;
             mr->refs++;
             qp->rjobs_waiting++;
@@ -349,7 +372,8 @@ static void run_ready_rjobs(mre_qp *qp)
         for (uint32_t i = 0; i < qp->nrjobs; i++) {
             struct mre_rjob *j = &qp->rjobs[i];
             if (j->active && j->waiting &&
-                mrw_psn_diff(qp->rxwin.cum, j->psn) > 0 &&
+                (qp->streams_on ? mre_stream_rjob_ready(qp, j)
+                                : mrw_psn_diff(qp->rxwin.cum, j->psn) > 0) &&
                 (!best || mrw_psn_diff(j->psn, best->psn) < 0))
                 best = j;
         }
@@ -417,11 +441,23 @@ static int on_response(mre_qp *qp, const struct mrw_pkt *pkt)
 {
     const struct mrw_resp_hdr *h = &pkt->u.resp;
     struct mre_swqe *w = &qp->sq[h->req_msn & qp->sq_mask];
+    if (qp->streams_on) {
+        /* Matched by (stream, MSN) (SEM-35). */
+        w = mre_stream_find_swqe(qp, h->stream, h->req_msn);
+        if (!w) {
+            qp->cnt.drop_invalid++;
+            return -1;
+        }
+    } else if (h->stream) {
+        qp->cnt.drop_invalid++; /* no stream but 0 on this QP */
+        return -1;
+    }
     int want_atomic = pkt->base.opcode == MROCE_OP_ATOMIC_RESP;
     int is_atomic = w->opcode == MROCE_WR_FETCH_ADD ||
                     w->opcode == MROCE_WR_CMP_SWAP;
-    if (w->state != SWQE_POSTED || w->msn != h->req_msn ||
-        mrw_psn_diff(h->req_msn, qp->sq_tx) >= 0 || w->sent_pkts == 0 ||
+    if (w->state != SWQE_POSTED || w->smsn != h->req_msn ||
+        (!qp->streams_on && mrw_psn_diff(h->req_msn, qp->sq_tx) >= 0) ||
+        w->sent_pkts == 0 ||
         (want_atomic ? !is_atomic : w->opcode != MROCE_WR_READ) ||
         h->msg_len != (want_atomic ? MROCE_ATOMIC_LEN : w->length)) {
         qp->cnt.drop_invalid++;
@@ -483,6 +519,18 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
         MROCE_SEEDED_FAULT_DUP(qp, pkt); /* atomic_twice, dup_send_twice */
         return 0;
     }
+    int is_req = pkt->base.opcode != MROCE_OP_READ_RESP &&
+                 pkt->base.opcode != MROCE_OP_ATOMIC_RESP;
+    if (is_req) {
+        if (!qp->streams_on) {
+            if (pkt->u.rq.req.stream && !MROCE_SEEDED_FAULT(STREAM_FLAG_ANY)) {
+                qp->cnt.drop_invalid++; /* STREAM not negotiated (SEM-32) */
+                return 0;
+            }
+        } else if (mre_stream_rx_admit(qp, pkt) < 0) {
+            return 0;
+        }
+    }
     int rc;
     switch (pkt->base.opcode) {
     case MROCE_OP_SEND:
@@ -513,6 +561,8 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
     qp->rx_count++;
     if (ce)
         qp->ce_count++;
+    if (is_req && qp->streams_on)
+        mre_stream_rx_placed(qp, pkt); /* completes the stream's receives */
     if (qp->ack_pending++ == 0)
         qp->ack_deadline = now +
                            qp->attr.max_ack_delay *
@@ -535,7 +585,7 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
      * atomics and receive completions held for ordering. */
     if (qp->rjobs_waiting)
         run_ready_rjobs(qp);
-    if (qp->rq_head != qp->rq_tail)
+    if (!qp->streams_on && qp->rq_head != qp->rq_tail)
         mre_resp_complete_recvs(qp);
     return pkt->base.opcode == MROCE_OP_READ_RESP ||
            pkt->base.opcode == MROCE_OP_ATOMIC_RESP;

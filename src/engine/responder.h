@@ -37,9 +37,14 @@ int mre_resp_write_nak(mre_qp *qp, uint8_t *buf, size_t cap,
  * reported only once every PSN up to its message's last has arrived, so its
  * completion implies that every message posted before it (a WRITE carrying
  * the data it announces, say) is in memory too, as on an RDMA reliable
- * connection (SEM-24).  On a QP no longer in RTS or CLOSING such a
+ * connection (SEM-24).  On a QP of several streams the same holds per
+ * stream (stream.c, SEM-33).  On a QP no longer in RTS or CLOSING such a
  * receive does not wait: it completes with WR_FLUSH_ERR. */
 void mre_resp_complete_recvs(mre_qp *qp);
+
+/* Report receive r (finished, or failed) on the receive CQ and release its
+ * regions; the caller retires it from its queue. */
+void mre_resp_push_recv_wc(mre_qp *qp, struct mre_rwqe *r);
 
 /* Release responder job j, if active: its region reference, and its place
  * in the waiting or unsent counts. */

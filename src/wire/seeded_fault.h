@@ -41,11 +41,19 @@
     X(ECN_IGNORE, "ecn_ignore")                   \
     X(ACK_DELAY_LONG, "ack_delay_long")           \
     X(WINDOW_ANY, "window_any")                   \
-    /* issue 18 part A: STREAM word and CONN extensions in the codec */ \
+    /* STREAM word and CONN extensions (cases_wire_ext.c): */ \
     X(STREAM_ZERO_OK, "stream_zero_ok")           \
     X(STREAM_CTL_OK, "stream_ctl_ok")             \
     X(CONN_EXT_LAX, "conn_ext_lax")               \
-    X(CONN_EXT_STRICT, "conn_ext_strict")
+    X(CONN_EXT_STRICT, "conn_ext_strict")         \
+    /* streams (cases_streams.c): */              \
+    X(STREAM_EXT_ALWAYS, "stream_ext_always")     \
+    X(STREAM_NO_MIN, "stream_no_min")             \
+    X(STREAM_FLAG_ANY, "stream_flag_any")         \
+    X(STREAM_MSN_GLOBAL, "stream_msn_global")     \
+    X(STREAM_RECV_HOL, "stream_recv_hol")         \
+    X(STREAM_SEND_HOL, "stream_send_hol")         \
+    X(STREAM_RNR_NAK0, "stream_rnr_nak0")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
