@@ -14,8 +14,11 @@
 # Environment: MROCE_CONFORM (tester binary; default
 # BUILD_DIR/conform/mroce-conform), MROCE_AGENT_FAULTS (agent binary),
 # MROCE_CONFORM_ARGS (extra tester arguments, e.g. "--slow 2"),
-# MROCE_FAULTS_TIMEOUT (seconds per suite run; 600), MROCE_FAULTS_KEEP=1
-# (keep the TAP and logs, in the directory printed at the end).
+# MROCE_FAULTS_TIMEOUT (seconds per suite run; 600), MROCE_FAULTS_JOBS
+# (fault runs at a time, each with its own agent; 3: a suite run mostly
+# waits out silence windows, so runs overlap well even on two cores),
+# MROCE_FAULTS_KEEP=1 (keep the TAP and logs, in the directory printed at
+# the end).
 set -u
 
 if [ $# -lt 1 ]; then
@@ -28,6 +31,10 @@ tester=${MROCE_CONFORM:-$build/conform/mroce-conform}
 agent=${MROCE_AGENT_FAULTS:-$build/conform/mroce-conform-agent-faults}
 extra=${MROCE_CONFORM_ARGS:-}
 limit=${MROCE_FAULTS_TIMEOUT:-600}
+jobs=${MROCE_FAULTS_JOBS:-3}
+case $jobs in
+'' | *[!0-9]* | 0) echo "run_faults: MROCE_FAULTS_JOBS must be a positive integer" >&2; exit 2 ;;
+esac
 
 for f in "$tester" "$agent"; do
     if [ ! -x "$f" ]; then
@@ -164,24 +171,52 @@ catching_cases() {
     done
 }
 
+# One fault run in a subshell of its own (its own agent and ports); its
+# exit status and the agent's go to $tmp/FAULT.rc.
+run_fault() {
+    trap 'if [ -n "$agent_pid" ]; then kill "$agent_pid" 2>/dev/null; fi' EXIT
+    run_suite "$1"
+    echo "$? $agent_status" > "$tmp/$1.rc"
+}
+
+# Batches of $jobs runs; the results are read back in the list's order.
+batch=0
+pids=
+for f in $faults; do
+    run_fault "$f" &
+    pids="$pids $!"
+    batch=$((batch + 1))
+    if [ $batch -ge "$jobs" ]; then
+        # shellcheck disable=SC2086 # one word per pid
+        wait $pids
+        pids=
+        batch=0
+    fi
+done
+# shellcheck disable=SC2086 # one word per pid
+[ -n "$pids" ] && wait $pids
+
 caught=0
 missed=0
 missed_list=
 for f in $faults; do
-    run_suite "$f"
-    rc=$?
+    rc=2
+    agent_status=0
+    if [ -f "$tmp/$f.rc" ]; then
+        read -r rc agent_status < "$tmp/$f.rc"
+    fi
     note=
     [ "$agent_status" -ne 0 ] && note=" (the agent exited $agent_status)"
     cases=$(catching_cases "$tmp/$f.tap" | sed 's/ *$//')
     n=0
     [ -n "$cases" ] && n=$(echo "$cases" | wc -w)
-    if [ $rc -ne 0 ] && [ "$n" -gt 0 ]; then
+    if [ "$rc" -ne 0 ] && [ "$n" -gt 0 ]; then
         caught=$((caught + 1))
         echo "fault $f: caught by $n case(s): $cases$note"
     else
         missed=$((missed + 1))
         missed_list="$missed_list $f"
-        if [ $rc -ne 0 ]; then
+        if [ "$rc" -ne 0 ]; then
             echo "fault $f: NOT CAUGHT (suite exited $rc without a failed case)$note"
             tail -n 3 "$tmp/$f.log" | sed 's/^/  log: /'
         else
