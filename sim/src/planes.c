@@ -21,7 +21,8 @@
  * the handshakes run before the faults' clock starts, without it).
  *
  * Report (when the scenario names `planes` or `bin`): one `planes ...`
- * line with the goodput (message bytes over the measured time), the bytes
+ * line with the goodput (bytes of the messages received over the measured
+ * time), the bytes
  * each plane carried, Jain's fairness over the flows' throughputs and the
  * engine bytes per QP; with `bin`, the delivered throughput per plane in
  * bins of that width (bins_SCEN_TP.csv) and, after a plane_down, how long
@@ -33,6 +34,8 @@
 
 #include "sim.h"
 
+/* Bins a recovered throughput must hold (bins_report). */
+#define RECOVER_HOLD 25
 /* Packets a NIC port may hold waiting behind the one on its wire. */
 #define NIC_PORT_CAP 16
 
@@ -302,8 +305,9 @@ static double flows_jain(const struct sim *s, uint32_t *nflows)
 
 /* The bins' table, and after a plane_down the recovery: pre = mean
  * throughput over the (up to 20) bins before the fault, target = pre *
- * (P-1)/P; the recovery is the end of the first bin after the fault at 90%
- * of target or more. */
+ * (P-1)/P; the recovery is the start of the first bin after the fault
+ * from which the throughput (a 5-bin mean) holds 90% of target or more for
+ * RECOVER_HOLD bins; dip is the lowest 5-bin mean seen on the way. */
 static void bins_report(struct sim *s, double host_bps)
 {
     struct planes_state *ps = s->planes_st;
@@ -351,23 +355,42 @@ static void bins_report(struct sim *s, double host_bps)
             pre += tot[k];
         pre = np ? pre / np : 0;
         double target = pre * (double)(P - 1) / (double)P;
+        /* recovered: from bin kr on, every 5-bin mean for the next
+         * RECOVER_HOLD bins is at 90% of target or more */
         uint32_t kr = kf;
-        while (kr < nb && tot[kr] < 0.9 * target)
-            kr++;
+        double dip = -1;
+        for (; kr + 5 <= nb; kr++) {
+            uint32_t j = kr;
+            for (; j < kr + RECOVER_HOLD && j + 5 <= nb; j++) {
+                double m = (tot[j] + tot[j + 1] + tot[j + 2] + tot[j + 3] +
+                            tot[j + 4]) /
+                           5;
+                if (dip < 0 || m < dip)
+                    dip = m;
+                if (m < 0.9 * target)
+                    break;
+            }
+            if (j == kr + RECOVER_HOLD || j + 5 > nb)
+                break;
+        }
+        if (kr + 5 > nb)
+            kr = nb;
         double post = 0;
         uint32_t npost = 0;
         for (uint32_t k = kr; k < nb && k < kr + 20; k++, npost++)
             post += tot[k];
         post = npost ? post / npost : 0;
-        double rec_us = kr < nb
-                            ? (double)(ps->t[kr + 1] - ps->t_fault) / PS_PER_US
-                            : -1;
+        /* the fault's own bin (kr == kf) counts from the fault */
+        double rec_us = kr >= nb ? -1
+                        : ps->t[kr] > ps->t_fault
+                            ? (double)(ps->t[kr] - ps->t_fault) / PS_PER_US
+                            : 0;
         printf("planes_fault plane=%u t_us=%.1f pre_gbps=%.1f "
-               "pre_frac=%.3f post_gbps=%.1f post_over_pre=%.3f "
+               "pre_frac=%.3f dip_gbps=%.1f post_gbps=%.1f post_over_pre=%.3f "
                "target=%.3f recover_us=%.1f srtt_us=%.2f min_rtt_us=%.2f "
                "recover_srtts=%.1f recover_min_rtts=%.1f\n",
                ps->plane, (double)(ps->t_fault - ps->t[0]) / PS_PER_US, pre,
-               pre * 1e9 / (host_bps * s->nhosts), post,
+               pre * 1e9 / (host_bps * s->nhosts), dip, post,
                pre > 0 ? post / pre : 0, (double)(P - 1) / (double)P, rec_us,
                ps->srtt_ns / 1e3, ps->min_rtt_ns / 1e3,
                rec_us >= 0 && ps->srtt_ns > 0 ? rec_us * 1e3 / ps->srtt_ns : -1,
@@ -388,9 +411,9 @@ void planes_report(struct sim *s, struct run_result *res)
     }
     if (!s->sc->planes && !s->sc->bin_ps)
         return;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0; /* received: an incomplete run counts what arrived */
     for (uint32_t i = 0; i < s->nmsgs; i++)
-        if (!s->msgs[i].bg)
+        if (!s->msgs[i].bg && (s->msgs[i].done & 1))
             bytes += s->msgs[i].bytes;
     double host_bps = s->nhosts ? planes_host_bps(s, 0) : 0;
     double secs = (double)res->time_ps / 1e12;
