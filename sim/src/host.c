@@ -286,7 +286,7 @@ void host_pull(struct sim *s, struct host *h)
                 }
                 break;
             }
-            link_send(s, host_port(s, h, plane_of_entropy(s, p->entropy)), p);
+            link_send(s, host_port(s, h, plane_of_entropy(s, h, p->entropy)), p);
         }
         return;
     }
@@ -318,7 +318,7 @@ void host_pull(struct sim *s, struct host *h)
         p->ecn = ti.ecn;
         p->kind = PK_MROCE;
         /* plane_select engine (planes.c) becomes ti.plane here */
-        link_send(s, host_port(s, h, plane_of_entropy(s, ti.entropy)), p);
+        link_send(s, host_port(s, h, plane_of_entropy(s, h, ti.entropy)), p);
         sent = 1;
     }
     if (sent)

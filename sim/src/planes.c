@@ -6,8 +6,10 @@
  * scenario's leaves, spines and rates) and host.c sends every packet on the
  * port of its plane, chosen by `plane_select`: `entropy` (the packet's
  * entropy modulo P, so the engine's spraying over its entropies spreads a
- * connection over the planes) or `engine` (the engine names the plane in
- * its tx info: not in the engine yet, so refused).  A host accepts packets
+ * connection over the planes), `engine` (the engine names the plane in
+ * its tx info: not in the engine yet, so refused) or `spray` (the NIC
+ * alone puts each packet on its up port with the fewest waiting, whatever
+ * the entropy: a reference for a balanced choice).  A host accepts packets
  * from any of its ports.  The NIC takes packets from its transport while
  * some port has nothing waiting behind the packet on its wire, and no port
  * has NIC_PORT_CAP waiting: a port that finishes a packet finds the next
@@ -65,8 +67,9 @@ int planes_scenario_set(struct scenario *sc, const char *key, const char *val,
         return 0;
     }
     if (!strcmp(key, "plane_select")) {
-        if (!strcmp(val, "entropy")) {
-            sc->plane_select = PLANE_SEL_ENTROPY;
+        if (!strcmp(val, "entropy") || !strcmp(val, "spray")) {
+            sc->plane_select = *val == 'e' ? PLANE_SEL_ENTROPY
+                                           : PLANE_SEL_SPRAY;
             return 0;
         }
         if (!strcmp(val, "engine"))
@@ -75,7 +78,8 @@ int planes_scenario_set(struct scenario *sc, const char *key, const char *val,
                     "plane yet (mre_tx_info has no plane)\n",
                     where);
         else
-            fprintf(stderr, "%s: plane_select: entropy or engine\n", where);
+            fprintf(stderr, "%s: plane_select: entropy, engine or spray\n",
+                    where);
         return -1;
     }
     if (!strcmp(key, "bin")) {
@@ -193,6 +197,20 @@ double planes_host_bps(const struct sim *s, uint32_t host)
     for (uint32_t p = 0; p < s->nplanes; p++)
         r += (double)s->links[host_port(s, &s->hosts[host], p)].rate_bps;
     return r;
+}
+
+uint32_t planes_spray(const struct sim *s, const struct host *h)
+{
+    uint32_t best = 0, bq = UINT32_MAX;
+    for (uint32_t p = 0; p < s->nplanes; p++) {
+        const struct link *l = &s->links[host_port(s, h, p)];
+        uint32_t q = l->q_pkts + (l->tx.busy_ps > s->now);
+        if (l->state == L_UP && q < bq) {
+            best = p;
+            bq = q;
+        }
+    }
+    return best;
 }
 
 int planes_nic_room(const struct sim *s, const struct host *h)

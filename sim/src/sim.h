@@ -142,9 +142,12 @@ struct hop {
  * scenario's shape; a host has one NIC port (uplink) per plane, each at
  * host_rate, and sends a packet on the port of its plane. */
 #define SIM_MAX_PLANES 8
-/* How a packet's plane is chosen: a function of its entropy (today), or
- * the engine's choice (the tx info's plane, not in the engine yet). */
-enum plane_select { PLANE_SEL_ENTROPY, PLANE_SEL_ENGINE };
+/* How a packet's plane is chosen: a function of its entropy (today), the
+ * engine's choice (the tx info's plane, not in the engine yet), or by the
+ * NIC alone, whatever the entropy: the port with the fewest packets
+ * waiting among those whose link is up (a reference for a balanced
+ * choice, not a model of the engine). */
+enum plane_select { PLANE_SEL_ENTROPY, PLANE_SEL_ENGINE, PLANE_SEL_SPRAY };
 
 /* ---- topology (topo.c) ---- */
 enum node_kind { N_HOST, N_SWITCH };
@@ -503,11 +506,17 @@ static inline uint32_t host_port(const struct sim *s, const struct host *h,
     return h->uplink + 2 * s->nhosts * plane;
 }
 
-/* The plane a MetaRoCE or baseline packet with this entropy goes out on
- * (plane_select entropy). */
-static inline uint32_t plane_of_entropy(const struct sim *s, uint16_t entropy)
+/* The plane a MetaRoCE or baseline packet with this entropy goes out on:
+ * plane_select entropy, or the NIC's least-loaded port (planes_spray). */
+uint32_t planes_spray(const struct sim *s, const struct host *h);
+static inline uint32_t plane_of_entropy(const struct sim *s,
+                                        const struct host *h, uint16_t entropy)
 {
-    return s->nplanes == 1 ? 0 : entropy % s->nplanes;
+    if (s->nplanes == 1)
+        return 0;
+    if (s->sc->plane_select == PLANE_SEL_SPRAY)
+        return planes_spray(s, h);
+    return entropy % s->nplanes;
 }
 
 /* The NIC takes another packet from its transport: with one port, when
