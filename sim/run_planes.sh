@@ -131,6 +131,7 @@ set title "Aggregate goodput against plane count, 32 hosts, 100G per port"
 set xlabel "planes"
 set ylabel "goodput (Gb/s)"
 set xtics (1, 2, 4, 8)
+set xrange [0.9:9]
 set logscale x 2
 plot "$out/scale.csv" using 1:2 with linespoints lw 2 title "ring all-reduce", \
      "" using 1:4 with linespoints lw 2 dt 3 title "ring, spray", \
@@ -139,6 +140,8 @@ plot "$out/scale.csv" using 1:2 with linespoints lw 2 title "ring all-reduce", \
      "" using 1:(\$1 * 32 * 100) with lines dt 2 title "host bandwidth"
 unset logscale x
 set xtics auto
+set autoscale x
+set key outside right
 set output "$out/fail_ring.$term"
 set title "Plane 2 of 4 fails at 1 ms: ring all-reduce, throughput into the hosts"
 set xlabel "time (us)"
