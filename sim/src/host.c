@@ -286,7 +286,8 @@ void host_pull(struct sim *s, struct host *h)
                 }
                 break;
             }
-            link_send(s, host_port(s, h, plane_of_entropy(s, h, p->entropy)), p);
+            link_send(s, host_port(s, h, plane_of_entropy(s, h, p->entropy)),
+                      p);
         }
         return;
     }

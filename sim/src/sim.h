@@ -464,7 +464,7 @@ struct sim {
     uint64_t crc_drops;    /* engines' drop_crc, summed at the end */
     uint32_t route_dirty;
     int stop;
-    uint32_t nplanes;              /* parallel planes, 1 without `planes` */
+    uint32_t nplanes;               /* parallel planes, 1 without `planes` */
     struct planes_state *planes_st; /* planes.c: bins, fault; owned */
 };
 
