@@ -64,15 +64,19 @@ echo "(plane = entropy % P, the default; spray: the NIC puts each packet on its 
 
 echo
 echo "== B: plane 2 of 4 fails mid-collective (2 us bins; RTT = mean srtt at the failure)"
-printf '%-5s %-8s %-9s %9s %9s %9s %10s %12s %8s\n' work select complete before dip after after/bef recover_us srtts
+printf '%-5s %-11s %-9s %9s %9s %9s %10s %12s %8s\n' work select complete before dip after after/bef recover_us srtts
 for w in ring a2a; do
-    for sel in entropy spray; do
-        res=$(run fail_$w.txt -s plane_select=$sel -s name=planes_fail_${w}_$sel)
+    for sel in entropy entropy/256 spray; do
+        # entropy/256: plane_select entropy with 256 entropies per QP
+        np=${sel#*/}
+        [ "$np" = "$sel" ] && np=128
+        res=$(run fail_$w.txt -s plane_select=${sel%/*} -s qp_npaths=$np \
+              -s name=planes_fail_${w}_$(echo "$sel" | tr / _))
         line=$(printf '%s\n' "$res" | grep '^planes_fault')
         done_=$(printf '%s\n' "$res" | grep -q INCOMPLETE && echo no || echo yes)
         pre=$(field pre_gbps "$line")
         frac=$(field pre_frac "$line")
-        printf '%-5s %-8s %-9s %8.1f%% %8.1f%% %8.1f%% %9.3f %12s %8s\n' $w $sel $done_ \
+        printf '%-5s %-11s %-9s %8.1f%% %8.1f%% %8.1f%% %9.3f %12s %8s\n' $w $sel $done_ \
             "$(echo "$frac * 100" | bc -l)" \
             "$(echo "$(field dip_gbps "$line") / $pre * $frac * 100" | bc -l)" \
             "$(echo "$(field post_gbps "$line") / $pre * $frac * 100" | bc -l)" \
@@ -80,7 +84,8 @@ for w in ring a2a; do
             "$(field recover_srtts "$line")"
     done
 done
-echo "(before / dip / after: throughput into the hosts as a share of their bandwidth;"
+echo "(entropy: plane = entropy % P with 128 entropies per QP, entropy/256 with 256;"
+echo " before / dip / after: throughput into the hosts as a share of their bandwidth;"
 echo " goal: after/before = (P-1)/P = 0.75; recover: from the failure until it holds 90% of that)"
 
 echo
