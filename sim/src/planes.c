@@ -85,7 +85,7 @@ int planes_scenario_set(struct scenario *sc, const char *key, const char *val,
     if (!strcmp(key, "bin")) {
         double d;
         char unit[8] = "";
-        if (sscanf(val, "%lf%7s", &d, unit) < 1 || d <= 0) {
+        if (sscanf(val, "%lf%7s", &d, unit) < 1 || !(d > 0) || d > 1e9) {
             fprintf(stderr, "%s: bin: a time (e.g. 5us)\n", where);
             return -1;
         }
@@ -98,6 +98,8 @@ int planes_scenario_set(struct scenario *sc, const char *key, const char *val,
             return -1;
         }
         sc->bin_ps = (uint64_t)(d * mul + 0.5);
+        if (!sc->bin_ps)
+            fprintf(stderr, "%s: bin: below 1 ps\n", where);
         return sc->bin_ps ? 0 : -1;
     }
     return 1;

@@ -136,6 +136,7 @@ static void test_parsing(void)
     CHECK(set(&sc, "plane_select", "engine") < 0, "engine is not there yet");
     CHECK(set(&sc, "bin", "5us") == 0 && sc.bin_ps == 5 * PS_PER_US, "bin");
     CHECK(set(&sc, "bin", "5parsecs") < 0, "bin unit");
+    CHECK(set(&sc, "bin", "nan") < 0 && set(&sc, "bin", "0us") < 0, "bin");
     CHECK(set(&sc, "fault", "1ms plane_down 8") < 0, "plane 8");
     CHECK(set(&sc, "fault", "1ms plane_down") < 0, "no plane");
     CHECK(set(&sc, "fault", "1ms plane_down 1 2") < 0, "extra token");
