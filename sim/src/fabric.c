@@ -501,6 +501,10 @@ uint64_t fabric_inflight(const struct sim *s)
 void fabric_apply_fault(struct sim *s, uint32_t i)
 {
     const struct fault *f = &s->sc->faults[i];
+    if (f->kind >= F_PLANE_DOWN) { /* whole planes, all hosts: planes.c */
+        planes_apply_fault(s, i);
+        return;
+    }
     uint32_t li = topo_find_link(s, f->a, f->b);
     if (li == NONE32) {
         fprintf(stderr, "mroce-sim: fault: no cable %s-%s\n", f->a, f->b);

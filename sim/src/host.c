@@ -274,9 +274,8 @@ static void timer_arm(struct sim *s, struct host *h, int after_handle)
 
 void host_pull(struct sim *s, struct host *h)
 {
-    struct link *up = &s->links[h->uplink];
     if (s->tp->kind == T_ROCE) {
-        while (up->q_pkts == 0) {
+        while (host_nic_room(s, h)) {
             uint64_t wake = T_INF;
             struct pkt *p = roce_next_pkt(s, h, &wake);
             if (!p) {
@@ -287,12 +286,13 @@ void host_pull(struct sim *s, struct host *h)
                 }
                 break;
             }
-            link_send(s, h->uplink, p);
+            link_send(s, host_port(s, h, plane_of_entropy(s, h, p->entropy)),
+                      p);
         }
         return;
     }
     int sent = 0;
-    while (up->q_pkts == 0 && mre_ep_want_write(h->ep)) {
+    while (host_nic_room(s, h) && mre_ep_want_write(h->ep)) {
         struct mre_tx_info ti;
         struct mre_tx_zc zc;
         int n = mre_ep_write_pkt_zc(h->ep, s->tx_stage, SIM_BUF_CAP, &ti, &zc,
@@ -318,7 +318,8 @@ void host_pull(struct sim *s, struct host *h)
         p->entropy = ti.entropy;
         p->ecn = ti.ecn;
         p->kind = PK_MROCE;
-        link_send(s, h->uplink, p);
+        /* plane_select engine (planes.c) becomes ti.plane here */
+        link_send(s, host_port(s, h, plane_of_entropy(s, h, ti.entropy)), p);
         sent = 1;
     }
     if (sent)

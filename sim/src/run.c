@@ -196,6 +196,17 @@ static void trace_loop(struct sim *s, uint64_t limit, const char *arg)
     fclose(f);
 }
 
+/* The measured part in steps of `bin`, the goodput bins (planes.c)
+ * sampled after each; the events are the same as in one go. */
+static void bin_loop(struct sim *s, uint64_t limit)
+{
+    planes_bins_start(s);
+    while (!s->stop && s->now < limit) {
+        sim_loop(s, s->now + s->sc->bin_ps);
+        planes_bins_sample(s);
+    }
+}
+
 static void reset_counters(struct sim *s)
 {
     for (uint32_t i = 0; i < s->nlinks; i++) {
@@ -262,6 +273,7 @@ static void sim_destroy(struct sim *s)
     if (s->scratch)
         scratch_unmap(s->scratch, s->scratch_len, s->scratch_aliased);
     free(s->report);
+    planes_free(s);
     arena_destroy(&s->arena); /* last: the engine's memory was in it */
 }
 
@@ -302,6 +314,8 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     wl_start(s);
     if (sc->report_ps)
         report_loop(s, limit);
+    else if (sc->bin_ps)
+        bin_loop(s, limit);
     else if (getenv("MROCE_SIM_TRACE") && tp->kind == T_MROCE)
         trace_loop(s, limit, getenv("MROCE_SIM_TRACE"));
     else
@@ -338,6 +352,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
                ? (double)s->qp_mem_bytes / (double)s->nqps
                : 0);
     fflush(stdout);
+    planes_report(s, res);
     rc = 0;
 out:
     sim_destroy(s);

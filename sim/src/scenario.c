@@ -216,6 +216,13 @@ static int parse_fault(struct scenario *sc, char *v, const char *where)
     char *save;
     char *t = strtok_r(v, " \t", &save), *kind = strtok_r(NULL, " \t", &save);
     char *a = strtok_r(NULL, " \t", &save), *b = strtok_r(NULL, " \t", &save);
+    if (t && kind && parse_time(t, &f->t) == 0) { /* planes.c's kinds */
+        int rc = planes_parse_fault(f, kind, a, b, where);
+        if (rc <= 0) {
+            sc->nfaults += rc == 0;
+            return rc;
+        }
+    }
     if (!t || !kind || !a || !b || parse_time(t, &f->t) < 0) {
         fprintf(stderr, "%s: fault = TIME KIND NODE NODE [VALUE]\n", where);
         return -1;
@@ -365,6 +372,9 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
     INT32("qp_path_reuse", qp_path_reuse)
     RATE("host_rate", host_rate) RATE("fabric_rate", fabric_rate)
     else {
+        int rc = planes_scenario_set(sc, key, val, where);
+        if (rc <= 0)
+            return rc;
         fprintf(stderr, "%s: unknown key '%s'\n", where, key);
         return -1;
     }

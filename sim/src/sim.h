@@ -137,12 +137,25 @@ struct hop {
     uint8_t pad_;
 };
 
+/* ---- planes (planes.c) ---- */
+/* A multiplane fabric is `planes` parallel leaf-spine networks of the
+ * scenario's shape; a host has one NIC port (uplink) per plane, each at
+ * host_rate, and sends a packet on the port of its plane. */
+#define SIM_MAX_PLANES 8
+/* How a packet's plane is chosen: a function of its entropy (today), the
+ * engine's choice (the tx info's plane, not in the engine yet), or by the
+ * NIC alone, whatever the entropy: the port with the fewest packets
+ * waiting among those whose link is up (a reference for a balanced
+ * choice, not a model of the engine). */
+enum plane_select { PLANE_SEL_ENTROPY, PLANE_SEL_ENGINE, PLANE_SEL_SPRAY };
+
 /* ---- topology (topo.c) ---- */
 enum node_kind { N_HOST, N_SWITCH };
 
 struct node {
     uint8_t kind;
     uint8_t level; /* 0 host, 1 ToR/leaf/edge, 2 spine/agg, 3 core */
+    uint8_t plane; /* switches: the plane it belongs to (planes.c) */
     char name[16];
     uint32_t lo, hi; /* hosts below this switch: [lo, hi) */
     uint32_t span;   /* hosts per down port */
@@ -255,7 +268,18 @@ struct wl_cfg {
 };
 
 /* ---- scenario (scenario.c) ---- */
-enum fault_kind { F_DOWN, F_BLACKHOLE, F_LOSS, F_RATE, F_UP };
+enum fault_kind {
+    F_DOWN,
+    F_BLACKHOLE,
+    F_LOSS,
+    F_RATE,
+    F_UP,
+    /* planes.c: a whole plane (a = its number) down / up; random loss val
+     * on every host uplink */
+    F_PLANE_DOWN,
+    F_PLANE_UP,
+    F_HOST_LOSS,
+};
 struct fault {
     uint64_t t; /* ps */
     uint8_t kind;
@@ -307,6 +331,12 @@ struct scenario {
     uint32_t qp_path_burst; /* 0: the engine's default */
     uint32_t qp_path_reuse; /* PATH-16: 1 on, 0 (default) off */
     uint64_t report_ps; /* failure report: counters read every this (0 off) */
+    /* planes.c: parallel leaf-spine planes (0: key absent, one plane),
+     * how a packet's plane is chosen (enum plane_select), the goodput
+     * bins' width (0 off) */
+    uint32_t planes;
+    uint8_t plane_select;
+    uint64_t bin_ps;
     struct wl_cfg wl[MAX_WL];
     uint32_t nwl;
     struct fault faults[MAX_FAULTS];
@@ -434,6 +464,8 @@ struct sim {
     uint64_t crc_drops;    /* engines' drop_crc, summed at the end */
     uint32_t route_dirty;
     int stop;
+    uint32_t nplanes;               /* parallel planes, 1 without `planes` */
+    struct planes_state *planes_st; /* planes.c: bins, fault; owned */
 };
 
 /* Called when the event about to be handled has left the heap: if the
@@ -464,6 +496,63 @@ static inline void sim_schedule(struct sim *s, uint64_t t, uint32_t type,
         exit(2);
     }
 }
+
+/* planes.c: the host's uplink on plane `plane`: the builders add every
+ * host's cable of plane 0, then of plane 1, ..., before any other, so
+ * plane 0's is h->uplink and the others follow at strides of 2 * hosts. */
+static inline uint32_t host_port(const struct sim *s, const struct host *h,
+                                 uint32_t plane)
+{
+    return h->uplink + 2 * s->nhosts * plane;
+}
+
+/* The plane a MetaRoCE or baseline packet with this entropy goes out on:
+ * plane_select entropy, or the NIC's least-loaded port (planes_spray). */
+uint32_t planes_spray(const struct sim *s, const struct host *h);
+static inline uint32_t plane_of_entropy(const struct sim *s,
+                                        const struct host *h, uint16_t entropy)
+{
+    if (s->nplanes == 1)
+        return 0;
+    if (s->sc->plane_select == PLANE_SEL_SPRAY)
+        return planes_spray(s, h);
+    return entropy % s->nplanes;
+}
+
+/* The NIC takes another packet from its transport: with one port, when
+ * nothing waits behind the packet on the wire; with several, while some
+ * port has nothing waiting (planes_nic_room). */
+int planes_nic_room(const struct sim *s, const struct host *h);
+static inline int host_nic_room(const struct sim *s, const struct host *h)
+{
+    if (s->nplanes == 1)
+        return s->links[h->uplink].q_pkts == 0;
+    return planes_nic_room(s, h);
+}
+
+/* planes.c */
+struct run_result;
+/* Scenario keys `planes`, `plane_select`, `bin`: 0 or -1 (a message on
+ * stderr), 1 when the key is not one of them. */
+int planes_scenario_set(struct scenario *sc, const char *key, const char *val,
+                        const char *where);
+/* Faults `TIME plane_down N`, `TIME plane_up N`, `TIME host_loss P`: 0 or
+ * -1 (a message on stderr); 1 when kind is not one of them.  arg is the
+ * token after the kind, extra the one after that (must be NULL). */
+int planes_parse_fault(struct fault *f, const char *kind, const char *arg,
+                       const char *extra, const char *where);
+void planes_apply_fault(struct sim *s, uint32_t i);
+/* The host's bandwidth: the sum of its ports' rates, bit/s. */
+double planes_host_bps(const struct sim *s, uint32_t host);
+/* Goodput bins (`bin`): run.c calls start once the workloads start and
+ * sample after each step of bin_ps. */
+void planes_bins_start(struct sim *s);
+void planes_bins_sample(struct sim *s);
+/* After the run: fills res's plane counters and, if the scenario named
+ * `planes` or `bin`, prints the `planes ...` line and writes
+ * planes_SCEN_TP.csv / bins_SCEN_TP.csv. */
+void planes_report(struct sim *s, struct run_result *res);
+void planes_free(struct sim *s);
 
 /* topo.c */
 int topo_build(struct sim *s);
@@ -555,6 +644,9 @@ struct run_result {
     uint64_t tier_bytes[8]; /* bytes sent per tier during the run */
     uint64_t link_pkts_max, link_pkts_min; /* over tor->spine links */
     uint32_t links_busy; /* tor->spine links with >= 5% of the busiest */
+    /* planes.c: bytes the hosts sent on each plane's uplinks */
+    uint32_t nplanes;
+    uint64_t plane_tx_bytes[SIM_MAX_PLANES];
 };
 void metrics_report(struct sim *s, struct run_result *r);
 int metrics_write(struct sim *s, const struct run_result *r);

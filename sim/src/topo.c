@@ -14,6 +14,10 @@
  * lead there.  A blackholed cable is never removed: it is silent.  A cable
  * that is L_DOWN_LOCAL is removed only by its own two ends: every other
  * switch still believes in paths through it (no routing protocol).
+ *
+ * Planes (scenario key `planes`, planes.c): the leaf-spine builder repeats
+ * the fabric once per plane; routing needs nothing more, since no switch
+ * has a link into another plane and every rule above is per switch.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -86,10 +90,27 @@ static int alloc_ports(struct node *n, uint32_t ndown, uint32_t nup)
     return n->down && n->up ? 0 : -1;
 }
 
+/* A switch of plane pl: with more than one plane, its name says which
+ * ("p1.leaf0"; plane < 8 and at most 65,536 switches a kind: 13 chars). */
+static void plane_name(struct node *n, uint32_t np, uint32_t pl,
+                       const char *kind, uint32_t i)
+{
+    n->plane = (uint8_t)pl;
+    if (np > 1)
+        snprintf(n->name, sizeof(n->name), "p%u.%s%u", pl & 7u, kind,
+                 i & 0xffffu);
+}
+
+/* `planes` (nplanes) parallel leaf-spine planes of the same shape.  Nodes:
+ * the hosts, then each plane's leaves and spines; links: every host's cable
+ * of plane 0, of plane 1, ... (host_port), then each plane's leaf-spine
+ * cables.  One plane is the classic leaf-spine, node and link for node and
+ * link; with more, each switch's name starts with its plane ("p1.leaf0"). */
 static int build_leafspine(struct sim *s)
 {
     const struct scenario *sc = s->sc;
     uint32_t H = sc->hosts, P = sc->hosts_per_tor, S = sc->spines;
+    uint32_t NP = s->nplanes;
     if (!P || H % P || !S) {
         fprintf(stderr,
                 "leafspine: hosts must be a multiple of hosts_per_tor\n");
@@ -99,46 +120,53 @@ static int build_leafspine(struct sim *s)
     s->nhosts = H;
     s->ntors = L;
     s->hosts_per_tor = P;
-    s->nodes = calloc(H + L + S, sizeof(*s->nodes));
-    s->links = links_alloc(2 * ((size_t)H + (size_t)L * S));
+    s->nodes = calloc(H + (size_t)NP * (L + S), sizeof(*s->nodes));
+    s->links = links_alloc(2 * (size_t)NP * ((size_t)H + (size_t)L * S));
     if (!s->nodes || !s->links)
         return -1;
     for (uint32_t h = 0; h < H; h++)
         add_node(s, 0, "h", h);
-    for (uint32_t l = 0; l < L; l++) {
-        struct node *n = &s->nodes[add_node(s, 1, "leaf", l)];
-        n->lo = l * P;
-        n->hi = n->lo + P;
-        n->span = 1;
-        n->ndown = P;
-        n->nup = S;
-        if (alloc_ports(n, P, S) < 0)
-            return -1;
-    }
-    for (uint32_t sp = 0; sp < S; sp++) {
-        struct node *n = &s->nodes[add_node(s, 2, "spine", sp)];
-        n->lo = 0;
-        n->hi = H;
-        n->span = P;
-        n->ndown = L;
-        n->nup = 0;
-        if (alloc_ports(n, L, 0) < 0)
-            return -1;
-    }
-    for (uint32_t h = 0; h < H; h++) {
-        uint32_t leaf = H + h / P;
-        uint32_t li = add_cable(s, h, leaf, sc->host_rate, "host-tor",
-                                "tor-host");
-        s->nodes[leaf].down[h % P] = li + 1;
-    }
-    for (uint32_t l = 0; l < L; l++)
-        for (uint32_t sp = 0; sp < S; sp++) {
-            uint32_t leaf = H + l, spine = H + L + sp;
-            uint32_t li = add_cable(s, leaf, spine, sc->fabric_rate,
-                                    "tor-spine", "spine-tor");
-            s->nodes[leaf].up[sp] = li;
-            s->nodes[spine].down[l] = li + 1;
+    for (uint32_t pl = 0; pl < NP; pl++) {
+        for (uint32_t l = 0; l < L; l++) {
+            struct node *n = &s->nodes[add_node(s, 1, "leaf", l)];
+            plane_name(n, NP, pl, "leaf", l);
+            n->lo = l * P;
+            n->hi = n->lo + P;
+            n->span = 1;
+            n->ndown = P;
+            n->nup = S;
+            if (alloc_ports(n, P, S) < 0)
+                return -1;
         }
+        for (uint32_t sp = 0; sp < S; sp++) {
+            struct node *n = &s->nodes[add_node(s, 2, "spine", sp)];
+            plane_name(n, NP, pl, "spine", sp);
+            n->lo = 0;
+            n->hi = H;
+            n->span = P;
+            n->ndown = L;
+            n->nup = 0;
+            if (alloc_ports(n, L, 0) < 0)
+                return -1;
+        }
+    }
+    for (uint32_t pl = 0; pl < NP; pl++)
+        for (uint32_t h = 0; h < H; h++) {
+            uint32_t leaf = H + pl * (L + S) + h / P;
+            uint32_t li = add_cable(s, h, leaf, sc->host_rate, "host-tor",
+                                    "tor-host");
+            s->nodes[leaf].down[h % P] = li + 1;
+        }
+    for (uint32_t pl = 0; pl < NP; pl++)
+        for (uint32_t l = 0; l < L; l++)
+            for (uint32_t sp = 0; sp < S; sp++) {
+                uint32_t leaf = H + pl * (L + S) + l;
+                uint32_t spine = H + pl * (L + S) + L + sp;
+                uint32_t li = add_cable(s, leaf, spine, sc->fabric_rate,
+                                        "tor-spine", "spine-tor");
+                s->nodes[leaf].up[sp] = li;
+                s->nodes[spine].down[l] = li + 1;
+            }
     return 0;
 }
 
@@ -229,6 +257,11 @@ static int build_fattree(struct sim *s)
 int topo_build(struct sim *s)
 {
     int rc;
+    s->nplanes = s->sc->planes ? s->sc->planes : 1;
+    if (s->nplanes > 1 && strcmp(s->sc->topo, "leafspine")) {
+        fprintf(stderr, "planes: only the leafspine topology has planes\n");
+        return -1;
+    }
     if (!strcmp(s->sc->topo, "leafspine"))
         rc = build_leafspine(s);
     else if (!strcmp(s->sc->topo, "fattree"))

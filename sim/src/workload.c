@@ -354,7 +354,7 @@ uint64_t wl_ideal_ps(const struct sim *s)
         rx[m->dst] += m->bytes;
     }
     for (uint32_t h = 0; h < H; h++) {
-        double r = (double)s->links[s->hosts[h].uplink].rate_bps;
+        double r = planes_host_bps(s, h);
         double t = (double)(tx[h] > rx[h] ? tx[h] : rx[h]) * 8 / r;
         if (t > worst)
             worst = t;

@@ -1,0 +1,168 @@
+/*
+ * test_planes.c - tests of mroce-sim's multiplane fabrics (planes.c), on
+ * small scenarios built in code.
+ *
+ *   one plane     `planes = 1` is today's leaf-spine, event for event
+ *   spread        on 4 planes a ring all-reduce and an all-to-all complete
+ *                 and every plane carries a share of the bytes
+ *   plane down    a whole plane fails mid-collective (and comes back in a
+ *                 second run): the collective completes, no QP errors, and
+ *                 the failed plane lost packets
+ *   parsing       bad plane counts, plane_select engine, bad plane faults
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static int failures;
+#define CHECK(c, ...)                                                    \
+    do {                                                                 \
+        if (!(c)) {                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                \
+            fprintf(stderr, "\n");                                       \
+            failures++;                                                  \
+        }                                                                \
+    } while (0)
+
+static void base(struct scenario *sc, const char *name)
+{
+    scenario_defaults(sc);
+    snprintf(sc->name, sizeof(sc->name), "%s", name);
+    snprintf(sc->outdir, sizeof(sc->outdir), "/tmp/mroce-sim-test-planes");
+    sc->progress = 0;
+    sc->hosts = 16;
+    sc->hosts_per_tor = 4;
+    sc->spines = 4;
+    sc->qp_npaths = 64;
+    sc->limit_ps = 200 * PS_PER_MS;
+}
+
+static int set(struct scenario *sc, const char *key, const char *val)
+{
+    return scenario_set(sc, key, val, "test");
+}
+
+static void run(struct scenario *sc, int tp, struct run_result *r)
+{
+    int rc = sim_run(sc, &sc->tp[tp], r);
+    CHECK(rc == 0, "sim_run %s/%s", sc->name, sc->tp[tp].name);
+}
+
+static void test_one_plane(void)
+{
+    struct scenario sc;
+    base(&sc, "planes1");
+    set(&sc, "workload", "allreduce bytes=2M slice=64K order=random");
+    set(&sc, "transports", "mroce,roce");
+    for (int tp = 0; tp < 2; tp++) {
+        struct run_result a, b;
+        sc.planes = 0;
+        run(&sc, tp, &a);
+        CHECK(set(&sc, "planes", "1") == 0, "planes = 1");
+        run(&sc, tp, &b);
+        CHECK(a.complete && b.complete, "tp %d", tp);
+        CHECK(a.time_ps == b.time_ps && a.events == b.events &&
+                  a.retx_pkts == b.retx_pkts && a.pkts_sent == b.pkts_sent,
+              "tp %d: %llu vs %llu ps", tp, (unsigned long long)a.time_ps,
+              (unsigned long long)b.time_ps);
+        CHECK(b.nplanes == 1 && b.plane_tx_bytes[0] > 0, "tp %d", tp);
+    }
+}
+
+static void test_spread(void)
+{
+    const char *wls[] = {"allreduce bytes=4M slice=64K",
+                         "alltoall bytes=256K msg=64K active=8"};
+    for (int w = 0; w < 2; w++) {
+        struct scenario sc;
+        base(&sc, w ? "planes4_a2a" : "planes4_ring");
+        CHECK(set(&sc, "planes", "4") == 0, "planes = 4");
+        set(&sc, "workload", wls[w]);
+        set(&sc, "transports", "mroce,roce");
+        for (int tp = 0; tp < 2; tp++) {
+            struct run_result r;
+            run(&sc, tp, &r);
+            CHECK(r.complete && !r.qp_errors, "%s tp %d", wls[w], tp);
+            CHECK(r.nplanes == 4, "%u planes", r.nplanes);
+            uint64_t sum = 0, mn = UINT64_MAX;
+            for (int p = 0; p < 4; p++) {
+                sum += r.plane_tx_bytes[p];
+                if (r.plane_tx_bytes[p] < mn)
+                    mn = r.plane_tx_bytes[p];
+            }
+            /* MetaRoCE sprays over 64 entropies, so over every plane;
+             * a baseline QP has one entropy, hence one plane */
+            if (tp == 0)
+                CHECK(mn * 8 > sum, "%s: a plane carried %llu of %llu bytes",
+                      wls[w], (unsigned long long)mn, (unsigned long long)sum);
+        }
+    }
+}
+
+static void test_plane_down(void)
+{
+    for (int recover = 0; recover < 2; recover++) {
+        struct scenario sc;
+        base(&sc, recover ? "planes4_flap" : "planes4_down");
+        set(&sc, "planes", "4");
+        set(&sc, "workload", "allreduce bytes=8M slice=64K");
+        set(&sc, "transports", "mroce");
+        CHECK(set(&sc, "fault", "40us plane_down 2") == 0, "plane_down");
+        if (recover)
+            CHECK(set(&sc, "fault", "80us plane_up 2") == 0, "plane_up");
+        struct run_result r;
+        run(&sc, 0, &r);
+        CHECK(r.complete && !r.qp_errors, "recover %d: complete %d qperr %llu",
+              recover, r.complete, (unsigned long long)r.qp_errors);
+        CHECK(r.pkts_dropped > 0, "the failed plane lost nothing");
+        CHECK(r.time_ps > 40 * PS_PER_US, "finished before the fault");
+        CHECK(r.pkts_sent ==
+                  r.pkts_delivered + r.pkts_dropped + r.pkts_inflight,
+              "conservation");
+    }
+}
+
+static void test_parsing(void)
+{
+    struct scenario sc;
+    base(&sc, "parse");
+    CHECK(set(&sc, "planes", "0") < 0, "planes 0");
+    CHECK(set(&sc, "planes", "9") < 0, "planes 9");
+    CHECK(set(&sc, "planes", "2x") < 0, "planes 2x");
+    CHECK(set(&sc, "planes", "8") == 0 && sc.planes == 8, "planes 8");
+    CHECK(set(&sc, "plane_select", "entropy") == 0, "entropy");
+    CHECK(set(&sc, "plane_select", "engine") < 0, "engine is not there yet");
+    CHECK(set(&sc, "bin", "5us") == 0 && sc.bin_ps == 5 * PS_PER_US, "bin");
+    CHECK(set(&sc, "bin", "5parsecs") < 0, "bin unit");
+    CHECK(set(&sc, "bin", "nan") < 0 && set(&sc, "bin", "0us") < 0, "bin");
+    CHECK(set(&sc, "fault", "1ms plane_down 8") < 0, "plane 8");
+    CHECK(set(&sc, "fault", "1ms plane_down") < 0, "no plane");
+    CHECK(set(&sc, "fault", "1ms plane_down 1 2") < 0, "extra token");
+    CHECK(set(&sc, "fault", "1ms host_loss 1.5") < 0, "loss 1.5");
+    CHECK(sc.nfaults == 0, "%u faults kept", sc.nfaults);
+    CHECK(set(&sc, "fault", "1ms host_loss 0.01") == 0 && sc.nfaults == 1 &&
+              sc.faults[0].kind == F_HOST_LOSS && sc.faults[0].val == 0.01,
+          "host_loss");
+    /* fat-trees have no planes */
+    set(&sc, "topology", "fattree");
+    set(&sc, "workload", "permutation bytes=64K");
+    struct run_result r;
+    set(&sc, "transports", "mroce");
+    CHECK(sim_run(&sc, &sc.tp[0], &r) < 0, "a fat-tree with planes ran");
+}
+
+int main(void)
+{
+    test_one_plane();
+    test_spread();
+    test_plane_down();
+    test_parsing();
+    if (failures) {
+        fprintf(stderr, "%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_planes: all passed\n");
+    return 0;
+}
