@@ -138,11 +138,17 @@ enum mre_ecn {
 struct mre_rx_info {
     struct mre_addr from; /* who sent it (needed for CONNECT_REQ) */
     uint8_t ecn;          /* enum mre_ecn of the received IP header */
+    uint8_t plane;        /* local plane (socket) it arrived on; 0 with
+                             one plane.  Zero the struct: plane 0 is the
+                             single-plane behaviour (PATH-17). */
 };
 struct mre_tx_info {
     struct mre_addr to; /* destination */
     uint16_t entropy;   /* path: the UDP source port to send from */
     uint8_t ecn;        /* ECN codepoint to set (ECT(0) for all) */
+    uint8_t plane;      /* local plane (socket) to send from; `to` is the
+                           peer's address on that plane.  Always 0 with
+                           one plane (PATH-17) */
     uint32_t qp_num;    /* local QP that produced it (0: endpoint) */
 };
 

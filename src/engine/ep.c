@@ -302,6 +302,7 @@ int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
     while (ep->ready_head) {
         mre_qp *qp = ep->ready_head;
         qp->cwnd_refused = 0;
+        info->plane = 0; /* the writers set another plane (plane.c) */
         int n = qp_write_pkt(qp, buf, cap, info, now);
         if (n < 0)
             return n;

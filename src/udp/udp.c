@@ -600,6 +600,7 @@ static int rx_release(struct mroce_udp *u, mroce_udp_rx_fn fn, void *user,
     while ((i = mroce_holdq_ready(&u->rxh, now)) >= 0) {
         struct mroce_held h;
         struct mre_rx_info info;
+        memset(&info, 0, sizeof info);
         mroce_holdq_take(&u->rxh, i, &h);
         info.from = h.addr;
         info.ecn = h.ecn;
@@ -741,6 +742,7 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
             continue;
         }
         struct mre_rx_info info;
+        memset(&info, 0, sizeof info);
         info.ecn = MROCE_ECN_NOT_ECT;
         size_t seg = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
