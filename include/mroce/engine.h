@@ -267,13 +267,13 @@ void mre_qp_get_counters(const mre_qp *qp, struct mroce_qp_counters *c);
 int mre_qp_path_stats(const mre_qp *qp, struct mroce_path_stats *ps, int n);
 /* Per-plane state of a connection (plane.c). */
 struct mre_plane_stats {
-    uint8_t up;        /* 0 while the plane is down (PATH-21) */
-    uint16_t paths;    /* path slots on the plane */
-    uint64_t tx_pkts;  /* packets sent on it */
-    uint64_t rx_acks;  /* ACKs and NAKs that arrived over it */
-    uint32_t downs;    /* times it was marked down */
-    uint32_t probes;   /* packets sent on it while down (PATH-22) */
-    uint32_t dead;     /* slots retired since the last ACK over it */
+    uint8_t up;       /* 0 while the plane is down (PATH-21) */
+    uint16_t paths;   /* path slots on the plane */
+    uint64_t tx_pkts; /* packets sent on it */
+    uint64_t rx_acks; /* ACKs and NAKs that arrived over it */
+    uint32_t downs;   /* times it was marked down */
+    uint32_t probes;  /* packets sent on it while down (PATH-22) */
+    uint32_t dead;    /* slots retired since the last ACK over it */
 };
 /* Fills up to n planes; returns the connection's plane count (1 before the
  * handshake or without planes: plane 0 then holds the whole QP). */

@@ -134,6 +134,12 @@ struct mroce_device_attr {
     uint32_t rx_credit_bytes; /* receiver-driven credit budget; 0 = off */
     struct mroce_fault tx_fault, rx_fault;
     uint64_t fault_seed; /* 0 = from the clock */
+    /* Planes (docs/spec/multipath.md, Planes): comma-separated IPv4 or
+     * IPv6 literals, one local address per plane, at most 8, plane 0
+     * first (it replaces local_addr).  Each plane gets its own sockets on
+     * `port` and the same source ports.  NULL: the MROCE_PLANES
+     * environment variable, else one plane at local_addr. */
+    const char *planes;
 };
 void mroce_device_attr_default(struct mroce_device_attr *attr);
 

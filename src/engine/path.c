@@ -328,8 +328,8 @@ static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
         p->ready = 0;
         p->ready_next = MROCE_PATH_NONE;
         if (i != avoid && !path_blocked(ps, p) && !p->ce_last &&
-            p->consec_losses == 0 &&
-            p->last_echo != 0 && p->weight >= ps->mean_weight) {
+            p->consec_losses == 0 && p->last_echo != 0 &&
+            p->weight >= ps->mean_weight) {
             ps->reuses++;
             return i;
         }
