@@ -19,6 +19,8 @@
  */
 #include "engine_int.h"
 
+#include "../wire/seeded_fault.h"
+
 _Static_assert(MROCE_EP_MAX_PLANES == MROCE_MAX_PLANES,
                "engine and wire plane limits agree");
 
@@ -32,7 +34,12 @@ void mre_plane_conn_ext(const mre_qp *qp, struct mrw_conn_hdr *c, int resp)
     const mre_ep *ep = qp->ep;
     uint8_t n = plane_local_count(ep), i;
 
-    if (n < 2 || (resp && !qp->planes))
+    if (MROCE_SEEDED_FAULT(PLANES_ALWAYS) && n < 2) {
+        c->nplanes = 1; /* a one-plane endpoint lists its (unknown) plane */
+        return;
+    }
+    if (n < 2 ||
+        (resp && !qp->planes && !MROCE_SEEDED_FAULT(PLANES_RESP_UNASKED)))
         return; /* CONN-28, CONN-29 */
     c->nplanes = n;
     for (i = 0; i < n; i++) {
@@ -98,7 +105,7 @@ void mre_plane_tx(mre_qp *qp, struct mre_tx_info *info)
     if (!pl)
         return;
     k = (uint8_t)(info->entropy % pl->n); /* PATH-19, PATH-20 */
-    if (pl->p[k].unusable)
+    if (pl->p[k].unusable || MROCE_SEEDED_FAULT(PLANES_TX_ZERO))
         k = 0;
     info->plane = k;
     if (k != 0)
@@ -171,10 +178,12 @@ void mre_plane_on_retire(mre_qp *qp, uint16_t slot)
     }
 }
 
-/* One probe per RTO (PATH-22), with the connection's RTO estimate. */
+/* One probe per RTO (PATH-22): LOSS-8's, without backoff. */
 static mroce_tstamp plane_probe_interval(const mre_qp *qp)
 {
-    mroce_tstamp rto = qp->srtt + 4 * qp->rttvar;
+    mroce_tstamp rto = qp->srtt + 4 * qp->rttvar + qp->peer_ack_delay;
+    if (qp->srtt == 0)
+        rto = 5 * qp->attr.min_rto;
     if (rto < qp->attr.min_rto)
         rto = qp->attr.min_rto;
     if (rto > qp->attr.max_rto)

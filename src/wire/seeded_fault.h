@@ -40,7 +40,11 @@
     X(ENTROPY_NO_ECHO, "entropy_no_echo")         \
     X(ECN_IGNORE, "ecn_ignore")                   \
     X(ACK_DELAY_LONG, "ack_delay_long")           \
-    X(WINDOW_ANY, "window_any")
+    X(WINDOW_ANY, "window_any")                   \
+    /* part D (planes), issue 18 */               \
+    X(PLANES_ALWAYS, "planes_always")             \
+    X(PLANES_RESP_UNASKED, "planes_resp_unasked") \
+    X(PLANES_TX_ZERO, "planes_tx_zero")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
