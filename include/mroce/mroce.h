@@ -53,6 +53,10 @@
  *     the device is closed.
  *   MROCE_BUSY_POLL_US=N: how long the progress thread polls before it
  *     sleeps (default 50).
+ *   MROCE_PLANES=10.0.0.1,10.1.0.1: the device's planes (parallel
+ *     networks, one local address each, plane 0 first), for devices whose
+ *     attr.planes is NULL; see mroce_device_attr.planes.  Unset: one
+ *     plane, as without planes.
  *   MROCE_IDLE_YIELD_US=N: in APP mode, once a device that has been
  *     moving bulk data (4+ packets per busy progress round on average) has
  *     had nothing to do for N us (default 50; 0 = never), each

@@ -29,6 +29,14 @@ static uint8_t plane_local_count(const mre_ep *ep)
     return ep->cfg.nplanes > 1 ? ep->cfg.nplanes : 1;
 }
 
+/* PATH-19: n planes of npaths slots each need span >= max(2n, npaths * n)
+ * entropies (mre_pathset_set_planes); any smaller P then fits too. */
+static int plane_fits(const mre_qp *qp, uint8_t n)
+{
+    uint32_t span = qp->paths.entropy_span;
+    return span >= 2u * n && qp->paths.npaths <= span / n;
+}
+
 void mre_plane_conn_ext(const mre_qp *qp, struct mrw_conn_hdr *c, int resp)
 {
     const mre_ep *ep = qp->ep;
@@ -38,9 +46,10 @@ void mre_plane_conn_ext(const mre_qp *qp, struct mrw_conn_hdr *c, int resp)
         c->nplanes = 1; /* a one-plane endpoint lists its (unknown) plane */
         return;
     }
-    if (n < 2 ||
+    if (n < 2 || !plane_fits(qp, n) ||
         (resp && !qp->planes && !MROCE_SEEDED_FAULT(PLANES_RESP_UNASKED)))
-        return; /* CONN-28, CONN-29 */
+        return; /* CONN-28, CONN-29: a side that cannot meet PATH-19
+                   lists no planes, so both use one */
     c->nplanes = n;
     for (i = 0; i < n; i++) {
         memcpy(c->planes[i].addr, ep->cfg.planes[i].addr, 16);
@@ -65,8 +74,8 @@ void mre_plane_negotiate(mre_qp *qp, const struct mrw_conn_hdr *c)
 
     if (c->nplanes < n)
         n = c->nplanes; /* absent (0): one plane */
-    if (n < 2 || qp->planes)
-        return;
+    if (n < 2 || qp->planes || !plane_fits(qp, plane_local_count(ep)))
+        return; /* without our PLANES sent the peer uses one plane too */
     pl = mre_mem_calloc(&ep->mem, 1, sizeof(*pl));
     if (!pl)
         return; /* one plane; the CONNECT_RESP then says so (CONN-29) */
