@@ -8,7 +8,8 @@
  *
  * The tester has one address, so it plays a two-plane peer whose plane 1
  * is one of its entropy sockets: a packet of the IUT on plane 1 arrives on
- * that socket, one on plane 0 on the tester's MetaRoCE port.  The IUT's
+ * that socket, one on plane 0 on the tester's MetaRoCE port; a plane
+ * failure is the tester dropping what arrives on that socket.  The IUT's
  * planes come from DEVICE planes=2 (AGENT-25); an agent without planes
  * answers ENOTSUP and those cases are skipped.
  */
@@ -100,7 +101,7 @@ CT_CASE(planes_data_on_named_plane, "PATH-19 PATH-20 CONN-30",
              "raddr=0x40000 rkey=0x7a",
              c->aqp, mr.id, 1024u * 32);
     while (got < 32) {
-        const struct ct_rx *rx = ct_expect_data(c, ct_ms(t, RL_WAIT));
+        const struct ct_rx *rx = ct_expect_data(c, RL_WAIT);
         unsigned plane = rx->p.base.entropy % 2u;
         if (rx->p.base.flags & MROCE_F_RETX)
             continue;
@@ -177,4 +178,114 @@ CT_CASE(planes_ack_on_echoed_plane, "PATH-20 REL-22",
                    k == 0 ? "our plane-1 socket" : "the MetaRoCE port");
     }
     ct_expect_mem(t, &mr, 0, d, sizeof(d));
+}
+
+/* The IUT's receive state in c, kept aside so that a packet can be
+ * "lost" after ct_next has recorded it. */
+struct rcv_snap {
+    uint32_t cum, rx_count, ce_count;
+    uint8_t bits[CT_RCV_BITS / 8];
+};
+
+static void snap_take(const struct ct_conn *c, struct rcv_snap *s)
+{
+    s->cum = c->rcv_cum;
+    s->rx_count = c->rx_count;
+    s->ce_count = c->ce_count;
+    memcpy(s->bits, c->rcv_bits, sizeof(s->bits));
+}
+
+static void snap_put(struct ct_conn *c, const struct rcv_snap *s)
+{
+    c->rcv_cum = s->cum;
+    c->rx_count = s->rx_count;
+    c->ce_count = s->ce_count;
+    memcpy(c->rcv_bits, s->bits, sizeof(s->bits));
+}
+
+/* Posts a WRITE of npk packets (MTU 1024) from the IUT and answers its
+ * data until the WRITE completes: packets arriving on the tester's plane-1
+ * socket (entropy socket 1) are dropped unanswered when drop1 (as if plane
+ * 1 had failed), every other data packet is ACKed at once.  Counts the
+ * data packets (all transmissions) per plane into on[2]; returns the
+ * milliseconds it took. */
+static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
+                                  const struct ct_mr *mr, uint64_t wrid,
+                                  unsigned npk, int drop1, unsigned on[2])
+{
+    uint64_t t0 = ct_now_ns();
+    uint64_t end = t0 + (uint64_t)ct_ms(t, 20000) * 1000000u;
+    unsigned n = 0;
+
+    c->auto_ack = 0;
+    on[0] = on[1] = 0;
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=%llu op=WRITE mr=%d off=0 len=%u "
+             "raddr=0x40000 rkey=0x7a",
+             c->aqp, (unsigned long long)wrid, mr->id, 1024u * npk);
+    for (;;) {
+        struct rcv_snap s;
+        const struct ct_rx *rx;
+        snap_take(c, &s);
+        rx = ct_next(c, 20);
+        if (!rx || ++n % 64 == 0) {
+            struct ct_wc w = ct_poll(t, c->aqp, "send", 0);
+            if (w.n) {
+                CT_REQUIRE(t, w.wrid == wrid && !strcmp(w.status, "SUCCESS"),
+                           "WRITE completed with %s", w.status);
+                break;
+            }
+            CT_REQUIRE(t, ct_now_ns() < end,
+                       "the IUT's %u-packet WRITE did not complete in 20 s",
+                       npk);
+        }
+        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode))
+            continue;
+        CT_REQUIRE(t, rx->sock == -1 || rx->sock == 1,
+                   "data arrived on entropy socket %d, not a plane", rx->sock);
+        on[rx->sock == 1]++;
+        if (rx->sock == 1 && drop1) {
+            snap_put(c, &s); /* lost on plane 1 */
+            continue;
+        }
+        ct_send_ack(c, &rx->p);
+    }
+    c->auto_ack = 1;
+    return (ct_now_ns() - t0) / 1000000u;
+}
+
+CT_CASE(planes_failed_plane_probes_only, "PATH-21 PATH-22 PATH-23",
+        "two planes agreed; plane 1 drops everything during a 2048-packet "
+        "WRITE of the IUT: it completes, plane 1 gets at most half of "
+        "plane 0's packets and 1024 + 2 per ms (its paths' bursts and "
+        "retransmissions until they are all retired, then probes, min_rto "
+        "1 ms); then plane 1 works again: it carries at least 1/8 of the "
+        "next WRITE")
+{
+    struct ct_mr mr;
+    struct ct_conn *c;
+    unsigned on[2];
+    uint64_t ms;
+
+    ct_agent(t, "DEVICE planes=2");
+    mr = ct_mr_reg(t, 2u << 20, "lw", 0);
+    c = ct_conn_new(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    two_planes(c, -1, 1);
+    ct_conn_connect(c);
+    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
+    ms = write_over_planes(t, c, &mr, 1, 2048, 1, on);
+    ct_log(t, "plane 1 failed: plane 0 %u, plane 1 %u packets in %llu ms",
+           on[0], on[1], (unsigned long long)ms);
+    CT_REQUIRE(t, on[1] * 2 <= on[0] && on[1] <= 1024 + 2 * ms,
+               "a failed plane got %u packets against %u on the other in "
+               "%llu ms: it must be marked down once its paths are retired "
+               "and get only a probe per RTO (PATH-21, PATH-22)",
+               on[1], on[0], (unsigned long long)ms);
+    ms = write_over_planes(t, c, &mr, 2, 2048, 0, on);
+    ct_log(t, "plane 1 back: plane 0 %u, plane 1 %u packets in %llu ms", on[0],
+           on[1], (unsigned long long)ms);
+    CT_REQUIRE(t, on[1] * 8 >= on[0] + on[1],
+               "a plane that works again got %u of %u packets: the "
+               "acknowledgement of its probe must bring it back (PATH-23)",
+               on[1], on[0] + on[1]);
 }

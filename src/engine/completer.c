@@ -54,9 +54,10 @@ static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
             mre_txr_unflight(qp, idx);
             mre_path_on_ack(&qp->paths, e->path,
                             psn == echo_psn && !e->retx ? rtt : 0, qp->min_rtt);
-            mre_plane_on_path_ack(qp, e->path); /* PATH-23 */
         }
     }
+    /* PATH-23, also for a probe already declared lost: it got there. */
+    mre_plane_on_path_ack(qp, e->path);
     e->state = TX_ACKED;
     e->probe = 0;
     *acked_bytes += e->len;

@@ -132,7 +132,7 @@ static void plane_proven(mre_qp *qp, struct mre_planes *pl, uint8_t plane)
             pl->dead_bits[i >> 6] &= ~(1ull << (i & 63));
         p->dead = 0;
     }
-    if (p->down) { /* PATH-23 */
+    if (p->down && !MROCE_SEEDED_FAULT(PLANES_NEVER_UP)) { /* PATH-23 */
         p->down = 0;
         pl->ndown--;
     }
@@ -179,7 +179,8 @@ void mre_plane_on_retire(mre_qp *qp, uint16_t slot)
     p->dead++;
     /* PATH-21: every slot of the plane retired since an ACK came over it;
      * the last plane up stays up. */
-    if (!p->down && p->dead >= p->nslots && pl->ndown + 1 < pl->n) {
+    if (!p->down && p->dead >= p->nslots && pl->ndown + 1 < pl->n &&
+        !MROCE_SEEDED_FAULT(PLANES_NO_DOWN)) {
         p->down = 1;
         p->downs++;
         p->probe_at = 0;

@@ -44,7 +44,9 @@
     /* part D (planes), issue 18 */               \
     X(PLANES_ALWAYS, "planes_always")             \
     X(PLANES_RESP_UNASKED, "planes_resp_unasked") \
-    X(PLANES_TX_ZERO, "planes_tx_zero")
+    X(PLANES_TX_ZERO, "planes_tx_zero")           \
+    X(PLANES_NO_DOWN, "planes_no_down")           \
+    X(PLANES_NEVER_UP, "planes_never_up")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
