@@ -55,6 +55,7 @@ loss.c          mre_loss_
 mr.c            mre_mr_
 names.c         mre_names_
 path.c          mre_path_ mre_pathset_
+plane.c         mre_plane_
 qp.c            mre_qp_
 requester.c     mre_req_
 responder.c     mre_resp_

@@ -69,7 +69,7 @@ static int pump(struct end *from, struct end *to, mre_qp **client)
                 req_src[i] = ti.qp_num;
             }
         }
-        struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+        struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0, 0};
         mre_ep_recv(to->ep, buf, (size_t)n, &ri, 0);
         moved++;
     }
@@ -81,7 +81,7 @@ static int pump(struct end *from, struct end *to, mre_qp **client)
 static uint8_t deliver(mre_ep *ep, const uint8_t *b, size_t n,
                        const struct mre_addr *from, uint32_t *answer_qpn)
 {
-    struct mre_rx_info ri = {*from, MROCE_ECN_ECT0};
+    struct mre_rx_info ri = {*from, MROCE_ECN_ECT0, 0};
     mre_ep_recv(ep, b, n, &ri, 0);
     uint8_t buf[MROCE_MAX_PKT_LEN];
     struct mre_tx_info ti;

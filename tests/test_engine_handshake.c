@@ -55,7 +55,7 @@ static int pump(struct end *from, struct end *to)
                      MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN + MROCE_CRC_LEN);
             seen_mad = p.u.conn.max_ack_delay;
         }
-        struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+        struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0, 0};
         mre_ep_recv(to->ep, buf, (size_t)n, &ri, 0);
         moved++;
     }
@@ -103,7 +103,7 @@ static uint8_t deliver(struct end *e, const struct end *from, mre_qp *r,
     size_t n = mrw_pkt_encode(&p, buf, sizeof(buf));
     if (!CHECK(n > 0))
         return 0;
-    struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+    struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0, 0};
     mre_ep_recv(e->ep, buf, n, &ri, 0);
     struct mre_tx_info ti;
     uint8_t out = 0;

@@ -107,7 +107,7 @@ static void exchange_n(struct world *w, long max)
                         from->plain_acks++;
                 }
                 if (!to->stopped) {
-                    struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+                    struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0, 0};
                     mre_ep_recv(to->ep, buf, (size_t)n, &ri, w->now);
                 }
             }
@@ -315,7 +315,7 @@ static void test_idle(void)
     /* Host 1 answers at once, with a plain ACK. */
     mroce_tstamp t_ans = w.now + 20000;
     w.now = t_ans;
-    struct mre_rx_info ri = {w.e[0].addr, MROCE_ECN_ECT0};
+    struct mre_rx_info ri = {w.e[0].addr, MROCE_ECN_ECT0, 0};
     mre_ep_recv(w.e[1].ep, buf, (size_t)n, &ri, w.now);
     n = mre_ep_write_pkt(w.e[1].ep, buf, sizeof(buf), &ti, w.now);
     if (CHECK(n > 0) && CHECK(mrw_pkt_decode(&p, buf, (size_t)n) == 0)) {
@@ -324,7 +324,7 @@ static void test_idle(void)
         CHECK(p.u.ack.echo_flags & MROCE_ECHO_DUP);
     }
     CHECK_EQ_INT(mre_ep_write_pkt(w.e[1].ep, buf, sizeof(buf), &ti, w.now), 0);
-    struct mre_rx_info rb = {w.e[1].addr, MROCE_ECN_ECT0};
+    struct mre_rx_info rb = {w.e[1].addr, MROCE_ECN_ECT0, 0};
     mre_ep_recv(w.e[0].ep, buf, (size_t)n, &rb, w.now);
     CHECK_EQ(qa->heard, t_ans);
     /* The answer resets host 0's clock: its next keepalive is due a

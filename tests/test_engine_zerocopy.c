@@ -113,7 +113,7 @@ static int pump(struct end *from, struct end *to, mroce_tstamp now)
         } else if (is_data(p.base.opcode)) {
             from->copied_data_pkts++;
         }
-        struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0};
+        struct mre_rx_info ri = {from->addr, MROCE_ECN_ECT0, 0};
         mre_ep_recv(to->ep, pkt, (size_t)n, &ri, now);
         moved++;
     }

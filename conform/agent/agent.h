@@ -128,6 +128,10 @@ struct agent {
     char udp_host[46];        /* INET6_ADDRSTRLEN */
     uint16_t udp_port;        /* 0 until bound */
     uint32_t rx_credit_bytes; /* DEVICE setting in effect; 0 = default */
+    uint8_t planes;           /* DEVICE planes= in effect (AGENT-25); 0 or
+                                 1 = one plane */
+    uint8_t planes_old;       /* the setting before the current DEVICE */
+    char planes_list[8 * 16]; /* the planes' addresses, for libmroce */
     struct agent_pd pds[AGENT_MAX_PD]; /* PD_ALLOC'd domains */
     struct agent_mr mrs[AGENT_MAX_MR];
     struct agent_qp *qps[AGENT_MAX_QP];

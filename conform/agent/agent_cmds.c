@@ -104,10 +104,13 @@ static int device_reopen(struct agent *a, uint32_t rx_credit_bytes,
                          struct agent_reply *r)
 {
     uint32_t old = a->rx_credit_bytes;
+    uint8_t old_planes = a->planes_old;
     mroce_pd_free(a->pd);
     mroce_device_close(a->dev);
     a->reopening = 1;
     int rc = agent_open_device(a, rx_credit_bytes);
+    if (rc < 0)
+        a->planes = old_planes;
     if (rc < 0 && agent_open_device(a, old) == 0) {
         a->reopening = 0;
         if (r)
@@ -160,8 +163,12 @@ int agent_reset(struct agent *a)
     }
     a->next_mr_id = a->next_qp_id = a->next_pd_id = 1;
     /* DEVICE settings last until RESET: back to the defaults. */
-    if (a->rx_credit_bytes != 0 && device_reopen(a, 0, NULL) < 0)
-        return -1;
+    if (a->rx_credit_bytes != 0 || a->planes > 1) {
+        a->planes_old = a->planes;
+        a->planes = 1;
+        if (device_reopen(a, 0, NULL) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -200,10 +207,22 @@ static int cmd_reset(struct agent *a, struct agent_cmd *c,
 static int cmd_device(struct agent *a, struct agent_cmd *c,
                       struct agent_reply *r)
 {
-    uint64_t credit;
+    uint64_t credit, planes;
+    uint8_t cur = a->planes > 1 ? a->planes : 1;
     if (agent_arg_u64(c, "rx_credit_bytes", UINT64_MAX, a->rx_credit_bytes,
                       &credit) < 0) {
         agent_reply_err(r, "EINVAL", "rx_credit_bytes=N");
+        return -1;
+    }
+    if (agent_arg_u64(c, "planes", UINT64_MAX, cur, &planes) < 0 ||
+        planes == 0) {
+        agent_reply_err(r, "EINVAL", "planes=N");
+        return -1;
+    }
+    /* AGENT-25: up to 8 planes, on IPv4 loopback (127/8 is all local). */
+    if (planes > 8 || (planes > 1 && strncmp(a->udp_host, "127.", 4) != 0)) {
+        agent_reply_err(r, "ENOTSUP", "planes=%llu (1..8, IPv4 loopback)",
+                        (unsigned long long)planes);
         return -1;
     }
     if (credit > 0xffffffffull) {
@@ -231,10 +250,15 @@ static int cmd_device(struct agent *a, struct agent_cmd *c,
                             "QPs, regions or PDs (RESET first)");
             return -1;
         }
-    if ((uint32_t)credit != a->rx_credit_bytes &&
-        device_reopen(a, (uint32_t)credit, r) < 0)
-        return -1;
+    if ((uint32_t)credit != a->rx_credit_bytes || planes != cur) {
+        a->planes_old = a->planes;
+        a->planes = (uint8_t)planes;
+        if (device_reopen(a, (uint32_t)credit, r) < 0)
+            return -1;
+    }
     agent_reply_add(r, "rx_credit_bytes=%u", a->rx_credit_bytes);
+    if (a->planes > 1 || agent_arg(c, "planes") != NULL)
+        agent_reply_add(r, "planes=%u", a->planes > 1 ? a->planes : 1);
     return 0;
 }
 
@@ -430,7 +454,7 @@ static const struct {
 } commands[] = {
     {"HELLO", "", cmd_hello},
     {"RESET", "", cmd_reset},
-    {"DEVICE", "rx_credit_bytes", cmd_device},
+    {"DEVICE", "rx_credit_bytes planes", cmd_device},
     {"PD_ALLOC", "", cmd_pd_alloc},
     {"PD_FREE", "pd", cmd_pd_free},
     {"MR_REG", "len access fill pd", cmd_mr_reg},

@@ -147,6 +147,19 @@ int agent_open_device(struct agent *a, uint32_t rx_credit_bytes)
         da.port = (uint16_t)port;
         da.progress = MROCE_PROGRESS_THREAD;
         da.rx_credit_bytes = rx_credit_bytes;
+        /* AGENT-25: plane 0 at --udp, plane i at 127.(200+i).0.1 (IPv4
+         * loopback only, cmd_device checks); "" keeps MROCE_PLANES out. */
+        a->planes_list[0] = 0;
+        if (a->planes > 1) {
+            size_t o = (size_t)snprintf(a->planes_list, sizeof(a->planes_list),
+                                        "%s", udp.host);
+            for (unsigned k = 1; k < a->planes && o < sizeof(a->planes_list);
+                 k++)
+                o += (size_t)snprintf(a->planes_list + o,
+                                      sizeof(a->planes_list) - o, ",127.%u.0.1",
+                                      200 + k);
+        }
+        da.planes = a->planes_list;
         rc = mroce_device_open(&da, &a->dev);
         if (rc == 0)
             a->udp_port = (uint16_t)port;

@@ -255,6 +255,10 @@ uint16_t ct_iut_port(const struct ct *t);
 /* UDP port (= Entropy) of the tester's entropy socket e. */
 uint16_t ct_entropy(const struct ct *t, int e);
 int ct_num_entropies(const struct ct *t);
+/* The PLANES entry (CONN-28) naming where the tester receives on its
+ * MetaRoCE port (e = -1) or on entropy socket e: its local address
+ * (IPv4-mapped for IPv4) and that socket's port (planes.c). */
+void ct_plane_entry(const struct ct *t, int e, struct mrw_plane_addr *out);
 
 /* A WRITE / SEND of len bytes as one message, split at c->mtu, sent in
  * order; flags are added to each packet (e.g. MROCE_F_IMM with imm).

@@ -260,12 +260,17 @@ int ct_net_recv(struct ct_net *n, int wait_ms, uint8_t *buf, size_t cap,
             continue;
         if (r <= 0)
             return r < 0 ? -1 : 0;
-        for (int i = 0; i < np; i++) {
+        /* Round robin over the sockets, from the one after the last read:
+         * a busy MetaRoCE port must not starve the entropy sockets (the
+         * planes cases receive one plane on one of them). */
+        for (int k = 0; k < np; k++) {
+            int i = (n->rr_next + k) % np;
             if (!(pfd[i].revents & (POLLIN | POLLERR)))
                 continue;
             r = read_one(pfd[i].fd, buf, cap, len, ecn, from, fromlen);
             if (r != 0) {
                 *sock = i - 1;
+                n->rr_next = i + 1;
                 return r;
             }
         }

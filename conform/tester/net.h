@@ -22,6 +22,7 @@ struct ct_net {
     struct sockaddr_storage iut; /* the IUT's MetaRoCE address */
     socklen_t iut_len;
     char local[64]; /* local IP literal */
+    int rr_next;    /* ct_net_recv: socket to look at first (round robin) */
 };
 
 /* Opens the sockets on local (NULL: loopback of the IUT's family) and

@@ -64,6 +64,16 @@ typedef struct mre_qp mre_qp;
 typedef struct mre_cq mre_cq;
 typedef struct mre_mr mre_mr;
 
+/* Planes (docs/spec/multipath.md, Planes): parallel networks a host
+ * attaches to, one local address per plane.  Plane i of one host talks to
+ * plane i of its peer only. */
+#define MROCE_EP_MAX_PLANES 8
+/* Where a plane receives, as the PLANES CONN extension carries it. */
+struct mre_plane_addr {
+    uint8_t addr[16]; /* IPv6, or IPv4-mapped (::ffff:a.b.c.d) */
+    uint16_t port;    /* UDP port, host order */
+};
+
 /* Endpoint configuration; mre_ep_config_default() fills defaults. */
 struct mre_ep_config {
     struct mre_mem mem;
@@ -74,6 +84,16 @@ struct mre_ep_config {
     uint32_t rx_credit_bytes; /* receiver-driven mode: bytes per RTT this
                                  endpoint lets all senders have in flight to
                                  it together; 0 = credits off */
+    /* Planes: 0 or 1 = one plane, as an endpoint without planes (no
+     * PLANES extension is sent).  With more, planes[i] is where local
+     * plane i receives, sent to peers in the handshake (CONN-28), and
+     * plane_addr turns a peer's entry into the address format of
+     * mre_tx_info.to (nonzero: unusable, the plane is not used). */
+    uint8_t nplanes; /* 0..MROCE_EP_MAX_PLANES */
+    struct mre_plane_addr planes[MROCE_EP_MAX_PLANES];
+    int (*plane_addr)(struct mre_addr *out, const struct mre_plane_addr *in,
+                      void *user);
+    void *plane_user;
 };
 void mre_ep_config_default(struct mre_ep_config *cfg);
 
@@ -147,11 +167,17 @@ enum mre_ecn {
 struct mre_rx_info {
     struct mre_addr from; /* who sent it (needed for CONNECT_REQ) */
     uint8_t ecn;          /* enum mre_ecn of the received IP header */
+    uint8_t plane;        /* local plane (socket) it arrived on; 0 with
+                             one plane.  Zero the struct: plane 0 is the
+                             single-plane behaviour (PATH-17). */
 };
 struct mre_tx_info {
     struct mre_addr to; /* destination */
     uint16_t entropy;   /* path: the UDP source port to send from */
     uint8_t ecn;        /* ECN codepoint to set (ECT(0) for all) */
+    uint8_t plane;      /* local plane (socket) to send from; `to` is the
+                           peer's address on that plane.  Always 0 with
+                           one plane (PATH-17) */
     uint32_t qp_num;    /* local QP that produced it (0: endpoint) */
 };
 
@@ -252,6 +278,19 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
 void mre_qp_get_counters(const mre_qp *qp, struct mroce_qp_counters *c);
 /* Fills up to n path slots; returns the number of slots (npaths). */
 int mre_qp_path_stats(const mre_qp *qp, struct mroce_path_stats *ps, int n);
+/* Per-plane state of a connection (plane.c). */
+struct mre_plane_stats {
+    uint8_t up;       /* 0 while the plane is down (PATH-21) */
+    uint16_t paths;   /* path slots on the plane */
+    uint64_t tx_pkts; /* packets sent on it */
+    uint64_t rx_acks; /* ACKs and NAKs that arrived over it */
+    uint32_t downs;   /* times it was marked down */
+    uint32_t probes;  /* packets sent on it while down (PATH-22) */
+    uint32_t dead;    /* slots retired since the last ACK over it */
+};
+/* Fills up to n planes; returns the connection's plane count (1 before the
+ * handshake or without planes: plane 0 then holds the whole QP). */
+int mre_qp_plane_stats(const mre_qp *qp, struct mre_plane_stats *st, int n);
 const struct mre_qp_attr *mre_qp_get_attr(const mre_qp *qp);
 
 /* Attributes mre_qp_modify() may change, by mask bit. */

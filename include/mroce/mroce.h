@@ -53,6 +53,10 @@
  *     the device is closed.
  *   MROCE_BUSY_POLL_US=N: how long the progress thread polls before it
  *     sleeps (default 50).
+ *   MROCE_PLANES=10.0.0.1,10.1.0.1: the device's planes (parallel
+ *     networks, one local address each, plane 0 first), for devices whose
+ *     attr.planes is NULL; see mroce_device_attr.planes.  Unset: one
+ *     plane, as without planes.
  *   MROCE_IDLE_YIELD_US=N: in APP mode, once a device that has been
  *     moving bulk data (4+ packets per busy progress round on average) has
  *     had nothing to do for N us (default 50; 0 = never), each
@@ -134,6 +138,12 @@ struct mroce_device_attr {
     uint32_t rx_credit_bytes; /* receiver-driven credit budget; 0 = off */
     struct mroce_fault tx_fault, rx_fault;
     uint64_t fault_seed; /* 0 = from the clock */
+    /* Planes (docs/spec/multipath.md, Planes): comma-separated IPv4 or
+     * IPv6 literals, one local address per plane, at most 8, plane 0
+     * first (it replaces local_addr).  Each plane gets its own sockets on
+     * `port` and the same source ports.  NULL: the MROCE_PLANES
+     * environment variable, else one plane at local_addr. */
+    const char *planes;
 };
 void mroce_device_attr_default(struct mroce_device_attr *attr);
 

@@ -367,6 +367,7 @@ static void on_deliver(void *user, const struct mroce_net_pkt *pk)
         len = hp.len < MROCE_NET_MAX_PKT ? hp.len : MROCE_NET_MAX_PKT;
         ecn = hp.ecn;
     }
+    memset(&info, 0, sizeof info);
     mroce_netdrive_addr(pk->src, &info.from);
     info.ecn = ecn;
     mre_ep_recv(x->ep, buf, len, &info, d->now);

@@ -369,6 +369,7 @@ static void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
         return;
     }
     struct mre_rx_info ri;
+    memset(&ri, 0, sizeof ri);
     host_addr(p->src, &ri.from);
     ri.ecn = p->ecn;
     if (p->zc_len) {

@@ -58,6 +58,8 @@ static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
                             psn == echo_psn && !e->retx ? rtt : 0, qp->min_rtt);
         }
     }
+    /* PATH-23, also for a probe already declared lost: it got there. */
+    mre_plane_on_path_ack(qp, e->path);
     e->state = TX_ACKED;
     e->probe = 0;
     *acked_bytes += e->len;

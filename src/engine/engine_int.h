@@ -44,6 +44,8 @@
  *   path.c, cc.c  multipath spraying and congestion control
  *   stream.c      streams: per-stream numbering, receive lists and
  *                 completion order on QPs of more than one stream
+ *   plane.c       planes: handshake extension, plane of each packet,
+ *                 plane failure and return
  *
  * Calls run one way: the requester and the completer call loss.c and
  * txring.c, loss.c calls txring.c, and neither calls up.  The stages call
@@ -67,6 +69,7 @@
 
 #include "cc.h"
 #include "path.h"
+#include "plane.h"
 #include "rxwin.h"
 
 #define MROCE_NONE32 0xffffffffu
@@ -287,6 +290,7 @@ struct mre_qp {
     mroce_tstamp last_progress; /* last ACK that acknowledged something */
     struct mre_pathset paths;
     struct mre_cc cc;
+    struct mre_planes *planes; /* NULL: one plane (plane.c) */
 
     /* ACKs in */
     uint32_t ooo_edge;         /* highest acked - ooo_thresh at the last scan */

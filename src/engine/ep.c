@@ -38,7 +38,9 @@ void mre_ep_config_default(struct mre_ep_config *cfg)
 int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
 {
     if (!pep || !cfg || !cfg->mem.calloc || !cfg->mem.free || !cfg->rand ||
-        cfg->max_qps == 0 || cfg->max_qps > 65535)
+        cfg->max_qps == 0 || cfg->max_qps > 65535 ||
+        cfg->nplanes > MROCE_EP_MAX_PLANES ||
+        (cfg->nplanes > 1 && !cfg->plane_addr))
         return MROCE_EINVAL;
     mre_ep *ep = cfg->mem.calloc(1, sizeof(*ep), cfg->mem.user);
     if (!ep)
@@ -227,6 +229,7 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
     case MROCE_OP_ACK:
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->cnt.rx_acks++;
+            mre_plane_on_ack_rx(qp, info->plane); /* PATH-23 */
             mre_comp_on_ack(qp, &pkt, now);
             if (pkt.base.flags & MROCE_F_ACK_REQ)
                 mre_live_on_probe(qp); /* a keepalive (REL-35) */
@@ -237,6 +240,7 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
     case MROCE_OP_NAK:
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->cnt.rx_naks++;
+            mre_plane_on_ack_rx(qp, info->plane);
             mre_comp_on_nak(qp, &pkt, now);
         } else {
             qp->cnt.drop_state++;
@@ -302,6 +306,7 @@ int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
     while (ep->ready_head) {
         mre_qp *qp = ep->ready_head;
         qp->cwnd_refused = 0;
+        info->plane = 0; /* the writers set another plane (plane.c) */
         int n = qp_write_pkt(qp, buf, cap, info, now);
         if (n < 0)
             return n;
@@ -314,6 +319,7 @@ int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
                 mre_ep_mark_ready(ep, qp);
             info->qp_num = qp->qpn;
             info->ecn = MROCE_ECN_ECT0;
+            mre_plane_tx(qp, info); /* PATH-20 */
             qp->cnt.tx_pkts++;
             qp->cnt.tx_bytes += (uint64_t)n;
             ep->cnt.tx_pkts++;

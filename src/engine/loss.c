@@ -78,6 +78,7 @@ static void blame(mre_qp *qp, uint16_t path)
 {
     if (mre_path_on_loss(&qp->paths, path)) {
         qp->cnt.paths_retired++;
+        mre_plane_on_retire(qp, path); /* PATH-21 */
         struct mre_path *p = &qp->path_slots[path];
         while (p->list_head != MROCE_PATH_NONE) {
             uint32_t i = p->list_head;

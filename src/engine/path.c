@@ -61,10 +61,12 @@ static int path_entropy_used(const struct mre_pathset *ps, uint32_t n,
  * entropies stay distinct (two slots on one entropy would be one path
  * counted twice).
  */
-static int32_t path_fresh_entropy(const struct mre_pathset *ps, uint32_t n)
+static int32_t path_fresh_entropy(const struct mre_pathset *ps, uint32_t n,
+                                  uint32_t plane)
 {
     uint32_t span = ps->entropy_span, base = ps->entropy_base;
     uint32_t limit = 65536u - 65536u % span;
+    uint32_t np = ps->nplanes > 1 ? ps->nplanes : 1;
     uint32_t start = 0, k;
     int draws;
 
@@ -73,13 +75,23 @@ static int32_t path_fresh_entropy(const struct mre_pathset *ps, uint32_t n)
         if (r >= limit)
             continue;
         start = r % span;
+        if (np > 1) {
+            /* PATH-19: the entropy names its plane (e % np == plane); the
+             * nearest such value, inside the span (span >= 2 * np). */
+            uint32_t e = base + start - (base + start) % np + plane;
+            if (e < base)
+                e += np;
+            if (e >= base + span)
+                e -= np;
+            start = e - base;
+        }
         if (!path_entropy_used(ps, n, base + start))
             return (int32_t)(base + start);
     }
     /* Fallback: probe upwards from the last draw; terminates in span steps. */
     for (k = 0; k < span; k++) {
         uint32_t e = base + (start + k) % span;
-        if (!path_entropy_used(ps, n, e))
+        if (e % np == plane && !path_entropy_used(ps, n, e))
             return (int32_t)e;
     }
     return -1;
@@ -163,6 +175,8 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
     ps->max_srtt = 0; /* every slot starts without a sample */
     ps->max_slot = 0;
     ps->max_stale = 0;
+    ps->nplanes = 1; /* until the handshake negotiates more (plane.c) */
+    ps->planes_block = 0;
     /* every slot starts at full weight (path_reset_state below) */
     for (i = 0; i < MROCE_PATH_WMAX; i++)
         ps->wcount[i] = 0;
@@ -172,7 +186,8 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
     for (i = 0; i < npaths; i++) {
         struct mre_path *p = &paths[i];
         /* span >= npaths, so a free value always exists for slot i. */
-        p->entropy = (uint16_t)path_fresh_entropy(ps, i);
+        p->plane = 0;
+        p->entropy = (uint16_t)path_fresh_entropy(ps, i, 0);
         path_reset_state(p);
         p->ready = 0;
         p->ready_next = MROCE_PATH_NONE;
@@ -187,6 +202,40 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
         p->ecn_marks = 0;
     }
     return 0;
+}
+
+/* Planes (PATH-18, PATH-19): slots interleave over the planes, so every
+ * plane gets npaths / nplanes of them, and each slot draws a fresh entropy
+ * of its plane's residue.  Slots are zeroed first so that the draws only
+ * avoid the new values. */
+int mre_pathset_set_planes(struct mre_pathset *ps, uint8_t nplanes)
+{
+    uint32_t i;
+
+    if (nplanes < 1 || nplanes > 8 || ps->entropy_span < 2u * nplanes ||
+        (uint32_t)ps->npaths > ps->entropy_span / nplanes)
+        return MROCE_EINVAL;
+    ps->nplanes = nplanes;
+    ps->planes_block = 0;
+    for (i = 0; i < ps->npaths; i++)
+        ps->paths[i].entropy = 0;
+    for (i = 0; i < ps->npaths; i++) {
+        struct mre_path *p = &ps->paths[i];
+        int32_t e;
+        p->plane = (uint8_t)(i % nplanes);
+        e = path_fresh_entropy(ps, i, p->plane);
+        if (e < 0)
+            return MROCE_EINVAL;
+        p->entropy = (uint16_t)e;
+    }
+    return 0;
+}
+
+/* A slot of a plane the plane logic holds back (plane.c, PATH-21). */
+static inline int path_blocked(const struct mre_pathset *ps,
+                               const struct mre_path *p)
+{
+    return (ps->planes_block >> p->plane) & 1;
 }
 
 /*
@@ -278,8 +327,9 @@ static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
             ps->ready_tail = MROCE_PATH_NONE;
         p->ready = 0;
         p->ready_next = MROCE_PATH_NONE;
-        if (i != avoid && !p->ce_last && p->consec_losses == 0 &&
-            p->last_echo != 0 && p->weight >= ps->mean_weight) {
+        if (i != avoid && !path_blocked(ps, p) && !p->ce_last &&
+            p->consec_losses == 0 && p->last_echo != 0 &&
+            p->weight >= ps->mean_weight) {
             ps->reuses++;
             return i;
         }
@@ -289,7 +339,8 @@ static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
 
 uint16_t mre_path_pick(struct mre_pathset *ps, uint16_t avoid)
 {
-    if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths) {
+    if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths &&
+        !path_blocked(ps, &ps->paths[ps->last])) {
         ps->burst_left--;
         return ps->last;
     }
@@ -352,7 +403,7 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
         if (c == 0)
             path_new_sweep(ps);
         c = (c + 1 == n) ? 0 : c + 1;
-        if (i == avoid)
+        if (i == avoid || path_blocked(ps, p))
             continue; /* no credit either: it is simply not visited */
         d = (uint32_t)p->deficit + p->weight;
         if (d >= ps->quantum) {
@@ -363,6 +414,9 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
         p->deficit = (uint8_t)d;
     }
     ps->cursor = (uint16_t)c;
+    for (k = 0; k < n; k++)
+        if (k != avoid && !path_blocked(ps, &ps->paths[k]))
+            return (uint16_t)k;
     for (k = 0; k < n; k++)
         if (k != avoid)
             return (uint16_t)k;
@@ -490,7 +544,8 @@ uint16_t mre_path_pick_proven(struct mre_pathset *ps, uint16_t avoid)
 
     for (k = 0; k < ps->npaths; k++) {
         const struct mre_path *p = &ps->paths[k];
-        if (k != avoid && p->consec_losses == 0 && p->last_echo > t) {
+        if (k != avoid && !path_blocked(ps, p) && p->consec_losses == 0 &&
+            p->last_echo > t) {
             t = p->last_echo;
             best = k;
         }
@@ -539,7 +594,7 @@ void mre_path_retire(struct mre_pathset *ps, uint16_t i)
     if (i >= ps->npaths)
         return;
     p = &ps->paths[i];
-    e = path_fresh_entropy(ps, ps->npaths);
+    e = path_fresh_entropy(ps, ps->npaths, p->plane);
     if (e >= 0)
         p->entropy = (uint16_t)e;
     path_weight_set(ps, p, MROCE_PATH_WMAX); /* as path_reset_state does */

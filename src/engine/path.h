@@ -69,7 +69,9 @@ struct mre_path {
                                since init or the last retirement */
     /* rarely */
     uint16_t ready_next; /* next slot queued for reuse (PATH-16) */
-    uint16_t pad;
+    uint8_t plane;       /* plane of the connection it belongs to (PATH-18);
+                            0 with one plane */
+    uint8_t pad;
 };
 
 /* The set of paths of one queue pair.  Fields are ordered to leave few
@@ -113,6 +115,11 @@ struct mre_pathset {
     uint8_t max_stale;
     mroce_tstamp max_srtt;
     mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
+    /* Planes (plane.c): slot i is on plane i % nplanes and its entropy is
+     * congruent to its plane modulo nplanes (PATH-19); picks skip slots of
+     * the planes in planes_block (PATH-21).  1 and 0 with one plane. */
+    uint8_t nplanes;
+    uint8_t planes_block;
     void (*rand)(uint8_t *buf, size_t len, void *user);
     void *rand_user;
 };
@@ -126,6 +133,13 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
                      uint16_t npaths, uint16_t base, uint16_t span,
                      mroce_tstamp target_qdelay,
                      void (*rand)(uint8_t *, size_t, void *), void *rand_user);
+
+/* mre_pathset_set_planes puts slot i on plane i % nplanes (1..8) and
+ * gives every slot a fresh entropy congruent to its plane modulo nplanes,
+ * distinct from the others (PATH-19); call it with nothing in flight (at
+ * the handshake).  Returns 0 or MROCE_EINVAL (span below 2 * nplanes, or
+ * more slots than the span holds per plane). */
+int mre_pathset_set_planes(struct mre_pathset *ps, uint8_t nplanes);
 
 /* mre_path_set_window bounds the burst (PATH-3) so that a window of
  * `window` bytes in packets of up to `pkt_bytes` spans at least

@@ -57,6 +57,7 @@ static void qp_free_storage(const struct mre_mem *m, mre_qp *qp)
     mre_mem_free(m, qp->path_slots);
     mre_mem_free(m, qp->rxwin.bits);
     mre_stream_free(m, qp);
+    mre_mem_free(m, qp->planes);
     mre_mem_free(m, qp);
 }
 
@@ -320,6 +321,7 @@ static void adopt_peer(mre_qp *qp, const struct mrw_conn_hdr *c)
                              : (uint32_t)qp->attr.max_rto; /* LOSS-25 */
     mre_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window, c->start_psn);
     mre_stream_conn_adopt(qp, c); /* SEM-31 */
+    mre_plane_negotiate(qp, c); /* CONN-28 */
 }
 
 void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
@@ -471,6 +473,7 @@ int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
                                ? (uint32_t)qp->attr.max_ack_delay
                                : 0xffffffffu; /* WIRE-21, LOSS-25 */
         mre_stream_conn_build(qp, c);         /* SEM-31 */
+        mre_plane_conn_ext(qp, c, bit == CTRL_CONN_RESP);
     }
     size_t n = mrw_pkt_encode(&p, buf, cap);
     if (n == 0)

@@ -141,6 +141,7 @@ static void device_free(mroce_device *dev)
 {
     if (dev->ep)
         mre_ep_del(dev->ep);
+    lib_planes_close(dev);
     if (dev->udp)
         mroce_udp_close(dev->udp);
     if (dev->epfd >= 0)
@@ -187,12 +188,25 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
         return MROCE_EINVAL;
     }
 
+    mroce_device *dev = calloc(1, sizeof(*dev));
+    if (!dev)
+        return MROCE_ENOMEM;
+    if (lib_planes_parse(dev, &attr) < 0) {
+        free(dev);
+        return MROCE_EINVAL;
+    }
     struct mroce_udp_config uc;
     mroce_udp_config_default(&uc);
     const char *la = attr.local_addr ? attr.local_addr : "127.0.0.1";
+    if (lib_planes_first(dev))
+        la = lib_planes_first(dev);
+    if (dev->nplanes > 1 && attr.src_port_count < 64u * dev->nplanes)
+        attr.src_port_count = (uint16_t)(64u * dev->nplanes); /* PATH-19 */
     if (strlen(la) >= 64 ||
-        mroce_udp_resolve(la, attr.port, AF_UNSPEC, &uc.local) < 0)
+        mroce_udp_resolve(la, attr.port, AF_UNSPEC, &uc.local) < 0) {
+        free(dev);
         return MROCE_EADDR;
+    }
     uc.src_port_base = attr.src_port_base;
     uc.src_port_count = attr.src_port_count;
     uc.dscp = attr.dscp;
@@ -202,9 +216,6 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     uc.rx_fault = attr.rx_fault;
     uc.fault_seed = attr.fault_seed;
 
-    mroce_device *dev = calloc(1, sizeof(*dev));
-    if (!dev)
-        return MROCE_ENOMEM;
     dev->epfd = dev->tfd = dev->wakefd = -1;
     dev->timer_at = MROCE_TSTAMP_INF;
     dev->next_pd = 1;
@@ -215,6 +226,7 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     attr.local_addr = dev->local_addr;
     attr.port = mroce_udp_port(dev->udp);
     attr.src_port_base = mroce_udp_src_base(dev->udp);
+    attr.planes = NULL; /* the caller's string; dev->plane_addrs keeps it */
     dev->attr = attr;
 
     struct mre_ep_config ec;
@@ -224,6 +236,9 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     ec.rand = eng_rand;
     ec.max_qps = attr.max_qps;
     ec.rx_credit_bytes = attr.rx_credit_bytes;
+    rc = lib_planes_open(dev, &uc, &ec);
+    if (rc < 0)
+        goto fail;
     rc = mre_ep_new(&dev->ep, &ec);
     if (rc < 0)
         goto fail;
@@ -235,7 +250,8 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     if (dev->epfd < 0 || dev->tfd < 0 || dev->wakefd < 0 ||
         epoll_add(dev->epfd, mroce_udp_fd(dev->udp), EPOLLIN | EPOLLERR) < 0 ||
         epoll_add(dev->epfd, dev->tfd, EPOLLIN) < 0 ||
-        epoll_add(dev->epfd, dev->wakefd, EPOLLIN) < 0)
+        epoll_add(dev->epfd, dev->wakefd, EPOLLIN) < 0 ||
+        lib_planes_epoll(dev, dev->epfd) < 0)
         goto fail;
     if (pthread_mutex_init(&dev->lock, NULL) != 0)
         goto fail;

@@ -10,6 +10,7 @@
  *   qp.c         queue pairs: create, connect/accept/close, post, counters
  *   ackdefer.c   APP mode: ACKs left for the application's next call, and
  *                the watchdog that bounds how long they wait
+ *   planes.c     a device's planes: one datapath per plane address
  *
  * Every object starts with a magic number.  A destroyed object keeps its
  * shell, marked dead, in a process-wide graveyard (the most recent
@@ -161,7 +162,13 @@ struct mroce_device {
     struct mroce_device_attr attr; /* as opened (defaults filled in) */
     char local_addr[64];           /* attr.local_addr points here */
     mre_ep *ep;
-    struct mroce_udp *udp;
+    struct mroce_udp *udp; /* plane 0 */
+    /* planes (planes.c): plane_udp[0] == udp; rx_udp is the datapath
+     * whose packets are being delivered */
+    struct mroce_udp *plane_udp[MROCE_EP_MAX_PLANES];
+    struct mroce_udp *rx_udp;
+    uint8_t nplanes;
+    char plane_addrs[MROCE_EP_MAX_PLANES][64];
     struct lib_list pds, mrs, cqs, qps;
     uint32_t next_pd;
     uint32_t ncq_armed;  /* CQs with an eventfd */
@@ -310,6 +317,28 @@ int lib_mem_check(const void *addr, size_t len, int want_write);
 int lib_mem_check_text(const void *addr, size_t len, int want_write);
 
 /* --- resources.c / qp.c: teardown used by mroce_device_close --- */
+/* --- planes (planes.c) --- */
+/* Reads attr->planes or MROCE_PLANES into dev (nplanes, plane_addrs):
+ * 0 or MROCE_EINVAL. */
+int lib_planes_parse(mroce_device *dev, const struct mroce_device_attr *attr);
+/* Plane 0's address when there are planes, else NULL (use local_addr). */
+const char *lib_planes_first(const mroce_device *dev);
+/* After dev->udp (plane 0) is open: opens planes 1.. like uc0 and fills
+ * the engine's plane configuration.  0 or a negative error. */
+int lib_planes_open(mroce_device *dev, const struct mroce_udp_config *uc0,
+                    struct mre_ep_config *ec);
+int lib_planes_epoll(mroce_device *dev, int epfd); /* planes 1.. */
+void lib_planes_close(mroce_device *dev);          /* planes 1.. */
+/* The datapath of a plane (dev->udp for plane 0 or an unknown one). */
+struct mroce_udp *lib_plane_udp(mroce_device *dev, uint8_t plane);
+void lib_planes_flush_locked(mroce_device *dev, mroce_tstamp now);
+mroce_tstamp lib_planes_expiry(const mroce_device *dev);
+struct mroce_udp *lib_planes_by_fd(mroce_device *dev, int fd);
+/* Test hooks: blackhole a plane's sockets; read its datapath counters. */
+void lib_plane_blackhole(mroce_device *dev, uint8_t plane, int on);
+void lib_plane_counters(mroce_device *dev, uint8_t plane,
+                        struct mroce_udp_counters *c);
+
 void lib_cq_release(mroce_cq *cq); /* closes efd, buries */
 void lib_qp_release(mroce_qp *qp); /* dumps counters if asked, buries */
 

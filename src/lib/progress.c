@@ -52,7 +52,7 @@ static void rx_one(void *user, const uint8_t *pkt, size_t len,
      * The segments of one GRO datagram arrived together, so they share
      * their first segment's time (a clock read is ~20 ns in a VM, a
      * segment's processing ~300 ns; up to ~15 segments a datagram). */
-    if (!mroce_udp_rx_same_datagram(dev->udp))
+    if (!mroce_udp_rx_same_datagram(dev->rx_udp ? dev->rx_udp : dev->udp))
         dev->rx_now = lib_now();
     mroce_tstamp now = dev->rx_now;
     /* A SEND or WRITE with ACK_REQ: its sender has nothing queued behind
@@ -132,6 +132,18 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks)
                       : mre_ep_write_pkt_zc(dev->ep, buf, cap, &ti, &zc, now);
         if (len <= 0)
             break;
+        struct mroce_udp *u = dev->udp;
+        if (ti.plane != 0 && (u = lib_plane_udp(dev, ti.plane)) != dev->udp) {
+            /* Another plane's datapath (planes.c): move what the slot holds
+             * (the whole packet, or headers and CRC) into one of its slots;
+             * the slot written here is left uncommitted, for the next. */
+            size_t cap2, held = (size_t)len - zc.payload_len;
+            uint8_t *b2 = mroce_udp_tx_slot(u, &cap2);
+            if (held > cap2)
+                break; /* cannot happen: every datapath has equal slots */
+            memcpy(b2, buf, held);
+            buf = b2;
+        }
         /* The slot starts with the packet's headers, zero-copy or not.
          * CONNECT_REQ leaves from the receive port: the listener answers
          * the source address of the request (src/lib/qp.c explains).  ACKs
@@ -145,13 +157,14 @@ static int drain_tx_locked(mroce_device *dev, mroce_tstamp now, int keep_acks)
         if (fl != MROCE_UDP_TX_LATE)
             dev->tx_data_staged = 1;
         /* Without a zero-copy payload this is mroce_udp_tx_commit(). */
-        mroce_udp_tx_commit_zc(dev->udp, (size_t)len,
+        mroce_udp_tx_commit_zc(u, (size_t)len,
                                (size_t)len - zc.payload_len - MROCE_CRC_LEN,
                                zc.payload, &ti, fl, now);
         n++;
     }
     if (keep_acks) {
         lib_defer_note_locked(dev, mroce_udp_flush_early(dev->udp, now), now);
+        lib_planes_flush_locked(dev, now); /* deferral is plane 0's */
         dev->tx_data_staged = 0;
     } else {
         lib_flush_locked(dev, now);
@@ -165,6 +178,7 @@ void lib_flush_locked(mroce_device *dev, mroce_tstamp now)
      * did their job: the application's answer overtook them. */
     int replied = dev->tx_data_staged;
     mroce_udp_flush(dev->udp, now);
+    lib_planes_flush_locked(dev, now);
     dev->tx_data_staged = 0;
     if (dev->tx_deferred)
         lib_defer_sent_locked(dev, now, replied);
@@ -190,6 +204,10 @@ mroce_tstamp lib_next_deadline_locked(mroce_device *dev)
 {
     mroce_tstamp a = mre_ep_expiry(dev->ep);
     mroce_tstamp b = mroce_udp_expiry(dev->udp);
+    mroce_tstamp c = dev->nplanes > 1 ? lib_planes_expiry(dev)
+                                      : MROCE_TSTAMP_INF;
+    if (c < b)
+        b = c;
     return a < b ? a : b;
 }
 
@@ -237,6 +255,21 @@ int lib_progress_locked(mroce_device *dev)
          * would be an empty system call on the way to the application. */
         if (mroce_udp_rx_drained(dev->udp))
             break;
+    }
+    /* The other planes' datapaths, the same way (planes.c). */
+    for (unsigned k = 1; k < dev->nplanes; k++) {
+        struct mroce_udp *u = dev->plane_udp[k];
+        dev->rx_udp = u;
+        for (int i = 0; i < LIB_RX_ROUNDS; i++) {
+            dev->rx_now = lib_now();
+            int r = mroce_udp_recv(u, rx_one, rx_icmp, dev, dev->rx_now);
+            if (r <= 0)
+                break;
+            rx += r;
+            if (mroce_udp_rx_drained(u))
+                break;
+        }
+        dev->rx_udp = NULL;
     }
     moved += rx;
     /* Nothing received: the clock read before the receive is still now
@@ -355,9 +388,17 @@ int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
             uint64_t ns = until - now;
             struct timespec ts = {(time_t)(ns / 1000000000ull),
                                   (long)(ns % 1000000000ull)};
-            struct pollfd p = {mroce_udp_fd(dev->udp), POLLIN, 0};
-            (void)ppoll(&p, 1, &ts, NULL);
-            if (p.revents & POLLERR) {
+            struct pollfd pf[MROCE_EP_MAX_PLANES];
+            unsigned np = dev->nplanes, k, err = 0;
+            for (k = 0; k < np; k++) {
+                pf[k].fd = mroce_udp_fd(lib_plane_udp(dev, (uint8_t)k));
+                pf[k].events = POLLIN;
+                pf[k].revents = 0;
+            }
+            (void)ppoll(pf, np, &ts, NULL);
+            for (k = 0; k < np; k++)
+                err |= (pf[k].revents & POLLERR) != 0;
+            if (err) {
                 /* The error queue does not drain by itself: read it now,
                  * or poll would report it forever. */
                 lib_lock(dev);
@@ -417,9 +458,14 @@ static void *progress_main(void *arg)
                 lib_unlock(dev);
             } else if (ev[i].data.fd == dev->wakefd) {
                 drain_fd(dev->wakefd);
-            } else if (ev[i].data.fd == rxfd && (ev[i].events & EPOLLERR)) {
+            } else if (ev[i].events & EPOLLERR) {
                 lib_lock(dev);
-                mroce_udp_drain_errors(dev->udp, rx_icmp, dev);
+                struct mroce_udp *u = ev[i].data.fd == rxfd
+                                          ? dev->udp
+                                          : lib_planes_by_fd(dev,
+                                                             ev[i].data.fd);
+                if (u)
+                    mroce_udp_drain_errors(u, rx_icmp, dev);
                 lib_unlock(dev);
             }
         }

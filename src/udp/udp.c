@@ -114,6 +114,7 @@ struct mroce_udp {
     struct mroce_faultgen txf, rxf;
     struct mroce_holdq txh, rxh;
     struct mroce_udp_counters cnt;
+    uint8_t blackhole; /* test hook: drop all traffic (set_blackhole) */
 };
 
 void mroce_udp_config_default(struct mroce_udp_config *cfg)
@@ -600,6 +601,8 @@ static int rx_release(struct mroce_udp *u, mroce_udp_rx_fn fn, void *user,
     while ((i = mroce_holdq_ready(&u->rxh, now)) >= 0) {
         struct mroce_held h;
         struct mre_rx_info info;
+        memset(&info, 0, sizeof info);
+        info.plane = u->cfg.plane;
         mroce_holdq_take(&u->rxh, i, &h);
         info.from = h.addr;
         info.ecn = h.ecn;
@@ -616,6 +619,10 @@ static int rx_one(struct mroce_udp *u, uint8_t *buf, size_t len,
                   const struct mre_rx_info *info, mroce_udp_rx_fn fn,
                   void *user, mroce_tstamp now)
 {
+    if (u->blackhole) {
+        u->cnt.fault_rx_drop++;
+        return 0;
+    }
     unsigned a = mroce_faultgen_decide(&u->rxf);
     int n = 0;
     if (a & MROCE_FAULT_DROP) {
@@ -741,6 +748,8 @@ int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
             continue;
         }
         struct mre_rx_info info;
+        memset(&info, 0, sizeof info);
+        info.plane = u->cfg.plane;
         info.ecn = MROCE_ECN_NOT_ECT;
         size_t seg = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
@@ -1039,6 +1048,10 @@ void mroce_udp_tx_commit(struct mroce_udp *u, size_t len,
         u->cnt.tx_errors++;
         return;
     }
+    if (u->blackhole) {
+        u->cnt.fault_tx_drop++;
+        return;
+    }
     int32_t sock = (flags & MROCE_UDP_TX_FROM_RX)
                        ? -1
                        : entropy_sock(u, info->entropy);
@@ -1091,6 +1104,10 @@ void mroce_udp_tx_commit_zc(struct mroce_udp *u, size_t len, size_t hdr_len,
         return;
     }
     size_t plen = len - hdr_len - MROCE_CRC_LEN;
+    if (u->blackhole) {
+        u->cnt.fault_tx_drop++;
+        return;
+    }
     if (u->txf.active) {
         /* Fault injection works on whole packets in the slot (corrupt,
          * duplicate, hold back): put the payload there after all. */
@@ -1135,4 +1152,9 @@ unsigned mroce_udp_flush_early(struct mroce_udp *u, mroce_tstamp now)
 unsigned mroce_udp_tx_pending(const struct mroce_udp *u)
 {
     return u->tx_n;
+}
+
+void mroce_udp_set_blackhole(struct mroce_udp *u, int on)
+{
+    u->blackhole = on != 0;
 }

@@ -58,6 +58,8 @@ struct mroce_udp_config {
     uint32_t slot_size;      /* bytes per transmit slot; MROCE_MAX_PKT_LEN */
     struct mroce_fault tx_fault, rx_fault;
     uint64_t fault_seed; /* 0 = from the clock */
+    uint8_t plane;       /* stamped into every mre_rx_info.plane: the
+                            device's plane this datapath serves (0) */
 };
 /* Fills defaults: 127.0.0.1:MROCE_UDP_PORT, automatic source ports (256),
  * GSO and GRO on, batches of 64, no faults. */
@@ -106,6 +108,11 @@ int mroce_udp_rx_same_datagram(const struct mroce_udp *u);
  * returns the number of errors reported through err_fn. */
 int mroce_udp_drain_errors(struct mroce_udp *u, mroce_udp_err_fn err_fn,
                            void *user);
+
+/* Test hook: with on, every packet committed for sending and every one
+ * received is dropped (counted as fault_tx_drop / fault_rx_drop), as if
+ * the network behind this socket failed. */
+void mroce_udp_set_blackhole(struct mroce_udp *u, int on);
 
 /* --- transmit --- */
 enum mroce_udp_tx_flags {

@@ -53,7 +53,13 @@
     X(STREAM_MSN_GLOBAL, "stream_msn_global")     \
     X(STREAM_RECV_HOL, "stream_recv_hol")         \
     X(STREAM_SEND_HOL, "stream_send_hol")         \
-    X(STREAM_RNR_NAK0, "stream_rnr_nak0")
+    X(STREAM_RNR_NAK0, "stream_rnr_nak0")         \
+    /* planes (cases_planes.c): */               \
+    X(PLANES_ALWAYS, "planes_always")             \
+    X(PLANES_RESP_UNASKED, "planes_resp_unasked") \
+    X(PLANES_TX_ZERO, "planes_tx_zero")           \
+    X(PLANES_NO_DOWN, "planes_no_down")           \
+    X(PLANES_NEVER_UP, "planes_never_up")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS

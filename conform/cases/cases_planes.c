@@ -1,0 +1,291 @@
+/*
+ * cases_planes.c - planes (multipath.md section 7, connection.md section
+ * 6) on the wire: the PLANES extension of the handshake, absent with one
+ * plane and in a CONNECT_RESP to a CONNECT_REQ without it (CONN-28,
+ * CONN-29), and, with two planes agreed, every packet of the IUT on the
+ * plane its entropy names, towards the address the tester listed for that
+ * plane (PATH-19, PATH-20, CONN-30).
+ *
+ * The tester has one address, so it plays a two-plane peer whose plane 1
+ * is one of its entropy sockets: a packet of the IUT on plane 1 arrives on
+ * that socket, one on plane 0 on the tester's MetaRoCE port; a plane
+ * failure is the tester dropping what arrives on that socket.  The IUT's
+ * planes come from DEVICE planes=2 (AGENT-25); an agent without planes
+ * answers ENOTSUP and those cases are skipped.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "case_helpers.h"
+#include "conform.h"
+
+#define CONN_LEN (MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN + MROCE_CRC_LEN)
+
+/* Lists the tester's two planes in c's CONNECT: plane 0 on entropy socket
+ * e0 (-1: the MetaRoCE port), plane 1 on entropy socket e1. */
+static void two_planes(struct ct_conn *c, int e0, int e1)
+{
+    c->par.nplanes = 2;
+    ct_plane_entry(c->t, e0, &c->par.planes[0]);
+    ct_plane_entry(c->t, e1, &c->par.planes[1]);
+}
+
+CT_CASE(planes_one_plane_no_ext, "CONN-28 CONN-29 PATH-17",
+        "an IUT with one plane: its CONNECT_REQ carries no PLANES (68 "
+        "bytes), and its CONNECT_RESP to a CONNECT_REQ listing two planes "
+        "carries none either")
+{
+    struct ct_conn *c = ct_conn_new(t, "");
+    struct ct_conn *d;
+
+    ct_conn_accept(c);
+    CT_EQ(t, "CONNECT_REQ PLANES Count (absent with one plane)", 0,
+          c->hs.u.conn.nplanes);
+    CT_EQ(t, "CONNECT_REQ Pkt Len", CONN_LEN, c->hs.base.pkt_len);
+    d = ct_conn_new(t, "");
+    two_planes(d, -1, 1);
+    ct_conn_connect(d);
+    CT_EQ(t, "CONNECT_RESP PLANES Count (one plane: P = 1, none)", 0,
+          d->hs.u.conn.nplanes);
+    CT_EQ(t, "CONNECT_RESP Pkt Len", CONN_LEN, d->hs.base.pkt_len);
+}
+
+CT_CASE(planes_resp_iff_req, "CONN-29 CONN-28",
+        "DEVICE planes=2: no PLANES in the CONNECT_RESP to a CONNECT_REQ "
+        "without it; PLANES with Count 2 (plane 0 at the IUT's port) to one "
+        "listing two planes, and in the IUT's own CONNECT_REQ")
+{
+    struct ct_conn *c, *d, *e;
+
+    ct_agent(t, "DEVICE planes=2");
+    c = ct_conn_new(t, "");
+    ct_conn_connect(c);
+    CT_EQ(t, "CONNECT_RESP PLANES Count to a CONNECT_REQ without PLANES", 0,
+          c->hs.u.conn.nplanes);
+    CT_EQ(t, "CONNECT_RESP Pkt Len", CONN_LEN, c->hs.base.pkt_len);
+    d = ct_conn_new(t, "");
+    two_planes(d, -1, 1);
+    ct_conn_connect(d);
+    CT_EQ(t, "CONNECT_RESP PLANES Count to a two-plane CONNECT_REQ", 2,
+          d->hs.u.conn.nplanes);
+    CT_EQ(t, "CONNECT_RESP plane 0 UDP Port (the IUT's MetaRoCE port)",
+          ct_iut_port(t), d->hs.u.conn.planes[0].port);
+    CT_REQUIRE(t, d->hs.u.conn.planes[1].port != 0,
+               "CONNECT_RESP plane 1 has UDP Port 0");
+    e = ct_conn_new(t, "");
+    ct_conn_accept(e);
+    CT_EQ(t, "IUT's CONNECT_REQ PLANES Count with two planes", 2,
+          e->hs.u.conn.nplanes);
+}
+
+CT_CASE(planes_data_on_named_plane, "PATH-19 PATH-20 CONN-30",
+        "two planes agreed, the tester's plane 1 on entropy socket 1 and "
+        "its plane-0 entry on socket 2: a 32-packet WRITE of the IUT sends "
+        "odd entropies to socket 1, even ones to the MetaRoCE port (the "
+        "handshake's address), some of each")
+{
+    struct ct_mr mr;
+    struct ct_conn *c;
+    int got = 0, on[2] = {0, 0};
+
+    ct_agent(t, "DEVICE planes=2");
+    if (ct_num_entropies(t) < 3)
+        ct_skip(t, "needs 3 tester entropy sockets");
+    mr = ct_mr_reg(t, 65536, "lw", 0);
+    c = ct_conn_new(t, "npaths=8 mtu=1024");
+    two_planes(c, 2, 1);
+    ct_conn_connect(c);
+    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=1 op=WRITE mr=%d off=0 len=%u "
+             "raddr=0x40000 rkey=0x7a",
+             c->aqp, mr.id, 1024u * 32);
+    while (got < 32) {
+        const struct ct_rx *rx = ct_expect_data(c, RL_WAIT);
+        unsigned plane = rx->p.base.entropy % 2u;
+        if (rx->p.base.flags & MROCE_F_RETX)
+            continue;
+        CT_REQUIRE(t, rx->sock == (plane ? 1 : -1),
+                   "data PSN %u, Entropy %u (plane %u) arrived on %s%d, "
+                   "expected %s (PATH-20, CONN-30)",
+                   rx->p.base.psn, rx->p.base.entropy, plane,
+                   rx->sock < 0 ? "the MetaRoCE port " : "entropy socket ",
+                   rx->sock,
+                   plane ? "entropy socket 1 (our plane 1)"
+                         : "the MetaRoCE port (plane 0 is the handshake's)");
+        on[plane]++;
+        got++;
+    }
+    ct_log(t, "plane 0: %d packets, plane 1: %d", on[0], on[1]);
+    CT_REQUIRE(t, on[0] > 0 && on[1] > 0,
+               "a 32-packet WRITE over 8 paths on 2 planes used only plane "
+               "%d (PATH-18, PATH-24)",
+               on[0] ? 0 : 1);
+    ct_expect_wc(t, c->aqp, "send", 1, "SUCCESS", RL_WAIT);
+}
+
+/* An entropy socket of the tester whose port has the given parity, or
+ * -1. */
+static int socket_of_parity(struct ct *t, unsigned parity)
+{
+    for (int e = 0; e < ct_num_entropies(t); e++)
+        if (ct_entropy(t, e) % 2u == parity)
+            return e;
+    return -1;
+}
+
+CT_CASE(planes_ack_on_echoed_plane, "PATH-20 REL-22",
+        "two planes agreed: the ACK of a WRITE sent with an odd entropy "
+        "arrives on the tester's plane-1 socket, that of one with an even "
+        "entropy on its MetaRoCE port (plane 0)")
+{
+    struct ct_mr mr;
+    struct ct_conn *c;
+    int odd, even;
+    uint8_t d[64];
+
+    ct_agent(t, "DEVICE planes=2");
+    odd = socket_of_parity(t, 1);
+    even = socket_of_parity(t, 0);
+    if (odd < 0 || even < 0)
+        ct_skip(t, "the tester's entropy ports are all of one parity");
+    mr = ct_mr_reg(t, 4096, "lw,rw", 0);
+    c = ct_conn_new(t, "");
+    two_planes(c, -1, odd);
+    ct_conn_connect(c);
+    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
+    ct_pattern(d, sizeof(d), 71);
+    for (int k = 0; k < 2; k++) {
+        struct mrw_pkt p;
+        int from = k == 0 ? odd : even;
+        uint32_t psn = c->snd_nxt;
+        const struct ct_rx *rx;
+        ct_rl_write_pkt(c, &p, &mr, 64u * (uint32_t)k, d, sizeof(d), psn,
+                        MROCE_F_ACK_REQ);
+        p.base.entropy = ct_entropy(t, from);
+        ct_send(c, &p);
+        c->snd_nxt++;
+        c->msn++;
+        rx = ct_expect_ack(c, psn + 1, RL_WAIT);
+        CT_EQ(t, "ACK Entropy (REL-22)", ct_entropy(t, from),
+              rx->p.base.entropy);
+        CT_REQUIRE(t, rx->sock == (k == 0 ? odd : -1),
+                   "ACK echoing Entropy %u (plane %u) arrived on %s%d, "
+                   "expected %s (PATH-20)",
+                   rx->p.base.entropy, rx->p.base.entropy % 2u,
+                   rx->sock < 0 ? "the MetaRoCE port " : "entropy socket ",
+                   rx->sock,
+                   k == 0 ? "our plane-1 socket" : "the MetaRoCE port");
+    }
+    ct_expect_mem(t, &mr, 0, d, sizeof(d));
+}
+
+/* The IUT's receive state in c, kept aside so that a packet can be
+ * "lost" after ct_next has recorded it. */
+struct rcv_snap {
+    uint32_t cum, rx_count, ce_count;
+    uint8_t bits[CT_RCV_BITS / 8];
+};
+
+static void snap_take(const struct ct_conn *c, struct rcv_snap *s)
+{
+    s->cum = c->rcv_cum;
+    s->rx_count = c->rx_count;
+    s->ce_count = c->ce_count;
+    memcpy(s->bits, c->rcv_bits, sizeof(s->bits));
+}
+
+static void snap_put(struct ct_conn *c, const struct rcv_snap *s)
+{
+    c->rcv_cum = s->cum;
+    c->rx_count = s->rx_count;
+    c->ce_count = s->ce_count;
+    memcpy(c->rcv_bits, s->bits, sizeof(s->bits));
+}
+
+/* Posts a WRITE of npk packets (MTU 1024) from the IUT and answers its
+ * data until the WRITE completes: packets arriving on the tester's plane-1
+ * socket (entropy socket 1) are dropped unanswered when drop1 (as if plane
+ * 1 had failed), every other data packet is ACKed at once.  Counts the
+ * data packets (all transmissions) per plane into on[2]; returns the
+ * milliseconds it took. */
+static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
+                                  const struct ct_mr *mr, uint64_t wrid,
+                                  unsigned npk, int drop1, unsigned on[2])
+{
+    uint64_t t0 = ct_now_ns();
+    uint64_t end = t0 + (uint64_t)ct_ms(t, 20000) * 1000000u;
+    unsigned n = 0;
+
+    c->auto_ack = 0;
+    on[0] = on[1] = 0;
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=%llu op=WRITE mr=%d off=0 len=%u "
+             "raddr=0x40000 rkey=0x7a",
+             c->aqp, (unsigned long long)wrid, mr->id, 1024u * npk);
+    for (;;) {
+        struct rcv_snap s;
+        const struct ct_rx *rx;
+        snap_take(c, &s);
+        rx = ct_next(c, 20);
+        if (!rx || ++n % 64 == 0) {
+            struct ct_wc w = ct_poll(t, c->aqp, "send", 0);
+            if (w.n) {
+                CT_REQUIRE(t, w.wrid == wrid && !strcmp(w.status, "SUCCESS"),
+                           "WRITE completed with %s", w.status);
+                break;
+            }
+            CT_REQUIRE(t, ct_now_ns() < end,
+                       "the IUT's %u-packet WRITE did not complete in 20 s",
+                       npk);
+        }
+        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode))
+            continue;
+        CT_REQUIRE(t, rx->sock == -1 || rx->sock == 1,
+                   "data arrived on entropy socket %d, not a plane", rx->sock);
+        on[rx->sock == 1]++;
+        if (rx->sock == 1 && drop1) {
+            snap_put(c, &s); /* lost on plane 1 */
+            continue;
+        }
+        ct_send_ack(c, &rx->p);
+    }
+    c->auto_ack = 1;
+    return (ct_now_ns() - t0) / 1000000u;
+}
+
+CT_CASE(planes_failed_plane_probes_only, "PATH-21 PATH-22 PATH-23",
+        "two planes agreed; plane 1 drops everything during a 2048-packet "
+        "WRITE of the IUT: it completes, plane 1 gets at most half of "
+        "plane 0's packets and 1024 + 2 per ms (its paths' bursts and "
+        "retransmissions until they are all retired, then probes, min_rto "
+        "1 ms); then plane 1 works again: it carries at least 1/8 of the "
+        "next WRITE")
+{
+    struct ct_mr mr;
+    struct ct_conn *c;
+    unsigned on[2];
+    uint64_t ms;
+
+    ct_agent(t, "DEVICE planes=2");
+    mr = ct_mr_reg(t, 2u << 20, "lw", 0);
+    c = ct_conn_new(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    two_planes(c, -1, 1);
+    ct_conn_connect(c);
+    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
+    ms = write_over_planes(t, c, &mr, 1, 2048, 1, on);
+    ct_log(t, "plane 1 failed: plane 0 %u, plane 1 %u packets in %llu ms",
+           on[0], on[1], (unsigned long long)ms);
+    CT_REQUIRE(t, on[1] * 2 <= on[0] && on[1] <= 1024 + 2 * ms,
+               "a failed plane got %u packets against %u on the other in "
+               "%llu ms: it must be marked down once its paths are retired "
+               "and get only a probe per RTO (PATH-21, PATH-22)",
+               on[1], on[0], (unsigned long long)ms);
+    ms = write_over_planes(t, c, &mr, 2, 2048, 0, on);
+    ct_log(t, "plane 1 back: plane 0 %u, plane 1 %u packets in %llu ms", on[0],
+           on[1], (unsigned long long)ms);
+    CT_REQUIRE(t, on[1] * 8 >= on[0] + on[1],
+               "a plane that works again got %u of %u packets: the "
+               "acknowledgement of its probe must bring it back (PATH-23)",
+               on[1], on[0] + on[1]);
+}

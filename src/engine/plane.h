@@ -1,0 +1,65 @@
+/*
+ * plane.h - the planes of one connection: which local plane (socket,
+ * uplink) each packet leaves on, the peer's address per plane, and each
+ * plane's health (docs/spec/multipath.md, Planes, PATH-17..24).
+ *
+ * A connection negotiates P planes in the handshake (CONN-28..30, the
+ * PLANES CONN extension); with P = 1 (the default, and with a peer that
+ * sends no PLANES) nothing here runs and qp->planes stays NULL.  With
+ * P > 1, path slot i is on plane i % P and every entropy is congruent to
+ * its plane modulo P (path.c), so the entropy of any packet, and the echo
+ * entropy of any ACK, names its plane: the receiver answers on the plane
+ * the echoed packet came over, with no new field.  A plane whose every
+ * slot has been retired (PATH-9) since the last ACK that arrived over it is
+ * down: the path picker skips it except for one probe per RTO, and the
+ * first ACK over it brings it back.  No OS calls; memory from the
+ * endpoint's allocator.
+ */
+#ifndef MROCE_PLANE_H
+#define MROCE_PLANE_H
+
+#include <mroce/engine.h>
+#include <mroce/wire.h>
+
+struct mre_plane {
+    struct mre_addr peer;  /* where the peer's plane receives */
+    mroce_tstamp probe_at; /* down: the next probe may leave then (0: to
+                              be set at the next pick) */
+    uint64_t tx_pkts, rx_acks;
+    uint32_t downs, probes;
+    uint16_t nslots; /* path slots on this plane */
+    uint16_t dead;   /* of them, retired since the last ACK over it */
+    uint8_t down;
+    uint8_t unusable; /* the peer's address for it did not convert */
+};
+
+struct mre_planes {
+    uint8_t n;             /* planes in use, 2..MROCE_MAX_PLANES */
+    uint8_t ndown;         /* planes down or unusable */
+    uint64_t dead_bits[4]; /* slot retired since its plane's last ACK */
+    struct mre_plane p[MROCE_MAX_PLANES];
+};
+
+/* The handshake: fill the PLANES extension of an outgoing CONNECT (none
+ * with one local plane; in a CONNECT_RESP only when P > 1 was negotiated,
+ * CONN-29), and adopt the peer's (called from adopt_peer with qp->peer
+ * already set): P = min(local, peer), 1 if the peer sent none (CONN-28). */
+void mre_plane_conn_ext(const mre_qp *qp, struct mrw_conn_hdr *c, int resp);
+void mre_plane_negotiate(mre_qp *qp, const struct mrw_conn_hdr *c);
+void mre_plane_free(mre_qp *qp);
+
+/* Transmit: set info->plane and info->to from info->entropy (PATH-20). */
+void mre_plane_tx(mre_qp *qp, struct mre_tx_info *info);
+/* Receive: an ACK or NAK of this QP arrived over local plane `plane`. */
+void mre_plane_on_ack_rx(mre_qp *qp, uint8_t plane);
+/* A packet sent on slot `slot` was acknowledged (completer.c). */
+void mre_plane_on_path_ack(mre_qp *qp, uint16_t slot);
+/* Loss: slot `slot` was just retired (loss.c). */
+void mre_plane_on_retire(mre_qp *qp, uint16_t slot);
+/* Path choice: before a pick, hold back the down planes whose probe is not
+ * due; after it, note the pick.  mre_plane_picked returns 1 if the packet
+ * is a probe of a down plane (it then asks for an immediate ACK). */
+void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now);
+int mre_plane_picked(mre_qp *qp, uint16_t slot, mroce_tstamp now);
+
+#endif /* MROCE_PLANE_H */

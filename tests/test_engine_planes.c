@@ -1,0 +1,387 @@
+/*
+ * test_engine_planes.c - planes in the engine (docs/spec/multipath.md,
+ * Planes, PATH-17..24; docs/spec/connection.md CONN-28..30):
+ *   - the handshake: each side lists its planes in the PLANES extension,
+ *     the connection uses min(local, peer) of them, and a side without the
+ *     extension (one plane) gets today's CONNECT and one plane;
+ *   - the entropies of a connection's paths are distinct across planes and
+ *     each names its plane (entropy % P == plane);
+ *   - every packet leaves on the plane its entropy names, towards the
+ *     peer's address on that plane;
+ *   - a bulk transfer spreads over all planes; when every packet of plane 2
+ *     is dropped mid-transfer the transfer goes on, plane 2 is marked down,
+ *     its share goes to the other planes and it carries only probes (about
+ *     one per RTO); once the drop stops it comes back and carries data.
+ *
+ * Two endpoints, each attached to four made-up planes (10.k.0.id), pass
+ * packets through a delay line of 5 us per direction that keeps each
+ * packet's plane: a packet sent on plane k arrives on plane k.  The sender
+ * writes at most four packets per microsecond.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mroce/wire.h>
+
+#include "engine_end.h"
+
+#define NPL 4
+#define DELAY 5000 /* ns per direction */
+#define QLEN 65536
+#define CHUNK (1u << 20)
+
+/* Plane addresses: mre_addr {10, k, 0, id}, wire ::ffff:10.k.0.id:4791. */
+static int to_addr(struct mre_addr *out, const struct mre_plane_addr *in,
+                   void *user)
+{
+    (void)user;
+    static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (memcmp(in->addr, pfx, 12) != 0 || in->port != 4791)
+        return -1;
+    memset(out, 0, sizeof(*out));
+    out->len = 6;
+    memcpy(out->data, in->addr + 12, 4);
+    return 0;
+}
+
+static int end_planes(struct end *e, uint8_t id, uint64_t seed, int nplanes)
+{
+    struct mre_ep_config c;
+    mre_ep_config_default(&c);
+    c.mem.calloc = testutil_calloc;
+    c.mem.free = testutil_free;
+    c.rand = testutil_rand_bytes;
+    e->seed = seed;
+    c.rand_user = &e->seed;
+    c.max_qps = 8;
+    c.nplanes = (uint8_t)nplanes;
+    c.plane_addr = to_addr;
+    for (int k = 0; k < nplanes; k++) {
+        memset(c.planes[k].addr, 0, 16);
+        c.planes[k].addr[10] = c.planes[k].addr[11] = 0xff;
+        c.planes[k].addr[12] = 10;
+        c.planes[k].addr[13] = (uint8_t)k;
+        c.planes[k].addr[15] = id;
+        c.planes[k].port = 4791;
+    }
+    memset(&e->addr, 0, sizeof(e->addr));
+    e->addr.len = 6;
+    e->addr.data[0] = 10;
+    e->addr.data[3] = id;
+    int rc = mre_ep_new(&e->ep, &c);
+    if (rc < 0)
+        return rc;
+    return mre_cq_new(e->ep, 4096, &e->cq);
+}
+
+static mre_qp *qp_new(struct end *e, uint16_t npaths)
+{
+    struct mre_qp_attr a;
+    mre_qp_attr_default(&a);
+    a.send_cq = a.recv_cq = e->cq;
+    a.max_send_wr = a.max_recv_wr = 64;
+    a.npaths = npaths;
+    mre_qp *qp = NULL;
+    if (mre_qp_new(e->ep, &a, &qp) < 0)
+        return NULL;
+    return qp;
+}
+
+/* --- the delay line --- */
+struct pkt {
+    mroce_tstamp at;
+    uint8_t dst, plane;
+    uint16_t len;
+    uint8_t buf[MROCE_MAX_PKT_LEN];
+};
+static struct pkt *q;
+static uint32_t qhead, qtail;
+static struct end E[2];
+static int drop_plane = -1;
+static uint64_t dropped, bad_to, sent_on[2][NPL];
+static int conn_len[2]; /* length of the last CONNECT each side sent */
+static int conn_nplanes[2];
+
+static void send_all(int s, mroce_tstamp now, int max)
+{
+    struct mre_tx_info ti;
+    int n, moved = 0;
+    while (moved < max && qtail - qhead < QLEN &&
+           (n = mre_ep_write_pkt(E[s].ep, q[qtail % QLEN].buf,
+                                 MROCE_MAX_PKT_LEN, &ti, now)) > 0) {
+        struct pkt *p = &q[qtail % QLEN];
+        struct mrw_pkt d;
+        moved++;
+        if (mrw_pkt_decode(&d, p->buf, (size_t)n) == 0 &&
+            (d.base.opcode == MROCE_OP_CONNECT_REQ ||
+             d.base.opcode == MROCE_OP_CONNECT_RESP)) {
+            conn_len[s] = n;
+            conn_nplanes[s] = d.u.conn.nplanes;
+        }
+        /* PATH-20: the plane's destination is the peer's address on it. */
+        const struct mre_addr *peer = &E[!s].addr;
+        if (ti.plane >= NPL || ti.to.len != 6 || ti.to.data[1] != ti.plane ||
+            ti.to.data[3] != peer->data[3])
+            bad_to++;
+        if (ti.plane < NPL)
+            sent_on[s][ti.plane]++;
+        if ((int)ti.plane == drop_plane) {
+            dropped++;
+            continue;
+        }
+        p->at = now + DELAY;
+        p->dst = (uint8_t)!s;
+        p->plane = ti.plane;
+        p->len = (uint16_t)n;
+        qtail++;
+    }
+}
+
+static void deliver(mroce_tstamp now)
+{
+    while (qhead != qtail && q[qhead % QLEN].at <= now) {
+        struct pkt *p = &q[qhead % QLEN];
+        struct mre_rx_info ri;
+        memset(&ri, 0, sizeof(ri));
+        ri.from = E[!p->dst].addr;
+        ri.from.data[1] = p->plane;
+        ri.ecn = MROCE_ECN_ECT0;
+        ri.plane = p->plane;
+        mre_ep_recv(E[p->dst].ep, p->buf, p->len, &ri, now);
+        qhead++;
+    }
+}
+
+static mroce_tstamp now;
+static void step(void)
+{
+    now += 1000;
+    for (int s = 0; s < 2; s++) {
+        if (mre_ep_expiry(E[s].ep) <= now)
+            mre_ep_handle_expiry(E[s].ep, now);
+        send_all(s, now, s == 0 ? 4 : 64);
+    }
+    deliver(now);
+}
+
+static void connect_pair(mre_qp *c, mre_qp *s)
+{
+    CHECK_EQ(mre_qp_listen(s, now), 0);
+    CHECK_EQ(mre_qp_connect(c, &E[1].addr, mre_qp_num(s), now), 0);
+    for (int i = 0; i < 100 && !(mre_qp_state(c) == MROCE_QPS_RTS &&
+                                 mre_qp_state(s) == MROCE_QPS_RTS);
+         i++)
+        step();
+    for (int i = 0; i < 20; i++)
+        step();
+    CHECK_EQ(mre_qp_state(c), MROCE_QPS_RTS);
+    CHECK_EQ(mre_qp_state(s), MROCE_QPS_RTS);
+}
+
+/* PATH-19: distinct entropies, each congruent to its slot's plane. */
+static void check_entropies(const mre_qp *qp, int np)
+{
+    struct mroce_path_stats ps[256];
+    int n = mre_qp_path_stats(qp, ps, 256), bad = 0, dup = 0;
+    for (int i = 0; i < n; i++) {
+        if (ps[i].entropy % np != qp->path_slots[i].plane ||
+            qp->path_slots[i].plane != i % np)
+            bad++;
+        for (int j = 0; j < i; j++)
+            dup += ps[j].entropy == ps[i].entropy;
+    }
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(dup, 0);
+}
+
+static void plane_stats(const mre_qp *qp, struct mre_plane_stats *st)
+{
+    memset(st, 0, NPL * sizeof(*st));
+    CHECK_EQ(mre_qp_plane_stats(qp, st, NPL), NPL);
+}
+
+/* Negotiation between a side with `a` planes and one with `b`. */
+static void negotiate(int a, int b)
+{
+    mre_ep_del(E[0].ep);
+    mre_ep_del(E[1].ep);
+    qhead = qtail; /* what was in flight had old endpoints for owners */
+    conn_len[0] = conn_len[1] = conn_nplanes[0] = conn_nplanes[1] = 0;
+    CHECK_EQ(end_planes(&E[0], 1, 100 + (uint64_t)a, a), 0);
+    CHECK_EQ(end_planes(&E[1], 2, 200 + (uint64_t)b, b), 0);
+    mre_qp *c = qp_new(&E[0], 16), *s = qp_new(&E[1], 16);
+    if (!CHECK(c && s))
+        return;
+    connect_pair(c, s);
+    int want = a < b ? a : b;
+    if (want < 1)
+        want = 1;
+    struct mre_plane_stats st[NPL];
+    CHECK_EQ(mre_qp_plane_stats(c, st, NPL), want);
+    CHECK_EQ(mre_qp_plane_stats(s, st, NPL), want);
+    /* CONN-28: one plane sends no extension: today's CONNECT. */
+    if (a <= 1)
+        CHECK_EQ(conn_len[0],
+                 MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN + MROCE_CRC_LEN);
+    else
+        CHECK_EQ(conn_nplanes[0], a);
+    /* CONN-29: a CONNECT_RESP carries PLANES only if P > 1 was agreed,
+     * and then its first P planes: never longer than the CONNECT_REQ
+     * (CONN-25, SEC-6). */
+    if (want <= 1)
+        CHECK_EQ(conn_len[1],
+                 MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN + MROCE_CRC_LEN);
+    else
+        CHECK_EQ(conn_nplanes[1], want);
+    CHECK(conn_len[1] <= conn_len[0]);
+    if (want > 1) {
+        check_entropies(c, want);
+        check_entropies(s, want);
+    }
+    CHECK_EQ(bad_to, 0);
+}
+
+static uint64_t sum(const uint64_t *v, int n)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < n; i++)
+        t += v[i];
+    return t;
+}
+
+int main(void)
+{
+    q = calloc(QLEN, sizeof(*q));
+    uint8_t *src = malloc(CHUNK), *dst = calloc(1, CHUNK);
+    if (!CHECK(q && src && dst))
+        return TESTUTIL_SUMMARY("test_engine_planes");
+    for (uint32_t i = 0; i < CHUNK; i++)
+        src[i] = (uint8_t)(i * 131 + 7);
+    if (!CHECK(end_planes(&E[0], 1, 11, NPL) == 0) ||
+        !CHECK(end_planes(&E[1], 2, 22, NPL) == 0))
+        return TESTUTIL_SUMMARY("test_engine_planes");
+    mre_qp *c = qp_new(&E[0], 64), *s = qp_new(&E[1], 64);
+    if (!CHECK(c && s))
+        return TESTUTIL_SUMMARY("test_engine_planes");
+    connect_pair(c, s);
+    CHECK_EQ(conn_nplanes[0], NPL);
+    check_entropies(c, NPL);
+    check_entropies(s, NPL);
+    struct mre_plane_stats st[NPL];
+    plane_stats(c, st);
+    for (int k = 0; k < NPL; k++) {
+        CHECK_EQ(st[k].up, 1);
+        CHECK_EQ(st[k].paths, 16);
+    }
+
+    mre_mr *ms, *md;
+    CHECK_EQ(mre_mr_reg(E[0].ep, src, CHUNK, MROCE_ACCESS_LOCAL_WRITE, &ms), 0);
+    CHECK_EQ(mre_mr_reg(E[1].ep, dst, CHUNK,
+                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                        &md),
+             0);
+    uint32_t posted = 0, done = 0, failed = 0;
+    int posting = 1;
+    mroce_tstamp t0 = now, t_down = 0, t_up = 0, t_heal = 0;
+    uint64_t at_down[NPL] = {0}, at_heal[NPL] = {0}, at_mark[NPL] = {0};
+    uint32_t probes_at_down = 0;
+    int phase = 0;
+    for (int it = 0; it < 60000; it++) {
+        while (posting && posted - done < 8) {
+            struct mroce_sge sg = {(uint64_t)(uintptr_t)src, CHUNK,
+                                   mre_mr_lkey(ms)};
+            struct mroce_send_wr wr = {.wr_id = posted,
+                                       .opcode = MROCE_WR_WRITE,
+                                       .sg_list = &sg,
+                                       .num_sge = 1,
+                                       .send_flags = MROCE_SEND_SIGNALED,
+                                       .remote_addr = (uint64_t)(uintptr_t)dst,
+                                       .rkey = mre_mr_rkey(md)};
+            if (!CHECK(mre_qp_post_send(c, &wr, NULL, now) == 0))
+                break;
+            posted++;
+        }
+        step();
+        struct mroce_wc wc[16];
+        int n;
+        while ((n = mre_cq_poll(E[0].cq, 16, wc)) > 0)
+            for (int i = 0; i < n; i++) {
+                done++;
+                failed += wc[i].status != MROCE_WC_SUCCESS;
+            }
+        plane_stats(c, st);
+        if (phase == 0 && now - t0 >= 2000000) {
+            /* Spread over all planes: each gets at least 15%. */
+            uint64_t tot = sum(sent_on[0], NPL);
+            for (int k = 0; k < NPL; k++)
+                CHECK(sent_on[0][k] * 100 >= tot * 15);
+            drop_plane = 2;
+            phase = 1;
+        } else if (phase == 1 && !st[2].up) {
+            t_down = now;
+            memcpy(at_down, sent_on[0], sizeof(at_down));
+            probes_at_down = st[2].probes;
+            CHECK_EQ(st[2].downs, 1);
+            for (int k = 0; k < NPL; k++)
+                if (k != 2)
+                    CHECK_EQ(st[k].up, 1);
+            phase = 2;
+        } else if (phase == 2 && now - t_down >= 5000000) {
+            /* Only probes on plane 2: about one per RTO (min_rto 200 us). */
+            uint64_t on2 = sent_on[0][2] - at_down[2];
+            uint64_t others = sum(sent_on[0], NPL) - sum(at_down, NPL) - on2;
+            CHECK(on2 >= 5 && on2 <= 5000000 / 200000 + 2);
+            CHECK_EQ(st[2].probes - probes_at_down, on2);
+            CHECK(others > 3000);
+            CHECK_EQ(st[2].up, 0);
+            drop_plane = -1;
+            t_heal = now;
+            memcpy(at_heal, sent_on[0], sizeof(at_heal));
+            phase = 3;
+        } else if (phase == 3 && st[2].up) {
+            t_up = now;
+            /* One RTO for the next probe, one RTT for its ACK. */
+            CHECK(t_up - t_heal <= 1000000);
+            memcpy(at_mark, sent_on[0], sizeof(at_mark));
+            phase = 4;
+        } else if (phase == 4 && now - t_up >= 2000000) {
+            /* Back in the spray. */
+            uint64_t tot = sum(sent_on[0], NPL) - sum(at_mark, NPL);
+            CHECK(tot > 1000);
+            CHECK((sent_on[0][2] - at_mark[2]) * 100 >= tot * 10);
+            posting = 0;
+            phase = 5;
+        } else if (phase == 5 && done == posted) {
+            break;
+        }
+    }
+    CHECK_EQ(phase, 5);
+    CHECK_EQ(done, posted);
+    CHECK_EQ(failed, 0);
+    CHECK(posted > 20);
+    CHECK(memcmp(src, dst, CHUNK) == 0);
+    CHECK(dropped > 0);
+    CHECK_EQ(bad_to, 0);
+    (void)at_heal;
+    printf("planes: %u MiB written, %llu dropped on plane 2, down "
+           "after %llu us, up %llu us after the drop stopped\n",
+           posted, (unsigned long long)dropped,
+           (unsigned long long)(t_down ? (t_down - t0) / 1000 : 0),
+           (unsigned long long)(t_up ? (t_up - t_heal) / 1000 : 0));
+    mre_mr_dereg(ms);
+    mre_mr_dereg(md);
+
+    /* CONN-28, CONN-29: min(local, peer); no extension: one plane. */
+    negotiate(4, 2);
+    negotiate(2, 4);
+    negotiate(4, 1);
+    negotiate(1, 4);
+    negotiate(3, 3);
+    mre_ep_del(E[0].ep);
+    mre_ep_del(E[1].ep);
+    free(q);
+    free(src);
+    free(dst);
+    return TESTUTIL_SUMMARY("test_engine_planes");
+}
