@@ -74,6 +74,13 @@ struct mre_ep_config {
     uint32_t rx_credit_bytes; /* receiver-driven mode: bytes per RTT this
                                  endpoint lets all senders have in flight to
                                  it together; 0 = credits off */
+    uint32_t rx_rate_mbps;    /* receive rate, Mbit/s, that rate hints
+                                 divide among the active senders (CC-25);
+                                 default 100000 (100 Gbit/s); 0 = give no
+                                 hints (ACK Credit stays 0xFFFFFFFF) */
+    mroce_tstamp rate_active; /* ns a sender counts as active after its
+                                 last data packet ("a few RTTs", CC-25);
+                                 default (and 0) 50 us */
 };
 void mre_ep_config_default(struct mre_ep_config *cfg);
 
@@ -98,6 +105,12 @@ struct mre_qp_attr {
                                retries forever, as in verbs (REL-37) */
     uint8_t cc_algo;        /* enum mroce_cc_algo */
     uint8_t credit_mode;    /* 1: ask the receiver for credits */
+    uint8_t rate_hint;      /* 1 (default): set RATE in CONNECT and, if
+                               the peer does too, follow its rate hints
+                               and send it ours (CC-24); 0: off */
+    uint8_t path_cwnd;      /* 1 (default): a window per path as well, if
+                               the algorithm keeps them (CC-20); 0: one
+                               window per connection only */
     mroce_tstamp min_rto;   /* default 200 us */
     mroce_tstamp max_rto;   /* default 100 ms */
     mroce_tstamp max_ack_delay;     /* receiver's ACK coalescing bound; 10 us */

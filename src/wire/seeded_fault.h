@@ -40,7 +40,13 @@
     X(ENTROPY_NO_ECHO, "entropy_no_echo")         \
     X(ECN_IGNORE, "ecn_ignore")                   \
     X(ACK_DELAY_LONG, "ack_delay_long")           \
-    X(WINDOW_ANY, "window_any")
+    X(WINDOW_ANY, "window_any")                   \
+    /* part C (issue 18): per-path windows, rate hint */ \
+    X(PATH_CWND_IGNORE, "path_cwnd_ignore")       \
+    X(RATE_NOT_NEGOTIATED, "rate_not_negotiated") \
+    X(RATE_SHARE_LINK, "rate_share_link")         \
+    X(RATE_NO_CAP, "rate_no_cap")                 \
+    X(RATE_NO_PACE, "rate_no_pace")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
