@@ -56,6 +56,7 @@ mr.c            mre_mr_
 names.c         mre_names_
 path.c          mre_path_ mre_pathset_
 qp.c            mre_qp_
+ratehint.c      mre_rh_
 requester.c     mre_req_
 responder.c     mre_resp_
 rxwin.c         mre_rxwin_

@@ -17,8 +17,7 @@
  * RTTs get the same share.  The passes are bounded (RH_PASSES): what is
  * still unfrozen after them shares the remainder equally.
  *
- * Sender: the hint caps the window at hint * min(srtt, base_rtt +
- * target_qdelay) plus the packets a receiver may hold before it
+ * Sender: the hint caps the window at hint * srtt plus the packets a receiver may hold before it
  * acknowledges (it becomes peer_credit, which CC-2 already applies) and
  * paces data packets at the hint, so the senders' rates add up to the
  * receiver's even while their windows are one packet.
@@ -28,10 +27,14 @@
 
 #define RH_PASSES 4         /* water-filling passes per recomputation */
 #define RH_INTERVAL_PKTS 16 /* packets at the equal share per interval */
+#define RH_UTIL_PCT 95      /* of the receive rate the shares divide */
 
+/* The rate the shares divide: RH_UTIL_PCT of the receive rate, so that
+ * senders paced at their shares leave the receiver's queue room to
+ * drain (at exactly the link's rate a queue, once built, would stay). */
 static uint32_t rh_rate(const mre_ep *ep)
 {
-    return ep->cfg.rx_rate_mbps;
+    return (uint32_t)((uint64_t)ep->cfg.rx_rate_mbps * RH_UTIL_PCT / 100u);
 }
 
 static mroce_tstamp rh_active_ns(const mre_ep *ep)
@@ -139,7 +142,7 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
 
 uint32_t mre_rh_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 {
-    if (!rh_rate(ep))
+    if (!ep->cfg.rx_rate_mbps)
         return MROCE_CREDIT_UNLIMITED; /* this endpoint gives no hints */
     if (now >= ep->rh.next) {
         /* The next interval: a quarter of the activity window, and long
@@ -149,7 +152,8 @@ uint32_t mre_rh_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
         rh_recompute(ep, now, 1);
         tp = (mroce_tstamp)RH_INTERVAL_PKTS *
              ((uint64_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN) *
-             8000u * (ep->rh.nactive ? ep->rh.nactive : 1) / rh_rate(ep);
+             8000u * (ep->rh.nactive ? ep->rh.nactive : 1) /
+             (rh_rate(ep) ? rh_rate(ep) : 1);
         ep->rh.next = now + (tp > t ? tp : t);
     } else if (ep->rh.dirty) {
         rh_recompute(ep, now, 0);
@@ -172,7 +176,7 @@ static mroce_tstamp rh_pkt_time(const mre_qp *qp, size_t len)
 uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
 {
     uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
-    mroce_tstamp t = qp->srtt, b = qp->cc.base_rtt + qp->attr.target_qdelay;
+    mroce_tstamp t = qp->srtt ? qp->srtt : qp->cc.base_rtt;
     uint64_t cap;
 
     qp->rh.hint = credit == 0 ? 1 : credit; /* 0 would stop the sender */
@@ -185,8 +189,6 @@ uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
     }
     if (credit == MROCE_CREDIT_UNLIMITED || MROCE_SEEDED_FAULT(RATE_NO_CAP))
         return MROCE_CREDIT_UNLIMITED;
-    if (qp->cc.base_rtt && b < t)
-        t = b;
     if (t == 0)
         return MROCE_CREDIT_UNLIMITED; /* no RTT yet: pacing alone */
     /* Plus the packets the receiver may hold before it acknowledges
