@@ -172,6 +172,15 @@ static mroce_tstamp rh_pkt_time(const mre_qp *qp, size_t len)
     return (mroce_tstamp)len * 8000u / qp->rh.hint;
 }
 
+/* Packets a sender may send back to back: two, or a whole burst of a
+ * batching datapath (path_burst, PATH-3). */
+static mroce_tstamp rh_slack(const mre_qp *qp)
+{
+    uint32_t n = qp->paths.burst > 2 ? qp->paths.burst : 2u;
+    return n * rh_pkt_time(qp, (size_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN +
+                                   MROCE_CRC_LEN);
+}
+
 /* A hint of h Mbit/s over t ns is h * t / 8000 bytes. */
 uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
 {
@@ -183,9 +192,10 @@ uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
     /* The pacing clock owes at most one packet at the new hint: a sender
      * whose hint rises is not held to the slower clock it ran on. */
     if (qp->rh.hint != MROCE_CREDIT_UNLIMITED) {
-        mroce_tstamp one = rh_pkt_time(qp, floor);
-        if (qp->rh.pace_next > qp->rh.last_send + one)
-            qp->rh.pace_next = qp->rh.last_send + one;
+        mroce_tstamp lim = qp->rh.last_send + rh_pkt_time(qp, floor) +
+                           rh_slack(qp); /* pace_next - slack: next send */
+        if (qp->rh.pace_next > lim)
+            qp->rh.pace_next = lim;
     }
     if (credit == MROCE_CREDIT_UNLIMITED || MROCE_SEEDED_FAULT(RATE_NO_CAP))
         return MROCE_CREDIT_UNLIMITED;
@@ -198,15 +208,6 @@ uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
         return floor;
     return cap >= MROCE_CREDIT_UNLIMITED ? MROCE_CREDIT_UNLIMITED - 1
                                          : (uint32_t)cap;
-}
-
-/* Packets a sender may send back to back: two, or a whole burst of a
- * batching datapath (path_burst, PATH-3). */
-static mroce_tstamp rh_slack(const mre_qp *qp)
-{
-    uint32_t n = qp->paths.burst > 2 ? qp->paths.burst : 2u;
-    return n * rh_pkt_time(qp, (size_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN +
-                                   MROCE_CRC_LEN);
 }
 
 int mre_rh_may_send(mre_qp *qp, mroce_tstamp now)
