@@ -108,7 +108,7 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
             uint64_t d;
             if (!q->rh.active || q->rh.frozen || q->rh.intervals < 2)
                 continue;
-            d = 2 * (uint64_t)q->rh.rate;
+            d = 4 * (uint64_t)q->rh.rate;
             if (d < fair / 4)
                 d = fair / 4; /* room to resume after a pause */
             if (d < fair) {
@@ -169,7 +169,7 @@ uint32_t mre_rh_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
  * rate is the hint. */
 static mroce_tstamp rh_pkt_time(const mre_qp *qp, size_t len)
 {
-    return (mroce_tstamp)len * 8000u / qp->rh.hint;
+    return (mroce_tstamp)len * 8000u / (qp->rh.pace ? qp->rh.pace : 1u);
 }
 
 /* Packets a sender may send back to back: two, or a whole burst of a
@@ -189,6 +189,7 @@ uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
     uint64_t cap;
 
     qp->rh.hint = credit == 0 ? 1 : credit; /* 0 would stop the sender */
+    qp->rh.pace = qp->rh.hint;              /* CC-28: paced at the hint */
     /* The pacing clock owes at most one packet at the new hint: a sender
      * whose hint rises is not held to the slower clock it ran on. */
     if (qp->rh.hint != MROCE_CREDIT_UNLIMITED) {
