@@ -21,7 +21,10 @@
 #   jain      Jain's fairness over the senders' bytes sent in the steady
 #             state, the middle 80% of [0, t_end]
 #   ecn, retx ECN marks and retransmitted packets of the whole run
-# Usage: bench/incast_sim.sh [N ...]   (OUT=dir for the outputs)
+# Usage: bench/incast_sim.sh [N ...]   (OUT=dir for the outputs;
+# INIT_CWND=bytes sets every transport's initial window, qp_init_cwnd:
+# the first round trip, before any ACK or hint, sends N * init_cwnd, and
+# with the default 64 KiB that overflows the 1 MiB buffer from N = 16 on)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build-sim}
@@ -45,6 +48,7 @@ for n in $ns; do
         mkdir -p "$d"
         MROCE_SIM_TRACE="$d/trace_$tp.csv:1" "$sim" -q -o "$d" \
             -s name=incast$n -s transports=$tp \
+            ${INIT_CWND:+-s qp_init_cwnd=$INIT_CWND} \
             -s "workload=incast senders=$n bytes=$bytes" \
             "$root/sim/scenarios/incast.txt" >/dev/null
         python3 - "$d/trace_$tp.csv" "$d/summary.csv" "$n" "$tp" <<'EOF'
