@@ -439,7 +439,8 @@ static const struct {
     {"MR_DEREG", "mr", cmd_mr_dereg},
     {"QP_CREATE",
      "mtu npaths window max_rd_atomic cc min_rto_us retry rnr_retry pd "
-     "handshake_timeout_ms max_ack_delay_us peer_timeout_ms",
+     "handshake_timeout_ms max_ack_delay_us peer_timeout_ms rate_hint "
+     "path_burst",
      agent_cmd_qp_create},
     {"QP_LISTEN", "qp", agent_cmd_qp_listen},
     {"QP_CONNECT", "qp host port rqpn", agent_cmd_qp_connect},
