@@ -11,7 +11,8 @@
 #             every window [t' - W, t'] with t <= t' <= t_end each
 #             sender's rate is within 10% of the fair share (the window's
 #             total rate / N); t_end is when the first sender has sent
-#             everything.  RTT is the smallest srtt any sender reports.
+#             everything.  RTT is the median over the senders of the
+#             smallest srtt each reports (its unloaded RTT).
 #             W is the rate window: the larger of one RTT and the time 16
 #             full packets take at the fair share (a rate over fewer
 #             packets is a packet more or less, not a rate); conv_rtt
@@ -56,14 +57,16 @@ import csv, sys
 trace, summary, n, tp = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 PKT = 4096 + 80  # a full packet on the wire, as the engine counts it
 rows = {}
-rtt = None
+mins = {}
 for r in csv.DictReader(open(trace)):
     t = float(r["t_us"])
-    rows.setdefault(int(r["src"]), []).append((t, int(r["tx_data"])))
+    src = int(r["src"])
+    rows.setdefault(src, []).append((t, int(r["tx_data"])))
     s = int(r["srtt_ns"])
-    if s and (rtt is None or s < rtt):
-        rtt = s
-rtt = (rtt or 1000) / 1000.0  # us
+    if s and (src not in mins or s < mins[src]):
+        mins[src] = s
+m = sorted(mins.values())
+rtt = (m[len(m) // 2] if m else 1000) / 1000.0  # us: the median sender's
 srcs = sorted(rows)
 final = {s: rows[s][-1][1] for s in srcs}
 # t_end: the first time some sender has sent all it will send

@@ -38,7 +38,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     mroce_qp_init_attr_default(&ia);
     struct mre_qp_attr *e = &ia.eng;
     uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us, pt_ms;
-    uint64_t rate, burst;
+    uint64_t rate, burst, reuse;
     if (agent_arg_u64(c, "mtu", U32MAX, e->mtu, &mtu) < 0 ||
         agent_arg_u64(c, "npaths", U32MAX, e->npaths, &npaths) < 0 ||
         agent_arg_u64(c, "window", U32MAX, e->window, &window) < 0 ||
@@ -53,7 +53,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         agent_arg_u64(c, "peer_timeout_ms", U32MAX, e->peer_timeout / 1000000,
                       &pt_ms) < 0 ||
         agent_arg_u64(c, "rate_hint", 1, e->rate_hint, &rate) < 0 ||
-        agent_arg_u64(c, "path_burst", U32MAX, e->path_burst, &burst) < 0) {
+        agent_arg_u64(c, "path_burst", U32MAX, e->path_burst, &burst) < 0 ||
+        agent_arg_u64(c, "path_reuse", 1, e->path_reuse, &reuse) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");
         return -1;
     }
@@ -115,6 +116,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         e->peer_timeout = pt_ms * 1000000;
     e->rate_hint = (uint8_t)rate;   /* AGENT-23 */
     e->path_burst = (uint8_t)burst; /* AGENT-24 */
+    e->path_reuse = (uint8_t)reuse;
     mroce_pd *pd = agent_find_pd(a, c, r);
     if (!pd)
         return -1;

@@ -219,7 +219,8 @@ static void ack_ce(struct ct_conn *c, const struct mrw_pkt *p, int ce)
 }
 
 CT_CASE(cc_path_window_marked, "CC-20 CC-21 PATH-5",
-        "IUT requester over 4 paths (path_burst 1) with 200 WRITEs of 1024 "
+        "IUT requester over 4 paths (path_burst 1, no PATH-16 reuse) with 200 "
+        "WRITEs of 1024 "
         "bytes: the "
         "tester echoes every other packet of one path with CE (the rest "
         "clean, so its weight stays up) for 120 packets, then stops "
@@ -227,7 +228,9 @@ CT_CASE(cc_path_window_marked, "CC-20 CC-21 PATH-5",
         "while the others carry more")
 {
     struct ct_conn *c =
-        rate_sender(t, 200, "mtu=1024 npaths=4 path_burst=1 min_rto_us=200000");
+        rate_sender(t, 200,
+                    "mtu=1024 npaths=4 path_burst=1 path_reuse=0 "
+                    "min_rto_us=200000");
     uint16_t x = 0;
     uint32_t onx = 0, other = 0, seen = 0, hi = 0;
     int toggle = 0, have_x = 0, any = 0;
