@@ -28,6 +28,7 @@
 #define RH_PASSES 4         /* water-filling passes per recomputation */
 #define RH_INTERVAL_PKTS 16 /* packets at the equal share per interval */
 #define RH_UTIL_PCT 95      /* of the receive rate the shares divide */
+#define RH_SETTLE 8         /* intervals before a rate counts as a demand */
 
 /* The rate the shares divide: RH_UTIL_PCT of the receive rate, so that
  * senders paced at their shares leave the receiver's queue room to
@@ -106,7 +107,7 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
         for (i = 0; i < ep->nqps; i++) {
             mre_qp *q = ep->live[i];
             uint64_t d;
-            if (!q->rh.active || q->rh.frozen || q->rh.intervals < 2)
+            if (!q->rh.active || q->rh.frozen || q->rh.intervals < RH_SETTLE)
                 continue;
             d = 4 * (uint64_t)q->rh.rate;
             if (d < fair / 4)
