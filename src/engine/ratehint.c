@@ -30,12 +30,20 @@
 #define RH_UTIL_PCT 95      /* of the receive rate the shares divide */
 #define RH_SETTLE 8         /* intervals before a rate counts as a demand */
 
-/* The rate the shares divide: RH_UTIL_PCT of the receive rate, so that
- * senders paced at their shares leave the receiver's queue room to
- * drain (at exactly the link's rate a queue, once built, would stay). */
+/* The rate the shares divide: with more than one active sender,
+ * RH_UTIL_PCT of the receive rate, so that senders paced at their shares
+ * leave the receiver's queue room to drain (at exactly the link's rate a
+ * queue, once built, would stay); a lone sender gets the whole rate (its
+ * window controller keeps its own queue short). */
+static uint32_t rh_rate_for(const mre_ep *ep, uint32_t nactive)
+{
+    uint64_t r = ep->cfg.rx_rate_mbps;
+    return (uint32_t)(nactive > 1 ? r * RH_UTIL_PCT / 100u : r);
+}
+
 static uint32_t rh_rate(const mre_ep *ep)
 {
-    return (uint32_t)((uint64_t)ep->cfg.rx_rate_mbps * RH_UTIL_PCT / 100u);
+    return rh_rate_for(ep, ep->rh.nactive);
 }
 
 static mroce_tstamp rh_active_ns(const mre_ep *ep)
@@ -75,7 +83,7 @@ void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now)
  * interval (when `measure`) and retires senders silent for rate_active. */
 static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
 {
-    uint64_t left = rh_rate(ep), dt = now - ep->rh.start;
+    uint64_t left, dt = now - ep->rh.start;
     uint32_t nleft = 0, i, pass;
 
     for (i = 0; i < ep->nqps; i++) {
@@ -98,6 +106,7 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
     }
     if (measure)
         ep->rh.start = now;
+    left = rh_rate_for(ep, nleft);
     ep->rh.nactive = nleft; /* recounted: deleted QPs drop out here */
     /* Max-min: a sender whose demand is below the equal share of what is
      * left gets its demand; repeat with the rest. */
@@ -160,8 +169,10 @@ uint32_t mre_rh_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
         rh_recompute(ep, now, 0);
     }
     if (!qp->rh.active)
-        return rh_rate(ep) / (ep->rh.nactive + 1); /* what it would get */
-    return qp->rh.share + MROCE_SEEDED_FAULT(RATE_SHARE_LINK) * rh_rate(ep);
+        return rh_rate_for(ep, ep->rh.nactive + 1) /
+               (ep->rh.nactive + 1); /* what it would get */
+    return qp->rh.share +
+           MROCE_SEEDED_FAULT(RATE_SHARE_LINK) * ep->cfg.rx_rate_mbps;
 }
 
 /* Pacing: the next packet may leave once now reaches pace_next less the
