@@ -218,24 +218,20 @@ static void ack_ce(struct ct_conn *c, const struct mrw_pkt *p, int ce)
     ct_send(c, &a);
 }
 
-CT_CASE(cc_path_window_marked, "CC-20 CC-21 PATH-5",
-        "IUT requester over 4 paths (path_burst 1, no PATH-16 reuse) with 200 "
-        "WRITEs of 1024 "
-        "bytes: the "
-        "tester echoes every other packet of one path with CE (the rest "
-        "clean, so its weight stays up) for 120 packets, then stops "
-        "acknowledging: that path then carries at most 2 new packets, "
-        "while the others carry more")
+/* One run of cc_path_window_marked on a new connection: the new packets
+ * the marked path and the others carry once the tester goes quiet. */
+static void marked_run(struct ct *t, uint32_t *onx, uint32_t *other)
 {
     struct ct_conn *c =
         rate_sender(t, 200,
                     "mtu=1024 npaths=4 path_burst=1 path_reuse=0 "
                     "min_rto_us=200000");
     uint16_t x = 0;
-    uint32_t onx = 0, other = 0, seen = 0, hi = 0;
+    uint32_t seen = 0, hi = 0;
     int toggle = 0, have_x = 0, any = 0;
     uint64_t end;
 
+    *onx = *other = 0;
     end = ct_now_ns() + (uint64_t)ct_ms(t, 2000) * 1000000u;
     while (seen < 120 && ct_now_ns() < end) {
         const struct ct_rx *rx = ct_next(c, 5);
@@ -255,8 +251,8 @@ CT_CASE(cc_path_window_marked, "CC-20 CC-21 PATH-5",
         }
         seen++;
         if (p.base.entropy == x) {
-            ack_ce(c, &p, !toggle);
-            toggle = !toggle;
+            ack_ce(c, &p, toggle % 4 == 0);
+            toggle++;
         } else {
             ack_ce(c, &p, 0);
         }
@@ -274,14 +270,33 @@ CT_CASE(cc_path_window_marked, "CC-20 CC-21 PATH-5",
             continue;
         hi = rx->p.base.psn;
         if (rx->p.base.entropy == x)
-            onx++;
+            (*onx)++;
         else
-            other++;
+            (*other)++;
     }
-    CT_REQUIRE(t, onx <= 2,
-               "the CE-marked path got %u new packets (the others %u): its "
-               "window, halved by each CE echo (CC-21), holds one packet "
-               "(CC-20)",
-               onx, other);
+    ct_log(t, "marked path %u new packets, the others %u", *onx, *other);
+}
+
+CT_CASE(cc_path_window_marked, "CC-20 CC-21 PATH-5",
+        "IUT requester over 4 paths (path_burst 1, no PATH-16 reuse) with "
+        "200 WRITEs of 1024 bytes: the tester echoes every fourth packet of "
+        "one path with CE (the rest clean, so its weight stays up) for 120 "
+        "packets, then stops acknowledging: that path then carries at most "
+        "4 new packets while the others carry at least 12 (a run where the "
+        "window let the others carry fewer says nothing and is repeated, "
+        "up to 3 runs)")
+{
+    uint32_t onx = 0, other = 0;
+
+    for (int run = 1; run <= 3; run++) {
+        marked_run(t, &onx, &other);
+        CT_REQUIRE(t, onx <= 4,
+                   "the CE-marked path got %u new packets (the others %u): "
+                   "its window, halved by each CE echo (CC-21) and grown a "
+                   "packet per window between them, holds a few (CC-20)",
+                   onx, other);
+        if (other >= 12)
+            return;
+    }
     CT_REQUIRE(t, other >= 4, "the clean paths got only %u new packets", other);
 }
