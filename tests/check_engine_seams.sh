@@ -57,6 +57,7 @@ names.c         mre_names_
 path.c          mre_path_ mre_pathset_
 plane.c         mre_plane_
 qp.c            mre_qp_
+ratehint.c      mre_rh_
 requester.c     mre_req_
 responder.c     mre_resp_
 rxwin.c         mre_rxwin_

@@ -14,7 +14,15 @@
 
 #include "case_table.h"
 #include "cc.h"
+#include "path.h"
 #include "testutil.h"
+
+/* Randomness for the path sets: a seeded splitmix64. */
+static void tu_rand(uint8_t *buf, size_t len, void *user)
+{
+    for (size_t k = 0; k < len; k++)
+        buf[k] = (uint8_t)testutil_rand64(user);
+}
 
 #define MTU 4096u
 #define INIT (64u * 1024)
@@ -676,7 +684,69 @@ static void test_bounds(void)
     }
 }
 
+/* CC-20..23: per-path windows.  A mark on path p cuts cwnd_p and no
+ * other path's window nor (before the round's end) the connection's; a
+ * clean ACK grows cwnd_p additively; the windows start at cwnd / npaths,
+ * stay within [one packet, cwnd] and stop growing at 2 * cwnd in sum; the
+ * fixed window keeps none. */
+static void test_path_windows(void)
+{
+    static struct mre_path slots[4];
+    struct mre_pathset ps;
+    struct mre_cc cc;
+    uint64_t seed = 1;
+    const uint32_t pkt = MTU + 80;
+
+    CHECK(mre_pathset_init(&ps, slots, 4, 49152, 16384, QDELAY, tu_rand,
+                           &seed) == 0);
+    mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, INIT, MAXW, QDELAY);
+    mre_cc_path_init(&cc, &ps, 1);
+    for (unsigned k = 0; k < 4; k++)
+        CHECK_EQ(ps.paths[k].cwnd, INIT / 4);
+    mre_cc_path_feedback(&cc, &ps, 1, 1, 0);
+    CHECK_EQ(ps.paths[1].cwnd, INIT / 8);
+    CHECK_EQ(ps.paths[0].cwnd, INIT / 4);
+    CHECK_EQ(ps.paths[2].cwnd, INIT / 4);
+    CHECK_EQ(cc.cwnd, INIT);
+    /* Repeated marks stop at one packet. */
+    for (unsigned k = 0; k < 10; k++)
+        mre_cc_path_feedback(&cc, &ps, 1, 1, 0);
+    CHECK_EQ(ps.paths[1].cwnd, pkt);
+    /* Clean ACKs: one packet per window acknowledged on the path. */
+    uint32_t w = ps.paths[0].cwnd;
+    mre_cc_path_feedback(&cc, &ps, 0, 0, w);
+    CHECK_EQ(ps.paths[0].cwnd, w + pkt);
+    /* Growth ends where the sum reaches twice the connection's window. */
+    for (unsigned k = 0; k < 2000; k++)
+        mre_cc_path_feedback(&cc, &ps, (uint16_t)(k & 3), 0, pkt);
+    uint64_t sum = 0;
+    for (unsigned k = 0; k < 4; k++) {
+        CHECK(ps.paths[k].cwnd <= cc.cwnd);
+        sum += ps.paths[k].cwnd;
+    }
+    CHECK_EQ(sum, ps.cwnd_sum);
+    CHECK(sum >= 2ull * cc.cwnd && sum <= 2ull * cc.cwnd + 4ull * cc.cwnd);
+    /* Many paths: each starts at one packet at least. */
+    static struct mre_path many[64];
+    struct mre_pathset pm;
+    CHECK(mre_pathset_init(&pm, many, 64, 49152, 16384, QDELAY, tu_rand,
+                           &seed) == 0);
+    mre_cc_path_init(&cc, &pm, 1);
+    CHECK_EQ(pm.paths[63].cwnd, pkt);
+    /* Off (attribute path_cwnd 0), or the fixed window: none. */
+    mre_cc_path_init(&cc, &ps, 0);
+    CHECK_EQ(ps.paths[0].cwnd, MROCE_PATH_CWND_UNLIMITED);
+    mre_cc_path_feedback(&cc, &ps, 0, 1, 0);
+    CHECK_EQ(ps.paths[0].cwnd, MROCE_PATH_CWND_UNLIMITED);
+    mre_cc_init(&cc, &mre_cc_fixed, MTU, INIT, MAXW, QDELAY);
+    mre_cc_path_init(&cc, &ps, 1);
+    mre_cc_path_feedback(&cc, &ps, 2, 1, 0);
+    CHECK_EQ(ps.paths[2].cwnd, MROCE_PATH_CWND_UNLIMITED);
+    CHECK_EQ(ps.nfull, 0);
+}
+
 static const struct test_case cases[] = {
+    {"path_windows", test_path_windows},
     {"ops_and_init", test_ops_and_init},
     {"fixed", test_fixed},
     {"slow_start", test_slow_start},

@@ -2,13 +2,15 @@
  * test_engine_incast.c - congestion control under incast (CC-*).
  *
  * Three senders WRITE to one receiver whose downlink is the bottleneck (the
- * network model's drop-tail queue with an ECN marking threshold).  Run three
+ * network model's drop-tail queue with an ECN marking threshold).  Run four
  * ways: a fixed large window (no congestion control: the baseline), the
- * default delay+ECN controller, and receiver-driven credits.  Checks: data
+ * default (delay+ECN with per-path windows and the receiver's rate hint,
+ * the receive rate set to the link's), receiver-driven credits, and
+ * delay+ECN without hints.  Checks: data
  * intact in every mode; with congestion control the bottleneck queue peaks
  * far lower than without and nothing is dropped; goodput of each sender is
  * within 20% of a fair share; the link stays busy (aggregate goodput close to
- * the bottleneck rate).  Prints a table of the three runs.
+ * the bottleneck rate).  Prints a table of the runs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "testutil.h"
 
 #define NSEND 3
+#define NMODES 4
 #define MSG (64u * 1024)
 #define TOTAL (8u << 20)    /* per sender */
 #define RATE 25000000000ull /* 25 Gbit/s links */
@@ -45,6 +48,7 @@ static struct run_result run(int mode)
      * 25 KB) times a margin for ACK coalescing (an ACK per 4 packets), so
      * the link stays busy while the queue stays short. */
     ec.rx_credit_bytes = mode == 2 ? 96 * 1024 : 0;
+    ec.rx_rate_mbps = (uint32_t)(RATE / 1000000u); /* hints: the link */
     struct mroce_testbed *tb;
     if (!CHECK(mroce_tb_new(&tb, &cfg, &ec) == 0))
         return res;
@@ -53,6 +57,7 @@ static struct run_result run(int mode)
     at.cc_algo = mode == 0 ? MROCE_CC_NONE : MROCE_CC_DELAY_ECN;
     at.init_cwnd = mode == 0 ? 2u << 20 : 64 * 1024;
     at.credit_mode = mode == 2;
+    at.rate_hint = mode == 1; /* the baselines keep their own mechanism */
     at.max_send_wr = 1024;
     mre_qp *qs[NSEND], *qr[NSEND];
     uint8_t *src[NSEND], *dst[NSEND];
@@ -130,12 +135,13 @@ static struct run_result run(int mode)
 
 int main(void)
 {
-    static const char *const names[] = {"fixed window", "delay+ECN", "credits"};
-    struct run_result r[3];
+    static const char *const names[] = {"fixed window", "default", "credits",
+                                        "delay+ECN"};
+    struct run_result r[NMODES];
     printf("%-13s %8s %8s %8s %9s %10s %7s %7s %6s\n", "mode", "s0 Gb/s",
            "s1 Gb/s", "s2 Gb/s", "agg Gb/s", "max queue", "drops", "CE",
            "retx");
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < NMODES; m++) {
         r[m] = run(m);
         printf("%-13s %8.2f %8.2f %8.2f %9.2f %10llu %7llu %7llu %6llu\n",
                names[m], r[m].gbps[0], r[m].gbps[1], r[m].gbps[2],
@@ -147,7 +153,7 @@ int main(void)
     /* Without congestion control the queue overflows; with it, it stays
      * far below the limit and nothing is dropped. */
     CHECK(r[0].drops > 0);
-    for (int m = 1; m < 3; m++) {
+    for (int m = 1; m < NMODES; m++) {
         CHECK_MSG(r[m].drops == 0, "%s dropped %llu", names[m],
                   (unsigned long long)r[m].drops);
         CHECK_MSG(r[m].max_queue * 2 < r[0].max_queue, "%s queue %llu",

@@ -847,7 +847,69 @@ static void test_stats(void)
     CHECK(st.active == 0 && st.tx_pkts == 0 && st.entropy == 0);
 }
 
+/* CC-20, CC-21: a full path (inflight >= cwnd) is skipped by the picker,
+ * bursts included, and comes back once its packets leave flight; with
+ * every path full the set has no room; stats report the window. */
+static void test_path_cwnd(void)
+{
+    struct mre_pathset ps;
+    struct mroce_path_stats st;
+    struct prng r = {15};
+    unsigned k, seen[4];
+
+    setup(&ps, &r, 4);
+    CHECK(ps.paths[0].cwnd == MROCE_PATH_CWND_UNLIMITED);
+    for (k = 0; k < 4; k++)
+        mre_path_set_cwnd(&ps, (uint16_t)k, 8352); /* two packets */
+    mre_path_inflight_add(&ps, 2, 4176);
+    CHECK(!ps.paths[2].full && ps.nfull == 0);
+    mre_path_inflight_add(&ps, 2, 4176);
+    CHECK(ps.paths[2].full && ps.nfull == 1);
+    memset(seen, 0, sizeof seen);
+    for (k = 0; k < 400; k++)
+        seen[mre_path_pick(&ps, MROCE_PATH_NONE)]++;
+    CHECK_EQ(seen[2], 0);
+    CHECK(seen[0] > 100 && seen[1] > 100 && seen[3] > 100);
+    /* A burst stops at a path that fills. */
+    ps.burst = 8;
+    uint16_t b = mre_path_pick(&ps, MROCE_PATH_NONE);
+    mre_path_inflight_add(&ps, b, 8352);
+    CHECK(mre_path_pick(&ps, MROCE_PATH_NONE) != b);
+    mre_path_inflight_sub(&ps, b, 8352);
+    ps.burst = 1;
+    /* It leaves flight: the path is picked again. */
+    mre_path_inflight_sub(&ps, 2, 4176);
+    CHECK(!ps.paths[2].full && ps.nfull == 0);
+    memset(seen, 0, sizeof seen);
+    for (k = 0; k < 400; k++)
+        seen[mre_path_pick(&ps, MROCE_PATH_NONE)]++;
+    CHECK(seen[2] > 50);
+    /* Only one path with room: every pick takes it, even past `avoid`. */
+    for (k = 0; k < 4; k++)
+        if (k != 1)
+            mre_path_inflight_add(&ps, (uint16_t)k, 8352);
+    CHECK(mre_path_has_room(&ps) && ps.nfull == 3);
+    for (k = 0; k < 20; k++)
+        CHECK_EQ(mre_path_pick(&ps, MROCE_PATH_NONE), 1);
+    CHECK_EQ(mre_path_pick(&ps, 0), 1);
+    mre_path_inflight_add(&ps, 1, 8352);
+    CHECK(!mre_path_has_room(&ps));
+    /* A smaller window fills a path; stats report window and flight. */
+    mre_path_inflight_reset(&ps);
+    CHECK(ps.nfull == 0 && ps.paths[3].inflight == 0);
+    mre_path_inflight_add(&ps, 3, 4176);
+    mre_path_set_cwnd(&ps, 3, 4000);
+    CHECK(ps.paths[3].full);
+    mre_path_get_stats(&ps, 3, &st);
+    CHECK(st.cwnd == 4000 && st.inflight == 4176);
+    /* Retirement gives the slot the window of a fresh path. */
+    ps.cwnd_fresh = 12345;
+    mre_path_retire(&ps, 3);
+    CHECK(ps.paths[3].cwnd == 12345 && !ps.paths[3].full);
+}
+
 static const struct test_case cases[] = {
+    {"path_cwnd", test_path_cwnd},
     {"init_args", test_init_args},
     {"entropies", test_entropies},
     {"round_robin", test_round_robin},

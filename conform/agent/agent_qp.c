@@ -39,6 +39,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     struct mre_qp_attr *e = &ia.eng;
     uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us, pt_ms,
         nst;
+    uint64_t rate, burst, reuse;
     if (agent_arg_u64(c, "mtu", U32MAX, e->mtu, &mtu) < 0 ||
         agent_arg_u64(c, "npaths", U32MAX, e->npaths, &npaths) < 0 ||
         agent_arg_u64(c, "window", U32MAX, e->window, &window) < 0 ||
@@ -52,7 +53,10 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
                       &mad_us) < 0 ||
         agent_arg_u64(c, "peer_timeout_ms", U32MAX, e->peer_timeout / 1000000,
                       &pt_ms) < 0 ||
-        agent_arg_u64(c, "max_streams", U32MAX, 1, &nst) < 0) {
+        agent_arg_u64(c, "max_streams", U32MAX, 1, &nst) < 0 ||
+        agent_arg_u64(c, "rate_hint", 1, e->rate_hint, &rate) < 0 ||
+        agent_arg_u64(c, "path_burst", U32MAX, e->path_burst, &burst) < 0 ||
+        agent_arg_u64(c, "path_reuse", 1, e->path_reuse, &reuse) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");
         return -1;
     }
@@ -94,6 +98,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     else if (nst > 1 && mtu > MROCE_MAX_PKT_LEN -
                                   MROCE_MAX_STREAM_DATA_HDR_LEN - MROCE_CRC_LEN)
         bad = "mtu";
+    else if (burst == 0 || burst > 64)
+        bad = "path_burst";
     if (bad) {
         agent_reply_err(r, "ENOTSUP", "%s out of the range libmroce supports",
                         bad);
@@ -116,6 +122,9 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     if (agent_arg(c, "peer_timeout_ms")) /* AGENT-15 */
         e->peer_timeout = pt_ms * 1000000;
     e->max_streams = (uint16_t)nst;
+    e->rate_hint = (uint8_t)rate;   /* AGENT-23 */
+    e->path_burst = (uint8_t)burst; /* AGENT-24 */
+    e->path_reuse = (uint8_t)reuse;
     mroce_pd *pd = agent_find_pd(a, c, r);
     if (!pd)
         return -1;

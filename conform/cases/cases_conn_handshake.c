@@ -453,11 +453,11 @@ CT_CASE(conn_peer_window_bounds_psns, "CONN-12 REL-5",
     }
 }
 
-CT_CASE(conn_advertised_parameters, "CONN-4 CONN-8 SEM-11 CC-16",
+CT_CASE(conn_advertised_parameters, "CONN-4 CONN-8 SEM-11 CC-16 CC-24",
         "QPs created with mtu 1500, window 128, npaths 4, max_rd_atomic 3: "
         "as requester its CONNECT_REQ and as listener its CONNECT_RESP "
         "advertise MTU 1500, RX Window 128, NPaths 4, Max RD Atomic 6, "
-        "Flags 0, base PSN = Start PSN")
+        "Flags RATE (the default, CC-24; no CREDIT), base PSN = Start PSN")
 {
     static const char *opts = "mtu=1500 window=128 npaths=4 max_rd_atomic=3 "
                               "cc=delay";
@@ -481,7 +481,7 @@ CT_CASE(conn_advertised_parameters, "CONN-4 CONN-8 SEM-11 CC-16",
         snprintf(what, sizeof(what), "%s Max RD Atomic (2 * max_rd_atomic)", w);
         CT_EQ(t, what, 6, h[i]->u.conn.max_rd_atomic);
         snprintf(what, sizeof(what), "%s Flags", w);
-        CT_EQ(t, what, 0, h[i]->u.conn.flags);
+        CT_EQ(t, what, MROCE_CONN_RATE, h[i]->u.conn.flags);
         snprintf(what, sizeof(what), "%s base PSN", w);
         CT_EQ(t, what, h[i]->u.conn.start_psn, h[i]->base.psn);
     }

@@ -94,6 +94,13 @@ struct mre_ep_config {
     int (*plane_addr)(struct mre_addr *out, const struct mre_plane_addr *in,
                       void *user);
     void *plane_user;
+    uint32_t rx_rate_mbps;    /* receive rate, Mbit/s, that rate hints
+                                 divide among the active senders (CC-25);
+                                 default 100000 (100 Gbit/s); 0 = give no
+                                 hints (ACK Credit stays 0xFFFFFFFF) */
+    mroce_tstamp rate_active; /* ns a sender counts as active after its
+                                 last data packet ("a few RTTs", CC-25);
+                                 default (and 0) 50 us */
 };
 void mre_ep_config_default(struct mre_ep_config *cfg);
 
@@ -122,6 +129,12 @@ struct mre_qp_attr {
                                retries forever, as in verbs (REL-37) */
     uint8_t cc_algo;        /* enum mroce_cc_algo */
     uint8_t credit_mode;    /* 1: ask the receiver for credits */
+    uint8_t rate_hint;      /* 1 (default): set RATE in CONNECT and, if
+                               the peer does too, follow its rate hints
+                               and send it ours (CC-24); 0: off */
+    uint8_t path_cwnd;      /* 1 (default): a window per path as well, if
+                               the algorithm keeps them (CC-20); 0: one
+                               window per connection only */
     mroce_tstamp min_rto;   /* default 200 us */
     mroce_tstamp max_rto;   /* default 100 ms */
     mroce_tstamp max_ack_delay;     /* receiver's ACK coalescing bound; 10 us */

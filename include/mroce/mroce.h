@@ -136,6 +136,11 @@ struct mroce_device_attr {
     uint8_t use_gro;          /* UDP GRO on receive; 1 */
     uint32_t max_qps;         /* 1024 */
     uint32_t rx_credit_bytes; /* receiver-driven credit budget; 0 = off */
+    uint32_t rx_rate_mbps;    /* receive rate, Mbit/s, the device's rate
+                                 hints divide among its active senders
+                                 (CC-25); 0 = the environment's
+                                 MROCE_RX_RATE (Mbit/s; "off" or 0: no
+                                 hints), else 100000 (100 Gbit/s) */
     struct mroce_fault tx_fault, rx_fault;
     uint64_t fault_seed; /* 0 = from the clock */
     /* Planes (docs/spec/multipath.md, Planes): comma-separated IPv4 or

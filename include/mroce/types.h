@@ -184,6 +184,10 @@ struct mroce_path_stats {
     uint64_t lost_pkts, ecn_marks;
     mroce_tstamp srtt, min_rtt;
     uint32_t retirements; /* how many entropies this slot has retired */
+    /* per-path window in bytes (CC-20); 0xffffffff when the algorithm
+     * keeps none (the fixed window) */
+    uint32_t cwnd;
+    uint32_t inflight; /* bytes in flight on this path, as cwnd counts */
 };
 
 /* Per-QP counters (ENG-9). */

@@ -187,6 +187,9 @@ int host_setup(struct sim *s)
             ec.plane_addr = host_plane_map;
             ec.plane_user = s;
         }
+        /* Rate hints divide the host's links: one port per plane, each
+         * at host_rate (CC-25). */
+        ec.rx_rate_mbps = (uint32_t)(s->sc->host_rate * s->nplanes / 1000000u);
         mre_mr *mr;
         if (mre_ep_new(&h->ep, &ec) < 0 ||
             mre_cq_new(h->ep, 1024, &h->scq) < 0 ||
@@ -259,6 +262,8 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer, mre_qp **pqp)
     at.mtu = (uint16_t)sc->mtu;
     at.cc_algo = s->tp->cc;
     at.credit_mode = s->tp->credit;
+    at.rate_hint = !s->tp->nohint;
+    at.path_cwnd = !s->tp->nopcwnd;
     at.max_rd_atomic = 1;
     if (sc->qp_init_cwnd)
         at.init_cwnd = sc->qp_init_cwnd;

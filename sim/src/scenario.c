@@ -281,6 +281,15 @@ static int parse_transports(struct scenario *sc, char *v, const char *where)
         } else if (!strcmp(tok, "mroce_fixed")) {
             t->kind = T_MROCE;
             t->cc = MROCE_CC_NONE;
+        } else if (!strcmp(tok, "mroce_nohint")) {
+            t->kind = T_MROCE; /* delay+ECN with per-path windows only */
+            t->cc = MROCE_CC_DELAY_ECN;
+            t->nohint = 1;
+        } else if (!strcmp(tok, "mroce_classic")) {
+            t->kind = T_MROCE; /* one window, no hints (before CC-20..29) */
+            t->cc = MROCE_CC_DELAY_ECN;
+            t->nohint = 1;
+            t->nopcwnd = 1;
         } else if (!strcmp(tok, "mroce_credit")) {
             t->kind = T_MROCE;
             t->cc = MROCE_CC_DELAY_ECN;

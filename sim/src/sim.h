@@ -295,11 +295,13 @@ enum transport { T_MROCE, T_ROCE };
 
 struct tp_cfg {
     char name[24];
-    uint8_t kind;   /* enum transport */
-    uint8_t cc;     /* MetaRoCE: enum mroce_cc_algo */
-    uint8_t credit; /* MetaRoCE: receiver credits */
-    uint8_t pfc;    /* baseline: lossless */
-    uint8_t dcqcn;  /* baseline: rate control */
+    uint8_t kind;    /* enum transport */
+    uint8_t cc;      /* MetaRoCE: enum mroce_cc_algo */
+    uint8_t credit;  /* MetaRoCE: receiver credits */
+    uint8_t nohint;  /* MetaRoCE: rate hints off (CC-24) */
+    uint8_t nopcwnd; /* MetaRoCE: per-path windows off (CC-20) */
+    uint8_t pfc;     /* baseline: lossless */
+    uint8_t dcqcn;   /* baseline: rate control */
 };
 
 #define MAX_WL 4

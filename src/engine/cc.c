@@ -3,7 +3,8 @@
  * delay+ECN (the default, Swift-like delay target with a DCTCP-like ECN
  * estimator) and a fixed window for tests and baselines (CC-*).
  *
- * One window per connection, shared by all its paths.  The completer calls
+ * One window per connection, shared by all its paths, and under it one
+ * window per path (CC-20..23, delay+ECN only).  The completer calls
  * ops->on_ack for every ACK, so that path is integer-only and takes the
  * divisions only on the rare branches (once per window of acked bytes, once
  * per RTT).  Fixed point is 16.16 throughout (65536 = 1.0).  Every change to
@@ -16,6 +17,7 @@
  * private state, see cc.h).
  */
 #include "cc.h"
+#include "path.h"
 
 #define CC_ONE 65536u          /* 1.0 in 16.16 */
 #define CC_BETA 52429u         /* 0.8 in 16.16: delay decrease gain */
@@ -183,7 +185,13 @@ static void fixed_on_timeout(struct mre_cc *cc, mroce_tstamp now)
 }
 
 const struct mre_cc_ops mre_cc_fixed = {
-    "fixed", fixed_init, fixed_on_ack, fixed_on_loss, fixed_on_timeout, NULL,
+    .name = "fixed",
+    .init = fixed_init,
+    .on_ack = fixed_on_ack,
+    .on_loss = fixed_on_loss,
+    .on_timeout = fixed_on_timeout,
+    .undo = NULL,        /* the engine restores the generic fields */
+    .path_update = NULL, /* no per-path windows (CC-20) */
 };
 
 /* ---- delay + ECN ----------------------------------------------------- */
@@ -390,7 +398,86 @@ static void de_on_timeout(struct mre_cc *cc, mroce_tstamp now)
     CC_SSTHRESH(cc) = ss > cc->min_cwnd ? ss : 0;
 }
 
+/*
+ * Per-path windows (CC-21, CC-22): a congested path (its echo came back
+ * CE or its RTT sample is above base_rtt + 2 * target_qdelay) halves its
+ * window; a clean acknowledgement grows it additively, one full packet
+ * per window of bytes acknowledged on the path (as TCP's congestion
+ * avoidance).  The connection's window answers the same marks once per
+ * round with the smaller DCTCP cut (CC-11), so a mark trims the path that
+ * saw it more than the connection, and the picker sends the next packets
+ * on paths that still have room (CC-20).
+ */
+static uint32_t de_path_update(const struct mre_cc *cc, uint32_t pcwnd,
+                               int congested, uint32_t acked)
+{
+    uint64_t pkt = (uint64_t)cc->mtu + CC_PKT_OVERHEAD, w = pcwnd;
+
+    if (congested)
+        return pcwnd / 2;
+    if (w == 0)
+        w = pkt;
+    w += (pkt * acked + w - 1) / w;
+    return w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+}
+
 const struct mre_cc_ops mre_cc_delay_ecn = {
-    "delay_ecn",   de_init, de_on_ack, de_on_loss,
-    de_on_timeout, NULL, /* undo: the engine restores the generic fields (CC-13) */
+    .name = "delay_ecn",
+    .init = de_init,
+    .on_ack = de_on_ack,
+    .on_loss = de_on_loss,
+    .on_timeout = de_on_timeout,
+    .undo = NULL, /* the engine restores the generic fields (CC-13) */
+    .path_update = de_path_update,
 };
+
+/* ---- per-path windows (CC-20..23) ------------------------------------ */
+
+/* The smallest per-path window: one burst of full packets (PATH-3), so a
+ * batching datapath keeps its bursts whole. */
+static uint32_t cc_path_floor(const struct mre_cc *cc,
+                              const struct mre_pathset *ps)
+{
+    return (cc->mtu + CC_PKT_OVERHEAD) * (ps->burst > 1 ? ps->burst : 1u);
+}
+
+/* A new slot's window: the connection's shared evenly (CC-22). */
+static uint32_t cc_path_fresh(const struct mre_cc *cc,
+                              const struct mre_pathset *ps)
+{
+    uint32_t w = ps->npaths ? cc->cwnd / ps->npaths : cc->cwnd;
+    return w < cc_path_floor(cc, ps) ? cc_path_floor(cc, ps) : w;
+}
+
+void mre_cc_path_init(const struct mre_cc *cc, struct mre_pathset *ps, int on)
+{
+    uint16_t k;
+    uint32_t w = on && cc->ops->path_update ? cc_path_fresh(cc, ps)
+                                            : MROCE_PATH_CWND_UNLIMITED;
+
+    ps->cwnd_fresh = w;
+    for (k = 0; k < ps->npaths; k++)
+        mre_path_set_cwnd(ps, k, w);
+}
+
+void mre_cc_path_feedback(const struct mre_cc *cc, struct mre_pathset *ps,
+                          uint16_t i, int congested, uint32_t acked)
+{
+    uint32_t old, w, lo = cc_path_floor(cc, ps), hi = cc->cwnd;
+
+    if (!cc->ops->path_update || i >= ps->npaths ||
+        ps->cwnd_fresh == MROCE_PATH_CWND_UNLIMITED)
+        return; /* no per-path windows on this connection */
+    ps->cwnd_fresh = cc_path_fresh(cc, ps);
+    old = ps->paths[i].cwnd;
+    w = cc->ops->path_update(cc, old, congested, acked);
+    if (w > old && ps->cwnd_sum >= (uint64_t)MROCE_CC_PATH_SUM_MUL * cc->cwnd)
+        w = old; /* the paths together may not outgrow the connection */
+    if (hi < lo)
+        hi = lo;
+    if (w > hi)
+        w = hi;
+    if (w < lo)
+        w = lo;
+    mre_path_set_cwnd(ps, i, w);
+}

@@ -1,7 +1,8 @@
 /*
  * cc.h - congestion control interface and the built-in algorithms.
  *
- * One window per connection, shared by all of its paths (CC-1).  The
+ * A window per connection and, if the algorithm keeps them, one per path
+ * (CC-1, CC-20..23).  The
  * completer feeds events (acks with RTT samples and ECN counts, losses) and
  * the loss detector (losses, timeouts, spurious-timeout undo); the
  * requester reads cwnd before sending.  Algorithms are ops
@@ -42,6 +43,14 @@ struct mre_cc_ops {
      * NULL: the engine restores cwnd, last_decrease, ai_acc and scratch
      * (everything the built-in algorithms change on a timeout). */
     void (*undo)(struct mre_cc *cc, const struct mre_cc *before);
+    /* Optional (CC-20): per-path windows.  Returns a path's new window
+     * from its current one `pcwnd` on feedback for that path: congested
+     * (its echo was CE or its RTT sample above the target, CC-21) or
+     * clean with `acked` wire bytes acknowledged on it (CC-22).  The
+     * engine clamps the result (mre_cc_path_feedback).  NULL: no per-path
+     * windows; every path may carry the whole cwnd (the fixed window). */
+    uint32_t (*path_update)(const struct mre_cc *cc, uint32_t pcwnd,
+                            int congested, uint32_t acked);
 };
 
 /* State shared by all algorithms, plus scratch for the algorithm. */
@@ -71,6 +80,19 @@ extern const struct mre_cc_ops mre_cc_fixed;
 void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops, uint32_t mtu,
                  uint32_t init_cwnd, uint32_t max_cwnd,
                  mroce_tstamp target_qdelay);
+struct mre_pathset;
+/* Per-path windows (CC-20..23).  mre_cc_path_init gives every slot of ps
+ * its starting window (cwnd / npaths, at least one packet) if `on` and
+ * the algorithm keeps per-path windows, else none (unlimited).
+ * mre_cc_path_feedback applies ops->path_update to slot i and clamps it:
+ * at least one burst of full packets (path_burst * (MTU + 80)), at most
+ * cwnd, and growth only
+ * while the slots' windows sum to less than MROCE_CC_PATH_SUM_MUL * cwnd. */
+#define MROCE_CC_PATH_SUM_MUL 2u
+void mre_cc_path_init(const struct mre_cc *cc, struct mre_pathset *ps, int on);
+void mre_cc_path_feedback(const struct mre_cc *cc, struct mre_pathset *ps,
+                          uint16_t i, int congested, uint32_t acked);
+
 /* The ops table for an enum mroce_cc_algo value, or NULL. */
 const struct mre_cc_ops *mre_cc_ops_get(unsigned algo);
 

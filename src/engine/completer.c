@@ -56,6 +56,11 @@ static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
             mre_txr_unflight(qp, idx);
             mre_path_on_ack(&qp->paths, e->path,
                             psn == echo_psn && !e->retx ? rtt : 0, qp->min_rtt);
+            /* CC-22: a clean acknowledgement grows its path's window. */
+            if (!qp->path_slots[e->path].ce_last)
+                mre_cc_path_feedback(&qp->cc, &qp->paths, e->path, 0,
+                                     (uint32_t)e->len + MROCE_MAX_DATA_HDR_LEN +
+                                         MROCE_CRC_LEN);
         }
     }
     /* PATH-23, also for a probe already declared lost: it got there. */
@@ -105,6 +110,11 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
         int ce = (a->echo_flags & MROCE_ECHO_CE) != 0;
         mre_path_on_ecn_echo(&qp->paths, (uint16_t)echo_slot, ce);
         mre_path_on_echo(&qp->paths, (uint16_t)echo_slot, now);
+        /* CC-21: a mark, or delay over the target, trims this path. */
+        if (ce || (rtt && qp->cc.base_rtt &&
+                   rtt > qp->cc.base_rtt + 2 * qp->cc.target_qdelay))
+            mre_cc_path_feedback(&qp->cc, &qp->paths, (uint16_t)echo_slot, 1,
+                                 0);
     }
 
     uint32_t acked_bytes = 0, lost_bytes = 0, acked = 0;
@@ -173,7 +183,9 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
      * losses it exposes belong to the spurious episode too. */
     if (acked && qp->rto_undo)
         mre_loss_rto_verdict(qp, a, raw);
-    if (a->credit != MROCE_CREDIT_UNLIMITED) {
+    if (qp->rh.on) {
+        qp->peer_credit = mre_rh_on_hint(qp, a->credit); /* CC-27 */
+    } else if (a->credit != MROCE_CREDIT_UNLIMITED) {
         uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN +
                          MROCE_CRC_LEN;
         qp->peer_credit = a->credit < floor ? floor : a->credit;
@@ -231,7 +243,7 @@ void mre_comp_on_nak(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
     ack.u.ack.echo_flags = MROCE_ECHO_DUP;
     ack.u.ack.rx_count = qp->last_rx;
     ack.u.ack.ce_count = qp->last_ce;
-    ack.u.ack.credit = qp->peer_credit;
+    ack.u.ack.credit = qp->rh.on ? qp->rh.hint : qp->peer_credit;
     mre_comp_on_ack(qp, &ack, now);
     if (w->state != SWQE_POSTED || w->msn != e->ref || e->state == TX_ACKED ||
         e->state == TX_FREE)

@@ -70,6 +70,7 @@
 #include "cc.h"
 #include "path.h"
 #include "plane.h"
+#include "ratehint.h"
 #include "rxwin.h"
 
 #define MROCE_NONE32 0xffffffffu
@@ -291,6 +292,7 @@ struct mre_qp {
     struct mre_pathset paths;
     struct mre_cc cc;
     struct mre_planes *planes; /* NULL: one plane (plane.c) */
+    struct mre_rh_qp rh; /* rate hint, both roles (ratehint.c) */
 
     /* ACKs in */
     uint32_t ooo_edge;         /* highest acked - ooo_thresh at the last scan */
@@ -386,6 +388,7 @@ struct mre_ep {
     mre_cq *cqs;             /* every CQ, freed with the endpoint */
     struct mre_tx_zc *tx_zc; /* set during mre_ep_write_pkt_zc() */
     struct mroce_ep_counters cnt;
+    struct mre_rh_ep rh; /* rate hints given (ratehint.c) */
 };
 
 /* The modules' internal functions, one private header each. */

@@ -33,6 +33,8 @@ void mre_ep_config_default(struct mre_ep_config *cfg)
     cfg->mem.calloc = default_calloc;
     cfg->mem.free = default_free;
     cfg->max_qps = 1024;
+    cfg->rx_rate_mbps = MROCE_RH_RATE_DEFAULT; /* CC-25 */
+    cfg->rate_active = MROCE_RH_ACTIVE_DEFAULT;
 }
 
 int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
@@ -147,6 +149,8 @@ void mre_ep_unready(mre_ep *ep, mre_qp *qp)
 
 uint32_t mre_ep_credit_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 {
+    if (qp->rh.on)
+        return mre_rh_share(ep, qp, now); /* a rate hint (CC-26) */
     if (!ep->cfg.rx_credit_bytes || !qp->peer_credit_mode)
         return MROCE_CREDIT_UNLIMITED;
     uint32_t active = 0;
@@ -254,6 +258,7 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
     default:
         if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
             qp->cnt.rx_data_pkts++;
+            mre_rh_on_data(ep, qp, len, now); /* rate hint (CC-25) */
             /* A READ or atomic response placed at the requester may
              * finish work requests: the completer completes them. */
             if (mre_resp_on_data(qp, &pkt, info, now))

@@ -27,6 +27,7 @@
  * it itself.
  */
 #include "path.h"
+#include "../wire/seeded_fault.h"
 
 /* Random draws per fresh entropy before falling back to a linear probe.  The
  * fallback only matters when the span is nearly full or the random callback
@@ -177,6 +178,9 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
     ps->max_stale = 0;
     ps->nplanes = 1; /* until the handshake negotiates more (plane.c) */
     ps->planes_block = 0;
+    ps->nfull = 0;
+    ps->cwnd_fresh = MROCE_PATH_CWND_UNLIMITED; /* cc.c sets the windows */
+    ps->cwnd_sum = (uint64_t)npaths * MROCE_PATH_CWND_UNLIMITED;
     /* every slot starts at full weight (path_reset_state below) */
     for (i = 0; i < MROCE_PATH_WMAX; i++)
         ps->wcount[i] = 0;
@@ -191,7 +195,9 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
         path_reset_state(p);
         p->ready = 0;
         p->ready_next = MROCE_PATH_NONE;
-        p->pad = 0;
+        p->full = 0;
+        p->cwnd = MROCE_PATH_CWND_UNLIMITED;
+        p->inflight = 0;
         p->next_seq = 0;
         p->list_head = MROCE_PATH_NONE;
         p->list_tail = MROCE_PATH_NONE;
@@ -327,7 +333,7 @@ static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
             ps->ready_tail = MROCE_PATH_NONE;
         p->ready = 0;
         p->ready_next = MROCE_PATH_NONE;
-        if (i != avoid && !path_blocked(ps, p) && !p->ce_last &&
+        if (i != avoid && !path_blocked(ps, p) && !p->ce_last && !p->full &&
             p->consec_losses == 0 && p->last_echo != 0 &&
             p->weight >= ps->mean_weight) {
             ps->reuses++;
@@ -340,7 +346,8 @@ static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
 uint16_t mre_path_pick(struct mre_pathset *ps, uint16_t avoid)
 {
     if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths &&
-        !path_blocked(ps, &ps->paths[ps->last])) {
+        !path_blocked(ps, &ps->paths[ps->last]) &&
+        !ps->paths[ps->last].full) {
         ps->burst_left--;
         return ps->last;
     }
@@ -386,12 +393,33 @@ static void path_new_sweep(struct mre_pathset *ps)
     ps->mean_weight = (uint8_t)(ps->wsum / ps->npaths);
 }
 
+/* With every slot but at most one full (CC-21), the round robin would
+ * sweep many times for nothing: take the slot with room (not `avoid` if
+ * another has room), else `avoid` or slot 0, as pick_one would. */
+static uint16_t path_pick_room(struct mre_pathset *ps, uint16_t avoid)
+{
+    uint32_t k, alt = MROCE_PATH_NONE;
+
+    for (k = 0; k < ps->npaths; k++) {
+        if (ps->paths[k].full)
+            continue;
+        if (k != avoid)
+            return (uint16_t)k;
+        alt = k;
+    }
+    if (alt != MROCE_PATH_NONE)
+        return (uint16_t)alt;
+    return avoid < ps->npaths ? avoid : 0;
+}
+
 static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
 {
     uint32_t n = ps->npaths, c = ps->cursor, guard, k;
 
     if (n <= 1)
         return 0; /* nothing else to choose, even if it is `avoid` */
+    if (ps->nfull + 1u >= n)
+        return path_pick_room(ps, avoid); /* at most one slot has room */
     if (c >= n)
         c = 0;
     /* Visits needed: at most WMAX sweeps for the slowest weight, plus the
@@ -403,7 +431,7 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
         if (c == 0)
             path_new_sweep(ps);
         c = (c + 1 == n) ? 0 : c + 1;
-        if (i == avoid || path_blocked(ps, p))
+        if (i == avoid || path_blocked(ps, p) || p->full)
             continue; /* no credit either: it is simply not visited */
         d = (uint32_t)p->deficit + p->weight;
         if (d >= ps->quantum) {
@@ -599,6 +627,7 @@ void mre_path_retire(struct mre_pathset *ps, uint16_t i)
         p->entropy = (uint16_t)e;
     path_weight_set(ps, p, MROCE_PATH_WMAX); /* as path_reset_state does */
     path_reset_state(p);
+    mre_path_set_cwnd(ps, i, ps->cwnd_fresh); /* a new path (CC-22) */
     path_srtt_noted(ps, i);
     p->retirements++;
 }
@@ -670,6 +699,8 @@ void mre_path_get_stats(const struct mre_pathset *ps, uint16_t i,
     st->lost_pkts = st->ecn_marks = 0;
     st->srtt = st->min_rtt = 0;
     st->retirements = 0;
+    st->cwnd = 0;
+    st->inflight = 0;
     if (i >= ps->npaths)
         return;
     p = &ps->paths[i];
@@ -684,4 +715,72 @@ void mre_path_get_stats(const struct mre_pathset *ps, uint16_t i,
     st->srtt = p->srtt;
     st->min_rtt = p->min_rtt;
     st->retirements = p->retirements;
+    st->cwnd = p->cwnd;
+    st->inflight = p->inflight;
+}
+
+/*
+ * Per-path windows (CC-20..23): this file keeps the bytes in flight per
+ * slot and whether the slot is full; the algorithm (cc.c) decides the
+ * windows.  `full` and the set's count `nfull` change only here, so the
+ * picker reads one byte per slot and the requester one counter.
+ */
+static void path_full_update(struct mre_pathset *ps, struct mre_path *p)
+{
+    uint8_t f = p->inflight >= p->cwnd && !MROCE_SEEDED_FAULT(PATH_CWND_IGNORE);
+
+    if (f == p->full)
+        return;
+    p->full = f;
+    if (f)
+        ps->nfull++;
+    else
+        ps->nfull--;
+}
+
+void mre_path_inflight_add(struct mre_pathset *ps, uint16_t i, uint32_t bytes)
+{
+    struct mre_path *p;
+
+    if (i >= ps->npaths)
+        return;
+    p = &ps->paths[i];
+    p->inflight = p->inflight + bytes < p->inflight ? UINT32_MAX
+                                                    : p->inflight + bytes;
+    path_full_update(ps, p);
+}
+
+void mre_path_inflight_sub(struct mre_pathset *ps, uint16_t i, uint32_t bytes)
+{
+    struct mre_path *p;
+
+    if (i >= ps->npaths)
+        return;
+    p = &ps->paths[i];
+    p->inflight = p->inflight > bytes ? p->inflight - bytes : 0;
+    path_full_update(ps, p);
+}
+
+void mre_path_inflight_reset(struct mre_pathset *ps)
+{
+    uint32_t k;
+
+    for (k = 0; k < ps->npaths; k++) {
+        ps->paths[k].inflight = 0;
+        path_full_update(ps, &ps->paths[k]);
+    }
+}
+
+void mre_path_set_cwnd(struct mre_pathset *ps, uint16_t i, uint32_t cwnd)
+{
+    struct mre_path *p;
+
+    if (i >= ps->npaths)
+        return;
+    p = &ps->paths[i];
+    if (cwnd == 0)
+        cwnd = 1; /* a window of 0 would never let the slot send */
+    ps->cwnd_sum = ps->cwnd_sum - p->cwnd + cwnd;
+    p->cwnd = cwnd;
+    path_full_update(ps, p);
 }

@@ -24,7 +24,7 @@
     3 /* reuses in a row before the round robin
                                       picks again (PATH-16) */
 
-/* One path slot.  88 bytes, so most slots straddle two cache lines, and at
+/* One path slot.  96 bytes, so most slots straddle two cache lines, and at
  * scale every slot touched is a cache miss: fields are ordered so that a
  * send (pick, mre_path_on_sent, the tx ring's path list, the entropy for
  * the header) reads only the first 24 bytes, which usually share one line,
@@ -71,8 +71,14 @@ struct mre_path {
     uint16_t ready_next; /* next slot queued for reuse (PATH-16) */
     uint8_t plane;       /* plane of the connection it belongs to (PATH-18);
                             0 with one plane */
-    uint8_t pad;
+    uint8_t full;        /* inflight >= cwnd: no new packet here (CC-20) */
+    /* per-path window (CC-20..23), both in wire bytes as CC-2 counts */
+    uint32_t cwnd;     /* MROCE_PATH_CWND_UNLIMITED: no per-path window */
+    uint32_t inflight; /* bytes in flight on this slot (the tx ring's) */
 };
+
+/* cwnd of a slot whose algorithm keeps no per-path windows. */
+#define MROCE_PATH_CWND_UNLIMITED 0xffffffffu
 
 /* The set of paths of one queue pair.  Fields are ordered to leave few
  * holes (one QP per connection, a million of them at scale). */
@@ -120,6 +126,13 @@ struct mre_pathset {
      * the planes in planes_block (PATH-21).  1 and 0 with one plane. */
     uint8_t nplanes;
     uint8_t planes_block;
+    /* Per-path windows (CC-20): slots with inflight >= cwnd, the sum of
+     * the slots' windows, and the window a fresh (new or retired) slot
+     * starts with (MROCE_PATH_CWND_UNLIMITED while the algorithm keeps
+     * none, cc.c mre_cc_path_init). */
+    uint16_t nfull;
+    uint64_t cwnd_sum;
+    uint32_t cwnd_fresh;
     void (*rand)(uint8_t *buf, size_t len, void *user);
     void *rand_user;
 };
@@ -213,6 +226,20 @@ mroce_tstamp mre_pathset_max_srtt(struct mre_pathset *ps);
  * (the weight sum and counts, the largest srtt), for code that wrote slot
  * fields directly; path.c keeps them itself. */
 void mre_pathset_resync(struct mre_pathset *ps);
+
+/* Per-path windows (CC-20..23).  The tx ring reports every packet that
+ * enters or leaves flight on slot i (wire bytes, CC-2); the algorithm
+ * (cc.c) sets the windows.  A slot is full while inflight >= cwnd: the
+ * picker skips it (mre_path_pick) and the requester sends nothing while
+ * every slot is full (mre_path_has_room). */
+void mre_path_inflight_add(struct mre_pathset *ps, uint16_t i, uint32_t bytes);
+void mre_path_inflight_sub(struct mre_pathset *ps, uint16_t i, uint32_t bytes);
+void mre_path_inflight_reset(struct mre_pathset *ps);
+void mre_path_set_cwnd(struct mre_pathset *ps, uint16_t i, uint32_t cwnd);
+static inline int mre_path_has_room(const struct mre_pathset *ps)
+{
+    return ps->nfull < ps->npaths;
+}
 
 /* Fill a public stats record for slot i. */
 void mre_path_get_stats(const struct mre_pathset *ps, uint16_t i,

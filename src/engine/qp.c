@@ -43,6 +43,8 @@ void mre_qp_attr_default(struct mre_qp_attr *a)
     a->path_reuse = 0;
     a->peer_timeout = 5000000000ull;
     a->max_streams = 1;
+    a->rate_hint = 1; /* CC-24 */
+    a->path_cwnd = 1; /* CC-20 */
 }
 
 /* Free a QP's arrays and the QP itself (each may be NULL). */
@@ -142,6 +144,8 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     mre_cc_init(&qp->cc, ops, a.mtu, a.init_cwnd,
                 maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
                 a.target_qdelay);
+    mre_cc_path_init(&qp->cc, &qp->paths, a.path_cwnd); /* CC-22 */
+    qp->rh.hint = MROCE_CREDIT_UNLIMITED;
 
     /* Slot and QPN: low 16 bits index the slot, high bits are random so a
      * recycled slot gets a different number. */
@@ -351,6 +355,7 @@ void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
     choose_local_identity(qp);
     adopt_peer(qp, c);
     qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
+    mre_rh_on_conn(qp, c->flags);
     qp->state = MROCE_QPS_RTS;
     mre_live_start(qp, now);
     mre_conntab_insert(ep, qp);
@@ -374,6 +379,7 @@ void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
             qp->peer_qpn = c->src_qpn;
             adopt_peer(qp, c);
             qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
+            mre_rh_on_conn(qp, c->flags);
             qp->state = MROCE_QPS_RTS;
             mre_live_start(qp, now);
             mre_conntab_insert(qp->ep, qp);
@@ -468,7 +474,8 @@ int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
         c->npaths = qp->attr.npaths;
         c->rx_window = qp->attr.window;
         c->max_rd_atomic = qp->nrjobs;
-        c->flags = qp->attr.credit_mode ? MROCE_CONN_CREDIT : 0;
+        c->flags = (qp->attr.credit_mode ? MROCE_CONN_CREDIT : 0) |
+                   mre_rh_conn_flags(qp);
         c->max_ack_delay = qp->attr.max_ack_delay < 0xffffffffu
                                ? (uint32_t)qp->attr.max_ack_delay
                                : 0xffffffffu; /* WIRE-21, LOSS-25 */
@@ -677,6 +684,8 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in, unsigned mask)
                     qp->attr.target_qdelay);
         qp->rto_undo = 0; /* a saved state of the old algorithm is void */
     }
+    if (mask & (MROCE_QP_MOD_PATHS | MROCE_QP_MOD_CC | MROCE_QP_MOD_MTU))
+        mre_cc_path_init(&qp->cc, &qp->paths, qp->attr.path_cwnd); /* CC-22 */
     return 0;
 }
 
@@ -696,5 +705,7 @@ mroce_tstamp mre_qp_expiry(const mre_qp *qp)
     if (qp->live_deadline < t &&
         (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING))
         t = qp->live_deadline;
+    if (mre_rh_deadline(qp) < t)
+        t = mre_rh_deadline(qp); /* pacing (CC-28) */
     return t;
 }

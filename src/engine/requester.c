@@ -190,6 +190,10 @@ static int can_send(mre_qp *qp, uint32_t bytes)
 {
     if (qp->inflight_pkts == 0)
         return 1; /* always allow one packet so the connection moves */
+    if (!mre_path_has_room(&qp->paths)) {
+        qp->cwnd_refused = 1; /* every path's window is full (CC-20) */
+        return 0;
+    }
     uint64_t need = (uint64_t)qp->inflight_bytes + bytes +
                     MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
     if (need <= qp->cc.cwnd && need <= qp->peer_credit)
@@ -561,11 +565,15 @@ int mre_req_write_data(mre_qp *qp, uint8_t *buf, size_t cap,
                                 : MROCE_MAX_DATA_HDR_LEN;
     if (cap < (size_t)qp->mtu + hdr + MROCE_CRC_LEN)
         return MROCE_ENOBUF;
+    if (!mre_rh_may_send(qp, now))
+        return 0; /* paced at the receiver's hint (CC-28) */
     int n = write_retx(qp, buf, cap, info, now);
     if (n == 0)
         n = write_resp(qp, buf, cap, info, now);
     if (n == 0)
         n = write_new_req(qp, buf, cap, info, now);
+    if (n > 0)
+        mre_rh_on_sent(qp, (size_t)n, now);
     return n;
 }
 

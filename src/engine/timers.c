@@ -110,6 +110,7 @@ void mre_ep_handle_expiry(mre_ep *ep, mroce_tstamp now)
         mre_resp_ack_timer(qp, now);
         mre_loss_timers(qp, now);
         mre_live_timer(qp, now);
+        mre_rh_timer(qp, now);
         if (qp->ctrl || qp->ack_now || mre_req_has_data(qp))
             mre_ep_mark_ready(ep, qp);
         mre_timer_update(ep, qp);

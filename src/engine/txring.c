@@ -74,6 +74,7 @@ void mre_txr_enflight(mre_qp *qp, uint32_t idx)
 {
     struct mre_txent *e = &qp->tx[idx];
     path_list_append(qp, idx);
+    mre_path_inflight_add(&qp->paths, e->path, wire_len(e));
     qp->inflight_bytes += wire_len(e);
     qp->inflight_pkts++;
 }
@@ -82,6 +83,7 @@ void mre_txr_unflight(mre_qp *qp, uint32_t idx)
 {
     struct mre_txent *e = &qp->tx[idx];
     path_list_remove(qp, idx);
+    mre_path_inflight_sub(&qp->paths, e->path, wire_len(e));
     qp->inflight_bytes -= wire_len(e);
     qp->inflight_pkts--;
 }
@@ -106,6 +108,7 @@ void mre_txr_reflight(mre_qp *qp, uint32_t idx)
         p->list_tail = idx;
     else
         qp->tx[e->path_next].path_prev = idx;
+    mre_path_inflight_add(&qp->paths, e->path, wire_len(e));
     qp->inflight_bytes += wire_len(e);
     qp->inflight_pkts++;
 }
@@ -143,5 +146,6 @@ void mre_txr_reset(mre_qp *qp)
             MROCE_PATH_NONE;
     qp->snd_una = qp->snd_nxt;
     qp->inflight_bytes = qp->inflight_pkts = 0;
+    mre_path_inflight_reset(&qp->paths);
     qp->retxq_head = qp->retxq_tail;
 }

@@ -239,6 +239,16 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     rc = lib_planes_open(dev, &uc, &ec);
     if (rc < 0)
         goto fail;
+    /* Rate hints (CC-25): kernel UDP's RTTs reach a millisecond, so a
+     * sender counts as active for 4 ms after its last packet. */
+    ec.rate_active = 4000000;
+    if (attr.rx_rate_mbps) {
+        ec.rx_rate_mbps = attr.rx_rate_mbps;
+    } else {
+        const char *rr = getenv("MROCE_RX_RATE");
+        if (rr && *rr)
+            ec.rx_rate_mbps = (uint32_t)strtoul(rr, NULL, 10); /* "off": 0 */
+    }
     rc = mre_ep_new(&dev->ep, &ec);
     if (rc < 0)
         goto fail;

@@ -59,7 +59,13 @@
     X(PLANES_RESP_UNASKED, "planes_resp_unasked") \
     X(PLANES_TX_ZERO, "planes_tx_zero")           \
     X(PLANES_NO_DOWN, "planes_no_down")           \
-    X(PLANES_NEVER_UP, "planes_never_up")
+    X(PLANES_NEVER_UP, "planes_never_up")         \
+    /* per-path windows, rate hints (cases_cc_path.c): */ \
+    X(PATH_CWND_IGNORE, "path_cwnd_ignore")       \
+    X(RATE_NOT_NEGOTIATED, "rate_not_negotiated") \
+    X(RATE_SHARE_LINK, "rate_share_link")         \
+    X(RATE_NO_CAP, "rate_no_cap")                 \
+    X(RATE_NO_PACE, "rate_no_pace")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS

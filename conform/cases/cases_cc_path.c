@@ -1,0 +1,302 @@
+/*
+ * cases_cc_path.c - per-path windows and the receiver's rate hint
+ * (congestion.md sections 6 and 7): RATE in the CONNECT Flags by default
+ * (CC-24), the hint in the IUT's ACKs as a receiver (CC-25, CC-26), and
+ * the IUT as a sender: pacing at the hint (CC-28), its window capped by
+ * it (CC-27), and a path whose echoes come back CE holding at most its
+ * window (CC-20, CC-21).
+ *
+ * The tester advertises RATE only where a case says so (par.flags), so
+ * the other chapters' cases run without hints.  The IUT's receive rate is
+ * its default (libmroce: 100,000 Mbit/s unless MROCE_RX_RATE says
+ * otherwise), so the share checks are bounds, not values.  The IUT's QPs
+ * get min_rto 200 ms where the tester withholds ACKs: retransmissions and
+ * probes reuse PSNs, so distinct new PSNs are what the limits bound.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "conform.h"
+
+#define RX_MBPS 100000u /* the IUT's default receive rate */
+#define PKT (1024u + 80u)
+
+CT_CASE(cc_rate_flag_default, "CC-24 WIRE-8",
+        "QP with default attributes: RATE in its CONNECT_RESP and its "
+        "CONNECT_REQ Flags; with rate_hint=0 in neither")
+{
+    struct ct_conn *c = ct_conn_new(t, "");
+    struct ct_conn *a = ct_conn_new(t, "");
+    struct ct_conn *o = ct_conn_new(t, "rate_hint=0");
+
+    ct_conn_connect(c);
+    CT_REQUIRE(t, c->hs.u.conn.flags & MROCE_CONN_RATE,
+               "CONNECT_RESP Flags 0x%x lack RATE", c->hs.u.conn.flags);
+    ct_conn_accept(a);
+    CT_REQUIRE(t, a->hs.u.conn.flags & MROCE_CONN_RATE,
+               "CONNECT_REQ Flags 0x%x lack RATE", a->hs.u.conn.flags);
+    ct_conn_connect(o);
+    CT_EQ(t, "CONNECT_RESP RATE flag with rate_hint=0", 0,
+          o->hs.u.conn.flags & MROCE_CONN_RATE);
+}
+
+/* A one-packet WRITE with ACK_REQ to c; returns its ACK's Credit. */
+static uint32_t hint_of(struct ct_conn *c, const struct ct_mr *mr)
+{
+    uint8_t d[16] = {0};
+    uint32_t psn = ct_send_write(c, mr, 0, d, sizeof(d), 0);
+    return ct_expect_ack(c, psn + 1, CT_WAIT)->p.u.ack.credit;
+}
+
+static struct ct_conn *rate_peer(struct ct *t, int rate)
+{
+    struct ct_conn *c = ct_conn_new(t, "mtu=1024");
+
+    c->par.flags = rate ? MROCE_CONN_RATE : 0;
+    c->par.mtu = 1024;
+    ct_conn_connect(c);
+    return c;
+}
+
+CT_CASE(cc_rate_hint_share, "CC-26 CC-25 CC-24 REL-14",
+        "two RATE peers and one without: a WRITE on the first is ACKed with "
+        "a hint of 1..100000 Mbit/s (the IUT's receive rate); after WRITEs "
+        "on both RATE peers, each is hinted at most half of it; the peer "
+        "without RATE gets 0xFFFFFFFF")
+{
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw,rw", 0);
+    struct ct_conn *a = rate_peer(t, 1), *b = rate_peer(t, 1);
+    struct ct_conn *o = rate_peer(t, 0);
+    uint32_t h;
+
+    h = hint_of(a, &mr);
+    CT_REQUIRE(t, h != MROCE_CREDIT_UNLIMITED && h >= 1 && h <= RX_MBPS,
+               "hint %u Mbit/s to the only active sender: CC-26 gives a share "
+               "of the receive rate (%u)",
+               h, RX_MBPS);
+    (void)hint_of(b, &mr);
+    h = hint_of(a, &mr);
+    CT_REQUIRE(t, h >= 1 && h <= RX_MBPS / 2,
+               "hint %u Mbit/s with two active senders: the shares of CC-26 "
+               "add up to at most the receive rate (%u)",
+               h, RX_MBPS);
+    h = hint_of(b, &mr);
+    CT_REQUIRE(t, h >= 1 && h <= RX_MBPS / 2,
+               "hint %u Mbit/s to the second active sender (at most %u)", h,
+               RX_MBPS / 2);
+    CT_EQ(t, "Credit to a peer without RATE", MROCE_CREDIT_UNLIMITED,
+          hint_of(o, &mr));
+}
+
+/* The IUT as a sender to c (RATE, MTU 1024) with n 1024-byte WRITEs
+ * posted, the tester not acknowledging on its own. */
+static struct ct_conn *rate_sender(struct ct *t, int n, const char *opts)
+{
+    struct ct_mr mr = ct_mr_reg(t, 1024, "lw", 0);
+    struct ct_conn *c = ct_conn_new(t, opts);
+
+    c->par.flags = MROCE_CONN_RATE;
+    c->par.mtu = 1024;
+    ct_conn_accept(c);
+    c->auto_ack = 0;
+    for (int i = 0; i < n; i++)
+        ct_agent(t,
+                 "POST_SEND qp=%d wrid=%d op=WRITE mr=%d off=0 len=1024 "
+                 "raddr=0x100 rkey=1",
+                 c->aqp, i, mr.id);
+    return c;
+}
+
+/* Receives for ms; counts new PSNs above *hi; acknowledges each with
+ * Credit `hint` if ack. */
+static uint32_t count_new(struct ct_conn *c, int ms, uint32_t *hi, int *any,
+                          int ack, uint32_t hint)
+{
+    uint64_t end = ct_now_ns() + (uint64_t)ms * 1000000u;
+    uint32_t n = 0;
+
+    while (ct_now_ns() < end) {
+        const struct ct_rx *rx = ct_next(c, 2);
+        struct mrw_pkt p;
+        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode) ||
+            rx->p.base.opcode == MROCE_OP_ACK)
+            continue;
+        p = rx->p;
+        p.payload = NULL;
+        if (!*any || mrw_psn_diff(p.base.psn, *hi) > 0) {
+            n += *any ? (uint32_t)mrw_psn_diff(p.base.psn, *hi) : 1;
+            *hi = p.base.psn;
+            *any = 1;
+        }
+        if (ack)
+            ct_send_ack_credit(c, &p, hint);
+    }
+    return n;
+}
+
+CT_CASE(cc_rate_paces, "CC-28 CC-24",
+        "IUT requester with 250 WRITEs of 1024 bytes to a RATE peer that "
+        "acknowledges every packet with a hint of 5 Mbit/s (1104 bytes "
+        "every 1.77 ms): after 10 ms (the first window, sent before any "
+        "hint, is acknowledged), at most 24 new packets in 30 ms, and some")
+{
+    struct ct_conn *c = rate_sender(t, 250, "mtu=1024 min_rto_us=200000");
+    uint32_t hi, n;
+    int any = 1;
+    const struct ct_rx *rx = ct_expect_data(c, CT_WAIT);
+    struct mrw_pkt p = rx->p;
+
+    p.payload = NULL;
+    hi = p.base.psn;
+    ct_send_ack_credit(c, &p, 5);
+    (void)count_new(c, 10, &hi, &any, 1, 5);
+    n = count_new(c, 30, &hi, &any, 1, 5);
+    CT_REQUIRE(t, n <= 24,
+               "%u new packets of 1104 wire bytes in 30 ms at a hint of 5 "
+               "Mbit/s (CC-28 paces at the hint: about 17, and 2 ahead)",
+               n);
+    CT_REQUIRE(t, n >= 3, "only %u new packets in 30 ms at 5 Mbit/s", n);
+}
+
+CT_CASE(cc_rate_caps_window, "CC-27 CC-2 CC-24",
+        "IUT requester with 250 WRITEs of 1024 bytes to a RATE peer that "
+        "acknowledges every packet with a hint of 100 Mbit/s for 10 ms and "
+        "then nothing: then at most 16 new packets in flight (hint x srtt "
+        "+ 4 packets, srtt under 1 ms) where its window alone allows 59")
+{
+    struct ct_conn *c = rate_sender(t, 250, "mtu=1024 min_rto_us=200000");
+    uint32_t hi, n;
+    int any = 1;
+    const struct ct_rx *rx = ct_expect_data(c, CT_WAIT);
+    struct mrw_pkt p = rx->p;
+
+    p.payload = NULL;
+    hi = p.base.psn;
+    ct_send_ack_credit(c, &p, 100);
+    (void)count_new(c, 10, &hi, &any, 1, 100);
+    n = count_new(c, 60, &hi, &any, 0, 0);
+    CT_REQUIRE(t, n <= 16,
+               "%u new packets in flight after hints of 100 Mbit/s "
+               "(CC-27: hint x srtt / 8000 + 4 x (MTU + 80) bytes)",
+               n);
+    CT_REQUIRE(t, n >= 2, "only %u new packets after the last ACK", n);
+}
+
+/* ACK of the packet p, echoing it with CE if ce (PATH-5, REL-26). */
+static void ack_ce(struct ct_conn *c, const struct mrw_pkt *p, int ce)
+{
+    struct mrw_pkt a;
+    unsigned words = 0;
+
+    c->rx_count++;
+    c->ce_count += ce != 0;
+    ct_pkt_ctl(c, &a, MROCE_OP_ACK);
+    /* Cumulative up to p only: an ACK that also covered packets received
+     * after p would move the IUT's snd_una past them, and the next ACKs'
+     * echoes (of those packets) would no longer be attributed to a path
+     * (PATH-5), their CE lost to the test. */
+    if (mrw_psn_diff(c->rcv_cum, p->base.psn + 1) > 0) {
+        a.u.ack.cum_psn = p->base.psn + 1;
+    } else {
+        a.u.ack.cum_psn = c->rcv_cum;
+        for (unsigned k = 1; k < CT_RCV_BITS; k++)
+            if (c->rcv_bits[k / 8] & (1u << (k % 8))) {
+                unsigned b = k - 1;
+                a.u.ack.sack[b / 32] |= 1u << (b % 32);
+                words = b / 32 + 1;
+            }
+    }
+    a.u.ack.sack_words = (uint8_t)words;
+    a.u.ack.echo_psn = p->base.psn;
+    a.u.ack.echo_ts = p->base.tsval;
+    a.u.ack.echo_entropy = p->base.entropy;
+    a.u.ack.echo_flags = ce ? MROCE_ECHO_CE : 0;
+    a.u.ack.ce_count = c->ce_count;
+    a.u.ack.rx_count = c->rx_count;
+    a.u.ack.credit = MROCE_CREDIT_UNLIMITED;
+    a.base.entropy = p->base.entropy;
+    ct_send(c, &a);
+}
+
+/* One run of cc_path_window_marked on a new connection: the new packets
+ * the marked path and the others carry once the tester goes quiet. */
+static void marked_run(struct ct *t, uint32_t *onx, uint32_t *other)
+{
+    struct ct_conn *c =
+        rate_sender(t, 200,
+                    "mtu=1024 npaths=4 path_burst=1 path_reuse=0 "
+                    "min_rto_us=200000");
+    uint16_t x = 0;
+    uint32_t seen = 0, hi = 0;
+    int toggle = 0, have_x = 0, any = 0;
+    uint64_t end;
+
+    *onx = *other = 0;
+    end = ct_now_ns() + (uint64_t)ct_ms(t, 2000) * 1000000u;
+    while (seen < 120 && ct_now_ns() < end) {
+        const struct ct_rx *rx = ct_next(c, 5);
+        struct mrw_pkt p;
+        if (!rx || rx->p.base.opcode == MROCE_OP_ACK ||
+            !mrw_opcode_has_psn(rx->p.base.opcode))
+            continue;
+        p = rx->p;
+        p.payload = NULL;
+        if (!any || mrw_psn_diff(p.base.psn, hi) > 0) {
+            hi = p.base.psn;
+            any = 1;
+        }
+        if (!have_x) {
+            x = p.base.entropy;
+            have_x = 1;
+        }
+        seen++;
+        if (p.base.entropy == x) {
+            ack_ce(c, &p, toggle % 4 == 0);
+            toggle++;
+        } else {
+            ack_ce(c, &p, 0);
+        }
+    }
+    CT_REQUIRE(t, seen >= 120, "only %u packets in 2 s", seen);
+    /* Whatever was sent before the last ACKs arrived is still in flight;
+     * count only what comes in the quiet that follows. */
+    end = ct_now_ns() + (uint64_t)ct_ms(t, 60) * 1000000u;
+    while (ct_now_ns() < end) {
+        const struct ct_rx *rx = ct_next(c, 2);
+        if (!rx || rx->p.base.opcode == MROCE_OP_ACK ||
+            !mrw_opcode_has_psn(rx->p.base.opcode) ||
+            (rx->p.base.flags & MROCE_F_PROBE) ||
+            mrw_psn_diff(rx->p.base.psn, hi) <= 0)
+            continue;
+        hi = rx->p.base.psn;
+        if (rx->p.base.entropy == x)
+            (*onx)++;
+        else
+            (*other)++;
+    }
+    ct_log(t, "marked path %u new packets, the others %u", *onx, *other);
+}
+
+CT_CASE(cc_path_window_marked, "CC-20 CC-21 PATH-5",
+        "IUT requester over 4 paths (path_burst 1, no PATH-16 reuse) with "
+        "200 WRITEs of 1024 bytes: the tester echoes every fourth packet of "
+        "one path with CE (the rest clean, so its weight stays up) for 120 "
+        "packets, then stops acknowledging: that path then carries at most "
+        "5 new packets while the others carry at least 18 (a run where the "
+        "window let the others carry fewer says nothing and is repeated, "
+        "up to 3 runs)")
+{
+    uint32_t onx = 0, other = 0;
+
+    for (int run = 1; run <= 3; run++) {
+        marked_run(t, &onx, &other);
+        CT_REQUIRE(t, onx <= 5,
+                   "the CE-marked path got %u new packets (the others %u): "
+                   "its window, halved by each CE echo (CC-21) and grown a "
+                   "packet per window between them, holds a few (CC-20)",
+                   onx, other);
+        if (other >= 18)
+            return;
+    }
+    CT_REQUIRE(t, other >= 4, "the clean paths got only %u new packets", other);
+}

@@ -1,0 +1,67 @@
+/*
+ * ratehint.h - the receiver's rate hint (CC-24..29): the share of its
+ * receive rate that a receiving endpoint grants each sender in every ACK,
+ * and the sender's side, which caps its window and paces at that share.
+ *
+ * Negotiated per connection with the CONN flag MROCE_CONN_RATE (both sides
+ * set it unless the QP attribute rate_hint is 0); then the ACK's Credit
+ * field carries the hint in Mbit/s instead of bytes.  The receiver's state
+ * is per QP (bytes received, last arrival, share) and per endpoint (the
+ * next recomputation); the sender's is the latest hint and its pacing
+ * clock.  Hooks: ep.c (data in, the ACK's Credit), completer.c (the hint
+ * in), requester.c (pacing), qp.c (negotiation, the pacing deadline),
+ * timers.c (the pacing timer).  No OS calls.
+ */
+#ifndef MROCE_RATEHINT_H
+#define MROCE_RATEHINT_H
+
+#include <mroce/engine.h>
+
+/* Per QP. */
+struct mre_rh_qp {
+    uint8_t on;        /* both sides set RATE: ACK Credit is a rate hint */
+    uint8_t active;    /* receiver: counted among the active senders */
+    uint8_t frozen;    /* receiver: scratch of the water-filling pass */
+    uint8_t intervals; /* receiver: measured intervals since it became
+                          active (its rate is a demand from the second) */
+    uint8_t pace_wait; /* sender: pacing held a packet back */
+    uint32_t share;    /* receiver: this sender's share, Mbit/s */
+    uint32_t rate;     /* receiver: its arrival rate over the last
+                          interval, Mbit/s */
+    uint32_t hint;     /* sender: latest hint, Mbit/s; UNLIMITED = none */
+    uint32_t pace;     /* sender: pacing rate from the hint, Mbit/s (CC-28) */
+    uint64_t bytes;    /* receiver: bytes received this interval */
+    mroce_tstamp last; /* receiver: last data packet */
+    mroce_tstamp pace_next; /* sender: earliest time of the next packet */
+    mroce_tstamp last_send; /* sender: last paced packet */
+};
+
+/* Per endpoint. */
+struct mre_rh_ep {
+    uint32_t nactive;   /* senders counted active */
+    uint8_t dirty;      /* a sender became active: recompute now */
+    mroce_tstamp start; /* start of the measurement interval */
+    mroce_tstamp next;  /* next periodic recomputation */
+};
+
+#define MROCE_RH_RATE_DEFAULT 100000u  /* Mbit/s: 100 Gbit/s */
+#define MROCE_RH_ACTIVE_DEFAULT 50000u /* ns a sender stays active */
+
+struct mrw_conn_hdr;
+/* Negotiation (CC-24): the CONN flags to add, and the peer's CONNECT. */
+uint32_t mre_rh_conn_flags(const mre_qp *qp);
+void mre_rh_on_conn(mre_qp *qp, uint32_t peer_flags);
+/* Receiver: a data packet of len bytes from qp's peer (CC-25). */
+void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now);
+/* Receiver: the Credit for qp's next ACK, Mbit/s (CC-26). */
+uint32_t mre_rh_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now);
+/* Sender: an ACK's Credit (CC-27); returns the byte cap for peer_credit. */
+uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit);
+/* Sender: pacing (CC-28).  may_send 0 holds the packet back and arms the
+ * pacing deadline; on_sent moves the clock by a packet of len bytes. */
+int mre_rh_may_send(mre_qp *qp, mroce_tstamp now);
+void mre_rh_on_sent(mre_qp *qp, size_t len, mroce_tstamp now);
+mroce_tstamp mre_rh_deadline(const mre_qp *qp);
+void mre_rh_timer(mre_qp *qp, mroce_tstamp now);
+
+#endif /* MROCE_RATEHINT_H */

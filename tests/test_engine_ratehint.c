@@ -1,0 +1,273 @@
+/*
+ * test_engine_ratehint.c - the receiver's rate hint (CC-24..29,
+ * src/engine/ratehint.c).
+ *
+ * On the network model: N senders WRITE to one receiver; while all of them
+ * send, each sender's hint is the receiver's rate (95% of rx_rate_mbps
+ * for more than one sender, all of it for one) divided by N.  With the attribute off on either side nothing is
+ * negotiated: no RATE flag, ACK Credit unlimited, the old window rules.
+ * Then, driving ratehint.c's sender and receiver sides directly on a
+ * model clock, two senders whose RTTs differ fourfold get the same hint
+ * and the same rate (shares are rates, not windows), where two fixed
+ * windows of the same size would not.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "case_table.h"
+#include "engine_int.h"
+#include "testbed.h"
+#include "testutil.h"
+
+#define RX_MBPS 20000u /* the receiver's configured rate */
+#define MSG (64u * 1024)
+#define TOTAL (2u << 20) /* per sender */
+
+struct incast {
+    struct mroce_testbed *tb;
+    mre_qp *qs[8], *qr[8];
+    uint8_t *src[8], *dst[8];
+    mre_mr *ms[8], *md[8];
+    unsigned n;
+};
+
+/* n senders (hosts 0..n-1) to host n, each with TOTAL bytes posted;
+ * rate: both sides' rate_hint. */
+static int incast_new(struct incast *x, unsigned n, int rate)
+{
+    struct mroce_netdrive_config cfg;
+    struct mre_ep_config ec;
+    struct mre_qp_attr at;
+
+    memset(x, 0, sizeof(*x));
+    x->n = n;
+    mroce_netdrive_config_default(&cfg);
+    cfg.net.hosts = n + 1;
+    cfg.net.rate_bps = 25000000000ull;
+    cfg.net.seed = 3;
+    mre_ep_config_default(&ec);
+    ec.rx_rate_mbps = RX_MBPS;
+    if (!CHECK(mroce_tb_new(&x->tb, &cfg, &ec) == 0))
+        return -1;
+    mre_qp_attr_default(&at);
+    at.max_send_wr = 64;
+    at.rate_hint = (uint8_t)rate;
+    for (unsigned i = 0; i < n; i++) {
+        if (!CHECK(mroce_tb_connect(x->tb, i, n, &at, &x->qs[i], &x->qr[i],
+                                    100000000) == 0))
+            return -1;
+        x->src[i] = malloc(TOTAL);
+        x->dst[i] = calloc(1, TOTAL);
+        memset(x->src[i], (int)i + 1, TOTAL);
+        mre_mr_reg(x->tb->h[i].ep, x->src[i], TOTAL, MROCE_ACCESS_LOCAL_WRITE,
+                   &x->ms[i]);
+        mre_mr_reg(x->tb->h[n].ep, x->dst[i], TOTAL,
+                   MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                   &x->md[i]);
+    }
+    mroce_tstamp t0 = mroce_netdrive_now(x->tb->d);
+    for (unsigned i = 0; i < n; i++)
+        for (uint32_t off = 0; off < TOTAL; off += MSG) {
+            struct mroce_sge sg = {(uint64_t)(uintptr_t)(x->src[i] + off), MSG,
+                                   mre_mr_lkey(x->ms[i])};
+            struct mroce_send_wr wr = {
+                .wr_id = off,
+                .sg_list = &sg,
+                .num_sge = 1,
+                .opcode = MROCE_WR_WRITE,
+                .send_flags = off + MSG == TOTAL ? MROCE_SEND_SIGNALED : 0,
+                .remote_addr = (uint64_t)(uintptr_t)(x->dst[i] + off),
+                .rkey = mre_mr_rkey(x->md[i])};
+            CHECK(mre_qp_post_send(x->qs[i], &wr, NULL, t0) == 0);
+        }
+    mroce_netdrive_kick_all(x->tb->d);
+    return 0;
+}
+
+static void incast_run(struct incast *x, mroce_tstamp for_ns)
+{
+    mroce_tstamp end = mroce_netdrive_now(x->tb->d) + for_ns;
+    while (mroce_netdrive_now(x->tb->d) < end)
+        if (!mroce_netdrive_step(x->tb->d))
+            break;
+}
+
+static void incast_del(struct incast *x)
+{
+    mroce_tb_del(x->tb);
+    for (unsigned i = 0; i < x->n; i++) {
+        free(x->src[i]);
+        free(x->dst[i]);
+    }
+}
+
+/* CC-25, CC-26: N active senders, each hinted 95% of the rate / N (one
+ * sender: the whole rate). */
+static void test_equal_share(void)
+{
+    static const unsigned ns[] = {1, 2, 4, 7};
+    for (unsigned k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        struct incast x;
+        unsigned n = ns[k];
+        if (incast_new(&x, n, 1) < 0)
+            return;
+        incast_run(&x, 300000); /* 300 us: every sender is sending */
+        uint32_t want = n > 1 ? RX_MBPS * 95 / 100 / n : RX_MBPS;
+        for (unsigned i = 0; i < n; i++) {
+            CHECK_EQ_INT(x.qs[i]->rh.on, 1);
+            CHECK_EQ_INT(x.qr[i]->rh.on, 1);
+            CHECK_MSG(x.qs[i]->rh.hint >= want - want / 100 &&
+                          x.qs[i]->rh.hint <= want + want / 100,
+                      "N=%u sender %u hint %u Mbit/s, want %u", n, i,
+                      x.qs[i]->rh.hint, want);
+        }
+        incast_run(&x, 20000000);
+        for (unsigned i = 0; i < n; i++)
+            CHECK(memcmp(x.src[i], x.dst[i], TOTAL) == 0);
+        incast_del(&x);
+    }
+}
+
+/* CC-24: with rate_hint 0 nothing is negotiated and the ACK's Credit
+ * keeps its old meaning (unlimited without credits); a side that sets
+ * RATE follows hints only if the peer set RATE too. */
+static void test_off(void)
+{
+    struct incast x;
+    if (incast_new(&x, 2, 0) < 0)
+        return;
+    incast_run(&x, 300000);
+    for (unsigned i = 0; i < 2; i++) {
+        CHECK_EQ_INT(x.qs[i]->rh.on, 0);
+        CHECK_EQ_INT(x.qr[i]->rh.on, 0);
+        CHECK_EQ(x.qs[i]->rh.hint, MROCE_CREDIT_UNLIMITED);
+        CHECK_EQ(x.qs[i]->peer_credit, MROCE_CREDIT_UNLIMITED);
+        CHECK_EQ_INT(x.qs[i]->rh.pace_wait, 0);
+        CHECK_EQ(mre_rh_conn_flags(x.qs[i]), 0);
+    }
+    incast_run(&x, 20000000);
+    for (unsigned i = 0; i < 2; i++)
+        CHECK(memcmp(x.src[i], x.dst[i], TOTAL) == 0);
+    /* One side alone: no hints either way. */
+    mre_qp *q = x.qs[0];
+    q->attr.rate_hint = 1;
+    CHECK_EQ(mre_rh_conn_flags(q), MROCE_CONN_RATE);
+    mre_rh_on_conn(q, 0);
+    CHECK_EQ_INT(q->rh.on, 0);
+    mre_rh_on_conn(q, MROCE_CONN_RATE | MROCE_CONN_CREDIT);
+    CHECK_EQ_INT(q->rh.on, 1);
+    q->attr.rate_hint = 0;
+    mre_rh_on_conn(q, MROCE_CONN_RATE);
+    CHECK_EQ_INT(q->rh.on, 0);
+    incast_del(&x);
+}
+
+/*
+ * CC-26..28 on a model clock: two senders, RTT 10 us and 40 us, send
+ * full packets to one receiver as their window cap and pacing allow; a
+ * packet arrives RTT/2 after it leaves and its ACK, with the receiver's
+ * share, RTT after.  The receiver's link is not modelled (the shares are
+ * what is tested).  With hints the two get the same hint and rates within
+ * 5%; with a fixed window of 8 packets and no hints their rates differ
+ * as their RTTs do.
+ */
+#define PKT (4096u + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN)
+#define NEV 4096
+
+struct ev {
+    mroce_tstamp at;
+    unsigned who, kind; /* kind 0: arrival at the receiver, 1: ACK */
+};
+
+static void two_rtts(int hints, uint64_t sent[2], uint32_t hint[2])
+{
+    struct incast x;
+    static struct ev evs[NEV];
+    unsigned nev = 0;
+    const mroce_tstamp rtt[2] = {10000, 40000}, t0 = 1000000000ull;
+    uint32_t inflight[2] = {0, 0}, cap[2];
+
+    if (incast_new(&x, 2, 1) < 0)
+        return;
+    for (unsigned i = 0; i < 2; i++) {
+        mre_qp *q = x.qs[i];
+        q->rh.on = (uint8_t)hints;
+        q->srtt = rtt[i];
+        q->cc.base_rtt = rtt[i];
+        q->rh.hint = MROCE_CREDIT_UNLIMITED;
+        q->rh.pace_next = 0;
+        cap[i] = 8 * PKT;
+        sent[i] = 0;
+    }
+    for (mroce_tstamp now = t0; now < t0 + 20000000; now += 100) {
+        /* Deliver what is due, in any order (all at this tick). */
+        for (unsigned k = 0; k < nev;) {
+            struct ev e = evs[k];
+            if (e.at > now) {
+                k++;
+                continue;
+            }
+            evs[k] = evs[--nev];
+            if (e.kind == 0) {
+                mre_rh_on_data(x.tb->h[2].ep, x.qr[e.who], PKT, now);
+                if (nev < NEV)
+                    evs[nev++] = (struct ev){now + rtt[e.who] / 2, e.who, 1};
+            } else {
+                inflight[e.who] -= PKT;
+                if (hints) {
+                    uint32_t h = mre_rh_share(x.tb->h[2].ep, x.qr[e.who], now);
+                    cap[e.who] = mre_rh_on_hint(x.qs[e.who], h);
+                }
+            }
+        }
+        for (unsigned i = 0; i < 2; i++) {
+            if (nev + 1 >= NEV || (inflight[i] && inflight[i] + PKT > cap[i]))
+                continue;
+            if (hints && !mre_rh_may_send(x.qs[i], now))
+                continue;
+            if (hints)
+                mre_rh_on_sent(x.qs[i], PKT, now);
+            inflight[i] += PKT;
+            if (now >= t0 + 10000000)
+                sent[i]++; /* the second half: steady state */
+            evs[nev++] = (struct ev){now + rtt[i] / 2, i, 0};
+        }
+    }
+    hint[0] = x.qs[0]->rh.hint;
+    hint[1] = x.qs[1]->rh.hint;
+    incast_del(&x);
+}
+
+static void test_two_rtts(void)
+{
+    uint64_t s[2];
+    uint32_t h[2];
+
+    two_rtts(1, s, h);
+    printf("hints: RTT 10 us %llu packets (hint %u Mbit/s), RTT 40 us %llu "
+           "(hint %u)\n",
+           (unsigned long long)s[0], h[0], (unsigned long long)s[1], h[1]);
+    CHECK_EQ(h[0], h[1]);
+    CHECK_EQ(h[0], RX_MBPS * 95 / 100 / 2);
+    CHECK_MSG(s[0] > 0 && s[1] > 0 && s[0] * 100 < s[1] * 105 &&
+                  s[1] * 100 < s[0] * 105,
+              "rates %llu vs %llu packets", (unsigned long long)s[0],
+              (unsigned long long)s[1]);
+    /* The rate the hint allows: 9.5 Gbit/s over 10 ms, within 5%. */
+    CHECK(s[0] * PKT * 8 > 95u * 1000000u * 95u / 100u);
+    two_rtts(0, s, h);
+    printf("windows: RTT 10 us %llu packets, RTT 40 us %llu\n",
+           (unsigned long long)s[0], (unsigned long long)s[1]);
+    CHECK(s[0] > 3 * s[1]);
+}
+
+static const struct test_case cases[] = {
+    {"equal_share", test_equal_share},
+    {"off", test_off},
+    {"two_rtts", test_two_rtts},
+};
+
+int main(int argc, char **argv)
+{
+    return TEST_CASES_MAIN("test_engine_ratehint", cases, argc, argv);
+}
