@@ -11,15 +11,21 @@
 #      loss: goodput and the share kept of its own 0% run -> loss.csv,
 #      loss_table.csv, loss.*
 # A and B run each case with plane_select entropy (the default: plane =
-# entropy % P) and spray (the NIC balances packets over its up ports), B
-# also with 256 entropies per QP instead of 128.  About 1-2 minutes.
-#   usage: sim/run_planes.sh [OUTDIR]   (MROCE_SIM_BUILD=DIR: use that build)
+# entropy % P), engine (the engine names each packet's plane from its
+# own plane state: *_engine.txt) and spray (the NIC balances packets over
+# its up ports), B also with 256 entropies per QP instead of 128.  A few
+# minutes.
+#   usage: sim/run_planes.sh [OUTDIR]   (MROCE_SIM_BUILD=DIR: use that build;
+#          MROCE_PLANES_PARTS=AB: run only those parts, default ABCD)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 out=${1:-$root/sim-out/planes}
 build=${MROCE_SIM_BUILD:-$root/build-sim}
 sc=$here/scenarios/planes
+parts=${MROCE_PLANES_PARTS:-ABCD}
+# part X: true if X is to run
+part() { case $parts in *$1*) return 0 ;; esac; return 1; }
 mkdir -p "$build" "$out"
 if [ ! -x "$build/sim/mroce-sim" ] || [ -z "${MROCE_SIM_BUILD:-}" ]; then
     (cd "$build" && cmake -DCMAKE_BUILD_TYPE=Release "$root" >/dev/null &&
@@ -37,14 +43,17 @@ run() {
 # field KEY LINE: the value of key=value in LINE
 field() { printf '%s\n' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
 
+if part A; then
 echo "== A: throughput against plane count (32 hosts, 4 leaves x 8 spines per plane, 100G ports)"
-echo "P,ring_gbps,ring_frac,ring_spray_gbps,a2a_gbps,a2a_frac,a2a_spray_gbps,complete" > "$out/scale.csv"
+echo "P,ring_gbps,ring_frac,ring_engine_gbps,ring_spray_gbps,a2a_gbps,a2a_frac,a2a_engine_gbps,a2a_spray_gbps,complete" > "$out/scale.csv"
 for p in 1 2 4 8; do
     row=$p
     ok=1
     for w in ring a2a; do
-        for sel in entropy spray; do
-            line=$(run scale_$w.txt -s planes=$p -s plane_select=$sel \
+        for sel in entropy engine spray; do
+            f=scale_$w.txt
+            [ $sel = engine ] && f=scale_${w}_engine.txt
+            line=$(run $f -s planes=$p -s plane_select=$sel \
                    -s name=planes_scale_${w}_p${p}_$sel | grep '^planes P=')
             printf '%s' "$line" | grep -q INCOMPLETE && ok=0
             if [ $sel = entropy ]; then
@@ -56,23 +65,27 @@ for p in 1 2 4 8; do
     done
     echo "$row,$ok" >> "$out/scale.csv"
 done
-awk -F, 'NR == 1 { printf "%-3s %10s %8s %12s %10s %8s %12s\n", "P", "ring Gb/s", "of host", "ring spray", "a2a Gb/s", "of host", "a2a spray"; next }
-         { printf "%-3s %10.0f %7.1f%% %12.0f %10.0f %7.1f%% %12.0f%s\n", $1, $2, 100 * $3, $4, $5, 100 * $6, $7,
-                  $8 ? "" : "  INCOMPLETE"
-           r[$1] = $2; rs[$1] = $4; a[$1] = $5; as[$1] = $7 }
-     END { printf "8 vs 4 planes (goal >= 1.9x): ring %.2fx, all-to-all %.2fx; with spray: ring %.2fx, all-to-all %.2fx\n",
-                  r[8] / r[4], a[8] / a[4], rs[8] / rs[4], as[8] / as[4] }' "$out/scale.csv"
-echo "(plane = entropy % P, the default; spray: the NIC puts each packet on its least-loaded port)"
+awk -F, 'NR == 1 { printf "%-3s %10s %8s %12s %12s %10s %8s %12s %12s\n", "P", "ring Gb/s", "of host", "ring engine", "ring spray", "a2a Gb/s", "of host", "a2a engine", "a2a spray"; next }
+         { printf "%-3s %10.0f %7.1f%% %12.0f %12.0f %10.0f %7.1f%% %12.0f %12.0f%s\n", $1, $2, 100 * $3, $4, $5, $6, 100 * $7, $8, $9,
+                  $10 ? "" : "  INCOMPLETE"
+           r[$1] = $2; re[$1] = $4; rs[$1] = $5; a[$1] = $6; ae[$1] = $8; as[$1] = $9 }
+     END { printf "8 vs 4 planes (goal >= 1.9x): ring %.2fx, all-to-all %.2fx; engine: ring %.2fx, all-to-all %.2fx; spray: ring %.2fx, all-to-all %.2fx\n",
+                  r[8] / r[4], a[8] / a[4], re[8] / re[4], ae[8] / ae[4], rs[8] / rs[4], as[8] / as[4] }' "$out/scale.csv"
+echo "(plane = entropy % P, the default; engine: the engine's plane, 255 entropies; spray: the NIC puts each packet on its least-loaded port)"
+fi
 
+if part B; then
 echo
 echo "== B: plane 2 of 4 fails mid-collective (2 us bins; RTT = mean srtt at the failure)"
 printf '%-5s %-11s %-9s %9s %9s %9s %10s %12s %8s\n' work select complete before dip after after/bef recover_us srtts
 for w in ring a2a; do
-    for sel in entropy entropy/256 spray; do
+    for sel in entropy entropy/256 engine spray; do
         # entropy/256: plane_select entropy with 256 entropies per QP
         np=${sel#*/}
         [ "$np" = "$sel" ] && np=128
-        res=$(run fail_$w.txt -s plane_select=${sel%/*} -s qp_npaths=$np \
+        f=fail_$w.txt
+        [ $sel = engine ] && f=fail_${w}_engine.txt
+        res=$(run $f -s plane_select=${sel%/*} -s qp_npaths=$np \
               -s name=planes_fail_${w}_$(echo "$sel" | tr / _))
         line=$(printf '%s\n' "$res" | grep '^planes_fault')
         done_=$(printf '%s\n' "$res" | grep -q INCOMPLETE && echo no || echo yes)
@@ -87,14 +100,19 @@ for w in ring a2a; do
     done
 done
 echo "(entropy: plane = entropy % P with 128 entropies per QP, entropy/256 with 256;"
+echo " engine: the engine's plane (its plane state), 128 entropies;"
 echo " before / dip / after: throughput into the hosts as a share of their bandwidth;"
 echo " goal: after/before = (P-1)/P = 0.75; recover: from the failure until it holds 90% of that)"
+fi
 
+if part C; then
 echo
 echo "== C: 4,005 concurrent connections (90 hosts all-to-all, every peer at once, 4 planes)"
 line=$(run conn4k.txt | grep '^planes P=')
 echo "flows $(field flows "$line")  QPs $(field qps "$line")  goodput $(field goodput_gbps "$line") Gb/s ($(echo "$(field frac "$line") * 100" | bc -l | cut -c1-5)% of the hosts)  Jain $(field jain "$line")  engine $(field bytes_per_qp "$line") B/QP  $(printf '%s' "$line" | grep -o 'INCOMPLETE\|complete')"
+fi
 
+if part D; then
 echo
 echo "== D: 64 hosts, one plane, random loss on every host uplink (end-to-end loss)"
 echo "work,transport,loss,gbps,complete" > "$out/loss.csv"
@@ -128,6 +146,7 @@ awk -F, 'NR > 1 { k = $1 " " $2; g[k "," $3] = $4
            for (i = 1; i <= n; i++)
                printf "%s,%s,%s,%s\n", ks[i], g[ks[i] ",0"], g[ks[i] ",0.01"], g[ks[i] ",0.1"] }' \
     "$out/loss.csv" > "$out/loss_table.csv"
+fi
 
 if ! command -v gnuplot >/dev/null 2>&1; then
     echo "gnuplot not available: CSV only in $out" >&2
@@ -148,9 +167,11 @@ set xtics (1, 2, 4, 8)
 set xrange [0.9:9]
 set logscale x 2
 plot "$out/scale.csv" using 1:2 with linespoints lw 2 title "ring all-reduce", \
-     "" using 1:4 with linespoints lw 2 dt 3 title "ring, spray", \
-     "" using 1:5 with linespoints lw 2 title "all-to-all", \
-     "" using 1:7 with linespoints lw 2 dt 3 title "all-to-all, spray", \
+     "" using 1:4 with linespoints lw 2 dt 4 title "ring, engine", \
+     "" using 1:5 with linespoints lw 2 dt 3 title "ring, spray", \
+     "" using 1:6 with linespoints lw 2 title "all-to-all", \
+     "" using 1:8 with linespoints lw 2 dt 4 title "all-to-all, engine", \
+     "" using 1:9 with linespoints lw 2 dt 3 title "all-to-all, spray", \
      "" using 1:(\$1 * 32 * 100) with lines dt 2 title "host bandwidth"
 unset logscale x
 set xtics auto

@@ -481,6 +481,7 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
     if (l->dst < s->nhosts) {
         s->pkts_delivered++;
         h.p->ecn = h.ecn;
+        h.p->rx_plane = s->nodes[l->src].plane;
         s->host_if.recv(s, l->dst, h.p);
     } else
         switch_forward(s, li, &s->nodes[l->dst], &h);

@@ -87,6 +87,55 @@ static uint32_t addr_host(const struct mre_addr *a)
            (uint32_t)a->data[2] << 8 | a->data[3];
 }
 
+/* plane_select engine: a host's address on plane k > 0 is its plane-0
+ * address (the host index, what the handshake uses) and a fifth byte k;
+ * what the PLANES extension carries for it is fd00::k:HOST (a private
+ * IPv6 address with the plane in byte 11 and the host in bytes 12..15),
+ * port 4791.  plane_addr maps such an entry back; anything else is
+ * refused, and the engine then leaves that plane unused. */
+static void host_plane_addr(uint32_t host, uint32_t plane, struct mre_addr *a)
+{
+    host_addr(host, a);
+    if (plane) {
+        a->len = 5;
+        a->data[4] = (uint8_t)plane;
+    }
+}
+
+static uint32_t addr_plane(const struct mre_addr *a)
+{
+    return a->len == 5 ? a->data[4] : 0;
+}
+
+static void host_plane_entry(uint32_t host, uint32_t plane,
+                             struct mre_plane_addr *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->addr[0] = 0xfd;
+    e->addr[11] = (uint8_t)plane;
+    e->addr[12] = (uint8_t)(host >> 24);
+    e->addr[13] = (uint8_t)(host >> 16);
+    e->addr[14] = (uint8_t)(host >> 8);
+    e->addr[15] = (uint8_t)host;
+    e->port = 4791;
+}
+
+static int host_plane_map(struct mre_addr *out, const struct mre_plane_addr *in,
+                          void *user)
+{
+    const struct sim *s = user;
+    static const uint8_t zero[10];
+    uint32_t host = (uint32_t)in->addr[12] << 24 |
+                    (uint32_t)in->addr[13] << 16 | (uint32_t)in->addr[14] << 8 |
+                    in->addr[15];
+    uint32_t plane = in->addr[11];
+    if (in->addr[0] != 0xfd || memcmp(in->addr + 1, zero, 10) ||
+        in->port != 4791 || host >= s->nhosts || plane >= s->nplanes)
+        return -1;
+    host_plane_addr(host, plane, out);
+    return 0;
+}
+
 static inline uint64_t now_ns(const struct sim *s)
 {
     return s->now / PS_PER_NS;
@@ -131,8 +180,16 @@ int host_setup(struct sim *s)
         ec.max_qps = s->nhosts < 65535 ? s->nhosts : 65535;
         if (s->tp->credit)
             ec.rx_credit_bytes = 256 * 1024;
-        /* Rate hints divide the host's link (CC-25). */
-        ec.rx_rate_mbps = (uint32_t)(s->sc->host_rate / 1000000u);
+        if (planes_engine(s)) {
+            ec.nplanes = (uint8_t)s->nplanes;
+            for (uint32_t p = 0; p < s->nplanes; p++)
+                host_plane_entry(i, p, &ec.planes[p]);
+            ec.plane_addr = host_plane_map;
+            ec.plane_user = s;
+        }
+        /* Rate hints divide the host's links: one port per plane, each
+         * at host_rate (CC-25). */
+        ec.rx_rate_mbps = (uint32_t)(s->sc->host_rate * s->nplanes / 1000000u);
         mre_mr *mr;
         if (mre_ep_new(&h->ep, &ec) < 0 ||
             mre_cq_new(h->ep, 1024, &h->scq) < 0 ||
@@ -322,8 +379,21 @@ void host_pull(struct sim *s, struct host *h)
         p->entropy = ti.entropy;
         p->ecn = ti.ecn;
         p->kind = PK_MROCE;
-        /* plane_select engine (planes.c) becomes ti.plane here */
-        link_send(s, host_port(s, h, plane_of_entropy(s, h, ti.entropy)), p);
+        uint32_t plane;
+        if (planes_engine(s)) {
+            /* the engine's plane; a packet addressed to another plane
+             * than the port it leaves by would not reach its host */
+            plane = ti.plane;
+            if (plane >= s->nplanes || addr_plane(&ti.to) != plane) {
+                s->plane_misaddr++;
+                pkt_free(s, p);
+                sent = 1;
+                continue;
+            }
+        } else {
+            plane = plane_of_entropy(s, h, ti.entropy);
+        }
+        link_send(s, host_port(s, h, plane), p);
         sent = 1;
     }
     if (sent)
@@ -374,7 +444,13 @@ static void host_on_pkt(struct sim *s, struct host *h, struct pkt *p)
     }
     struct mre_rx_info ri;
     memset(&ri, 0, sizeof ri);
-    host_addr(p->src, &ri.from);
+    if (planes_engine(s)) { /* the port it came in by, and the sender's
+                               address on that plane */
+        ri.plane = p->rx_plane;
+        host_plane_addr(p->src, p->rx_plane, &ri.from);
+    } else {
+        host_addr(p->src, &ri.from);
+    }
     ri.ecn = p->ecn;
     if (p->zc_len) {
         /* The datagram as it was on the wire: headers, the payload, CRC.

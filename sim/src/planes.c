@@ -6,8 +6,11 @@
  * scenario's leaves, spines and rates) and host.c sends every packet on the
  * port of its plane, chosen by `plane_select`: `entropy` (the packet's
  * entropy modulo P, so the engine's spraying over its entropies spreads a
- * connection over the planes), `engine` (the engine names the plane in
- * its tx info: not in the engine yet, so refused) or `spray` (the NIC
+ * connection over the planes), `engine` (each endpoint is configured with
+ * P planes, one address per plane, and the handshake negotiates them; the
+ * packet leaves by the port of the tx info's plane, to that plane's
+ * address of its peer, and the rx info names the port a packet came in
+ * by, so the engine's own plane state decides) or `spray` (the NIC
  * alone puts each packet on its up port with the fewest waiting, whatever
  * the entropy: a reference for a balanced choice).  A host accepts packets
  * from any of its ports.  The NIC takes packets from its transport while
@@ -67,19 +70,14 @@ int planes_scenario_set(struct scenario *sc, const char *key, const char *val,
         return 0;
     }
     if (!strcmp(key, "plane_select")) {
-        if (!strcmp(val, "entropy") || !strcmp(val, "spray")) {
-            sc->plane_select = *val == 'e' ? PLANE_SEL_ENTROPY
-                                           : PLANE_SEL_SPRAY;
+        if (!strcmp(val, "entropy") || !strcmp(val, "spray") ||
+            !strcmp(val, "engine")) {
+            sc->plane_select = !strcmp(val, "entropy") ? PLANE_SEL_ENTROPY
+                               : *val == 's'           ? PLANE_SEL_SPRAY
+                                                       : PLANE_SEL_ENGINE;
             return 0;
         }
-        if (!strcmp(val, "engine"))
-            fprintf(stderr,
-                    "%s: plane_select engine: the engine does not name a "
-                    "plane yet (mre_tx_info has no plane)\n",
-                    where);
-        else
-            fprintf(stderr, "%s: plane_select: entropy, engine or spray\n",
-                    where);
+        fprintf(stderr, "%s: plane_select: entropy, engine or spray\n", where);
         return -1;
     }
     if (!strcmp(key, "bin")) {
@@ -420,10 +418,41 @@ static void bins_report(struct sim *s, double host_bps)
     free(tot);
 }
 
+/* plane_select engine: what the engines say about their planes. */
+static void engine_planes(struct sim *s, struct run_result *res)
+{
+    res->plane_misaddr = s->plane_misaddr;
+    if (s->tp->kind != T_MROCE || !planes_engine(s))
+        return;
+    uint32_t mn = UINT32_MAX, mx = 0;
+    for (uint32_t i = 0; i < s->nhosts; i++)
+        for (uint32_t j = 0; j < s->nhosts; j++) {
+            mre_qp *qp = s->hosts[i].qp_by_peer[j];
+            if (!qp)
+                continue;
+            struct mre_plane_stats st[SIM_MAX_PLANES];
+            int n = mre_qp_plane_stats(qp, st, SIM_MAX_PLANES);
+            if (n < 1)
+                continue;
+            if ((uint32_t)n < mn)
+                mn = (uint32_t)n;
+            if ((uint32_t)n > mx)
+                mx = (uint32_t)n;
+            for (int p = 0; p < n && p < SIM_MAX_PLANES; p++) {
+                res->eng_down_qps[p] += !st[p].up;
+                res->eng_downs[p] += st[p].downs;
+                res->eng_tx_pkts[p] += st[p].tx_pkts;
+            }
+        }
+    res->eng_planes_min = mx ? mn : 0;
+    res->eng_planes_max = mx;
+}
+
 void planes_report(struct sim *s, struct run_result *res)
 {
     uint32_t P = s->nplanes;
     res->nplanes = P;
+    engine_planes(s, res);
     for (uint32_t li = 0; li < s->nlinks; li++) {
         const struct link *l = &s->links[li];
         if (l->src < s->nhosts)
@@ -454,6 +483,17 @@ void planes_report(struct sim *s, struct run_result *res)
     for (uint32_t p = 0; p < P; p++)
         printf("%s%llu", p ? "," : "",
                (unsigned long long)res->plane_tx_bytes[p]);
+    if (planes_engine(s) && s->tp->kind == T_MROCE) {
+        printf(" eng_planes=%u..%u misaddr=%llu eng_down_qps=",
+               res->eng_planes_min, res->eng_planes_max,
+               (unsigned long long)res->plane_misaddr);
+        for (uint32_t p = 0; p < P; p++)
+            printf("%s%u", p ? "," : "", res->eng_down_qps[p]);
+        printf(" eng_downs=");
+        for (uint32_t p = 0; p < P; p++)
+            printf("%s%llu", p ? "," : "",
+                   (unsigned long long)res->eng_downs[p]);
+    }
     printf("\n");
     FILE *f = open_csv(s, "planes");
     if (f) {

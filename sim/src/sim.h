@@ -105,7 +105,8 @@ struct pkt {
     uint8_t kind;     /* enum pkt_kind */
     uint8_t last;     /* baseline data: last packet of its message */
     uint8_t big;      /* buf is from the pool, not inl */
-    uint8_t pad_[6];
+    uint8_t rx_plane; /* plane of the host port it arrived on (fabric.c) */
+    uint8_t pad_[5];
     /* Headers + CRC of a zero-copy data packet, ACKs, control packets:
      * next to the fields above, so a delivery loads one object, and
      * from its second cache line on: a data packet's 60 bytes of
@@ -143,7 +144,8 @@ struct hop {
  * host_rate, and sends a packet on the port of its plane. */
 #define SIM_MAX_PLANES 8
 /* How a packet's plane is chosen: a function of its entropy (today), the
- * engine's choice (the tx info's plane, not in the engine yet), or by the
+ * engine's choice (the endpoint is configured with one address per plane
+ * and the tx info's plane names the port: host.c), or by the
  * NIC alone, whatever the entropy: the port with the fewest packets
  * waiting among those whose link is up (a reference for a balanced
  * choice, not a model of the engine). */
@@ -468,6 +470,9 @@ struct sim {
     int stop;
     uint32_t nplanes;               /* parallel planes, 1 without `planes` */
     struct planes_state *planes_st; /* planes.c: bins, fault; owned */
+    /* plane_select engine: packets dropped at the NIC because their tx
+     * plane and the plane of their destination address differ */
+    uint64_t plane_misaddr;
 };
 
 /* Called when the event about to be handled has left the heap: if the
@@ -509,7 +514,9 @@ static inline uint32_t host_port(const struct sim *s, const struct host *h,
 }
 
 /* The plane a MetaRoCE or baseline packet with this entropy goes out on:
- * plane_select entropy, or the NIC's least-loaded port (planes_spray). */
+ * plane_select entropy, or the NIC's least-loaded port (planes_spray).
+ * With plane_select engine, MetaRoCE packets go on the engine's plane
+ * (host.c) and baseline packets on entropy % P. */
 uint32_t planes_spray(const struct sim *s, const struct host *h);
 static inline uint32_t plane_of_entropy(const struct sim *s,
                                         const struct host *h, uint16_t entropy)
@@ -525,6 +532,11 @@ static inline uint32_t plane_of_entropy(const struct sim *s,
  * nothing waits behind the packet on the wire; with several, while some
  * port has nothing waiting (planes_nic_room). */
 int planes_nic_room(const struct sim *s, const struct host *h);
+/* plane_select engine on more than one plane: the endpoints name planes */
+static inline int planes_engine(const struct sim *s)
+{
+    return s->nplanes > 1 && s->sc->plane_select == PLANE_SEL_ENGINE;
+}
 static inline int host_nic_room(const struct sim *s, const struct host *h)
 {
     if (s->nplanes == 1)
@@ -649,6 +661,16 @@ struct run_result {
     /* planes.c: bytes the hosts sent on each plane's uplinks */
     uint32_t nplanes;
     uint64_t plane_tx_bytes[SIM_MAX_PLANES];
+    /* plane_select engine (planes.c): the planes the handshakes negotiated
+     * (fewest and most over the QPs), per plane the QPs whose engine
+     * reports it down at the end, the times QPs marked it down, and the
+     * packets the engine put on it (mre_qp_plane_stats); packets whose
+     * tx plane and destination plane disagreed (dropped) */
+    uint32_t eng_planes_min, eng_planes_max;
+    uint32_t eng_down_qps[SIM_MAX_PLANES];
+    uint64_t eng_downs[SIM_MAX_PLANES];
+    uint64_t eng_tx_pkts[SIM_MAX_PLANES];
+    uint64_t plane_misaddr;
 };
 void metrics_report(struct sim *s, struct run_result *r);
 int metrics_write(struct sim *s, const struct run_result *r);

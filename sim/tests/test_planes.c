@@ -8,7 +8,13 @@
  *   plane down    a whole plane fails mid-collective (and comes back in a
  *                 second run): the collective completes, no QP errors, and
  *                 the failed plane lost packets
- *   parsing       bad plane counts, plane_select engine, bad plane faults
+ *   engine        plane_select engine on 4 planes: the handshakes negotiate
+ *                 4 planes, every plane carries traffic, no packet leaves
+ *                 by a port of another plane than its address; after a
+ *                 plane_down the collective completes and the engines
+ *                 report that plane (and only it) down, after a plane_up
+ *                 none
+ *   parsing       bad plane counts, bad plane_select, bad plane faults
  */
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +130,61 @@ static void test_plane_down(void)
     }
 }
 
+static void test_engine(void)
+{
+    /* 0: no fault, 1: plane 2 fails for good, 2: it fails for long enough
+     * that every connection marks it down, then comes back */
+    for (int k = 0; k < 3; k++) {
+        struct scenario sc;
+        base(&sc, k == 0 ? "eng4" : k == 1 ? "eng4_down" : "eng4_flap");
+        set(&sc, "planes", "4");
+        CHECK(set(&sc, "plane_select", "engine") == 0, "plane_select engine");
+        set(&sc, "workload", "allreduce bytes=8M slice=64K");
+        set(&sc, "transports", "mroce");
+        if (k)
+            set(&sc, "fault", "40us plane_down 2");
+        if (k == 2)
+            set(&sc, "fault", "250us plane_up 2");
+        struct run_result r;
+        run(&sc, 0, &r);
+        CHECK(r.complete && !r.qp_errors, "run %d: complete %d qperr %llu", k,
+              r.complete, (unsigned long long)r.qp_errors);
+        CHECK(r.eng_planes_min == 4 && r.eng_planes_max == 4,
+              "run %d: negotiated %u..%u planes", k, r.eng_planes_min,
+              r.eng_planes_max);
+        CHECK(r.plane_misaddr == 0, "run %d: %llu packets to another plane", k,
+              (unsigned long long)r.plane_misaddr);
+        uint64_t sum = 0;
+        for (int p = 0; p < 4; p++)
+            sum += r.plane_tx_bytes[p];
+        for (int p = 0; p < 4; p++) {
+            CHECK(r.eng_tx_pkts[p] > 0, "run %d: engine sent nothing on %d", k,
+                  p);
+            /* plane 2 is down for most of run 1 */
+            if (k != 1 || p != 2)
+                CHECK(r.plane_tx_bytes[p] * 8 > sum,
+                      "run %d: plane %d carried %llu of %llu bytes", k, p,
+                      (unsigned long long)r.plane_tx_bytes[p],
+                      (unsigned long long)sum);
+        }
+        for (int p = 0; p < 4; p++) {
+            if (k == 1 && p == 2)
+                CHECK(r.eng_down_qps[2] > 0 && r.eng_downs[2] > 0,
+                      "plane 2 not reported down: %u QPs, %llu downs",
+                      r.eng_down_qps[2], (unsigned long long)r.eng_downs[2]);
+            else
+                CHECK(r.eng_down_qps[p] == 0,
+                      "run %d: %u QPs report plane %d down at the end", k,
+                      r.eng_down_qps[p], p);
+            if (p != 2 || k == 0)
+                CHECK(r.eng_downs[p] == 0, "run %d: plane %d marked down", k,
+                      p);
+        }
+        if (k == 2)
+            CHECK(r.eng_downs[2] > 0, "the flap marked no QP's plane 2 down");
+    }
+}
+
 static void test_parsing(void)
 {
     struct scenario sc;
@@ -133,7 +194,10 @@ static void test_parsing(void)
     CHECK(set(&sc, "planes", "2x") < 0, "planes 2x");
     CHECK(set(&sc, "planes", "8") == 0 && sc.planes == 8, "planes 8");
     CHECK(set(&sc, "plane_select", "entropy") == 0, "entropy");
-    CHECK(set(&sc, "plane_select", "engine") < 0, "engine is not there yet");
+    CHECK(set(&sc, "plane_select", "engine") == 0 &&
+              sc.plane_select == PLANE_SEL_ENGINE,
+          "engine");
+    CHECK(set(&sc, "plane_select", "nic") < 0, "plane_select nic");
     CHECK(set(&sc, "bin", "5us") == 0 && sc.bin_ps == 5 * PS_PER_US, "bin");
     CHECK(set(&sc, "bin", "5parsecs") < 0, "bin unit");
     CHECK(set(&sc, "bin", "nan") < 0 && set(&sc, "bin", "0us") < 0, "bin");
@@ -158,6 +222,7 @@ int main(void)
     test_one_plane();
     test_spread();
     test_plane_down();
+    test_engine();
     test_parsing();
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);
