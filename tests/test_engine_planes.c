@@ -201,8 +201,10 @@ static void plane_stats(const mre_qp *qp, struct mre_plane_stats *st)
     CHECK_EQ(mre_qp_plane_stats(qp, st, NPL), NPL);
 }
 
-/* Negotiation between a side with `a` planes and one with `b`. */
-static void negotiate(int a, int b)
+/* Negotiation between a side with `a` planes and one with `b`, each QP
+ * with `npaths` path slots (256 is the engine's most: more than a byte
+ * counts). */
+static void negotiate_paths(int a, int b, uint16_t npaths)
 {
     mre_ep_del(E[0].ep);
     mre_ep_del(E[1].ep);
@@ -210,7 +212,7 @@ static void negotiate(int a, int b)
     conn_len[0] = conn_len[1] = conn_nplanes[0] = conn_nplanes[1] = 0;
     CHECK_EQ(end_planes(&E[0], 1, 100 + (uint64_t)a, a), 0);
     CHECK_EQ(end_planes(&E[1], 2, 200 + (uint64_t)b, b), 0);
-    mre_qp *c = qp_new(&E[0], 16), *s = qp_new(&E[1], 16);
+    mre_qp *c = qp_new(&E[0], npaths), *s = qp_new(&E[1], npaths);
     if (!CHECK(c && s))
         return;
     connect_pair(c, s);
@@ -240,6 +242,11 @@ static void negotiate(int a, int b)
         check_entropies(s, want);
     }
     CHECK_EQ(bad_to, 0);
+}
+
+static void negotiate(int a, int b)
+{
+    negotiate_paths(a, b, 16);
 }
 
 static uint64_t sum(const uint64_t *v, int n)
@@ -378,6 +385,7 @@ int main(void)
     negotiate(4, 1);
     negotiate(1, 4);
     negotiate(3, 3);
+    negotiate_paths(4, 4, 256);
     mre_ep_del(E[0].ep);
     mre_ep_del(E[1].ep);
     free(q);

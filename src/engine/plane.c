@@ -103,8 +103,8 @@ void mre_plane_negotiate(mre_qp *qp, const struct mrw_conn_hdr *c)
             pl->ndown++;
         }
     }
-    for (i = 0; i < qp->paths.npaths; i++)
-        pl->p[qp->path_slots[i].plane].nslots++;
+    for (uint32_t k = 0; k < qp->paths.npaths; k++) /* up to 256 slots */
+        pl->p[qp->path_slots[k].plane].nslots++;
     qp->planes = pl;
 }
 
