@@ -182,7 +182,8 @@ static void test_cq_fd(struct side *a, struct side *b, int mode)
     struct pollfd p = {fd, POLLIN, 0};
     CHECK_EQ_INT(poll(&p, 1, 0), 0); /* nothing waiting yet */
     struct mroce_sge sge = {(uintptr_t)a->buf, 64, mroce_mr_lkey(a->mr)};
-    struct mroce_recv_wr rwr = {.wr_id = 31, .sg_list = &sge, .num_sge = 1}, *rbad;
+    struct mroce_recv_wr rwr = {.wr_id = 31, .sg_list = &sge, .num_sge = 1},
+                         *rbad;
     CHECK_EQ_INT(mroce_post_recv(a->qp, &rwr, &rbad), 0);
     struct mroce_sge ssge = {(uintptr_t)b->buf, 64, mroce_mr_lkey(b->mr)};
     struct mroce_send_wr wr, *bad;

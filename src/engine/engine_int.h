@@ -292,7 +292,7 @@ struct mre_qp {
     struct mre_pathset paths;
     struct mre_cc cc;
     struct mre_planes *planes; /* NULL: one plane (plane.c) */
-    struct mre_rh_qp rh; /* rate hint, both roles (ratehint.c) */
+    struct mre_rh_qp rh;       /* rate hint, both roles (ratehint.c) */
 
     /* ACKs in */
     uint32_t ooo_edge;         /* highest acked - ooo_thresh at the last scan */

@@ -346,8 +346,7 @@ static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
 uint16_t mre_path_pick(struct mre_pathset *ps, uint16_t avoid)
 {
     if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths &&
-        !path_blocked(ps, &ps->paths[ps->last]) &&
-        !ps->paths[ps->last].full) {
+        !path_blocked(ps, &ps->paths[ps->last]) && !ps->paths[ps->last].full) {
         ps->burst_left--;
         return ps->last;
     }

@@ -325,7 +325,7 @@ static void adopt_peer(mre_qp *qp, const struct mrw_conn_hdr *c)
                              : (uint32_t)qp->attr.max_rto; /* LOSS-25 */
     mre_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window, c->start_psn);
     mre_stream_conn_adopt(qp, c); /* SEM-31 */
-    mre_plane_negotiate(qp, c); /* CONN-28 */
+    mre_plane_negotiate(qp, c);   /* CONN-28 */
 }
 
 void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
