@@ -7,7 +7,8 @@
  * handshake, memory regions at fixed addresses surrounded by guard bytes,
  * receives posted, and SENDs, WRITEs, READs and atomics partly delivered in
  * both directions, so both QPs are requester and responder at once with
- * packets, ACKs and responses outstanding.  Each host also has a second QP
+ * packets, ACKs and responses outstanding.  Both endpoints have two planes
+ * (fz_plane_addr).  Each host also has a second QP
  * mid-handshake (A's CONNECTING towards a QPN that does not exist, B's
  * LISTENing).  The input is a sequence of records fed to the engines with
  * mre_ep_recv() at increasing times, interleaved with timers and draining
@@ -436,9 +437,27 @@ static void setup_work(int h)
     post_send(qp, h, MROCE_WR_WRITE, R_RW, 4096, 8192, R_RW, 8192, sig, 9);
 }
 
+/* Both endpoints have two planes, so that a PLANES extension in any
+ * CONNECT reaches the engine's plane negotiation (CONN-28..30).  The
+ * entries the endpoints list name no host (last byte 0xff): plane_addr
+ * refuses them, the genuine connection's plane 1 is unusable and every
+ * packet stays on plane 0, the one network.  An entry from the input
+ * whose last byte is 0 or 1 names host A or B: the engine then sends on
+ * plane 1 there. */
+static int fz_plane_addr(struct mre_addr *out, const struct mre_plane_addr *in,
+                         void *user)
+{
+    (void)user;
+    if (in->addr[15] > 1)
+        return -1;
+    mroce_netdrive_addr(in->addr[15], out);
+    return 0;
+}
+
 static void setup(void)
 {
     struct mroce_netdrive_config cfg;
+    struct mre_ep_config ec;
     struct mre_qp_attr at;
     mre_qp *qa, *qb;
 
@@ -446,7 +465,17 @@ static void setup(void)
     arena_reset();
     mroce_netdrive_config_default(&cfg);
     cfg.net.seed = 7;
-    FZ_CHECK(mroce_tb_new(&F.tb, &cfg, NULL) == 0);
+    mre_ep_config_default(&ec);
+    ec.nplanes = 2;
+    for (int i = 0; i < 2; i++) {
+        memset(ec.planes[i].addr, 0, 16);
+        ec.planes[i].addr[0] = 0xfd;
+        ec.planes[i].addr[14] = (uint8_t)i;
+        ec.planes[i].addr[15] = 0xff;
+        ec.planes[i].port = 4794;
+    }
+    ec.plane_addr = fz_plane_addr;
+    FZ_CHECK(mroce_tb_new(&F.tb, &cfg, &ec) == 0);
     mre_qp_attr_default(&at);
     at.mtu = FZ_MTU;
     at.npaths = 8;
@@ -458,6 +487,9 @@ static void setup(void)
     FZ_CHECK(mroce_tb_connect(F.tb, 0, 1, &at, &qa, &qb, 10000000) == 0);
     F.h[0].qp = qa;
     F.h[1].qp = qb;
+    struct mre_plane_stats ps[2];
+    FZ_CHECK(mre_qp_plane_stats(qa, ps, 2) == 2 &&
+             mre_qp_plane_stats(qb, ps, 2) == 2);
     F.now = mroce_netdrive_now(F.tb->d) + 1000;
     for (int h = 0; h < 2; h++) {
         struct fz_host *H = &F.h[h];
