@@ -460,6 +460,14 @@ void mre_cc_path_init(const struct mre_cc *cc, struct mre_pathset *ps, int on)
         mre_path_set_cwnd(ps, k, w);
 }
 
+void mre_cc_path_on_echo(const struct mre_cc *cc, struct mre_pathset *ps,
+                         uint16_t i, int ce, mroce_tstamp rtt)
+{
+    if (ce || (rtt && cc->base_rtt &&
+               rtt > cc->base_rtt + CC_TGT_MUL * cc->target_qdelay))
+        mre_cc_path_feedback(cc, ps, i, 1, 0);
+}
+
 void mre_cc_path_feedback(const struct mre_cc *cc, struct mre_pathset *ps,
                           uint16_t i, int congested, uint32_t acked)
 {

@@ -92,6 +92,11 @@ struct mre_pathset;
 void mre_cc_path_init(const struct mre_cc *cc, struct mre_pathset *ps, int on);
 void mre_cc_path_feedback(const struct mre_cc *cc, struct mre_pathset *ps,
                           uint16_t i, int congested, uint32_t acked);
+/* An echo on slot i, CE-marked or not, with this ACK's RTT sample (0:
+ * none): congested feedback for the slot if it was marked or the sample
+ * is above the delay target (CC-21). */
+void mre_cc_path_on_echo(const struct mre_cc *cc, struct mre_pathset *ps,
+                         uint16_t i, int ce, mroce_tstamp rtt);
 
 /* The ops table for an enum mroce_cc_algo value, or NULL. */
 const struct mre_cc_ops *mre_cc_ops_get(unsigned algo);

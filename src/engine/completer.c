@@ -110,11 +110,8 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
         int ce = (a->echo_flags & MROCE_ECHO_CE) != 0;
         mre_path_on_ecn_echo(&qp->paths, (uint16_t)echo_slot, ce);
         mre_path_on_echo(&qp->paths, (uint16_t)echo_slot, now);
-        /* CC-21: a mark, or delay over the target, trims this path. */
-        if (ce || (rtt && qp->cc.base_rtt &&
-                   rtt > qp->cc.base_rtt + 2 * qp->cc.target_qdelay))
-            mre_cc_path_feedback(&qp->cc, &qp->paths, (uint16_t)echo_slot, 1,
-                                 0);
+        mre_cc_path_on_echo(&qp->cc, &qp->paths, (uint16_t)echo_slot, ce,
+                            rtt); /* CC-21 */
     }
 
     uint32_t acked_bytes = 0, lost_bytes = 0, acked = 0;
