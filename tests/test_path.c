@@ -906,6 +906,21 @@ static void test_path_cwnd(void)
     ps.cwnd_fresh = 12345;
     mre_path_retire(&ps, 3);
     CHECK(ps.paths[3].cwnd == 12345 && !ps.paths[3].full);
+    /* Two planes (slots 0, 2 on plane 0; 1, 3 on plane 1), plane 1 held
+     * back (down, PATH-21): when its slot 1 is the only one with room, a
+     * pick still stays off plane 1. */
+    mre_path_inflight_reset(&ps);
+    CHECK_EQ(mre_pathset_set_planes(&ps, 2), 0);
+    for (k = 0; k < 4; k++)
+        mre_path_set_cwnd(&ps, (uint16_t)k, 8352);
+    mre_path_inflight_add(&ps, 0, 8352);
+    mre_path_inflight_add(&ps, 2, 8352);
+    mre_path_inflight_add(&ps, 3, 8352);
+    CHECK(ps.nfull == 3 && !ps.paths[1].full);
+    ps.planes_block = 1u << 1;
+    for (k = 0; k < 20; k++)
+        CHECK_EQ(ps.paths[mre_path_pick(&ps, MROCE_PATH_NONE)].plane, 0);
+    CHECK_EQ(ps.paths[mre_path_pick(&ps, 0)].plane, 0);
 }
 
 static const struct test_case cases[] = {

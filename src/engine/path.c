@@ -394,13 +394,14 @@ static void path_new_sweep(struct mre_pathset *ps)
 
 /* With every slot but at most one full (CC-21), the round robin would
  * sweep many times for nothing: take the slot with room (not `avoid` if
- * another has room), else `avoid` or slot 0, as pick_one would. */
+ * another has room) on a plane that is not held back, else, as pick_one
+ * does, a slot of such a plane, else `avoid` or slot 0. */
 static uint16_t path_pick_room(struct mre_pathset *ps, uint16_t avoid)
 {
     uint32_t k, alt = MROCE_PATH_NONE;
 
     for (k = 0; k < ps->npaths; k++) {
-        if (ps->paths[k].full)
+        if (ps->paths[k].full || path_blocked(ps, &ps->paths[k]))
             continue;
         if (k != avoid)
             return (uint16_t)k;
@@ -408,6 +409,10 @@ static uint16_t path_pick_room(struct mre_pathset *ps, uint16_t avoid)
     }
     if (alt != MROCE_PATH_NONE)
         return (uint16_t)alt;
+    if (ps->planes_block)
+        for (k = 0; k < ps->npaths; k++)
+            if (k != avoid && !path_blocked(ps, &ps->paths[k]))
+                return (uint16_t)k;
     return avoid < ps->npaths ? avoid : 0;
 }
 
