@@ -19,30 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
-
-static int failures;
-#define CHECK(c, ...)                                                    \
-    do {                                                                 \
-        if (!(c)) {                                                      \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, "\n");                                       \
-            failures++;                                                  \
-        }                                                                \
-    } while (0)
+#include "simtest.h"
 
 static void base(struct scenario *sc, const char *name)
 {
-    scenario_defaults(sc);
-    snprintf(sc->name, sizeof(sc->name), "%s", name);
-    snprintf(sc->outdir, sizeof(sc->outdir), "/tmp/mroce-sim-test-planes");
-    sc->progress = 0;
-    sc->hosts = 16;
-    sc->hosts_per_tor = 4;
-    sc->spines = 4;
+    simtest_base(sc, name, "/tmp/mroce-sim-test-planes");
     sc->qp_npaths = 64;
-    sc->limit_ps = 200 * PS_PER_MS;
 }
 
 static int set(struct scenario *sc, const char *key, const char *val)
