@@ -55,6 +55,31 @@ static void attr(struct mre_qp_attr *at, uint16_t streams)
     at->max_streams = streams;
 }
 
+/* A fresh testbed and a connected QP pair of `streams` streams, each side
+ * with its registered buffer; pair_close frees them. */
+static struct mroce_testbed *pair_open(double loss, double reorder, double dup,
+                                       uint64_t seed, uint16_t streams,
+                                       mre_qp **qa, mre_qp **qb, struct side *A,
+                                       struct side *B)
+{
+    struct mroce_testbed *tb = bed(loss, reorder, dup, seed);
+    if (!tb)
+        return NULL;
+    struct mre_qp_attr at;
+    attr(&at, streams);
+    CHECK(mroce_tb_connect(tb, 0, 1, &at, qa, qb, 100000000) == 0);
+    reg(tb->h[0].ep, A);
+    reg(tb->h[1].ep, B);
+    return tb;
+}
+
+static void pair_close(struct mroce_testbed *tb, struct side *A, struct side *B)
+{
+    free(A->buf);
+    free(B->buf);
+    mroce_tb_del(tb);
+}
+
 static int post_recv(mre_qp *qp, struct side *s, uint32_t off, uint32_t len,
                      uint64_t id, uint16_t stream)
 {
@@ -92,17 +117,13 @@ static int post_send(mre_qp *qp, struct side *s, enum mroce_wr_opcode op,
 
 static void order_run(double loss, double reorder, double dup, uint64_t seed)
 {
-    struct mroce_testbed *tb = bed(loss, reorder, dup, seed);
+    mre_qp *qa, *qb;
+    struct side A, B;
+    struct mroce_testbed *tb = pair_open(loss, reorder, dup, seed, NS, &qa, &qb,
+                                         &A, &B);
     if (!tb)
         return;
-    struct mre_qp_attr at;
-    attr(&at, NS);
-    mre_qp *qa, *qb;
-    CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
     CHECK_EQ(qa->nstreams, NS);
-    struct side A, B;
-    reg(tb->h[0].ep, &A);
-    reg(tb->h[1].ep, &B);
     for (uint32_t i = 0; i < BUFSZ; i++)
         A.buf[i] = (uint8_t)(i * 7 + 3);
     mroce_tstamp now = mroce_netdrive_now(tb->d);
@@ -173,9 +194,7 @@ static void order_run(double loss, double reorder, double dup, uint64_t seed)
             want += (k + s) % 4 == 2;
         CHECK_EQ(v, want);
     }
-    free(A.buf);
-    free(B.buf);
-    mroce_tb_del(tb);
+    pair_close(tb, &A, &B);
 }
 
 static void case_order_clean(void)
@@ -233,16 +252,11 @@ static int count_stream(mre_cq *cq, uint16_t stream, struct mroce_wc *keep,
 
 static void case_no_hol(void)
 {
-    struct mroce_testbed *tb = bed(0, 0, 0, 21);
+    mre_qp *qa, *qb;
+    struct side A, B;
+    struct mroce_testbed *tb = pair_open(0, 0, 0, 21, 4, &qa, &qb, &A, &B);
     if (!tb)
         return;
-    struct mre_qp_attr at;
-    attr(&at, 4);
-    mre_qp *qa, *qb;
-    CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
-    struct side A, B;
-    reg(tb->h[0].ep, &A);
-    reg(tb->h[1].ep, &B);
     struct blocker blk = {.on = 1, .stream = 1};
     mroce_netdrive_set_tx_hook(tb->d, block_hook, &blk);
     mroce_tstamp now = mroce_netdrive_now(tb->d);
@@ -288,25 +302,18 @@ static void case_no_hol(void)
     CHECK_EQ(keep[0].byte_len, 3000);
     CHECK_EQ(keep[1].wr_id, 101);
     CHECK(memcmp(A.buf, B.buf, 3000) == 0);
-    free(A.buf);
-    free(B.buf);
-    mroce_tb_del(tb);
+    pair_close(tb, &A, &B);
 }
 
 /* The same loss on a QP of one stream does hold the later messages: the
  * case above shows what streams change. */
 static void case_one_stream_blocks(void)
 {
-    struct mroce_testbed *tb = bed(0, 0, 0, 22);
+    mre_qp *qa, *qb;
+    struct side A, B;
+    struct mroce_testbed *tb = pair_open(0, 0, 0, 22, 1, &qa, &qb, &A, &B);
     if (!tb)
         return;
-    struct mre_qp_attr at;
-    attr(&at, 1);
-    mre_qp *qa, *qb;
-    CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
-    struct side A, B;
-    reg(tb->h[0].ep, &A);
-    reg(tb->h[1].ep, &B);
     mroce_tstamp now = mroce_netdrive_now(tb->d);
     for (int k = 0; k < 4; k++)
         CHECK(post_recv(qb, &B, 4096 * (uint32_t)k, 4096, (uint64_t)k, 0) == 0);
@@ -326,25 +333,18 @@ static void case_one_stream_blocks(void)
         CHECK_EQ(wc.wr_id, (uint64_t)k);
     }
     CHECK_EQ(blk.streamed, 0);
-    free(A.buf);
-    free(B.buf);
-    mroce_tb_del(tb);
+    pair_close(tb, &A, &B);
 }
 
 /* --- RNR on one stream stalls no other --- */
 
 static void case_rnr_per_stream(void)
 {
-    struct mroce_testbed *tb = bed(0, 0, 0, 31);
+    mre_qp *qa, *qb;
+    struct side A, B;
+    struct mroce_testbed *tb = pair_open(0, 0, 0, 31, 4, &qa, &qb, &A, &B);
     if (!tb)
         return;
-    struct mre_qp_attr at;
-    attr(&at, 4);
-    mre_qp *qa, *qb;
-    CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &qb, 100000000) == 0);
-    struct side A, B;
-    reg(tb->h[0].ep, &A);
-    reg(tb->h[1].ep, &B);
     struct blocker blk = {.on = 0};
     mroce_netdrive_set_tx_hook(tb->d, block_hook, &blk);
     mroce_tstamp now = mroce_netdrive_now(tb->d);
@@ -381,9 +381,7 @@ static void case_rnr_per_stream(void)
     CHECK(mre_cq_poll(tb->h[0].scq, 1, &wc) == 1);
     CHECK_EQ(wc.wr_id, 1);
     CHECK_EQ(wc.status, MROCE_WC_SUCCESS);
-    free(A.buf);
-    free(B.buf);
-    mroce_tb_del(tb);
+    pair_close(tb, &A, &B);
 }
 
 /* --- stream IDs out of range --- */
