@@ -260,16 +260,7 @@ CT_CASE(conn_ext_unknown_skipped, "WIRE-33 CONN-25 CONN-26",
     CT_EQ(t, "CONNECT_RESP PLANES Count (absent)", 0, h->nplanes);
     CT_EQ(t, "CONNECT_RESP Src QPN", c->aqpn, h->src_qpn);
     CT_REQUIRE(t, h->token != 0, "CONNECT_RESP CONN Token is 0 (SEC-4)");
-    /* What ct_conn_connect records from the CONNECT_RESP. */
-    c->apar = *h;
-    c->atoken = h->token;
-    c->astart = h->start_psn;
-    c->mtu = h->mtu < c->par.mtu ? h->mtu : c->par.mtu;
-    c->rcv_cum = h->start_psn;
-    memset(c->rcv_bits, 0, sizeof(c->rcv_bits));
-    c->rx_count = c->ce_count = 0;
-    c->hs = rx->p;
-    c->hs.payload = NULL;
+    ct_conn_take_params(c, &rx->p); /* as ct_conn_connect does */
     c->hs_sport = rx->sport;
     c->hs_sock = rx->sock;
     ct_send_ack(c, &c->hs);

@@ -223,6 +223,11 @@ void ct_conn_listen(struct ct_conn *c);
 /* Tester as requester: QP_LISTEN, CONNECT_REQ, CONNECT_RESP checked,
  * confirming ACK, QP must be in RTS. */
 void ct_conn_connect(struct ct_conn *c);
+/* Records the IUT's CONN header from its CONNECT_REQ or CONNECT_RESP p
+ * (fails the case on a zero Token or Src QPN): the peer's parameters,
+ * the MTU, a fresh receive state and p as the handshake packet.  For
+ * cases that run a handshake of their own. */
+void ct_conn_take_params(struct ct_conn *c, const struct mrw_pkt *p);
 /* Tester as listener: QP_CONNECT to the tester, CONNECT_REQ checked,
  * CONNECT_RESP, confirming ACK checked, QP must be in RTS. */
 void ct_conn_accept(struct ct_conn *c);

@@ -94,8 +94,9 @@ void ct_pkt_connect_req(struct ct_conn *c, struct mrw_pkt *p)
     p->u.conn = c->par;
 }
 
-/* Records the IUT's CONN header; shared by both handshake roles. */
-static void take_params(struct ct_conn *c, const struct mrw_pkt *p)
+/* Records the IUT's CONN header; shared by both handshake roles and by
+ * cases with a handshake of their own (conform.h). */
+void ct_conn_take_params(struct ct_conn *c, const struct mrw_pkt *p)
 {
     struct ct *t = c->t;
     const struct mrw_conn_hdr *h = &p->u.conn;
@@ -156,7 +157,7 @@ void ct_conn_connect(struct ct_conn *c)
                 "handshake: CONNECT_RESP Src QPN: expected %u (the QP "
                 "named), got %u",
                 c->aqpn, p->u.conn.src_qpn);
-    take_params(c, p);
+    ct_conn_take_params(c, p);
     c->hs_sport = rx->sport;
     c->hs_sock = rx->sock;
     ct_send_ack(c, p);
@@ -180,7 +181,7 @@ void ct_conn_accept(struct ct_conn *c)
                 "handshake: CONNECT_REQ base Token: expected 0, got "
                 "0x%llx (CONN-4)",
                 (unsigned long long)rx->p.base.token);
-    take_params(c, &rx->p);
+    ct_conn_take_params(c, &rx->p);
     c->hs_sport = rx->sport;
     c->hs_sock = rx->sock;
     c->aqpn = rx->p.u.conn.src_qpn;
