@@ -249,7 +249,7 @@ static struct fi_ops domain_fi_ops = {
     .close = domain_close,
     .bind = mfi_no_bind,
     .control = mfi_no_control,
-    .ops_open = mfi_no_ops_open,
+    .ops_open = mfi_domain_ops_open,
     .tostr = mfi_no_tostr,
     .ops_set = mfi_no_ops_set,
 };

@@ -40,6 +40,7 @@
  *   mroce_atomic.c     FI_ATOMIC: executed by the target's provider
  *   mroce_coll.c       FI_COLLECTIVE entry points (all -FI_ENOSYS)
  *   mroce_tag_match.c  matching queues (pure data structure)
+ *   mroce_introspect.c fi_open_ops on a domain: connection counts
  *   mroce_cntr.c       counters and poll sets
  *   mroce_mrecv.c      FI_MULTI_RECV buffers
  *   mroce_rma_event.c  FI_RMA_EVENT: the target counts and reports
@@ -672,6 +673,10 @@ void mfi_domain_progress(struct mfi_domain *d);
  * *mtu.  0 or -FI_*. */
 int mfi_dev_open(const struct sockaddr *sa, mroce_device **dev,
                  struct sockaddr_storage *addr, size_t *addrlen, int *mtu);
+
+/* mroce_introspect.c: fi_open_ops on a domain (mroce_fi_ext.h). */
+int mfi_domain_ops_open(struct fid *fid, const char *name, uint64_t flags,
+                        void **ops, void *context);
 
 /* --- helpers for unsupported entry points --- */
 int mfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

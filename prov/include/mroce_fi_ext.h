@@ -1,0 +1,42 @@
+/*
+ * mroce_fi_ext.h - the mroce provider's own extension to libfabric:
+ * introspection of a domain's connections, for tests and measurements
+ * (libfabric applications need none of it).  Opened with
+ *
+ *   struct mroce_fi_conn_ops *ops;
+ *   fi_open_ops(&domain->fid, MROCE_FI_CONN_OPS, 0, (void **)&ops, NULL);
+ *
+ * Header-only and free of provider internals, so a program that loads
+ * the provider through FI_PROVIDER_PATH can include it.
+ */
+#ifndef MROCE_FI_EXT_H
+#define MROCE_FI_EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fi_domain.h>
+
+#define MROCE_FI_CONN_OPS "mroce_conn_ops_v1"
+
+/* A domain's libmroce QPs, counted over all its endpoints. */
+struct mroce_fi_conn_stats {
+    uint32_t endpoints; /* endpoints open */
+    uint32_t devices;   /* libmroce devices (UDP ports) they use */
+    uint32_t qps;       /* QPs that are connected or connecting (not
+                           listening, not failed) */
+    uint32_t listening; /* QPs listening for new peers */
+    uint32_t peer_qps;  /* of qps, those whose peer endpoint belongs to
+                           the domain named by the call's peer name */
+};
+
+struct mroce_fi_conn_ops {
+    size_t size; /* sizeof(struct mroce_fi_conn_ops) */
+    /* Fills *st for domain; peer_qps counts the QPs to the domain of the
+     * endpoint whose name (fi_getname) is peer, peer_len bytes (NULL:
+     * 0).  0, or -FI_EINVAL for a name that is not the provider's. */
+    int (*stats)(struct fid_domain *domain, const void *peer, size_t peer_len,
+                 struct mroce_fi_conn_stats *st);
+};
+
+#endif /* MROCE_FI_EXT_H */

@@ -1,0 +1,225 @@
+/*
+ * test_prov_conn.c - how many libmroce connections a pair of domains
+ * holds, read through the provider's introspection (mroce_fi_ext.h), while
+ * every endpoint pair has traffic that completes, each completion on its
+ * own endpoint's CQ.  Two domains of NEP endpoints in one process (as
+ * test_prov_multi_ep); each endpoint sends tagged messages, eager and
+ * rendezvous, to every endpoint of the other domain.
+ *
+ * The counts asserted are those of the provider's present layout (a QP
+ * per endpoint pair, prov/README.md How it works): at least one and at
+ * most two QPs per endpoint pair at each side, four listeners per
+ * endpoint at most, a device per endpoint.  The shared-connection design
+ * (prov/README.md, One connection per peer pair) would make peer_qps 1.
+ * Also: unknown extension names, bad names and bad arguments are refused.
+ *
+ * Needs FI_PROVIDER_PATH to name the directory of libmroce-fi.so.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "mroce_fi_ext.h"
+#include "prov_fi_test.h"
+
+enum { NDOM = 2, NEP = 4, NSIZE = 2 };
+static const size_t sizes[NSIZE] = {64, 70000}; /* eager, rendezvous */
+
+struct side {
+    struct fid_domain *dom;
+    struct fid_av *av;
+    struct fid_ep *ep[NEP];
+    struct fid_cq *txcq[NEP], *rxcq[NEP];
+    char name[NEP][64];
+    size_t namelen[NEP];
+    fi_addr_t addr[NEP]; /* the other side's endpoints, in this AV */
+};
+
+static struct fi_info *info;
+static struct fid_fabric *fabric;
+static struct side sd[NDOM];
+static unsigned char rbuf[NDOM][NEP][NEP][NSIZE][70000];
+static unsigned char sbuf[NDOM][NEP][NEP][NSIZE][70000];
+static size_t tx_done[NDOM][NEP], rx_done[NDOM][NEP];
+
+static uint64_t tag_of(int from, int to, int z)
+{
+    return (uint64_t)from << 16 | (uint64_t)to << 8 | (uint64_t)z;
+}
+
+/* Reads every CQ once; every receive must be one sent to its endpoint. */
+static void poll_all(void)
+{
+    for (int s = 0; s < NDOM; s++)
+        for (int e = 0; e < NEP; e++) {
+            struct fi_cq_tagged_entry c[16];
+            ssize_t k = fi_cq_read(sd[s].txcq[e], c, 16);
+            for (ssize_t i = 0; i < k; i++) {
+                CHECK(c[i].flags & FI_SEND);
+                /* The context names the sending endpoint. */
+                CHECK(c[i].op_context == &sd[s].ep[e]);
+                tx_done[s][e]++;
+            }
+            CHECK(k > 0 || k == -FI_EAGAIN);
+            k = fi_cq_read(sd[s].rxcq[e], c, 16);
+            for (ssize_t i = 0; i < k; i++) {
+                CHECK((int)(c[i].tag >> 8 & 0xff) == e);
+                CHECK(c[i].op_context == &sd[s].rxcq[e]);
+                rx_done[s][e]++;
+            }
+            CHECK(k > 0 || k == -FI_EAGAIN);
+        }
+}
+
+static void open_side(int s)
+{
+    struct side *x = &sd[s];
+    DIE_IF(fi_domain(fabric, info, &x->dom, NULL), "fi_domain");
+    struct fi_av_attr av = {.type = FI_AV_TABLE};
+    DIE_IF(fi_av_open(x->dom, &av, &x->av, NULL), "fi_av_open");
+    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
+                            .wait_obj = FI_WAIT_NONE};
+    for (int e = 0; e < NEP; e++) {
+        DIE_IF(fi_cq_open(x->dom, &cq, &x->txcq[e], NULL), "fi_cq_open");
+        DIE_IF(fi_cq_open(x->dom, &cq, &x->rxcq[e], NULL), "fi_cq_open");
+        DIE_IF(fi_endpoint(x->dom, info, &x->ep[e], NULL), "fi_endpoint");
+        DIE_IF(fi_ep_bind(x->ep[e], &x->av->fid, 0), "bind av");
+        DIE_IF(fi_ep_bind(x->ep[e], &x->txcq[e]->fid, FI_TRANSMIT), "bind tx");
+        DIE_IF(fi_ep_bind(x->ep[e], &x->rxcq[e]->fid, FI_RECV), "bind rx");
+        DIE_IF(fi_enable(x->ep[e]), "fi_enable");
+        x->namelen[e] = sizeof(x->name[e]);
+        DIE_IF(fi_getname(&x->ep[e]->fid, x->name[e], &x->namelen[e]),
+               "fi_getname");
+    }
+}
+
+/* Every endpoint receives from and sends to every endpoint of the other
+ * side at every size; waits for all completions and checks the data. */
+static void exchange(void)
+{
+    for (int s = 0; s < NDOM; s++)
+        for (int e = 0; e < NEP; e++)
+            for (int p = 0; p < NEP; p++)
+                for (int z = 0; z < NSIZE; z++) {
+                    memset(rbuf[s][e][p][z], 0, sizes[z]);
+                    CHECK(fi_trecv(sd[s].ep[e], rbuf[s][e][p][z], sizes[z],
+                                   NULL, FI_ADDR_UNSPEC, tag_of(p, e, z), 0,
+                                   &sd[s].rxcq[e]) == 0);
+                }
+    for (int s = 0; s < NDOM; s++)
+        for (int e = 0; e < NEP; e++)
+            for (int p = 0; p < NEP; p++)
+                for (int z = 0; z < NSIZE; z++) {
+                    unsigned char *b = sbuf[s][e][p][z];
+                    for (size_t i = 0; i < sizes[z]; i++)
+                        b[i] = (unsigned char)(s * 97 + e * 31 + p * 7 + z +
+                                               i * 13);
+                    ssize_t rc;
+                    double t0 = now_s();
+                    while ((rc = fi_tsend(sd[s].ep[e], b, sizes[z], NULL,
+                                          sd[s].addr[p], tag_of(e, p, z),
+                                          &sd[s].ep[e])) == -FI_EAGAIN &&
+                           now_s() - t0 < 10)
+                        poll_all();
+                    CHECK(rc == 0);
+                }
+    double t0 = now_s();
+    for (;;) {
+        int ok = 1;
+        for (int s = 0; s < NDOM; s++)
+            for (int e = 0; e < NEP; e++)
+                if (tx_done[s][e] < NEP * NSIZE || rx_done[s][e] < NEP * NSIZE)
+                    ok = 0;
+        if (ok || now_s() - t0 > 30)
+            break;
+        poll_all();
+    }
+    for (int s = 0; s < NDOM; s++)
+        for (int e = 0; e < NEP; e++) {
+            CHECK(tx_done[s][e] == NEP * NSIZE);
+            CHECK(rx_done[s][e] == NEP * NSIZE);
+            for (int p = 0; p < NEP; p++)
+                for (int z = 0; z < NSIZE; z++)
+                    CHECK(!memcmp(rbuf[s][e][p][z], sbuf[1 - s][p][e][z],
+                                  sizes[z]));
+        }
+}
+
+int main(void)
+{
+    prov_keep_mapped();
+    info = prov_getinfo(FI_MSG | FI_TAGGED, 0, &fabric);
+    for (int s = 0; s < NDOM; s++)
+        open_side(s);
+    for (int s = 0; s < NDOM; s++)
+        for (int e = 0; e < NEP; e++)
+            CHECK(fi_av_insert(sd[s].av, sd[1 - s].name[e], 1, &sd[s].addr[e],
+                               0, NULL) == 1);
+    struct mroce_fi_conn_ops *ops = NULL;
+    DIE_IF(fi_open_ops(&sd[0].dom->fid, MROCE_FI_CONN_OPS, 0, (void **)&ops,
+                       NULL),
+           "fi_open_ops");
+    CHECK(ops->size == sizeof(*ops));
+    void *none = NULL;
+    CHECK(fi_open_ops(&sd[0].dom->fid, "no_such_ops", 0, &none, NULL) ==
+          -FI_ENOSYS);
+    struct mroce_fi_conn_stats st[NDOM];
+    /* Before any traffic: no connection, listeners only. */
+    CHECK(ops->stats(sd[0].dom, sd[1].name[0], sd[1].namelen[0], &st[0]) == 0);
+    CHECK(st[0].endpoints == NEP && st[0].devices == NEP);
+    CHECK(st[0].qps == 0 && st[0].peer_qps == 0);
+    CHECK(st[0].listening > 0 && st[0].listening <= 4 * NEP);
+    exchange();
+    for (int s = 0; s < NDOM; s++) {
+        /* The peer domain named through any of its endpoints. */
+        for (int p = 0; p < NEP; p++) {
+            CHECK(ops->stats(sd[s].dom, sd[1 - s].name[p], sd[1 - s].namelen[p],
+                             &st[s]) == 0);
+            fprintf(stderr,
+                    "domain %d: %u endpoints, %u devices, %u QPs, "
+                    "%u to the peer domain, %u listening\n",
+                    s, st[s].endpoints, st[s].devices, st[s].qps,
+                    st[s].peer_qps, st[s].listening);
+            /* Present layout: each endpoint pair its own QP (two where
+             * both sides connected before a HELLO arrived). */
+            CHECK(st[s].peer_qps >= NEP * NEP &&
+                  st[s].peer_qps <= 2 * NEP * NEP);
+            CHECK(st[s].qps == st[s].peer_qps);
+            CHECK(st[s].listening <= 4 * NEP);
+        }
+        /* Its own domain: none (no endpoint talked to a sibling). */
+        CHECK(ops->stats(sd[s].dom, sd[s].name[1], sd[s].namelen[1], &st[s]) ==
+              0);
+        CHECK(st[s].peer_qps == 0);
+    }
+    /* Bad arguments. */
+    CHECK(ops->stats(sd[0].dom, sd[1].name[0], 1, &st[0]) == -FI_EINVAL);
+    CHECK(ops->stats(sd[0].dom, NULL, 0, NULL) == -FI_EINVAL);
+    CHECK(ops->stats(sd[0].dom, NULL, 0, &st[0]) == 0 && st[0].peer_qps == 0);
+    for (int s = 0; s < NDOM; s++) {
+        for (int e = 0; e < NEP; e++) {
+            CHECK(fi_close(&sd[s].ep[e]->fid) == 0);
+            CHECK(fi_close(&sd[s].txcq[e]->fid) == 0);
+            CHECK(fi_close(&sd[s].rxcq[e]->fid) == 0);
+        }
+        CHECK(fi_close(&sd[s].av->fid) == 0);
+        CHECK(fi_close(&sd[s].dom->fid) == 0);
+    }
+    fi_close(&fabric->fid);
+    fi_freeinfo(info);
+    if (failures)
+        fprintf(stderr, "test_prov_conn: %d check(s) failed\n", failures);
+    else
+        printf("test_prov_conn: %d x %d endpoints, every pair's traffic on "
+               "its own CQs, connections counted\n",
+               NEP, NEP);
+    return failures != 0;
+}
