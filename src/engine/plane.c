@@ -191,13 +191,13 @@ static void plane_up(mre_qp *qp, struct mre_planes *pl, uint8_t plane,
         bits_clear_plane(pl->dead_bits, qp, pl, plane);
         p->dead = 0;
     }
-    if (p->lossy) {
+    if (p->lossy) { /* a slot is held only while its plane is lossy */
         bits_clear_plane(pl->lossy_bits, qp, pl, plane);
         p->lossy = 0;
+        pl->suspect &= (uint8_t) ~(1u << plane);
+        p->suspect_at = 0;
+        plane_release_held(qp, pl, plane);
     }
-    pl->suspect &= (uint8_t) ~(1u << plane);
-    p->suspect_at = 0;
-    plane_release_held(qp, pl, plane);
     if (p->down && !MROCE_SEEDED_FAULT(PLANES_NEVER_UP)) { /* PATH-23 */
         p->down = 0;
         p->backoff = 0;
