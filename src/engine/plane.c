@@ -14,7 +14,8 @@
  * acknowledges a packet sent on it; once a quorum of the plane's slots is
  * lossy and an RTT has passed with no such ACK (PATH-25), or every slot has
  * been retired (PATH-21), the plane is down.  A slot retired in between
- * keeps its plane and waits for that ACK, fresh entropy and all (PATH-26).
+ * keeps its plane and waits for that ACK, fresh entropy and all, and
+ * retransmissions keep off such a plane while another is clean (PATH-26).
  * The picker skips a down plane's slots (path.c, planes_block) except for
  * probes at an interval that backs off from one RTO (PATH-22, PATH-28),
  * each asking for an immediate ACK, and the first ACK or NAK that arrives
@@ -355,7 +356,7 @@ static void plane_adopt(mre_qp *qp, struct mre_planes *pl, mroce_tstamp now)
     }
 }
 
-void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now)
+void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now, int retx)
 {
     struct mre_planes *pl = qp->planes;
     uint8_t block = 0, i;
@@ -375,6 +376,11 @@ void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now)
                 block |= (uint8_t)(1u << i);
         }
     }
+    /* PATH-26: a retransmission stays off a plane under suspicion too,
+     * while another plane is open to it. */
+    if (retx && pl->suspect &&
+        ((block | pl->suspect) & ((1u << pl->n) - 1)) != (1u << pl->n) - 1)
+        block |= pl->suspect;
     qp->paths.planes_block = block;
 }
 

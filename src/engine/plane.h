@@ -79,9 +79,10 @@ void mre_plane_on_path_ack(mre_qp *qp, uint16_t slot);
 void mre_plane_on_loss(mre_qp *qp, uint16_t slot, int retired);
 /* Path choice: before a pick, take in the endpoint's table and judge the
  * suspect planes (PATH-25, PATH-27), then hold back the down planes whose
- * probe is not due; after it, note the pick.  mre_plane_picked returns 1 if the packet
+ * probe is not due, and for a retransmission (retx) the planes with lossy
+ * slots too (PATH-26); after it, note the pick.  mre_plane_picked returns 1 if the packet
  * is a probe of a down plane (it then asks for an immediate ACK). */
-void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now);
+void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now, int retx);
 int mre_plane_picked(mre_qp *qp, uint16_t slot, mroce_tstamp now);
 
 #endif /* MROCE_PLANE_H */
