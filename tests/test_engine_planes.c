@@ -1,6 +1,6 @@
 /*
  * test_engine_planes.c - planes in the engine (docs/spec/multipath.md,
- * Planes, PATH-17..24; docs/spec/connection.md CONN-28..30):
+ * Planes, PATH-17..28; docs/spec/connection.md CONN-28..30):
  *   - the handshake: each side lists its planes in the PLANES extension,
  *     the connection uses min(local, peer) of them, and a side without the
  *     extension (one plane) gets today's CONNECT and one plane;
@@ -9,9 +9,14 @@
  *   - every packet leaves on the plane its entropy names, towards the
  *     peer's address on that plane;
  *   - a bulk transfer spreads over all planes; when every packet of plane 2
- *     is dropped mid-transfer the transfer goes on, plane 2 is marked down,
- *     its share goes to the other planes and it carries only probes (about
- *     one per RTO); once the drop stops it comes back and carries data.
+ *     is dropped mid-transfer the transfer goes on, plane 2 is marked down
+ *     within 4 srtts of the failure (a quorum of its slots lossy, PATH-25),
+ *     its share goes to the other planes and it carries only probes (at
+ *     most one per RTO, PATH-22, PATH-28); once the drop stops it comes
+ *     back and carries data;
+ *   - a second connection of the same endpoint, idle while the first one
+ *     found plane 2 down, then sends nothing but probes on it (PATH-27) and
+ *     has it back once the drop stops.
  *
  * Two endpoints, each attached to four made-up planes (10.k.0.id), pass
  * packets through a delay line of 5 us per direction that keeps each
@@ -269,9 +274,11 @@ int main(void)
         !CHECK(end_planes(&E[1], 2, 22, NPL) == 0))
         return TESTUTIL_SUMMARY("test_engine_planes");
     mre_qp *c = qp_new(&E[0], 64), *s = qp_new(&E[1], 64);
-    if (!CHECK(c && s))
+    mre_qp *c2 = qp_new(&E[0], 64), *s2 = qp_new(&E[1], 64);
+    if (!CHECK(c && s && c2 && s2))
         return TESTUTIL_SUMMARY("test_engine_planes");
     connect_pair(c, s);
+    connect_pair(c2, s2);
     CHECK_EQ(conn_nplanes[0], NPL);
     check_entropies(c, NPL);
     check_entropies(s, NPL);
@@ -288,9 +295,12 @@ int main(void)
                         MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
                         &md),
              0);
-    uint32_t posted = 0, done = 0, failed = 0;
+    uint32_t posted = 0, done = 0, failed = 0, posted2 = 0, done2 = 0;
     int posting = 1;
-    mroce_tstamp t0 = now, t_down = 0, t_up = 0, t_heal = 0;
+    mroce_tstamp t0 = now, t_down = 0, t_up = 0, t_heal = 0, t_fail = 0;
+    mroce_tstamp srtt_fail = 0;
+    uint64_t at_fail2 = 0; /* packets on plane 2 when it failed */
+    struct mre_plane_stats st2[NPL];
     uint64_t at_down[NPL] = {0}, at_heal[NPL] = {0}, at_mark[NPL] = {0};
     uint32_t probes_at_down = 0;
     int phase = 0;
@@ -309,12 +319,30 @@ int main(void)
                 break;
             posted++;
         }
+        /* The second connection: one WRITE at a time once plane 2 is
+         * down, until the drop stops and plane 2 is back for it. */
+        if (posting && phase >= 2 && phase < 5 && posted2 == done2) {
+            struct mroce_sge sg = {(uint64_t)(uintptr_t)src, CHUNK / 4,
+                                   mre_mr_lkey(ms)};
+            struct mroce_send_wr wr = {.wr_id = (1ull << 32) | posted2,
+                                       .opcode = MROCE_WR_WRITE,
+                                       .sg_list = &sg,
+                                       .num_sge = 1,
+                                       .send_flags = MROCE_SEND_SIGNALED,
+                                       .remote_addr = (uint64_t)(uintptr_t)dst,
+                                       .rkey = mre_mr_rkey(md)};
+            if (CHECK(mre_qp_post_send(c2, &wr, NULL, now) == 0))
+                posted2++;
+        }
         step();
         struct mroce_wc wc[16];
         int n;
         while ((n = mre_cq_poll(E[0].cq, 16, wc)) > 0)
             for (int i = 0; i < n; i++) {
-                done++;
+                if (wc[i].wr_id >> 32)
+                    done2++;
+                else
+                    done++;
                 failed += wc[i].status != MROCE_WC_SUCCESS;
             }
         plane_stats(c, st);
@@ -324,9 +352,27 @@ int main(void)
             for (int k = 0; k < NPL; k++)
                 CHECK(sent_on[0][k] * 100 >= tot * 15);
             drop_plane = 2;
+            t_fail = now;
+            srtt_fail = c->srtt;
+            at_fail2 = sent_on[0][2];
             phase = 1;
         } else if (phase == 1 && !st[2].up) {
             t_down = now;
+            /* PATH-25: down within a few RTTs of the failure, in the delay
+             * line's time, before the slots have all been retired. */
+            CHECK(srtt_fail > 0);
+            CHECK(t_down - t_fail <= 4 * srtt_fail);
+            CHECK(st[2].dead < st[2].paths);
+            /* PATH-26: what went into plane 2 before it was down: about
+             * two windows' worth, not every slot's three losses and their
+             * replacement's. */
+            CHECK(sent_on[0][2] - at_fail2 <= 64);
+            printf("planes: down %llu ns (%.1f srtt) after the failure, %llu "
+                   "packets into it, %u of %u slots lossy, %u retired\n",
+                   (unsigned long long)(t_down - t_fail),
+                   (double)(t_down - t_fail) / (double)srtt_fail,
+                   (unsigned long long)(sent_on[0][2] - at_fail2), st[2].lossy,
+                   st[2].paths, st[2].dead);
             memcpy(at_down, sent_on[0], sizeof(at_down));
             probes_at_down = st[2].probes;
             CHECK_EQ(st[2].downs, 1);
@@ -338,10 +384,24 @@ int main(void)
             /* Only probes on plane 2: about one per RTO (min_rto 200 us). */
             uint64_t on2 = sent_on[0][2] - at_down[2];
             uint64_t others = sum(sent_on[0], NPL) - sum(at_down, NPL) - on2;
-            CHECK(on2 >= 5 && on2 <= 5000000 / 200000 + 2);
-            CHECK_EQ(st[2].probes - probes_at_down, on2);
+            /* Both connections' probes (PATH-22, PATH-28): at most one
+             * per RTO (min_rto 200 us) each. */
+            CHECK_EQ(mre_qp_plane_stats(c2, st2, NPL), NPL);
+            CHECK(on2 >= 5 && on2 <= 2 * (5000000 / 200000 + 2));
+            CHECK_EQ(st[2].probes - probes_at_down + st2[2].probes, on2);
             CHECK(others > 3000);
             CHECK_EQ(st[2].up, 0);
+            /* PATH-27: the second connection took plane 2's state from the
+             * endpoint: nothing but its probes went there. */
+            CHECK_EQ(st2[2].up, 0);
+            CHECK_EQ(st2[2].adopted, 1);
+            CHECK_EQ(st2[2].tx_pkts, st2[2].probes);
+            CHECK(st2[2].probes <= 5000000 / 200000 + 2);
+            CHECK(done2 > 2);
+            uint64_t tx2 = 0;
+            for (int k = 0; k < NPL; k++)
+                tx2 += st2[k].tx_pkts;
+            CHECK(tx2 > 100);
             drop_plane = -1;
             t_heal = now;
             memcpy(at_heal, sent_on[0], sizeof(at_heal));
@@ -357,9 +417,11 @@ int main(void)
             uint64_t tot = sum(sent_on[0], NPL) - sum(at_mark, NPL);
             CHECK(tot > 1000);
             CHECK((sent_on[0][2] - at_mark[2]) * 100 >= tot * 10);
+            CHECK_EQ(mre_qp_plane_stats(c2, st2, NPL), NPL);
+            CHECK_EQ(st2[2].up, 1); /* PATH-23, PATH-27: back for it too */
             posting = 0;
             phase = 5;
-        } else if (phase == 5 && done == posted) {
+        } else if (phase == 5 && done == posted && done2 == posted2) {
             break;
         }
     }

@@ -289,3 +289,80 @@ CT_CASE(planes_failed_plane_probes_only, "PATH-21 PATH-22 PATH-23",
                "acknowledgement of its probe must bring it back (PATH-23)",
                on[1], on[0] + on[1]);
 }
+
+CT_CASE(planes_quorum_down, "PATH-25 PATH-21",
+        "two planes agreed, 128 paths (64 on each plane); plane 1 drops "
+        "everything during a 2048-packet WRITE of the IUT: a quorum of its "
+        "slots losing packets with no ACK over it takes it down before its "
+        "slots are all retired, which takes 3 losses each (PATH-9), so it "
+        "gets fewer than 192 packets and its probes, 2 + 1 per 4 ms "
+        "(min_rto 1 ms, PATH-28)")
+{
+    struct ct_mr mr;
+    struct ct_conn *c;
+    unsigned on[2];
+    uint64_t ms;
+
+    ct_agent(t, "DEVICE planes=2");
+    mr = ct_mr_reg(t, 2u << 20, "lw", 0);
+    c = ct_conn_new(t, "npaths=128 mtu=1024 min_rto_us=1000");
+    two_planes(c, -1, 1);
+    ct_conn_connect(c);
+    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
+    ms = write_over_planes(t, c, &mr, 1, 2048, 1, on);
+    ct_log(t, "plane 1 failed: plane 0 %u, plane 1 %u packets in %llu ms",
+           on[0], on[1], (unsigned long long)ms);
+    CT_REQUIRE(t, on[1] < 3 * 64 + 2 + ms / 4,
+               "a failed plane got %u packets in %llu ms: a quorum of its "
+               "slots with losses and no ACK over it must take it down "
+               "(PATH-25)",
+               on[1], (unsigned long long)ms);
+}
+
+CT_CASE(planes_shared_health, "PATH-27 PATH-28 PATH-23",
+        "two connections of the IUT, two planes each; plane 1 drops "
+        "everything during a WRITE on the first: a 128-packet WRITE on the "
+        "second then gets at most 3 + 1 per 4 ms packets on plane 1 (probes, "
+        "min_rto 1 ms, PATH-28), as the endpoint already knows the plane is "
+        "down; "
+        "once plane 1 works again it carries at least 1/8 of the second's "
+        "next WRITE")
+{
+    struct ct_mr mr;
+    struct ct_conn *c, *d;
+    unsigned on[2];
+    uint64_t ms;
+
+    ct_agent(t, "DEVICE planes=2");
+    mr = ct_mr_reg(t, 2u << 20, "lw", 0);
+    c = ct_conn_new(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    two_planes(c, -1, 1);
+    ct_conn_connect(c);
+    d = ct_conn_new(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    two_planes(d, -1, 1);
+    ct_conn_connect(d);
+    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, d->hs.u.conn.nplanes);
+    ms = write_over_planes(t, c, &mr, 1, 2048, 1, on);
+    ct_log(t,
+           "first connection, plane 1 failed: plane 0 %u, plane 1 %u "
+           "packets in %llu ms",
+           on[0], on[1], (unsigned long long)ms);
+    ms = write_over_planes(t, d, &mr, 2, 128, 1, on);
+    ct_log(t,
+           "second connection, plane 1 failed: plane 0 %u, plane 1 %u "
+           "packets in %llu ms",
+           on[0], on[1], (unsigned long long)ms);
+    CT_REQUIRE(t, on[1] <= 3 + ms / 4,
+               "the second connection sent %u packets on a plane the first "
+               "had found down, in %llu ms: the endpoint's connections share "
+               "plane health (PATH-27)",
+               on[1], (unsigned long long)ms);
+    ms = write_over_planes(t, d, &mr, 3, 2048, 0, on);
+    ct_log(t,
+           "second connection, plane 1 back: plane 0 %u, plane 1 %u "
+           "packets in %llu ms",
+           on[0], on[1], (unsigned long long)ms);
+    CT_REQUIRE(t, on[1] * 8 >= on[0] + on[1],
+               "a plane that works again got %u of %u packets (PATH-23)", on[1],
+               on[0] + on[1]);
+}

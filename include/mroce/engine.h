@@ -300,6 +300,9 @@ struct mre_plane_stats {
     uint32_t downs;   /* times it was marked down */
     uint32_t probes;  /* packets sent on it while down (PATH-22) */
     uint32_t dead;    /* slots retired since the last ACK over it */
+    uint32_t lossy;   /* slots with a loss since then (PATH-25) */
+    uint32_t adopted; /* times marked down from the endpoint's table,
+                         another connection's finding (PATH-27) */
 };
 /* Fills up to n planes; returns the connection's plane count (1 before the
  * handshake or without planes: plane 0 then holds the whole QP). */

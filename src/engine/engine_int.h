@@ -388,7 +388,8 @@ struct mre_ep {
     mre_cq *cqs;             /* every CQ, freed with the endpoint */
     struct mre_tx_zc *tx_zc; /* set during mre_ep_write_pkt_zc() */
     struct mroce_ep_counters cnt;
-    struct mre_rh_ep rh; /* rate hints given (ratehint.c) */
+    struct mre_rh_ep rh;         /* rate hints given (ratehint.c) */
+    struct mre_ep_planes planes; /* planes down, for every QP (plane.c) */
 };
 
 /* The modules' internal functions, one private header each. */

@@ -76,9 +76,10 @@ static void lose(mre_qp *qp, uint32_t idx, int cause, uint32_t *lost_bytes)
  * in-flight packets went into the dead path too: lost, cause path. */
 static void blame(mre_qp *qp, uint16_t path)
 {
-    if (mre_path_on_loss(&qp->paths, path)) {
+    int retired = mre_path_on_loss(&qp->paths, path);
+    mre_plane_on_loss(qp, path, retired); /* PATH-21, PATH-25 */
+    if (retired) {
         qp->cnt.paths_retired++;
-        mre_plane_on_retire(qp, path); /* PATH-21 */
         struct mre_path *p = &qp->path_slots[path];
         while (p->list_head != MROCE_PATH_NONE) {
             uint32_t i = p->list_head;

@@ -26,6 +26,8 @@
  * retired slot's list to declare its in-flight packets lost and then empties
  * it itself.
  */
+#include <string.h>
+
 #include "path.h"
 #include "../wire/seeded_fault.h"
 
@@ -178,6 +180,8 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
     ps->max_stale = 0;
     ps->nplanes = 1; /* until the handshake negotiates more (plane.c) */
     ps->planes_block = 0;
+    ps->nheld = 0;
+    memset(ps->held, 0, sizeof(ps->held));
     ps->nfull = 0;
     ps->cwnd_fresh = MROCE_PATH_CWND_UNLIMITED; /* cc.c sets the windows */
     ps->cwnd_sum = (uint64_t)npaths * MROCE_PATH_CWND_UNLIMITED;
@@ -223,6 +227,8 @@ int mre_pathset_set_planes(struct mre_pathset *ps, uint8_t nplanes)
         return MROCE_EINVAL;
     ps->nplanes = nplanes;
     ps->planes_block = 0;
+    ps->nheld = 0;
+    memset(ps->held, 0, sizeof(ps->held));
     for (i = 0; i < ps->npaths; i++)
         ps->paths[i].entropy = 0;
     for (i = 0; i < ps->npaths; i++) {
@@ -237,11 +243,19 @@ int mre_pathset_set_planes(struct mre_pathset *ps, uint8_t nplanes)
     return 0;
 }
 
-/* A slot of a plane the plane logic holds back (plane.c, PATH-21). */
+/* A slot the plane logic holds back: its plane (PATH-21) or the slot
+ * itself (PATH-26), plane.c. */
 static inline int path_blocked(const struct mre_pathset *ps,
                                const struct mre_path *p)
 {
-    return (ps->planes_block >> p->plane) & 1;
+    uint32_t i;
+
+    if ((ps->planes_block >> p->plane) & 1)
+        return 1;
+    if (!ps->nheld)
+        return 0;
+    i = (uint32_t)(p - ps->paths);
+    return (int)((ps->held[i >> 6] >> (i & 63)) & 1);
 }
 
 /*

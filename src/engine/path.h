@@ -123,9 +123,13 @@ struct mre_pathset {
     mroce_tstamp target_qdelay; /* a path above base_rtt + 2*target is hot */
     /* Planes (plane.c): slot i is on plane i % nplanes and its entropy is
      * congruent to its plane modulo nplanes (PATH-19); picks skip slots of
-     * the planes in planes_block (PATH-21).  1 and 0 with one plane. */
+     * the planes in planes_block (PATH-21) and the slots set in held (a
+     * slot retired on a plane under suspicion, PATH-26; nheld of them).
+     * 1 and 0 with one plane. */
     uint8_t nplanes;
     uint8_t planes_block;
+    uint16_t nheld;
+    uint64_t held[4];
     /* Per-path windows (CC-20): slots with inflight >= cwnd, the sum of
      * the slots' windows, and the window a fresh (new or retired) slot
      * starts with (MROCE_PATH_CWND_UNLIMITED while the algorithm keeps

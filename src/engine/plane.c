@@ -1,5 +1,5 @@
 /*
- * plane.c - planes of a connection (PATH-17..24, CONN-28..30): the PLANES
+ * plane.c - planes of a connection (PATH-17..28, CONN-28..30): the PLANES
  * handshake extension, the plane and destination of each packet sent, and
  * each plane's up/down state from the paths' retirements and the ACKs that
  * arrive over it.
@@ -9,13 +9,22 @@
  * the sum of its slots' weights, which clean ACKs raise and marks, delay
  * and losses lower (PATH-6), so planes are chosen per packet in proportion
  * to their clean-ACK evidence and a path within the plane by the same
- * pick.  What this file adds is the plane as a unit of failure: when every
- * slot of a plane has been retired with no ACK over the plane in between,
- * the plane is down; the picker then skips its slots (path.c,
- * planes_block) except for one probe per RTO, which asks for an immediate
- * ACK, and the first ACK or NAK that arrives over the plane brings it
- * back.  The last plane up is never marked down: a connection with no
- * plane left is the loss and liveness rules' business (LOSS-14, REL-32).
+ * pick.  What this file adds is the plane as a unit of failure.  Each
+ * loss marks its slot lossy until an ACK arrives over the plane or
+ * acknowledges a packet sent on it; once a quorum of the plane's slots is
+ * lossy and an RTT has passed with no such ACK (PATH-25), or every slot has
+ * been retired (PATH-21), the plane is down.  A slot retired in between
+ * keeps its plane and waits for that ACK, fresh entropy and all, and
+ * retransmissions keep off such a plane while another is clean (PATH-26).
+ * The picker skips a down plane's slots (path.c, planes_block) except for
+ * probes at an interval that backs off from one RTO (PATH-22, PATH-28),
+ * each asking for an immediate ACK, and the first ACK or NAK that arrives
+ * over the plane brings it back.  Up and down go into the endpoint's
+ * table, which every connection of the endpoint takes in at its next pick
+ * (PATH-27), so the others neither send into a plane one of them found
+ * down nor keep away from one it found working again.  The last plane up
+ * is never marked down: a connection with no plane left is the loss and
+ * liveness rules' business (LOSS-14, REL-32).
  */
 #include "engine_int.h"
 
@@ -105,6 +114,7 @@ void mre_plane_negotiate(mre_qp *qp, const struct mrw_conn_hdr *c)
     }
     for (uint32_t k = 0; k < qp->paths.npaths; k++) /* up to 256 slots */
         pl->p[qp->path_slots[k].plane].nslots++;
+    pl->ep_gen = ep->planes.gen - 1; /* the first pick takes in the table */
     qp->planes = pl;
 }
 
@@ -124,74 +134,82 @@ void mre_plane_tx(mre_qp *qp, struct mre_tx_info *info)
     pl->p[k].tx_pkts++;
 }
 
-/* The plane works: forget its retirements; if it was down, it is up. */
-static void plane_proven(mre_qp *qp, struct mre_planes *pl, uint8_t plane)
+/* Quorum of PATH-25: a quarter of the plane's slots, at least two (all of
+ * them if it has fewer). */
+static uint16_t plane_quorum(const struct mre_plane *p)
+{
+    uint16_t q = (uint16_t)((p->nslots + 3) / 4);
+    if (q < 2)
+        q = 2;
+    return q < p->nslots ? q : p->nslots;
+}
+
+static void bits_clear_plane(uint64_t *bits, const mre_qp *qp,
+                             const struct mre_planes *pl, uint8_t plane)
+{
+    for (uint32_t i = plane; i < qp->paths.npaths; i += pl->n)
+        bits[i >> 6] &= ~(1ull << (i & 63));
+}
+
+/* PATH-26: the plane's retired slots may be chosen again. */
+static void plane_release_held(mre_qp *qp, struct mre_planes *pl, uint8_t plane)
+{
+    struct mre_pathset *ps = &qp->paths;
+
+    if (!ps->nheld)
+        return;
+    for (uint32_t i = plane; i < ps->npaths; i += pl->n) {
+        uint64_t bit = 1ull << (i & 63);
+        if (ps->held[i >> 6] & bit) {
+            ps->held[i >> 6] &= ~bit;
+            ps->nheld--;
+        }
+    }
+}
+
+/* PATH-27: tell the endpoint's other connections. */
+static void plane_publish(mre_qp *qp, uint8_t plane, int down)
+{
+    struct mre_ep_planes *t = &qp->ep->planes;
+    uint8_t bit = (uint8_t)(1u << plane);
+
+    if (MROCE_SEEDED_FAULT(PLANES_NO_SHARE) || !!(t->down & bit) == down)
+        return;
+    t->down = (uint8_t)(down ? t->down | bit : t->down & ~bit);
+    t->gen++;
+    if (qp->planes->ep_gen == t->gen - 1)
+        qp->planes->ep_gen = t->gen; /* nothing new for this one */
+}
+
+/* The plane works: forget its losses and retirements; if it was down, it
+ * is up.  publish: the evidence is this connection's own. */
+static void plane_up(mre_qp *qp, struct mre_planes *pl, uint8_t plane,
+                     int publish)
 {
     struct mre_plane *p = &pl->p[plane];
 
     if (p->dead) {
-        for (uint32_t i = plane; i < qp->paths.npaths; i += pl->n)
-            pl->dead_bits[i >> 6] &= ~(1ull << (i & 63));
+        bits_clear_plane(pl->dead_bits, qp, pl, plane);
         p->dead = 0;
+    }
+    if (p->lossy) { /* a slot is held only while its plane is lossy */
+        bits_clear_plane(pl->lossy_bits, qp, pl, plane);
+        p->lossy = 0;
+        pl->suspect &= (uint8_t) ~(1u << plane);
+        p->suspect_at = 0;
+        plane_release_held(qp, pl, plane);
     }
     if (p->down && !MROCE_SEEDED_FAULT(PLANES_NEVER_UP)) { /* PATH-23 */
         p->down = 0;
+        p->backoff = 0;
         pl->ndown--;
+        if (publish)
+            plane_publish(qp, plane, 0);
     }
 }
 
-void mre_plane_on_ack_rx(mre_qp *qp, uint8_t plane)
-{
-    struct mre_planes *pl = qp->planes;
-
-    if (!pl || plane >= pl->n || pl->p[plane].unusable)
-        return;
-    pl->p[plane].rx_acks++;
-    plane_proven(qp, pl, plane);
-}
-
-/* A probe's acknowledgement proves the plane too, whichever plane the ACK
- * came over: the receiver answers on the plane of the latest packet it
- * got, and the probe seldom is that one by the time the ACK leaves. */
-void mre_plane_on_path_ack(mre_qp *qp, uint16_t slot)
-{
-    struct mre_planes *pl = qp->planes;
-    uint8_t k;
-
-    if (!pl || slot >= qp->paths.npaths)
-        return;
-    k = qp->path_slots[slot].plane;
-    if (pl->p[k].down)
-        plane_proven(qp, pl, k);
-}
-
-void mre_plane_on_retire(mre_qp *qp, uint16_t slot)
-{
-    struct mre_planes *pl = qp->planes;
-    struct mre_plane *p;
-    uint64_t bit;
-
-    if (!pl || slot >= qp->paths.npaths)
-        return;
-    bit = 1ull << (slot & 63);
-    if (pl->dead_bits[slot >> 6] & bit)
-        return;
-    pl->dead_bits[slot >> 6] |= bit;
-    p = &pl->p[qp->path_slots[slot].plane];
-    p->dead++;
-    /* PATH-21: every slot of the plane retired since an ACK came over it;
-     * the last plane up stays up. */
-    if (!p->down && p->dead >= p->nslots && pl->ndown + 1 < pl->n &&
-        !MROCE_SEEDED_FAULT(PLANES_NO_DOWN)) {
-        p->down = 1;
-        p->downs++;
-        p->probe_at = 0;
-        pl->ndown++;
-    }
-}
-
-/* One probe per RTO (PATH-22): LOSS-8's, without backoff. */
-static mroce_tstamp plane_probe_interval(const mre_qp *qp)
+/* One probe per RTO (PATH-22): LOSS-8's, without its backoff. */
+static mroce_tstamp plane_rto(const mre_qp *qp)
 {
     mroce_tstamp rto = qp->srtt + 4 * qp->rttvar + qp->peer_ack_delay;
     if (qp->srtt == 0)
@@ -203,26 +221,166 @@ static mroce_tstamp plane_probe_interval(const mre_qp *qp)
     return rto;
 }
 
-void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now)
+/* PATH-28: doubled for each unanswered probe, at most PLANE_PROBE_MAX_SHIFT
+ * times. */
+#define PLANE_PROBE_MAX_SHIFT 2
+
+static mroce_tstamp plane_probe_interval(const mre_qp *qp,
+                                         const struct mre_plane *p)
+{
+    return plane_rto(qp) << p->backoff;
+}
+
+/* Down (PATH-21, PATH-25, PATH-27), unless it is the last plane up;
+ * returns 1 if it went down.  The plane's held slots go back to the plane
+ * block, which now covers them, so that its probes can use any. */
+static int plane_down(mre_qp *qp, struct mre_planes *pl, uint8_t plane,
+                      mroce_tstamp now, int publish)
+{
+    struct mre_plane *p = &pl->p[plane];
+
+    if (p->down || p->unusable || pl->ndown + 1 >= pl->n ||
+        (publish && MROCE_SEEDED_FAULT(PLANES_NO_DOWN)))
+        return 0;
+    p->down = 1;
+    p->downs++;
+    p->backoff = 0;
+    p->probe_at = now ? now + plane_probe_interval(qp, p) : 0;
+    pl->ndown++;
+    plane_release_held(qp, pl, plane);
+    if (publish)
+        plane_publish(qp, plane, 1);
+    else
+        p->adopted++;
+    return 1;
+}
+
+void mre_plane_on_ack_rx(mre_qp *qp, uint8_t plane)
+{
+    struct mre_planes *pl = qp->planes;
+
+    if (!pl || plane >= pl->n || pl->p[plane].unusable)
+        return;
+    pl->p[plane].rx_acks++;
+    plane_up(qp, pl, plane, 1);
+}
+
+/* A packet sent on the slot was acknowledged, over whichever plane: the
+ * plane carries data (PATH-23 for a probe, and the end of PATH-25's
+ * evidence). */
+void mre_plane_on_path_ack(mre_qp *qp, uint16_t slot)
+{
+    struct mre_planes *pl = qp->planes;
+    uint8_t k;
+
+    if (!pl || slot >= qp->paths.npaths)
+        return;
+    k = qp->path_slots[slot].plane;
+    if (pl->p[k].down || pl->p[k].lossy)
+        plane_up(qp, pl, k, 1);
+}
+
+void mre_plane_on_loss(mre_qp *qp, uint16_t slot, int retired)
+{
+    struct mre_planes *pl = qp->planes;
+    struct mre_plane *p;
+    uint64_t bit;
+    uint8_t k;
+
+    if (!pl || slot >= qp->paths.npaths)
+        return;
+    k = qp->path_slots[slot].plane;
+    p = &pl->p[k];
+    bit = 1ull << (slot & 63);
+    if (!(pl->lossy_bits[slot >> 6] & bit)) {
+        pl->lossy_bits[slot >> 6] |= bit;
+        p->lossy++;
+        pl->suspect |= (uint8_t)(1u << k);
+    }
+    if (!retired || (pl->dead_bits[slot >> 6] & bit))
+        return;
+    pl->dead_bits[slot >> 6] |= bit;
+    p->dead++;
+    /* PATH-26: a slot retired while its plane is under suspicion waits,
+     * fresh entropy and all, for the plane to answer; never the last slot
+     * of the last plane up. */
+    if (!p->down && pl->ndown + 1 < pl->n &&
+        !(qp->paths.held[slot >> 6] & bit)) {
+        qp->paths.held[slot >> 6] |= bit;
+        qp->paths.nheld++;
+    }
+    /* PATH-21: every slot of the plane retired since an ACK came over it;
+     * the last plane up stays up. */
+    if (!p->down && p->dead >= p->nslots)
+        (void)plane_down(qp, pl, k, 0, 1); /* probe_at: next pick */
+}
+
+/* PATH-25: a quorum of lossy slots, and no ACK over the plane for half an
+ * RTT since the first of their losses was seen.  Each of those losses
+ * already waited out its path's guard (LOSS-7: srtt + 4 rttvar at least)
+ * with no ACK for that path, and any ACK over the plane, or of a packet
+ * sent on it, clears them all. */
+static void plane_judge(mre_qp *qp, struct mre_planes *pl, mroce_tstamp now)
+{
+    mroce_tstamp hold = qp->min_rtt / 2;
+
+    for (uint8_t i = 0; i < pl->n; i++) {
+        struct mre_plane *p = &pl->p[i];
+        if (!((pl->suspect >> i) & 1))
+            continue;
+        if (p->down) {
+            pl->suspect &= (uint8_t) ~(1u << i);
+            continue;
+        }
+        if (p->suspect_at == 0)
+            p->suspect_at = now;
+        if (p->lossy >= plane_quorum(p) && now - p->suspect_at >= hold &&
+            !MROCE_SEEDED_FAULT(PLANES_NO_QUORUM))
+            (void)plane_down(qp, pl, i, now, 1);
+    }
+}
+
+/* PATH-27: what the endpoint's other connections learnt since the last
+ * look. */
+static void plane_adopt(mre_qp *qp, struct mre_planes *pl, mroce_tstamp now)
+{
+    const struct mre_ep_planes *t = &qp->ep->planes;
+
+    pl->ep_gen = t->gen;
+    for (uint8_t i = 0; i < pl->n; i++) {
+        int down = (t->down >> i) & 1;
+        if (down && !pl->p[i].down)
+            (void)plane_down(qp, pl, i, now, 0);
+        else if (!down && pl->p[i].down)
+            plane_up(qp, pl, i, 0);
+    }
+}
+
+void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now, int retx)
 {
     struct mre_planes *pl = qp->planes;
     uint8_t block = 0, i;
 
     if (!pl)
         return;
+    if (pl->ep_gen != qp->ep->planes.gen)
+        plane_adopt(qp, pl, now);
+    if (pl->suspect)
+        plane_judge(qp, pl, now);
     if (pl->ndown) {
         for (i = 0; i < pl->n; i++) {
             struct mre_plane *p = &pl->p[i];
-            if (p->unusable) {
+            if (p->down && p->probe_at == 0)
+                p->probe_at = now + plane_probe_interval(qp, p);
+            if (p->unusable || (p->down && now < p->probe_at))
                 block |= (uint8_t)(1u << i);
-            } else if (p->down) {
-                if (p->probe_at == 0)
-                    p->probe_at = now + plane_probe_interval(qp);
-                if (now < p->probe_at)
-                    block |= (uint8_t)(1u << i);
-            }
         }
     }
+    /* PATH-26: a retransmission stays off a plane under suspicion too,
+     * while another plane is open to it. */
+    if (retx && pl->suspect &&
+        ((block | pl->suspect) & ((1u << pl->n) - 1)) != (1u << pl->n) - 1)
+        block |= pl->suspect;
     qp->paths.planes_block = block;
 }
 
@@ -237,7 +395,9 @@ int mre_plane_picked(mre_qp *qp, uint16_t slot, mroce_tstamp now)
     if (!p->down)
         return 0;
     p->probes++;
-    p->probe_at = now + plane_probe_interval(qp);
+    p->probe_at = now + plane_probe_interval(qp, p);
+    if (p->backoff < PLANE_PROBE_MAX_SHIFT)
+        p->backoff++;
     return 1;
 }
 
@@ -269,6 +429,8 @@ int mre_qp_plane_stats(const mre_qp *qp, struct mre_plane_stats *st, int n)
         st[k].downs = p->downs;
         st[k].probes = p->probes;
         st[k].dead = p->dead;
+        st[k].lossy = p->lossy;
+        st[k].adopted = p->adopted;
     }
     return pl->n;
 }

@@ -362,7 +362,7 @@ static int send_entry(mre_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
                         qp->cc.cwnd < qp->peer_credit ? qp->cc.cwnd
                                                       : qp->peer_credit,
                         qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN);
-    mre_plane_pick_begin(qp, now); /* PATH-21, PATH-22 */
+    mre_plane_pick_begin(qp, now, e->retx > 0); /* PATH-21, PATH-22 */
     uint16_t picked = recovery ? mre_path_pick_proven(&qp->paths, avoid)
                                : mre_path_pick(&qp->paths, avoid);
     if (mre_plane_picked(qp, picked, now))

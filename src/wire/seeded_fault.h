@@ -65,7 +65,10 @@
     X(RATE_NOT_NEGOTIATED, "rate_not_negotiated") \
     X(RATE_SHARE_LINK, "rate_share_link")         \
     X(RATE_NO_CAP, "rate_no_cap")                 \
-    X(RATE_NO_PACE, "rate_no_pace")
+    X(RATE_NO_PACE, "rate_no_pace")               \
+    /* plane quorum, shared plane health (cases_planes.c): */ \
+    X(PLANES_NO_QUORUM, "planes_no_quorum")       \
+    X(PLANES_NO_SHARE, "planes_no_share")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
