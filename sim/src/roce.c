@@ -437,3 +437,8 @@ void roce_free(struct sim *s)
     s->rqps = NULL;
     s->nrqps = s->caprqps = 0;
 }
+
+uint32_t roce_qp_host(const struct sim *s, uint32_t qp)
+{
+    return s->rqps[qp].src;
+}

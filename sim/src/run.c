@@ -131,6 +131,8 @@ static uint64_t sim_loop(struct sim *s, uint64_t until)
     while (!s->stop && s->q.n && s->q.h[0].t <= until) {
         s->now = s->q.h[0].t;
         n++;
+        if (s->part)
+            part_count(s, &s->q.h[0]);
         if (ev_type(&s->q.h[0]) == EV_ARRIVE) {
             /* fabric.c takes the link's packet off its ring and the heap */
             s->ev_by_type[EV_ARRIVE]++;
@@ -273,6 +275,7 @@ static void sim_destroy(struct sim *s)
     if (s->scratch)
         scratch_unmap(s->scratch, s->scratch_len, s->scratch_aliased);
     free(s->report);
+    part_free(s);
     planes_free(s);
     arena_destroy(&s->arena); /* last: the engine's memory was in it */
 }
@@ -310,6 +313,9 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     for (uint32_t i = 0; i < sc->nfaults; i++)
         sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i);
     uint64_t limit = s->now + sc->limit_ps;
+    const char *pr = getenv("MROCE_SIM_PARTITION");
+    if (pr && *pr && part_plan(s, (uint32_t)strtoul(pr, NULL, 10)) < 0)
+        goto out;
     perf_ctl("enable\n");
     wl_start(s);
     if (sc->report_ps)
@@ -325,6 +331,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     perf_ctl("disable\n");
     host_collect_counters(s);
     report_print(s);
+    part_report(s);
     if (getenv("MROCE_SIM_DEBUG"))
         for (int i = 0; i < 10; i++)
             fprintf(stderr, "event type %d: %llu\n", i,

@@ -457,6 +457,7 @@ struct sim {
     size_t scratch_len;
     int scratch_aliased;   /* from scratch_map: how to release it */
     struct report *report; /* report.c state, NULL unless `report`; owned */
+    struct part *part;     /* partition.c, NULL unless MROCE_SIM_PARTITION */
     /* counters */
     uint64_t events, pkt_events;
     uint64_t pkts_sent, pkts_delivered;
@@ -625,6 +626,17 @@ void roce_on_pkt(struct sim *s, struct host *h, struct pkt *p);
 struct pkt *roce_next_pkt(struct sim *s, struct host *h, uint64_t *wake);
 void roce_on_rto(struct sim *s, uint32_t qp, uint64_t t);
 void roce_free(struct sim *s);
+/* The host that sends on baseline QP qp. */
+uint32_t roce_qp_host(const struct sim *s, uint32_t qp);
+
+/* partition.c: the fabric split over R ranks, its lookahead and what a
+ * window-synchronised parallel run of this scenario would cost. */
+int part_plan(struct sim *s, uint32_t nranks);
+void part_count(struct sim *s, const struct ev *e);
+void part_report(struct sim *s);
+void part_free(struct sim *s);
+uint32_t part_rank_of(const struct sim *s, uint32_t node);
+uint64_t part_lookahead_ps(const struct sim *s);
 
 /* workload.c */
 int wl_setup(struct sim *s);
