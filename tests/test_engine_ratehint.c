@@ -9,8 +9,7 @@
  * Then, driving ratehint.c's sender and receiver sides directly on a
  * model clock, two senders whose RTTs differ fourfold get the same hint
  * and the same rate (shares are rates, not windows), where two fixed
- * windows of the same size would not.  Before its first hint a sender
- * has one packet in flight (CC-30).
+ * windows of the same size would not.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -262,38 +261,8 @@ static void test_two_rtts(void)
     CHECK(s[0] > 3 * s[1]);
 }
 
-/* CC-30: until its first hint a sender has at most one packet in flight,
- * and the hint comes in the ACK of that packet; once every sender is
- * hinted the incast goes on as before and completes. */
-static void test_first_window(void)
-{
-    struct incast x;
-    unsigned i, unhinted, steps = 0, max_unhinted_inflight = 0;
-
-    if (incast_new(&x, 4, 1) < 0)
-        return;
-    do {
-        unhinted = 0;
-        for (i = 0; i < x.n; i++) {
-            if (x.qs[i]->rh.hint != MROCE_CREDIT_UNLIMITED)
-                continue;
-            unhinted++;
-            CHECK_EQ(x.qs[i]->peer_credit, mre_rh_first_credit(x.qs[i]));
-            if (x.qs[i]->inflight_pkts > max_unhinted_inflight)
-                max_unhinted_inflight = x.qs[i]->inflight_pkts;
-        }
-    } while (unhinted && mroce_netdrive_step(x.tb->d) && ++steps < 100000);
-    CHECK_EQ_INT(unhinted, 0);
-    CHECK_EQ_INT(max_unhinted_inflight, 1);
-    incast_run(&x, 20000000);
-    for (i = 0; i < x.n; i++)
-        CHECK(memcmp(x.src[i], x.dst[i], TOTAL) == 0);
-    incast_del(&x);
-}
-
 static const struct test_case cases[] = {
     {"equal_share", test_equal_share},
-    {"first_window", test_first_window},
     {"off", test_off},
     {"two_rtts", test_two_rtts},
 };

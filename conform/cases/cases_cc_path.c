@@ -4,8 +4,7 @@
  * (CC-24), the hint in the IUT's ACKs as a receiver (CC-25, CC-26), and
  * the IUT as a sender: pacing at the hint (CC-28), its window capped by
  * it (CC-27), and a path whose echoes come back CE holding at most its
- * window (CC-20, CC-21); before its first hint, one packet in flight
- * that asks for its ACK (CC-30, CC-31).
+ * window (CC-20, CC-21).
  *
  * The tester advertises RATE only where a case says so (par.flags), so
  * the other chapters' cases run without hints.  The IUT's receive rate is
@@ -181,45 +180,6 @@ CT_CASE(cc_rate_caps_window, "CC-27 CC-2 CC-24",
                "(CC-27: hint x srtt / 8000 + 4 x (MTU + 80) bytes)",
                n);
     CT_REQUIRE(t, n >= 2, "only %u new packets after the last ACK", n);
-}
-
-CT_CASE(cc_rate_first_window, "CC-30 CC-31 CC-24",
-        "IUT requester with one WRITE of 8192 bytes (MTU 1024) to a RATE "
-        "peer that sends no ACK: in 50 ms exactly one new PSN (the window "
-        "before the "
-        "first hint is one packet), and that packet asks for an ACK")
-{
-    struct ct_mr mr = ct_mr_reg(t, 8192, "lw", 0);
-    struct ct_conn *c = ct_conn_new(t, "mtu=1024 min_rto_us=200000");
-    const struct ct_rx *rx;
-    uint32_t hi, n;
-    int any = 1;
-
-    c->par.flags = MROCE_CONN_RATE;
-    c->par.mtu = 1024;
-    ct_conn_accept(c);
-    c->auto_ack = 0;
-    /* One WRITE of 8 packets: its first packet is not the last one, which
-     * asks for an ACK anyway. */
-    ct_agent(t,
-             "POST_SEND qp=%d wrid=1 op=WRITE mr=%d off=0 len=8192 "
-             "raddr=0x100 rkey=1",
-             c->aqp, mr.id);
-    rx = ct_expect_data(c, CT_WAIT);
-
-    CT_REQUIRE(t, rx != NULL, "no data packet from the IUT");
-    if (!rx)
-        return;
-    CT_REQUIRE(t, rx->p.base.flags & MROCE_F_ACK_REQ,
-               "the first data packet before any hint lacks ACK_REQ "
-               "(flags 0x%x; CC-31)",
-               rx->p.base.flags);
-    hi = rx->p.base.psn;
-    n = count_new(c, 50, &hi, &any, 0, 0);
-    CT_REQUIRE(t, n == 0,
-               "%u new packets after the first one, before any hint "
-               "(CC-30: one packet in flight until the first hint)",
-               n);
 }
 
 /* ACK of the packet p, echoing it with CE if ce (PATH-5, REL-26). */

@@ -29,7 +29,6 @@
 #define RH_INTERVAL_PKTS 16 /* packets at the equal share per interval */
 #define RH_UTIL_PCT 95      /* of the receive rate the shares divide */
 #define RH_SETTLE 8         /* intervals before a rate counts as a demand */
-#define RH_FIRST_PKTS 1     /* packets in flight before the first hint */
 
 /* The rate the shares divide: with more than one active sender,
  * RH_UTIL_PCT of the receive rate, so that senders paced at their shares
@@ -59,25 +58,10 @@ uint32_t mre_rh_conn_flags(const mre_qp *qp)
                : 0;
 }
 
-/* CC-30: the window of a sender that has heard no hint yet.  A sender
- * cannot know how many others start with it, so before its first hint it
- * sends at most RH_FIRST_PKTS packets: N senders then put N packets into
- * the receiver's queue, not N windows, and every one of them asks for the
- * ACK that brings its share. */
-uint32_t mre_rh_first_credit(const mre_qp *qp)
-{
-    uint32_t pkt = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
-    if (MROCE_SEEDED_FAULT(RATE_FIRST_WINDOW))
-        return MROCE_CREDIT_UNLIMITED;
-    return RH_FIRST_PKTS * pkt;
-}
-
 void mre_rh_on_conn(mre_qp *qp, uint32_t peer_flags)
 {
     qp->rh.on = qp->attr.rate_hint && (peer_flags & MROCE_CONN_RATE) != 0;
     qp->rh.hint = MROCE_CREDIT_UNLIMITED;
-    if (qp->rh.on)
-        qp->peer_credit = mre_rh_first_credit(qp); /* CC-30 */
 }
 
 void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now)

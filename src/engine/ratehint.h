@@ -51,8 +51,6 @@ struct mrw_conn_hdr;
 /* Negotiation (CC-24): the CONN flags to add, and the peer's CONNECT. */
 uint32_t mre_rh_conn_flags(const mre_qp *qp);
 void mre_rh_on_conn(mre_qp *qp, uint32_t peer_flags);
-/* CC-30: the byte limit of a sender that has heard no hint yet. */
-uint32_t mre_rh_first_credit(const mre_qp *qp);
 /* Receiver: a data packet of len bytes from qp's peer (CC-25). */
 void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now);
 /* Receiver: the Credit for qp's next ACK, Mbit/s (CC-26). */

@@ -324,9 +324,6 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
         p.base.flags |= MROCE_F_PROBE | MROCE_F_ACK_REQ;
     if (ack_req && (p.base.flags & MROCE_F_LAST))
         p.base.flags |= MROCE_F_ACK_REQ;
-    if (qp->rh.on && qp->rh.hint == MROCE_CREDIT_UNLIMITED &&
-        !MROCE_SEEDED_FAULT(RATE_FIRST_ACK_LATE))
-        p.base.flags |= MROCE_F_ACK_REQ; /* its ACK brings the hint (CC-30) */
     if (qp->attr.credit_mode)
         p.base.flags |= MROCE_F_CREDIT;
     p.base.entropy = qp->path_slots[path].entropy;

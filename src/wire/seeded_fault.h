@@ -65,10 +65,7 @@
     X(RATE_NOT_NEGOTIATED, "rate_not_negotiated") \
     X(RATE_SHARE_LINK, "rate_share_link")         \
     X(RATE_NO_CAP, "rate_no_cap")                 \
-    X(RATE_NO_PACE, "rate_no_pace")               \
-    /* incast: first window, first ACK (cases_cc_incast.c, incast): */ \
-    X(RATE_FIRST_WINDOW, "rate_first_window")     \
-    X(RATE_FIRST_ACK_LATE, "rate_first_ack_late")
+    X(RATE_NO_PACE, "rate_no_pace")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
