@@ -6,26 +6,35 @@
  * RDMA WRITE or READ posts nothing and polls nothing, and perftest's
  * servers wait on a TCP socket meanwhile.  libmroce's APP progress mode
  * moves packets only inside the application's calls (the fastest mode when
- * it polls), so each context runs this helper: it sleeps on the device's
- * event fd (mroce_device_fd: readable when a packet or a timer is due) and,
- * when woken, looks whether the application has called in (post, poll)
- * within the last MV_IDLE_NS; only if it has not does the helper drive
- * progress itself, and then at once each time it wakes until the
- * application calls again (a program that polls memory, as perftest's
- * WRITE latency test does, never calls).  A polling application keeps the
- * helper out of its way, an absent one is stood in for.
+ * it polls), so each context runs this helper.  It waits on the device's
+ * event fd (mroce_device_fd: readable while a packet or a timer is due);
+ * woken, it leaves the application MV_IDLE_NS to take the work (its next
+ * poll drains the fd) and only if the fd is still readable then drives
+ * progress itself.  Each time the application took the work, the helper
+ * looks away longer before it watches the fd again (doubling up to
+ * MV_BACKOFF_MAX_NS), so a polling application is not preempted by a
+ * wake-up per packet; each time it had to step in, it watches at once
+ * again, and without leaving MV_IDLE_NS first (a program that polls
+ * memory, as perftest's WRITE latency test does, or the passive side of
+ * READs never calls in while it waits).
  * MROCE_IBV_PROGRESS=thread uses libmroce's progress thread instead (no
  * helper), =app neither (only the application's calls progress).
  */
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <time.h>
 
 #include "verbs_int.h"
 
-#define MV_IDLE_NS 50000
+#define MV_IDLE_NS 20000           /* due work waits this for the app */
+#define MV_BACKOFF_MAX_NS 1000000L /* the longest look-away */
+
+static int readable(int fd, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, timeout_ms) > 0;
+}
 
 static void *helper(void *arg)
 {
@@ -33,28 +42,30 @@ static void *helper(void *arg)
     int fd = mroce_device_fd(ctx->mdev);
     if (fd < 0)
         return NULL;
-    unsigned long last = atomic_load(&ctx->calls);
-    int absent = 0; /* no application call since the helper last looked */
+    long backoff = 0; /* ns to sleep before watching the fd again */
+    int stepped = 0;  /* the helper had to step in last time */
     while (!atomic_load(&ctx->stop)) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, 10);
-        unsigned long now = atomic_load(&ctx->calls);
-        absent = now == last && (absent || r == 0);
-        last = now;
-        if (r <= 0)
+        if (backoff) {
+            struct timespec ts = {0, backoff};
+            nanosleep(&ts, NULL);
+        }
+        if (!readable(fd, 10))
             continue;
-        if (!absent) {
-            /* Give a polling application MV_IDLE_NS to take it. */
+        if (!stepped) {
             struct timespec ts = {0, MV_IDLE_NS};
             nanosleep(&ts, NULL);
-            now = atomic_load(&ctx->calls);
-            if (now != last) {
-                last = now;
-                continue;
-            }
-            absent = 1;
+        }
+        if (!readable(fd, 0)) {
+            stepped = 0;
+            /* The application took it: watch less often. */
+            backoff = backoff ? backoff * 2 : MV_IDLE_NS;
+            if (backoff > MV_BACKOFF_MAX_NS)
+                backoff = MV_BACKOFF_MAX_NS;
+            continue;
         }
         mroce_device_progress(ctx->mdev);
+        backoff = 0;
+        stepped = 1;
     }
     return NULL;
 }

@@ -39,17 +39,10 @@ struct mv_context {
     struct verbs_context vctx; /* first; vctx.context is the handle */
     struct mv_device *dev;     /* the configured device (static table) */
     mroce_device *mdev;        /* owned */
-    atomic_ulong calls;        /* the application's posts and polls */
     atomic_int stop;           /* tells the helper to exit */
     pthread_t helper;          /* progress.c, when has_helper */
     int has_helper;
 };
-
-/* Notes an application call, which keeps the progress helper away. */
-static inline void mv_note_call(struct mv_context *ctx)
-{
-    atomic_fetch_add_explicit(&ctx->calls, 1, memory_order_relaxed);
-}
 
 struct mv_pd {
     struct ibv_pd pd;

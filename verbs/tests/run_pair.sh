@@ -22,7 +22,7 @@ run() { # ADDR ARGS...
     addr=$1
     shift
     env LD_LIBRARY_PATH="$libdir" MROCE_IBV_DEVICES="mroce0=$addr" \
-        MROCE_IBV_PORT="$port" $f timeout 40 stdbuf -oL "$prog" "$@"
+        MROCE_IBV_PORT="$port" $f timeout 100 stdbuf -oL "$prog" "$@"
 }
 run 127.0.0.1 "$@" -p "$port" >"$tmp/server" 2>&1 &
 spid=$!
