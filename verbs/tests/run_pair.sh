@@ -14,6 +14,8 @@ if ! command -v "$prog" >/dev/null 2>&1; then
     echo "SKIP: $prog is not installed (Debian: perftest / ibverbs-utils)"
     exit 77
 fi
+. "$(dirname "$0")/asan_env.sh"
+asan_env "$libdir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 f=""
@@ -21,7 +23,8 @@ f=""
 run() { # ADDR ARGS...
     addr=$1
     shift
-    env LD_LIBRARY_PATH="$libdir" MROCE_IBV_DEVICES="mroce0=$addr" \
+    env LD_LIBRARY_PATH="$libdir" LD_PRELOAD="$MV_PRELOAD" \
+        MROCE_IBV_DEVICES="mroce0=$addr" \
         MROCE_IBV_PORT="$port" $f timeout 100 stdbuf -oL "$prog" "$@"
 }
 run 127.0.0.1 "$@" -p "$port" >"$tmp/server" 2>&1 &

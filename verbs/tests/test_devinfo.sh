@@ -13,7 +13,9 @@ for p in ibv_devices ibv_devinfo; do
     }
 done
 fail() { echo "FAIL: $*"; exit 1; }
-export LD_LIBRARY_PATH="$libdir"
+. "$(dirname "$0")/asan_env.sh"
+asan_env "$libdir"
+export LD_LIBRARY_PATH="$libdir" LD_PRELOAD="$MV_PRELOAD"
 export MROCE_IBV_DEVICES="mroce0=127.0.0.1:5290,mroce1=[::1]:5291"
 out=$(ibv_devices) || fail "ibv_devices exit $?"
 echo "$out"
