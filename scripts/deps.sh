@@ -9,10 +9,12 @@ need=""
 # bpftool, linux-libc-dev (BPF headers) and iputils-ping.
 # libfabric-dev builds the libfabric provider (prov/); Open MPI (mpicc,
 # mpirun) and libfabric's tools (fi_info, fi_pingpong) run its tests
-# (tests/mpi, prov/).
+# (tests/mpi, prov/).  libibverbs-dev builds libibverbs over MetaRoCE
+# (verbs/); ibverbs-utils, perftest and rdmacm-utils are its test programs.
 for p in cmake make gcc clang libclang-rt-14-dev clang-format-14 tshark \
          iproute2 nftables bpftool linux-libc-dev iputils-ping openmpi-bin \
-         libopenmpi-dev libfabric-bin libfabric-dev; do
+         libopenmpi-dev libfabric-bin libfabric-dev \
+         libibverbs-dev ibverbs-utils perftest rdmacm-utils; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -1,0 +1,113 @@
+/*
+ * verbs_int.h - libibverbs over libmroce: the objects behind the verbs
+ * handles.  Each verbs object embeds the rdma-core struct first (so the
+ * handle a program holds is a pointer to it) and keeps the libmroce object
+ * it stands for.  One opened context is one libmroce device (one UDP
+ * receive port on the device's address); its PDs, MRs, CQs and QPs are that
+ * device's.
+ */
+#ifndef MROCE_VERBS_INT_H
+#define MROCE_VERBS_INT_H
+
+#include <infiniband/verbs.h>
+#include <mroce/mroce.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define MV_MAX_DEVICES 8
+#define MV_MAX_SGE MROCE_MAX_SGE
+#define MV_MAX_INLINE MROCE_MAX_INLINE
+#define MV_MAX_WR 32768
+#define MV_MAX_CQE 65536
+#define MV_MAX_RD_ATOMIC 16
+#define MV_DEFAULT_PORT 4794 /* MROCE_UDP_PORT */
+
+/* A configured device: its name, address and UDP port. */
+struct mv_device {
+    struct ibv_device ibdev;     /* first: the handle programs hold */
+    char addr[INET6_ADDRSTRLEN]; /* the local address literal */
+    uint16_t port;               /* UDP receive port */
+    uint16_t peer_port;          /* UDP port peers receive on */
+    union ibv_gid gid;           /* IPv4-mapped or the IPv6 address */
+    uint64_t guid;               /* network order */
+};
+
+/* An opened device. */
+struct mv_context {
+    struct verbs_context vctx; /* first; vctx.context is the handle */
+    struct mv_device *dev;     /* the configured device (static table) */
+    mroce_device *mdev;        /* owned */
+    atomic_int stop;           /* tells the helper to exit */
+    pthread_t helper;          /* progress.c, when has_helper */
+    int has_helper;
+};
+
+struct mv_pd {
+    struct ibv_pd pd;
+    mroce_pd *mpd; /* owned */
+};
+
+struct mv_mr {
+    struct ibv_mr mr;
+    mroce_mr *mmr; /* owned */
+};
+
+struct mv_cq {
+    struct ibv_cq cq;
+    mroce_cq *mcq; /* owned */
+    int armed;     /* req_notify_cq called since the last event */
+};
+
+/* Completion channel (objects.c). */
+struct mv_channel {
+    struct ibv_comp_channel ch;
+    int efd;             /* eventfd given as ch.fd; never written */
+    struct mv_cq *armed; /* the CQ last armed through it, or NULL */
+};
+
+/* The verbs QP state machine on top of libmroce's: RESET and INIT are
+ * ours alone; RTR starts the MetaRoCE handshake (qp.c). */
+struct mv_qp {
+    struct ibv_qp qp;
+    mroce_qp *mqp;           /* owned */
+    struct mv_context *ctx;  /* not owned */
+    int sq_sig_all;          /* every send WR signalled */
+    int active;              /* this side sends CONNECT_REQ */
+    struct ibv_qp_attr attr; /* what modify_qp set, for query_qp */
+    struct ibv_qp_cap cap;   /* as granted */
+};
+
+static inline struct mv_context *mv_ctx(struct ibv_context *c)
+{
+    return (struct mv_context *)((char *)c -
+                                 offsetof(struct verbs_context, context));
+}
+
+/* libmroce code -> errno value (positive). */
+int mv_errno(int mroce_rc);
+/* Builds the ops table of an opened context (objects.c, qp.c, datapath.c). */
+void mv_ops_init(struct mv_context *ctx);
+
+/* The progress helper (progress.c): 0 or -1 (errno). */
+int mv_progress_start(struct mv_context *ctx);
+void mv_progress_stop(struct mv_context *ctx);
+
+/* Devices (device.c): the configured table, loaded once. */
+int mv_devices_load(struct mv_device **list);
+
+/* Ops (objects.c, qp.c, datapath.c). */
+struct ibv_qp *mv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int mv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+                struct ibv_qp_init_attr *init_attr);
+int mv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int mv_destroy_qp(struct ibv_qp *qp);
+int mv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+                 struct ibv_send_wr **bad_wr);
+int mv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+                 struct ibv_recv_wr **bad_wr);
+int mv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int mv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+#endif /* MROCE_VERBS_INT_H */
