@@ -18,8 +18,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const struct mroce_eth_end SELF = {
-    {0x02, 0, 0, 0, 0, 0x0b}, {10, 0, 0, 2}, 4791};
+static const struct mroce_eth_end SELF = {{0x02, 0, 0, 0, 0, 0x0b},
+                                          {10, 0, 0, 2},
+                                          4791};
 
 static void one(const uint8_t *f, size_t len, int v6)
 {

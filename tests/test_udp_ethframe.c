@@ -9,10 +9,12 @@
 #include "../src/udp/ethframe.h"
 #include "testutil.h"
 
-static const struct mroce_eth_end A = {
-    {0x02, 0, 0, 0, 0, 0x0a}, {10, 0, 0, 1}, 4791};
-static const struct mroce_eth_end B = {
-    {0x02, 0, 0, 0, 0, 0x0b}, {10, 0, 0, 2}, 4791};
+static const struct mroce_eth_end A = {{0x02, 0, 0, 0, 0, 0x0a},
+                                       {10, 0, 0, 1},
+                                       4791};
+static const struct mroce_eth_end B = {{0x02, 0, 0, 0, 0, 0x0b},
+                                       {10, 0, 0, 2},
+                                       4791};
 
 static size_t make(uint8_t *buf, size_t cap, int v6, size_t plen)
 {
@@ -57,8 +59,7 @@ static void roundtrip(int v6)
     CHECK_EQ(mroce_eth_parse(f, len + 17, v6, &B, &rx, &c), 0);
     /* Every truncation is short or a length mismatch, never accepted. */
     for (size_t l = 0; l < len; l++)
-        CHECK_MSG(mroce_eth_parse(f, l, v6, &B, &rx, &c) == -1, "len %zu",
-                  l);
+        CHECK_MSG(mroce_eth_parse(f, l, v6, &B, &rx, &c) == -1, "len %zu", l);
     CHECK_EQ(c.rx_ok, 2u);
 }
 
@@ -69,7 +70,7 @@ static void drops_v4(void)
     struct mroce_eth_counters c = {0};
     CHECK_EQ(mutate(f, len, 0, 5, 0x0c, &c), -1); /* another MAC */
     CHECK_EQ(c.drop_mac, 1u);
-    CHECK_EQ(mutate(f, len, 0, 12, 0x08, &c), 0); /* same byte: ok */
+    CHECK_EQ(mutate(f, len, 0, 12, 0x08, &c), 0);  /* same byte: ok */
     CHECK_EQ(mutate(f, len, 0, 13, 0x06, &c), -1); /* ARP */
     CHECK_EQ(mutate(f, len, 0, 12, 0x81, &c), -1); /* VLAN tag */
     CHECK_EQ(c.drop_ethertype, 2u);

@@ -42,9 +42,8 @@ static uint16_t csum_final(uint32_t sum)
 
 /* The UDP checksum over the pseudo header, UDP header and payload, with
  * the UDP header's checksum field counted as it stands in `udp`. */
-static uint32_t udp_sum(int family6, const uint8_t *srcip,
-                        const uint8_t *dstip, const uint8_t *udp,
-                        size_t udp_len)
+static uint32_t udp_sum(int family6, const uint8_t *srcip, const uint8_t *dstip,
+                        const uint8_t *udp, size_t udp_len)
 {
     uint8_t ph[8];
     size_t alen = family6 ? 16u : 4u;
@@ -60,8 +59,7 @@ static uint32_t udp_sum(int family6, const uint8_t *srcip,
 
 size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
                        const struct mroce_eth_end *src,
-                       const struct mroce_eth_end *dst, uint8_t tos,
-                       size_t len)
+                       const struct mroce_eth_end *dst, uint8_t tos, size_t len)
 {
     size_t hdrs = family6 ? MROCE_ETH_V6_HDRS : MROCE_ETH_V4_HDRS;
     size_t udp_len = len + 8u;
@@ -100,9 +98,9 @@ size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
     put16(udp + 2, dst->port);
     put16(udp + 4, (uint16_t)udp_len);
     put16(udp + 6, 0);
-    uint16_t cs = csum_final(
-        udp_sum(family6, family6 ? ip + 8 : ip + 12,
-                family6 ? ip + 24 : ip + 16, udp, udp_len));
+    uint16_t cs = csum_final(udp_sum(family6, family6 ? ip + 8 : ip + 12,
+                                     family6 ? ip + 24 : ip + 16, udp,
+                                     udp_len));
     put16(udp + 6, cs ? cs : 0xffffu); /* 0 means "none" on the wire */
     return hdrs;
 }
@@ -161,8 +159,7 @@ int mroce_eth_parse(const uint8_t *frame, size_t len, int family6,
         size_t ihl = (size_t)(ip[0] & 0x0fu) * 4u;
         size_t tot = get16(ip + 2);
         if ((ip[0] >> 4) != 4 || ihl < 20u || tot < ihl || tot > room ||
-            room - ihl < 8u ||
-            csum_final(mroce_eth_csum_add(0, ip, ihl)) != 0)
+            room - ihl < 8u || csum_final(mroce_eth_csum_add(0, ip, ihl)) != 0)
             return drop(&c->drop_ip_hdr);
         if ((get16(ip + 6) & 0x3fffu) != 0) /* MF or a fragment offset */
             return drop(&c->drop_fragment);
