@@ -9,10 +9,11 @@ need=""
 # bpftool, linux-libc-dev (BPF headers) and iputils-ping.
 # libfabric-dev builds the libfabric provider (prov/); Open MPI (mpicc,
 # mpirun) and libfabric's tools (fi_info, fi_pingpong) run its tests
-# (tests/mpi, prov/).
+# (tests/mpi, prov/).  libdpdk-dev builds the DPDK datapath (src/dpdk;
+# optional: without it libmroce has the socket datapath only).
 for p in cmake make gcc clang libclang-rt-14-dev clang-format-14 tshark \
          iproute2 nftables bpftool linux-libc-dev iputils-ping openmpi-bin \
-         libopenmpi-dev libfabric-bin libfabric-dev; do
+         libopenmpi-dev libfabric-bin libfabric-dev libdpdk-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then

@@ -39,10 +39,11 @@
 #include "ethframe.h"
 
 #define BURST 64
-#define NB_MBUF 8191
+#define NB_MBUF 4095
 #define RING_SIZE 1024
-/* Room for the largest frame libmroce builds in one segment. */
-#define DATA_ROOM (RTE_PKTMBUF_HEADROOM + 16384)
+/* Room for a jumbo frame in one segment: the DPDK datapath carries
+ * packets of up to 9 KiB (MTU <= 9000). */
+#define DATA_ROOM (RTE_PKTMBUF_HEADROOM + 9216)
 #define MAX_NEIGH 64
 
 struct neigh {
@@ -305,7 +306,7 @@ static int eal_init(char *err, size_t errlen)
         return 0;
     const char *args = getenv("MROCE_DPDK_ARGS");
     if (!args || !*args)
-        args = "--no-huge --no-shconf -m 256 --no-pci --no-telemetry -l 0 "
+        args = "--no-huge --no-shconf -m 128 --no-pci --no-telemetry -l 0 "
                "--log-level=lib.eal:warning";
     char buf[1024];
     char *argv[64];
@@ -402,6 +403,13 @@ int mroce_dpdk_link_open(struct mroce_link *l,
         snprintf(name, sizeof name, "%.*s_mroce%u", (int)(nl < 40 ? nl : 40),
                  vdev, seq++);
         snprintf(vargs, sizeof vargs, "%s", comma ? comma + 1 : "");
+        /* memif: every frame in one shared-memory buffer (the largest
+         * MetaRoCE packet fits), so the port never chains buffers. */
+        if (strncmp(vdev, "net_memif", 9) == 0 && !strstr(vargs, "bsize=")) {
+            size_t vl = strlen(vargs);
+            snprintf(vargs + vl, sizeof vargs - vl, "%sbsize=16384",
+                     vl ? "," : "");
+        }
         int r = rte_vdev_init(name, vargs);
         if (r < 0 || rte_eth_dev_get_port_by_name(name, &d->port_id) != 0) {
             snprintf(err, errlen, "cannot create DPDK device %s (%s): %s", name,

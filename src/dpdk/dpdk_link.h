@@ -7,7 +7,7 @@
  * mroce_dpdk_link_open() fails with a message saying so.  Configuration
  * comes from the environment, since existing programs open devices
  * unchanged (README, "The DPDK datapath"):
- *   MROCE_DPDK_ARGS   EAL arguments; default "--no-huge --no-shconf -m 256
+ *   MROCE_DPDK_ARGS   EAL arguments; default "--no-huge --no-shconf -m 128
  *                     --no-pci --no-telemetry -l 0" (no hugepages needed)
  *   MROCE_DPDK_VDEV   a virtual device to create and use, e.g.
  *                     "net_memif,role=server,socket=/run/mroce-memif.sock";
