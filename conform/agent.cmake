@@ -33,11 +33,12 @@ if(MROCE_HAVE_LIB)
     # A second, separate copy of every layer compiled with the faults in;
     # linked only into mroce-conform-agent-faults.
     add_library(mroce_faults_objs OBJECT
-                ${MROCE_WIRE_SRC} ${MROCE_ENGINE_SRC} ${MROCE_LIB_SRC})
+                ${MROCE_WIRE_SRC} ${MROCE_ENGINE_SRC} ${MROCE_LIB_SRC}
+                ${CMAKE_SOURCE_DIR}/src/dpdk/dpdk_stub.c)
     target_compile_definitions(mroce_faults_objs PRIVATE MROCE_SEEDED_FAULTS=1)
     target_include_directories(mroce_faults_objs PRIVATE
       ${CMAKE_SOURCE_DIR}/src/engine ${CMAKE_SOURCE_DIR}/src/udp
-      ${CMAKE_SOURCE_DIR}/src/lib)
+      ${CMAKE_SOURCE_DIR}/src/lib ${CMAKE_SOURCE_DIR}/src/dpdk)
     add_executable(mroce-conform-agent-faults ${MROCE_AGENT_SRC}
                    $<TARGET_OBJECTS:mroce_faults_objs>)
     target_compile_definitions(mroce-conform-agent-faults PRIVATE

@@ -4,7 +4,7 @@
 #
 #   wire (src/wire, mroce/wire.h)                    level 0
 #   engine (src/engine, mroce/engine.h, types.h)     level 1
-#   udp + lib (src/udp, src/lib, mroce/mroce.h)      level 2
+#   udp + lib (src/udp, src/lib, src/dpdk, mroce.h)  level 2
 #   everything else (tools, prov, sim, tests, ...)   level 3
 #
 # A file may include headers of its own level or below, never above:
@@ -21,7 +21,7 @@ level_of_path() { # a path relative to the source root
     case $1 in
     src/wire/* | include/mroce/wire.h) echo 0 ;;
     src/engine/* | include/mroce/engine.h | include/mroce/types.h) echo 1 ;;
-    src/udp/* | src/lib/* | include/mroce/mroce.h) echo 2 ;;
+    src/udp/* | src/lib/* | src/dpdk/* | include/mroce/mroce.h) echo 2 ;;
     *) echo 3 ;;
     esac
 }
@@ -41,7 +41,7 @@ for f in $(cd "$src" && ls src/*/*.[ch] include/mroce/*.h); do
         if [ "$kind" = q ]; then
             # The file's own directory first, then the build's -I paths.
             target=
-            for d in "$dir" src/engine src/udp src/lib include; do
+            for d in "$dir" src/engine src/udp src/lib src/dpdk include; do
                 if [ -e "$src/$d/$inc" ]; then
                     target=$(realpath -m --relative-to="$src" "$src/$d/$inc")
                     break

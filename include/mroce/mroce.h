@@ -102,6 +102,8 @@ enum mroce_lib_err {
     MROCE_EADDR = -22,      /* bad or unusable local/remote address */
     MROCE_ESOCKET = -23,    /* a socket call failed (errno kept) */
     MROCE_EDESTROYED = -24, /* object already destroyed */
+    MROCE_EDATAPATH = -25,  /* device open: the datapath asked for (DPDK)
+                               cannot start; stderr names the cause */
 };
 /* Names engine and library codes alike. */
 const char *mroce_strerror(int err);
@@ -149,6 +151,15 @@ struct mroce_device_attr {
      * `port` and the same source ports.  NULL: the MROCE_PLANES
      * environment variable, else one plane at local_addr. */
     const char *planes;
+    /* enum mroce_datapath; MROCE_DATAPATH_DEFAULT = the environment's
+     * MROCE_DATAPATH ("dpdk" or "socket"), else kernel sockets. */
+    uint8_t datapath;
+};
+enum mroce_datapath {
+    MROCE_DATAPATH_DEFAULT = 0,
+    MROCE_DATAPATH_SOCKET = 1, /* kernel UDP sockets */
+    MROCE_DATAPATH_DPDK = 2,   /* a DPDK port (MROCE_DPDK_* variables,
+                                  README: The DPDK datapath) */
 };
 void mroce_device_attr_default(struct mroce_device_attr *attr);
 

@@ -18,6 +18,7 @@
 #include <mroce/wire.h>
 
 #include "fault.h"
+#include "dpdk_link.h"
 #include "lib_int.h"
 
 /* --- graveyard --- */
@@ -78,6 +79,8 @@ const char *mroce_strerror(int err)
         return "socket call failed";
     case MROCE_EDESTROYED:
         return "object already destroyed";
+    case MROCE_EDATAPATH:
+        return "the datapath cannot start (its cause is on stderr)";
     default:
         return mre_strerror(err);
     }
@@ -161,6 +164,40 @@ static int epoll_add(int epfd, int fd, uint32_t events)
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* The datapath under plane 0: kernel sockets (uc unchanged) or a DPDK
+ * link (uc->link).  Returns 0, MROCE_EINVAL or MROCE_EDATAPATH (its cause
+ * printed). */
+static int open_datapath(mroce_device *dev, struct mroce_device_attr *attr,
+                         struct mroce_udp_config *uc)
+{
+    if (attr->datapath == MROCE_DATAPATH_DEFAULT) {
+        const char *dp = getenv("MROCE_DATAPATH");
+        attr->datapath = MROCE_DATAPATH_SOCKET;
+        if (dp && strcmp(dp, "dpdk") == 0) {
+            attr->datapath = MROCE_DATAPATH_DPDK;
+        } else if (dp && *dp && strcmp(dp, "socket") != 0) {
+            fprintf(stderr,
+                    "libmroce: unknown MROCE_DATAPATH=\"%s\" "
+                    "(socket or dpdk)\n",
+                    dp);
+            return MROCE_EINVAL;
+        }
+    }
+    if (attr->datapath == MROCE_DATAPATH_SOCKET)
+        return 0;
+    if (attr->datapath != MROCE_DATAPATH_DPDK)
+        return MROCE_EINVAL;
+    if (dev->nplanes > 1) {
+        fprintf(stderr, "libmroce: the DPDK datapath serves one plane\n");
+        return MROCE_EINVAL;
+    }
+    char err[256] = "";
+    int rc = mroce_dpdk_link_open(&uc->link, &uc->local, err, sizeof err);
+    if (rc < 0)
+        fprintf(stderr, "libmroce: the DPDK datapath cannot start: %s\n", err);
+    return rc;
+}
+
 int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
 {
     if (!pdev)
@@ -220,7 +257,10 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
     dev->timer_at = MROCE_TSTAMP_INF;
     dev->next_pd = 1;
     snprintf(dev->local_addr, sizeof(dev->local_addr), "%s", la);
-    int rc = mroce_udp_open(&dev->udp, &uc);
+    int rc = open_datapath(dev, &attr, &uc);
+    if (rc < 0)
+        goto fail;
+    rc = mroce_udp_open(&dev->udp, &uc);
     if (rc < 0)
         goto fail;
     attr.local_addr = dev->local_addr;

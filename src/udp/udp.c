@@ -405,6 +405,25 @@ static int bind_tx_range(struct mroce_udp *u, uint16_t base)
     return 0;
 }
 
+/* With a link: no sockets.  The port is the configured one (0: the
+ * default), the source ports a range written into frames, and the link's
+ * descriptor stands in for the receive socket. */
+static int open_link(struct mroce_udp *u)
+{
+    const struct sockaddr_storage *ss = &u->cfg.local;
+    uint16_t port = ntohs(ss->ss_family == AF_INET6
+                              ? ((const struct sockaddr_in6 *)ss)->sin6_port
+                              : ((const struct sockaddr_in *)ss)->sin_port);
+    u->port = port ? port : MROCE_UDP_PORT;
+    u->src_base = u->cfg.src_port_base ? u->cfg.src_port_base : 49152;
+    if ((uint32_t)u->src_base + u->src_count > 65536)
+        return MROCE_EINVAL;
+    u->cfg.use_gso = 0;
+    u->cfg.use_gro = 0;
+    u->rx_fd = u->cfg.link.ops->fd(u->cfg.link.ctx);
+    return 0;
+}
+
 static int open_tx_sockets(struct mroce_udp *u)
 {
     if (u->cfg.src_port_base) {
@@ -433,7 +452,9 @@ void mroce_udp_close(struct mroce_udp *u)
 {
     if (!u)
         return;
-    if (u->rx_fd >= 0)
+    if (u->cfg.link.ops)
+        u->cfg.link.ops->close(u->cfg.link.ctx);
+    else if (u->rx_fd >= 0)
         close(u->rx_fd);
     if (u->tx_fds)
         close_tx_sockets(u);
@@ -471,8 +492,11 @@ int mroce_udp_open(struct mroce_udp **pu, const struct mroce_udp_config *cfg)
         cfg->slot_size > MROCE_MAX_PKT_LEN)
         return MROCE_EINVAL;
     struct mroce_udp *u = calloc(1, sizeof(*u));
-    if (!u)
+    if (!u) {
+        if (cfg->link.ops)
+            cfg->link.ops->close(cfg->link.ctx);
         return MROCE_ENOMEM;
+    }
     u->cfg = *cfg;
     u->family = fam;
     u->rx_fd = -1;
@@ -523,6 +547,13 @@ int mroce_udp_open(struct mroce_udp **pu, const struct mroce_udp_config *cfg)
         u->rx_msgs[i].msg_hdr.msg_control = u->rx_ctrl + i * RX_CTRL_SIZE;
     }
     u->rx_dirty = (unsigned)rb; /* lengths set by the first receive */
+    if (u->cfg.link.ops) {
+        rc = open_link(u);
+        if (rc < 0)
+            goto fail;
+        *pu = u;
+        return 0;
+    }
     rc = open_rx_socket(u);
     if (rc < 0)
         goto fail;
@@ -663,6 +694,8 @@ int mroce_udp_drain_errors(struct mroce_udp *u, mroce_udp_err_fn err_fn,
                            void *user)
 {
     int n = 0;
+    if (u->cfg.link.ops)
+        return 0; /* a link reports no ICMP errors */
     for (int guard = 0; guard < 256; guard++) {
         struct sockaddr_storage ss;
         uint8_t ctrl[512], data[64];
@@ -701,12 +734,44 @@ int mroce_udp_drain_errors(struct mroce_udp *u, mroce_udp_err_fn err_fn,
     return n;
 }
 
+/* One burst from the link, each datagram through the rx fault stage
+ * straight from the link's buffer. */
+static int recv_link(struct mroce_udp *u, mroce_udp_rx_fn fn, void *user,
+                     mroce_tstamp now)
+{
+    struct mroce_link_rx rx[64];
+    unsigned batch = u->cfg.rx_batch < 64 ? u->cfg.rx_batch : 64;
+    u->cnt.rx_syscalls++; /* polls of the link, as receive calls */
+    int r = u->cfg.link.ops->recv(u->cfg.link.ctx, rx, batch);
+    if (r <= 0) {
+        u->cnt.rx_empty++;
+        u->rx_short = 1;
+        return 0;
+    }
+    u->cnt.rx_datagrams += (uint64_t)r;
+    u->rx_short = (unsigned)r < batch;
+    int delivered = 0;
+    for (int i = 0; i < r; i++) {
+        struct mre_rx_info info;
+        memset(&info, 0, sizeof info);
+        info.plane = u->cfg.plane;
+        info.ecn = rx[i].ecn;
+        if (mroce_udp_addr_from_sa(&info.from, (struct sockaddr *)&rx[i].from,
+                                   sizeof rx[i].from) < 0)
+            info.from.len = 0;
+        delivered += rx_one(u, rx[i].buf, rx[i].len, &info, fn, user, now);
+    }
+    return delivered;
+}
+
 int mroce_udp_recv(struct mroce_udp *u, mroce_udp_rx_fn fn,
                    mroce_udp_err_fn err_fn, void *user, mroce_tstamp now)
 {
     int delivered = 0;
     if (u->rxh.n)
         delivered += rx_release(u, fn, user, now);
+    if (u->cfg.link.ops)
+        return delivered + recv_link(u, fn, user, now);
     unsigned batch = u->cfg.rx_batch;
     /* The kernel rewrites the lengths and flags of the entries it filled,
      * and only those: reset just the ones the last call used (polling
@@ -847,9 +912,31 @@ static void send_unit_plain(struct mroce_udp *u, int fd, unsigned unit)
     }
 }
 
+/* Sends units [k, m) through the link: one datagram each (no GSO). */
+static void send_units_link(struct mroce_udp *u, unsigned k, unsigned m)
+{
+    uint8_t tos = (uint8_t)(u->cfg.dscp << 2 | MROCE_ECN_ECT0);
+    for (; k < m; k++) {
+        const struct msghdr *h = &u->tx_msgs[k].msg_hdr;
+        int32_t s = u->unit_sock[k];
+        uint16_t sp = s < 0 ? u->port : (uint16_t)(u->src_base + s);
+        u->cnt.tx_syscalls++;
+        if (u->cfg.link.ops->send(u->cfg.link.ctx, sp, h->msg_name, h->msg_iov,
+                                  (int)h->msg_iovlen, tos) < 0)
+            u->cnt.tx_errors += u->unit_npkts[k];
+        else
+            account_sent(u, k);
+    }
+    u->cfg.link.ops->flush(u->cfg.link.ctx);
+}
+
 /* Sends units [k, m), which share a socket. */
 static void send_units(struct mroce_udp *u, unsigned k, unsigned m)
 {
+    if (u->cfg.link.ops) {
+        send_units_link(u, k, m);
+        return;
+    }
     int fd = sock_fd(u, u->unit_sock[k]);
     int waited = 0;
     while (k < m) {

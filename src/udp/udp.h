@@ -40,6 +40,8 @@
 #include <mroce/engine.h>
 #include <mroce/mroce.h>
 
+#include "link.h"
+
 /* Internal to libmroce: not exported from libmroce.so (static linking,
  * as the tests do, still sees them). */
 #pragma GCC visibility push(hidden)
@@ -60,6 +62,10 @@ struct mroce_udp_config {
     uint64_t fault_seed; /* 0 = from the clock */
     uint8_t plane;       /* stamped into every mre_rx_info.plane: the
                             device's plane this datapath serves (0) */
+    /* A link (link.h) to send and receive through instead of sockets:
+     * mroce_udp_open() takes it over (closes it on failure and at
+     * mroce_udp_close()); ops NULL = kernel sockets. */
+    struct mroce_link link;
 };
 /* Fills defaults: 127.0.0.1:MROCE_UDP_PORT, automatic source ports (256),
  * GSO and GRO on, batches of 64, no faults. */

@@ -1,0 +1,197 @@
+/*
+ * ethframe.c - builds and strictly parses Ethernet / IPv4 / IPv6 / UDP
+ * frames around MetaRoCE packets (see ethframe.h), for a datapath that owns
+ * the whole frame.  Pure byte manipulation: no OS calls, no allocation.
+ */
+#include "ethframe.h"
+
+#include <string.h>
+
+#define IPPROTO_UDP_NUM 17u
+#define IPV6_FRAG_HDR 44u
+#define IPV4_TTL 64u
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+uint32_t mroce_eth_csum_add(uint32_t sum, const uint8_t *p, size_t len)
+{
+    uint64_t s = sum;
+    size_t i = 0;
+    for (; i + 1 < len; i += 2)
+        s += get16(p + i);
+    if (i < len)
+        s += (uint32_t)p[i] << 8;
+    while (s >> 16)
+        s = (s & 0xffffu) + (s >> 16);
+    return (uint32_t)s;
+}
+
+static uint16_t csum_final(uint32_t sum)
+{
+    return (uint16_t)~sum;
+}
+
+/* The UDP checksum over the pseudo header, UDP header and payload, with
+ * the UDP header's checksum field counted as it stands in `udp`. */
+static uint32_t udp_sum(int family6, const uint8_t *srcip, const uint8_t *dstip,
+                        const uint8_t *udp, size_t udp_len)
+{
+    uint8_t ph[8];
+    size_t alen = family6 ? 16u : 4u;
+    uint32_t s = mroce_eth_csum_add(0, srcip, alen);
+    s = mroce_eth_csum_add(s, dstip, alen);
+    put16(ph, 0);
+    put16(ph + 2, IPPROTO_UDP_NUM);
+    put16(ph + 4, (uint16_t)(udp_len >> 16));
+    put16(ph + 6, (uint16_t)udp_len);
+    s = mroce_eth_csum_add(s, ph, 8);
+    return mroce_eth_csum_add(s, udp, udp_len);
+}
+
+size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
+                       const struct mroce_eth_end *src,
+                       const struct mroce_eth_end *dst, uint8_t tos, size_t len)
+{
+    size_t hdrs = family6 ? MROCE_ETH_V6_HDRS : MROCE_ETH_V4_HDRS;
+    size_t udp_len = len + 8u;
+    if (cap < hdrs || len > cap - hdrs || udp_len > 0xffffu - 40u)
+        return 0;
+    memcpy(buf, dst->mac, 6);
+    memcpy(buf + 6, src->mac, 6);
+    put16(buf + 12, family6 ? MROCE_ETHERTYPE_IPV6 : MROCE_ETHERTYPE_IPV4);
+    uint8_t *ip = buf + MROCE_ETH_HDR_LEN;
+    uint8_t *udp;
+    if (family6) {
+        ip[0] = (uint8_t)(0x60u | tos >> 4);
+        ip[1] = (uint8_t)(tos << 4);
+        ip[2] = ip[3] = 0;
+        put16(ip + 4, (uint16_t)udp_len);
+        ip[6] = IPPROTO_UDP_NUM;
+        ip[7] = IPV4_TTL;
+        memcpy(ip + 8, src->ip, 16);
+        memcpy(ip + 24, dst->ip, 16);
+        udp = ip + 40;
+    } else {
+        ip[0] = 0x45;
+        ip[1] = tos;
+        put16(ip + 2, (uint16_t)(20u + udp_len));
+        put16(ip + 4, 0);      /* identification: unused with DF */
+        put16(ip + 6, 0x4000); /* DF, never fragmented (WIRE-13) */
+        ip[8] = IPV4_TTL;
+        ip[9] = IPPROTO_UDP_NUM;
+        put16(ip + 10, 0);
+        memcpy(ip + 12, src->ip, 4);
+        memcpy(ip + 16, dst->ip, 4);
+        put16(ip + 10, csum_final(mroce_eth_csum_add(0, ip, 20)));
+        udp = ip + 20;
+    }
+    put16(udp, src->port);
+    put16(udp + 2, dst->port);
+    put16(udp + 4, (uint16_t)udp_len);
+    put16(udp + 6, 0);
+    uint16_t cs = csum_final(udp_sum(family6, family6 ? ip + 8 : ip + 12,
+                                     family6 ? ip + 24 : ip + 16, udp,
+                                     udp_len));
+    put16(udp + 6, cs ? cs : 0xffffu); /* 0 means "none" on the wire */
+    return hdrs;
+}
+
+static int drop(uint64_t *ctr)
+{
+    (*ctr)++;
+    return -1;
+}
+
+static int addr_any(const uint8_t *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i])
+            return 0;
+    return 1;
+}
+
+int mroce_eth_parse(const uint8_t *frame, size_t len, int family6,
+                    const struct mroce_eth_end *self, struct mroce_eth_rx *rx,
+                    struct mroce_eth_counters *c)
+{
+    static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    if (len < MROCE_ETH_HDR_LEN)
+        return drop(&c->drop_short);
+    if (memcmp(frame, self->mac, 6) != 0 && memcmp(frame, bcast, 6) != 0)
+        return drop(&c->drop_mac);
+    uint16_t et = get16(frame + 12);
+    if (et != (family6 ? MROCE_ETHERTYPE_IPV6 : MROCE_ETHERTYPE_IPV4))
+        return drop(&c->drop_ethertype);
+    const uint8_t *ip = frame + MROCE_ETH_HDR_LEN;
+    size_t room = len - MROCE_ETH_HDR_LEN;
+    const uint8_t *udp, *sip, *dip;
+    size_t udp_room, alen;
+    if (family6) {
+        if (room < 40u + 8u)
+            return drop(&c->drop_short);
+        if ((ip[0] >> 4) != 6)
+            return drop(&c->drop_ip_hdr);
+        size_t plen = get16(ip + 4);
+        if (plen > room - 40u)
+            return drop(&c->drop_ip_hdr);
+        if (ip[6] == IPV6_FRAG_HDR)
+            return drop(&c->drop_fragment);
+        if (ip[6] != IPPROTO_UDP_NUM)
+            return drop(&c->drop_proto);
+        rx->tos = (uint8_t)((ip[0] & 0x0fu) << 4 | ip[1] >> 4);
+        sip = ip + 8;
+        dip = ip + 24;
+        alen = 16;
+        udp = ip + 40;
+        udp_room = plen;
+    } else {
+        if (room < 20u + 8u)
+            return drop(&c->drop_short);
+        size_t ihl = (size_t)(ip[0] & 0x0fu) * 4u;
+        size_t tot = get16(ip + 2);
+        if ((ip[0] >> 4) != 4 || ihl < 20u || tot < ihl || tot > room ||
+            room - ihl < 8u || csum_final(mroce_eth_csum_add(0, ip, ihl)) != 0)
+            return drop(&c->drop_ip_hdr);
+        if ((get16(ip + 6) & 0x3fffu) != 0) /* MF or a fragment offset */
+            return drop(&c->drop_fragment);
+        if (ip[9] != IPPROTO_UDP_NUM)
+            return drop(&c->drop_proto);
+        rx->tos = ip[1];
+        sip = ip + 12;
+        dip = ip + 16;
+        alen = 4;
+        udp = ip + ihl;
+        udp_room = tot - ihl;
+    }
+    if (!addr_any(self->ip, alen) && memcmp(dip, self->ip, alen) != 0)
+        return drop(&c->drop_ip_dst);
+    if (udp_room < 8u)
+        return drop(&c->drop_udp_len);
+    size_t ulen = get16(udp + 4);
+    if (ulen < 8u || ulen != udp_room)
+        return drop(&c->drop_udp_len);
+    if (get16(udp + 2) != self->port)
+        return drop(&c->drop_port);
+    uint16_t cs = get16(udp + 6);
+    if (cs == 0 ? family6
+                : csum_final(udp_sum(family6, sip, dip, udp, ulen)) != 0)
+        return drop(&c->drop_udp_csum);
+    memset(&rx->src, 0, sizeof rx->src);
+    memcpy(rx->src.mac, frame + 6, 6);
+    memcpy(rx->src.ip, sip, alen);
+    rx->src.port = get16(udp);
+    rx->family6 = (uint8_t)(family6 != 0);
+    rx->payload_off = (size_t)(udp + 8 - frame);
+    rx->payload_len = ulen - 8u;
+    c->rx_ok++;
+    return 0;
+}

@@ -1,0 +1,82 @@
+/*
+ * ethframe.h - Ethernet / IPv4 / IPv6 / UDP framing for a datapath that
+ * owns the whole frame (the DPDK datapath, src/dpdk), with no OS calls.
+ *
+ * The socket datapath leaves these headers to the kernel; a kernel-bypass
+ * datapath builds and checks them itself, so that its frames are the same
+ * MetaRoCE-over-UDP frames a socket peer sends and receives (one wire).
+ * Building writes the Ethernet, IP and UDP headers in front of a MetaRoCE
+ * packet, with the IPv4 header checksum and the UDP checksum computed in
+ * software (a caller whose port offloads them may overwrite them).
+ * Parsing is strict, since every byte is untrusted: a frame for another MAC,
+ * of a foreign EtherType, with a bad IP header, an IP fragment, a protocol
+ * other than UDP, a wrong destination address or port, or a UDP length or
+ * checksum that does not hold is dropped and counted by cause.
+ */
+#ifndef MROCE_ETHFRAME_H
+#define MROCE_ETHFRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MROCE_ETH_HDR_LEN 14u
+#define MROCE_ETH_V4_HDRS (14u + 20u + 8u) /* Ethernet + IPv4 + UDP */
+#define MROCE_ETH_V6_HDRS (14u + 40u + 8u) /* Ethernet + IPv6 + UDP */
+#define MROCE_ETHERTYPE_IPV4 0x0800u
+#define MROCE_ETHERTYPE_IPV6 0x86ddu
+
+/* One side of a frame: MAC, IP address (IPv4 in the first 4 bytes), port. */
+struct mroce_eth_end {
+    uint8_t mac[6];
+    uint8_t ip[16]; /* network order; IPv4 uses ip[0..3] */
+    uint16_t port;  /* host order */
+};
+
+/* What mroce_eth_parse() found in an accepted frame. */
+struct mroce_eth_rx {
+    struct mroce_eth_end src; /* the sender: MAC, address, port */
+    uint8_t family6;          /* 1: IPv6, 0: IPv4 */
+    uint8_t tos;              /* IPv4 TOS or IPv6 traffic class (ECN bits) */
+    size_t payload_off;       /* MetaRoCE packet: frame + payload_off */
+    size_t payload_len;
+};
+
+/* Frames dropped, by cause (each frame counts once, at its first fault). */
+struct mroce_eth_counters {
+    uint64_t rx_ok;
+    uint64_t drop_short;     /* shorter than its headers */
+    uint64_t drop_mac;       /* destination MAC neither ours nor broadcast */
+    uint64_t drop_ethertype; /* neither IPv4 nor IPv6 (ARP, VLAN, ...) */
+    uint64_t drop_ip_hdr;    /* version, IHL, length or header checksum */
+    uint64_t drop_fragment;  /* IPv4 MF/offset, IPv6 fragment header */
+    uint64_t drop_proto;     /* not UDP (or IPv6 extension headers) */
+    uint64_t drop_ip_dst;    /* destination address not ours */
+    uint64_t drop_port;      /* destination port not ours */
+    uint64_t drop_udp_len;   /* UDP length disagrees with the IP length */
+    uint64_t drop_udp_csum;  /* UDP checksum wrong (or zero over IPv6) */
+};
+
+/* Writes the headers of a frame from `src` to `dst` carrying the len bytes
+ * at `payload` (which must follow the headers in buf: buf + the returned
+ * length, already written there) with the given TOS / traffic class.
+ * family6 selects IPv6.  Returns the header length (MROCE_ETH_V4_HDRS or
+ * MROCE_ETH_V6_HDRS), or 0 when cap is too small or len too large for
+ * one IP datagram. */
+size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
+                       const struct mroce_eth_end *src,
+                       const struct mroce_eth_end *dst, uint8_t tos,
+                       size_t len);
+
+/* Checks a received frame against the local end `self` (MAC, address and
+ * port; an all-zero address accepts any).  Returns 0 and fills *rx for a
+ * MetaRoCE-over-UDP frame for us; otherwise -1, with the cause counted in
+ * *c.  Bytes past the IP datagram (Ethernet padding) are ignored. */
+int mroce_eth_parse(const uint8_t *frame, size_t len, int family6,
+                    const struct mroce_eth_end *self, struct mroce_eth_rx *rx,
+                    struct mroce_eth_counters *c);
+
+/* The Internet checksum's one's-complement sum of len bytes, folded into
+ * 16 bits and added to `sum` (chain calls; the final value is ~result). */
+uint32_t mroce_eth_csum_add(uint32_t sum, const uint8_t *p, size_t len);
+
+#endif /* MROCE_ETHFRAME_H */
