@@ -38,43 +38,14 @@
 
 #include <mroce/engine.h>
 
+#include "counting_mem.h"
+
 #define TX_SIZE 256    /* prov/src/mroce_fi.h MFI_TX_SIZE */
 #define EP_CNT 64      /* MFI_EP_CNT */
 #define LISTENERS 4    /* MFI_LISTENERS */
 #define EAGER 8192     /* FI_MROCE_EAGER_SIZE default */
 #define HDR 32         /* provider message header */
 #define Q_LIMIT 65536u /* engine limit on a queue's entries */
-
-struct counting_mem {
-    size_t live; /* bytes allocated and not freed */
-};
-
-static void *cm_calloc(size_t n, size_t sz, void *user)
-{
-    struct counting_mem *m = user;
-    size_t bytes = n * sz;
-    size_t *p = calloc(1, bytes + sizeof(size_t) * 2);
-    if (!p)
-        return NULL;
-    p[0] = bytes;
-    m->live += bytes;
-    return p + 2;
-}
-
-static void cm_free(void *ptr, void *user)
-{
-    struct counting_mem *m = user;
-    size_t *p = (size_t *)ptr - 2;
-    m->live -= p[0];
-    free(p);
-}
-
-static void fixed_rand(uint8_t *buf, size_t len, void *user)
-{
-    (void)user;
-    for (size_t i = 0; i < len; i++)
-        buf[i] = (uint8_t)(i * 131 + 7);
-}
 
 /* The provider's QP attributes with the given queue sizes and streams. */
 static void prov_attr(struct mre_qp_attr *a, uint32_t sq, uint32_t rq,

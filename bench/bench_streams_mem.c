@@ -20,37 +20,7 @@
 
 #include <mroce/engine.h>
 
-struct counting_mem {
-    size_t live; /* bytes allocated and not freed */
-};
-
-/* Each block carries its size in front, so free() can subtract it. */
-static void *cm_calloc(size_t n, size_t sz, void *user)
-{
-    struct counting_mem *m = user;
-    size_t bytes = n * sz;
-    size_t *p = calloc(1, bytes + sizeof(size_t) * 2);
-    if (!p)
-        return NULL;
-    p[0] = bytes;
-    m->live += bytes;
-    return p + 2;
-}
-
-static void cm_free(void *ptr, void *user)
-{
-    struct counting_mem *m = user;
-    size_t *p = (size_t *)ptr - 2;
-    m->live -= p[0];
-    free(p);
-}
-
-static void fixed_rand(uint8_t *buf, size_t len, void *user)
-{
-    (void)user;
-    for (size_t i = 0; i < len; i++)
-        buf[i] = (uint8_t)(i * 131 + 7);
-}
+#include "counting_mem.h"
 
 /* Bytes the engine holds for nqps QPs of `streams` streams each. */
 static size_t qp_bytes(const struct mre_qp_attr *base, uint32_t nqps,
