@@ -207,11 +207,12 @@ static void snap_put(struct ct_conn *c, const struct rcv_snap *s)
  * data until the WRITE completes: packets arriving on the tester's plane-1
  * socket (entropy socket 1) are dropped unanswered when drop1 (as if plane
  * 1 had failed), every other data packet is ACKed at once.  Counts the
- * data packets (all transmissions) per plane into on[2]; returns the
- * milliseconds it took. */
+ * data packets (all transmissions) per plane into on[2] and logs them
+ * under `what`; returns the milliseconds it took. */
 static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
                                   const struct ct_mr *mr, uint64_t wrid,
-                                  unsigned npk, int drop1, unsigned on[2])
+                                  unsigned npk, int drop1, const char *what,
+                                  unsigned on[2])
 {
     uint64_t t0 = ct_now_ns();
     uint64_t end = t0 + (uint64_t)ct_ms(t, 20000) * 1000000u;
@@ -251,7 +252,20 @@ static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
         ct_send_ack(c, &rx->p);
     }
     c->auto_ack = 1;
-    return (ct_now_ns() - t0) / 1000000u;
+    uint64_t ms = (ct_now_ns() - t0) / 1000000u;
+    ct_log(t, "%s: plane 0 %u, plane 1 %u packets in %llu ms", what, on[0],
+           on[1], (unsigned long long)ms);
+    return ms;
+}
+
+/* A connection of the IUT with `opts`, its two planes agreed. */
+static struct ct_conn *two_plane_conn(struct ct *t, const char *opts)
+{
+    struct ct_conn *c = ct_conn_new(t, opts);
+    two_planes(c, -1, 1);
+    ct_conn_connect(c);
+    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
+    return c;
 }
 
 CT_CASE(planes_failed_plane_probes_only, "PATH-21 PATH-22 PATH-23",
@@ -269,21 +283,14 @@ CT_CASE(planes_failed_plane_probes_only, "PATH-21 PATH-22 PATH-23",
 
     ct_agent(t, "DEVICE planes=2");
     mr = ct_mr_reg(t, 2u << 20, "lw", 0);
-    c = ct_conn_new(t, "npaths=8 mtu=1024 min_rto_us=1000");
-    two_planes(c, -1, 1);
-    ct_conn_connect(c);
-    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
-    ms = write_over_planes(t, c, &mr, 1, 2048, 1, on);
-    ct_log(t, "plane 1 failed: plane 0 %u, plane 1 %u packets in %llu ms",
-           on[0], on[1], (unsigned long long)ms);
+    c = two_plane_conn(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    ms = write_over_planes(t, c, &mr, 1, 2048, 1, "plane 1 failed", on);
     CT_REQUIRE(t, on[1] * 2 <= on[0] && on[1] <= 1024 + 2 * ms,
                "a failed plane got %u packets against %u on the other in "
                "%llu ms: it must be marked down once its paths are retired "
                "and get only a probe per RTO (PATH-21, PATH-22)",
                on[1], on[0], (unsigned long long)ms);
-    ms = write_over_planes(t, c, &mr, 2, 2048, 0, on);
-    ct_log(t, "plane 1 back: plane 0 %u, plane 1 %u packets in %llu ms", on[0],
-           on[1], (unsigned long long)ms);
+    write_over_planes(t, c, &mr, 2, 2048, 0, "plane 1 back", on);
     CT_REQUIRE(t, on[1] * 8 >= on[0] + on[1],
                "a plane that works again got %u of %u packets: the "
                "acknowledgement of its probe must bring it back (PATH-23)",
@@ -305,13 +312,8 @@ CT_CASE(planes_quorum_down, "PATH-25 PATH-21",
 
     ct_agent(t, "DEVICE planes=2");
     mr = ct_mr_reg(t, 2u << 20, "lw", 0);
-    c = ct_conn_new(t, "npaths=128 mtu=1024 min_rto_us=1000");
-    two_planes(c, -1, 1);
-    ct_conn_connect(c);
-    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
-    ms = write_over_planes(t, c, &mr, 1, 2048, 1, on);
-    ct_log(t, "plane 1 failed: plane 0 %u, plane 1 %u packets in %llu ms",
-           on[0], on[1], (unsigned long long)ms);
+    c = two_plane_conn(t, "npaths=128 mtu=1024 min_rto_us=1000");
+    ms = write_over_planes(t, c, &mr, 1, 2048, 1, "plane 1 failed", on);
     CT_REQUIRE(t, on[1] < 3 * 64 + 2 + ms / 4,
                "a failed plane got %u packets in %llu ms: a quorum of its "
                "slots with losses and no ACK over it must take it down "
@@ -335,33 +337,19 @@ CT_CASE(planes_shared_health, "PATH-27 PATH-28 PATH-23",
 
     ct_agent(t, "DEVICE planes=2");
     mr = ct_mr_reg(t, 2u << 20, "lw", 0);
-    c = ct_conn_new(t, "npaths=8 mtu=1024 min_rto_us=1000");
-    two_planes(c, -1, 1);
-    ct_conn_connect(c);
-    d = ct_conn_new(t, "npaths=8 mtu=1024 min_rto_us=1000");
-    two_planes(d, -1, 1);
-    ct_conn_connect(d);
-    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, d->hs.u.conn.nplanes);
-    ms = write_over_planes(t, c, &mr, 1, 2048, 1, on);
-    ct_log(t,
-           "first connection, plane 1 failed: plane 0 %u, plane 1 %u "
-           "packets in %llu ms",
-           on[0], on[1], (unsigned long long)ms);
-    ms = write_over_planes(t, d, &mr, 2, 128, 1, on);
-    ct_log(t,
-           "second connection, plane 1 failed: plane 0 %u, plane 1 %u "
-           "packets in %llu ms",
-           on[0], on[1], (unsigned long long)ms);
+    c = two_plane_conn(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    d = two_plane_conn(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    write_over_planes(t, c, &mr, 1, 2048, 1, "first connection, plane 1 failed",
+                      on);
+    ms = write_over_planes(t, d, &mr, 2, 128, 1,
+                           "second connection, plane 1 failed", on);
     CT_REQUIRE(t, on[1] <= 3 + ms / 4,
                "the second connection sent %u packets on a plane the first "
                "had found down, in %llu ms: the endpoint's connections share "
                "plane health (PATH-27)",
                on[1], (unsigned long long)ms);
-    ms = write_over_planes(t, d, &mr, 3, 2048, 0, on);
-    ct_log(t,
-           "second connection, plane 1 back: plane 0 %u, plane 1 %u "
-           "packets in %llu ms",
-           on[0], on[1], (unsigned long long)ms);
+    write_over_planes(t, d, &mr, 3, 2048, 0, "second connection, plane 1 back",
+                      on);
     CT_REQUIRE(t, on[1] * 8 >= on[0] + on[1],
                "a plane that works again got %u of %u packets (PATH-23)", on[1],
                on[0] + on[1]);
