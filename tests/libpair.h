@@ -60,11 +60,11 @@ static inline int libpair_open_dev(mroce_device **dev, int mode)
     return rc;
 }
 
-/* A device of progress mode `mode`, a PD, a CQ, a QP and buf_len zeroed,
- * page-aligned bytes registered with `access`; init_cwnd 0 keeps the
- * default.  0 or a negative error. */
-static inline int side_open_mode(struct side *s, size_t buf_len, int access,
-                                 uint32_t init_cwnd, int mode)
+/* A device of progress mode `mode`, a PD, a CQ, a QP of engine attributes
+ * *eng (NULL: mroce_qp_init_attr_default's) and buf_len zeroed,
+ * page-aligned bytes registered with `access`.  0 or a negative error. */
+static inline int side_open_eng(struct side *s, size_t buf_len, int access,
+                                int mode, const struct mre_qp_attr *eng)
 {
     memset(s, 0, sizeof(*s));
     int rc = libpair_open_dev(&s->dev, mode);
@@ -75,8 +75,8 @@ static inline int side_open_mode(struct side *s, size_t buf_len, int access,
         (rc = mroce_create_cq(s->dev, 256, &s->cq)) < 0)
         return rc;
     mroce_qp_init_attr_default(&qa);
-    if (init_cwnd)
-        qa.eng.init_cwnd = init_cwnd;
+    if (eng)
+        qa.eng = *eng;
     qa.send_cq = s->cq;
     qa.recv_cq = s->cq;
     if ((rc = mroce_create_qp(s->pd, &qa, &s->qp)) < 0)
@@ -87,6 +87,18 @@ static inline int side_open_mode(struct side *s, size_t buf_len, int access,
     memset(s->buf, 0, buf_len);
     s->buf_len = buf_len;
     return mroce_reg_mr(s->pd, s->buf, buf_len, access, &s->mr);
+}
+
+/* The same with the default attributes but init_cwnd (0 keeps the
+ * default). */
+static inline int side_open_mode(struct side *s, size_t buf_len, int access,
+                                 uint32_t init_cwnd, int mode)
+{
+    struct mroce_qp_init_attr qa;
+    mroce_qp_init_attr_default(&qa);
+    if (init_cwnd)
+        qa.eng.init_cwnd = init_cwnd;
+    return side_open_eng(s, buf_len, access, mode, &qa.eng);
 }
 
 /* The same on an APP-progress device. */

@@ -22,6 +22,8 @@
  *               ACK, which then leaves behind the answer.  Before, only
  *               rounds with a SEND or WRITE deferred: a's count stayed 0
  *               and each answer waited behind the ACK's sendmsg.
+ *   slow round  read-answer again, with the reader's ACK delay timer due
+ *               before the round that receives the responses ends.
  *   watchdog    0.3 s of ping-pong: b's watchdog thread backs off (looks
  *               at most once per 300 us on average) and runs under
  *               SCHED_IDLE.
@@ -380,6 +382,45 @@ static void run(const char *defer_env)
     side_fini(&b);
 }
 
+/* READs answered at once by a reader whose ACK delay timer falls due
+ * inside the round that receives the responses (max_ack_delay 1 ns: what
+ * a 10 us one becomes where four 4 KiB responses take longer than that to
+ * process, under a sanitizer or on a slow host).  Firing that timer only
+ * makes the ACK due: the round still defers it behind the answer.  When
+ * any fired timer stopped deferral, a deferred 0 of 40 here on every
+ * host. */
+static void case_slow_round(void)
+{
+    unsetenv("MROCE_DEFER_ACKS");
+    struct mroce_qp_init_attr qa;
+    mroce_qp_init_attr_default(&qa);
+    qa.eng.max_ack_delay = 1;
+    struct side a, b;
+    int ra = side_open_eng(&a, BUF_SIZE, ACCESS, MROCE_PROGRESS_APP, &qa.eng),
+        rb = side_open(&b, BUF_SIZE, ACCESS, 0);
+    if (CHECK_MSG(ra == 0 && rb == 0, "side_init %d %d", ra, rb) &&
+        connect_pair(&a, &b)) {
+        memset(b.buf + READ_OFF, 0x3c, READ_LEN);
+        struct mroce_udp_counters a0, a1;
+        usleep(60000); /* any pause the handshake's rounds started */
+        udp_counters(&a, &a0);
+        if (CHECK(read_answer(&a, &b, READS, 70000) == 0)) {
+            udp_counters(&a, &a1);
+            uint64_t def = a1.acks_deferred - a0.acks_deferred,
+                     rep = a1.acks_deferred_replied - a0.acks_deferred_replied;
+            printf("  read-answer x%d, max_ack_delay 1 ns: a deferred %llu, "
+                   "behind its answer %llu\n",
+                   READS, (unsigned long long)def, (unsigned long long)rep);
+            CHECK(a.buf[READ_OFF] == 0x3c &&
+                  a.buf[READ_OFF + READ_LEN - 1] == 0x3c);
+            check_behind_answer("a", def, rep, READS);
+        }
+        CHECK_EQ_INT(mroce_qp_get_state(a.qp), MROCE_QPS_RTS);
+    }
+    side_fini(&a);
+    side_fini(&b);
+}
+
 static void case_adaptive(void)
 {
     run(NULL); /* the default: adaptive */
@@ -393,6 +434,7 @@ static void case_off(void)
 static const struct test_case cases[] = {
     {"adaptive", case_adaptive},
     {"off", case_off},
+    {"slow_round", case_slow_round},
 };
 
 int main(int argc, char **argv)

@@ -56,7 +56,9 @@
  * meantime: a spurious retransmission, not a failure (a QP survives
  * retry_cnt RTOs and peer_timeout of silence at least).
  * Not deferred: progress-thread mode, devices whose fd the application
- * polls (mroce_device_fd), rounds that fired timers.
+ * polls (mroce_device_fd), rounds that fired a timer armed before they
+ * began (the ACK delay timer of the round's own packets does not count:
+ * src/lib/progress.c).
  *
  * On by default, adaptive (MROCE_DEFER_ACKS unset or 1; 0 turns it off, 2
  * defers in every round that may, for tests).  An application must not

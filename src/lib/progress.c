@@ -245,6 +245,8 @@ int lib_progress_locked(mroce_device *dev)
     }
     int held = dev->tx_deferred;
     dev->rx_ack_req = 0;
+    /* Timers due before this round's packets could arm any (below). */
+    mroce_tstamp due0 = mre_ep_expiry(dev->ep);
     for (int i = 0; i < LIB_RX_ROUNDS; i++) {
         dev->rx_now = i ? lib_now() : t;
         int r = mroce_udp_recv(dev->udp, rx_one, rx_icmp, dev, dev->rx_now);
@@ -281,13 +283,21 @@ int lib_progress_locked(mroce_device *dev)
      * Delay of an ACK written now comes out smaller, so the peer's RTT
      * sample larger. */
     mroce_tstamp now = rx > LIB_RX_STALE_OK_PKTS ? lib_now() : dev->rx_now;
-    int fired = 0;
+    /* A round that fired a timer armed before it (recovery, a probe, the
+     * keepalive, an ACK an earlier round left due) does not defer.  The
+     * ACK delay timer of this round's own packets may fall due while the
+     * round still processes them (max_ack_delay is 10 us; four 4 KiB READ
+     * responses take longer than that under a sanitizer or on a slow
+     * host): firing it only makes the ACK due, which is what deferral
+     * decides about, so it does not count. */
+    int fired = 0, fired_old = 0;
     if (mre_ep_expiry(dev->ep) <= now) {
         mre_ep_handle_expiry(dev->ep, now);
         fired = 1;
+        fired_old = due0 <= now;
     }
-    int keep = (dev->rx_ack_req == 1 || (held && !dev->rx_ack_req)) && !fired &&
-               lib_defer_allowed_locked(dev, now);
+    int keep = (dev->rx_ack_req == 1 || (held && !dev->rx_ack_req)) &&
+               !fired_old && lib_defer_allowed_locked(dev, now);
     moved += drain_tx_locked(dev, now, keep);
     lib_signal_cqs_locked(dev);
     if (moved > 0)
