@@ -516,11 +516,11 @@ CT_CASE(planes_retx_off_failing, "PATH-26 PATH-22",
 }
 
 CT_CASE(planes_probe_backoff, "PATH-28 PATH-22",
-        "two planes agreed, 8 paths; plane 1 drops everything during an "
-        "8192-packet WRITE of the IUT: from 10 ms after its first packet "
-        "lost until the WRITE completes, plane 1 gets at most 2 + 1 per "
-        "3 ms (probes that back off to 4 RTOs, min_rto 1 ms), not one per "
-        "RTO")
+        "two planes agreed, 8 paths, min_rto 20 ms (above what the RTT adds "
+        "on a loaded host); plane 1 drops everything during a 16384-packet "
+        "WRITE of the IUT: from 100 ms after its first packet lost until "
+        "the WRITE completes, plane 1 gets at most 2 + 1 per 40 ms (probes "
+        "that back off to 4 RTOs), not one per RTO")
 {
     static struct plane_log l;
     struct ct_mr mr;
@@ -529,20 +529,20 @@ CT_CASE(planes_probe_backoff, "PATH-28 PATH-22",
     uint64_t from, span;
 
     ct_agent(t, "DEVICE planes=2");
-    mr = ct_mr_reg(t, 8u << 20, "lw", 0);
-    c = two_plane_conn(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    mr = ct_mr_reg(t, 16u << 20, "lw", 0);
+    c = two_plane_conn(t, "npaths=8 mtu=1024 min_rto_us=20000");
     memset(&l, 0, sizeof(l));
-    write_over_planes_log(t, c, &mr, 1, 8192, 1, "plane 1 failed", on, &l);
+    write_over_planes_log(t, c, &mr, 1, 16384, 1, "plane 1 failed", on, &l);
     CT_REQUIRE(t, l.n1 > 0, "nothing arrived on plane 1");
-    from = l.t1[0] + 10000000u;
+    from = l.t1[0] + 100000000u;
     span = ct_now_ns() > from ? ct_now_ns() - from : 0;
     for (unsigned i = 0; i < l.n1; i++)
         late += l.t1[i] >= from;
-    ct_log(t, "%u packets on plane 1 in the %llu ms after the first 10", late,
+    ct_log(t, "%u packets on plane 1 in the %llu ms after the first 100", late,
            (unsigned long long)(span / 1000000u));
-    if (span < 20000000u)
-        ct_skip(t, "the WRITE ended within 30 ms: too short to tell");
-    CT_REQUIRE(t, late <= 2 + span / 3000000u,
+    if (span < 200000000u)
+        ct_skip(t, "the WRITE ended within 300 ms: too short to tell");
+    CT_REQUIRE(t, late <= 2 + span / 40000000u,
                "a down plane got %u packets in %llu ms: its probe interval "
                "must double after each probe, to 4 RTOs (PATH-28)",
                late, (unsigned long long)(span / 1000000u));
