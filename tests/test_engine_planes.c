@@ -184,20 +184,30 @@ static void connect_pair(mre_qp *c, mre_qp *s)
     CHECK_EQ(mre_qp_state(s), MROCE_QPS_RTS);
 }
 
-/* PATH-19: distinct entropies, each congruent to its slot's plane. */
-static void check_entropies(const mre_qp *qp, int np)
+/* PATH-19: distinct entropies, each congruent to its slot's plane; every
+ * slot on its home plane i % np but, while plane `down` (-1: none) is
+ * down, slot `down` alone on it and the others of that home elsewhere
+ * (PATH-29, PATH-31). */
+static void check_homes(const mre_qp *qp, int np, int down)
 {
     struct mroce_path_stats ps[256];
     int n = mre_qp_path_stats(qp, ps, 256), bad = 0, dup = 0;
     for (int i = 0; i < n; i++) {
-        if (ps[i].entropy % np != qp->path_slots[i].plane ||
-            qp->path_slots[i].plane != i % np)
+        int pl = qp->path_slots[i].plane;
+        int want = i % np == down && i != down ? -1 : i % np;
+        if (ps[i].entropy % np != pl || (want >= 0 && pl != want) ||
+            (want < 0 && pl == down))
             bad++;
         for (int j = 0; j < i; j++)
             dup += ps[j].entropy == ps[i].entropy;
     }
     CHECK_EQ(bad, 0);
     CHECK_EQ(dup, 0);
+}
+
+static void check_entropies(const mre_qp *qp, int np)
+{
+    check_homes(qp, np, -1);
 }
 
 static void plane_stats(const mre_qp *qp, struct mre_plane_stats *st)
@@ -379,6 +389,15 @@ int main(void)
             for (int k = 0; k < NPL; k++)
                 if (k != 2)
                     CHECK_EQ(st[k].up, 1);
+            /* PATH-29: plane 2 keeps one slot for its probes; the other
+             * 15 moved to the planes up, 5 each, with nothing in flight
+             * left on plane 2 but what was sent since (PATH-30). */
+            check_homes(c, NPL, 2);
+            CHECK_EQ(st[2].paths, 1);
+            CHECK_EQ(st[2].moved, 15);
+            for (int k = 0; k < NPL; k++)
+                if (k != 2)
+                    CHECK_EQ(st[k].paths, 16 + 5);
             phase = 2;
         } else if (phase == 2 && now - t_down >= 5000000) {
             /* Only probes on plane 2: about one per RTO (min_rto 200 us). */
@@ -395,6 +414,9 @@ int main(void)
              * endpoint: nothing but its probes went there. */
             CHECK_EQ(st2[2].up, 0);
             CHECK_EQ(st2[2].adopted, 1);
+            CHECK_EQ(st2[2].paths, 1); /* PATH-29 for an adopted finding */
+            check_homes(c2, NPL, 2);
+            check_homes(c, NPL, 2);
             CHECK_EQ(st2[2].tx_pkts, st2[2].probes);
             CHECK(st2[2].probes <= 5000000 / 200000 + 2);
             CHECK(done2 > 2);
@@ -419,6 +441,13 @@ int main(void)
             CHECK((sent_on[0][2] - at_mark[2]) * 100 >= tot * 10);
             CHECK_EQ(mre_qp_plane_stats(c2, st2, NPL), NPL);
             CHECK_EQ(st2[2].up, 1); /* PATH-23, PATH-27: back for it too */
+            /* PATH-31: every slot is home again, for both. */
+            for (int k = 0; k < NPL; k++) {
+                CHECK_EQ(st[k].paths, 16);
+                CHECK_EQ(st[k].moved, k == 2 ? 15u : 5u);
+            }
+            check_entropies(c, NPL);
+            check_entropies(c2, NPL);
             posting = 0;
             phase = 5;
         } else if (phase == 5 && done == posted && done2 == posted2) {

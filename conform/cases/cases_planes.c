@@ -203,16 +203,62 @@ static void snap_put(struct ct_conn *c, const struct rcv_snap *s)
     memcpy(c->rcv_bits, s->bits, sizeof(s->bits));
 }
 
+/* What write_over_planes saw, for the cases that look closer: the
+ * distinct entropies per plane, every data packet on plane 1 (when the
+ * tester read it, whether it was a retransmission), and when a PSN that
+ * had already arrived on plane 0 arrived again (a spurious
+ * retransmission: the IUT took a packet of plane 0 for lost). */
+#define PL_MAX_ENT 256
+#define PL_MAX_P1 4096
+#define PL_MAX_PSN 16384
+#define PL_MAX_SPUR 256
+struct plane_log {
+    unsigned nent[2];
+    uint16_t ent[2][PL_MAX_ENT];
+    unsigned n1;
+    uint64_t t1[PL_MAX_P1];
+    uint8_t retx1[PL_MAX_P1];
+    uint32_t psn0; /* the first PSN of the WRITE */
+    uint8_t got0[PL_MAX_PSN / 8];
+    unsigned nspur;
+    uint64_t spur[PL_MAX_SPUR];
+};
+
+/* Notes a data packet of PSN psn that arrived on plane `plane`. */
+static void log_psn(struct plane_log *l, unsigned plane, uint32_t psn)
+{
+    uint32_t r = psn - l->psn0;
+
+    if (r >= PL_MAX_PSN)
+        return;
+    if (l->got0[r / 8] & (1u << (r % 8))) {
+        if (l->nspur < PL_MAX_SPUR)
+            l->spur[l->nspur++] = ct_now_ns();
+    } else if (plane == 0) {
+        l->got0[r / 8] |= (uint8_t)(1u << (r % 8));
+    }
+}
+
+static void log_entropy(struct plane_log *l, unsigned plane, uint16_t e)
+{
+    for (unsigned i = 0; i < l->nent[plane]; i++)
+        if (l->ent[plane][i] == e)
+            return;
+    if (l->nent[plane] < PL_MAX_ENT)
+        l->ent[plane][l->nent[plane]++] = e;
+}
+
 /* Posts a WRITE of npk packets (MTU 1024) from the IUT and answers its
  * data until the WRITE completes: packets arriving on the tester's plane-1
  * socket (entropy socket 1) are dropped unanswered when drop1 (as if plane
  * 1 had failed), every other data packet is ACKed at once.  Counts the
  * data packets (all transmissions) per plane into on[2] and logs them
- * under `what`; returns the milliseconds it took. */
-static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
-                                  const struct ct_mr *mr, uint64_t wrid,
-                                  unsigned npk, int drop1, const char *what,
-                                  unsigned on[2])
+ * under `what`, and into *pl if not NULL; returns the milliseconds it
+ * took. */
+static uint64_t write_over_planes_log(struct ct *t, struct ct_conn *c,
+                                      const struct ct_mr *mr, uint64_t wrid,
+                                      unsigned npk, int drop1, const char *what,
+                                      unsigned on[2], struct plane_log *pl)
 {
     uint64_t t0 = ct_now_ns();
     uint64_t end = t0 + (uint64_t)ct_ms(t, 20000) * 1000000u;
@@ -220,6 +266,8 @@ static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
 
     c->auto_ack = 0;
     on[0] = on[1] = 0;
+    if (pl)
+        pl->psn0 = c->rcv_cum;
     ct_agent(t,
              "POST_SEND qp=%d wrid=%llu op=WRITE mr=%d off=0 len=%u "
              "raddr=0x40000 rkey=0x7a",
@@ -245,6 +293,14 @@ static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
         CT_REQUIRE(t, rx->sock == -1 || rx->sock == 1,
                    "data arrived on entropy socket %d, not a plane", rx->sock);
         on[rx->sock == 1]++;
+        if (pl) {
+            log_entropy(pl, rx->sock == 1, rx->p.base.entropy);
+            log_psn(pl, rx->sock == 1, rx->p.base.psn);
+            if (rx->sock == 1 && pl->n1 < PL_MAX_P1) {
+                pl->t1[pl->n1] = ct_now_ns();
+                pl->retx1[pl->n1++] = (rx->p.base.flags & MROCE_F_RETX) != 0;
+            }
+        }
         if (rx->sock == 1 && drop1) {
             snap_put(c, &s); /* lost on plane 1 */
             continue;
@@ -256,6 +312,14 @@ static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
     ct_log(t, "%s: plane 0 %u, plane 1 %u packets in %llu ms", what, on[0],
            on[1], (unsigned long long)ms);
     return ms;
+}
+
+static uint64_t write_over_planes(struct ct *t, struct ct_conn *c,
+                                  const struct ct_mr *mr, uint64_t wrid,
+                                  unsigned npk, int drop1, const char *what,
+                                  unsigned on[2])
+{
+    return write_over_planes_log(t, c, mr, wrid, npk, drop1, what, on, NULL);
 }
 
 /* A connection of the IUT with `opts`, its two planes agreed. */
@@ -353,4 +417,133 @@ CT_CASE(planes_shared_health, "PATH-27 PATH-28 PATH-23",
     CT_REQUIRE(t, on[1] * 8 >= on[0] + on[1],
                "a plane that works again got %u of %u packets (PATH-23)", on[1],
                on[0] + on[1]);
+}
+
+CT_CASE(planes_rehome_and_return, "PATH-29 PATH-31 PATH-19",
+        "two planes agreed, 8 paths (4 on each); plane 1 drops everything "
+        "during a 2048-packet WRITE of the IUT: once it is down, 3 of its 4 "
+        "slots move to plane 0, which then carries at least 7 distinct "
+        "(even) entropies where it had 4; then plane 1 works again: its "
+        "slots come home, and the first of the next WRITEs (up to 6) "
+        "with more than 32 packets on plane 1 (and fewer than 7 entropies: "
+        "plane 0 never down) carries at least 4 distinct odd entropies "
+        "there (not only the probe slot's)")
+{
+    static struct plane_log l;
+    struct ct_mr mr;
+    struct ct_conn *c;
+    unsigned on[2];
+
+    ct_agent(t, "DEVICE planes=2");
+    mr = ct_mr_reg(t, 2u << 20, "lw", 0);
+    c = two_plane_conn(t, "npaths=8 mtu=1024 min_rto_us=1000");
+    memset(&l, 0, sizeof(l));
+    write_over_planes_log(t, c, &mr, 1, 2048, 1, "plane 1 failed", on, &l);
+    ct_log(t, "plane 1 failed: %u distinct entropies on plane 0, %u on 1",
+           l.nent[0], l.nent[1]);
+    CT_REQUIRE(t, l.nent[0] >= 7,
+               "plane 0 carried %u distinct entropies while plane 1 was "
+               "down: the down plane's slots but one must move to the "
+               "planes up, each with an entropy of its new plane (PATH-29)",
+               l.nent[0]);
+    /* The plane comes back with the first probe's ACK, which waits up to
+     * 4 RTOs (PATH-28), and RTOs grow on a loaded host: up to 6 WRITEs, and
+     * the first in which plane 1 carries more than probes is judged, unless
+     * plane 1 had at least 7 distinct entropies in it: then plane 0 was
+     * down for a while (a loaded host can make its losses look like a
+     * failure, PATH-25), its slots on plane 1 too (PATH-29). */
+    for (int k = 0; k < 6; k++) {
+        memset(&l, 0, sizeof(l));
+        write_over_planes_log(t, c, &mr, 2 + (uint64_t)k, 2048, 0,
+                              "plane 1 back", on, &l);
+        ct_log(t, "plane 1 back: %u distinct entropies on plane 0, %u on 1",
+               l.nent[0], l.nent[1]);
+        if (on[1] > 32 && l.nent[1] < 7)
+            break;
+    }
+    if (on[1] <= 32 || l.nent[1] >= 7)
+        ct_skip(t, "no WRITE of 6 with plane 1 up and plane 0 never down");
+    CT_REQUIRE(t, l.nent[1] >= 4,
+               "plane 1, up again, carried %u distinct entropies: the slots "
+               "moved off it must come back (PATH-31)",
+               l.nent[1]);
+}
+
+CT_CASE(planes_retx_off_failing, "PATH-26 PATH-22",
+        "two planes agreed, 128 paths (64 on each); plane 1 drops "
+        "everything during a 2048-packet WRITE of the IUT: no two "
+        "retransmissions arrive on plane 1 within 500 us of each other "
+        "(while plane 1 loses everything and plane 0 nothing, a "
+        "retransmission keeps off plane 1 until it is down; then only its "
+        "probes go there, at most one per RTO, min_rto 1 ms), but within "
+        "1 ms of a spurious retransmission (plane 0 had a loss then)")
+{
+    static struct plane_log l;
+    struct ct_mr mr;
+    struct ct_conn *c;
+    unsigned on[2], close = 0, retx = 0, excused = 0;
+    uint64_t last = 0;
+
+    ct_agent(t, "DEVICE planes=2");
+    mr = ct_mr_reg(t, 2u << 20, "lw", 0);
+    c = two_plane_conn(t, "npaths=128 mtu=1024 min_rto_us=1000");
+    memset(&l, 0, sizeof(l));
+    write_over_planes_log(t, c, &mr, 1, 2048, 1, "plane 1 failed", on, &l);
+    for (unsigned i = 0; i < l.n1; i++) {
+        if (!l.retx1[i])
+            continue;
+        int spur = 0;
+        for (unsigned k = 0; k < l.nspur && !spur; k++)
+            spur = l.spur[k] + 1000000u > l.t1[i] &&
+                   l.t1[i] + 1000000u > l.spur[k];
+        if (retx++ && l.t1[i] - last < 500000u) {
+            if (spur)
+                excused++;
+            else
+                close++;
+        }
+        last = l.t1[i];
+    }
+    ct_log(t,
+           "%u packets on plane 1, %u retransmissions, %u of them within "
+           "500 us of the one before (%u more near a spurious one)",
+           l.n1, retx, close, excused);
+    CT_REQUIRE(t, close == 0,
+               "%u retransmissions went into plane 1 within 500 us of the "
+               "one before, while it lost everything and plane 0 nothing "
+               "(PATH-26)",
+               close);
+}
+
+CT_CASE(planes_probe_backoff, "PATH-28 PATH-22",
+        "two planes agreed, 8 paths, min_rto 20 ms (above what the RTT adds "
+        "on a loaded host); plane 1 drops everything during a 16384-packet "
+        "WRITE of the IUT: from 100 ms after its first packet lost until "
+        "the WRITE completes, plane 1 gets at most 2 + 1 per 40 ms (probes "
+        "that back off to 4 RTOs), not one per RTO")
+{
+    static struct plane_log l;
+    struct ct_mr mr;
+    struct ct_conn *c;
+    unsigned on[2], late = 0;
+    uint64_t from, span;
+
+    ct_agent(t, "DEVICE planes=2");
+    mr = ct_mr_reg(t, 16u << 20, "lw", 0);
+    c = two_plane_conn(t, "npaths=8 mtu=1024 min_rto_us=20000");
+    memset(&l, 0, sizeof(l));
+    write_over_planes_log(t, c, &mr, 1, 16384, 1, "plane 1 failed", on, &l);
+    CT_REQUIRE(t, l.n1 > 0, "nothing arrived on plane 1");
+    from = l.t1[0] + 100000000u;
+    span = ct_now_ns() > from ? ct_now_ns() - from : 0;
+    for (unsigned i = 0; i < l.n1; i++)
+        late += l.t1[i] >= from;
+    ct_log(t, "%u packets on plane 1 in the %llu ms after the first 100", late,
+           (unsigned long long)(span / 1000000u));
+    if (span < 200000000u)
+        ct_skip(t, "the WRITE ended within 300 ms: too short to tell");
+    CT_REQUIRE(t, late <= 2 + span / 40000000u,
+               "a down plane got %u packets in %llu ms: its probe interval "
+               "must double after each probe, to 4 RTOs (PATH-28)",
+               late, (unsigned long long)(span / 1000000u));
 }

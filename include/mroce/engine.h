@@ -303,6 +303,7 @@ struct mre_plane_stats {
     uint32_t lossy;   /* slots with a loss since then (PATH-25) */
     uint32_t adopted; /* times marked down from the endpoint's table,
                          another connection's finding (PATH-27) */
+    uint32_t moved;   /* slots moved off it to other planes (PATH-29, 31) */
 };
 /* Fills up to n planes; returns the connection's plane count (1 before the
  * handshake or without planes: plane 0 then holds the whole QP). */

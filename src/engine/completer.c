@@ -63,8 +63,11 @@ static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
                                          MROCE_CRC_LEN);
         }
     }
-    /* PATH-23, also for a probe already declared lost: it got there. */
-    mre_plane_on_path_ack(qp, e->path);
+    /* PATH-23, also for a probe already declared lost: it got there, if
+     * the ACK proves that transmission arrived (its only one, or the one
+     * echoed), not an earlier copy over another plane. */
+    if (!e->retx || (psn == echo_psn && (uint32_t)e->sent_time == a->echo_ts))
+        mre_plane_on_path_ack(qp, e->path);
     e->state = TX_ACKED;
     e->probe = 0;
     *acked_bytes += e->len;

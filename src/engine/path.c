@@ -650,6 +650,29 @@ void mre_path_retire(struct mre_pathset *ps, uint16_t i)
     p->retirements++;
 }
 
+/* PATH-29, PATH-30: a move to another plane is a new path, as a
+ * retirement is (fresh entropy, now of the new plane's residue, fresh
+ * weight, RTT and window), without counting as one. */
+int mre_path_rehome(struct mre_pathset *ps, uint16_t i, uint8_t plane)
+{
+    struct mre_path *p;
+    int32_t e;
+
+    if (i >= ps->npaths || plane >= ps->nplanes)
+        return MROCE_EINVAL;
+    p = &ps->paths[i];
+    e = path_fresh_entropy(ps, ps->npaths, plane);
+    if (e < 0)
+        return MROCE_EINVAL;
+    p->entropy = (uint16_t)e;
+    p->plane = plane;
+    path_weight_set(ps, p, MROCE_PATH_WMAX);
+    path_reset_state(p);
+    mre_path_set_cwnd(ps, i, ps->cwnd_fresh);
+    path_srtt_noted(ps, i);
+    return 0;
+}
+
 mroce_tstamp mre_pathset_min_rtt(const struct mre_pathset *ps)
 {
     mroce_tstamp best = 0;

@@ -221,6 +221,15 @@ int mre_path_on_loss(struct mre_pathset *ps, uint16_t i);
  * slot's in-flight list itself. */
 void mre_path_retire(struct mre_pathset *ps, uint16_t i);
 
+/* mre_path_rehome moves slot i to plane `plane` (plane.c, PATH-29..31):
+ * a fresh entropy congruent to that plane modulo nplanes and distinct from
+ * every slot's, and fresh state as on retirement (weight, RTT, window;
+ * counters kept, retirements not counted).  Like mre_path_retire it leaves
+ * the in-flight list to the caller, which empties it first.  Returns 0, or
+ * MROCE_EINVAL (bad slot or plane, or no free entropy of that residue:
+ * nothing changes). */
+int mre_path_rehome(struct mre_pathset *ps, uint16_t i, uint8_t plane);
+
 /* Lowest min_rtt and highest srtt over slots with samples (0 if none).
  * The maximum is cached (max_srtt above), hence the non-const set. */
 mroce_tstamp mre_pathset_min_rtt(const struct mre_pathset *ps);

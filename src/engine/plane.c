@@ -1,5 +1,5 @@
 /*
- * plane.c - planes of a connection (PATH-17..28, CONN-28..30): the PLANES
+ * plane.c - planes of a connection (PATH-17..31, CONN-28..30): the PLANES
  * handshake extension, the plane and destination of each packet sent, and
  * each plane's up/down state from the paths' retirements and the ACKs that
  * arrive over it.
@@ -19,7 +19,13 @@
  * The picker skips a down plane's slots (path.c, planes_block) except for
  * probes at an interval that backs off from one RTO (PATH-22, PATH-28),
  * each asking for an immediate ACK, and the first ACK or NAK that arrives
- * over the plane brings it back.  Up and down go into the endpoint's
+ * over the plane brings it back.  A plane that goes down loses what is in
+ * flight on it, and all its slots but one (slot k of plane k, for the
+ * probes) move to the planes up as new paths; when it is back, its home
+ * slots return, each once it has drained (PATH-29..31).  So a connection
+ * keeps spraying over npaths - 1 paths while a plane is down, and nothing
+ * it sent into the dead plane holds its window or the peer's credit until
+ * a timeout.  Up and down go into the endpoint's
  * table, which every connection of the endpoint takes in at its next pick
  * (PATH-27), so the others neither send into a plane one of them found
  * down nor keep away from one it found working again.  The last plane up
@@ -45,6 +51,9 @@ static int plane_fits(const mre_qp *qp, uint8_t n)
     uint32_t span = qp->paths.entropy_span;
     return span >= 2u * n && qp->paths.npaths <= span / n;
 }
+
+static void plane_move_out(mre_qp *qp, struct mre_planes *pl, uint8_t k,
+                           int keep);
 
 void mre_plane_conn_ext(const mre_qp *qp, struct mrw_conn_hdr *c, int resp)
 {
@@ -116,6 +125,9 @@ void mre_plane_negotiate(mre_qp *qp, const struct mrw_conn_hdr *c)
         pl->p[qp->path_slots[k].plane].nslots++;
     pl->ep_gen = ep->planes.gen - 1; /* the first pick takes in the table */
     qp->planes = pl;
+    for (i = 1; i < n; i++)
+        if (pl->p[i].unusable)
+            plane_move_out(qp, pl, i, 0); /* PATH-29: never sent on */
 }
 
 void mre_plane_tx(mre_qp *qp, struct mre_tx_info *info)
@@ -144,25 +156,165 @@ static uint16_t plane_quorum(const struct mre_plane *p)
     return q < p->nslots ? q : p->nslots;
 }
 
-static void bits_clear_plane(uint64_t *bits, const mre_qp *qp,
-                             const struct mre_planes *pl, uint8_t plane)
+static int bit_get(const uint64_t *bits, uint32_t i)
 {
-    for (uint32_t i = plane; i < qp->paths.npaths; i += pl->n)
-        bits[i >> 6] &= ~(1ull << (i & 63));
+    return (int)((bits[i >> 6] >> (i & 63)) & 1);
 }
 
-/* PATH-26: the plane's retired slots may be chosen again. */
+/* Sets or clears bit i; returns 1 if that changed it. */
+static int bit_put(uint64_t *bits, uint32_t i, int on)
+{
+    uint64_t bit = 1ull << (i & 63);
+    if (!!(bits[i >> 6] & bit) == on)
+        return 0;
+    bits[i >> 6] ^= bit;
+    return 1;
+}
+
+/* Slots move between planes (PATH-29), so a plane's slots are those whose
+ * plane field names it, not i % P. */
+static void bits_clear_plane(uint64_t *bits, const mre_qp *qp, uint8_t plane)
+{
+    for (uint32_t i = 0; i < qp->paths.npaths; i++)
+        if (qp->path_slots[i].plane == plane)
+            bits[i >> 6] &= ~(1ull << (i & 63));
+}
+
+static void slot_hold(struct mre_pathset *ps, uint32_t i, int on)
+{
+    if (bit_put(ps->held, i, on))
+        ps->nheld = (uint16_t)(on ? ps->nheld + 1 : ps->nheld - 1);
+}
+
+/* PATH-26: the plane's retired slots may be chosen again (not those
+ * waiting to go home, PATH-31). */
 static void plane_release_held(mre_qp *qp, struct mre_planes *pl, uint8_t plane)
 {
     struct mre_pathset *ps = &qp->paths;
 
     if (!ps->nheld)
         return;
-    for (uint32_t i = plane; i < ps->npaths; i += pl->n) {
-        uint64_t bit = 1ull << (i & 63);
-        if (ps->held[i >> 6] & bit) {
-            ps->held[i >> 6] &= ~bit;
-            ps->nheld--;
+    for (uint32_t i = 0; i < ps->npaths; i++)
+        if (qp->path_slots[i].plane == plane && !bit_get(pl->back_bits, i))
+            slot_hold(ps, i, 0);
+}
+
+/* A plane packets may be sent on: not down, its peer address usable. */
+static int plane_open(const struct mre_planes *pl, uint8_t k)
+{
+    return !pl->p[k].down && !pl->p[k].unusable;
+}
+
+/* PATH-30: what is in flight on slot i went into a plane now down: lost
+ * (cause path, no congestion signal, as for a retired slot's packets),
+ * to be resent on the planes up, and no longer holding the window. */
+static void slot_flush(mre_qp *qp, uint32_t i)
+{
+    struct mre_path *p = &qp->path_slots[i];
+
+    while (p->list_head != MROCE_PATH_NONE) {
+        uint32_t idx = p->list_head;
+        mre_txr_mark_lost(qp, qp->snd_una + ((idx - qp->snd_una) & qp->tx_mask),
+                          LOSS_PATH);
+    }
+}
+
+/* Moves slot i, nothing in flight on it, to plane `to` (PATH-29..31): the
+ * counts of its old plane forget it, and it starts afresh (path.c). */
+static void slot_move(mre_qp *qp, struct mre_planes *pl, uint32_t i, uint8_t to)
+{
+    struct mre_path *sp = &qp->path_slots[i];
+    struct mre_plane *from = &pl->p[sp->plane];
+    uint8_t k = sp->plane;
+
+    if (mre_path_rehome(&qp->paths, (uint16_t)i, to) < 0)
+        return; /* no entropy of that residue left: it stays */
+    if (bit_put(pl->lossy_bits, i, 0) && --from->lossy == 0) {
+        pl->suspect &= (uint8_t) ~(1u << k);
+        from->suspect_at = 0;
+    }
+    if (bit_put(pl->dead_bits, i, 0))
+        from->dead--;
+    if (bit_put(pl->back_bits, i, 0))
+        pl->nback--;
+    slot_hold(&qp->paths, i, 0);
+    from->nslots--;
+    pl->p[to].nslots++;
+    from->moved_out++;
+}
+
+/* The open plane with the fewest slots other than `not`, or `not` if none. */
+static uint8_t plane_least(const struct mre_planes *pl, uint8_t not )
+{
+    uint8_t best = not ;
+
+    for (uint8_t k = 0; k < pl->n; k++)
+        if (k != not &&plane_open(pl, k) &&
+            (best == not || pl->p[k].nslots < pl->p[best].nslots))
+            best = k;
+    return best;
+}
+
+/* PATH-29, PATH-30: plane k is down (or unusable): what is in flight on it
+ * is lost, and every slot on it moves to an open plane (its home if that
+ * is open, else the one with the fewest slots) but, if keep, slot k, its
+ * first home slot, which stays (or comes back) for the probes of PATH-22. */
+static void plane_move_out(mre_qp *qp, struct mre_planes *pl, uint8_t k,
+                           int keep)
+{
+    uint32_t n = qp->paths.npaths;
+
+    for (uint32_t i = 0; i < n; i++)
+        if (qp->path_slots[i].plane == k)
+            slot_flush(qp, i);
+    if (keep && k < n && qp->path_slots[k].plane != k) {
+        slot_flush(qp, k); /* on its way home from an earlier failure */
+        slot_move(qp, pl, k, k);
+    }
+    if (MROCE_SEEDED_FAULT(PLANES_NO_REHOME))
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t home = (uint8_t)(i % pl->n), to;
+        if (qp->path_slots[i].plane != k || (keep && i == k))
+            continue;
+        to = home != k && plane_open(pl, home) ? home : plane_least(pl, k);
+        if (to != k)
+            slot_move(qp, pl, i, to);
+    }
+}
+
+/* PATH-31: plane k is up again; the slots whose home it is go back, each
+ * once nothing is in flight on it (held meanwhile, so that it drains). */
+static void plane_call_home(mre_qp *qp, struct mre_planes *pl, uint8_t k)
+{
+    if (MROCE_SEEDED_FAULT(PLANES_NO_RETURN))
+        return;
+    for (uint32_t i = k; i < qp->paths.npaths; i += pl->n) {
+        if (qp->path_slots[i].plane == k)
+            continue;
+        if (qp->path_slots[i].list_head == MROCE_PATH_NONE) {
+            slot_move(qp, pl, i, k);
+        } else if (bit_put(pl->back_bits, i, 1)) {
+            pl->nback++;
+            slot_hold(&qp->paths, i, 1);
+        }
+    }
+}
+
+/* PATH-31: the waiting slots that have drained go home; those whose home
+ * went down again stay where they are, in use. */
+static void plane_homes_drained(mre_qp *qp, struct mre_planes *pl)
+{
+    for (uint32_t i = 0; i < qp->paths.npaths && pl->nback; i++) {
+        uint8_t home = (uint8_t)(i % pl->n);
+        if (!bit_get(pl->back_bits, i))
+            continue;
+        if (!plane_open(pl, home)) {
+            bit_put(pl->back_bits, i, 0);
+            pl->nback--;
+            slot_hold(&qp->paths, i, 0);
+        } else if (qp->path_slots[i].list_head == MROCE_PATH_NONE) {
+            slot_move(qp, pl, i, home);
         }
     }
 }
@@ -189,11 +341,11 @@ static void plane_up(mre_qp *qp, struct mre_planes *pl, uint8_t plane,
     struct mre_plane *p = &pl->p[plane];
 
     if (p->dead) {
-        bits_clear_plane(pl->dead_bits, qp, pl, plane);
+        bits_clear_plane(pl->dead_bits, qp, plane);
         p->dead = 0;
     }
     if (p->lossy) { /* a slot is held only while its plane is lossy */
-        bits_clear_plane(pl->lossy_bits, qp, pl, plane);
+        bits_clear_plane(pl->lossy_bits, qp, plane);
         p->lossy = 0;
         pl->suspect &= (uint8_t) ~(1u << plane);
         p->suspect_at = 0;
@@ -205,6 +357,7 @@ static void plane_up(mre_qp *qp, struct mre_planes *pl, uint8_t plane,
         pl->ndown--;
         if (publish)
             plane_publish(qp, plane, 0);
+        plane_call_home(qp, pl, plane);
     }
 }
 
@@ -248,6 +401,7 @@ static int plane_down(mre_qp *qp, struct mre_planes *pl, uint8_t plane,
     p->probe_at = now ? now + plane_probe_interval(qp, p) : 0;
     pl->ndown++;
     plane_release_held(qp, pl, plane);
+    plane_move_out(qp, pl, plane, 1);
     if (publish)
         plane_publish(qp, plane, 1);
     else
@@ -305,10 +459,8 @@ void mre_plane_on_loss(mre_qp *qp, uint16_t slot, int retired)
      * fresh entropy and all, for the plane to answer; never the last slot
      * of the last plane up. */
     if (!p->down && pl->ndown + 1 < pl->n &&
-        !(qp->paths.held[slot >> 6] & bit)) {
-        qp->paths.held[slot >> 6] |= bit;
-        qp->paths.nheld++;
-    }
+        !MROCE_SEEDED_FAULT(PLANES_NO_HOLD))
+        slot_hold(&qp->paths, slot, 1);
     /* PATH-21: every slot of the plane retired since an ACK came over it;
      * the last plane up stays up. */
     if (!p->down && p->dead >= p->nslots)
@@ -367,6 +519,8 @@ void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now, int retx)
         plane_adopt(qp, pl, now);
     if (pl->suspect)
         plane_judge(qp, pl, now);
+    if (pl->nback)
+        plane_homes_drained(qp, pl);
     if (pl->ndown) {
         for (i = 0; i < pl->n; i++) {
             struct mre_plane *p = &pl->p[i];
@@ -378,7 +532,7 @@ void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now, int retx)
     }
     /* PATH-26: a retransmission stays off a plane under suspicion too,
      * while another plane is open to it. */
-    if (retx && pl->suspect &&
+    if (retx && pl->suspect && !MROCE_SEEDED_FAULT(PLANES_NO_HOLD) &&
         ((block | pl->suspect) & ((1u << pl->n) - 1)) != (1u << pl->n) - 1)
         block |= pl->suspect;
     qp->paths.planes_block = block;
@@ -396,7 +550,8 @@ int mre_plane_picked(mre_qp *qp, uint16_t slot, mroce_tstamp now)
         return 0;
     p->probes++;
     p->probe_at = now + plane_probe_interval(qp, p);
-    if (p->backoff < PLANE_PROBE_MAX_SHIFT)
+    if (p->backoff < PLANE_PROBE_MAX_SHIFT &&
+        !MROCE_SEEDED_FAULT(PLANES_NO_BACKOFF))
         p->backoff++;
     return 1;
 }
@@ -431,6 +586,7 @@ int mre_qp_plane_stats(const mre_qp *qp, struct mre_plane_stats *st, int n)
         st[k].dead = p->dead;
         st[k].lossy = p->lossy;
         st[k].adopted = p->adopted;
+        st[k].moved = p->moved_out;
     }
     return pl->n;
 }

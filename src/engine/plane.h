@@ -1,21 +1,25 @@
 /*
  * plane.h - the planes of one connection: which local plane (socket,
  * uplink) each packet leaves on, the peer's address per plane, and each
- * plane's health (docs/spec/multipath.md, Planes, PATH-17..29).
+ * plane's health (docs/spec/multipath.md, Planes, PATH-17..31).
  *
  * A connection negotiates P planes in the handshake (CONN-28..30, the
  * PLANES CONN extension); with P = 1 (the default, and with a peer that
  * sends no PLANES) nothing here runs and qp->planes stays NULL.  With
- * P > 1, path slot i is on plane i % P and every entropy is congruent to
- * its plane modulo P (path.c), so the entropy of any packet, and the echo
+ * P > 1, path slot i starts on plane i % P (its home) and every entropy
+ * is congruent to its plane modulo P (path.c), so the entropy of any
+ * packet, and the echo
  * entropy of any ACK, names its plane: the receiver answers on the plane
  * the echoed packet came over, with no new field.  A plane goes down when
  * a quorum of its slots has lost a packet with no ACK over the plane for an
  * RTT, or every slot has been retired, since the last ACK over it (PATH-21,
  * PATH-25): the path picker then skips it except for probes at a
  * backing-off interval (PATH-22, PATH-28), and the first ACK over it brings
- * it back.  The connections of an endpoint share what one of them learns
- * (PATH-27, struct mre_ep_planes).  No OS calls; memory from the
+ * it back.  Slot i's home is plane i % P: while its home is down it lives
+ * on a plane that is up, all but one slot of a down plane moved off it,
+ * and it goes home once the plane is up again (PATH-29..31).  The
+ * connections of an endpoint share what one of them learns (PATH-27,
+ * struct mre_ep_planes).  No OS calls; memory from the
  * endpoint's allocator.
  */
 #ifndef MROCE_PLANE_H
@@ -42,9 +46,10 @@ struct mre_plane {
                                 ACK (0: none) */
     uint64_t tx_pkts, rx_acks;
     uint32_t downs, probes, adopted;
-    uint16_t nslots; /* path slots on this plane */
-    uint16_t dead;   /* of them, retired since the last ACK over it */
-    uint16_t lossy;  /* of them, with a loss since the last ACK over it */
+    uint32_t moved_out; /* slots moved off it (PATH-29..31) */
+    uint16_t nslots;    /* path slots on this plane */
+    uint16_t dead;      /* of them, retired since the last ACK over it */
+    uint16_t lossy;     /* of them, with a loss since the last ACK over it */
     uint8_t down;
     uint8_t backoff;  /* unanswered probes since it went down (PATH-28) */
     uint8_t unusable; /* the peer's address for it did not convert */
@@ -57,6 +62,9 @@ struct mre_planes {
     uint32_t ep_gen;        /* the endpoint table's gen last looked at */
     uint64_t dead_bits[4];  /* slot retired since its plane's last ACK */
     uint64_t lossy_bits[4]; /* slot lost a packet since then */
+    uint64_t back_bits[4];  /* slot waits, held, to go back to its home
+                               plane (PATH-31) */
+    uint16_t nback;         /* slots set in back_bits */
     struct mre_plane p[MROCE_MAX_PLANES];
 };
 

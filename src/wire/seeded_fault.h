@@ -68,7 +68,12 @@
     X(RATE_NO_PACE, "rate_no_pace")               \
     /* plane quorum, shared plane health (cases_planes.c): */ \
     X(PLANES_NO_QUORUM, "planes_no_quorum")       \
-    X(PLANES_NO_SHARE, "planes_no_share")
+    X(PLANES_NO_SHARE, "planes_no_share")         \
+    /* plane re-homing, holds, probe backoff (cases_planes.c): */ \
+    X(PLANES_NO_REHOME, "planes_no_rehome")       \
+    X(PLANES_NO_RETURN, "planes_no_return")       \
+    X(PLANES_NO_HOLD, "planes_no_hold")           \
+    X(PLANES_NO_BACKOFF, "planes_no_backoff")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
