@@ -25,9 +25,15 @@
  * Time: simulated picoseconds (uint64) everywhere inside, so serialization
  * at rates that do not divide evenly does not drift; the engine sees
  * nanoseconds (ps / 1000).  Determinism: all randomness comes from the
- * core's splitmix64 streams seeded from the scenario seed, and events are
- * ordered by (time, insertion sequence), so a seed gives one run, bit for
- * bit.
+ * core's splitmix64 streams seeded from the scenario seed, one per entity
+ * (a host's engine and baseline QPs, a link's loss and RED draws), and
+ * events are ordered by (time, type, index): the event's time, then the
+ * entity it is for (the link, host, QP or fault of its index), not the
+ * order in which they were scheduled.  Two events with the same three are
+ * indistinguishable, so a seed gives one run, bit for bit, and the order
+ * in which one entity's events run does not depend on which other
+ * entities share its process: a run split over partitions (partition.c)
+ * gives the same results as one in a single queue.
  */
 #ifndef MROCE_SIM_H
 #define MROCE_SIM_H
@@ -218,6 +224,7 @@ struct link {
     uint64_t tx_bytes, tx_pkts, drops_q, drops_fail, drops_loss, ecn_marks;
     uint64_t pfc_xoff, paused_ps, paused_since;
     uint64_t q_max, q_sum, q_samples;
+    uint64_t rng; /* the link's stream: random loss, RED marking */
 };
 
 /* ---- hosts (host.c) ---- */
@@ -418,8 +425,18 @@ struct sim {
     const struct scenario *sc;
     const struct tp_cfg *tp;
     uint64_t now; /* ps */
-    struct evq q;
-    uint64_t rng_fabric;    /* loss, RED */
+    struct evq q; /* the events of the partition that runs */
+    /* Partitioned runs (partition.c, MROCE_SIM_PARTITION): pq[r] holds
+     * partition r's events while another one runs, gq the events every
+     * partition applies (faults, reroutes); NULL / empty otherwise. */
+    struct evq *pq; /* owned */
+    struct evq gq;
+    uint32_t nparts;
+    uint32_t cur_rank; /* the partition whose events run, NONE32 between */
+    /* Run windows: the smallest link delay of the fabric.  A run stops at
+     * the end of the window in which its measured workloads finish
+     * (stop_at, T_INF before), whatever the partition. */
+    uint64_t win_ps, stop_at;
     struct host_if host_if; /* the hosts' side of the fabric (run.c) */
     /* topology */
     struct node *nodes; /* hosts first: node i < nhosts is host i */
@@ -494,12 +511,24 @@ static inline void sim_prefetch_next(const struct sim *s)
     }
 }
 
-/* Schedules an event; running out of memory or of sequence numbers ends
- * the process (the run cannot go on without it). */
+/* partition.c: the queue an event for (type, idx) at t goes to in a
+ * partitioned run. */
+struct evq *part_queue(struct sim *s, uint64_t t, uint32_t type, uint32_t idx);
+
+/* The queue of an event: s->q, or its partition's in a partitioned run. */
+static inline struct evq *sim_queue(struct sim *s, uint64_t t, uint32_t type,
+                                    uint32_t idx)
+{
+    return s->pq ? part_queue(s, t, type, idx) : &s->q;
+}
+
+/* Schedules an event, ordered by (time, type, index) (the sequence number
+ * is 0 for all); running out of memory ends the process (the run cannot
+ * go on without it). */
 static inline void sim_schedule(struct sim *s, uint64_t t, uint32_t type,
                                 uint32_t idx)
 {
-    if (evq_push(&s->q, t, type, idx) < 0) {
+    if (evq_push_seq(sim_queue(s, t, type, idx), t, 0, type, idx) < 0) {
         fprintf(stderr, "mroce-sim: out of memory (events)\n");
         exit(2);
     }
@@ -630,8 +659,15 @@ void roce_free(struct sim *s);
 uint32_t roce_qp_host(const struct sim *s, uint32_t qp);
 
 /* partition.c: the fabric split over R ranks, its lookahead and what a
- * window-synchronised parallel run of this scenario would cost. */
+ * window-synchronised parallel run of this scenario would cost.
+ * part_plan also moves the pending events into the partitions' queues
+ * (s->pq, s->gq), and run.c's loop then runs them a window at a time,
+ * one partition after the other.  Returns 0 or -1 (a message on
+ * stderr). */
 int part_plan(struct sim *s, uint32_t nranks);
+/* The end (exclusive) of the window the partitions are running, which no
+ * event for another partition may precede (part_queue checks). */
+void part_window(struct sim *s, uint64_t end);
 void part_count(struct sim *s, const struct ev *e);
 void part_report(struct sim *s);
 void part_free(struct sim *s);
