@@ -204,11 +204,20 @@ _Static_assert(SIM_BUF_CAP + FRAME_OVERHEAD < 65536, "wire fits 16 bits");
 static inline void ring_push(struct sim *s, uint32_t li, struct link *l,
                              const struct hop *h)
 {
+    /* far end in another process: the packets in flight are there, and
+     * the waiting ones of a lazy link stay here for its queue length */
+    if (l->remote)
+        l->rhead = l->lazy ? l->rwait : l->rtail;
     if (l->rtail - l->rhead > l->rmask || !l->ring)
         ring_grow(l);
     struct hop *e = &l->ring[l->rtail & l->rmask];
     *e = *h;
     e->seq = 0;
+    if (l->remote) {
+        l->rtail++;
+        dist_send_hop(s, li, e);
+        return;
+    }
     if (l->rtail++ == l->rhead &&
         evq_push_seq(sim_queue(s, e->t, EV_ARRIVE, li), e->t, 0, EV_ARRIVE,
                      li) < 0) {
@@ -486,7 +495,7 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
         pkt_free(s, h.p);
         return;
     }
-    if (l->loss > 0 && rng_unif(&l->rng) < l->loss) {
+    if (l->loss > 0 && rng_unif(&l->rng_rx) < l->loss) {
         l->drops_loss++;
         s->drops_loss++;
         pkt_free(s, h.p);
@@ -499,6 +508,14 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
         s->host_if.recv(s, l->dst, h.p);
     } else
         switch_forward(s, li, &s->nodes[l->dst], &h);
+}
+
+void fabric_inject(struct sim *s, uint32_t li, struct hop *h)
+{
+    struct link *l = &s->links[li];
+    ring_push(s, li, l, h);
+    if (l->lazy) /* the sender's process keeps its output queue */
+        l->rwait = l->rtail;
 }
 
 uint64_t fabric_inflight(const struct sim *s)

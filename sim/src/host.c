@@ -506,7 +506,7 @@ static int try_post(struct sim *s, struct host *h, uint32_t m)
     wr.num_sge = 1;
     wr.opcode = MROCE_WR_SEND_WITH_IMM;
     wr.send_flags = MROCE_SEND_SIGNALED;
-    wr.imm_data = m;
+    wr.imm_data = s->dist ? dist_msg_gid(s, m) : m;
     struct mroce_send_wr *bad;
     int rc = mre_qp_post_send(qp, &wr, &bad, now_ns(s));
     if (rc == MROCE_EFULL)
@@ -674,6 +674,8 @@ void host_collect_counters(struct sim *s)
      * zero-copy payload changed between its send and its delivery. */
     s->crc_drops = 0;
     for (uint32_t i = 0; i < s->nhosts; i++) {
+        if (!sim_host_here(s, i))
+            continue;
         struct mroce_ep_counters ec;
         mre_ep_get_counters(s->hosts[i].ep, &ec);
         s->crc_drops += ec.drop_crc;
@@ -684,7 +686,7 @@ void host_collect_counters(struct sim *s)
     for (uint32_t i = 0; i < s->nhosts; i++)
         for (uint32_t j = 0; j < s->nhosts; j++) {
             mre_qp *qp = s->hosts[i].qp_by_peer[j];
-            if (!qp)
+            if (!qp || !sim_host_here(s, i))
                 continue;
             struct mroce_qp_counters c;
             mre_qp_get_counters(qp, &c);

@@ -233,6 +233,59 @@ static uint64_t loop_parts(struct sim *s, uint64_t until)
     return n;
 }
 
+/* Over several processes (dist.c): the loop_parts windows, each process
+ * running only its partition's queue, with dist_sync between windows
+ * (the exchange across the cut and the agreed earliest next event). */
+static uint64_t loop_dist(struct sim *s, uint64_t until)
+{
+    uint64_t n = 0;
+    struct ev e;
+    uint64_t tmin = dist_sync(s);
+    while (!s->stop) {
+        if (tmin >= s->stop_at) {
+            s->stop = 1;
+            break;
+        }
+        if (tmin == T_INF || tmin > until)
+            break;
+        uint64_t a = tmin - tmin % s->win_ps;
+        struct ev lim = {a + s->win_ps, 0};
+        int global = s->gq.n && ev_before(&s->gq.h[0], &lim);
+        if (global)
+            lim = s->gq.h[0];
+        if (lim.t > until) {
+            lim.t = until + 1;
+            lim.key = 0;
+            global = 0;
+        }
+        if (lim.t >= s->stop_at) {
+            lim.t = s->stop_at;
+            lim.key = 0;
+            global = 0;
+        }
+        part_window(s, a + s->win_ps);
+        while (s->q.n && ev_before(&s->q.h[0], &lim)) {
+            run_top(s);
+            n++;
+        }
+        if (global) {
+            evq_pop(&s->gq, &e);
+            s->now = e.t;
+            n += s->dist_me == 0; /* every rank runs it; it counts once */
+            part_count(s, &e);
+            s->ev_by_type[ev_type(&e)]++;
+            dispatch(s, &e);
+        }
+        if (s->sc->progress && s->dist_me == 0) {
+            s->events += n;
+            n = 0;
+            progress(s);
+        }
+        tmin = dist_sync(s);
+    }
+    return n;
+}
+
 /* Processes events up to `until` ps (or until the run stops); returns the
  * number of events processed.  The one event loop of the simulator: the
  * phases of a run that go in steps (handshakes, report, trace) call it
@@ -241,7 +294,9 @@ static uint64_t sim_loop(struct sim *s, uint64_t until)
 {
     uint64_t n = 0;
     if (!s->stop)
-        n = s->pq ? loop_parts(s, until) : loop_single(s, until);
+        n = s->dist ? loop_dist(s, until)
+            : s->pq ? loop_parts(s, until)
+                    : loop_single(s, until);
     s->events += n;
     if (!s->stop && until != T_INF && s->now < until)
         s->now = until;
@@ -368,6 +423,7 @@ static void sim_destroy(struct sim *s)
     if (s->scratch)
         scratch_unmap(s->scratch, s->scratch_len, s->scratch_aliased);
     free(s->report);
+    dist_free(s);
     part_free(s);
     planes_free(s);
     arena_destroy(&s->arena); /* last: the engine's memory was in it */
@@ -394,7 +450,8 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     for (uint32_t i = 0; i < s->nlinks; i++) {
         struct link *l = &s->links[i];
         l->lazy = !tp->pfc && l->src >= s->nhosts;
-        l->rng = rng_mix64(sc->seed * 0x9e3779b97f4a7c15ULL + 3 + i);
+        l->rng = rng_mix64(sc->seed * 0x9e3779b97f4a7c15ULL + 3 + 2 * i);
+        l->rng_rx = rng_mix64(sc->seed * 0x9e3779b97f4a7c15ULL + 4 + 2 * i);
         if (i == 0 || l->prop_ps < s->win_ps)
             s->win_ps = l->prop_ps;
     }
@@ -413,7 +470,11 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
         sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i);
     uint64_t limit = s->now + sc->limit_ps;
     const char *pr = getenv("MROCE_SIM_PARTITION");
-    if (pr && *pr && part_plan(s, (uint32_t)strtoul(pr, NULL, 10)) < 0)
+    const struct dist_comm *dc = sim_dist_comm;
+    if (dc) {
+        if (part_plan(s, dc->nranks) < 0 || dist_start(s, dc) < 0)
+            goto out;
+    } else if (pr && *pr && part_plan(s, (uint32_t)strtoul(pr, NULL, 10)) < 0)
         goto out;
     perf_ctl("enable\n");
     wl_start(s);
@@ -429,8 +490,20 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     res->cpu_s = cpu_now() - c1;
     perf_ctl("disable\n");
     host_collect_counters(s);
+    if (s->dist) {
+        /* rank 0 reports the whole run */
+        if (dist_finish(s) < 0) {
+            fprintf(stderr, "mroce-sim-mpi: gathering the results failed\n");
+            goto out;
+        }
+        if (s->dist_me) {
+            rc = 0;
+            goto out;
+        }
+    }
     report_print(s);
-    part_report(s);
+    if (!s->dist)
+        part_report(s);
     if (getenv("MROCE_SIM_DEBUG"))
         for (int i = 0; i < 10; i++)
             fprintf(stderr, "event type %d: %llu\n", i,

@@ -218,13 +218,15 @@ struct link {
     uint32_t peer;       /* the opposite direction of the cable */
     uint8_t tier;        /* index into tier names (metrics) */
     uint8_t pause_sent;  /* PFC: this link's receiver has sent XOFF */
+    uint8_t remote;      /* dist.c: its far end is another process's */
     uint64_t rate_bps;
     uint32_t ing_bytes; /* PFC: bytes received on this link still queued */
     /* counters */
     uint64_t tx_bytes, tx_pkts, drops_q, drops_fail, drops_loss, ecn_marks;
     uint64_t pfc_xoff, paused_ps, paused_since;
     uint64_t q_max, q_sum, q_samples;
-    uint64_t rng; /* the link's stream: random loss, RED marking */
+    uint64_t rng;    /* the transmitter's stream: RED marking */
+    uint64_t rng_rx; /* the receiver's stream: random loss */
 };
 
 /* ---- hosts (host.c) ---- */
@@ -433,6 +435,10 @@ struct sim {
     struct evq gq;
     uint32_t nparts;
     uint32_t cur_rank; /* the partition whose events run, NONE32 between */
+    /* dist.c: this process runs partition dist_me of a run over several
+     * (mroce-sim-mpi); NULL in one process */
+    struct dist *dist;
+    uint32_t dist_me;
     /* Run windows: the smallest link delay of the fabric.  A run stops at
      * the end of the window in which its measured workloads finish
      * (stop_at, T_INF before), whatever the partition. */
@@ -674,6 +680,55 @@ void part_free(struct sim *s);
 uint32_t part_rank_of(const struct sim *s, uint32_t node);
 uint64_t part_lookahead_ps(const struct sim *s);
 
+/* dist.c: a partitioned run over several processes, one partition each
+ * (mroce-sim-mpi, sim/src/mpi_comm.c).  The collectives come from the
+ * program through struct dist_comm, so the library needs no MPI. */
+struct dist_buf {
+    uint8_t *p; /* owned */
+    size_t n, cap;
+};
+/* Room for n more bytes; exits the process when out of memory. */
+uint8_t *dist_buf_room(struct dist_buf *b, size_t n);
+struct dist_comm {
+    uint32_t rank, nranks;
+    void *ctx;
+    /* Every rank sends out[r] to rank r and receives into in[r] (grown
+     * with dist_buf_room, n set) what rank r sent it.  0 or -1. */
+    int (*exchange)(void *ctx, struct dist_buf *out, struct dist_buf *in);
+    /* v[0..n) summed (max 0) or maxed (max 1) over the ranks, in place.
+     * 0 or -1. */
+    int (*allreduce)(void *ctx, uint64_t *v, uint32_t n, int max);
+};
+/* Set by mroce-sim-mpi's main before sim_run; NULL in mroce-sim. */
+extern const struct dist_comm *sim_dist_comm;
+/* After part_plan: this process keeps its partition's events and marks
+ * the links whose far end is elsewhere.  0 or -1 (a message). */
+int dist_start(struct sim *s, const struct dist_comm *c);
+/* Whether host h is this process's (always, in one process). */
+static inline int sim_host_here(const struct sim *s, uint32_t h)
+{
+    return !s->dist || part_rank_of(s, h) == s->dist_me;
+}
+/* A packet put on a link whose far end is another process's: it is sent
+ * at the end of the window (and freed here). */
+void dist_send_hop(struct sim *s, uint32_t li, const struct hop *h);
+/* A message posted on this process: its record goes to the process of
+ * its destination; its number on the wire (dist_msg_gid) and back
+ * (dist_msg_local). */
+void dist_on_post(struct sim *s, uint32_t m);
+uint32_t dist_msg_gid(const struct sim *s, uint32_t m);
+uint32_t dist_msg_local(const struct sim *s, uint32_t gid);
+/* The end of a window: exchange packets, events and message records,
+ * agree on the workloads' state (may set stop_at) and return the
+ * earliest next event of all processes. */
+uint64_t dist_sync(struct sim *s);
+/* After the run: sums the counters and gathers the messages on rank 0.
+ * 0 or -1. */
+int dist_finish(struct sim *s);
+void dist_free(struct sim *s);
+/* fabric.c: a packet from another process enters link li's ring. */
+void fabric_inject(struct sim *s, uint32_t li, struct hop *h);
+
 /* workload.c */
 int wl_setup(struct sim *s);
 void wl_start(struct sim *s);
@@ -688,6 +743,12 @@ void wl_on_sent(struct sim *s, uint32_t msg);
 uint64_t wl_ideal_ps(const struct sim *s);
 uint32_t msg_new(struct sim *s, uint32_t src, uint32_t dst, uint32_t bytes,
                  uint16_t wl, uint64_t tag);
+/* dist.c: the measured workloads' receives counted here and the latest
+ * of them (ps), per workload; and the agreed totals set back. */
+uint32_t wl_count(const struct sim *s);
+void wl_local(const struct sim *s, uint32_t i, uint64_t *received,
+              uint64_t *t_last);
+void wl_global(struct sim *s, uint32_t i, uint64_t received, uint64_t t_last);
 /* Post a message with the run's transport. */
 void tp_post(struct sim *s, uint32_t msg);
 

@@ -72,6 +72,8 @@ uint32_t msg_new(struct sim *s, uint32_t src, uint32_t dst, uint32_t bytes,
 
 void tp_post(struct sim *s, uint32_t m)
 {
+    if (s->dist)
+        dist_on_post(s, m);
     if (s->tp->kind == T_ROCE)
         roce_post(s, m);
     else
@@ -250,7 +252,8 @@ void wl_start(struct sim *s)
     for (uint32_t i = 0; i < s->sc->nwl; i++) {
         struct wl_state *w = s->wl_state[i];
         for (uint32_t r = 0; r < w->n; r++)
-            pump(s, w, r);
+            if (sim_host_here(s, w->host[r]))
+                pump(s, w, r);
     }
 }
 
@@ -313,8 +316,24 @@ void wl_on_sent(struct sim *s, uint32_t m)
     pump(s, w, r);
 }
 
+/* A measured workload has received all its messages. */
+static void wl_done(struct sim *s, struct wl_state *w)
+{
+    w->done = 1;
+    if (w->t_last > s->t_end)
+        s->t_end = w->t_last;
+    /* the run ends with the window in which the last workload ends
+     * (run.c), so that where it stops does not depend on the order in
+     * which partitions ran their events */
+    if (--s->wl_pending == 0)
+        s->stop_at = s->win_ps ? (s->t_end / s->win_ps + 1) * s->win_ps
+                               : s->t_end + 1;
+}
+
 void wl_on_recv(struct sim *s, uint32_t m)
 {
+    if (s->dist)
+        m = dist_msg_local(s, m);
     struct msg *mm = &s->msgs[m];
     if (mm->done & 1)
         return;
@@ -329,17 +348,32 @@ void wl_on_recv(struct sim *s, uint32_t m)
         w->rsteps[(size_t)r * w->nslices + mm->tag % w->nslices]++;
         pump(s, w, r);
     }
-    if (!w->c.background && !w->done && w->received == w->total) {
-        w->done = 1;
-        if (w->t_last > s->t_end)
-            s->t_end = w->t_last;
-        /* the run ends with the window in which the last workload ends
-         * (run.c), so that where it stops does not depend on the order in
-         * which partitions ran their events */
-        if (--s->wl_pending == 0)
-            s->stop_at = s->win_ps ? (s->t_end / s->win_ps + 1) * s->win_ps
-                                   : s->t_end + 1;
-    }
+    /* over several processes the totals are agreed on between windows
+     * (wl_global) */
+    if (!s->dist && !w->c.background && !w->done && w->received == w->total)
+        wl_done(s, w);
+}
+
+uint32_t wl_count(const struct sim *s)
+{
+    return s->sc->nwl;
+}
+
+void wl_local(const struct sim *s, uint32_t i, uint64_t *received,
+              uint64_t *t_last)
+{
+    const struct wl_state *w = s->wl_state[i];
+    *received = w->received;
+    *t_last = w->t_last;
+}
+
+void wl_global(struct sim *s, uint32_t i, uint64_t received, uint64_t t_last)
+{
+    struct wl_state *w = s->wl_state[i];
+    if (w->c.background || w->done || received != w->total)
+        return;
+    w->t_last = t_last;
+    wl_done(s, w);
 }
 
 uint64_t wl_ideal_ps(const struct sim *s)
