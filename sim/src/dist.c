@@ -3,13 +3,15 @@
  * one partition of the fabric (partition.c), synchronised conservatively
  * with window barriers.
  *
- * Every process builds the whole run and connects every QP exactly as a
- * single process does (the handshakes are deterministic), so all hold
- * the same state when the measured part starts.  dist_start() then keeps
- * this process's partition: its events, its hosts (the workloads post
- * only from them) and, on a link whose far end is another process's
- * (l->remote), the transmitting end.  From there on a process touches
- * only its own nodes, and the run goes window by window (run.c,
+ * Every process builds the fabric and the workloads; dist_start() then
+ * gives it its partition: its hosts (only they get endpoints and QPs, so
+ * the engine's memory is spread over the processes, and the workloads
+ * post only from them), its nodes' events and, on a link whose far end
+ * is another process's (l->remote), the transmitting end.  The QPs are
+ * created first and their QPNs summed over the processes (dist_sum), so
+ * each host can connect to a QP on another process; from there on a
+ * process touches only its own nodes, and the run, handshakes included,
+ * goes window by window (run.c,
  * loop_dist): each process runs its events of the window, then
  * dist_sync() exchanges what crossed the cut during it
  *   - a packet put on a remote link (dist_send_hop: its hop and its bytes;
@@ -18,9 +20,10 @@
  *     MetaRoCE's),
  *   - the record of a message posted here for a host there (its
  *     receiver needs the workload, tag and post time),
- * through the program's exchange (MPI_Alltoallv), and agrees through two
- * reductions on the earliest next event and on each workload's receives
- * (which sets the stop as a single process would).  Messages are
+ * through the program's exchange, one message from each rank to each
+ * other per window, headed by what the ranks agree on: the earliest
+ * next event (the least of what each holds or sends) and each
+ * workload's receives (which set the stop as a single process would).  Messages are
  * numbered per process (gid = local index * ranks + rank) on the wire.
  * dist_finish() sums the counters and gathers every message on rank 0,
  * which writes the results.
@@ -65,9 +68,19 @@ struct rec_fin {
     uint32_t is_recv;
 };
 
+/* What every rank tells every other at the end of a window, at the head
+ * of its buffer: the earliest event it holds or sends (so the earliest
+ * next event of the run is the least of them), and per workload its
+ * receives and latest receive. */
+struct rec_head {
+    uint64_t tmin;
+    uint64_t received[MAX_WL], t_last[MAX_WL];
+};
+
 struct dist {
     const struct dist_comm *c;
     uint32_t me, n;
+    uint64_t out_tmin;         /* the earliest event sent this window */
     struct dist_buf *out, *in; /* per rank; owned */
     uint32_t *gid;             /* per local message: its gid; owned */
     uint32_t ngid;
@@ -161,13 +174,15 @@ int dist_start(struct sim *s, const struct dist_comm *c)
     s->q = s->pq[d->me];
     memset(&s->pq[d->me], 0, sizeof(s->pq[d->me]));
     s->cur_rank = d->me;
+    for (uint32_t r = 0; r < d->n; r++) {
+        dist_buf_room(&d->out[r], sizeof(struct rec_head));
+        d->out[r].n = sizeof(struct rec_head);
+    }
+    d->out_tmin = T_INF;
     for (uint32_t i = 0; i < s->nlinks; i++) {
         struct link *l = &s->links[i];
         l->remote = part_rank_of(s, l->dst) != d->me;
     }
-    /* counters from before the split are rank 0's to report */
-    if (d->me)
-        s->pkts_sent = 0;
     return 0;
 }
 
@@ -193,6 +208,8 @@ void dist_send_hop(struct sim *s, uint32_t li, const struct hop *h)
     r.kind = p->kind;
     r.last = p->last;
     uint8_t tag = REC_HOP;
+    if (h->t < d->out_tmin)
+        d->out_tmin = h->t;
     put(b, &tag, 1);
     put(b, &r, sizeof(r));
     put(b, p->buf, p->len - p->zc_len);
@@ -281,7 +298,7 @@ static void map_set(struct dist *d, uint32_t r, uint32_t k, uint32_t local)
 static void apply(struct sim *s, uint32_t from, const struct dist_buf *b)
 {
     struct dist *d = s->dist;
-    size_t o = 0;
+    size_t o = sizeof(struct rec_head);
     while (o < b->n) {
         uint8_t tag = b->p[o++];
         if (tag == REC_HOP) {
@@ -344,37 +361,68 @@ uint64_t dist_sync(struct sim *s)
         while (evq_pop(&s->pq[r], &e)) {
             struct rec_ev rec = {e.t, ev_type(&e), ev_idx(&e)};
             uint8_t tag = REC_EV;
+            if (e.t < d->out_tmin)
+                d->out_tmin = e.t;
             put(&d->out[r], &tag, 1);
             put(&d->out[r], &rec, sizeof(rec));
         }
     }
+    uint32_t nw = wl_count(s);
+    struct rec_head h;
+    memset(&h, 0, sizeof(h));
+    h.tmin = d->out_tmin;
+    if (s->q.n && s->q.h[0].t < h.tmin)
+        h.tmin = s->q.h[0].t;
+    if (s->gq.n && s->gq.h[0].t < h.tmin)
+        h.tmin = s->gq.h[0].t;
+    for (uint32_t i = 0; i < nw; i++)
+        wl_local(s, i, &h.received[i], &h.t_last[i]);
+    for (uint32_t r = 0; r < d->n; r++)
+        memcpy(d->out[r].p, &h, sizeof(h));
     if (d->c->exchange(d->c->ctx, d->out, d->in) < 0) {
         fprintf(stderr, "mroce-sim-mpi: exchange failed\n");
         exit(2);
     }
+    /* the reduction, from every rank's head (this one's included) */
+    struct rec_head g = h;
+    memset(g.received, 0, sizeof(g.received));
     for (uint32_t r = 0; r < d->n; r++) {
-        d->out[r].n = 0;
+        struct rec_head x;
+        if (d->in[r].n < sizeof(x)) {
+            fprintf(stderr, "mroce-sim-mpi: short exchange\n");
+            exit(2);
+        }
+        memcpy(&x, d->in[r].p, sizeof(x));
+        if (x.tmin < g.tmin)
+            g.tmin = x.tmin;
+        for (uint32_t i = 0; i < nw; i++) {
+            g.received[i] += x.received[i];
+            if (x.t_last[i] > g.t_last[i])
+                g.t_last[i] = x.t_last[i];
+        }
+    }
+    for (uint32_t r = 0; r < d->n; r++) {
+        d->out[r].n = sizeof(struct rec_head);
         apply(s, r, &d->in[r]);
         d->in[r].n = 0;
     }
-    /* [0]: T_INF - the earliest event (maxed), then per workload the
-     * latest receive (maxed) and the receives (summed) */
-    uint32_t nw = wl_count(s);
-    uint64_t mx[1 + MAX_WL], sum[MAX_WL];
-    uint64_t tmin = s->q.n ? s->q.h[0].t : T_INF;
-    if (s->gq.n && s->gq.h[0].t < tmin)
-        tmin = s->gq.h[0].t;
-    mx[0] = T_INF - tmin;
+    d->out_tmin = T_INF;
     for (uint32_t i = 0; i < nw; i++)
-        wl_local(s, i, &sum[i], &mx[1 + i]);
-    if (d->c->allreduce(d->c->ctx, mx, 1 + nw, 1) < 0 ||
-        d->c->allreduce(d->c->ctx, sum, nw, 0) < 0) {
-        fprintf(stderr, "mroce-sim-mpi: reduction failed\n");
-        exit(2);
+        wl_global(s, i, g.received[i], g.t_last[i]);
+    return g.tmin;
+}
+
+int dist_sum(struct sim *s, uint64_t *v, uint64_t n)
+{
+    if (!s->dist)
+        return 0;
+    const struct dist_comm *c = s->dist->c;
+    for (uint64_t o = 0; o < n; o += 1u << 24) {
+        uint64_t k = n - o < (1u << 24) ? n - o : 1u << 24;
+        if (c->allreduce(c->ctx, v + o, (uint32_t)k, 0) < 0)
+            return -1;
     }
-    for (uint32_t i = 0; i < nw; i++)
-        wl_global(s, i, sum[i], mx[1 + i]);
-    return T_INF - mx[0];
+    return 0;
 }
 
 /* The run's counters summed over the processes (q_max maxed). */
@@ -391,6 +439,8 @@ static int reduce_counters(struct sim *s)
         &s->qp_errors,      &s->wc_errors,
         &s->mroce_timeouts, &s->mroce_paths_retired,
         &s->expiry_stuck,   &s->crc_drops,
+        &s->qp_mem_bytes,   &s->nqps,
+        &s->ep_mem_bytes,
     };
     enum { NG = sizeof(g) / sizeof(g[0]), NL = 10 };
     size_t n = NG + (size_t)s->nlinks * NL;
@@ -462,6 +512,8 @@ static int cmp_fin(const void *a, const void *b)
 static int gather_msgs(struct sim *s)
 {
     struct dist *d = s->dist;
+    for (uint32_t r = 0; r < d->n; r++)
+        d->out[r].n = 0;
     for (uint32_t m = 0; m < s->nmsgs; m++) {
         const struct msg *mm = &s->msgs[m];
         uint32_t gid = d->gid[m];

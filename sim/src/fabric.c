@@ -523,6 +523,8 @@ uint64_t fabric_inflight(const struct sim *s)
     uint64_t n = 0;
     for (uint32_t i = 0; i < s->nlinks; i++) {
         const struct link *l = &s->links[i];
+        if (l->remote) /* in flight on the receiver's process */
+            continue;
         n += l->rtail - l->rhead;
         if (!l->lazy)
             n += l->q_pkts;

@@ -460,6 +460,9 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
         if (sc->wl[i].msg > s->scratch_len)
             s->scratch_len = sc->wl[i].msg;
     s->scratch = scratch_map(s->scratch_len, &s->scratch_aliased);
+    const struct dist_comm *dc = sim_dist_comm;
+    if (dc && (part_plan(s, dc->nranks) < 0 || dist_start(s, dc) < 0))
+        goto out;
     if (!s->scratch || host_setup(s) < 0 || wl_setup(s) < 0)
         goto out;
     if (tp->kind == T_MROCE && connect_pairs(s) < 0)
@@ -470,11 +473,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
         sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i);
     uint64_t limit = s->now + sc->limit_ps;
     const char *pr = getenv("MROCE_SIM_PARTITION");
-    const struct dist_comm *dc = sim_dist_comm;
-    if (dc) {
-        if (part_plan(s, dc->nranks) < 0 || dist_start(s, dc) < 0)
-            goto out;
-    } else if (pr && *pr && part_plan(s, (uint32_t)strtoul(pr, NULL, 10)) < 0)
+    if (!dc && pr && *pr && part_plan(s, (uint32_t)strtoul(pr, NULL, 10)) < 0)
         goto out;
     perf_ctl("enable\n");
     wl_start(s);

@@ -439,6 +439,7 @@ struct sim {
      * (mroce-sim-mpi); NULL in one process */
     struct dist *dist;
     uint32_t dist_me;
+    struct host_conn *conn; /* host.c: the pairs being connected */
     /* Run windows: the smallest link delay of the fabric.  A run stops at
      * the end of the window in which its measured workloads finish
      * (stop_at, T_INF before), whatever the partition. */
@@ -639,8 +640,9 @@ void host_teardown(struct sim *s);
 /* Create QPs for the pairs the workloads use and start their handshakes;
  * run.c then runs the loop until host_pairs_connected. */
 int host_connect_start(struct sim *s);
-/* 1 when every QP is RTS and knows its remote QPN, else 0. */
-int host_pairs_connected(const struct sim *s);
+/* 1 when every QP is RTS and knows its remote QPN, else 0 (agreed over
+ * the processes of a run over several: dist.c). */
+int host_pairs_connected(struct sim *s);
 void host_pull(struct sim *s, struct host *h);
 void host_on_timer(struct sim *s, struct host *h, uint64_t t);
 int host_post(struct sim *s, uint32_t msg);
@@ -701,8 +703,9 @@ struct dist_comm {
 };
 /* Set by mroce-sim-mpi's main before sim_run; NULL in mroce-sim. */
 extern const struct dist_comm *sim_dist_comm;
-/* After part_plan: this process keeps its partition's events and marks
- * the links whose far end is elsewhere.  0 or -1 (a message). */
+/* After part_plan, before the hosts are set up: this process keeps its
+ * partition (its hosts get endpoints, it runs its nodes' events) and
+ * marks the links whose far end is elsewhere.  0 or -1 (a message). */
 int dist_start(struct sim *s, const struct dist_comm *c);
 /* Whether host h is this process's (always, in one process). */
 static inline int sim_host_here(const struct sim *s, uint32_t h)
@@ -722,6 +725,9 @@ uint32_t dist_msg_local(const struct sim *s, uint32_t gid);
  * agree on the workloads' state (may set stop_at) and return the
  * earliest next event of all processes. */
 uint64_t dist_sync(struct sim *s);
+/* v[0..n) summed over the processes, in place (nothing in one process);
+ * 0 or -1. */
+int dist_sum(struct sim *s, uint64_t *v, uint64_t n);
 /* After the run: sums the counters and gathers the messages on rank 0.
  * 0 or -1. */
 int dist_finish(struct sim *s);
