@@ -38,7 +38,8 @@ t1=$(now)
 echo "run ranks=0 wall_s=$(echo "$t1 - $t0" | bc)" >> "$res"
 for r in $ranks; do
     t0=$(now)
-    # shellcheck disable=SC2086
+    # the rank number expands in each rank's shell, not here
+    # shellcheck disable=SC2086,SC2016
     mpirun $mpi_opts --bind-to none --mca pml ob1 --mca btl self,vader \
         -n "$r" sh -c '/usr/bin/time -f "proc ranks='"$r"' rank=$OMPI_COMM_WORLD_RANK maxrss_kb=%M cpu_s=%U sys_s=%S wall_s=%e" "$@"' \
         sh "$root/build/sim/mroce-sim-mpi" -q -o "$out/r$r" \

@@ -78,6 +78,7 @@ MROCE_SIM_PARTITION=2 "$sim" -q -o "$out/d3" $small -s transports=mroce \
     -s "$wl" -s delay=3us "$scen" > "$out/d3.txt" || fail "mroce-sim (delay 3us) exited $?"
 grep -q '^partition ranks=2 lookahead_ns=3000.000 ' "$out/d3.txt" ||
     fail "delay 3us: $(grep '^partition' "$out/d3.txt")"
+# shellcheck disable=SC2086
 MROCE_SIM_PARTITION=0 "$sim" -q -o "$out/z" $small -s transports=mroce \
     -s "$wl" "$scen" \
     > /dev/null 2>&1 && fail "0 ranks accepted"
