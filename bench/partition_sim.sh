@@ -1,14 +1,16 @@
 #!/bin/sh
 # partition_sim.sh - what a parallel, window-synchronised mroce-sim could
 # gain on a scenario: for each rank count R the fabric is partitioned
-# (sim/src/partition.c) and the real single-process run is charged, event
-# by event, to the rank that would run it.  Reported per R: lookahead, cut
+# (sim/src/partition.c), the run executes the partitions in turn in one
+# process, and every event is charged to the rank that runs it (the
+# results are those of the plain run).  Reported per R: lookahead, cut
 # links, windows (barriers), events per window, arrivals that cross ranks,
 # the busiest and idlest rank's events and the speed-up bound
 # (events / critical path of the windows).  The run without a partition
 # is the peer measured in the same invocation: CPU s, wall s and max RSS
-# of each run show what the counting costs.  No MPI run is measured here:
-# the bound is an upper limit for one, with free barriers.
+# of each run show what the partitioned execution costs.  The bound is an
+# upper limit for an MPI run, with free barriers; bench/mpi_sim.sh
+# measures mroce-sim-mpi itself.
 #   usage: bench/partition_sim.sh [SCENARIO] [RANKS...]
 #          (default sim/scenarios/ls128_alltoall.txt, ranks 2 4 8;
 #           OUT=DIR for the output, default sim-out/partition)

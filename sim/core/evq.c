@@ -6,17 +6,19 @@
  * through here, so it is kept small and branch-light: 16-byte entries in
  * one growable array, sift with a moving hole instead of swaps, four
  * children per node so a pop touches half the levels of a binary heap.
- * The insertion sequence number breaks ties, so events at the same
- * picosecond run in the order they were scheduled - the source of
- * determinism.  It is the high 36 bits of an entry's key, the event's
- * type and index the low 28 (simcore.h), so comparing keys compares
- * sequence numbers; a push beyond either range fails with a message.
+ * The sequence number breaks ties: with evq_push (the test network) the
+ * insertion order, so events at the same picosecond run in the order
+ * they were scheduled - the source of determinism.  It is the high 36
+ * bits of an entry's key, the event's type and index the low 28
+ * (simcore.h), so comparing keys compares sequence numbers, then types
+ * and indices: mroce-sim passes 0 for all, which orders its events by
+ * (time, type, index) whatever the order of insertion.  A push beyond
+ * either range fails with a message.
  *
  * In mroce-sim, packet arrivals do not each have an entry: a link delivers
  * its packets in order, so sim/src/fabric.c keeps them in a per-link FIFO
  * (struct hop) and only the head of each link is in the heap, keyed by the
- * (time, seq) the packet was given when it was scheduled (q->seq++ and
- * evq_push_seq).
+ * packet's arrival time (evq_push_seq).
  * The heap then holds about one entry per busy link instead of one per
  * packet in flight, and pops in exactly the order a heap of every packet
  * would: it always holds the least (time, seq) of every FIFO, and each

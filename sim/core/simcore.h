@@ -10,7 +10,9 @@
  *   - the event queue (evq.c): a 4-ary min-heap of (time, key) entries.
  *     key = seq << 28 | type << 24 | idx, where seq is the insertion
  *     sequence number, unique per queue, so events pop in (time, insertion
- *     order): ties are FIFO, which is what makes a run repeatable.  The
+ *     order): ties are FIFO, which is what makes a run repeatable.
+ *     mroce-sim gives every event seq 0 instead (evq_push_seq), so its
+ *     ties pop in (type, idx) order, whatever queue they share.  The
  *     type (4 bits) and index (24 bits) are the model's: mroce-sim names a
  *     link, host or timer with them, the network model a packet's stage
  *     and its slot in the packet table.
@@ -96,9 +98,8 @@ int evq_reserve(struct evq *q, size_t cap);
 /* Returns 0, or -1 on allocation failure or a sequence number, type or
  * index beyond the key's fields (with a message on stderr). */
 int evq_push(struct evq *q, uint64_t t, uint32_t type, uint32_t idx);
-/* The same with a sequence number taken earlier (q->seq++): mroce-sim's
- * per-link arrival FIFOs number their packets when they are scheduled and
- * enter the heap only when they reach the head of their link. */
+/* The same with a sequence number of the caller's (mroce-sim: 0 for
+ * every event, so ties are ordered by type and index). */
 int evq_push_seq(struct evq *q, uint64_t t, uint64_t seq, uint32_t type,
                  uint32_t idx);
 /* Pops the earliest event into *e (may be NULL); 0 if empty. */

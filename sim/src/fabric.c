@@ -197,20 +197,30 @@ static void ring_grow(struct link *l)
 #define WQ_TX_LIMIT (1ULL << 48) /* ps, 281 s of simulated time */
 _Static_assert(SIM_BUF_CAP + FRAME_OVERHEAD < 65536, "wire fits 16 bits");
 
-/* Put a packet in flight on link li: it takes the next event sequence
- * number now, as its own event would have, and enters the heap if it is
- * the link's first (arrivals on a link are in order: a transmitter sends
- * one packet after the other and the propagation delay is fixed). */
+/* Put a packet in flight on link li: it enters the heap if it is the
+ * link's first (arrivals on a link are in order: a transmitter sends one
+ * packet after the other and the propagation delay is fixed).  Like every
+ * event it is ordered by (time, type, link), sequence number 0. */
 static inline void ring_push(struct sim *s, uint32_t li, struct link *l,
                              const struct hop *h)
 {
+    /* far end in another process: the packets in flight are there, and
+     * the waiting ones of a lazy link stay here for its queue length */
+    if (l->remote)
+        l->rhead = l->lazy ? l->rwait : l->rtail;
     if (l->rtail - l->rhead > l->rmask || !l->ring)
         ring_grow(l);
     struct hop *e = &l->ring[l->rtail & l->rmask];
     *e = *h;
-    e->seq = s->q.seq++;
+    e->seq = 0;
+    if (l->remote) {
+        l->rtail++;
+        dist_send_hop(s, li, e);
+        return;
+    }
     if (l->rtail++ == l->rhead &&
-        evq_push_seq(&s->q, e->t, e->seq, EV_ARRIVE, li) < 0) {
+        evq_push_seq(sim_queue(s, e->t, EV_ARRIVE, li), e->t, 0, EV_ARRIVE,
+                     li) < 0) {
         fprintf(stderr, "mroce-sim: out of memory (events)\n");
         exit(2);
     }
@@ -264,6 +274,19 @@ static inline void lazy_trim(struct sim *s, struct link *l)
         if (l->wait_tx > s->now)
             return;
     }
+}
+
+/* Lazy link: the first waiting packet leaves the output queue (it is
+ * arriving).  Only that one: the queue is read after a lazy_trim at the
+ * sender's time, and a partition that runs the link's receiving end may
+ * be ahead of the one that runs its sender (run.c), so the receiving end
+ * trims nothing that the sender could still see waiting. */
+static inline void lazy_trim_head(struct link *l)
+{
+    l->q_bytes -= (uint32_t)(l->wq[l->rwait & l->rmask] & 0xffff);
+    l->q_pkts--;
+    if (++l->rwait != l->rtail)
+        l->wait_tx = l->wq[l->rwait & l->rmask] >> 16;
 }
 
 /* Lazy link: the packet starts when the transmitter is free, its arrival is
@@ -401,7 +424,7 @@ static void switch_enqueue(struct sim *s, uint32_t in_li, uint32_t out,
     /* a CE packet draws as an ECT one does, so the stream stays aligned */
     if (h->ecn != MROCE_ECN_NOT_ECT &&
         slink_ecn_red(o->q_bytes, sc->ecn_kmin, sc->ecn_kmax, sc->ecn_pmax,
-                      &s->rng_fabric)) {
+                      &o->rng)) {
         if (h->ecn != MROCE_ECN_CE) {
             h->ecn = MROCE_ECN_CE;
             o->ecn_marks++;
@@ -457,7 +480,7 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
     struct link *l = &s->links[li];
     s->pkt_events++;
     if (l->lazy && l->rwait == l->rhead)
-        lazy_trim(s, l); /* it has started: it leaves the output queue */
+        lazy_trim_head(l); /* it has started: it leaves the output queue */
     struct hop h = l->ring[l->rhead & l->rmask];
     if (++l->rhead != l->rtail) {
         const struct hop *nx = &l->ring[l->rhead & l->rmask];
@@ -472,7 +495,7 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
         pkt_free(s, h.p);
         return;
     }
-    if (l->loss > 0 && rng_unif(&s->rng_fabric) < l->loss) {
+    if (l->loss > 0 && rng_unif(&l->rng_rx) < l->loss) {
         l->drops_loss++;
         s->drops_loss++;
         pkt_free(s, h.p);
@@ -487,11 +510,21 @@ void fabric_on_arrive(struct sim *s, uint32_t li)
         switch_forward(s, li, &s->nodes[l->dst], &h);
 }
 
+void fabric_inject(struct sim *s, uint32_t li, struct hop *h)
+{
+    struct link *l = &s->links[li];
+    ring_push(s, li, l, h);
+    if (l->lazy) /* the sender's process keeps its output queue */
+        l->rwait = l->rtail;
+}
+
 uint64_t fabric_inflight(const struct sim *s)
 {
     uint64_t n = 0;
     for (uint32_t i = 0; i < s->nlinks; i++) {
         const struct link *l = &s->links[i];
+        if (l->remote) /* in flight on the receiver's process */
+            continue;
         n += l->rtail - l->rhead;
         if (!l->lazy)
             n += l->q_pkts;

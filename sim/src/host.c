@@ -170,6 +170,8 @@ int host_setup(struct sim *s)
     uint64_t before = s->mem.live;
     for (uint32_t i = 0; i < s->nhosts; i++) {
         struct host *h = &s->hosts[i];
+        if (!sim_host_here(s, i)) /* another process's (dist.c) */
+            continue;
         struct mre_ep_config ec;
         mre_ep_config_default(&ec);
         ec.mem.calloc = count_calloc;
@@ -286,22 +288,78 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer, mre_qp **pqp)
     return 0;
 }
 
+/* The pairs being connected (host_connect_start): each unordered pair
+ * once, numbered in the order the workloads name them; per pair the QPN
+ * of its second host's QP. */
+struct host_conn {
+    uint8_t *seen; /* bit a * hosts + b (a < b); owned */
+    uint64_t *qpn; /* per pair; owned */
+    uint64_t npairs, cap;
+    int pass; /* 1: create the QPs, 2: connect them */
+};
+
+/* Pair (a, b)'s number, or -1 when the workloads named it before (pass
+ * 1 numbers new pairs, pass 2 finds them again in the same order). */
+static int64_t pair_index(struct sim *s, uint32_t a, uint32_t b)
+{
+    struct host_conn *c = s->conn;
+    uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+    uint64_t bit = (uint64_t)lo * s->nhosts + hi;
+    uint8_t mask = (uint8_t)(1u << (bit & 7));
+    if (c->pass == 1 ? (c->seen[bit >> 3] & mask) : !(c->seen[bit >> 3] & mask))
+        return -1;
+    c->seen[bit >> 3] ^= mask; /* pass 2 clears what pass 1 set */
+    if (c->pass == 1 && c->npairs == c->cap) {
+        uint64_t nc = c->cap ? 2 * c->cap : 1024;
+        uint64_t *n = realloc(c->qpn, nc * sizeof(*n));
+        if (!n)
+            return -2;
+        c->qpn = n;
+        c->cap = nc;
+    }
+    return (int64_t)c->npairs++;
+}
+
+/* Both passes over the workloads' pairs: first every QP is created (on
+ * the hosts of this process: dist.c), then, once every process knows the
+ * QPNs of the others' QPs, each pair is connected.  The engine calls on
+ * each endpoint come in the same order however the hosts are spread. */
 static int connect_pair(struct sim *s, uint32_t a, uint32_t b)
 {
-    struct host *ha = &s->hosts[a], *hb = &s->hosts[b];
-    if (a == b || ha->qp_by_peer[b])
+    struct host_conn *c = s->conn;
+    if (a == b)
         return 0;
-    mre_qp *qa, *qb;
-    uint64_t before = s->mem.live;
-    if (make_qp(s, ha, b, &qa) < 0 || make_qp(s, hb, a, &qb) < 0)
+    int64_t k = pair_index(s, a, b);
+    if (k == -1)
+        return 0;
+    if (k < 0)
         return -1;
-    s->qp_mem_bytes += s->mem.live - before;
+    struct host *ha = &s->hosts[a], *hb = &s->hosts[b];
+    int here_a = sim_host_here(s, a), here_b = sim_host_here(s, b);
+    if (c->pass == 1) {
+        mre_qp *q;
+        uint64_t before = s->mem.live;
+        c->qpn[k] = 0;
+        if (here_a && make_qp(s, ha, b, &q) < 0)
+            return -1;
+        if (here_b) {
+            if (make_qp(s, hb, a, &q) < 0)
+                return -1;
+            c->qpn[k] = mre_qp_num(q);
+        }
+        s->qp_mem_bytes += s->mem.live - before;
+        return 0;
+    }
     struct mre_addr to;
     host_addr(b, &to);
-    if (mre_qp_listen(qb, now_ns(s)) < 0 ||
-        mre_qp_connect(qa, &to, mre_qp_num(qb), now_ns(s)) < 0 ||
-        post_recvs(s, ha, qa, (int)s->sc->qp_rq) < 0 ||
-        post_recvs(s, hb, qb, (int)s->sc->qp_rq) < 0)
+    if (here_b && mre_qp_listen(hb->qp_by_peer[a], now_ns(s)) < 0)
+        return -1;
+    if (here_a && mre_qp_connect(ha->qp_by_peer[b], &to, (uint32_t)c->qpn[k],
+                                 now_ns(s)) < 0)
+        return -1;
+    if (here_a && post_recvs(s, ha, ha->qp_by_peer[b], (int)s->sc->qp_rq) < 0)
+        return -1;
+    if (here_b && post_recvs(s, hb, hb->qp_by_peer[a], (int)s->sc->qp_rq) < 0)
         return -1;
     return 0;
 }
@@ -506,7 +564,7 @@ static int try_post(struct sim *s, struct host *h, uint32_t m)
     wr.num_sge = 1;
     wr.opcode = MROCE_WR_SEND_WITH_IMM;
     wr.send_flags = MROCE_SEND_SIGNALED;
-    wr.imm_data = m;
+    wr.imm_data = s->dist ? dist_msg_gid(s, m) : m;
     struct mroce_send_wr *bad;
     int rc = mre_qp_post_send(qp, &wr, &bad, now_ns(s));
     if (rc == MROCE_EFULL)
@@ -562,25 +620,55 @@ const struct host_if host_if = {host_if_recv, host_if_ready};
 
 int host_connect_start(struct sim *s)
 {
-    if (wl_pairs(s, connect_pair) < 0)
+    struct host_conn c;
+    memset(&c, 0, sizeof(c));
+    c.seen = calloc(((uint64_t)s->nhosts * s->nhosts + 7) / 8, 1);
+    if (!c.seen)
         return -1;
+    s->conn = &c;
+    int rc = -1;
+    c.pass = 1;
+    if (wl_pairs(s, connect_pair) < 0 ||
+        (c.npairs && dist_sum(s, c.qpn, c.npairs) < 0))
+        goto out;
+    c.pass = 2;
+    c.npairs = 0;
+    if (wl_pairs(s, connect_pair) < 0)
+        goto out;
     for (uint32_t i = 0; i < s->nhosts; i++) {
+        if (!sim_host_here(s, i))
+            continue;
         host_pull(s, &s->hosts[i]);
         timer_arm(s, &s->hosts[i], 0);
     }
-    return 0;
+    rc = 0;
+out:
+    s->conn = NULL;
+    free(c.seen);
+    free(c.qpn);
+    return rc;
 }
 
-int host_pairs_connected(const struct sim *s)
+int host_pairs_connected(struct sim *s)
 {
-    for (uint32_t i = 0; i < s->nhosts; i++)
+    uint64_t open = 0;
+    for (uint32_t i = 0; i < s->nhosts && !open; i++) {
+        if (!sim_host_here(s, i))
+            continue;
         for (uint32_t j = 0; j < s->nhosts; j++) {
             mre_qp *qp = s->hosts[i].qp_by_peer[j];
             if (qp &&
-                (mre_qp_state(qp) != MROCE_QPS_RTS || !mre_qp_remote_qpn(qp)))
-                return 0;
+                (mre_qp_state(qp) != MROCE_QPS_RTS || !mre_qp_remote_qpn(qp))) {
+                open = 1;
+                break;
+            }
         }
-    return 1;
+    }
+    if (dist_sum(s, &open, 1) < 0) {
+        fprintf(stderr, "mroce-sim-mpi: reduction failed\n");
+        exit(2);
+    }
+    return !open;
 }
 
 /* Diagnostics (MROCE_SIM_FLOWS=PREFIX): PREFIX.flows.csv, one row per QP
@@ -674,6 +762,8 @@ void host_collect_counters(struct sim *s)
      * zero-copy payload changed between its send and its delivery. */
     s->crc_drops = 0;
     for (uint32_t i = 0; i < s->nhosts; i++) {
+        if (!sim_host_here(s, i))
+            continue;
         struct mroce_ep_counters ec;
         mre_ep_get_counters(s->hosts[i].ep, &ec);
         s->crc_drops += ec.drop_crc;
@@ -682,7 +772,7 @@ void host_collect_counters(struct sim *s)
         fprintf(stderr, "mroce-sim: %llu packets dropped for their CRC\n",
                 (unsigned long long)s->crc_drops);
     for (uint32_t i = 0; i < s->nhosts; i++)
-        for (uint32_t j = 0; j < s->nhosts; j++) {
+        for (uint32_t j = 0; j < s->nhosts && sim_host_here(s, i); j++) {
             mre_qp *qp = s->hosts[i].qp_by_peer[j];
             if (!qp)
                 continue;
@@ -733,7 +823,7 @@ void host_collect_counters(struct sim *s)
                 }
             }
         }
-    if (getenv("MROCE_SIM_FLOWS"))
+    if (getenv("MROCE_SIM_FLOWS") && !s->dist)
         host_dump_flows(s, getenv("MROCE_SIM_FLOWS"));
 }
 

@@ -5,6 +5,9 @@
  *
  * The scenario format is in scenario.c and sim/README.md; -s overrides one
  * key after the file is read (e.g. -s hosts=256 -s transports=mroce).
+ * Built with MROCE_SIM_MPI it is mroce-sim-mpi: `mpirun -n R
+ * mroce-sim-mpi ...` runs each transport as R partitions, one per rank
+ * (dist.c); rank 0 prints and writes the results.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -12,6 +15,9 @@
 #include <unistd.h>
 
 #include "sim.h"
+#ifdef MROCE_SIM_MPI
+#include "mpi_comm.h"
+#endif
 
 static void usage(void)
 {
@@ -19,7 +25,27 @@ static void usage(void)
                     "SCENARIO-FILE\n");
 }
 
+static int sim_main(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+#ifdef MROCE_SIM_MPI
+    int rank = mpi_comm_init(&argc, &argv);
+    if (rank < 0) {
+        fprintf(stderr, "mroce-sim-mpi: MPI_Init failed\n");
+        return 2;
+    }
+    if (rank > 0 && !freopen("/dev/null", "w", stdout))
+        return 2;
+    int rc = sim_main(argc, argv);
+    mpi_comm_fini();
+    return rc;
+#else
+    return sim_main(argc, argv);
+#endif
+}
+
+static int sim_main(int argc, char **argv)
 {
     static struct scenario sc;
     const char *outdir = NULL;

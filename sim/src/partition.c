@@ -1,7 +1,7 @@
 /*
- * partition.c - how a run would split across ranks: the partition of the
- * fabric for a parallel (conservative, window-synchronised) mroce-sim and
- * what that partition costs, measured on the real single-process run.
+ * partition.c - how a run splits across ranks: the partition of the
+ * fabric for a parallel (conservative, window-synchronised) mroce-sim,
+ * the ranks' event queues, and what that partition costs.
  *
  * part_plan() assigns every node to one of R ranks: the hosts in
  * contiguous blocks of whole ToR groups (a ToR with its hosts, so the
@@ -12,6 +12,13 @@
  * propagation delay of a link whose ends are on different ranks: no event
  * of one rank can affect another sooner than that, so every rank may run
  * a window of that length without hearing from the others.
+ *
+ * With MROCE_SIM_PARTITION=R the measured part of the run executes that
+ * way in one process: part_plan() gives each rank its own event queue
+ * (s->pq) and one queue (s->gq) to the events every rank applies;
+ * part_queue() routes each scheduled event to the rank that runs it
+ * (part_owner) and refuses one that would reach another rank inside the
+ * running window; run.c's loop runs the windows.
  *
  * part_count() sees every event of the run (run.c's loop, when
  * MROCE_SIM_PARTITION=R is set) and charges it to the rank that would run
@@ -44,6 +51,7 @@ struct part {
     uint64_t windows; /* windows that held at least one event */
     uint64_t cross;   /* arrivals on links between ranks */
     int open;         /* the current window holds events */
+    uint64_t win_end; /* the running window's end (exclusive), ps */
 };
 
 void part_free(struct sim *s)
@@ -56,6 +64,58 @@ void part_free(struct sim *s)
     free(p->per);
     free(p);
     s->part = NULL;
+    for (uint32_t r = 0; s->pq && r < s->nparts; r++)
+        evq_free(&s->pq[r]);
+    free(s->pq);
+    s->pq = NULL;
+    evq_free(&s->gq);
+}
+
+/* The partition that runs events of (type, idx), or NONE32 for the ones
+ * every partition applies (faults, reroutes). */
+static uint32_t part_owner(const struct sim *s, uint32_t type, uint32_t idx)
+{
+    const uint16_t *rank = s->part->rank;
+    switch (type) {
+    case EV_ARRIVE:
+        return rank[s->links[idx].dst];
+    case EV_LINK_FREE:
+    case EV_PAUSE:
+    case EV_RESUME:
+        return rank[s->links[idx].src];
+    case EV_TIMER:
+    case EV_WAKE:
+        return rank[idx];
+    case EV_RTO:
+        return rank[roce_qp_host(s, idx)];
+    default:
+        return NONE32;
+    }
+}
+
+struct evq *part_queue(struct sim *s, uint64_t t, uint32_t type, uint32_t idx)
+{
+    uint32_t r = part_owner(s, type, idx);
+    if (r == NONE32)
+        return &s->gq;
+    if (r == s->cur_rank)
+        return &s->q;
+    /* conservative synchronisation: another partition may already have
+     * run its window, so nothing may reach it before the window's end */
+    if (s->cur_rank != NONE32 && t < s->part->win_end) {
+        fprintf(stderr,
+                "mroce-sim: event type %u for partition %u at %llu ps "
+                "inside the window ending %llu ps\n",
+                type, r, (unsigned long long)t,
+                (unsigned long long)s->part->win_end);
+        exit(2);
+    }
+    return &s->pq[r];
+}
+
+void part_window(struct sim *s, uint64_t end)
+{
+    s->part->win_end = end;
 }
 
 /* The rank of host h: whole ToR groups in R contiguous blocks. */
@@ -120,6 +180,29 @@ int part_plan(struct sim *s, uint32_t nranks)
         if (l->prop_ps < p->lookahead_ps)
             p->lookahead_ps = l->prop_ps;
     }
+    if (!s->win_ps) {
+        fprintf(stderr, "mroce-sim: MROCE_SIM_PARTITION: a link without "
+                        "delay leaves no lookahead\n");
+        part_free(s);
+        return -1;
+    }
+    /* the pending events move to their partitions' queues */
+    s->pq = calloc(nranks, sizeof(*s->pq));
+    if (!s->pq || evq_init(&s->gq, 0) < 0) {
+        part_free(s);
+        return -1;
+    }
+    s->nparts = nranks;
+    for (uint32_t r = 0; r < nranks; r++)
+        if (evq_init(&s->pq[r], 1 << 14) < 0) {
+            part_free(s);
+            return -1;
+        }
+    s->cur_rank = NONE32;
+    struct ev e;
+    while (evq_pop(&s->q, &e))
+        sim_schedule(s, e.t, ev_type(&e), ev_idx(&e));
+    evq_free(&s->q);
     return 0;
 }
 

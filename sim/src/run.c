@@ -120,35 +120,183 @@ static void dispatch(struct sim *s, const struct ev *e)
     }
 }
 
-/* Processes events up to `until` ps (or until s->stop); returns the number
- * of events processed.  The one event loop of the simulator: the phases
- * of a run that go in steps (handshakes, report, trace) call it from here
- * and do their part between steps. */
-static uint64_t sim_loop(struct sim *s, uint64_t until)
+/* Runs the earliest event of s->q. */
+static inline void run_top(struct sim *s)
+{
+    struct ev e;
+    s->now = s->q.h[0].t;
+    if (s->part)
+        part_count(s, &s->q.h[0]);
+    if (ev_type(&s->q.h[0]) == EV_ARRIVE) {
+        /* fabric.c takes the link's packet off its ring and the heap */
+        s->ev_by_type[EV_ARRIVE]++;
+        fabric_on_arrive(s, ev_idx(&s->q.h[0]));
+    } else {
+        evq_pop(&s->q, &e);
+        sim_prefetch_next(s);
+        s->ev_by_type[ev_type(&e)]++;
+        dispatch(s, &e);
+    }
+}
+
+static inline int ev_before(const struct ev *a, const struct ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->key < b->key);
+}
+
+/* One queue: the events up to `until` and before the stop. */
+static uint64_t loop_single(struct sim *s, uint64_t until)
 {
     uint64_t n = 0;
-    struct ev e;
-    while (!s->stop && s->q.n && s->q.h[0].t <= until) {
-        s->now = s->q.h[0].t;
+    while (s->q.n && s->q.h[0].t <= until && s->q.h[0].t < s->stop_at) {
+        run_top(s);
         n++;
-        if (s->part)
-            part_count(s, &s->q.h[0]);
-        if (ev_type(&s->q.h[0]) == EV_ARRIVE) {
-            /* fabric.c takes the link's packet off its ring and the heap */
-            s->ev_by_type[EV_ARRIVE]++;
-            fabric_on_arrive(s, ev_idx(&s->q.h[0]));
-        } else {
-            evq_pop(&s->q, &e);
-            sim_prefetch_next(s);
-            s->ev_by_type[ev_type(&e)]++;
-            dispatch(s, &e);
-        }
         if (s->sc->progress && !(n & 0xfffff)) {
             s->events += n;
             n = 0;
             progress(s);
         }
     }
+    if (s->stop_at != T_INF && (!s->q.n || s->q.h[0].t >= s->stop_at))
+        s->stop = 1;
+    return n;
+}
+
+/* Partitions (partition.c): a window [a, a + win_ps) at a time, each
+ * partition's events of the window one partition after the other.  An
+ * event reaches another partition through a link, no sooner than the
+ * smallest link delay win_ps, so nothing a partition does in a window
+ * can touch what another one runs in it: the events of each partition
+ * run in the same order as in one queue.  A window is cut short before
+ * an event every partition applies (a fault, a reroute: gq), which runs
+ * between two windows, and at `until` and the stop. */
+static uint64_t loop_parts(struct sim *s, uint64_t until)
+{
+    uint64_t n = 0, tmax = s->now;
+    struct ev e;
+    while (!s->stop) {
+        uint64_t tmin = s->gq.n ? s->gq.h[0].t : T_INF;
+        for (uint32_t r = 0; r < s->nparts; r++)
+            if (s->pq[r].n && s->pq[r].h[0].t < tmin)
+                tmin = s->pq[r].h[0].t;
+        if (tmin >= s->stop_at) {
+            s->stop = 1;
+            break;
+        }
+        if (tmin == T_INF || tmin > until)
+            break;
+        uint64_t a = tmin - tmin % s->win_ps;
+        struct ev lim = {a + s->win_ps, 0};
+        int global = s->gq.n && ev_before(&s->gq.h[0], &lim);
+        if (global)
+            lim = s->gq.h[0];
+        if (lim.t > until) {
+            lim.t = until + 1;
+            lim.key = 0;
+            global = 0;
+        }
+        if (lim.t >= s->stop_at) {
+            lim.t = s->stop_at;
+            lim.key = 0;
+            global = 0;
+        }
+        part_window(s, a + s->win_ps);
+        for (uint32_t r = 0; r < s->nparts; r++) {
+            s->cur_rank = r;
+            s->q = s->pq[r];
+            while (s->q.n && ev_before(&s->q.h[0], &lim)) {
+                run_top(s);
+                n++;
+            }
+            if (s->now > tmax)
+                tmax = s->now;
+            s->pq[r] = s->q;
+            memset(&s->q, 0, sizeof(s->q));
+        }
+        s->cur_rank = NONE32;
+        if (global) {
+            evq_pop(&s->gq, &e);
+            s->now = tmax = e.t;
+            n++;
+            if (s->part)
+                part_count(s, &e);
+            s->ev_by_type[ev_type(&e)]++;
+            dispatch(s, &e);
+        }
+        s->now = tmax;
+        if (s->sc->progress) {
+            s->events += n;
+            n = 0;
+            progress(s);
+        }
+    }
+    return n;
+}
+
+/* Over several processes (dist.c): the loop_parts windows, each process
+ * running only its partition's queue, with dist_sync between windows
+ * (the exchange across the cut and the agreed earliest next event). */
+static uint64_t loop_dist(struct sim *s, uint64_t until)
+{
+    uint64_t n = 0;
+    struct ev e;
+    uint64_t tmin = dist_sync(s);
+    while (!s->stop) {
+        if (tmin >= s->stop_at) {
+            s->stop = 1;
+            break;
+        }
+        if (tmin == T_INF || tmin > until)
+            break;
+        uint64_t a = tmin - tmin % s->win_ps;
+        struct ev lim = {a + s->win_ps, 0};
+        int global = s->gq.n && ev_before(&s->gq.h[0], &lim);
+        if (global)
+            lim = s->gq.h[0];
+        if (lim.t > until) {
+            lim.t = until + 1;
+            lim.key = 0;
+            global = 0;
+        }
+        if (lim.t >= s->stop_at) {
+            lim.t = s->stop_at;
+            lim.key = 0;
+            global = 0;
+        }
+        part_window(s, a + s->win_ps);
+        while (s->q.n && ev_before(&s->q.h[0], &lim)) {
+            run_top(s);
+            n++;
+        }
+        if (global) {
+            evq_pop(&s->gq, &e);
+            s->now = e.t;
+            n += s->dist_me == 0; /* every rank runs it; it counts once */
+            part_count(s, &e);
+            s->ev_by_type[ev_type(&e)]++;
+            dispatch(s, &e);
+        }
+        if (s->sc->progress && s->dist_me == 0) {
+            s->events += n;
+            n = 0;
+            progress(s);
+        }
+        tmin = dist_sync(s);
+    }
+    return n;
+}
+
+/* Processes events up to `until` ps (or until the run stops); returns the
+ * number of events processed.  The one event loop of the simulator: the
+ * phases of a run that go in steps (handshakes, report, trace) call it
+ * from here and do their part between steps. */
+static uint64_t sim_loop(struct sim *s, uint64_t until)
+{
+    uint64_t n = 0;
+    if (!s->stop)
+        n = s->dist ? loop_dist(s, until)
+            : s->pq ? loop_parts(s, until)
+                    : loop_single(s, until);
     s->events += n;
     if (!s->stop && until != T_INF && s->now < until)
         s->now = until;
@@ -275,6 +423,7 @@ static void sim_destroy(struct sim *s)
     if (s->scratch)
         scratch_unmap(s->scratch, s->scratch_len, s->scratch_aliased);
     free(s->report);
+    dist_free(s);
     part_free(s);
     planes_free(s);
     arena_destroy(&s->arena); /* last: the engine's memory was in it */
@@ -291,19 +440,29 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     s->tp = tp;
     s->mem.ar = &s->arena;
     s->host_if = host_if; /* the fabric's way to the hosts */
-    s->rng_fabric = sc->seed * 0x9e3779b97f4a7c15ULL + 3;
+    s->stop_at = T_INF;
+    s->cur_rank = NONE32;
     int rc = -1;
     double w0 = wall_now();
     g_wall_last = w0;
     if (evq_init(&s->q, 1 << 16) < 0 || topo_build(s) < 0)
         goto out;
-    for (uint32_t i = 0; i < s->nlinks; i++)
-        s->links[i].lazy = !tp->pfc && s->links[i].src >= s->nhosts;
+    for (uint32_t i = 0; i < s->nlinks; i++) {
+        struct link *l = &s->links[i];
+        l->lazy = !tp->pfc && l->src >= s->nhosts;
+        l->rng = rng_mix64(sc->seed * 0x9e3779b97f4a7c15ULL + 3 + 2 * i);
+        l->rng_rx = rng_mix64(sc->seed * 0x9e3779b97f4a7c15ULL + 4 + 2 * i);
+        if (i == 0 || l->prop_ps < s->win_ps)
+            s->win_ps = l->prop_ps;
+    }
     s->scratch_len = 4096;
     for (uint32_t i = 0; i < sc->nwl; i++)
         if (sc->wl[i].msg > s->scratch_len)
             s->scratch_len = sc->wl[i].msg;
     s->scratch = scratch_map(s->scratch_len, &s->scratch_aliased);
+    const struct dist_comm *dc = sim_dist_comm;
+    if (dc && (part_plan(s, dc->nranks) < 0 || dist_start(s, dc) < 0))
+        goto out;
     if (!s->scratch || host_setup(s) < 0 || wl_setup(s) < 0)
         goto out;
     if (tp->kind == T_MROCE && connect_pairs(s) < 0)
@@ -314,7 +473,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
         sim_schedule(s, s->now + sc->faults[i].t, EV_FAULT, i);
     uint64_t limit = s->now + sc->limit_ps;
     const char *pr = getenv("MROCE_SIM_PARTITION");
-    if (pr && *pr && part_plan(s, (uint32_t)strtoul(pr, NULL, 10)) < 0)
+    if (!dc && pr && *pr && part_plan(s, (uint32_t)strtoul(pr, NULL, 10)) < 0)
         goto out;
     perf_ctl("enable\n");
     wl_start(s);
@@ -330,8 +489,20 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
     res->cpu_s = cpu_now() - c1;
     perf_ctl("disable\n");
     host_collect_counters(s);
+    if (s->dist) {
+        /* rank 0 reports the whole run */
+        if (dist_finish(s) < 0) {
+            fprintf(stderr, "mroce-sim-mpi: gathering the results failed\n");
+            goto out;
+        }
+        if (s->dist_me) {
+            rc = 0;
+            goto out;
+        }
+    }
     report_print(s);
-    part_report(s);
+    if (!s->dist)
+        part_report(s);
     if (getenv("MROCE_SIM_DEBUG"))
         for (int i = 0; i < 10; i++)
             fprintf(stderr, "event type %d: %llu\n", i,

@@ -25,9 +25,15 @@
  * Time: simulated picoseconds (uint64) everywhere inside, so serialization
  * at rates that do not divide evenly does not drift; the engine sees
  * nanoseconds (ps / 1000).  Determinism: all randomness comes from the
- * core's splitmix64 streams seeded from the scenario seed, and events are
- * ordered by (time, insertion sequence), so a seed gives one run, bit for
- * bit.
+ * core's splitmix64 streams seeded from the scenario seed, one per entity
+ * (a host's engine and baseline QPs, a link's loss and RED draws), and
+ * events are ordered by (time, type, index): the event's time, then the
+ * entity it is for (the link, host, QP or fault of its index), not the
+ * order in which they were scheduled.  Two events with the same three are
+ * indistinguishable, so a seed gives one run, bit for bit, and the order
+ * in which one entity's events run does not depend on which other
+ * entities share its process: a run split over partitions (partition.c)
+ * gives the same results as one in a single queue.
  */
 #ifndef MROCE_SIM_H
 #define MROCE_SIM_H
@@ -212,12 +218,15 @@ struct link {
     uint32_t peer;       /* the opposite direction of the cable */
     uint8_t tier;        /* index into tier names (metrics) */
     uint8_t pause_sent;  /* PFC: this link's receiver has sent XOFF */
+    uint8_t remote;      /* dist.c: its far end is another process's */
     uint64_t rate_bps;
     uint32_t ing_bytes; /* PFC: bytes received on this link still queued */
     /* counters */
     uint64_t tx_bytes, tx_pkts, drops_q, drops_fail, drops_loss, ecn_marks;
     uint64_t pfc_xoff, paused_ps, paused_since;
     uint64_t q_max, q_sum, q_samples;
+    uint64_t rng;    /* the transmitter's stream: RED marking */
+    uint64_t rng_rx; /* the receiver's stream: random loss */
 };
 
 /* ---- hosts (host.c) ---- */
@@ -418,8 +427,23 @@ struct sim {
     const struct scenario *sc;
     const struct tp_cfg *tp;
     uint64_t now; /* ps */
-    struct evq q;
-    uint64_t rng_fabric;    /* loss, RED */
+    struct evq q; /* the events of the partition that runs */
+    /* Partitioned runs (partition.c, MROCE_SIM_PARTITION): pq[r] holds
+     * partition r's events while another one runs, gq the events every
+     * partition applies (faults, reroutes); NULL / empty otherwise. */
+    struct evq *pq; /* owned */
+    struct evq gq;
+    uint32_t nparts;
+    uint32_t cur_rank; /* the partition whose events run, NONE32 between */
+    /* dist.c: this process runs partition dist_me of a run over several
+     * (mroce-sim-mpi); NULL in one process */
+    struct dist *dist;
+    uint32_t dist_me;
+    struct host_conn *conn; /* host.c: the pairs being connected */
+    /* Run windows: the smallest link delay of the fabric.  A run stops at
+     * the end of the window in which its measured workloads finish
+     * (stop_at, T_INF before), whatever the partition. */
+    uint64_t win_ps, stop_at;
     struct host_if host_if; /* the hosts' side of the fabric (run.c) */
     /* topology */
     struct node *nodes; /* hosts first: node i < nhosts is host i */
@@ -494,12 +518,24 @@ static inline void sim_prefetch_next(const struct sim *s)
     }
 }
 
-/* Schedules an event; running out of memory or of sequence numbers ends
- * the process (the run cannot go on without it). */
+/* partition.c: the queue an event for (type, idx) at t goes to in a
+ * partitioned run. */
+struct evq *part_queue(struct sim *s, uint64_t t, uint32_t type, uint32_t idx);
+
+/* The queue of an event: s->q, or its partition's in a partitioned run. */
+static inline struct evq *sim_queue(struct sim *s, uint64_t t, uint32_t type,
+                                    uint32_t idx)
+{
+    return s->pq ? part_queue(s, t, type, idx) : &s->q;
+}
+
+/* Schedules an event, ordered by (time, type, index) (the sequence number
+ * is 0 for all); running out of memory ends the process (the run cannot
+ * go on without it). */
 static inline void sim_schedule(struct sim *s, uint64_t t, uint32_t type,
                                 uint32_t idx)
 {
-    if (evq_push(&s->q, t, type, idx) < 0) {
+    if (evq_push_seq(sim_queue(s, t, type, idx), t, 0, type, idx) < 0) {
         fprintf(stderr, "mroce-sim: out of memory (events)\n");
         exit(2);
     }
@@ -604,8 +640,9 @@ void host_teardown(struct sim *s);
 /* Create QPs for the pairs the workloads use and start their handshakes;
  * run.c then runs the loop until host_pairs_connected. */
 int host_connect_start(struct sim *s);
-/* 1 when every QP is RTS and knows its remote QPN, else 0. */
-int host_pairs_connected(const struct sim *s);
+/* 1 when every QP is RTS and knows its remote QPN, else 0 (agreed over
+ * the processes of a run over several: dist.c). */
+int host_pairs_connected(struct sim *s);
 void host_pull(struct sim *s, struct host *h);
 void host_on_timer(struct sim *s, struct host *h, uint64_t t);
 int host_post(struct sim *s, uint32_t msg);
@@ -630,13 +667,73 @@ void roce_free(struct sim *s);
 uint32_t roce_qp_host(const struct sim *s, uint32_t qp);
 
 /* partition.c: the fabric split over R ranks, its lookahead and what a
- * window-synchronised parallel run of this scenario would cost. */
+ * window-synchronised parallel run of this scenario would cost.
+ * part_plan also moves the pending events into the partitions' queues
+ * (s->pq, s->gq), and run.c's loop then runs them a window at a time,
+ * one partition after the other.  Returns 0 or -1 (a message on
+ * stderr). */
 int part_plan(struct sim *s, uint32_t nranks);
+/* The end (exclusive) of the window the partitions are running, which no
+ * event for another partition may precede (part_queue checks). */
+void part_window(struct sim *s, uint64_t end);
 void part_count(struct sim *s, const struct ev *e);
 void part_report(struct sim *s);
 void part_free(struct sim *s);
 uint32_t part_rank_of(const struct sim *s, uint32_t node);
 uint64_t part_lookahead_ps(const struct sim *s);
+
+/* dist.c: a partitioned run over several processes, one partition each
+ * (mroce-sim-mpi, sim/src/mpi_comm.c).  The collectives come from the
+ * program through struct dist_comm, so the library needs no MPI. */
+struct dist_buf {
+    uint8_t *p; /* owned */
+    size_t n, cap;
+};
+/* Room for n more bytes; exits the process when out of memory. */
+uint8_t *dist_buf_room(struct dist_buf *b, size_t n);
+struct dist_comm {
+    uint32_t rank, nranks;
+    void *ctx;
+    /* Every rank sends out[r] to rank r and receives into in[r] (grown
+     * with dist_buf_room, n set) what rank r sent it.  0 or -1. */
+    int (*exchange)(void *ctx, struct dist_buf *out, struct dist_buf *in);
+    /* v[0..n) summed (max 0) or maxed (max 1) over the ranks, in place.
+     * 0 or -1. */
+    int (*allreduce)(void *ctx, uint64_t *v, uint32_t n, int max);
+};
+/* Set by mroce-sim-mpi's main before sim_run; NULL in mroce-sim. */
+extern const struct dist_comm *sim_dist_comm;
+/* After part_plan, before the hosts are set up: this process keeps its
+ * partition (its hosts get endpoints, it runs its nodes' events) and
+ * marks the links whose far end is elsewhere.  0 or -1 (a message). */
+int dist_start(struct sim *s, const struct dist_comm *c);
+/* Whether host h is this process's (always, in one process). */
+static inline int sim_host_here(const struct sim *s, uint32_t h)
+{
+    return !s->dist || part_rank_of(s, h) == s->dist_me;
+}
+/* A packet put on a link whose far end is another process's: it is sent
+ * at the end of the window (and freed here). */
+void dist_send_hop(struct sim *s, uint32_t li, const struct hop *h);
+/* A message posted on this process: its record goes to the process of
+ * its destination; its number on the wire (dist_msg_gid) and back
+ * (dist_msg_local). */
+void dist_on_post(struct sim *s, uint32_t m);
+uint32_t dist_msg_gid(const struct sim *s, uint32_t m);
+uint32_t dist_msg_local(const struct sim *s, uint32_t gid);
+/* The end of a window: exchange packets, events and message records,
+ * agree on the workloads' state (may set stop_at) and return the
+ * earliest next event of all processes. */
+uint64_t dist_sync(struct sim *s);
+/* v[0..n) summed over the processes, in place (nothing in one process);
+ * 0 or -1. */
+int dist_sum(struct sim *s, uint64_t *v, uint64_t n);
+/* After the run: sums the counters and gathers the messages on rank 0.
+ * 0 or -1. */
+int dist_finish(struct sim *s);
+void dist_free(struct sim *s);
+/* fabric.c: a packet from another process enters link li's ring. */
+void fabric_inject(struct sim *s, uint32_t li, struct hop *h);
 
 /* workload.c */
 int wl_setup(struct sim *s);
@@ -652,6 +749,12 @@ void wl_on_sent(struct sim *s, uint32_t msg);
 uint64_t wl_ideal_ps(const struct sim *s);
 uint32_t msg_new(struct sim *s, uint32_t src, uint32_t dst, uint32_t bytes,
                  uint16_t wl, uint64_t tag);
+/* dist.c: the measured workloads' receives counted here and the latest
+ * of them (ps), per workload; and the agreed totals set back. */
+uint32_t wl_count(const struct sim *s);
+void wl_local(const struct sim *s, uint32_t i, uint64_t *received,
+              uint64_t *t_last);
+void wl_global(struct sim *s, uint32_t i, uint64_t received, uint64_t t_last);
 /* Post a message with the run's transport. */
 void tp_post(struct sim *s, uint32_t msg);
 

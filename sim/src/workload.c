@@ -17,7 +17,8 @@
  *   - permutation: rank r sends `bytes` to perm(r), a random derangement;
  *   - incast: `senders` hosts spread over the fabric send `bytes` each to
  *     host 0.
- * A workload marked background repeats itself until the measured ones end.
+ * A workload marked background repeats itself until the run ends (with the
+ * window in which the measured ones end, run.c).
  * The collective's ideal time is computed from its messages: the most
  * loaded host NIC or switch uplink group, bytes over bandwidth.
  */
@@ -41,6 +42,7 @@ struct wl_state {
     uint64_t chunk;
     uint16_t *rsteps; /* all-reduce: [rank * nslices + j] steps received */
     uint64_t total, received;
+    uint64_t t_last; /* ps: the latest receive of a measured message */
     int done;
 };
 
@@ -70,6 +72,8 @@ uint32_t msg_new(struct sim *s, uint32_t src, uint32_t dst, uint32_t bytes,
 
 void tp_post(struct sim *s, uint32_t m)
 {
+    if (s->dist)
+        dist_on_post(s, m);
     if (s->tp->kind == T_ROCE)
         roce_post(s, m);
     else
@@ -119,8 +123,6 @@ static int job(struct wl_state *w, uint32_t r, uint64_t j, uint32_t *dst,
 
 static void pump(struct sim *s, struct wl_state *w, uint32_t r)
 {
-    if (w->c.background && !s->wl_pending)
-        return;
     while (w->out[r] < w->c.window &&
            (w->c.background || w->next[r] < w->njobs)) {
         uint32_t dst, bytes;
@@ -250,7 +252,8 @@ void wl_start(struct sim *s)
     for (uint32_t i = 0; i < s->sc->nwl; i++) {
         struct wl_state *w = s->wl_state[i];
         for (uint32_t r = 0; r < w->n; r++)
-            pump(s, w, r);
+            if (sim_host_here(s, w->host[r]))
+                pump(s, w, r);
     }
 }
 
@@ -313,8 +316,24 @@ void wl_on_sent(struct sim *s, uint32_t m)
     pump(s, w, r);
 }
 
+/* A measured workload has received all its messages. */
+static void wl_done(struct sim *s, struct wl_state *w)
+{
+    w->done = 1;
+    if (w->t_last > s->t_end)
+        s->t_end = w->t_last;
+    /* the run ends with the window in which the last workload ends
+     * (run.c), so that where it stops does not depend on the order in
+     * which partitions ran their events */
+    if (--s->wl_pending == 0)
+        s->stop_at = s->win_ps ? (s->t_end / s->win_ps + 1) * s->win_ps
+                               : s->t_end + 1;
+}
+
 void wl_on_recv(struct sim *s, uint32_t m)
 {
+    if (s->dist)
+        m = dist_msg_local(s, m);
     struct msg *mm = &s->msgs[m];
     if (mm->done & 1)
         return;
@@ -322,18 +341,39 @@ void wl_on_recv(struct sim *s, uint32_t m)
     mm->t_recv = s->now;
     struct wl_state *w = s->wl_state[mm->wl];
     w->received++;
+    if (!mm->bg && s->now > w->t_last)
+        w->t_last = s->now;
     if (w->c.kind == WL_ALLREDUCE) {
         uint32_t r = w->rank_of[mm->dst];
         w->rsteps[(size_t)r * w->nslices + mm->tag % w->nslices]++;
         pump(s, w, r);
     }
-    if (!w->c.background && !w->done && w->received == w->total) {
-        w->done = 1;
-        if (--s->wl_pending == 0) {
-            s->t_end = s->now;
-            s->stop = 1;
-        }
-    }
+    /* over several processes the totals are agreed on between windows
+     * (wl_global) */
+    if (!s->dist && !w->c.background && !w->done && w->received == w->total)
+        wl_done(s, w);
+}
+
+uint32_t wl_count(const struct sim *s)
+{
+    return s->sc->nwl;
+}
+
+void wl_local(const struct sim *s, uint32_t i, uint64_t *received,
+              uint64_t *t_last)
+{
+    const struct wl_state *w = s->wl_state[i];
+    *received = w->received;
+    *t_last = w->t_last;
+}
+
+void wl_global(struct sim *s, uint32_t i, uint64_t received, uint64_t t_last)
+{
+    struct wl_state *w = s->wl_state[i];
+    if (w->c.background || w->done || received != w->total)
+        return;
+    w->t_last = t_last;
+    wl_done(s, w);
 }
 
 uint64_t wl_ideal_ps(const struct sim *s)
