@@ -68,7 +68,13 @@
     X(RATE_NO_PACE, "rate_no_pace")               \
     /* plane quorum, shared plane health (cases_planes.c): */ \
     X(PLANES_NO_QUORUM, "planes_no_quorum")       \
-    X(PLANES_NO_SHARE, "planes_no_share")
+    X(PLANES_NO_SHARE, "planes_no_share")         \
+    /* secure mode (cases_secure.c): */           \
+    X(SEC_TAG_SKIP, "sec_tag_skip")               \
+    X(SEC_REPLAY_OK, "sec_replay_ok")             \
+    X(SEC_KEYID_ANY, "sec_keyid_any")             \
+    X(SEC_CLEAR_OK, "sec_clear_ok")               \
+    X(SEC_ROTATE_STUCK, "sec_rotate_stuck")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
