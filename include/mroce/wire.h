@@ -95,11 +95,11 @@ enum mrw_pkt_flag {
     MROCE_F_PROBE = 0x0040,     /* tail-loss probe */
     MROCE_F_CREDIT = 0x0080,    /* sender asks for receiver-driven credits */
     MROCE_F_STREAM = 0x0100,    /* request of a stream > 0: STREAM word */
+    /* Sealed packet of secure mode (WIRE-38): outside MROCE_F_KNOWN, so the
+     * clear decoder drops it as a reserved bit; mrw_sec_decode() reads it. */
+    MROCE_F_SECURE = 0x8000,
 };
 #define MROCE_F_KNOWN 0x01ff /* any other bit set: packet is malformed */
-/* Sealed packet of secure mode (WIRE-38): outside MROCE_F_KNOWN, so the
- * clear decoder drops it as a reserved bit; mrw_sec_decode() reads it. */
-#define MROCE_F_SECURE 0x8000
 
 /* NAK codes (WIRE-9).  X-macro: name, value. */
 /* clang-format off */
