@@ -8,7 +8,8 @@
  * is dropped (SEC-20), a wrong key id is dropped (SEC-24), a clear packet
  * on a secure connection is dropped (SEC-25), a handshake with another key,
  * another suite or a clear peer never connects (CONN-32, CONN-33, SEC-27),
- * and key rotation under traffic loses nothing (SEC-22, SEC-23).
+ * key rotation under traffic loses nothing (SEC-22, SEC-23), and the MTU
+ * leaves room for the sealed packet's overhead (CONN-36).
  */
 #define _GNU_SOURCE
 
@@ -501,8 +502,33 @@ static void test_rotation(void)
     side_close(&b);
 }
 
+/* CONN-36: the MTU leaves room for the 28 bytes of a sealed packet, at
+ * creation and when modified; a clear endpoint keeps the full range. */
+static void test_mtu_limit(void)
+{
+    struct side s, c;
+    struct mre_qp_attr a;
+    mre_qp *q;
+    uint16_t top = MROCE_MAX_PKT_LEN - MROCE_MAX_STREAM_DATA_HDR_LEN -
+                   MROCE_CRC_LEN - MROCE_SEC_OVERHEAD;
+    side_open(&s, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+    side_open(&c, 2, 0, NULL, 0);
+    mre_qp_attr_default(&a);
+    a.send_cq = a.recv_cq = s.cq;
+    a.mtu = top;
+    CHECK(mre_qp_new(s.ep, &a, &q) == 0);
+    a.mtu = (uint16_t)(top + 1);
+    CHECK(mre_qp_new(s.ep, &a, &q) == MROCE_EINVAL);
+    CHECK(mre_qp_modify(s.qp, &a, MROCE_QP_MOD_MTU) == MROCE_EINVAL);
+    a.send_cq = a.recv_cq = c.cq;
+    CHECK(mre_qp_new(c.ep, &a, &q) == 0);
+    side_close(&s);
+    side_close(&c);
+}
+
 int main(void)
 {
+    test_mtu_limit();
     test_suites();
     test_tamper_replay_keyid_clear();
     test_clear_on_secure();

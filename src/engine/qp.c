@@ -643,8 +643,11 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in, unsigned mask)
     if ((mask & MROCE_QP_MOD_MTU) &&
         (in->mtu < 256 ||
          in->mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN -
-                       (qp->streams_on ? MROCE_STREAM_HDR_LEN : 0)))
-        return MROCE_EINVAL;
+                       (qp->streams_on ? MROCE_STREAM_HDR_LEN : 0) -
+                       (qp->ep->cfg.sec_suite
+                            ? MROCE_SEC_OVERHEAD + MROCE_STREAM_HDR_LEN
+                            : 0)))
+        return MROCE_EINVAL; /* CONN-36 */
     if (mask & MROCE_QP_MOD_PATHS) {
         /* In RESET nothing is in flight, so the slots can be rebuilt. */
         struct mre_path *slots = qp->path_slots;
