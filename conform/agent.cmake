@@ -45,7 +45,8 @@ if(MROCE_HAVE_LIB)
                                MROCE_SEEDED_FAULTS=1)
     target_include_directories(mroce-conform-agent-faults PRIVATE
                                ${CMAKE_SOURCE_DIR}/src/wire)
-    target_link_libraries(mroce-conform-agent-faults Threads::Threads)
+    target_link_libraries(mroce-conform-agent-faults Threads::Threads
+                          OpenSSL::Crypto)
 
     # The normal libraries must hold no fault code: no seeded-fault symbol
     # (mrw_seeded_fault_*, mre_seeded_dup) in libmroce (static and shared),

@@ -1,14 +1,14 @@
 # mroce-conform: the conformance tester (conform/tester: framework,
 # conform/cases: the cases, one file per spec chapter or section).  It
 # links only the wire codec, never the engine: it crafts and judges every
-# packet itself.
+# packet itself (secure mode's with its own OpenSSL code, tester/secure.c).
 file(GLOB MROCE_CONFORM_SRC CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_SOURCE_DIR}/tester/*.c
      ${CMAKE_CURRENT_SOURCE_DIR}/cases/*.c)
 add_executable(mroce-conform ${MROCE_CONFORM_SRC})
 target_include_directories(mroce-conform PRIVATE
                            ${CMAKE_CURRENT_SOURCE_DIR}/tester)
-target_link_libraries(mroce-conform mroce_wire)
+target_link_libraries(mroce-conform mroce_wire OpenSSL::Crypto)
 
 # Every requirement ID a case cites must exist in the spec's table.
 add_test(NAME conform_ids

@@ -68,7 +68,7 @@ local EXT_STREAMS, EXT_PLANES = 1, 2
 local EXT_STREAMS_LEN = 4
 local EXT_PLANE_LEN = 20 -- address (16), UDP port (2), reserved (2)
 local MAX_PLANES = 8
-local ext_type_names = { [EXT_STREAMS] = "STREAMS", [EXT_PLANES] = "PLANES" }
+local ext_type_names = { [EXT_STREAMS] = "STREAMS", [EXT_PLANES] = "PLANES", [3] = "SECURE" }
 local CREDIT_UNLIMITED = 0xffffffff
 
 local nak_code_names = {
@@ -291,6 +291,23 @@ field("error", ProtoField.uint8("mroce.error", "Decode error", base.DEC, error_n
 field("segment", ProtoField.uint16("mroce.segment", "Packet in coalesced datagram", base.DEC))
 field("segments", ProtoField.uint16("mroce.segments", "Packets in datagram", base.DEC))
 
+-- Secure mode (wire-format.md section 8): the SEC header of a sealed packet.
+local F_SECURE = 0x8000
+local SEC_HDR_LEN, SEC_TAG_LEN = 16, 16
+local suite_names = { [1] = "AES-128-GCM", [2] = "AES-256-GCM", [3] = "AES-128-GMAC" }
+field("flags_secure", ProtoField.bool("mroce.flags.secure", "SECURE", 16,
+    nil, F_SECURE))
+field("sec_spi", ProtoField.uint32("mroce.sec.spi", "SPI", base.HEX))
+field("sec_epoch", ProtoField.uint16("mroce.sec.epoch", "Epoch", base.DEC))
+field("sec_suite", ProtoField.uint8("mroce.sec.suite", "Suite", base.DEC, suite_names))
+field("sec_reserved", ProtoField.uint8("mroce.sec.reserved", "Reserved", base.HEX))
+field("sec_seq", ProtoField.uint64("mroce.sec.seq", "Seq", base.DEC))
+field("sec_protected", ProtoField.bytes("mroce.sec.protected",
+    "Encrypted opcode headers and payload"))
+field("sec_clear", ProtoField.bytes("mroce.sec.clear",
+    "Opcode headers and payload (integrity only, in clear)"))
+field("sec_tag", ProtoField.bytes("mroce.sec.tag", "AES-GCM tag"))
+
 local field_list = {}
 for _, f in pairs(pf) do field_list[#field_list + 1] = f end
 mroce.fields = field_list
@@ -338,6 +355,10 @@ mroce.prefs.check_crc = Pref.bool("Verify CRC32C", true,
 mroce.prefs.split_coalesced = Pref.bool("Split coalesced datagrams", true,
     "Dissect several back-to-back MetaRoCE packets in one UDP datagram (as captured " ..
     "on loopback with UDP GSO/GRO) instead of reporting a length error")
+mroce.prefs.secure = Pref.bool("Decode secure mode", true,
+    "Read the SECURE flag (0x8000) as a sealed packet and show its SEC header " ..
+    "(wire-format.md section 8); off: the flag is a reserved bit, as for a " ..
+    "receiver without secure mode")
 
 -- ---------------------------------------------------------------------------
 -- Helpers
@@ -410,8 +431,11 @@ local function plausible_at(tvb, off, avail)
     if avail < BASE_LEN + CRC_LEN or tvb:len() < off + BASE_LEN then return nil end
     if tvb(off, 1):uint() ~= VERSION then return nil end
     if not opcode_names[tvb(off + 1, 1):uint()] then return nil end
-    if band(tvb(off + 2, 2):uint(), F_RESERVED) ~= 0 then return nil end
+    local pflags = tvb(off + 2, 2):uint()
+    local sealed = mroce.prefs.secure and band(pflags, F_SECURE) ~= 0
+    if band(pflags, sealed and band(F_RESERVED, 0x7fff) or F_RESERVED) ~= 0 then return nil end
     local plen = tvb(off + 26, 2):uint()
+    if sealed and plen < BASE_LEN + SEC_HDR_LEN + SEC_TAG_LEN then return nil end
     if plen < BASE_LEN + CRC_LEN or plen > MAX_PKT_LEN or plen > avail then return nil end
     return plen
 end
@@ -506,6 +530,7 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
     fitem:add(pf.flags_probe, tvb(off + 2, 2))
     fitem:add(pf.flags_credit, tvb(off + 2, 2))
     fitem:add(pf.flags_stream, tvb(off + 2, 2))
+    fitem:add(pf.flags_secure, tvb(off + 2, 2))
     fitem:add(pf.flags_reserved, tvb(off + 2, 2))
     tree:add(pf.dst_qpn, tvb(off + 4, 4))
     tree:add(pf.token, tvb(off + 8, 8))
@@ -532,6 +557,64 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
         fail(E.OPCODE, ex.opcode, string.format("Unknown opcode 0x%02x", op), opitem)
         rest_as_data()
         return rem, string.format("Unknown opcode 0x%02x [ERROR: OPCODE]", op), err
+    end
+
+    -- A sealed packet (WIRE-38, WIRE-44 steps 1-9): the SEC header in clear,
+    -- the rest encrypted (or, with GMAC, in clear but not parsed here), the
+    -- tag in place of the CRC.  Decryption needs the master key, which the
+    -- dissector does not take.
+    if band(flags, F_SECURE) ~= 0 and mroce.prefs.secure then
+        if band(flags, band(F_RESERVED, 0x7fff)) ~= 0 then
+            fail(E.FLAGS, ex.flags, string.format("Reserved flag bits set: 0x%04x",
+                band(flags, band(F_RESERVED, 0x7fff))), fitem)
+        end
+        local ok = false
+        if plen > MAX_PKT_LEN then
+            fail(E.LENGTH, ex.length, string.format("Pkt Len %d exceeds the maximum %d", plen, MAX_PKT_LEN), litem)
+        elseif rem < plen then
+            fail(E.TRUNCATED, ex.truncated,
+                string.format("Truncated: datagram has %d bytes, Pkt Len says %d", rem, plen), litem)
+        elseif rem > plen and not coalesced then
+            fail(E.LENGTH, ex.length, string.format("Pkt Len %d but the datagram has %d bytes", plen, rem), litem)
+        elseif plen < BASE_LEN + SEC_HDR_LEN + SEC_TAG_LEN then
+            fail(E.TRUNCATED, ex.truncated,
+                string.format("Pkt Len %d leaves no room for SEC header and tag", plen), litem)
+        else
+            ok = true
+        end
+        if op == OP.CONNECT_REQ or op == OP.CONNECT_RESP then
+            fail(E.FIELD, ex.field, "A CONNECT is never sealed (WIRE-38)", opitem)
+        end
+        local info = name .. " [sealed]"
+        if have(BASE_LEN, SEC_HDR_LEN) and rem >= BASE_LEN + SEC_HDR_LEN then
+            local st = tree:add(mroce, tvb(off + BASE_LEN, SEC_HDR_LEN), "SEC header")
+            st:add(pf.sec_spi, tvb(off + 28, 4))
+            st:add(pf.sec_epoch, tvb(off + 32, 2))
+            st:add(pf.sec_suite, tvb(off + 34, 1))
+            st:add(pf.sec_reserved, tvb(off + 35, 1))
+            st:add(pf.sec_seq, tvb(off + 36, 8))
+            local suite = tvb(off + 34, 1):uint()
+            info = string.format("%s [sealed %s, SPI 0x%08x, epoch %d, seq %s]", name,
+                suite_names[suite] or "suite ?", tvb(off + 28, 4):uint(),
+                tvb(off + 32, 2):uint(), tostring(tvb(off + 36, 8):uint64()))
+            if ok then
+                local n = plen - BASE_LEN - SEC_HDR_LEN - SEC_TAG_LEN
+                local avail = math.min(n, captured - BASE_LEN - SEC_HDR_LEN)
+                if avail > 0 then
+                    tree:add(suite == 3 and pf.sec_clear or pf.sec_protected,
+                        tvb(off + BASE_LEN + SEC_HDR_LEN, avail))
+                end
+                if have(plen - SEC_TAG_LEN, SEC_TAG_LEN) then
+                    tree:add(pf.sec_tag, tvb(off + plen - SEC_TAG_LEN, SEC_TAG_LEN))
+                end
+            end
+        end
+        tree:append_text(", sealed")
+        if err then
+            tree:add(pf.error, err):set_generated()
+            info = info .. string.format(" [ERROR: %s]", error_names[err] or "?")
+        end
+        return ok and plen or rem, info, err
     end
 
     -- Step 4: reserved flag bits.

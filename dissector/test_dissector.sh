@@ -180,7 +180,7 @@ done
 fields="frame.number frame.protocols mroce.version mroce.opcode mroce.flags
   mroce.flags.first mroce.flags.last mroce.flags.imm mroce.flags.ack_req
   mroce.flags.solicited mroce.flags.retx mroce.flags.probe mroce.flags.credit
-  mroce.flags.stream
+  mroce.flags.stream mroce.flags.secure
   mroce.dst_qpn mroce.token mroce.psn mroce.tsval mroce.entropy mroce.pkt_len
   mroce.req.msn mroce.req.rsn mroce.req.raddr mroce.req.rkey mroce.req.msg_len
   mroce.req.offset mroce.req.imm mroce.req.stream mroce.req.stream_resvd
@@ -209,7 +209,7 @@ for f in $fields; do eargs="$eargs -e $f"; done
 decode() { # decode <pcap> <out> [tshark options...]
   pcap=$1; out=$2; shift 2
   # shellcheck disable=SC2086
-  ts -r "$pcap" "$@" -T fields -E header=y -E separator=/t -E occurrence=a \
+  ts -r "$pcap" -o mroce.secure:FALSE "$@" -T fields -E header=y -E separator=/t -E occurrence=a \
      -E aggregator=, $eargs >"$out"
 }
 fail_decode=0

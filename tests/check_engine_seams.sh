@@ -61,6 +61,7 @@ ratehint.c      mre_rh_
 requester.c     mre_req_
 responder.c     mre_resp_
 rxwin.c         mre_rxwin_
+secure.c        mre_sec_
 stream.c        mre_stream_
 seeded_dup.c    mre_seeded_dup
 timers.c        mre_timer_

@@ -132,6 +132,10 @@ struct agent {
                                  1 = one plane */
     uint8_t planes_old;       /* the setting before the current DEVICE */
     char planes_list[8 * 16]; /* the planes' addresses, for libmroce */
+    /* DEVICE key= suite=: secure mode's master key (hex) and suite, 0 =
+     * clear (docs/spec/security.md section 6). */
+    char sec_key[132];
+    uint8_t sec_suite;
     struct agent_pd pds[AGENT_MAX_PD]; /* PD_ALLOC'd domains */
     struct agent_mr mrs[AGENT_MAX_MR];
     struct agent_qp *qps[AGENT_MAX_QP];

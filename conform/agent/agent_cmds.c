@@ -163,9 +163,11 @@ int agent_reset(struct agent *a)
     }
     a->next_mr_id = a->next_qp_id = a->next_pd_id = 1;
     /* DEVICE settings last until RESET: back to the defaults. */
-    if (a->rx_credit_bytes != 0 || a->planes > 1) {
+    if (a->rx_credit_bytes != 0 || a->planes > 1 || a->sec_suite) {
         a->planes_old = a->planes;
         a->planes = 1;
+        a->sec_suite = 0;
+        memset(a->sec_key, 0, sizeof a->sec_key);
         if (device_reopen(a, 0, NULL) < 0)
             return -1;
     }
@@ -250,7 +252,29 @@ static int cmd_device(struct agent *a, struct agent_cmd *c,
                             "QPs, regions or PDs (RESET first)");
             return -1;
         }
-    if ((uint32_t)credit != a->rx_credit_bytes || planes != cur) {
+    /* Secure mode (security.md section 6): key=HEX (32..128 digits) and
+     * suite=1..3 (default 1); key= with nothing turns it off. */
+    const char *key = agent_arg(c, "key");
+    uint64_t suite;
+    if (agent_arg_u64(c, "suite", 3, a->sec_suite ? a->sec_suite : 1, &suite) <
+            0 ||
+        suite == 0 ||
+        (key && *key &&
+         (strlen(key) < 32 || strlen(key) > 128 || strlen(key) % 2 ||
+          strspn(key, "0123456789abcdefABCDEF") != strlen(key)))) {
+        agent_reply_err(r, "EINVAL", "key=HEX (32..128 digits) suite=1..3");
+        return -1;
+    }
+    int sec_change = 0;
+    if (key) {
+        uint8_t want = *key ? (uint8_t)suite : 0;
+        sec_change = want != a->sec_suite || strcmp(key, a->sec_key) != 0;
+        if (sec_change) {
+            snprintf(a->sec_key, sizeof a->sec_key, "%s", key);
+            a->sec_suite = want;
+        }
+    }
+    if ((uint32_t)credit != a->rx_credit_bytes || planes != cur || sec_change) {
         a->planes_old = a->planes;
         a->planes = (uint8_t)planes;
         if (device_reopen(a, (uint32_t)credit, r) < 0)
@@ -259,6 +283,8 @@ static int cmd_device(struct agent *a, struct agent_cmd *c,
     agent_reply_add(r, "rx_credit_bytes=%u", a->rx_credit_bytes);
     if (a->planes > 1 || agent_arg(c, "planes") != NULL)
         agent_reply_add(r, "planes=%u", a->planes > 1 ? a->planes : 1);
+    if (a->sec_suite)
+        agent_reply_add(r, "suite=%u", a->sec_suite);
     return 0;
 }
 
@@ -454,7 +480,7 @@ static const struct {
 } commands[] = {
     {"HELLO", "", cmd_hello},
     {"RESET", "", cmd_reset},
-    {"DEVICE", "rx_credit_bytes planes", cmd_device},
+    {"DEVICE", "rx_credit_bytes planes key suite", cmd_device},
     {"PD_ALLOC", "", cmd_pd_alloc},
     {"PD_FREE", "pd", cmd_pd_free},
     {"MR_REG", "len access fill pd", cmd_mr_reg},

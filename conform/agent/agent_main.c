@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -160,7 +161,30 @@ int agent_open_device(struct agent *a, uint32_t rx_credit_bytes)
                                       200 + k);
         }
         da.planes = a->planes_list;
+        /* Secure mode: the key reaches libmroce as a file only the agent
+         * can read, removed once the device has read it; "" keeps
+         * MROCE_KEY_FILE and MROCE_KEY out. */
+        char kpath[] = "/tmp/mroce-agent-key.XXXXXX";
+        int kfd = -1;
+        da.key_file = "";
+        if (a->sec_suite) {
+            kfd = mkstemp(kpath);
+            if (kfd < 0 || fchmod(kfd, 0600) < 0 ||
+                write(kfd, a->sec_key, strlen(a->sec_key)) < 0) {
+                if (kfd >= 0) {
+                    close(kfd);
+                    unlink(kpath);
+                }
+                return MROCE_EINVAL;
+            }
+            da.key_file = kpath;
+            da.secure_suite = a->sec_suite;
+        }
         rc = mroce_device_open(&da, &a->dev);
+        if (kfd >= 0) {
+            close(kfd);
+            unlink(kpath);
+        }
         if (rc == 0)
             a->udp_port = (uint16_t)port;
         else if (a->udp_port && !a->reopening)

@@ -437,4 +437,34 @@ void ct_rl_resp_pkt(struct ct_conn *c, struct mrw_pkt *p, uint8_t op,
  * sender's ns clock, so differences below ~4.29 s are exact). */
 uint32_t ct_rl_ts_diff(uint32_t a, uint32_t b);
 
+/* ---- secure mode (secure.c) ---- */
+
+/* The tester's half of one secure connection. */
+struct ct_sec {
+    uint8_t suite;      /* enum mrw_sec_suite */
+    uint8_t master[32]; /* the master key given to the IUT */
+    uint32_t spi;       /* ours: what the IUT seals to us with */
+    uint32_t aspi;      /* the IUT's, from its CONNECT_RESP */
+    uint16_t epoch;     /* epoch we seal in */
+    uint64_t seq;       /* Seq of the last packet we sealed */
+};
+/* DEVICE key=<random master key> suite=suite, and s set up for it. */
+void ct_sec_device(struct ct *t, struct ct_sec *s, uint8_t suite);
+/* Tester as requester with an authenticated CONNECT_REQ; checks the
+ * CONNECT_RESP's SECURE MAC and suite; QP in RTS.  auto_ack is off. */
+struct ct_conn *ct_sec_connect(struct ct *t, struct ct_sec *s,
+                               const char *qp_opts);
+/* Encodes p and seals it (WIRE-39..42) under s's epoch and the IUT's SPI,
+ * or under spi and epoch given; next Seq.  Returns the length in out. */
+size_t ct_sec_seal(struct ct_conn *c, struct ct_sec *s, const struct mrw_pkt *p,
+                   uint8_t *out, size_t cap);
+size_t ct_sec_seal_as(struct ct_conn *c, struct ct_sec *s,
+                      const struct mrw_pkt *p, uint32_t spi, uint16_t epoch,
+                      uint8_t *out, size_t cap);
+/* Sends sealed bytes from c's entropy socket. */
+void ct_sec_send(struct ct_conn *c, const uint8_t *buf, size_t len);
+/* Receives for ms: every packet of the IUT must be sealed and open with
+ * the key of SEC-15.  Returns how many did. */
+int ct_sec_drain(struct ct_conn *c, struct ct_sec *s, int ms);
+
 #endif /* MROCE_CONFORM_H */

@@ -74,6 +74,35 @@ struct mre_plane_addr {
     uint16_t port;    /* UDP port, host order */
 };
 
+/* Secure mode (docs/spec/security.md section 6): the caller's crypto.
+ * The engine holds no key and links no crypto library; it builds the
+ * derivation contexts, nonces and additional data the spec defines and
+ * asks these callbacks to do the cryptography (libmroce: OpenSSL EVP,
+ * src/lib/secure_evp.c).  Each returns 0 on success, negative on failure. */
+struct mre_crypto {
+    /* The packet key of SEC-15, HKDF-Expand(PRK, info, L) for suite's L,
+     * ready for seal/open: *key is the caller's handle, freed with
+     * key_free. */
+    int (*key_new)(void *user, uint8_t suite, const uint8_t *info,
+                   size_t info_len, void **key);
+    void (*key_free)(void *user, void *key);
+    /* AES-GCM with the 12-byte nonce: encrypt in[0..len) to out (out may
+     * be in; len 0 for GMAC), authenticating aad[0..aad_len) too, and
+     * write the 16-byte tag. */
+    int (*seal)(void *user, void *key, const uint8_t *nonce, const uint8_t *aad,
+                size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,
+                uint8_t *tag);
+    /* The inverse: 0 only if the tag verifies (then out holds the
+     * plaintext). */
+    int (*open)(void *user, void *key, const uint8_t *nonce, const uint8_t *aad,
+                size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,
+                const uint8_t *tag);
+    /* The SECURE extension's MAC (SEC-14, WIRE-43): the first 16 bytes of
+     * HMAC-SHA256 under the handshake key over msg[0..len). */
+    int (*hs_mac)(void *user, const uint8_t *msg, size_t len, uint8_t *mac);
+    void *user;
+};
+
 /* Endpoint configuration; mre_ep_config_default() fills defaults. */
 struct mre_ep_config {
     struct mre_mem mem;
@@ -101,6 +130,13 @@ struct mre_ep_config {
     mroce_tstamp rate_active; /* ns a sender counts as active after its
                                  last data packet ("a few RTTs", CC-25);
                                  default (and 0) 50 us */
+    /* Secure mode: 0 (default) off; otherwise the suite (enum
+     * mrw_sec_suite) of every QP of the endpoint, with crypto's callbacks
+     * all set (SEC-11). */
+    uint8_t sec_suite;
+    struct mre_crypto crypto;
+    uint64_t sec_rotate_pkts; /* packets per key epoch before the sender
+                                 moves to the next (SEC-22); 0: 2^30 */
 };
 void mre_ep_config_default(struct mre_ep_config *cfg);
 

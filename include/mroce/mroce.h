@@ -154,6 +154,18 @@ struct mroce_device_attr {
     /* enum mroce_datapath; MROCE_DATAPATH_DEFAULT = the environment's
      * MROCE_DATAPATH ("dpdk" or "socket"), else kernel sockets. */
     uint8_t datapath;
+    /* Secure mode (docs/spec/security.md section 6; README, Secure mode):
+     * every QP of the device encrypts and authenticates its packets, and
+     * connects only to secure peers holding the same master key.  The key
+     * is a file of 32 to 128 hex digits that only its owner may read.
+     * NULL: the environment's MROCE_KEY_FILE, else MROCE_KEY (the hex
+     * digits themselves); no key there, or "" here: clear.  The library
+     * holds no key of its own. */
+    const char *key_file;
+    /* enum mrw_sec_suite (1 AES-128-GCM, 2 AES-256-GCM, 3 AES-128-GMAC,
+     * integrity only); 0: the environment's MROCE_SECURE_SUITE
+     * ("aes128gcm", "aes256gcm", "gmac"), else AES-128-GCM. */
+    uint8_t secure_suite;
 };
 enum mroce_datapath {
     MROCE_DATAPATH_DEFAULT = 0,

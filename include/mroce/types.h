@@ -215,7 +215,8 @@ struct mroce_qp_counters {
 #define MROCE_EP_COUNTERS(X)                                             \
     X(rx_pkts) X(tx_pkts) X(drop_truncated) X(drop_version)              \
     X(drop_opcode) X(drop_flags) X(drop_length) X(drop_crc) X(drop_field) \
-    X(drop_no_qp) X(drop_no_listener)
+    X(drop_no_qp) X(drop_no_listener)                                    \
+    X(drop_auth) X(drop_key) X(drop_replay) X(drop_mode)
 /* clang-format on */
 
 struct mroce_ep_counters {

@@ -95,6 +95,9 @@ enum mrw_pkt_flag {
     MROCE_F_PROBE = 0x0040,     /* tail-loss probe */
     MROCE_F_CREDIT = 0x0080,    /* sender asks for receiver-driven credits */
     MROCE_F_STREAM = 0x0100,    /* request of a stream > 0: STREAM word */
+    /* Sealed packet of secure mode (WIRE-38): outside MROCE_F_KNOWN, so the
+     * clear decoder drops it as a reserved bit; mrw_sec_decode() reads it. */
+    MROCE_F_SECURE = 0x8000,
 };
 #define MROCE_F_KNOWN 0x01ff /* any other bit set: packet is malformed */
 
@@ -133,6 +136,23 @@ enum mrw_conn_flag {
 enum mrw_conn_ext_type {
     MROCE_EXT_STREAMS = 1, /* Max Streams (16), reserved (16) */
     MROCE_EXT_PLANES = 2,  /* Count (8), reserved (24), Count plane entries */
+    MROCE_EXT_SECURE = 3,  /* Suite (8), reserved (24), SPI (32), MAC (128) */
+};
+#define MROCE_EXT_SECURE_LEN 24
+#define MROCE_SEC_MAC_LEN 16 /* SECURE extension MAC (WIRE-43) */
+
+/* Secure mode (WIRE-39..WIRE-42): SEC header after the base header, tag
+ * instead of the CRC, so a sealed packet is MROCE_SEC_OVERHEAD longer. */
+#define MROCE_SEC_HDR_LEN 16
+#define MROCE_SEC_TAG_LEN 16
+#define MROCE_SEC_NONCE_LEN 12
+#define MROCE_SEC_OVERHEAD \
+    (MROCE_SEC_HDR_LEN + MROCE_SEC_TAG_LEN - MROCE_CRC_LEN)
+/* Suites (SEC-16). */
+enum mrw_sec_suite {
+    MROCE_SUITE_AES128_GCM = 1,
+    MROCE_SUITE_AES256_GCM = 2,
+    MROCE_SUITE_AES128_GMAC = 3, /* integrity only */
 };
 #define MROCE_EXT_STREAMS_LEN 4
 #define MROCE_EXT_PLANE_LEN 20 /* Address (16), UDP Port (16), reserved (16) */
@@ -232,6 +252,21 @@ struct mrw_conn_hdr {
     uint16_t max_streams; /* STREAMS: streams the sender accepts, 1..65535 */
     uint8_t nplanes;      /* PLANES: entries in planes[], 1..MAX_PLANES */
     struct mrw_plane_addr planes[MROCE_MAX_PLANES];
+    /* SECURE (WIRE-43), encoded last when sec_present; the encoder writes
+     * sec_mac as given (the engine fills it in after encoding). */
+    uint8_t sec_present;
+    uint8_t sec_suite; /* enum mrw_sec_suite */
+    uint32_t sec_spi;  /* SPI the sender receives under, not 0 */
+    uint8_t sec_mac[MROCE_SEC_MAC_LEN];
+};
+
+/* SEC header of a sealed packet (WIRE-40). */
+struct mrw_sec_hdr {
+    uint32_t spi;     /* the receiving QP's SPI */
+    uint16_t epoch;   /* key epoch of the sender's direction */
+    uint8_t suite;    /* enum mrw_sec_suite */
+    uint8_t reserved; /* 0, ignored */
+    uint64_t seq;     /* sender's per-connection transmit counter, from 1 */
 };
 
 /* A decoded packet.  payload points into the caller's buffer. */
@@ -281,6 +316,26 @@ enum mrw_wire_error {
  * Never reads outside buf[0..len).
  */
 int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len);
+
+/*
+ * mrw_pkt_decode_opened is mrw_pkt_decode without the CRC check, for the
+ * clear packet that opening a sealed one rebuilt (WIRE-44 step 14: the tag
+ * has authenticated it, so its last four bytes are not a CRC).  Only for
+ * buffers the caller built itself.
+ */
+int mrw_pkt_decode_opened(struct mrw_pkt *pkt, const uint8_t *buf, size_t len);
+
+/*
+ * mrw_sec_decode checks a sealed packet's base header and SEC header
+ * (WIRE-44 steps 1-9: WIRE-25 steps 1-8 with SECURE required, Pkt Len at
+ * least base + SEC header + tag, not a CONNECT) and decodes both.  Returns
+ * 0 or a negative enum mrw_wire_error; reads only buf[0..len).
+ */
+int mrw_sec_decode(struct mrw_base_hdr *b, struct mrw_sec_hdr *s,
+                   const uint8_t *buf, size_t len);
+
+/* mrw_sec_encode writes the SEC header at p (MROCE_SEC_HDR_LEN bytes). */
+void mrw_sec_encode(uint8_t *p, const struct mrw_sec_hdr *s);
 
 /*
  * mrw_pkt_hdr_len returns the header length (base + opcode headers, without

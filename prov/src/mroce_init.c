@@ -73,6 +73,9 @@ static void define_params(void)
     fi_param_define(&mfi_prov, "iface", FI_PARAM_STRING,
                     "Local IP address a domain binds its UDP port to "
                     "(default: 127.0.0.1, or ::1 for FI_SOCKADDR_IN6)");
+    fi_param_define(&mfi_prov, "key_file", FI_PARAM_STRING,
+                    "Secure mode's master key file (libmroce attr.key_file; "
+                    "default: MROCE_KEY_FILE, then MROCE_KEY, else clear)");
     fi_param_define(&mfi_prov, "port_base", FI_PARAM_INT,
                     "First UDP port tried for a domain (default: 0 = a "
                     "random port in 20000-59999)");

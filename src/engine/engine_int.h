@@ -46,6 +46,7 @@
  *                 completion order on QPs of more than one stream
  *   plane.c       planes: handshake extension, plane of each packet,
  *                 plane failure and return
+ *   secure.c      secure mode: sealing, opening, keys, replay window
  *
  * Calls run one way: the requester and the completer call loss.c and
  * txring.c, loss.c calls txring.c, and neither calls up.  The stages call
@@ -72,6 +73,7 @@
 #include "plane.h"
 #include "ratehint.h"
 #include "rxwin.h"
+#include "secure.h"
 
 #define MROCE_NONE32 0xffffffffu
 #define MROCE_ACK_FREQ 4 /* ACK at least every this many data packets */
@@ -358,6 +360,7 @@ struct mre_qp {
     struct mre_stream_msg *smsgs;
     uint16_t nstreams;
     uint8_t streams_on;
+    struct mre_sec_qp sec; /* secure mode (secure.c) */
 };
 
 /* A timer heap entry carries its QP's deadline, so sifting compares and
@@ -390,6 +393,7 @@ struct mre_ep {
     struct mroce_ep_counters cnt;
     struct mre_rh_ep rh;         /* rate hints given (ratehint.c) */
     struct mre_ep_planes planes; /* planes down, for every QP (plane.c) */
+    uint8_t *sec_buf;            /* secure mode: a datagram opened (secure.c) */
 };
 
 /* The modules' internal functions, one private header each. */

@@ -42,7 +42,7 @@ int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
     if (!pep || !cfg || !cfg->mem.calloc || !cfg->mem.free || !cfg->rand ||
         cfg->max_qps == 0 || cfg->max_qps > 65535 ||
         cfg->nplanes > MROCE_EP_MAX_PLANES ||
-        (cfg->nplanes > 1 && !cfg->plane_addr))
+        (cfg->nplanes > 1 && !cfg->plane_addr) || mre_sec_config_check(cfg) < 0)
         return MROCE_EINVAL;
     mre_ep *ep = cfg->mem.calloc(1, sizeof(*ep), cfg->mem.user);
     if (!ep)
@@ -67,7 +67,9 @@ int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
         return MROCE_ENOMEM;
     }
     ep->nqps_slots = cfg->max_qps;
-    if (mre_conntab_init(ep) < 0) {
+    if (mre_conntab_init(ep) < 0 || mre_sec_ep_init(ep) < 0) {
+        mre_sec_ep_free(ep);
+        mre_conntab_free(ep);
         mre_mem_free(&ep->mem, ep->theap_pos);
         mre_mem_free(&ep->mem, ep->live);
         mre_mem_free(&ep->mem, ep->theap);
@@ -92,6 +94,7 @@ void mre_ep_del(mre_ep *ep)
     mre_mem_free(&ep->mem, ep->theap);
     mre_mem_free(&ep->mem, ep->theap_pos);
     mre_conntab_free(ep);
+    mre_sec_ep_free(ep);
     struct mre_mem mem = ep->mem;
     mre_mem_free(&mem, ep);
 }
@@ -202,10 +205,39 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
         ep->cnt.drop_truncated++;
         return 0;
     }
-    int rc = mrw_pkt_decode(&pkt, buf, len);
+    int rc, sealed = 0;
+    if (ep->cfg.sec_suite && len >= MROCE_BASE_HDR_LEN &&
+        (buf[2] & (MROCE_F_SECURE >> 8))) {
+        /* WIRE-44: open first; what follows sees the clear packet. */
+        const uint8_t *clear = NULL;
+        rc = mre_sec_open(ep, buf, len, &clear);
+        if (rc <= 0) {
+            if (rc < 0)
+                count_decode_error(ep, rc);
+            return 0;
+        }
+        buf = clear;
+        len = (size_t)rc;
+        sealed = 1;
+        rc = mrw_pkt_decode_opened(&pkt, buf, len);
+    } else {
+        rc = mrw_pkt_decode(&pkt, buf, len);
+    }
     if (rc < 0) {
         count_decode_error(ep, rc);
         return 0;
+    }
+    if (!sealed) {
+        /* SEC-25, CONN-32: in clear only CONNECTs, authenticated on a
+         * secure endpoint; SECURE ones refused on a clear endpoint. */
+        if (pkt.base.opcode == MROCE_OP_CONNECT_REQ ||
+            pkt.base.opcode == MROCE_OP_CONNECT_RESP) {
+            if (mre_sec_conn_check(ep, &pkt, buf, len) < 0)
+                return 0;
+        } else if (ep->cfg.sec_suite && !MROCE_SEEDED_FAULT(SEC_CLEAR_OK)) {
+            ep->cnt.drop_mode++;
+            return 0;
+        }
     }
     if (pkt.base.opcode == MROCE_OP_CONNECT_REQ) {
         mre_qp_on_connect_req(ep, &pkt, info, now);
@@ -312,7 +344,19 @@ int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
         mre_qp *qp = ep->ready_head;
         qp->cwnd_refused = 0;
         info->plane = 0; /* the writers set another plane (plane.c) */
-        int n = qp_write_pkt(qp, buf, cap, info, now);
+        int n;
+        if (ep->cfg.sec_suite) {
+            /* Written behind room for the SEC header, then sealed in
+             * place (secure.c), so no byte is copied twice. */
+            if (cap < 2 * MROCE_SEC_OVERHEAD)
+                return MROCE_ENOBUF;
+            n = qp_write_pkt(qp, buf + MROCE_SEC_HDR_LEN,
+                             cap - MROCE_SEC_OVERHEAD, info, now);
+            if (n > 0)
+                n = mre_sec_tx(qp, buf, (size_t)n);
+        } else {
+            n = qp_write_pkt(qp, buf, cap, info, now);
+        }
         if (n < 0)
             return n;
         if (n == 0 && qp->cwnd_refused && nidle < EP_STARVE_TRACK)
@@ -345,7 +389,7 @@ int mre_ep_write_pkt_zc(mre_ep *ep, uint8_t *buf, size_t cap,
         return MROCE_EINVAL;
     zc->payload = NULL;
     zc->payload_len = 0;
-    ep->tx_zc = zc;
+    ep->tx_zc = ep->cfg.sec_suite ? NULL : zc; /* sealing copies anyway */
     int n = mre_ep_write_pkt(ep, buf, cap, info, now);
     ep->tx_zc = NULL;
     return n;

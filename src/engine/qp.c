@@ -58,6 +58,7 @@ static void qp_free_storage(const struct mre_mem *m, mre_qp *qp)
     mre_mem_free(m, qp->retxq);
     mre_mem_free(m, qp->path_slots);
     mre_mem_free(m, qp->rxwin.bits);
+    mre_sec_qp_free(qp);
     mre_stream_free(m, qp);
     mre_mem_free(m, qp->planes);
     mre_mem_free(m, qp);
@@ -88,6 +89,11 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
                                           MROCE_MAX_STREAM_DATA_HDR_LEN -
                                           MROCE_CRC_LEN))
         return MROCE_EINVAL;
+    /* CONN-36: a sealed packet is MROCE_SEC_OVERHEAD longer. */
+    if (ep->cfg.sec_suite && a.mtu > MROCE_MAX_PKT_LEN -
+                                         MROCE_MAX_STREAM_DATA_HDR_LEN -
+                                         MROCE_CRC_LEN - MROCE_SEC_OVERHEAD)
+        return MROCE_EINVAL;
     if (ep->nqps == ep->nqps_slots)
         return MROCE_EFULL;
     a.max_send_wr = pow2_at_least(a.max_send_wr, 1);
@@ -109,7 +115,8 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     qp->path_slots = mre_mem_calloc(m, a.npaths, sizeof(*qp->path_slots));
     uint64_t *bits = mre_mem_calloc(m, a.window / 64, sizeof(uint64_t));
     if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx || !qp->retxq ||
-        !qp->path_slots || !bits || mre_stream_alloc(qp) < 0) {
+        !qp->path_slots || !bits || mre_stream_alloc(qp) < 0 ||
+        mre_sec_qp_init(qp) < 0) {
         mre_mem_free(m, bits);
         qp->rxwin.bits = NULL;
         goto fail;
@@ -266,6 +273,7 @@ static void choose_local_identity(mre_qp *qp)
     qp->local_start_psn = (uint32_t)mre_ep_rand64(qp->ep);
     qp->snd_una = qp->snd_nxt = qp->snd_high_acked = qp->local_start_psn;
     qp->ooo_cursor = qp->ooo_edge = qp->local_start_psn;
+    mre_sec_new_identity(qp); /* CONN-34 */
 }
 
 static void cap_handshake_deadline(mre_qp *qp);
@@ -328,6 +336,14 @@ static void adopt_peer(mre_qp *qp, const struct mrw_conn_hdr *c)
     mre_plane_negotiate(qp, c);   /* CONN-28 */
 }
 
+/* Secure mode: the connection's keys, once its handshake is done; a QP
+ * that cannot have them fails rather than send in clear (SEC-17). */
+static void key_connection(mre_qp *qp, const struct mrw_conn_hdr *c)
+{
+    if (mre_sec_on_handshake(qp, c) < 0)
+        mre_qp_enter_error(qp);
+}
+
 void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
                            const struct mre_rx_info *info, mroce_tstamp now)
 {
@@ -361,6 +377,7 @@ void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
     mre_conntab_insert(ep, qp);
     qp->ctrl |= CTRL_CONN_RESP;
     qp->cnt.rx_pkts++;
+    key_connection(qp, c);
     mre_ep_mark_ready(ep, qp);
 }
 
@@ -385,6 +402,9 @@ void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
             mre_conntab_insert(qp->ep, qp);
             qp->ctrl &= (uint8_t)~CTRL_CONN_REQ;
             qp->ctrl_deadline = MROCE_TSTAMP_INF;
+            key_connection(qp, c);
+            if (qp->state == MROCE_QPS_ERROR)
+                return;
         } else if (qp->state != MROCE_QPS_RTS ||
                    pkt->u.conn.token != qp->peer_token) {
             qp->cnt.drop_state++;
@@ -481,10 +501,14 @@ int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
                                : 0xffffffffu; /* WIRE-21, LOSS-25 */
         mre_stream_conn_build(qp, c);         /* SEM-31 */
         mre_plane_conn_ext(qp, c, bit == CTRL_CONN_RESP);
+        mre_sec_conn_build(qp, c); /* CONN-31 */
     }
     size_t n = mrw_pkt_encode(&p, buf, cap);
     if (n == 0)
         return MROCE_ENOBUF;
+    if ((bit == CTRL_CONN_REQ || bit == CTRL_CONN_RESP) &&
+        mre_sec_conn_mac(qp->ep, buf, n) < 0)
+        return 0; /* retried at the next handshake timer */
     qp->ctrl &= (uint8_t)~bit;
     info->to = qp->peer;
     info->entropy = p.base.entropy;
@@ -619,8 +643,11 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in, unsigned mask)
     if ((mask & MROCE_QP_MOD_MTU) &&
         (in->mtu < 256 ||
          in->mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN -
-                       (qp->streams_on ? MROCE_STREAM_HDR_LEN : 0)))
-        return MROCE_EINVAL;
+                       (qp->streams_on ? MROCE_STREAM_HDR_LEN : 0) -
+                       (qp->ep->cfg.sec_suite
+                            ? MROCE_SEC_OVERHEAD + MROCE_STREAM_HDR_LEN
+                            : 0)))
+        return MROCE_EINVAL; /* CONN-36 */
     if (mask & MROCE_QP_MOD_PATHS) {
         /* In RESET nothing is in flight, so the slots can be rebuilt. */
         struct mre_path *slots = qp->path_slots;

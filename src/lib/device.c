@@ -20,6 +20,7 @@
 #include "fault.h"
 #include "dpdk_link.h"
 #include "lib_int.h"
+#include "secure_evp.h"
 
 /* --- graveyard --- */
 
@@ -144,6 +145,8 @@ static void device_free(mroce_device *dev)
 {
     if (dev->ep)
         mre_ep_del(dev->ep);
+    lib_sec_free(dev->sec);
+    dev->sec = NULL;
     lib_planes_close(dev);
     if (dev->udp)
         mroce_udp_close(dev->udp);
@@ -153,6 +156,51 @@ static void device_free(mroce_device *dev)
         close(dev->tfd);
     if (dev->wakefd >= 0)
         close(dev->wakefd);
+}
+
+/* Secure mode (SEC-12): the master key from attr.key_file, else
+ * MROCE_KEY_FILE, else MROCE_KEY; none: clear.  A key that is named but
+ * unusable fails the open, so a typo never leaves traffic in clear. */
+static int secure_open(mroce_device *dev, const struct mroce_device_attr *attr,
+                       struct mre_ep_config *ec)
+{
+    uint8_t key[LIB_SEC_KEY_MAX];
+    const char *file = attr->key_file, *hex = NULL;
+    int n;
+    if (!file) {
+        file = getenv("MROCE_KEY_FILE");
+        if (!file || !*file) {
+            file = NULL;
+            hex = getenv("MROCE_KEY");
+        }
+    }
+    if ((!file || !*file) && (!hex || !*hex))
+        return 0;
+    if (file && *file) {
+        n = lib_sec_read_key_file(file, key);
+    } else {
+        n = lib_sec_parse_hex(hex, key);
+        if (n < 0)
+            fprintf(stderr, "libmroce: MROCE_KEY: want 32 to 128 hex digits\n");
+    }
+    if (n < 0)
+        return MROCE_EINVAL;
+    uint8_t suite = attr->secure_suite;
+    if (!suite) {
+        const char *e = getenv("MROCE_SECURE_SUITE");
+        suite = lib_sec_suite_parse(e && *e ? e : NULL);
+        if (!suite) {
+            fprintf(stderr, "libmroce: MROCE_SECURE_SUITE=\"%s\" unknown\n", e);
+            memset(key, 0, sizeof key);
+            return MROCE_EINVAL;
+        }
+    }
+    int rc = lib_sec_new(suite, key, (size_t)n, &dev->sec);
+    memset(key, 0, sizeof key);
+    if (rc < 0)
+        return rc;
+    lib_sec_fill(dev->sec, ec);
+    return 0;
 }
 
 static int epoll_add(int epfd, int fd, uint32_t events)
@@ -289,6 +337,12 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
         if (rr && *rr)
             ec.rx_rate_mbps = (uint32_t)strtoul(rr, NULL, 10); /* "off": 0 */
     }
+    rc = secure_open(dev, &attr, &ec);
+    if (rc < 0)
+        goto fail;
+    const char *rot = getenv("MROCE_KEY_ROTATE_PKTS");
+    if (rot && *rot)
+        ec.sec_rotate_pkts = strtoull(rot, NULL, 10); /* tests: SEC-22 */
     rc = mre_ep_new(&dev->ep, &ec);
     if (rc < 0)
         goto fail;

@@ -176,6 +176,7 @@ struct mroce_device {
     uint32_t rx_due_in;  /* packets to receive before a drain
                                       (0: nothing due since the last) */
     int tx_copy;         /* MROCE_TX_COPY=1: no zero-copy tx */
+    struct lib_sec *sec; /* secure mode's keys (secure_evp.c), or NULL */
 
     /* APP mode ACK deferral (ackdefer.c) */
     int defer_acks;                 /* enum lib_defer_mode (MROCE_DEFER_ACKS) */

@@ -73,7 +73,13 @@
     X(PLANES_NO_REHOME, "planes_no_rehome")       \
     X(PLANES_NO_RETURN, "planes_no_return")       \
     X(PLANES_NO_HOLD, "planes_no_hold")           \
-    X(PLANES_NO_BACKOFF, "planes_no_backoff")
+    X(PLANES_NO_BACKOFF, "planes_no_backoff")     \
+    /* secure mode (cases_secure.c): */           \
+    X(SEC_TAG_SKIP, "sec_tag_skip")               \
+    X(SEC_REPLAY_OK, "sec_replay_ok")             \
+    X(SEC_KEYID_ANY, "sec_keyid_any")             \
+    X(SEC_CLEAR_OK, "sec_clear_ok")               \
+    X(SEC_ROTATE_STUCK, "sec_rotate_stuck")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS

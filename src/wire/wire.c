@@ -174,6 +174,14 @@ enum {
     XE_ADDR = 0, /* one plane entry */
     XE_PORT = 16,
     XE_RESERVED = 18,
+    XC_SUITE = 0, /* SECURE value: suite, 3 reserved, SPI, MAC */
+    XC_SPI = 4,
+    XC_MAC = 8,
+    S_SPI = 0, /* SEC header, from its first byte */
+    S_EPOCH = 4,
+    S_SUITE = 6,
+    S_RESERVED = 7,
+    S_SEQ = 8,
 };
 
 /* Smallest MTU a CONNECT may advertise: below this the data headers would
@@ -280,6 +288,10 @@ static int decode_conn_ext(struct mrw_conn_hdr *c, const uint8_t *p, size_t n)
     c->max_streams = 0;
     c->nplanes = 0;
     memset(c->planes, 0, sizeof c->planes);
+    c->sec_present = 0;
+    c->sec_suite = 0;
+    c->sec_spi = 0;
+    memset(c->sec_mac, 0, sizeof c->sec_mac);
     while (n > 0) {
         if (n < X_VALUE)
             return EXT_BAD;
@@ -305,6 +317,17 @@ static int decode_conn_ext(struct mrw_conn_hdr *c, const uint8_t *p, size_t n)
                 c->planes[i].port = ld16(e + XE_PORT);
                 c->planes[i].reserved = ld16(e + XE_RESERVED);
             }
+        } else if (type == MROCE_EXT_SECURE) {
+            /* Last, once, fixed length, SPI not 0 (WIRE-43): the MAC
+             * covers everything before it. */
+            if (c->sec_present++ || vlen != MROCE_EXT_SECURE_LEN ||
+                n != X_VALUE + vlen)
+                return EXT_BAD;
+            c->sec_suite = v[XC_SUITE];
+            c->sec_spi = ld32(v + XC_SPI);
+            memcpy(c->sec_mac, v + XC_MAC, MROCE_SEC_MAC_LEN);
+            if (c->sec_spi == 0)
+                return EXT_BAD;
         } else if (MROCE_SEEDED_FAULT(CONN_EXT_STRICT)) {
             return MROCE_WIRE_EFIELD; /* unknown types must be skipped */
         }
@@ -314,16 +337,21 @@ static int decode_conn_ext(struct mrw_conn_hdr *c, const uint8_t *p, size_t n)
     return 0;
 }
 
+static int pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len,
+                      int check_crc);
+
 int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
 {
-    struct mrw_base_hdr *b = &pkt->base;
-    const uint8_t *h;
-    size_t body_end, hdr;
-    uint32_t crc;
+    return pkt_decode(pkt, buf, len, 1);
+}
 
-    if (len < MROCE_BASE_HDR_LEN)
-        return MROCE_WIRE_ETRUNCATED;
+int mrw_pkt_decode_opened(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
+{
+    return pkt_decode(pkt, buf, len, 0);
+}
 
+static void decode_base(struct mrw_base_hdr *b, const uint8_t *buf)
+{
     b->version = buf[B_VERSION];
     b->opcode = buf[B_OPCODE];
     b->flags = ld16(buf + B_FLAGS);
@@ -333,6 +361,61 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
     b->tsval = ld32(buf + B_TSVAL);
     b->entropy = ld16(buf + B_ENTROPY);
     b->pkt_len = ld16(buf + B_PKT_LEN);
+}
+
+int mrw_sec_decode(struct mrw_base_hdr *b, struct mrw_sec_hdr *s,
+                   const uint8_t *buf, size_t len)
+{
+    if (len < MROCE_BASE_HDR_LEN)
+        return MROCE_WIRE_ETRUNCATED;
+    decode_base(b, buf);
+    if (b->version != MROCE_VERSION)
+        return MROCE_WIRE_EVERSION;
+    if (!opcode_known(b->opcode))
+        return MROCE_WIRE_EOPCODE;
+    if (b->flags & ~(MROCE_F_KNOWN | MROCE_F_SECURE) ||
+        !(b->flags & MROCE_F_SECURE))
+        return MROCE_WIRE_EFLAGS;
+    if (b->pkt_len > MROCE_MAX_PKT_LEN)
+        return MROCE_WIRE_ELENGTH;
+    if (len < b->pkt_len)
+        return MROCE_WIRE_ETRUNCATED;
+    if (len > b->pkt_len)
+        return MROCE_WIRE_ELENGTH;
+    if (len < MROCE_BASE_HDR_LEN + MROCE_SEC_HDR_LEN + MROCE_SEC_TAG_LEN)
+        return MROCE_WIRE_ETRUNCATED;
+    if (b->opcode == MROCE_OP_CONNECT_REQ || b->opcode == MROCE_OP_CONNECT_RESP)
+        return MROCE_WIRE_EFIELD; /* never sealed (WIRE-38) */
+    const uint8_t *p = buf + MROCE_BASE_HDR_LEN;
+    s->spi = ld32(p + S_SPI);
+    s->epoch = ld16(p + S_EPOCH);
+    s->suite = p[S_SUITE];
+    s->reserved = p[S_RESERVED];
+    s->seq = ld64(p + S_SEQ);
+    return 0;
+}
+
+void mrw_sec_encode(uint8_t *p, const struct mrw_sec_hdr *s)
+{
+    st32(p + S_SPI, s->spi);
+    st16(p + S_EPOCH, s->epoch);
+    p[S_SUITE] = s->suite;
+    p[S_RESERVED] = s->reserved;
+    st64(p + S_SEQ, s->seq);
+}
+
+static int pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len,
+                      int check_crc)
+{
+    struct mrw_base_hdr *b = &pkt->base;
+    const uint8_t *h;
+    size_t body_end, hdr;
+    uint32_t crc;
+
+    if (len < MROCE_BASE_HDR_LEN)
+        return MROCE_WIRE_ETRUNCATED;
+
+    decode_base(b, buf);
 
     if (b->version != MROCE_VERSION && !MROCE_SEEDED_FAULT(VERSION_ANY))
         return MROCE_WIRE_EVERSION;
@@ -353,9 +436,11 @@ int mrw_pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
         return MROCE_WIRE_ETRUNCATED;
 
     body_end = len - MROCE_CRC_LEN;
-    crc = pkt_crc(0, buf, body_end);
-    if (crc != ld32(buf + body_end) && !MROCE_SEEDED_FAULT(CRC_SKIP))
-        return MROCE_WIRE_ECRC;
+    if (check_crc) {
+        crc = pkt_crc(0, buf, body_end);
+        if (crc != ld32(buf + body_end) && !MROCE_SEEDED_FAULT(CRC_SKIP))
+            return MROCE_WIRE_ECRC;
+    }
 
     h = buf + MROCE_BASE_HDR_LEN;
     switch (b->opcode) {
@@ -536,6 +621,8 @@ static inline size_t conn_ext_len(const struct mrw_conn_hdr *c)
         n += X_VALUE + MROCE_EXT_STREAMS_LEN;
     if (c->nplanes)
         n += X_VALUE + XP_ENTRIES + (size_t)c->nplanes * MROCE_EXT_PLANE_LEN;
+    if (c->sec_present)
+        n += X_VALUE + MROCE_EXT_SECURE_LEN;
     return n;
 }
 
@@ -615,6 +702,15 @@ static void encode_conn_ext(uint8_t *p, const struct mrw_conn_hdr *c)
             st16(e + XE_PORT, c->planes[i].port);
             st16(e + XE_RESERVED, c->planes[i].reserved);
         }
+        p += X_VALUE + vlen;
+    }
+    if (c->sec_present) { /* last: its MAC covers what precedes it */
+        p[X_TYPE] = MROCE_EXT_SECURE;
+        p[X_LEN] = MROCE_EXT_SECURE_LEN;
+        p[X_VALUE + XC_SUITE] = c->sec_suite;
+        memset(p + X_VALUE + 1, 0, 3);
+        st32(p + X_VALUE + XC_SPI, c->sec_spi);
+        memcpy(p + X_VALUE + XC_MAC, c->sec_mac, MROCE_SEC_MAC_LEN);
     }
 }
 

@@ -137,6 +137,7 @@ struct opts {
     int x_corrupt;        /* --x-corrupt (testing): spoil one message */
     uint32_t min_rto_us;  /* --min-rto: QP min_rto (0 = engine default) */
     double peer_timeout;  /* --peer-timeout seconds */
+    uint8_t encrypt;      /* --encrypt: the suite, 0 = clear */
     int peer_timeout_set; /* --peer-timeout given (else engine default) */
 };
 

@@ -100,6 +100,13 @@ static void usage(FILE *f)
         "this\n"
         "                         long, never sooner (engine default 5); per "
         "side\n"
+        "      --encrypt[=SUITE]  secure mode (aes128gcm default, aes256gcm, "
+        "gmac)\n"
+        "                         with the key of MROCE_KEY_FILE or "
+        "MROCE_KEY; both\n"
+        "                         sides need it.  Without it: clear, "
+        "whatever the\n"
+        "                         environment holds\n"
         "      --timeout=SEC      connect / handshake / peer-silence limit "
         "(default\n"
         "                         10); also bounds the server's wait for a "
@@ -228,7 +235,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
         O_LPORT,
         O_XCORRUPT,
         O_MINRTO,
-        O_PEERTO
+        O_PEERTO,
+        O_ENCRYPT
     };
     static const struct option lo[] = {
         {"size", required_argument, 0, 's'},
@@ -256,6 +264,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
         {"x-corrupt", no_argument, 0, O_XCORRUPT},
         {"min-rto", required_argument, 0, O_MINRTO},
         {"peer-timeout", required_argument, 0, O_PEERTO},
+        {"encrypt", optional_argument, 0, O_ENCRYPT},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -371,6 +380,20 @@ static void parse_args(int argc, char **argv, struct opts *o)
         case O_PEERTO:
             o->peer_timeout = parse_double(optarg, "peer timeout", 0, 3600);
             o->peer_timeout_set = 1;
+            break;
+        case O_ENCRYPT:
+            if (!optarg || !strcmp(optarg, "aes128gcm"))
+                o->encrypt = 1;
+            else if (!strcmp(optarg, "aes256gcm"))
+                o->encrypt = 2;
+            else if (!strcmp(optarg, "gmac"))
+                o->encrypt = 3;
+            else
+                bad_usage("--encrypt takes aes128gcm, aes256gcm or gmac");
+            if (!(getenv("MROCE_KEY_FILE") && *getenv("MROCE_KEY_FILE")) &&
+                !(getenv("MROCE_KEY") && *getenv("MROCE_KEY")))
+                bad_usage("--encrypt needs a master key: MROCE_KEY_FILE or "
+                          "MROCE_KEY");
             break;
         case 'h':
             usage(stdout);

@@ -93,6 +93,8 @@ void open_device(void)
         a.rx_fault = P.o.rxf;
     }
     a.fault_seed = P.o.seed;
+    a.key_file = P.o.encrypt ? NULL : ""; /* NULL: MROCE_KEY_FILE/MROCE_KEY */
+    a.secure_suite = P.o.encrypt;
     int rc = mroce_device_open(&a, &P.dev);
     if (rc < 0)
         die("cannot open device on %s port %u: %s", a.local_addr, a.port,
