@@ -6,12 +6,15 @@
  * test_prov_multi_ep); each endpoint sends tagged messages, eager and
  * rendezvous, to every endpoint of the other domain.
  *
- * The counts asserted are those of the provider's present layout (a QP
- * per endpoint pair, prov/README.md How it works): at least one and at
- * most two QPs per endpoint pair at each side, four listeners per
- * endpoint at most, a device per endpoint.  The shared-connection design
- * (prov/README.md, One connection per peer pair) would make peer_qps 1.
- * Also: unknown extension names, bad names and bad arguments are refused.
+ * With shared connections (the default, prov/README.md "One connection
+ * per peer pair") every endpoint is on its domain's device and, once one
+ * endpoint of each side has heard from the other, all 16 endpoint pairs
+ * share exactly one QP per pair of domains, with four listeners per
+ * domain.  With FI_MROCE_SHARED_CONN=0 (ctest prov_conn_per_ep) the
+ * counts asserted are the other layout's: a device per endpoint, at least
+ * one and at most two QPs per endpoint pair at each side, four listeners
+ * per endpoint at most.  Also: unknown extension names, bad names and bad
+ * arguments are refused.
  *
  * Needs FI_PROVIDER_PATH to name the directory of libmroce-fi.so.
  */
@@ -49,6 +52,7 @@ static struct side sd[NDOM];
 static unsigned char rbuf[NDOM][NEP][NEP][NSIZE][70000];
 static unsigned char sbuf[NDOM][NEP][NEP][NSIZE][70000];
 static size_t tx_done[NDOM][NEP], rx_done[NDOM][NEP];
+static int shared = 1; /* FI_MROCE_SHARED_CONN (default 1) */
 
 static uint64_t tag_of(int from, int to, int z)
 {
@@ -99,6 +103,25 @@ static void open_side(int s)
         DIE_IF(fi_getname(&x->ep[e]->fid, x->name[e], &x->namelen[e]),
                "fi_getname");
     }
+}
+
+/* First contact: endpoint 0 of side 0 sends one message to endpoint 0 of
+ * side 1, which receives it, so side 1 knows the QP before it sends. */
+static void first_contact(void)
+{
+    static char m[8] = "hello", r[8];
+    struct fi_cq_tagged_entry c;
+    CHECK(fi_trecv(sd[1].ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, 1ull << 40,
+                   0, r) == 0);
+    CHECK(fi_tsend(sd[0].ep[0], m, sizeof(m), NULL, sd[0].addr[0], 1ull << 40,
+                   m) == 0);
+    int got_tx = 0, got_rx = 0;
+    double t0 = now_s();
+    while ((!got_tx || !got_rx) && now_s() - t0 < 10) {
+        got_tx += fi_cq_read(sd[0].txcq[0], &c, 1) == 1;
+        got_rx += fi_cq_read(sd[1].rxcq[0], &c, 1) == 1;
+    }
+    CHECK(got_tx && got_rx && !memcmp(m, r, sizeof(m)));
 }
 
 /* Every endpoint receives from and sends to every endpoint of the other
@@ -155,6 +178,8 @@ static void exchange(void)
 
 int main(void)
 {
+    const char *sc = getenv("FI_MROCE_SHARED_CONN");
+    shared = !sc || atoi(sc) != 0;
     prov_keep_mapped();
     info = prov_getinfo(FI_MSG | FI_TAGGED, 0, &fabric);
     for (int s = 0; s < NDOM; s++)
@@ -174,9 +199,13 @@ int main(void)
     struct mroce_fi_conn_stats st[NDOM];
     /* Before any traffic: no connection, listeners only. */
     CHECK(ops->stats(sd[0].dom, sd[1].name[0], sd[1].namelen[0], &st[0]) == 0);
-    CHECK(st[0].endpoints == NEP && st[0].devices == NEP);
+    CHECK(st[0].endpoints == NEP && st[0].devices == (shared ? 1 : NEP));
     CHECK(st[0].qps == 0 && st[0].peer_qps == 0);
-    CHECK(st[0].listening > 0 && st[0].listening <= 4 * NEP);
+    if (shared)
+        CHECK(st[0].listening == 4);
+    else
+        CHECK(st[0].listening > 0 && st[0].listening <= 4 * NEP);
+    first_contact();
     exchange();
     for (int s = 0; s < NDOM; s++) {
         /* The peer domain named through any of its endpoints. */
@@ -188,8 +217,17 @@ int main(void)
                     "%u to the peer domain, %u listening\n",
                     s, st[s].endpoints, st[s].devices, st[s].qps,
                     st[s].peer_qps, st[s].listening);
-            /* Present layout: each endpoint pair its own QP (two where
-             * both sides connected before a HELLO arrived). */
+            if (shared) {
+                /* One QP for the pair of domains, all 16 endpoint pairs
+                 * on it. */
+                CHECK(st[s].peer_qps == 1);
+                CHECK(st[s].qps == 1);
+                CHECK(st[s].devices == 1);
+                CHECK(st[s].listening == 4);
+                continue;
+            }
+            /* Each endpoint pair its own QP (two where both sides
+             * connected before a HELLO arrived). */
             CHECK(st[s].peer_qps >= NEP * NEP &&
                   st[s].peer_qps <= 2 * NEP * NEP);
             CHECK(st[s].qps == st[s].peer_qps);
@@ -219,7 +257,7 @@ int main(void)
         fprintf(stderr, "test_prov_conn: %d check(s) failed\n", failures);
     else
         printf("test_prov_conn: %d x %d endpoints, every pair's traffic on "
-               "its own CQs, connections counted\n",
-               NEP, NEP);
+               "its own CQs, connections counted (%s)\n",
+               NEP, NEP, shared ? "one QP per domain pair" : "per endpoint");
     return failures != 0;
 }
