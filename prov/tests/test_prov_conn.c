@@ -83,26 +83,80 @@ static void poll_all(void)
         }
 }
 
+static void open_ep(int s, int e)
+{
+    struct side *x = &sd[s];
+    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
+                            .wait_obj = FI_WAIT_NONE};
+    DIE_IF(fi_cq_open(x->dom, &cq, &x->txcq[e], NULL), "fi_cq_open");
+    DIE_IF(fi_cq_open(x->dom, &cq, &x->rxcq[e], NULL), "fi_cq_open");
+    DIE_IF(fi_endpoint(x->dom, info, &x->ep[e], NULL), "fi_endpoint");
+    DIE_IF(fi_ep_bind(x->ep[e], &x->av->fid, 0), "bind av");
+    DIE_IF(fi_ep_bind(x->ep[e], &x->txcq[e]->fid, FI_TRANSMIT), "bind tx");
+    DIE_IF(fi_ep_bind(x->ep[e], &x->rxcq[e]->fid, FI_RECV), "bind rx");
+    DIE_IF(fi_enable(x->ep[e]), "fi_enable");
+    x->namelen[e] = sizeof(x->name[e]);
+    DIE_IF(fi_getname(&x->ep[e]->fid, x->name[e], &x->namelen[e]),
+           "fi_getname");
+}
+
 static void open_side(int s)
 {
     struct side *x = &sd[s];
     DIE_IF(fi_domain(fabric, info, &x->dom, NULL), "fi_domain");
     struct fi_av_attr av = {.type = FI_AV_TABLE};
     DIE_IF(fi_av_open(x->dom, &av, &x->av, NULL), "fi_av_open");
-    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
-                            .wait_obj = FI_WAIT_NONE};
-    for (int e = 0; e < NEP; e++) {
-        DIE_IF(fi_cq_open(x->dom, &cq, &x->txcq[e], NULL), "fi_cq_open");
-        DIE_IF(fi_cq_open(x->dom, &cq, &x->rxcq[e], NULL), "fi_cq_open");
-        DIE_IF(fi_endpoint(x->dom, info, &x->ep[e], NULL), "fi_endpoint");
-        DIE_IF(fi_ep_bind(x->ep[e], &x->av->fid, 0), "bind av");
-        DIE_IF(fi_ep_bind(x->ep[e], &x->txcq[e]->fid, FI_TRANSMIT), "bind tx");
-        DIE_IF(fi_ep_bind(x->ep[e], &x->rxcq[e]->fid, FI_RECV), "bind rx");
-        DIE_IF(fi_enable(x->ep[e]), "fi_enable");
-        x->namelen[e] = sizeof(x->name[e]);
-        DIE_IF(fi_getname(&x->ep[e]->fid, x->name[e], &x->namelen[e]),
-               "fi_getname");
+    for (int e = 0; e < NEP; e++)
+        open_ep(s, e);
+}
+
+/* The last endpoint of side 1 closes while the QP stays, and a new one
+ * opens in its place (shared connections: the same index, so the same
+ * name, and the closed one's buffers still posted on its stream): side
+ * 0's endpoint 1 sends it an eager and a rendezvous message, which it
+ * receives, and it answers. */
+static void reopen(void)
+{
+    int e = NEP - 1;
+    char old[64];
+    size_t oldlen = sd[1].namelen[e];
+    memcpy(old, sd[1].name[e], oldlen);
+    CHECK(fi_close(&sd[1].ep[e]->fid) == 0);
+    CHECK(fi_close(&sd[1].txcq[e]->fid) == 0);
+    CHECK(fi_close(&sd[1].rxcq[e]->fid) == 0);
+    open_ep(1, e);
+    if (shared)
+        CHECK(sd[1].namelen[e] == oldlen &&
+              !memcmp(sd[1].name[e], old, oldlen));
+    fi_addr_t to;
+    CHECK(fi_av_insert(sd[0].av, sd[1].name[e], 1, &to, 0, NULL) == 1);
+    static unsigned char out[NSIZE][70000], in[NSIZE][70000], back[8];
+    unsigned char ans[8] = "answer";
+    for (int z = 0; z < NSIZE; z++) {
+        memset(out[z], 0x40 + z, sizeof(out[z]));
+        CHECK(fi_trecv(sd[1].ep[e], in[z], sizes[z], NULL, FI_ADDR_UNSPEC,
+                       7000 + (uint64_t)z, 0, NULL) == 0);
     }
+    CHECK(fi_trecv(sd[0].ep[1], back, sizeof(back), NULL, FI_ADDR_UNSPEC, 7100,
+                   0, NULL) == 0);
+    for (int z = 0; z < NSIZE; z++)
+        CHECK(fi_tsend(sd[0].ep[1], out[z], sizes[z], NULL, to,
+                       7000 + (uint64_t)z, NULL) == 0);
+    int tx0 = 0, rx1 = 0, tx1 = 0, rx0 = 0;
+    struct fi_cq_tagged_entry c;
+    double t0 = now_s();
+    while ((tx0 < NSIZE || rx1 < NSIZE || !tx1 || !rx0) && now_s() - t0 < 10) {
+        tx0 += fi_cq_read(sd[0].txcq[1], &c, 1) == 1;
+        if (fi_cq_read(sd[1].rxcq[e], &c, 1) == 1 && ++rx1 == NSIZE)
+            CHECK(fi_tsend(sd[1].ep[e], ans, sizeof(ans), NULL, sd[1].addr[1],
+                           7100, NULL) == 0);
+        tx1 += fi_cq_read(sd[1].txcq[e], &c, 1) == 1;
+        rx0 += fi_cq_read(sd[0].rxcq[1], &c, 1) == 1;
+    }
+    CHECK(tx0 == NSIZE && rx1 == NSIZE && tx1 == 1 && rx0 == 1);
+    for (int z = 0; z < NSIZE; z++)
+        CHECK(!memcmp(in[z], out[z], sizes[z]));
+    CHECK(!memcmp(back, ans, sizeof(ans)));
 }
 
 /* First contact: endpoint 0 of side 0 sends one message to endpoint 0 of
@@ -238,6 +292,11 @@ int main(void)
               0);
         CHECK(st[s].peer_qps == 0);
     }
+    reopen();
+    CHECK(ops->stats(sd[0].dom, sd[1].name[0], sd[1].namelen[0], &st[0]) == 0);
+    CHECK(st[0].endpoints == NEP);
+    if (shared)
+        CHECK(st[0].peer_qps == 1 && st[0].qps == 1);
     /* Bad arguments. */
     CHECK(ops->stats(sd[0].dom, sd[1].name[0], 1, &st[0]) == -FI_EINVAL);
     CHECK(ops->stats(sd[0].dom, NULL, 0, NULL) == -FI_EINVAL);
