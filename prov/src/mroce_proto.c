@@ -155,7 +155,8 @@ size_t mfi_proto_hello(const void *payload, size_t len,
 size_t mfi_proto_build(void *buf, const struct mfi_pkt *p)
 {
     struct mfi_hdr h = {0};
-    h.version = MFI_PROTO_VERSION;
+    h.version = p->version ? p->version : MFI_PROTO_VERSION;
+    h.rsvd = h.version >= 2 ? p->src_idx : 0;
     h.kind = p->kind;
     h.flags = p->flags;
     h.tag = p->tag;

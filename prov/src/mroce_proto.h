@@ -213,7 +213,8 @@ int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out);
 size_t mfi_proto_hello(const void *payload, size_t len,
                        struct sockaddr_storage *ss);
 
-/* Writes the header (and, for RTS/FIN kinds, the body from p) into buf,
+/* Writes the header (version p->version, MFI_PROTO_VERSION if 0; from
+ * version 2 rsvd = p->src_idx), and for RTS/FIN kinds the body from p, into buf,
  * which has room for sizeof(struct mfi_hdr) + the body; returns the bytes
  * written.  The payload of MSG/TAGGED/HELLO is the caller's to append. */
 size_t mfi_proto_build(void *buf, const struct mfi_pkt *p);
