@@ -20,6 +20,10 @@
  * each keeps sending on its own QP: messages from one side still travel
  * one QP, which keeps them in order.
  *
+ * With shared connections (mroce_shared.c) the QP is the domain's, one
+ * per peer device, and mfi_conn_tx, mfi_conn_listen and mfi_conn_hello
+ * hand over to that file; a conn is then an endpoint's view of it.
+ *
  * RMA: an MR's key is valid on the domain's device only, so READs and
  * WRITEs for an endpoint on a device of its own go to its domain's device
  * (whose port the endpoint's name carries, mfi_name_set_dom), over a peer

@@ -3,23 +3,26 @@
  * its files share.  The wire format is in mroce_proto.h, the matching
  * queues in mroce_tag_match.h.
  *
- * Shape.  An endpoint is one libmroce device (one UDP address: IP + port,
- * the name fi_getname returns), with one protection domain and one
- * libmroce completion queue that every QP of the device shares.  The
- * domain opens one device (its own name, the fi_info's source address) and
- * lends it to its first endpoint; every further endpoint of the domain
- * (domain_attr.ep_cnt MFI_EP_CNT) opens a device of its own on a port of
- * its own, as libfabric gives each endpoint its own address.  An endpoint
- * owns the peers, the QPs (one or two per peer: the one it opened to send,
- * and the one the peer opened, which it accepted), the bounce buffers and
- * the matching queues.  Memory registrations belong to the domain's
- * device, so an MR's key (the engine rkey) is valid only there: the name
- * of an endpoint on a device of its own carries its domain device's port
- * (mfi_name_set_dom), and an initiator sends READs and WRITEs addressed
- * to such an endpoint over a QP to that device instead (mfi_conn_rma_peer),
- * their RMA_EVENT notices and CQ data to the endpoint itself.  The
- * provider executes atomics itself against the domain's registrations, on
- * any endpoint.
+ * Shape.  A domain is one libmroce device (one UDP address: IP + port,
+ * the fi_info's source address), with one protection domain and one
+ * libmroce completion queue.  With shared connections (the default,
+ * mfi_param.shared_conn, mroce_shared.c) every endpoint lives on that
+ * device: its name is the domain's address plus its index, the domain
+ * keeps one QP per peer device (struct mfi_dqp) and each endpoint a
+ * receive side and views of it (struct mfi_conn), stream 1 + j carrying
+ * what is addressed to endpoint j.  With FI_MROCE_SHARED_CONN=0 the
+ * domain lends its device to its first endpoint and every further
+ * endpoint (domain_attr.ep_cnt MFI_EP_CNT) opens a device of its own,
+ * with a QP per peer endpoint (one or two: the one it opened to send, and
+ * the one the peer opened, which it accepted); memory registrations
+ * belong to the domain's device, so the name of an endpoint on a device
+ * of its own carries its domain device's port (mfi_name_set_dom), and an
+ * initiator sends READs and WRITEs addressed to such an endpoint over a
+ * QP to that device instead (mfi_conn_rma_peer), their RMA_EVENT notices
+ * and CQ data to the endpoint itself.  In both, an endpoint owns its
+ * peers, its conns, its bounce buffers and its matching queues, and the
+ * provider executes atomics itself against the domain's registrations,
+ * on any endpoint.
  *
  * Files, one per fabric object as in prov/rxd:
  *   mroce_init.c       fi_prov_ini, parameters, fi_getinfo
@@ -32,6 +35,8 @@
  *   mroce_ep.c         endpoints: bind, enable, close, getname, cancel,
  *                      buffers, progress (libmroce completions -> protocol)
  *   mroce_conn.c       peers and QPs: connect on first use, accept, HELLO
+ *   mroce_shared.c     shared connections: the domain's QPs, streams,
+ *                      completion routing
  *   mroce_msg.c        FI_MSG and the send/receive engine under FI_TAGGED
  *   mroce_flow.c       a full send queue (work waits and is retried) and
  *                      unexpected messages past the held-buffer bound
