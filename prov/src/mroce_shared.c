@@ -193,9 +193,31 @@ static struct mfi_dqp *dq_new(struct mfi_domain *d,
     return dq;
 }
 
-/* Destroys a listener that was never accepted (to size it anew). */
+/* Bounce buffers still posted on dq, all endpoints. */
+static uint32_t dq_posted(struct mfi_domain *d, const struct mfi_dqp *dq)
+{
+    uint32_t n = 0;
+    for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next) {
+        struct mfi_conn *c = rx_side(ep, dq);
+        if (c)
+            n += c->rx_posted;
+    }
+    return n;
+}
+
+/* Retires a listener that was never accepted (to size it anew): its
+ * receives are flushed, so their buffers go back to their endpoints'
+ * pools, then it is destroyed (kept, failed, until the last close if
+ * some flush has not come back yet). */
 static void dq_drop_listener(struct mfi_domain *d, struct mfi_dqp *dq)
 {
+    dq->dead = 1;
+    dq->listening = 0;
+    mroce_modify_qp_error(dq->qp);
+    for (int i = 0; i < 16 && dq_posted(d, dq); i++)
+        mfi_shared_poll(d);
+    if (dq_posted(d, dq))
+        return;
     for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
         for (struct mfi_conn **pp = &ep->conns; *pp;) {
             struct mfi_conn *c = *pp;
@@ -208,8 +230,6 @@ static void dq_drop_listener(struct mfi_domain *d, struct mfi_dqp *dq)
                 ep->qpn_cache = NULL;
             free(c);
         }
-    /* Its posted buffers go with it: they stay in their endpoints' slabs
-     * (freed at close), unused. */
     mroce_destroy_qp(dq->qp);
     for (struct mfi_dqp **pp = &d->dqps; *pp; pp = &(*pp)->next)
         if (*pp == dq) {
