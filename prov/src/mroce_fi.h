@@ -166,6 +166,7 @@ struct mfi_domain {
     struct mfi_slab *orphans;
     size_t norphans;
     uint32_t ep_gen;
+    int polling;            /* mfi_shared_poll is handling completions */
     struct mfi_ep *zombies; /* closed endpoints with work in flight */
     uint64_t rx_orphaned;   /* messages dropped: for a closed endpoint, or
                              from a peer that never named its device */

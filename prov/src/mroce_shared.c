@@ -214,7 +214,7 @@ static void dq_drop_listener(struct mfi_domain *d, struct mfi_dqp *dq)
     dq->dead = 1;
     dq->listening = 0;
     mroce_modify_qp_error(dq->qp);
-    for (int i = 0; i < 16 && dq_posted(d, dq); i++)
+    for (int i = 0; i < 16 && dq_posted(d, dq) && !d->polling; i++)
         mfi_shared_poll(d);
     if (dq_posted(d, dq))
         return;
@@ -249,8 +249,10 @@ int mfi_shared_listen(struct mfi_domain *d)
             continue;
         enum mroce_qp_state st = mroce_qp_get_state(dq->qp);
         if (st == MROCE_QPS_LISTEN) {
-            if (dq->rq_cap < need)
-                dq_drop_listener(d, dq); /* too small for the endpoints */
+            /* Too small for the endpoints: replaced, unless completions
+             * are being handled (the replacement polls them itself). */
+            if (dq->rq_cap < need && !d->polling)
+                dq_drop_listener(d, dq);
             else
                 live++;
         } else {
@@ -471,6 +473,9 @@ static struct mfi_ep *wc_owner(struct mfi_domain *d, const struct mroce_wc *wc)
 
 void mfi_shared_poll(struct mfi_domain *d)
 {
+    if (d->polling)
+        return; /* called again from a completion's handling */
+    d->polling = 1;
     struct mroce_wc wc[32];
     for (int round = 0; round < 4; round++) {
         int n = mroce_poll_cq(d->cq, 32, wc);
@@ -498,6 +503,7 @@ void mfi_shared_poll(struct mfi_domain *d)
         if (n < 32)
             break;
     }
+    d->polling = 0;
 }
 
 /* Frees the buffer memory of closed endpoints (no QP left uses it). */
