@@ -1,6 +1,7 @@
 /*
- * mroce_shared.c - shared connections (FI_MROCE_SHARED_CONN=1, the
- * default): every endpoint of a domain lives on the domain's device, and
+ * mroce_shared.c - shared connections (FI_MROCE_SHARED_CONN=1, opt-in:
+ * see prov/README.md for the engine limits that keep it off by default):
+ * every endpoint of a domain lives on the domain's device, and
  * the domain keeps one libmroce QP per peer device, of MFI_EP_CNT + 1
  * ordered streams, which all its endpoints share.
  *
@@ -471,6 +472,28 @@ static struct mfi_ep *wc_owner(struct mfi_domain *d, const struct mroce_wc *wc)
     return ep;
 }
 
+/* A closed endpoint's buffer took a message: dropped (counted), and the
+ * buffer goes back on its stream, so that stream keeps draining and the
+ * sender meets no RNR that would fail the QP for every endpoint. */
+static void orphan_repost(struct mfi_domain *d, const struct mroce_wc *wc)
+{
+    struct mfi_buf *b = (struct mfi_buf *)(uintptr_t)wc->wr_id;
+    struct mfi_dqp *dq = d->dqps;
+    while (dq && dq->qpn != wc->qp_num)
+        dq = dq->next;
+    d->rx_orphaned++;
+    if (!dq || dq->dead)
+        return;
+    size_t size = (sizeof(struct mfi_hdr) + (size_t)mfi_param.eager_size + 63) &
+                  ~(size_t)63; /* every endpoint's buf_size */
+    struct mroce_sge sge = {(uintptr_t)b->data, (uint32_t)size, b->lkey};
+    struct mroce_recv_wr wr = {.wr_id = (uintptr_t)b,
+                               .sg_list = &sge,
+                               .num_sge = 1,
+                               .stream = (uint16_t)(1 + b->sidx)};
+    mroce_post_recv(dq->qp, &wr, NULL);
+}
+
 void mfi_shared_poll(struct mfi_domain *d)
 {
     if (d->polling)
@@ -493,7 +516,7 @@ void mfi_shared_poll(struct mfi_domain *d)
                 /* A closed endpoint's: nothing to report. */
                 uint8_t kind = *(const uint8_t *)(uintptr_t)wc[i].wr_id;
                 if (kind == MFI_WR_RXBUF && wc[i].status == MROCE_WC_SUCCESS)
-                    d->rx_orphaned++;
+                    orphan_repost(d, &wc[i]);
                 if (ep && kind != MFI_WR_RXBUF)
                     ep->wr_outstanding--;
                 continue;

@@ -6,12 +6,13 @@
  * test_prov_multi_ep); each endpoint sends tagged messages, eager and
  * rendezvous, to every endpoint of the other domain.
  *
- * With shared connections (the default, prov/README.md "One connection
- * per peer pair") every endpoint is on its domain's device and, once one
+ * With shared connections (FI_MROCE_SHARED_CONN=1: ctest prov_conn and
+ * prov_conn_fault; prov/README.md "One connection per peer pair") every
+ * endpoint is on its domain's device and, once one
  * endpoint of each side has heard from the other, all 16 endpoint pairs
  * share exactly one QP per pair of domains, with four listeners per
- * domain.  With FI_MROCE_SHARED_CONN=0 (ctest prov_conn_per_ep) the
- * counts asserted are the other layout's: a device per endpoint, at least
+ * domain.  Without (the default; ctest prov_conn_per_ep) the counts
+ * asserted are the other layout's: a device per endpoint, at least
  * one and at most two QPs per endpoint pair at each side, four listeners
  * per endpoint at most.  Also: unknown extension names, bad names and bad
  * arguments are refused.
@@ -52,7 +53,7 @@ static struct side sd[NDOM];
 static unsigned char rbuf[NDOM][NEP][NEP][NSIZE][70000];
 static unsigned char sbuf[NDOM][NEP][NEP][NSIZE][70000];
 static size_t tx_done[NDOM][NEP], rx_done[NDOM][NEP];
-static int shared = 1; /* FI_MROCE_SHARED_CONN (default 1) */
+static int shared; /* FI_MROCE_SHARED_CONN (default 0) */
 
 static uint64_t tag_of(int from, int to, int z)
 {
@@ -233,7 +234,7 @@ static void exchange(void)
 int main(void)
 {
     const char *sc = getenv("FI_MROCE_SHARED_CONN");
-    shared = !sc || atoi(sc) != 0;
+    shared = sc && atoi(sc) != 0;
     prov_keep_mapped();
     info = prov_getinfo(FI_MSG | FI_TAGGED, 0, &fabric);
     for (int s = 0; s < NDOM; s++)
