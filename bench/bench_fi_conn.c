@@ -7,7 +7,11 @@
  * the domains opened (the baseline), the endpoints enabled (their devices
  * and listeners), every pair connected.  Divided by two (two domains), it
  * is one side's cost.  With MROCE_DUMP_COUNTERS=1 libmroce also prints
- * every QP it destroys (bench/prov_conn_count.sh counts them).
+ * every QP it destroys (bench/prov_conn_count.sh counts them).  For
+ * mroce the provider's introspection (prov/include/mroce_fi_ext.h) also
+ * gives domain 0's devices, connected QPs (all to domain 1) and listeners
+ * once every pair has talked; FI_MROCE_SHARED_CONN picks its layout.
+ * bench/bench_fi_conn.sh runs the table of bench/README.md.
  *
  *   FI_PROVIDER_PATH=build/prov bench_fi_conn E [PROV]     (E <= 64)
  *
@@ -27,6 +31,8 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
+
+#include "mroce_fi_ext.h"
 
 #define MAXE 64
 #define MSG 64
@@ -171,6 +177,13 @@ int main(int argc, char **argv)
                 if (bufs[s][e][p][0] != (unsigned char)((1 - s) * 64 + p))
                     bad++;
     long rss2 = rss_bytes();
+    struct mroce_fi_conn_stats st = {0};
+    struct mroce_fi_conn_ops *ops = NULL;
+    if (!strcmp(prov, "mroce") &&
+        fi_open_ops(&sd[0].dom->fid, MROCE_FI_CONN_OPS, 0, (void **)&ops,
+                    NULL) == 0)
+        ops->stats(sd[0].dom, sd[1].name[0], sd[1].namelen[0], &st);
+    const char *sc = getenv("FI_MROCE_SHARED_CONN");
     printf("E %d: endpoints enabled +%.1f MB, all %d pairs connected +%.1f MB "
            "(both domains); per side %.1f MB, per endpoint pair %.1f KB\n",
            ne, (rss1 - rss0) / 1e6, ne * ne, (rss2 - rss0) / 1e6,
@@ -186,8 +199,14 @@ int main(int argc, char **argv)
     fi_close(&fabric->fid);
     fi_freeinfo(info);
     fi_freeinfo(hints);
-    printf("RESULT prov=%s E=%d completions=%zu want=%zu errors=%zu "
-           "rss_ep=%ld rss_conn=%ld\n",
-           prov, ne, got, want, bad, rss1 - rss0, rss2 - rss0);
+    printf("RESULT prov=%s shared=%s E=%d completions=%zu want=%zu "
+           "errors=%zu rss_ep=%ld rss_conn=%ld devices=%u qps=%u peer_qps=%u "
+           "listening=%u\n",
+           prov,
+           strcmp(prov, "mroce") ? "-"
+           : sc                  ? sc
+                                 : "1",
+           ne, got, want, bad, rss1 - rss0, rss2 - rss0, st.devices, st.qps,
+           st.peer_qps, st.listening);
     return got == want && bad == 0 ? 0 : 1;
 }

@@ -24,13 +24,17 @@
  *              grow once created and endpoints can open later;
  *   pair-stream one QP of E * E + 1 streams (a stream per endpoint pair),
  *              receive queue E * E * RX_DEPTH: refused where that passes
- *              MRE_MAX_STREAMS or the engine's queue limit.
+ *              MRE_MAX_STREAMS or the engine's queue limit;
+ *   built      what prov/ builds with FI_MROCE_SHARED_CONN=1
+ *              (mroce_shared.c dq_new): one QP of MFI_EP_CNT + 1 streams,
+ *              queues for the E endpoints open when it is created, plus
+ *              its MFI_LISTENERS listeners of the same attributes.
  *
  * The bounce buffers posted (RX_DEPTH per receiving stream or QP, each the
  * eager size plus the 32-byte header) are provider memory, not engine
  * state; they are printed as computed from those parameters, not counted.
  *
- *   bench_prov_conn_mem [RX_DEPTH]    the table for E = 1, 8, 64
+ *   bench_prov_conn_mem [RX_DEPTH]    the table for E = 1 .. 64
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,17 +103,19 @@ static uint32_t cap(uint64_t n)
 int main(int argc, char **argv)
 {
     uint32_t rxd = argc > 1 ? (uint32_t)atoi(argv[1]) : 32;
-    static const uint32_t es[] = {1, 8, 64};
+    static const uint32_t es[] = {1, 8, 16, 32, 48, 64};
     struct mre_qp_attr a;
     printf("engine state per process for one peer process, E endpoints a "
            "side, all pairs talking (counting allocator; RX_DEPTH %u)\n",
            rxd);
-    printf("%3s  %7s  %12s  %10s  %12s  %8s  %10s  %12s  %8s  %12s  %12s\n",
+    printf("%3s  %7s  %12s  %10s  %12s  %8s  %10s  %12s  %8s  %12s  %12s  "
+           "%12s  %8s\n",
            "E", "per-ep", "per-ep", "listeners", "dst-stream", "vs", "dst-64",
-           "pair-stream", "vs", "bufs per-ep", "bufs dst");
-    printf("%3s  %7s  %12s  %10s  %12s  %8s  %10s  %12s  %8s  %12s  %12s\n", "",
-           "QPs", "bytes", "bytes", "bytes", "per-ep", "bytes", "bytes",
-           "per-ep", "bytes", "bytes");
+           "pair-stream", "vs", "bufs per-ep", "bufs dst", "built+lst", "vs");
+    printf("%3s  %7s  %12s  %10s  %12s  %8s  %10s  %12s  %8s  %12s  %12s  "
+           "%12s  %8s\n",
+           "", "QPs", "bytes", "bytes", "bytes", "per-ep", "bytes", "bytes",
+           "per-ep", "bytes", "bytes", "bytes", "per-ep+l");
     for (size_t k = 0; k < sizeof(es) / sizeof(es[0]); k++) {
         uint32_t e = es[k];
         prov_attr(&a, 2 * TX_SIZE, rxd, 1);
@@ -136,11 +142,16 @@ int main(int argc, char **argv)
             snprintf(pv, sizeof(pv), "%zu", pair);
             snprintf(pr, sizeof(pr), "%.4fx", (double)pair / (double)perep);
         }
+        /* The provider's shared QP and its listeners, as built. */
+        uint32_t bsq = sq ? sq : Q_LIMIT, brq = cap((uint64_t)e * rxd);
+        prov_attr(&a, bsq, brq ? brq : Q_LIMIT, EP_CNT + 1);
+        size_t built = qp_bytes(&a, 1 + LISTENERS);
         size_t buf = (size_t)rxd * (EAGER + HDR);
         printf("%3u  %7u  %11zu%c  %10zu  %12zu  %7.4fx  %10zu  %12s  %8s  "
-               "%12zu  %12zu\n",
+               "%12zu  %12zu  %12zu  %7.4fx\n",
                e, e * e, perep, e * e <= 64 ? ' ' : '*', lst, dst,
-               (double)dst / (double)perep, d64, pv, pr, buf * e * e, buf * e);
+               (double)dst / (double)perep, d64, pv, pr, buf * e * e, buf * e,
+               built, (double)built / (double)(perep + lst));
     }
     prov_attr(&a, 2 * TX_SIZE, rxd, 1);
     printf("listeners per domain in the shared layout: %zu bytes (%u QPs)\n",

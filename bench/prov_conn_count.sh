@@ -5,7 +5,9 @@
 # with every endpoint of the other) with MROCE_DUMP_COUNTERS=1, which
 # makes libmroce print every QP as it is destroyed, and counts them by
 # state: each connection appears twice (both of its ends are in this
-# process), each listener once.
+# process), each listener once.  With FI_MROCE_SHARED_CONN=1 the QPs
+# in other states are listeners replaced (in ERROR) as endpoints were
+# enabled.
 #
 #   bench/prov_conn_count.sh [BUILD_DIR] [auto]
 set -eu

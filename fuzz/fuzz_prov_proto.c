@@ -80,6 +80,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
           p.plen == size - hl - skip);
     CHECK(p.flags == (data[2] | data[3] << 8));
     CHECK(!(p.flags & ~MFI_HDR_CQ_DATA));
+    /* Version 2 carries the source endpoint's index in rsvd. */
+    CHECK(p.version == data[0] && p.version >= MFI_PROTO_VERSION_MIN &&
+          p.version <= MFI_PROTO_VERSION);
+    uint32_t rsvd;
+    memcpy(&rsvd, data + 4, sizeof(rsvd));
+    CHECK(p.src_idx == (p.version >= 2 ? rsvd : 0));
     CHECK(is_tagged(p.kind) || p.tag == 0);
     size_t body = 0;
     switch (p.kind) {
@@ -127,7 +133,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = mfi_proto_build(re, &p);
     CHECK(n == hl + body && n <= size);
     memcpy(in, data, n);
-    memset(in + 4, 0, 4); /* hdr.rsvd */
+    if (p.version < 2)
+        memset(in + 4, 0, 4); /* hdr.rsvd, unused in version 1 */
     if (!is_tagged(p.kind))
         memset(in + 8, 0, 8); /* hdr.tag */
     CHECK(memcmp(re, in, n) == 0);
@@ -139,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(again + n, data + n, size - n);
     struct mfi_pkt q;
     CHECK(mfi_proto_parse(again, size, &q) == MFI_PARSE_OK);
+    CHECK(q.version == p.version && q.src_idx == p.src_idx);
     CHECK(q.kind == p.kind && q.flags == p.flags && q.tag == p.tag &&
           q.data == p.data && q.len == p.len && q.plen == p.plen &&
           memcmp(&q.rts, &p.rts, sizeof(p.rts)) == 0 &&
@@ -306,6 +314,12 @@ int main(int argc, char **argv)
     p.len = 4;
     n = mfi_proto_build(b, &p);
     memset(b + n, 1, 4);
+    emit("msg_v2", b, n + 4);
+    memcpy(b + 4, &(uint32_t){63}, 4); /* from endpoint 63 */
+    emit("msg_v2_src63", b, n + 4);
+    memset(b + 4, 0, 4);
+    b[0] = MFI_PROTO_VERSION_MIN;
+    emit("msg_v1", b, n + 4);
     b[0] = MFI_PROTO_VERSION + 1;
     emit("bad_version", b, n + 4);
     emit("short_header", b, 31);

@@ -22,6 +22,13 @@
 
 int mfi_sa_equal(const struct sockaddr *a, const struct sockaddr *b)
 {
+    /* Shared connections: endpoints of one domain share its device's
+     * address and differ by the index their names carry. */
+    return mfi_dev_equal(a, b) && mfi_name_idx(a) == mfi_name_idx(b);
+}
+
+int mfi_dev_equal(const struct sockaddr *a, const struct sockaddr *b)
+{
     if (a->sa_family != b->sa_family)
         return 0;
     if (a->sa_family == AF_INET6) {

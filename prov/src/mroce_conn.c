@@ -20,6 +20,10 @@
  * each keeps sending on its own QP: messages from one side still travel
  * one QP, which keeps them in order.
  *
+ * With shared connections (mroce_shared.c) the QP is the domain's, one
+ * per peer device, and mfi_conn_tx, mfi_conn_listen and mfi_conn_hello
+ * hand over to that file; a conn is then an endpoint's view of it.
+ *
  * RMA: an MR's key is valid on the domain's device only, so READs and
  * WRITEs for an endpoint on a device of its own go to its domain's device
  * (whose port the endpoint's name carries, mfi_name_set_dom), over a peer
@@ -44,6 +48,27 @@ struct mfi_conn *mfi_conn_by_qpn(struct mfi_ep *ep, uint32_t qpn)
     return NULL;
 }
 
+void mfi_qp_attr(struct mroce_qp_init_attr *a, mroce_cq *cq, int mtu,
+                 uint32_t sq, uint32_t rq, uint16_t streams)
+{
+    mroce_qp_init_attr_default(a);
+    a->send_cq = a->recv_cq = cq;
+    /* Sends, rendezvous READs and control messages share the send queue;
+     * the endpoint's tx size bounds what the application can post. */
+    a->eng.max_send_wr = sq;
+    a->eng.max_recv_wr = rq;
+    a->eng.max_streams = streams;
+    a->eng.mtu = (uint16_t)mtu;
+    a->eng.npaths = (uint16_t)mfi_param.paths;
+    a->eng.rnr_retry = (uint8_t)mfi_param.rnr_retry;
+    a->eng.retry_cnt = (uint8_t)mfi_param.retry_cnt;
+    a->eng.peer_timeout = (mroce_tstamp)mfi_param.peer_timeout * 1000000ull;
+    a->eng.handshake_timeout = (mroce_tstamp)mfi_param.conn_timeout *
+                               1000000ull;
+    if (mfi_param.cc && !strcmp(mfi_param.cc, "none"))
+        a->eng.cc_algo = MROCE_CC_NONE;
+}
+
 /* A QP with bounce buffers posted, linked into ep->conns. */
 static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
 {
@@ -53,20 +78,8 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
         return NULL;
     }
     struct mroce_qp_init_attr a;
-    mroce_qp_init_attr_default(&a);
-    a.send_cq = a.recv_cq = ep->cq;
-    /* Sends, rendezvous READs and control messages share the send queue;
-     * the endpoint's tx size bounds what the application can post. */
-    a.eng.max_send_wr = 2 * MFI_TX_SIZE;
-    a.eng.max_recv_wr = (uint32_t)mfi_param.rx_depth;
-    a.eng.mtu = (uint16_t)ep->mtu;
-    a.eng.npaths = (uint16_t)mfi_param.paths;
-    a.eng.rnr_retry = (uint8_t)mfi_param.rnr_retry;
-    a.eng.retry_cnt = (uint8_t)mfi_param.retry_cnt;
-    a.eng.peer_timeout = (mroce_tstamp)mfi_param.peer_timeout * 1000000ull;
-    a.eng.handshake_timeout = (mroce_tstamp)mfi_param.conn_timeout * 1000000ull;
-    if (mfi_param.cc && !strcmp(mfi_param.cc, "none"))
-        a.eng.cc_algo = MROCE_CC_NONE;
+    mfi_qp_attr(&a, ep->cq, ep->mtu, 2 * MFI_TX_SIZE,
+                (uint32_t)mfi_param.rx_depth, 1);
     int rc = mroce_create_qp(ep->pd, &a, &c->qp);
     if (rc < 0) {
         MFI_WARN(FI_LOG_EP_CTRL, "cannot create a QP: %s\n",
@@ -91,6 +104,8 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
 
 int mfi_conn_listen(struct mfi_ep *ep)
 {
+    if (ep->dom->shared)
+        return mfi_shared_listen(ep->dom);
     int live = 0, err = 0;
     for (struct mfi_conn *c = ep->conns; c; c = c->next) {
         if (!c->listening)
@@ -125,6 +140,14 @@ static struct mfi_peer *peer_find(struct mfi_ep *ep, const struct sockaddr *sa)
         if (mfi_sa_equal((const struct sockaddr *)&p->addr, sa))
             return p;
     return NULL;
+}
+
+static struct mfi_peer *peer_new(struct mfi_ep *ep, const struct sockaddr *sa);
+
+struct mfi_peer *mfi_peer_get(struct mfi_ep *ep, const struct sockaddr *sa)
+{
+    struct mfi_peer *p = peer_find(ep, sa);
+    return p ? p : peer_new(ep, sa);
 }
 
 static struct mfi_peer *peer_new(struct mfi_ep *ep, const struct sockaddr *sa)
@@ -177,6 +200,8 @@ struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
 {
     if (p->tx && !p->tx->dead)
         return p->tx;
+    if (ep->dom->shared)
+        return mfi_shared_tx(ep, p, err);
     char host[INET6_ADDRSTRLEN];
     uint16_t port;
     if (p->addr.ss_family == AF_INET6) {
@@ -215,6 +240,10 @@ struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
 void mfi_conn_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
                     size_t len)
 {
+    if (ep->dom->shared) {
+        mfi_shared_hello(ep, c, name, len);
+        return;
+    }
     struct sockaddr_storage ss;
     if (!mfi_proto_hello(name, len, &ss))
         return;
@@ -239,6 +268,8 @@ void mfi_name_set_dom(struct sockaddr_storage *name, uint16_t dom)
 
 uint16_t mfi_name_dom(const struct sockaddr *name)
 {
+    if (mfi_param.shared_conn)
+        return 0; /* every endpoint is on its domain's device */
     uint16_t be;
     if (name->sa_family == AF_INET6) {
         uint32_t fl =
@@ -296,7 +327,7 @@ fi_addr_t mfi_conn_src(struct mfi_ep *ep, struct mfi_conn *c)
     return p->fi_addr;
 }
 
-void mfi_conn_failed(struct mfi_ep *ep, struct mfi_conn *c)
+void mfi_conn_fail_view(struct mfi_ep *ep, struct mfi_conn *c)
 {
     if (c->dead)
         return;
@@ -304,10 +335,21 @@ void mfi_conn_failed(struct mfi_ep *ep, struct mfi_conn *c)
     c->listening = 0;
     if (c->peer && c->peer->tx == c)
         c->peer->tx = NULL;
-    /* Flush whatever is still queued so it completes (with errors). */
-    mroce_modify_qp_error(c->qp);
     mfi_msg_conn_failed(ep, c);
     mfi_atomic_conn_failed(ep, c);
+}
+
+void mfi_conn_failed(struct mfi_ep *ep, struct mfi_conn *c)
+{
+    if (c->dq) { /* a shared QP: every endpoint's work on it fails */
+        mfi_shared_failed(ep->dom, c->qpn);
+        return;
+    }
+    if (c->dead)
+        return;
+    /* Flush whatever is still queued so it completes (with errors). */
+    mroce_modify_qp_error(c->qp);
+    mfi_conn_fail_view(ep, c);
 }
 
 void mfi_conn_close_all(struct mfi_ep *ep)
@@ -315,7 +357,8 @@ void mfi_conn_close_all(struct mfi_ep *ep)
     while (ep->conns) {
         struct mfi_conn *c = ep->conns;
         ep->conns = c->next;
-        mroce_destroy_qp(c->qp);
+        if (!c->dq) /* shared QPs are the domain's */
+            mroce_destroy_qp(c->qp);
         free(c);
     }
     ep->qpn_cache = NULL;

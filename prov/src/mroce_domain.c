@@ -208,6 +208,13 @@ void mfi_domain_progress(struct mfi_domain *d)
                                                memory_order_relaxed) +
                               1,
                           memory_order_relaxed);
+    if (d->shared) { /* one CQ for all: poll it once */
+        mfi_shared_poll(d);
+        for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
+            if (ep->enabled)
+                mfi_ep_after_poll(ep);
+        return;
+    }
     for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
         if (ep->enabled)
             mfi_ep_progress(ep);
@@ -237,6 +244,8 @@ static int domain_close(struct fid *fid)
         atomic_store(&d->stop, 1);
         pthread_join(d->thread, NULL);
     }
+    if (d->shared)
+        mfi_shared_domain_close(d);
     mroce_device_close(d->dev); /* and everything on it */
     d->fab->refs--;
     pthread_mutex_destroy(&d->lock);
@@ -381,6 +390,7 @@ int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
     d->data_progress = info->domain_attr ? info->domain_attr->data_progress
                                          : FI_PROGRESS_MANUAL;
     d->mr_mode = info->domain_attr ? info->domain_attr->mr_mode : 0;
+    d->shared = mfi_param.shared_conn;
     int rc = mfi_dev_open(info->src_addr, &d->dev, &d->addr, &d->addrlen,
                           &d->mtu);
     if (rc)

@@ -313,6 +313,9 @@ struct mfi_buf *mfi_buf_get(struct mfi_ep *ep, int rx)
     b->next = NULL;
     b->kind = rx ? MFI_WR_RXBUF : MFI_WR_TXBUF;
     b->held = b->counted = 0;
+    b->ep = ep;
+    b->epgen = ep->gen;
+    b->sidx = UINT16_MAX;
     b->conn = NULL;
     b->op = NULL;
     b->len = 0;
@@ -327,14 +330,19 @@ void mfi_buf_put(struct mfi_ep *ep, struct mfi_buf *b)
 
 int mfi_buf_post_rx(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b)
 {
+    c = mfi_rxc(c); /* a view's buffers are its receive side's */
     b->kind = MFI_WR_RXBUF;
     b->conn = c;
     b->held = 0;
+    b->ep = ep;
+    b->epgen = ep->gen;
+    b->sidx = c->dq ? (uint16_t)ep->idx : UINT16_MAX;
     struct mroce_sge sge = {(uintptr_t)b->data, (uint32_t)ep->buf_size,
                             b->lkey};
     struct mroce_recv_wr wr = {.wr_id = (uintptr_t)b,
                                .sg_list = &sge,
-                               .num_sge = 1};
+                               .num_sge = 1,
+                               .stream = c->dq ? (uint16_t)(1 + ep->idx) : 0};
     int rc = mroce_post_recv(c->qp, &wr, NULL);
     if (rc < 0) {
         mfi_buf_put(ep, b);
@@ -373,10 +381,11 @@ void mfi_unexp_release(struct mfi_ep *ep, struct mfi_buf *b)
 
 /* --- progress --- */
 
-static void handle_wc(struct mfi_ep *ep, const struct mroce_wc *wc)
+void mfi_ep_handle_wc(struct mfi_ep *ep, const struct mroce_wc *wc)
 {
     uint8_t kind = *(const uint8_t *)(uintptr_t)wc->wr_id;
-    if (wc->status != MROCE_WC_SUCCESS) {
+    /* Shared QPs: mfi_shared_poll has failed the QP for every endpoint. */
+    if (wc->status != MROCE_WC_SUCCESS && !ep->dom->shared) {
         struct mfi_conn *c = mfi_conn_by_qpn(ep, wc->qp_num);
         if (c && !c->dead) {
             if (wc->status != MROCE_WC_WR_FLUSH_ERR)
@@ -393,7 +402,8 @@ static void handle_wc(struct mfi_ep *ep, const struct mroce_wc *wc)
             mfi_buf_put(ep, b);
             return;
         }
-        if (b->conn && b->conn->listening)
+        if (b->conn &&
+            (b->conn->listening || (b->conn->dq && b->conn->dq->listening)))
             mfi_conn_listen(ep); /* an accepted QP: replace the listener */
         if (wc->opcode == MROCE_WC_RECV_WITH_IMM) {
             mfi_rma_rx_imm(ep, b, wc);
@@ -422,16 +432,25 @@ static void handle_wc(struct mfi_ep *ep, const struct mroce_wc *wc)
 
 void mfi_ep_progress(struct mfi_ep *ep)
 {
-    struct mroce_wc wc[32];
-    for (int round = 0; round < 4; round++) {
-        int n = mroce_poll_cq(ep->cq, 32, wc);
-        if (n <= 0)
-            break;
-        for (int i = 0; i < n; i++)
-            handle_wc(ep, &wc[i]);
-        if (n < 32)
-            break;
+    if (ep->dom->shared) {
+        mfi_shared_poll(ep->dom); /* every endpoint's completions */
+    } else {
+        struct mroce_wc wc[32];
+        for (int round = 0; round < 4; round++) {
+            int n = mroce_poll_cq(ep->cq, 32, wc);
+            if (n <= 0)
+                break;
+            for (int i = 0; i < n; i++)
+                mfi_ep_handle_wc(ep, &wc[i]);
+            if (n < 32)
+                break;
+        }
     }
+    mfi_ep_after_poll(ep);
+}
+
+void mfi_ep_after_poll(struct mfi_ep *ep)
+{
     if (ep->releasing)
         release_retry(ep);
     if (ep->ctrl_wait || ep->rd_wait)
@@ -522,9 +541,15 @@ static int ep_control(struct fid *fid, int command, void *arg)
     if (!ep->av || (!ep->tx_cq && !ep->rx_cq))
         return -FI_ENOAV;
     mfi_lock(ep->dom);
-    int rc = ep->enabled ? 0 : mfi_conn_listen(ep);
-    if (rc == 0)
+    int rc = 0;
+    if (ep->enabled) {
+    } else if (ep->dom->shared) {
+        ep->enabled = 1; /* the QPs it creates take its buffers too */
+        if ((rc = mfi_shared_ep_enable(ep)) != 0)
+            ep->enabled = 0;
+    } else if ((rc = mfi_conn_listen(ep)) == 0) {
         ep->enabled = 1;
+    }
     mfi_unlock(ep->dom);
     return rc;
 }
@@ -546,6 +571,10 @@ static void ep_drain(struct mfi_ep *ep)
         (ep->wr_outstanding || ep->releasing || ep->ctrl_wait || ep->rd_wait) &&
         mfi_now_ns() - t0 < limit)
         mfi_ep_progress(ep);
+    /* Shared QPs stay for the domain's other endpoints: nothing to
+     * linger for. */
+    if (ep->dom->shared && ep->dom->nep > 1)
+        return;
     struct mroce_udp_counters uc;
     mroce_device_get_udp_counters(ep->dev, &uc);
     uint64_t rx = uc.rx_pkts, quiet = mfi_now_ns();
@@ -569,6 +598,8 @@ static int ep_close(struct fid *fid)
     mfi_lock(d);
     if (ep->enabled)
         ep_drain(ep);
+    if (d->shared)
+        mfi_shared_ep_close(ep);
     mfi_conn_close_all(ep);
     mfi_flow_close(ep);
     mfi_atomic_close(ep);
@@ -588,7 +619,26 @@ static int ep_close(struct fid *fid)
         d->dev_ep = NULL;
     d->nep--;
     d->refs--;
+    if (d->shared && d->nep > 0 && ep->wr_outstanding) {
+        /* Its requests are still on QPs that stay: their completions
+         * must find it (and are dropped) until the domain closes. */
+        MFI_WARN(FI_LOG_EP_CTRL,
+                 "endpoint closed with %u sends in "
+                 "flight: kept until its domain closes\n",
+                 ep->wr_outstanding);
+        ep->closed = 1;
+        ep->dom_next = d->zombies;
+        d->zombies = ep;
+        mfi_unlock(d);
+        return 0;
+    }
     mfi_unlock(d);
+    mfi_ep_free(ep);
+    return 0;
+}
+
+void mfi_ep_free(struct mfi_ep *ep)
+{
     /* Requests still posted or in flight die with their QPs, which have
      * released their registrations. */
     while (ep->all_ops) {
@@ -609,7 +659,6 @@ static int ep_close(struct fid *fid)
     if (ep->own_dev)
         mroce_device_close(ep->dev); /* its PD, CQ and what is left */
     free(ep);
-    return 0;
 }
 
 static struct fi_ops ep_fi_ops = {
@@ -841,7 +890,8 @@ int mfi_ep_open(struct fid_domain *fd, struct fi_info *info,
     if (!ep)
         return -FI_ENOMEM;
     mfi_lock(d);
-    int rc = ep_device(d, ep, info ? info->src_addr : NULL);
+    int rc = d->shared ? mfi_shared_ep_open(d, ep)
+                       : ep_device(d, ep, info ? info->src_addr : NULL);
     if (rc) {
         mfi_unlock(d);
         free(ep);

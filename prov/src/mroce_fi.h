@@ -3,23 +3,26 @@
  * its files share.  The wire format is in mroce_proto.h, the matching
  * queues in mroce_tag_match.h.
  *
- * Shape.  An endpoint is one libmroce device (one UDP address: IP + port,
- * the name fi_getname returns), with one protection domain and one
- * libmroce completion queue that every QP of the device shares.  The
- * domain opens one device (its own name, the fi_info's source address) and
- * lends it to its first endpoint; every further endpoint of the domain
- * (domain_attr.ep_cnt MFI_EP_CNT) opens a device of its own on a port of
- * its own, as libfabric gives each endpoint its own address.  An endpoint
- * owns the peers, the QPs (one or two per peer: the one it opened to send,
- * and the one the peer opened, which it accepted), the bounce buffers and
- * the matching queues.  Memory registrations belong to the domain's
- * device, so an MR's key (the engine rkey) is valid only there: the name
- * of an endpoint on a device of its own carries its domain device's port
- * (mfi_name_set_dom), and an initiator sends READs and WRITEs addressed
- * to such an endpoint over a QP to that device instead (mfi_conn_rma_peer),
- * their RMA_EVENT notices and CQ data to the endpoint itself.  The
- * provider executes atomics itself against the domain's registrations, on
- * any endpoint.
+ * Shape.  A domain is one libmroce device (one UDP address: IP + port,
+ * the fi_info's source address), with one protection domain and one
+ * libmroce completion queue.  With shared connections (opt-in,
+ * mfi_param.shared_conn, mroce_shared.c) every endpoint lives on that
+ * device: its name is the domain's address plus its index, the domain
+ * keeps one QP per peer device (struct mfi_dqp) and each endpoint a
+ * receive side and views of it (struct mfi_conn), stream 1 + j carrying
+ * what is addressed to endpoint j.  With FI_MROCE_SHARED_CONN=0 the
+ * domain lends its device to its first endpoint and every further
+ * endpoint (domain_attr.ep_cnt MFI_EP_CNT) opens a device of its own,
+ * with a QP per peer endpoint (one or two: the one it opened to send, and
+ * the one the peer opened, which it accepted); memory registrations
+ * belong to the domain's device, so the name of an endpoint on a device
+ * of its own carries its domain device's port (mfi_name_set_dom), and an
+ * initiator sends READs and WRITEs addressed to such an endpoint over a
+ * QP to that device instead (mfi_conn_rma_peer), their RMA_EVENT notices
+ * and CQ data to the endpoint itself.  In both, an endpoint owns its
+ * peers, its conns, its bounce buffers and its matching queues, and the
+ * provider executes atomics itself against the domain's registrations,
+ * on any endpoint.
  *
  * Files, one per fabric object as in prov/rxd:
  *   mroce_init.c       fi_prov_ini, parameters, fi_getinfo
@@ -32,6 +35,8 @@
  *   mroce_ep.c         endpoints: bind, enable, close, getname, cancel,
  *                      buffers, progress (libmroce completions -> protocol)
  *   mroce_conn.c       peers and QPs: connect on first use, accept, HELLO
+ *   mroce_shared.c     shared connections: the domain's QPs, streams,
+ *                      completion routing
  *   mroce_msg.c        FI_MSG and the send/receive engine under FI_TAGGED
  *   mroce_flow.c       a full send queue (work waits and is retried) and
  *                      unexpected messages past the held-buffer bound
@@ -118,11 +123,15 @@ struct mfi_params {
     int port_base;      /* first UDP port tried for a domain; 0 = random */
     int rndv_seg;       /* rendezvous READ slice (bytes; 4 READs of a
                           message in flight); 256 KiB, 0 = one READ */
+    int shared_conn;    /* 1: every endpoint on the domain's device, one
+                          QP per peer device (mroce_shared.c); 0: a
+                          device per endpoint, a QP per endpoint pair */
 };
 extern struct mfi_params mfi_param;
 
 struct mfi_ep;
 struct mfi_cq;
+struct mfi_dqp;
 
 struct mfi_fabric {
     struct fid_fabric fab;
@@ -146,10 +155,25 @@ struct mfi_domain {
     struct mfi_ep *eps;    /* the endpoints (ep->dom_next) */
     struct mfi_ep *dev_ep; /* the endpoint on the domain's device */
     int nep;
-    struct mfi_mr *mrs; /* open registrations (atomic targets are checked
+    /* Shared connections (mfi_param.shared_conn, mroce_shared.c): the
+     * domain's QPs (one per peer device, plus listeners), its endpoints
+     * by index (the stream 1 + i that carries what is addressed to
+     * endpoint i), and the buffer memory of closed endpoints, whose
+     * receives stay posted on the QPs until they are destroyed. */
+    int shared;
+    struct mfi_dqp *dqps;
+    struct mfi_ep *ep_by_idx[MFI_EP_CNT];
+    struct mfi_slab *orphans;
+    size_t norphans;
+    uint32_t ep_gen;
+    int polling;            /* mfi_shared_poll is handling completions */
+    struct mfi_ep *zombies; /* closed endpoints with work in flight */
+    uint64_t rx_orphaned;   /* messages dropped: for a closed endpoint, or
+                             from a peer that never named its device */
+    struct mfi_mr *mrs;     /* open registrations (atomic targets are checked
                           against them) */
-    int refs;           /* AVs, CQs, MRs, endpoints open */
-    pthread_t thread;   /* auto progress, or the keeper (manual progress) */
+    int refs;               /* AVs, CQs, MRs, endpoints open */
+    pthread_t thread;       /* auto progress, or the keeper (manual progress) */
     int thread_on;
     atomic_int stop;
     _Atomic uint64_t progress_seq; /* progress calls so far (the keeper
@@ -186,7 +210,8 @@ fi_addr_t mfi_av_find(struct mfi_av *av, const struct sockaddr *sa,
                       socklen_t len);
 int mfi_av_open(struct fid_domain *d, struct fi_av_attr *attr,
                 struct fid_av **av, void *context);
-/* Addresses compare by family, port and IP only. */
+/* Addresses compare by family, port and IP, and with shared connections
+ * by the endpoint index their names carry. */
 int mfi_sa_equal(const struct sockaddr *a, const struct sockaddr *b);
 socklen_t mfi_sa_len(const struct sockaddr *sa);
 
@@ -287,6 +312,33 @@ struct mfi_conn {
     uint32_t rx_owed;      /* buffers not reposted: back-pressure */
     uint32_t ctrl_waiting; /* control messages for it waiting for
                                 send-queue room (mroce_flow.c) */
+    /* Shared connections: the domain's QP it is a view of (qp is
+     * dq->qp), the stream its sends go on (1 + the peer endpoint's
+     * index; 0 without shared connections) and the endpoint's receive
+     * side on that QP (rxc: the conn its buffers are posted on, itself
+     * for that one, NULL without shared connections). */
+    struct mfi_dqp *dq;
+    uint16_t stream;
+    struct mfi_conn *rxc;
+};
+/* The conn whose bounce buffers serve c (its receive side). */
+static inline struct mfi_conn *mfi_rxc(struct mfi_conn *c)
+{
+    return c->rxc ? c->rxc : c;
+}
+/* A QP of the domain's, shared by all its endpoints (mroce_shared.c). */
+struct mfi_dqp {
+    struct mfi_dqp *next; /* dom->dqps */
+    mroce_qp *qp;
+    uint32_t qpn;
+    struct sockaddr_storage raddr; /* the peer device's name (index 0) */
+    socklen_t rlen;                /* 0: not known yet (accepted, no
+                                      HELLO yet) */
+    uint8_t listening, dead;
+    uint8_t active;      /* this side connected it */
+    uint64_t hello_sent; /* active: bit j, the HELLO went on stream 1 + j */
+    uint32_t rq_cap;     /* receive queue slots */
+    uint32_t rx_posted;  /* buffers posted on it, all endpoints */
 };
 struct mfi_peer {
     struct mfi_peer *next; /* ep->peers */
@@ -316,8 +368,14 @@ struct mfi_buf {
     struct mfi_buf **pprev; /* copies: the link pointing at it */
     struct mtm_entry ue;    /* unexpected queue link */
     struct mfi_conn *conn;  /* rx: the QP it was posted on */
-    struct mfi_op *op;      /* tx: the send it carries (NULL: internal) */
-    uint32_t len;           /* rx: bytes received */
+    struct mfi_ep *ep;      /* shared connections: the endpoint whose
+                                pool it is in (epgen its generation, as a
+                                closed endpoint's buffers stay posted) and
+                                rx: the index whose stream it serves */
+    uint32_t epgen;
+    uint16_t sidx;
+    struct mfi_op *op; /* tx: the send it carries (NULL: internal) */
+    uint32_t len;      /* rx: bytes received */
     uint32_t lkey;
     uint8_t *data; /* header + payload, registered */
 };
@@ -413,6 +471,11 @@ struct mfi_ep {
     struct fid_ep ep;
     struct mfi_domain *dom;
     struct mfi_ep *dom_next; /* dom->eps */
+    int idx;                 /* shared connections: its index in the domain
+                                (its name carries it, mfi_name_idx) */
+    uint32_t gen;            /*   and its generation (dom->ep_gen) */
+    int closed;              /* closed with sends still in flight: kept
+                                (dom->zombies) until the domain closes */
     mroce_device *dev;       /* its device: the domain's, or */
     int own_dev;             /*   one of its own (1) */
     mroce_pd *pd;            /* the device's PD and CQ */
@@ -473,6 +536,9 @@ int mfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep,
                 void *context);
 /* Drives libmroce and handles its completions.  Lock held. */
 void mfi_ep_progress(struct mfi_ep *ep);
+/* What progress does for ep once completions are handled: retries of
+ * what waited for room, listeners. */
+void mfi_ep_after_poll(struct mfi_ep *ep);
 struct mfi_op *mfi_op_get(struct mfi_ep *ep);
 void mfi_op_put(struct mfi_ep *ep, struct mfi_op *op);
 /* Buffers: NULL if the pool cannot grow.  Lock held. */
@@ -537,7 +603,53 @@ void mfi_conn_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
 fi_addr_t mfi_conn_src(struct mfi_ep *ep, struct mfi_conn *c);
 /* A QP went to ERROR (a completion failed): forget it as a send path. */
 void mfi_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
+/* c no longer carries anything (its QP is in ERROR): the work waiting on
+ * it fails. */
+void mfi_conn_fail_view(struct mfi_ep *ep, struct mfi_conn *c);
+/* The peer named sa (created if new).  NULL: no memory. */
+struct mfi_peer *mfi_peer_get(struct mfi_ep *ep, const struct sockaddr *sa);
+/* The provider's QP attributes: send and receive queue sizes, streams. */
+void mfi_qp_attr(struct mroce_qp_init_attr *a, mroce_cq *cq, int mtu,
+                 uint32_t sq, uint32_t rq, uint16_t streams);
 void mfi_conn_close_all(struct mfi_ep *ep);
+
+/* --- mroce_shared.c: one QP per peer device (shared connections) --- */
+/* Gives ep its index and name on the domain's device.  Lock held. */
+int mfi_shared_ep_open(struct mfi_domain *d, struct mfi_ep *ep);
+/* Keeps MFI_LISTENERS listening QPs on the domain's device. */
+int mfi_shared_listen(struct mfi_domain *d);
+/* ep enabled: listeners, and its receive buffers on every QP. */
+int mfi_shared_ep_enable(struct mfi_ep *ep);
+/* The view of ep towards peer p (connecting a QP to p's device on first
+ * use, sending the HELLO on p's stream).  NULL + *err. */
+struct mfi_conn *mfi_shared_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err);
+/* A message arrived on rx conn c from the peer's endpoint src_idx: the
+ * view to handle it with, NULL if it must be dropped (counted). */
+struct mfi_conn *mfi_shared_rx_view(struct mfi_ep *ep, struct mfi_conn *c,
+                                    uint32_t src_idx);
+/* A HELLO on rx conn c: the peer device's name. */
+void mfi_shared_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
+                      size_t len);
+/* Polls the domain's CQ and hands each completion to its endpoint. */
+void mfi_shared_poll(struct mfi_domain *d);
+/* A completion of the domain's CQ, for ep (NULL: a closed endpoint's). */
+void mfi_ep_handle_wc(struct mfi_ep *ep, const struct mroce_wc *wc);
+/* Domain close: the QPs, the closed endpoints' memory. */
+void mfi_shared_domain_close(struct mfi_domain *d);
+/* Frees a closed endpoint's requests, buffers and itself. */
+void mfi_ep_free(struct mfi_ep *ep);
+/* A QP of the domain failed: every endpoint's views of it fail. */
+void mfi_shared_failed(struct mfi_domain *d, uint32_t qpn);
+/* ep closes: its views go, its buffers stay posted (the domain keeps
+ * their memory); the last endpoint's close destroys the QPs. */
+void mfi_shared_ep_close(struct mfi_ep *ep);
+/* The endpoint index a name carries (0 without shared connections). */
+uint16_t mfi_name_idx(const struct sockaddr *name);
+void mfi_name_set_idx(struct sockaddr_storage *name, uint16_t idx);
+/* Device equality: family, IP and port (not the endpoint index). */
+int mfi_dev_equal(const struct sockaddr *a, const struct sockaddr *b);
+/* Stamps the header of b (version, source index) before it is posted. */
+void mfi_hdr_stamp(struct mfi_ep *ep, struct mfi_buf *b);
 
 /* --- mroce_msg.c: the send/receive engine --- */
 extern struct fi_ops_msg mfi_msg_ops;

@@ -37,7 +37,9 @@ static int ctrl_post(struct mfi_ep *ep, struct mfi_buf *b)
                                .sg_list = &sge,
                                .num_sge = 1,
                                .opcode = MROCE_WR_SEND,
-                               .send_flags = MROCE_SEND_SIGNALED};
+                               .send_flags = MROCE_SEND_SIGNALED,
+                               .stream = b->conn->stream};
+    mfi_hdr_stamp(ep, b);
     int rc = mroce_post_send(b->conn->qp, &wr, NULL);
     if (rc == 0)
         ep->wr_outstanding++;

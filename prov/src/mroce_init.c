@@ -46,6 +46,7 @@ struct mfi_params mfi_param = {
     .peer_timeout = 5000,
     .keeper_us = 500,
     .rndv_seg = 262144,
+    .shared_conn = 0,
 };
 
 /* What the provider can do; getinfo returns the part the hints ask for. */
@@ -93,6 +94,12 @@ static void define_params(void)
     fi_param_define(&mfi_prov, "eager_size", FI_PARAM_INT,
                     "Largest message sent eagerly; larger ones use a "
                     "READ rendezvous (default: 8192)");
+    fi_param_define(&mfi_prov, "shared_conn", FI_PARAM_INT,
+                    "1: every endpoint of a domain on the domain's device, "
+                    "one QP per peer device, each destination endpoint on "
+                    "a stream of its own; 0: a device per endpoint and a "
+                    "QP per endpoint pair (default: 0; both sides must "
+                    "agree)");
     fi_param_define(&mfi_prov, "rndv_seg", FI_PARAM_INT,
                     "Rendezvous: bytes per READ; a larger message is read "
                     "in slices of this size, 4 READs in flight, the next "
@@ -171,6 +178,7 @@ static void read_params(void)
     get_int("eager_size", &mfi_param.eager_size, 64, 1 << 20);
     get_int("rx_depth", &mfi_param.rx_depth, 4, 4096);
     get_int("rndv_seg", &mfi_param.rndv_seg, 0, 1 << 30);
+    get_int("shared_conn", &mfi_param.shared_conn, 0, 1);
     get_int("unexp_max", &mfi_param.unexp_max, 0, 1 << 20);
     get_int("unexp_copy_max", &mfi_param.unexp_copy_max, 0, 1 << 30);
     get_int("conn_timeout", &mfi_param.conn_timeout, 10, 600000);

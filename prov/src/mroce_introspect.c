@@ -44,6 +44,27 @@ static int conn_stats(struct fid_domain *domain, const void *peer,
     }
     memset(st, 0, sizeof(*st));
     mfi_lock(d);
+    if (d->shared) { /* the domain's QPs (mroce_shared.c) */
+        for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
+            st->endpoints++;
+        for (struct mfi_dqp *dq = d->dqps; dq; dq = dq->next) {
+            enum mroce_qp_state qs = mroce_qp_get_state(dq->qp);
+            if (dq->dead || qs == MROCE_QPS_ERROR)
+                continue;
+            if (dq->listening && qs == MROCE_QPS_LISTEN) {
+                st->listening++;
+                continue;
+            }
+            st->qps++;
+            if (peer && dq->rlen &&
+                mfi_dev_equal((const struct sockaddr *)&dq->raddr,
+                              (const struct sockaddr *)&want))
+                st->peer_qps++;
+        }
+        st->devices = 1;
+        mfi_unlock(d);
+        return 0;
+    }
     for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next) {
         st->endpoints++;
         if (ep->own_dev)

@@ -37,8 +37,10 @@ static int post_buf(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b,
                                .sg_list = &sge,
                                .num_sge = 1,
                                .opcode = MROCE_WR_SEND,
-                               .send_flags = MROCE_SEND_SIGNALED};
+                               .send_flags = MROCE_SEND_SIGNALED,
+                               .stream = c->stream};
     b->conn = c;
+    mfi_hdr_stamp(ep, b);
     int rc = mroce_post_send(c->qp, &wr, NULL);
     if (rc == 0)
         ep->wr_outstanding++;
@@ -323,7 +325,8 @@ static int rndv_post(struct mfi_ep *ep, struct mfi_op *op)
                                         .opcode = MROCE_WR_READ,
                                         .send_flags = MROCE_SEND_SIGNALED,
                                         .remote_addr = op->rd_raddr + off,
-                                        .rkey = op->rd_rkey};
+                                        .rkey = op->rd_rkey,
+                                        .stream = op->conn->stream};
         if (nw)
             wr[nw - 1].next = &wr[nw];
         len[nw] = chunk;
@@ -522,11 +525,25 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
         mfi_unexp_release(ep, b);
         return;
     }
-    switch (p.kind) {
-    case MFI_PKT_HELLO:
+    if (p.kind == MFI_PKT_HELLO) {
         mfi_conn_hello(ep, c, p.payload, p.plen);
         mfi_unexp_release(ep, b);
         return;
+    }
+    if (c && c->dq) {
+        /* A shared QP: the sender is the peer device's endpoint the
+         * header names; handle it through our view towards it. */
+        struct mfi_conn *v = mfi_shared_rx_view(ep, c, p.src_idx);
+        if (!v) {
+            MFI_WARN(FI_LOG_EP_DATA,
+                     "dropped a message from an unknown endpoint (%u)\n",
+                     p.src_idx);
+            mfi_unexp_release(ep, b);
+            return;
+        }
+        b->conn = c = v;
+    }
+    switch (p.kind) {
     case MFI_PKT_FIN:
         fin_rx(ep, &p.fin);
         mfi_unexp_release(ep, b);
@@ -567,7 +584,7 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
         if (cb) {
             mtm_append(&ep->unexp[t], &cb->ue);
             if (mfi_buf_post_rx(ep, c, b) != 0)
-                c->rx_owed++;
+                mfi_rxc(c)->rx_owed++;
             return;
         }
     }
@@ -579,7 +596,7 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
         if (nb && mfi_buf_post_rx(ep, c, nb) == 0)
             return;
     }
-    c->rx_owed++;
+    mfi_rxc(c)->rx_owed++;
     if (!ep->unexp_warned) {
         ep->unexp_warned = 1;
         MFI_WARN(FI_LOG_EP_DATA,

@@ -71,11 +71,13 @@ int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out)
     if (len < sizeof(h))
         return MFI_PARSE_SHORT;
     memcpy(&h, buf, sizeof(h));
-    if (h.version != MFI_PROTO_VERSION)
+    if (h.version < MFI_PROTO_VERSION_MIN || h.version > MFI_PROTO_VERSION)
         return MFI_PARSE_VERSION;
     if (h.flags & ~(uint16_t)MFI_HDR_CQ_DATA)
         return MFI_PARSE_FLAGS;
     memset(out, 0, sizeof(*out));
+    out->version = h.version;
+    out->src_idx = h.version >= 2 ? h.rsvd : 0;
     out->kind = h.kind;
     out->flags = h.flags;
     out->data = h.data;
@@ -153,7 +155,8 @@ size_t mfi_proto_hello(const void *payload, size_t len,
 size_t mfi_proto_build(void *buf, const struct mfi_pkt *p)
 {
     struct mfi_hdr h = {0};
-    h.version = MFI_PROTO_VERSION;
+    h.version = p->version ? p->version : MFI_PROTO_VERSION;
+    h.rsvd = h.version >= 2 ? p->src_idx : 0;
     h.kind = p->kind;
     h.flags = p->flags;
     h.tag = p->tag;

@@ -44,7 +44,11 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define MFI_PROTO_VERSION 1
+/* Version 2: hdr.rsvd is the sending endpoint's index in its domain
+ * (shared connections: one QP per pair of devices, mroce_shared.c);
+ * version 1 (FI_MROCE_SHARED_CONN=0) sends 0 there.  Both are read. */
+#define MFI_PROTO_VERSION 2
+#define MFI_PROTO_VERSION_MIN 1
 
 /* Fields are stored in host order; the provider builds only on
  * little-endian hosts, so that is little endian on the wire. */
@@ -76,13 +80,13 @@ enum mfi_hdr_flags {
 };
 
 struct mfi_hdr {
-    uint8_t version; /* MFI_PROTO_VERSION */
+    uint8_t version; /* MFI_PROTO_VERSION (or _MIN) */
     uint8_t kind;    /* enum mfi_pkt_kind */
     uint16_t flags;  /* enum mfi_hdr_flags */
-    uint32_t rsvd;
-    uint64_t tag;  /* TAGGED, RTS_TAGGED */
-    uint64_t data; /* remote CQ data when MFI_HDR_CQ_DATA */
-    uint64_t len;  /* message length (eager: the payload's; RTS: the
+    uint32_t rsvd;   /* version 2: the source endpoint's index */
+    uint64_t tag;    /* TAGGED, RTS_TAGGED */
+    uint64_t data;   /* remote CQ data when MFI_HDR_CQ_DATA */
+    uint64_t len;    /* message length (eager: the payload's; RTS: the
                         whole message's) */
 };
 
@@ -165,7 +169,7 @@ unsigned mfi_amo_operands(unsigned op);
 enum mfi_parse_err {
     MFI_PARSE_OK = 0,
     MFI_PARSE_SHORT = -1,   /* shorter than its header or kind's body */
-    MFI_PARSE_VERSION = -2, /* not MFI_PROTO_VERSION */
+    MFI_PARSE_VERSION = -2, /* not MFI_PROTO_VERSION_MIN..VERSION */
     MFI_PARSE_KIND = -3,    /* unknown kind */
     MFI_PARSE_LEN = -4,     /* hdr.len disagrees with the packet */
     MFI_PARSE_FLAGS = -5,   /* unknown flag bits */
@@ -173,7 +177,11 @@ enum mfi_parse_err {
 
 /* A decoded SEND: fields copied out of the (possibly unaligned) buffer. */
 struct mfi_pkt {
+    uint8_t version;        /* hdr.version */
     uint8_t kind;           /* enum mfi_pkt_kind */
+    uint32_t src_idx;       /* hdr.rsvd: the source endpoint's index
+                               (version 2; unchecked, the caller bounds
+                               it) */
     uint16_t flags;         /* enum mfi_hdr_flags */
     uint64_t tag;           /* TAGGED kinds; 0 otherwise */
     uint64_t data;          /* CQ data (meaningful with MFI_HDR_CQ_DATA) */
@@ -205,7 +213,8 @@ int mfi_proto_parse(const void *buf, size_t len, struct mfi_pkt *out);
 size_t mfi_proto_hello(const void *payload, size_t len,
                        struct sockaddr_storage *ss);
 
-/* Writes the header (and, for RTS/FIN kinds, the body from p) into buf,
+/* Writes the header (version p->version, MFI_PROTO_VERSION if 0; from
+ * version 2 rsvd = p->src_idx), and for RTS/FIN kinds the body from p, into buf,
  * which has room for sizeof(struct mfi_hdr) + the body; returns the bytes
  * written.  The payload of MSG/TAGGED/HELLO is the caller's to append. */
 size_t mfi_proto_build(void *buf, const struct mfi_pkt *p);

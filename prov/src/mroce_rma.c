@@ -62,6 +62,10 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
         return err;
     int cqdata = write && (flags & FI_REMOTE_CQ_DATA);
     int via_dom = rp != p; /* the target is not on its domain's device */
+    /* The CQ data goes in a notice after the WRITE (not as an immediate)
+     * when the WRITE goes to the target's domain device, and on shared
+     * QPs, where only a provider header names the writer. */
+    int notice_cq = cqdata && (via_dom || ep->dom->shared);
     struct mfi_op *op = mfi_op_get(ep);
     if (!op)
         return -FI_ENOMEM;
@@ -76,7 +80,7 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
     op->rma_addr = raddr;
     op->rma_key = (uint32_t)key;
     op->rma_target = via_dom ? p : NULL;
-    op->rma_cqdata = (uint8_t)(via_dom && cqdata);
+    op->rma_cqdata = (uint8_t)notice_cq;
     op->data = data;
     struct mroce_sge sge[MFI_IOV_LIMIT];
     struct mfi_buf *b = NULL;
@@ -116,14 +120,15 @@ static ssize_t rma_common(struct mfi_ep *ep, int write, const struct iovec *iov,
                                .sg_list = sge,
                                .num_sge = (int)count,
                                .opcode = !write ? MROCE_WR_READ
-                                         : cqdata && !via_dom
+                                         : cqdata && !notice_cq
                                              ? MROCE_WR_WRITE_WITH_IMM
                                              : MROCE_WR_WRITE,
                                .send_flags = MROCE_SEND_SIGNALED |
                                              (inl ? MROCE_SEND_INLINE : 0),
                                .imm_data = (uint32_t)data,
                                .remote_addr = raddr,
-                               .rkey = (uint32_t)key};
+                               .rkey = (uint32_t)key,
+                               .stream = c->stream};
     rc = mroce_post_send(c->qp, &wr, NULL);
     if (rc < 0) {
         if (b)

@@ -6,12 +6,16 @@
  * test_prov_multi_ep); each endpoint sends tagged messages, eager and
  * rendezvous, to every endpoint of the other domain.
  *
- * The counts asserted are those of the provider's present layout (a QP
- * per endpoint pair, prov/README.md How it works): at least one and at
- * most two QPs per endpoint pair at each side, four listeners per
- * endpoint at most, a device per endpoint.  The shared-connection design
- * (prov/README.md, One connection per peer pair) would make peer_qps 1.
- * Also: unknown extension names, bad names and bad arguments are refused.
+ * With shared connections (FI_MROCE_SHARED_CONN=1: ctest prov_conn and
+ * prov_conn_fault; prov/README.md "One connection per peer pair") every
+ * endpoint is on its domain's device and, once one
+ * endpoint of each side has heard from the other, all 16 endpoint pairs
+ * share exactly one QP per pair of domains, with four listeners per
+ * domain.  Without (the default; ctest prov_conn_per_ep) the counts
+ * asserted are the other layout's: a device per endpoint, at least
+ * one and at most two QPs per endpoint pair at each side, four listeners
+ * per endpoint at most.  Also: unknown extension names, bad names and bad
+ * arguments are refused.
  *
  * Needs FI_PROVIDER_PATH to name the directory of libmroce-fi.so.
  */
@@ -49,6 +53,7 @@ static struct side sd[NDOM];
 static unsigned char rbuf[NDOM][NEP][NEP][NSIZE][70000];
 static unsigned char sbuf[NDOM][NEP][NEP][NSIZE][70000];
 static size_t tx_done[NDOM][NEP], rx_done[NDOM][NEP];
+static int shared; /* FI_MROCE_SHARED_CONN (default 0) */
 
 static uint64_t tag_of(int from, int to, int z)
 {
@@ -79,26 +84,99 @@ static void poll_all(void)
         }
 }
 
+static void open_ep(int s, int e)
+{
+    struct side *x = &sd[s];
+    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
+                            .wait_obj = FI_WAIT_NONE};
+    DIE_IF(fi_cq_open(x->dom, &cq, &x->txcq[e], NULL), "fi_cq_open");
+    DIE_IF(fi_cq_open(x->dom, &cq, &x->rxcq[e], NULL), "fi_cq_open");
+    DIE_IF(fi_endpoint(x->dom, info, &x->ep[e], NULL), "fi_endpoint");
+    DIE_IF(fi_ep_bind(x->ep[e], &x->av->fid, 0), "bind av");
+    DIE_IF(fi_ep_bind(x->ep[e], &x->txcq[e]->fid, FI_TRANSMIT), "bind tx");
+    DIE_IF(fi_ep_bind(x->ep[e], &x->rxcq[e]->fid, FI_RECV), "bind rx");
+    DIE_IF(fi_enable(x->ep[e]), "fi_enable");
+    x->namelen[e] = sizeof(x->name[e]);
+    DIE_IF(fi_getname(&x->ep[e]->fid, x->name[e], &x->namelen[e]),
+           "fi_getname");
+}
+
 static void open_side(int s)
 {
     struct side *x = &sd[s];
     DIE_IF(fi_domain(fabric, info, &x->dom, NULL), "fi_domain");
     struct fi_av_attr av = {.type = FI_AV_TABLE};
     DIE_IF(fi_av_open(x->dom, &av, &x->av, NULL), "fi_av_open");
-    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
-                            .wait_obj = FI_WAIT_NONE};
-    for (int e = 0; e < NEP; e++) {
-        DIE_IF(fi_cq_open(x->dom, &cq, &x->txcq[e], NULL), "fi_cq_open");
-        DIE_IF(fi_cq_open(x->dom, &cq, &x->rxcq[e], NULL), "fi_cq_open");
-        DIE_IF(fi_endpoint(x->dom, info, &x->ep[e], NULL), "fi_endpoint");
-        DIE_IF(fi_ep_bind(x->ep[e], &x->av->fid, 0), "bind av");
-        DIE_IF(fi_ep_bind(x->ep[e], &x->txcq[e]->fid, FI_TRANSMIT), "bind tx");
-        DIE_IF(fi_ep_bind(x->ep[e], &x->rxcq[e]->fid, FI_RECV), "bind rx");
-        DIE_IF(fi_enable(x->ep[e]), "fi_enable");
-        x->namelen[e] = sizeof(x->name[e]);
-        DIE_IF(fi_getname(&x->ep[e]->fid, x->name[e], &x->namelen[e]),
-               "fi_getname");
+    for (int e = 0; e < NEP; e++)
+        open_ep(s, e);
+}
+
+/* The last endpoint of side 1 closes while the QP stays, and a new one
+ * opens in its place (shared connections: the same index, so the same
+ * name, and the closed one's buffers still posted on its stream): side
+ * 0's endpoint 1 sends it an eager and a rendezvous message, which it
+ * receives, and it answers. */
+static void reopen(void)
+{
+    int e = NEP - 1;
+    char old[64];
+    size_t oldlen = sd[1].namelen[e];
+    memcpy(old, sd[1].name[e], oldlen);
+    CHECK(fi_close(&sd[1].ep[e]->fid) == 0);
+    CHECK(fi_close(&sd[1].txcq[e]->fid) == 0);
+    CHECK(fi_close(&sd[1].rxcq[e]->fid) == 0);
+    open_ep(1, e);
+    if (shared)
+        CHECK(sd[1].namelen[e] == oldlen &&
+              !memcmp(sd[1].name[e], old, oldlen));
+    fi_addr_t to;
+    CHECK(fi_av_insert(sd[0].av, sd[1].name[e], 1, &to, 0, NULL) == 1);
+    static unsigned char out[NSIZE][70000], in[NSIZE][70000], back[8];
+    unsigned char ans[8] = "answer";
+    for (int z = 0; z < NSIZE; z++) {
+        memset(out[z], 0x40 + z, sizeof(out[z]));
+        CHECK(fi_trecv(sd[1].ep[e], in[z], sizes[z], NULL, FI_ADDR_UNSPEC,
+                       7000 + (uint64_t)z, 0, NULL) == 0);
     }
+    CHECK(fi_trecv(sd[0].ep[1], back, sizeof(back), NULL, FI_ADDR_UNSPEC, 7100,
+                   0, NULL) == 0);
+    for (int z = 0; z < NSIZE; z++)
+        CHECK(fi_tsend(sd[0].ep[1], out[z], sizes[z], NULL, to,
+                       7000 + (uint64_t)z, NULL) == 0);
+    int tx0 = 0, rx1 = 0, tx1 = 0, rx0 = 0;
+    struct fi_cq_tagged_entry c;
+    double t0 = now_s();
+    while ((tx0 < NSIZE || rx1 < NSIZE || !tx1 || !rx0) && now_s() - t0 < 10) {
+        tx0 += fi_cq_read(sd[0].txcq[1], &c, 1) == 1;
+        if (fi_cq_read(sd[1].rxcq[e], &c, 1) == 1 && ++rx1 == NSIZE)
+            CHECK(fi_tsend(sd[1].ep[e], ans, sizeof(ans), NULL, sd[1].addr[1],
+                           7100, NULL) == 0);
+        tx1 += fi_cq_read(sd[1].txcq[e], &c, 1) == 1;
+        rx0 += fi_cq_read(sd[0].rxcq[1], &c, 1) == 1;
+    }
+    CHECK(tx0 == NSIZE && rx1 == NSIZE && tx1 == 1 && rx0 == 1);
+    for (int z = 0; z < NSIZE; z++)
+        CHECK(!memcmp(in[z], out[z], sizes[z]));
+    CHECK(!memcmp(back, ans, sizeof(ans)));
+}
+
+/* First contact: endpoint 0 of side 0 sends one message to endpoint 0 of
+ * side 1, which receives it, so side 1 knows the QP before it sends. */
+static void first_contact(void)
+{
+    static char m[8] = "hello", r[8];
+    struct fi_cq_tagged_entry c;
+    CHECK(fi_trecv(sd[1].ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, 1ull << 40,
+                   0, r) == 0);
+    CHECK(fi_tsend(sd[0].ep[0], m, sizeof(m), NULL, sd[0].addr[0], 1ull << 40,
+                   m) == 0);
+    int got_tx = 0, got_rx = 0;
+    double t0 = now_s();
+    while ((!got_tx || !got_rx) && now_s() - t0 < 10) {
+        got_tx += fi_cq_read(sd[0].txcq[0], &c, 1) == 1;
+        got_rx += fi_cq_read(sd[1].rxcq[0], &c, 1) == 1;
+    }
+    CHECK(got_tx && got_rx && !memcmp(m, r, sizeof(m)));
 }
 
 /* Every endpoint receives from and sends to every endpoint of the other
@@ -155,6 +233,8 @@ static void exchange(void)
 
 int main(void)
 {
+    const char *sc = getenv("FI_MROCE_SHARED_CONN");
+    shared = sc && atoi(sc) != 0;
     prov_keep_mapped();
     info = prov_getinfo(FI_MSG | FI_TAGGED, 0, &fabric);
     for (int s = 0; s < NDOM; s++)
@@ -174,9 +254,13 @@ int main(void)
     struct mroce_fi_conn_stats st[NDOM];
     /* Before any traffic: no connection, listeners only. */
     CHECK(ops->stats(sd[0].dom, sd[1].name[0], sd[1].namelen[0], &st[0]) == 0);
-    CHECK(st[0].endpoints == NEP && st[0].devices == NEP);
+    CHECK(st[0].endpoints == NEP && st[0].devices == (shared ? 1 : NEP));
     CHECK(st[0].qps == 0 && st[0].peer_qps == 0);
-    CHECK(st[0].listening > 0 && st[0].listening <= 4 * NEP);
+    if (shared)
+        CHECK(st[0].listening == 4);
+    else
+        CHECK(st[0].listening > 0 && st[0].listening <= 4 * NEP);
+    first_contact();
     exchange();
     for (int s = 0; s < NDOM; s++) {
         /* The peer domain named through any of its endpoints. */
@@ -188,8 +272,17 @@ int main(void)
                     "%u to the peer domain, %u listening\n",
                     s, st[s].endpoints, st[s].devices, st[s].qps,
                     st[s].peer_qps, st[s].listening);
-            /* Present layout: each endpoint pair its own QP (two where
-             * both sides connected before a HELLO arrived). */
+            if (shared) {
+                /* One QP for the pair of domains, all 16 endpoint pairs
+                 * on it. */
+                CHECK(st[s].peer_qps == 1);
+                CHECK(st[s].qps == 1);
+                CHECK(st[s].devices == 1);
+                CHECK(st[s].listening == 4);
+                continue;
+            }
+            /* Each endpoint pair its own QP (two where both sides
+             * connected before a HELLO arrived). */
             CHECK(st[s].peer_qps >= NEP * NEP &&
                   st[s].peer_qps <= 2 * NEP * NEP);
             CHECK(st[s].qps == st[s].peer_qps);
@@ -200,6 +293,11 @@ int main(void)
               0);
         CHECK(st[s].peer_qps == 0);
     }
+    reopen();
+    CHECK(ops->stats(sd[0].dom, sd[1].name[0], sd[1].namelen[0], &st[0]) == 0);
+    CHECK(st[0].endpoints == NEP);
+    if (shared)
+        CHECK(st[0].peer_qps == 1 && st[0].qps == 1);
     /* Bad arguments. */
     CHECK(ops->stats(sd[0].dom, sd[1].name[0], 1, &st[0]) == -FI_EINVAL);
     CHECK(ops->stats(sd[0].dom, NULL, 0, NULL) == -FI_EINVAL);
@@ -219,7 +317,7 @@ int main(void)
         fprintf(stderr, "test_prov_conn: %d check(s) failed\n", failures);
     else
         printf("test_prov_conn: %d x %d endpoints, every pair's traffic on "
-               "its own CQs, connections counted\n",
-               NEP, NEP);
+               "its own CQs, connections counted (%s)\n",
+               NEP, NEP, shared ? "one QP per domain pair" : "per endpoint");
     return failures != 0;
 }

@@ -380,10 +380,13 @@ int main(int argc, char **argv)
     double t0 = now_s();
     for (uint64_t seq = 0; seq < ops; seq++) {
         /* fi_write changes the target that fi_read checks: they take
-         * turns, the read after every write has completed. */
+         * turns, the read after every write has completed and the write
+         * after every read (FI_ORDER_SAS orders neither: on a QP of
+         * several streams a READ that waits for an earlier message of its
+         * stream can see a later WRITE's data). */
         enum kind k = (enum kind)(seq % NKIND);
-        if (k == K_READ)
-            wait_until(all_done, "writes before a read");
+        if (k == K_READ || k == K_WRITE)
+            wait_until(all_done, "writes before a read, reads before a write");
         wait_until(tx_room, "send window");
         post_op(seq);
         if (k == K_WRITE) {
