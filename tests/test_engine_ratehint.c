@@ -196,6 +196,8 @@ static void two_rtts(int hints, uint64_t sent[2], uint32_t hint[2])
         q->cc.base_rtt = rtt[i];
         q->rh.hint = MROCE_CREDIT_UNLIMITED;
         q->rh.pace_next = 0;
+        q->rh.grant = RH_G_OPEN; /* asked and answered (CC-30) */
+        q->rh.tx_last = t0;
         cap[i] = 8 * PKT;
         sent[i] = 0;
     }
@@ -216,7 +218,7 @@ static void two_rtts(int hints, uint64_t sent[2], uint32_t hint[2])
                 inflight[e.who] -= PKT;
                 if (hints) {
                     uint32_t h = mre_rh_share(x.tb->h[2].ep, x.qr[e.who], now);
-                    cap[e.who] = mre_rh_on_hint(x.qs[e.who], h);
+                    cap[e.who] = mre_rh_on_hint(x.qs[e.who], h, now);
                 }
             }
         }
