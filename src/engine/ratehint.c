@@ -44,8 +44,7 @@
 #define RH_UTIL_PCT 95      /* of the receive rate the shares divide */
 #define RH_SETTLE 8         /* intervals before a rate counts as a demand */
 #define RH_ACTIVE_PKTS 4    /* packets at its share a sender stays active */
-#define RH_GATHER_DIV 8     /* the gather: rate_active / RH_GATHER_DIV, */
-#define RH_GATHER_MAX 10000 /* at most this many ns (CC-33) */
+#define RH_GATHER_DIV 8     /* the gather: rate_active / RH_GATHER_DIV */
 
 /* The rate the shares divide: with more than one active sender,
  * RH_UTIL_PCT of the receive rate, so that senders paced at their shares
@@ -105,8 +104,7 @@ void mre_rh_on_conn(mre_qp *qp, uint32_t peer_flags)
  * requests, so that senders starting together hear the same share. */
 static mroce_tstamp rh_gather_ns(const mre_ep *ep)
 {
-    mroce_tstamp g = rh_active_ns(ep) / RH_GATHER_DIV;
-    return g > RH_GATHER_MAX ? RH_GATHER_MAX : g;
+    return rh_active_ns(ep) / RH_GATHER_DIV;
 }
 
 /* CC-31: how long a sender waits for the answer to its share request:
