@@ -18,8 +18,8 @@
 #             largest over the senders ("never": some sender is not
 #             within 10% at t_end).  t_end is when the first sender has
 #             sent everything.  RTT is the median over the senders of
-#             the smallest srtt each reports (its unloaded RTT; the
-#             first MetaRoCE transport's for roce, which has no srtt).
+#             the smallest srtt each reports (its unloaded RTT) in the
+#             first MetaRoCE transport's run, the same for all of them.
 #   conv_rtt  the same from the packets actually sent: the first time t
 #             such that in every window [t' - W, t'] with t <= t' <= t_end
 #             each sender's packets are within 10% of the window's total
@@ -82,13 +82,14 @@ for r in csv.DictReader(open(trace)):
     s = int(r["srtt_ns"])
     if s and (src not in mins or s < mins[src]):
         mins[src] = s
+# One RTT for every transport of this N: the first MetaRoCE transport's
+# (the others' smallest samples already hold queues they built).
 m = sorted(mins.values())
-if m:
-    rtt_ns = m[len(m) // 2]
-    if not os.path.exists(rttf):
-        open(rttf, "w").write("%d\n" % rtt_ns)
-elif os.path.exists(rttf):
+if os.path.exists(rttf):
     rtt_ns = int(open(rttf).read())
+elif m:
+    rtt_ns = m[len(m) // 2]
+    open(rttf, "w").write("%d\n" % rtt_ns)
 else:
     rtt_ns = 1000
 rtt = rtt_ns / 1000.0  # us: the median sender's

@@ -739,11 +739,12 @@ void host_collect_counters(struct sim *s)
 
 /* Diagnostics (MROCE_SIM_TRACE=FILE[:STEP_US]): run.c runs the loop in
  * steps (the events are the same) and after each one this writes, per
- * sending QP, its data packets sent, CE marks its receiver saw,
- * retransmissions, cwnd, srtt, the sender rank's outstanding messages,
- * the receiver's latest rate hint (hint_mbps, 0 = none, CC-26) and the
- * rate the sender may send at (rate_mbps: the smaller of the hint and
- * cwnd / srtt; for the RoCEv2 model, roce.c, its DCQCN rate). */
+ * sending QP (from its first data packet or share request, CC-30), its
+ * data packets sent, CE marks its receiver saw, retransmissions, cwnd,
+ * srtt, the sender rank's outstanding messages, the receiver's latest
+ * rate hint (hint_mbps, 0 = none, CC-26) and the rate the sender may send
+ * at (rate_mbps: the smaller of the hint and cwnd / srtt; for the RoCEv2
+ * model, roce.c, its DCQCN rate). */
 FILE *host_trace_open(const char *arg, uint64_t *step)
 {
     char path[512];
@@ -772,8 +773,8 @@ void host_trace_rows(struct sim *s, FILE *f, uint64_t t0)
                 continue;
             struct mroce_qp_counters a, b;
             mre_qp_get_counters(qp, &a);
-            if (!a.tx_data_pkts)
-                continue;
+            if (!a.tx_data_pkts && !a.rate_asks)
+                continue; /* not sending, and not asking (CC-30) */
             mre_qp *rq = s->hosts[j].qp_by_peer[i];
             memset(&b, 0, sizeof b);
             if (rq)
