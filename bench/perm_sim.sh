@@ -9,10 +9,11 @@
 # message, so FCT = the message completion time of summary.csv): max,
 # p50, p99, with the ideal; ECN marks, retransmitted packets and drops.
 # Usage: bench/perm_sim.sh [SEED]   (OUT=dir for the outputs; extra
-# mroce-sim arguments in SIM_ARGS, e.g. SIM_ARGS="-s qp_npaths=64")
+# mroce-sim arguments in SIM_ARGS, e.g. SIM_ARGS="-s qp_npaths=64"; BUILD=dir
+# with sim/mroce-sim, default build)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$root/build-sim}
+build=${BUILD:-$root/build}
 out=${OUT:-$root/sim-out/perm}
 seed=${1:-1}
 mkdir -p "$build" "$out"

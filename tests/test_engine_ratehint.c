@@ -9,7 +9,9 @@
  * Then, driving ratehint.c's sender and receiver sides directly on a
  * model clock, two senders whose RTTs differ fourfold get the same hint
  * and the same rate (shares are rates, not windows), where two fixed
- * windows of the same size would not.
+ * windows of the same size would not.  With rate_hint 2 each sender
+ * asks for its share before data and hears the share of all the senders
+ * that start with it (CC-30..33).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +198,8 @@ static void two_rtts(int hints, uint64_t sent[2], uint32_t hint[2])
         q->cc.base_rtt = rtt[i];
         q->rh.hint = MROCE_CREDIT_UNLIMITED;
         q->rh.pace_next = 0;
+        q->rh.grant = RH_G_OPEN; /* asked and answered (CC-30) */
+        q->rh.tx_last = t0;
         cap[i] = 8 * PKT;
         sent[i] = 0;
     }
@@ -216,7 +220,7 @@ static void two_rtts(int hints, uint64_t sent[2], uint32_t hint[2])
                 inflight[e.who] -= PKT;
                 if (hints) {
                     uint32_t h = mre_rh_share(x.tb->h[2].ep, x.qr[e.who], now);
-                    cap[e.who] = mre_rh_on_hint(x.qs[e.who], h);
+                    cap[e.who] = mre_rh_on_hint(x.qs[e.who], h, now);
                 }
             }
         }
@@ -261,7 +265,81 @@ static void test_two_rtts(void)
     CHECK(s[0] > 3 * s[1]);
 }
 
+/*
+ * CC-30..33 over the network model: 4 senders with rate_hint 2 start at
+ * once.  Each sender's first packet is a share request and no data leaves
+ * before its answer; the receiver answers the requests that arrive
+ * together with the share of all of them, so no sender is first told the
+ * whole rate.  Sender 0's first request is lost: it
+ * sends its data after the wait (CC-31) instead of asking again and
+ * again, and every byte arrives.
+ */
+struct ask_watch {
+    unsigned n;
+    unsigned reqs[8], data_first[8], dropped;
+    uint32_t first_hint[8];
+};
+
+static int ask_hook(void *user, struct mroce_netdrive_pkt *p)
+{
+    struct ask_watch *w = user;
+    struct mrw_pkt pkt;
+
+    if (mrw_pkt_decode(&pkt, p->buf, p->len) != 0)
+        return MROCE_NETDRIVE_PASS;
+    if (p->src < w->n && p->dst == w->n) { /* sender -> receiver */
+        if (pkt.base.opcode == MROCE_OP_ACK &&
+            (pkt.base.flags & MROCE_F_ACK_REQ) &&
+            (pkt.base.flags & MROCE_F_CREDIT)) {
+            if (w->reqs[p->src]++ == 0 && p->src == 0) {
+                w->dropped++;
+                return MROCE_NETDRIVE_DROP; /* CC-31 must end the wait */
+            }
+        } else if (mrw_opcode_has_psn(pkt.base.opcode) && !w->reqs[p->src]) {
+            w->data_first[p->src]++;
+        }
+    } else if (p->src == w->n && p->dst < w->n &&
+               pkt.base.opcode == MROCE_OP_ACK && !w->first_hint[p->dst]) {
+        w->first_hint[p->dst] = pkt.u.ack.credit;
+    }
+    return MROCE_NETDRIVE_PASS;
+}
+
+static void test_ask_first(void)
+{
+    struct incast x;
+    struct ask_watch w;
+    /* The three whose requests arrived: 0.95 x rate / 3 each. */
+    uint32_t want = RX_MBPS * 95 / 100 / 3;
+
+    memset(&w, 0, sizeof w);
+    w.n = 4;
+    if (incast_new(&x, 4, 2) < 0)
+        return;
+    mroce_netdrive_set_tx_hook(x.tb->d, ask_hook, &w);
+    incast_run(&x, 20000000);
+    CHECK_EQ_INT(w.dropped, 1);
+    for (unsigned i = 0; i < x.n; i++) {
+        CHECK_EQ_INT(x.qs[i]->rh.ask, 1);
+        CHECK_MSG(w.data_first[i] == 0,
+                  "sender %u: %u data packets before its share request", i,
+                  w.data_first[i]);
+        /* Sender 0 asked once, then sent without an answer (CC-31); the
+         * others were answered together, with the share of the three
+         * whose requests arrived (CC-32, CC-33), not the whole rate. */
+        CHECK_MSG(w.reqs[i] == 1, "sender %u: %u share requests", i, w.reqs[i]);
+        if (i > 0)
+            CHECK_MSG(w.first_hint[i] <= want + want / 100,
+                      "sender %u: first hint %u Mbit/s, the share of three "
+                      "is %u",
+                      i, w.first_hint[i], want);
+        CHECK(memcmp(x.src[i], x.dst[i], TOTAL) == 0);
+    }
+    incast_del(&x);
+}
+
 static const struct test_case cases[] = {
+    {"ask_first", test_ask_first},
     {"equal_share", test_equal_share},
     {"off", test_off},
     {"two_rtts", test_two_rtts},

@@ -167,7 +167,9 @@ struct mre_qp_attr {
     uint8_t credit_mode;    /* 1: ask the receiver for credits */
     uint8_t rate_hint;      /* 1 (default): set RATE in CONNECT and, if
                                the peer does too, follow its rate hints
-                               and send it ours (CC-24); 0: off */
+                               and send it ours (CC-24); 2: also ask for
+                               a share before data after an idle spell
+                               (CC-30..35); 0: off */
     uint8_t path_cwnd;      /* 1 (default): a window per path as well, if
                                the algorithm keeps them (CC-20); 0: one
                                window per connection only */

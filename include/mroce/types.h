@@ -201,7 +201,7 @@ struct mroce_path_stats {
     X(drop_stale) X(timeouts) X(probes) X(paths_retired)              \
     X(rnr_naks_rx) X(rnr_naks_tx) X(rtt_last) X(srtt) X(min_rtt)      \
     X(cwnd) X(completions) X(spurious_rto) X(path_reuses)            \
-    X(tx_keepalives) X(peer_timeouts)
+    X(tx_keepalives) X(peer_timeouts) X(rate_asks) X(rate_hint)
 /* clang-format on */
 
 struct mroce_qp_counters {

@@ -264,7 +264,7 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer, mre_qp **pqp)
     at.mtu = (uint16_t)sc->mtu;
     at.cc_algo = s->tp->cc;
     at.credit_mode = s->tp->credit;
-    at.rate_hint = !s->tp->nohint;
+    at.rate_hint = s->tp->nohint ? 0 : s->tp->ask ? 2 : 1;
     at.path_cwnd = !s->tp->nopcwnd;
     at.max_rd_atomic = 1;
     if (sc->qp_init_cwnd)
@@ -829,8 +829,12 @@ void host_collect_counters(struct sim *s)
 
 /* Diagnostics (MROCE_SIM_TRACE=FILE[:STEP_US]): run.c runs the loop in
  * steps (the events are the same) and after each one this writes, per
- * sending QP, its data packets sent, CE marks its receiver saw,
- * retransmissions, cwnd, srtt and the sender rank's outstanding messages. */
+ * sending QP (from its first data packet or share request, CC-30), its
+ * data packets sent, CE marks its receiver saw, retransmissions, cwnd,
+ * srtt, the sender rank's outstanding messages, the receiver's latest
+ * rate hint (hint_mbps, 0 = none, CC-26) and the rate the sender may send
+ * at (rate_mbps: the smaller of the hint and cwnd / srtt; for the RoCEv2
+ * model, roce.c, its DCQCN rate). */
 FILE *host_trace_open(const char *arg, uint64_t *step)
 {
     char path[512];
@@ -845,7 +849,8 @@ FILE *host_trace_open(const char *arg, uint64_t *step)
     }
     FILE *f = fopen(path, "w");
     if (f)
-        fprintf(f, "t_us,src,dst,tx_data,ce,retx,cwnd,srtt_ns,outstanding\n");
+        fprintf(f, "t_us,src,dst,tx_data,ce,retx,cwnd,srtt_ns,outstanding,"
+                   "hint_mbps,rate_mbps\n");
     return f;
 }
 
@@ -858,17 +863,23 @@ void host_trace_rows(struct sim *s, FILE *f, uint64_t t0)
                 continue;
             struct mroce_qp_counters a, b;
             mre_qp_get_counters(qp, &a);
-            if (!a.tx_data_pkts)
-                continue;
+            if (!a.tx_data_pkts && !a.rate_asks)
+                continue; /* not sending, and not asking (CC-30) */
             mre_qp *rq = s->hosts[j].qp_by_peer[i];
             memset(&b, 0, sizeof b);
             if (rq)
                 mre_qp_get_counters(rq, &b);
-            fprintf(f, "%.1f,%u,%u,%llu,%llu,%llu,%llu,%llu,%u\n",
+            uint64_t hint = a.rate_hint == MROCE_CREDIT_UNLIMITED ? 0
+                                                                  : a.rate_hint;
+            uint64_t rate = a.srtt ? a.cwnd * 8000u / a.srtt : 0;
+            if (hint && (!rate || hint < rate))
+                rate = hint;
+            fprintf(f, "%.1f,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu,%llu\n",
                     (double)(s->now - t0) / PS_PER_US, i, j,
                     (unsigned long long)a.tx_data_pkts,
                     (unsigned long long)b.rx_ecn_ce,
                     (unsigned long long)a.retx_pkts, (unsigned long long)a.cwnd,
-                    (unsigned long long)a.srtt, wl_outstanding(s, i));
+                    (unsigned long long)a.srtt, wl_outstanding(s, i),
+                    (unsigned long long)hint, (unsigned long long)rate);
         }
 }

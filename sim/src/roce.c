@@ -64,6 +64,8 @@ struct rqp {
     uint64_t epsn, last_cnp;
     uint32_t since_ack;
     uint8_t nak_sent, cnp_sent;
+    /* counts for the trace (roce_trace_rows) */
+    uint64_t tx_data, tx_retx, ce_rx;
 };
 
 static struct rqp *get_qp(struct sim *s, uint32_t src, uint32_t dst,
@@ -272,11 +274,14 @@ static struct pkt *make_data(struct sim *s, uint32_t qi)
     p->ecn = s->tp->dcqcn ? MROCE_ECN_ECT0 : MROCE_ECN_NOT_ECT;
     p->len = pay + ROCE_HDR;
     p->wire = p->len + FRAME_OVERHEAD;
-    if (q->nxt < q->hi)
+    if (q->nxt < q->hi) {
         s->retx_pkts++;
-    else
+        q->tx_retx++;
+    } else {
         q->hi = q->nxt + 1;
+    }
     s->tx_data_pkts++;
+    q->tx_data++;
     if (q->una == q->nxt || !q->rto_pending)
         arm_rto(s, qi);
     q->nxt++;
@@ -365,6 +370,8 @@ void roce_on_pkt(struct sim *s, struct host *h, struct pkt *p)
     struct rqp *q = &s->rqps[p->qp];
     switch (p->kind) {
     case PK_RDATA:
+        if (p->ecn == MROCE_ECN_CE)
+            q->ce_rx++;
         if (p->ecn == MROCE_ECN_CE && s->tp->dcqcn &&
             (!q->cnp_sent || s->now - q->last_cnp >= CNP_INTERVAL_PS)) {
             q->cnp_sent = 1;
@@ -441,4 +448,21 @@ void roce_free(struct sim *s)
 uint32_t roce_qp_host(const struct sim *s, uint32_t qp)
 {
     return s->rqps[qp].src;
+}
+
+/* The trace (MROCE_SIM_TRACE, host.c's columns): per sending QP its data
+ * packets, CE marks seen by its receiver, retransmissions and its DCQCN
+ * rate (or the line rate without DCQCN); no window, RTT or hint. */
+void roce_trace_rows(struct sim *s, FILE *f, uint64_t t0)
+{
+    for (uint32_t i = 0; i < s->nrqps; i++) {
+        const struct rqp *q = &s->rqps[i];
+        if (!q->tx_data)
+            continue;
+        fprintf(f, "%.1f,%u,%u,%llu,%llu,%llu,0,0,%u,0,%llu\n",
+                (double)(s->now - t0) / PS_PER_US, q->src, q->dst,
+                (unsigned long long)q->tx_data, (unsigned long long)q->ce_rx,
+                (unsigned long long)q->tx_retx, wl_outstanding(s, q->src),
+                (unsigned long long)(q->rc / 1e6));
+    }
 }

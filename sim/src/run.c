@@ -341,7 +341,10 @@ static void trace_loop(struct sim *s, uint64_t limit, const char *arg)
     uint64_t t0 = s->now;
     while (!s->stop && s->now < limit) {
         sim_loop(s, s->now + step);
-        host_trace_rows(s, f, t0);
+        if (s->tp->kind == T_ROCE)
+            roce_trace_rows(s, f, t0);
+        else
+            host_trace_rows(s, f, t0);
     }
     fclose(f);
 }
@@ -481,7 +484,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
         report_loop(s, limit);
     else if (sc->bin_ps)
         bin_loop(s, limit);
-    else if (getenv("MROCE_SIM_TRACE") && tp->kind == T_MROCE)
+    else if (getenv("MROCE_SIM_TRACE"))
         trace_loop(s, limit, getenv("MROCE_SIM_TRACE"));
     else
         sim_loop(s, limit);

@@ -281,6 +281,11 @@ static int parse_transports(struct scenario *sc, char *v, const char *where)
         } else if (!strcmp(tok, "mroce_fixed")) {
             t->kind = T_MROCE;
             t->cc = MROCE_CC_NONE;
+        } else if (!strcmp(tok, "mroce_ask")) {
+            t->kind = T_MROCE; /* hints, and a share request before data
+                                  after an idle spell (CC-30..35) */
+            t->cc = MROCE_CC_DELAY_ECN;
+            t->ask = 1;
         } else if (!strcmp(tok, "mroce_nohint")) {
             t->kind = T_MROCE; /* delay+ECN with per-path windows only */
             t->cc = MROCE_CC_DELAY_ECN;

@@ -308,6 +308,7 @@ struct tp_cfg {
     uint8_t cc;      /* MetaRoCE: enum mroce_cc_algo */
     uint8_t credit;  /* MetaRoCE: receiver credits */
     uint8_t nohint;  /* MetaRoCE: rate hints off (CC-24) */
+    uint8_t ask;     /* MetaRoCE: share requests before data (CC-30) */
     uint8_t nopcwnd; /* MetaRoCE: per-path windows off (CC-20) */
     uint8_t pfc;     /* baseline: lossless */
     uint8_t dcqcn;   /* baseline: rate control */
@@ -665,6 +666,8 @@ void roce_on_rto(struct sim *s, uint32_t qp, uint64_t t);
 void roce_free(struct sim *s);
 /* The host that sends on baseline QP qp. */
 uint32_t roce_qp_host(const struct sim *s, uint32_t qp);
+/* One trace row per sending baseline QP (host_trace_open's columns). */
+void roce_trace_rows(struct sim *s, FILE *f, uint64_t t0);
 
 /* partition.c: the fabric split over R ranks, its lookahead and what a
  * window-synchronised parallel run of this scenario would cost.

@@ -184,7 +184,7 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
     if (acked && qp->rto_undo)
         mre_loss_rto_verdict(qp, a, raw);
     if (qp->rh.on) {
-        qp->peer_credit = mre_rh_on_hint(qp, a->credit); /* CC-27 */
+        qp->peer_credit = mre_rh_on_hint(qp, a->credit, now); /* CC-27 */
     } else if (a->credit != MROCE_CREDIT_UNLIMITED) {
         uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN +
                          MROCE_CRC_LEN;

@@ -267,8 +267,12 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
             qp->cnt.rx_acks++;
             mre_plane_on_ack_rx(qp, info->plane); /* PATH-23 */
             mre_comp_on_ack(qp, &pkt, now);
-            if (pkt.base.flags & MROCE_F_ACK_REQ)
-                mre_live_on_probe(qp); /* a keepalive (REL-35) */
+            /* A keepalive (REL-35), or a share request (CC-32) whose
+             * answer ratehint.c may hold for its gather (CC-33). */
+            if ((pkt.base.flags & MROCE_F_ACK_REQ) &&
+                !((pkt.base.flags & MROCE_F_CREDIT) &&
+                  mre_rh_on_request(ep, qp, now)))
+                mre_live_on_probe(qp);
         } else {
             qp->cnt.drop_state++;
         }
@@ -320,6 +324,8 @@ static int qp_write_pkt(mre_qp *qp, uint8_t *buf, size_t cap,
     if (qp->ack_now)
         return mre_resp_write_ack(qp, buf, cap, info, now);
     if (qp->state == MROCE_QPS_RTS || qp->state == MROCE_QPS_CLOSING) {
+        if (mre_rh_ask(qp, now)) /* the share request before data (CC-30) */
+            return mre_resp_write_ack(qp, buf, cap, info, now);
         n = mre_req_write_data(qp, buf, cap, info, now);
         if (n != 0)
             return n;

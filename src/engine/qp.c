@@ -78,8 +78,8 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
         (uint32_t)a.entropy_base + a.entropy_span > 65536 || a.min_rto == 0 ||
         a.max_rto < a.min_rto || a.init_cwnd == 0 ||
         a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 || a.path_burst == 0 ||
-        a.path_burst > 64 || a.path_reuse > 1 || in->send_cq->ep != ep ||
-        in->recv_cq->ep != ep)
+        a.path_burst > 64 || a.path_reuse > 1 || a.rate_hint > 2 ||
+        in->send_cq->ep != ep || in->recv_cq->ep != ep)
         return MROCE_EINVAL;
     if (a.max_streams == 0)
         a.max_streams = 1;
@@ -253,6 +253,7 @@ void mre_qp_get_counters(const mre_qp *qp, struct mroce_qp_counters *c)
     c->min_rtt = qp->min_rtt;
     c->cwnd = qp->cc.cwnd;
     c->path_reuses = qp->paths.reuses; /* PATH-16 */
+    c->rate_hint = qp->rh.on ? qp->rh.hint : MROCE_CREDIT_UNLIMITED;
 }
 
 int mre_qp_path_stats(const mre_qp *qp, struct mroce_path_stats *ps, int n)

@@ -17,10 +17,24 @@
  * RTTs get the same share.  The passes are bounded (RH_PASSES): what is
  * still unfrozen after them shares the remainder equally.
  *
- * Sender: the hint caps the window at hint * srtt plus the packets a receiver may hold before it
- * acknowledges (it becomes peer_credit, which CC-2 already applies) and
- * paces data packets at the hint, so the senders' rates add up to the
- * receiver's even while their windows are one packet.
+ * Sender: the hint caps the window at hint * srtt plus the packets a
+ * receiver may hold before it acknowledges (it becomes peer_credit, which
+ * CC-2 already applies) and paces data packets at the hint, so the
+ * senders' rates add up to the receiver's even while their windows are
+ * one packet.
+ *
+ * Asking first (CC-30..35): N senders that start at once cannot know of
+ * each other, and N first windows overflow the receiver's queue before
+ * any hint can act.  So a sender without a fresh share (none yet, or
+ * idle for rate_active, after which the receiver no longer counts it)
+ * first sends a share request, an ACK with ACK_REQ, and holds its data
+ * until the answer or, if request or answer is lost, for at most about
+ * two RTTs.  The receiver counts the requester active at once and holds
+ * the answers of new senders for a short gather, so that requests
+ * arriving together are answered together, each with the share of all
+ * of them; the senders then start their pacing clocks at random points
+ * within one packet at that share, so their first packets do not arrive
+ * as one burst either.
  */
 #include "engine_int.h"
 #include "../wire/seeded_fault.h"
@@ -29,6 +43,8 @@
 #define RH_INTERVAL_PKTS 16 /* packets at the equal share per interval */
 #define RH_UTIL_PCT 95      /* of the receive rate the shares divide */
 #define RH_SETTLE 8         /* intervals before a rate counts as a demand */
+#define RH_ACTIVE_PKTS 4    /* packets at its share a sender stays active */
+#define RH_GATHER_DIV 8     /* the gather: rate_active / RH_GATHER_DIV */
 
 /* The rate the shares divide: with more than one active sender,
  * RH_UTIL_PCT of the receive rate, so that senders paced at their shares
@@ -51,6 +67,23 @@ static mroce_tstamp rh_active_ns(const mre_ep *ep)
     return ep->cfg.rate_active ? ep->cfg.rate_active : MROCE_RH_ACTIVE_DEFAULT;
 }
 
+/* CC-34: how long a sender stays active (receiver) and its share fresh
+ * (sender) after its last data packet: rate_active, and at least
+ * RH_ACTIVE_PKTS full packets at `share` Mbit/s, so that a sender paced
+ * at a small share is not retired between two of its packets. */
+static mroce_tstamp rh_active_for(const mre_qp *qp, uint32_t share)
+{
+    mroce_tstamp a = rh_active_ns(qp->ep), p;
+
+    if (share == 0 || share == MROCE_CREDIT_UNLIMITED ||
+        MROCE_SEEDED_FAULT(RATE_ACTIVE_SHORT))
+        return a;
+    p = (mroce_tstamp)RH_ACTIVE_PKTS *
+        ((uint64_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN) * 8000u /
+        share;
+    return p > a ? p : a;
+}
+
 uint32_t mre_rh_conn_flags(const mre_qp *qp)
 {
     return qp->attr.rate_hint && !MROCE_SEEDED_FAULT(RATE_NOT_NEGOTIATED)
@@ -62,6 +95,25 @@ void mre_rh_on_conn(mre_qp *qp, uint32_t peer_flags)
 {
     qp->rh.on = qp->attr.rate_hint && (peer_flags & MROCE_CONN_RATE) != 0;
     qp->rh.hint = MROCE_CREDIT_UNLIMITED;
+    qp->rh.ask = qp->rh.on && qp->attr.rate_hint >= 2;
+    /* With asking, no share yet: it asks before its first data (CC-30). */
+    qp->rh.grant = qp->rh.ask ? RH_G_NONE : RH_G_OPEN;
+}
+
+/* CC-33: how long a receiver holds the answers to new senders' share
+ * requests, so that senders starting together hear the same share. */
+static mroce_tstamp rh_gather_ns(const mre_ep *ep)
+{
+    return rh_active_ns(ep) / RH_GATHER_DIV;
+}
+
+/* CC-31: how long a sender waits for the answer to its share request:
+ * two RTTs and the receiver's gather, or, before any RTT sample, the
+ * QP's min_rto. */
+static mroce_tstamp rh_ask_wait(const mre_qp *qp)
+{
+    mroce_tstamp r = qp->srtt ? 2 * qp->srtt : qp->attr.min_rto;
+    return r + rh_gather_ns(qp->ep);
 }
 
 void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now)
@@ -79,6 +131,24 @@ void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now)
     qp->rh.bytes += len;
 }
 
+int mre_rh_on_request(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
+{
+    int was = qp->rh.active;
+    mroce_tstamp g = rh_gather_ns(ep);
+
+    if (!qp->rh.on || !ep->cfg.rx_rate_mbps)
+        return 0; /* a keepalive, answered as one (REL-35) */
+    if (!MROCE_SEEDED_FAULT(RATE_REQ_NOT_ACTIVE))
+        mre_rh_on_data(ep, qp, 0, now); /* CC-32: an active sender now */
+    if (was || !g || MROCE_SEEDED_FAULT(RATE_NO_GATHER))
+        return 0; /* answered at once, with the share as it is */
+    if (ep->rh.gather_end <= now)
+        ep->rh.gather_end = now + g; /* CC-33: a new gather */
+    qp->rh.answer = 1;
+    qp->ka |= KA_ANSWER; /* what REL-35's answer carries, then */
+    return 1;
+}
+
 /* The water-filling over the active senders; also ends the measurement
  * interval (when `measure`) and retires senders silent for rate_active. */
 static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
@@ -90,7 +160,7 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
         mre_qp *q = ep->live[i];
         if (!q->rh.active)
             continue;
-        if (q->rh.last + rh_active_ns(ep) < now) {
+        if (q->rh.last + rh_active_for(q, q->rh.share) < now) {
             q->rh.active = 0;
             continue;
         }
@@ -193,12 +263,28 @@ static mroce_tstamp rh_slack(const mre_qp *qp)
                                    MROCE_CRC_LEN);
 }
 
+/* CC-34: a sender answered with a hint starts its pacing clock at a
+ * random point within one full packet at the hint, so the senders that one
+ * gather answered do not send their first packets at the same moment. */
+static void rh_grant_start(mre_qp *qp, mroce_tstamp now)
+{
+    uint16_t r = 0;
+    mroce_tstamp pkt = rh_pkt_time(qp, (size_t)qp->mtu +
+                                           MROCE_MAX_DATA_HDR_LEN +
+                                           MROCE_CRC_LEN);
+
+    qp->ep->cfg.rand((uint8_t *)&r, sizeof r, qp->ep->cfg.rand_user);
+    qp->rh.pace_next = now + rh_slack(qp) + (pkt * r >> 16);
+    qp->rh.last_send = now;
+}
+
 /* A hint of h Mbit/s over t ns is h * t / 8000 bytes. */
-uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
+uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit, mroce_tstamp now)
 {
     uint32_t floor = (uint32_t)qp->mtu + MROCE_MAX_DATA_HDR_LEN + MROCE_CRC_LEN;
     mroce_tstamp t = qp->srtt ? qp->srtt : qp->cc.base_rtt;
     uint64_t cap;
+    int granted = qp->rh.grant == RH_G_ASKED;
 
     qp->rh.hint = credit == 0 ? 1 : credit; /* 0 would stop the sender */
     qp->rh.pace = qp->rh.hint;              /* CC-28: paced at the hint */
@@ -209,6 +295,12 @@ uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
                            rh_slack(qp); /* pace_next - slack: next send */
         if (qp->rh.pace_next > lim)
             qp->rh.pace_next = lim;
+    }
+    if (granted) { /* the answer to its share request (CC-30) */
+        qp->rh.grant = RH_G_OPEN;
+        qp->rh.tx_last = now; /* fresh until it has sent (CC-35) */
+        if (qp->rh.hint != MROCE_CREDIT_UNLIMITED)
+            rh_grant_start(qp, now);
     }
     if (credit == MROCE_CREDIT_UNLIMITED || MROCE_SEEDED_FAULT(RATE_NO_CAP))
         return MROCE_CREDIT_UNLIMITED;
@@ -223,11 +315,62 @@ uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit)
                                          : (uint32_t)cap;
 }
 
+int mre_rh_asking(const mre_qp *qp)
+{
+    return qp->rh.ask_now;
+}
+
+void mre_rh_on_ack_sent(mre_qp *qp)
+{
+    qp->rh.ask_now = 0;
+}
+
+/* CC-35: the share of a sender idle for its activity time (CC-34) is no
+ * longer fresh (the receiver no longer counts it): back to no hint, and
+ * ask again. */
+static void rh_expire(mre_qp *qp, mroce_tstamp now)
+{
+    if (qp->rh.grant != RH_G_OPEN || qp->snd_una != qp->snd_nxt ||
+        now - qp->rh.tx_last <= rh_active_for(qp, qp->rh.hint) ||
+        MROCE_SEEDED_FAULT(RATE_NO_REASK))
+        return;
+    qp->rh.grant = RH_G_NONE;
+    qp->rh.hint = MROCE_CREDIT_UNLIMITED;
+    qp->peer_credit = MROCE_CREDIT_UNLIMITED;
+}
+
+int mre_rh_ask(mre_qp *qp, mroce_tstamp now)
+{
+    if (!qp->rh.ask)
+        return 0;
+    rh_expire(qp, now);
+    if (qp->rh.grant != RH_G_NONE || !mre_req_has_data(qp))
+        return 0;
+    if (MROCE_SEEDED_FAULT(RATE_NO_REQUEST)) {
+        qp->rh.grant = RH_G_OPEN;
+        return 0;
+    }
+    qp->rh.grant = RH_G_ASKED; /* CC-30: the share request goes first */
+    qp->rh.ask_until = now + rh_ask_wait(qp);
+    qp->rh.tx_last = now;
+    qp->rh.ask_now = 1; /* the caller's ACK is the request */
+    qp->cnt.rate_asks++;
+    return 1;
+}
+
 int mre_rh_may_send(mre_qp *qp, mroce_tstamp now)
 {
     mroce_tstamp slack;
 
-    if (!qp->rh.on || qp->rh.hint == MROCE_CREDIT_UNLIMITED ||
+    if (!qp->rh.on)
+        return 1;
+    if (qp->rh.grant == RH_G_ASKED) {
+        if (now < qp->rh.ask_until || MROCE_SEEDED_FAULT(RATE_ASK_FOREVER))
+            return 0; /* the deadline is ask_until (CC-31) */
+        qp->rh.grant = RH_G_OPEN;
+        qp->rh.tx_last = now;
+    }
+    if (qp->rh.hint == MROCE_CREDIT_UNLIMITED ||
         MROCE_SEEDED_FAULT(RATE_NO_PACE))
         return 1;
     slack = rh_slack(qp);
@@ -244,7 +387,10 @@ void mre_rh_on_sent(mre_qp *qp, size_t len, mroce_tstamp now)
 {
     mroce_tstamp slack;
 
-    if (!qp->rh.on || qp->rh.hint == MROCE_CREDIT_UNLIMITED)
+    if (!qp->rh.on)
+        return;
+    qp->rh.tx_last = now;
+    if (qp->rh.hint == MROCE_CREDIT_UNLIMITED)
         return;
     slack = rh_slack(qp);
     /* An idle sender earns no more than the two packets of slack. */
@@ -254,7 +400,7 @@ void mre_rh_on_sent(mre_qp *qp, size_t len, mroce_tstamp now)
     qp->rh.last_send = now;
 }
 
-mroce_tstamp mre_rh_deadline(const mre_qp *qp)
+static mroce_tstamp rh_pace_deadline(const mre_qp *qp)
 {
     mroce_tstamp slack;
 
@@ -264,8 +410,29 @@ mroce_tstamp mre_rh_deadline(const mre_qp *qp)
     return qp->rh.pace_next > slack ? qp->rh.pace_next - slack : 0;
 }
 
+mroce_tstamp mre_rh_deadline(const mre_qp *qp)
+{
+    mroce_tstamp t = rh_pace_deadline(qp);
+
+    if (qp->rh.grant == RH_G_ASKED && qp->rh.ask_until < t &&
+        !MROCE_SEEDED_FAULT(RATE_ASK_FOREVER))
+        t = qp->rh.ask_until;
+    if (qp->rh.answer && qp->ep->rh.gather_end < t)
+        t = qp->ep->rh.gather_end;
+    return t;
+}
+
 void mre_rh_timer(mre_qp *qp, mroce_tstamp now)
 {
-    if (qp->rh.pace_wait && now >= mre_rh_deadline(qp))
+    if (qp->rh.pace_wait && now >= rh_pace_deadline(qp))
         qp->rh.pace_wait = 0; /* the caller marks the QP ready */
+    if (qp->rh.grant == RH_G_ASKED && now >= qp->rh.ask_until &&
+        !MROCE_SEEDED_FAULT(RATE_ASK_FOREVER)) {
+        qp->rh.grant = RH_G_OPEN; /* CC-31: no answer; send without */
+        qp->rh.tx_last = now;     /* fresh until it has sent (CC-35) */
+    }
+    if (qp->rh.answer && now >= qp->ep->rh.gather_end) {
+        qp->rh.answer = 0; /* CC-33: the gather is over: answer */
+        qp->ack_now = 1;
+    }
 }

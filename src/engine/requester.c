@@ -566,7 +566,8 @@ int mre_req_write_data(mre_qp *qp, uint8_t *buf, size_t cap,
     if (cap < (size_t)qp->mtu + hdr + MROCE_CRC_LEN)
         return MROCE_ENOBUF;
     if (!mre_rh_may_send(qp, now))
-        return 0; /* paced at the receiver's hint (CC-28) */
+        return 0; /* paced at the receiver's hint (CC-28), or waiting for
+                     the answer to its share request (CC-30) */
     int n = write_retx(qp, buf, cap, info, now);
     if (n == 0)
         n = write_resp(qp, buf, cap, info, now);

@@ -613,9 +613,12 @@ int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
     a->ack_delay = d > 0xffffffffu ? 0xffffffffu : (uint32_t)d;
     if (qp->ka & KA_PROBE)
         p.base.flags |= MROCE_F_ACK_REQ; /* a keepalive (REL-34) */
-    /* A keepalive, or its answer, that echoes no packet newer than the
-     * last ACK's carries DUP: its echo is old and no RTT sample (REL-35). */
-    if (qp->ka && !qp->ack_pending)
+    if (mre_rh_asking(qp))               /* a share request (CC-30) */
+        p.base.flags |= MROCE_F_ACK_REQ | MROCE_F_CREDIT;
+    /* A keepalive, or its answer, or a share request that echoes no packet
+     * newer than the last ACK's carries DUP: its echo is old and no RTT
+     * sample (REL-35). */
+    if ((qp->ka || mre_rh_asking(qp)) && !qp->ack_pending)
         a->echo_flags |= MROCE_ECHO_DUP;
     size_t n = mrw_pkt_encode(&p, buf, cap);
     if (n == 0)
@@ -623,6 +626,7 @@ int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
     if (qp->ka & KA_PROBE)
         qp->cnt.tx_keepalives++;
     qp->ka = 0;
+    mre_rh_on_ack_sent(qp);
     qp->ack_now = 0;
     qp->ack_pending = 0;
     qp->ack_deadline = MROCE_TSTAMP_INF;

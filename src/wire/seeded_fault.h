@@ -66,6 +66,13 @@
     X(RATE_SHARE_LINK, "rate_share_link")         \
     X(RATE_NO_CAP, "rate_no_cap")                 \
     X(RATE_NO_PACE, "rate_no_pace")               \
+    /* share requests before data (cases_cc_ask.c): */ \
+    X(RATE_NO_REQUEST, "rate_no_request")         \
+    X(RATE_ASK_FOREVER, "rate_ask_forever")       \
+    X(RATE_REQ_NOT_ACTIVE, "rate_req_not_active") \
+    X(RATE_NO_GATHER, "rate_no_gather")           \
+    X(RATE_NO_REASK, "rate_no_reask")             \
+    X(RATE_ACTIVE_SHORT, "rate_active_short")     \
     /* plane quorum, shared plane health (cases_planes.c): */ \
     X(PLANES_NO_QUORUM, "planes_no_quorum")       \
     X(PLANES_NO_SHARE, "planes_no_share")         \
