@@ -183,15 +183,16 @@ def derive(fab, scale=1.0):
                        "the switches start marking, so delay and ECN see "
                        "congestion at the same queue", ["CC-9", "CC-21"]))
     bdp_host = fab["host_speed"] * rtt / 8.0
-    burst_room = max(4 * (fab["mtu"] + 80), limit / fab["incast"])
+    burst_room = max(4 * (fab["mtu"] + 80), limit / (2 * fab["incast"]))
     icw = min(bdp_host, burst_room)
     icw = _round_up(icw, fab["mtu"] + 80)
     icw = min(icw, fab["window"] * (fab["mtu"] + 76))
     out.append(Setting("host", "init_cwnd", icw, "B",
                        f"one BDP of the host link ({bdp_host / 1024:.0f} KiB), "
-                       f"but at most buffer / incast ({fab['incast']}) so the "
-                       "first round trip of an incast, sent before any rate "
-                       "hint, fits the receiver's leaf queue",
+                       f"but at most buffer / (2 x incast ({fab['incast']})): "
+                       "the first round trip of an incast, sent before any "
+                       "rate hint, fits in half the receiver's leaf queue, "
+                       "the other half being what marking lets build",
                        ["CC-4", "CC-8", "CC-29"]))
     if fab["npaths"]:
         npaths = fab["npaths"]
