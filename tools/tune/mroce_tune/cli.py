@@ -60,6 +60,8 @@ def _parser():
                    help="mroce-sim PREFIX.paths.csv or MROCE_DUMP_COUNTERS "
                    "output of libmroce")
     g.add_argument("--map", help="entropy-to-link map: lines 'ENTROPY LINK'")
+    g.add_argument("--fabric", help="the description, to name mroce-sim's "
+                   "switches spine0.. (else switchN)")
     g.add_argument("--target-qdelay", default="5us",
                    help="the QPs' target_qdelay (default 5us)")
     g.add_argument("--json", action="store_true")

@@ -202,5 +202,125 @@ class Emit(unittest.TestCase):
             self.assertIn(k, src)
 
 
+def synth_paths(d, bad=None, kind=None, leaves=4, spines=4, hpl=2,
+                npaths=16, seed=7, hash_sport=True):
+    """A mroce-sim-style paths.csv + flows.csv: every inter-leaf pair with
+    npaths paths; paths through link `bad` ('leafA>spineS' or
+    'spineS>leafB') get `kind`'s symptom."""
+    import random
+    rnd = random.Random(seed)
+    hosts = leaves * hpl
+    pre = os.path.join(d, "x")
+    with open(pre + ".flows.csv", "w") as ff, \
+            open(pre + ".paths.csv", "w") as fp:
+        ff.write("src,dst,src_tor,dst_tor\n")
+        fp.write("src,dst,slot,entropy,uplink,up_switch,weight,tx_pkts,"
+                 "ecn_marks,lost,srtt_ns,min_rtt_ns\n")
+        for a in range(hosts):
+            for b in range(hosts):
+                la, lb = a // hpl, b // hpl
+                if la == lb:
+                    continue
+                ff.write(f"{a},{b},{la},{lb}\n")
+                fixed = rnd.randrange(spines)
+                for q in range(npaths):
+                    sp = rnd.randrange(spines) if hash_sport else fixed
+                    tx = 100
+                    marks = rnd.randint(5, 12)
+                    lost = rnd.randint(0, 1)
+                    srtt = 10000 + rnd.randint(0, 4000)
+                    links = (f"leaf{la}>spine{sp}", f"spine{sp}>leaf{lb}")
+                    if bad in links:
+                        if kind == "off":
+                            marks, srtt, lost = 0, 60000, 3
+                        elif kind == "drop":
+                            lost = 20
+                        elif kind == "late":
+                            srtt = 80000
+                    fp.write(f"{a},{b},{q},{49152 + q},0,{leaves + sp},8,"
+                             f"{tx},{marks},{lost},{srtt},9000\n")
+    return pre + ".paths.csv"
+
+
+class Diagnose(unittest.TestCase):
+    def diag(self, path, fab=None):
+        run = [sys.executable, os.path.join(TUNE, "mroce-tune"), "diagnose",
+               path, "--json", "--target-qdelay", "5us"]
+        if fab:
+            run += ["--fabric", fab]
+        r = subprocess.run(run, capture_output=True, text=True)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(r.returncode, 1 if doc["findings"] else 0)
+        return [(f["where"], f["kind"]) for f in doc["findings"]]
+
+    def fab(self, d):
+        f = os.path.join(d, "f.json")
+        with open(f, "w") as o:
+            json.dump({"hosts": 8, "hosts_per_leaf": 2, "spines": 4,
+                       "host_speed": "100G", "fabric_speed": "100G",
+                       "buffer_per_port": "1M"}, o)
+        return f
+
+    def test_healthy_fabric_is_quiet(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(self.diag(synth_paths(d), self.fab(d)), [])
+
+    def test_each_symptom_names_its_link(self):
+        for bad, kind, word in (("leaf1>spine2", "off", "not marking"),
+                                ("spine3>leaf0", "drop",
+                                 "dropping before marking"),
+                                ("leaf2>spine1", "late", "marking too late")):
+            with tempfile.TemporaryDirectory() as d:
+                got = self.diag(synth_paths(d, bad, kind), self.fab(d))
+                links = [g for g in got if ">" in g[0]]
+                self.assertTrue(links, (bad, got))
+                self.assertEqual(links[0], (bad, word), got)
+                self.assertEqual(len(links), 1, got)
+
+    def test_fabric_wide_ecn_off(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = synth_paths(d)
+            with open(p) as i:
+                rows = i.read().splitlines()
+            with open(p, "w") as o:
+                o.write(rows[0] + "\n")
+                for r in rows[1:]:
+                    c = r.split(",")
+                    c[8], c[9], c[10] = "0", "2", "50000"
+                    o.write(",".join(c) + "\n")
+            self.assertIn(("fabric", "not marking"), self.diag(p))
+
+    def test_hash_ignoring_source_port(self):
+        with tempfile.TemporaryDirectory() as d:
+            got = self.diag(synth_paths(d, hash_sport=False), self.fab(d))
+            self.assertIn(("fabric", "asymmetric hashing"), got)
+
+    def test_libmroce_dump_with_map(self):
+        with tempfile.TemporaryDirectory() as d:
+            dump = os.path.join(d, "dump.txt")
+            emap = os.path.join(d, "map.txt")
+            with open(dump, "w") as o, open(emap, "w") as m:
+                o.write("qp 0x1 state RTS remote_qpn 0x2 peer 10.0.0.2:4794\n")
+                o.write("  path entropy weight    tx_pkts      acked     "
+                        "lost      ecn    srtt_us\n")
+                for i in range(32):
+                    ent = 50000 + i
+                    sp = i % 4
+                    m.write(f"{ent} l0-s{sp}\n")
+                    ecn, srtt = (0, 900.0) if sp == 2 else (12, 300.0 + i)
+                    o.write(f"  {i:4d} {ent:7d} {8:6d} {100:10d} {100:10d} "
+                            f"{1:8d} {ecn:8d} {srtt:10.1f}\n")
+            run = [sys.executable, os.path.join(TUNE, "mroce-tune"),
+                   "diagnose", dump, "--map", emap, "--json",
+                   "--target-qdelay", "50us"]
+            r = subprocess.run(run, capture_output=True, text=True)
+            doc = json.loads(r.stdout)
+            self.assertEqual([(f["where"], f["kind"])
+                              for f in doc["findings"]],
+                             [("l0-s2", "not marking")])
+            self.assertEqual(len(doc["groups"]), 4)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)
