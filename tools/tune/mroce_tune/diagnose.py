@@ -10,8 +10,10 @@ testbed).  Paths are grouped by the link or switch they cross; each group
 is compared with the others, since one switch tuned differently from its
 peers is what the endpoints can see:
 
-  not marking        almost no CE where the others mark, while its paths
-                     queue or lose: ECN off, or Kmin above the buffer;
+  not marking        under a third of the others' CE fraction, while its
+                     paths queue, lose, or carry more than their share
+                     (senders steer onto paths that do not mark, PATH-6):
+                     ECN off, or Kmin above the buffer;
   dropping before    losses more frequent than marks, and well above the
   marking            others': Kmin above the queue limit, WRED in drop mode;
   marking too late   it marks, but its paths queue far longer than the
@@ -159,10 +161,12 @@ def analyse(groups, tq, ref=None):
                      "mark_pct": 100.0 * g.marks / g.tx,
                      "loss_pct": 100.0 * g.lost / g.tx,
                      "srtt_us": g.srtt() / 1e3,
-                     "queue_us": max(0.0, g.srtt() - base) / 1e3})
+                     "queue_us": max(0.0, g.srtt() - base) / 1e3,
+                     "tx_per_path": g.tx / max(g.paths, 1)})
     med_m = _median([r["mark_pct"] for r in rows])
     med_l = _median([r["loss_pct"] for r in rows])
     med_q = _median([r["queue_us"] for r in rows])
+    med_t = _median([r["tx_per_path"] for r in rows])
     if ref:
         med_m, med_l, med_q = ref
     tq_us = tq * 1e6
@@ -182,15 +186,19 @@ def analyse(groups, tq, ref=None):
         return out, rows
     for r in rows:
         n = r["group"]
-        if (r["mark_pct"] < 0.1 * med_m
+        if (r["mark_pct"] < med_m / 3
                 and (r["queue_us"] > 2 * tq_us
-                     or r["loss_pct"] > max(0.01, 2 * med_l))):
+                     or r["loss_pct"] > max(0.01, 2 * med_l)
+                     or r["tx_per_path"] > 1.25 * med_t)):
             out.append((n, "not marking",
                         f"CE on {r['mark_pct']:.2f}% of packets where the "
                         f"others mark {med_m:.2f}%, with "
-                        f"{r['queue_us']:.1f} us of queueing and "
-                        f"{r['loss_pct']:.2f}% loss: ECN off on this link, "
-                        "or Kmin above its buffer"))
+                        f"{r['queue_us']:.1f} us of queueing, "
+                        f"{r['loss_pct']:.2f}% loss and "
+                        f"{r['tx_per_path'] / max(med_t, 1):.2f}x the "
+                        "packets per path of the others (senders steer onto "
+                        "paths that do not mark): ECN off on this link, or "
+                        "Kmin above its buffer"))
         elif (r["loss_pct"] > max(0.05, 3 * med_l)
               and r["loss_pct"] > r["mark_pct"] / 4):
             out.append((n, "dropping before marking",
@@ -211,8 +219,12 @@ def analyse(groups, tq, ref=None):
     if len(rows) >= 2 and sum(paths) >= 4 * len(rows):
         even = sum(paths) / len(rows)
         lo, hi = min(paths), max(paths)
-        if lo < 0.5 * even or hi > 2 * even:
-            worst = max(rows, key=lambda r: abs(r["paths"] - even))
+        worst = max(rows, key=lambda r: abs(r["paths"] - even))
+        # A link that loses has its paths retired onto fresh entropies
+        # (PATH-9, PATH-10), which hash elsewhere: its low count follows
+        # from the finding already made, not from the hash.
+        if (lo < 0.5 * even or hi > 2 * even) and not any(
+                f[0] == worst["group"] for f in out):
             out.append((worst["group"], "asymmetric hashing",
                         f"{worst['paths']} path(s) where an even hash puts "
                         f"{even:.1f} (range {lo}..{hi} over {len(rows)} "
