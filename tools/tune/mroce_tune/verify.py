@@ -33,8 +33,10 @@ def find_sim(opt):
     return None
 
 
-def scenario(fab, scale, pmax=None, seed=1, extra=()):
-    """mroce-sim scenario text for one grid point."""
+def scenario(fab, scale, pmax=None, seed=1, extra=(), defaults=False):
+    """mroce-sim scenario text for one grid point; defaults: the same
+    fabric and workloads with mroce-sim's own ECN and QP defaults (the
+    reference row)."""
     st = dv.derive(fab, scale)
     s = dv.by_name(st)
     tag = dv.speed_name(fab["host_speed"])
@@ -63,6 +65,9 @@ def scenario(fab, scale, pmax=None, seed=1, extra=()):
              "transports = mroce"]
     if fab["planes"] > 1:
         lines.append(f"planes = {fab['planes']}")
+    if defaults:
+        lines = [x for x in lines
+                 if not x.startswith(("ecn_", "qp_"))]
     for k, v in fab["sim"].items():
         lines.append(f"{k} = {v}")
     for w in fab["workload"]:
@@ -105,6 +110,7 @@ def run(fab, args):
         scales.append(1.0)
     pmaxes = [None] + [float(x) for x in args.pmax.split(",") if x]
     points = [(sc, pm) for sc in sorted(scales) for pm in pmaxes]
+    points.append(("defaults", None))
     work = args.keep or tempfile.mkdtemp(prefix="mroce-tune-")
     if fab["host_speed"] != fab["fabric_speed"]:
         print("note: mroce-sim has one ECN profile for every queue; the "
@@ -112,7 +118,11 @@ def run(fab, args):
 
     def job(i_pt_seed):
         i, (sc, pm), seed = i_pt_seed
-        text, thr = scenario(fab, sc, pm, seed, args.s)
+        if sc == "defaults":
+            text, _ = scenario(fab, 1.0, None, seed, args.s, defaults=True)
+            thr = (0, 0, 0)
+        else:
+            text, thr = scenario(fab, sc, pm, seed, args.s)
         rows = run_one(sim, text, os.path.join(work, f"p{i}_s{seed}"))
         return i, seed, thr, rows
 
@@ -142,11 +152,13 @@ def run(fab, args):
         eff = sum(r["eff"]) / len(r["eff"])
         p99 = sum(r["p99"]) / len(r["p99"])
         table.append((sc, r["thr"], eff, p99, sc == 1.0 and pm is None))
+    ref = table.pop()
     best_eff = max(t[2] for t in table)
     best_p99 = min(t[3] for t in table)
     der = next(t for t in table if t[4])
     print(f"mroce-tune verify: {fab['name']}, {len(jobs)} runs "
-          f"({len(points)} points x {args.seeds} seed(s)), workloads: "
+          f"({len(points) - 1} points + the simulator's defaults, x "
+          f"{args.seeds} seed(s)), workloads: "
           + "; ".join(fab["workload"]))
     print(f"{'scale':>6} {'Kmin':>9} {'Kmax':>9} {'Pmax':>5} "
           f"{'eff %':>7} {'p99 us':>9}")
@@ -156,6 +168,8 @@ def run(fab, args):
         mark += " best-p99" if p99 == best_p99 else ""
         print(f"{sc:>6g} {kmin // 1024:>7}Ki {kmax // 1024:>7}Ki {pm:>5g} "
               f"{eff:>7.2f} {p99:>9.1f}{mark}")
+    print(f"{'sim defaults':>24} {'':>5} {ref[2]:>7.2f} {ref[3]:>9.1f}"
+          "  (mroce-sim's own ECN and QP defaults, same fabric)")
     d_eff = (best_eff - der[2]) / best_eff * 100 if best_eff else 0.0
     d_p99 = (der[3] - best_p99) / best_p99 * 100 if best_p99 else 0.0
     ok = d_eff <= args.goal and d_p99 <= args.goal
