@@ -48,7 +48,7 @@ SONIC_SCHEMA = {
     "QUEUE": {"key": "PORT|Q", "fields": {"wred_profile": "ref:WRED_PROFILE"}},
     "PORT_QOS_MAP": {"fields": {"dscp_to_tc_map": "ref:DSCP_TO_TC_MAP",
                                 "tc_to_queue_map": "ref:TC_TO_QUEUE_MAP",
-                                "pfc_enable": "pfc"}},
+                                "pfc_enable": "optional list of TCs"}},
 }
 
 
@@ -70,8 +70,9 @@ def sonic(fab, settings, role="leaf", index=0):
     for i, tag in _ports(fab, role):
         port = f"Ethernet{4 * i}"
         queue[f"{port}|{q}"] = {"wred_profile": f"{PROFILE}_{tag}"}
-        pqm[port] = {"dscp_to_tc_map": PROFILE, "tc_to_queue_map": PROFILE,
-                     "pfc_enable": ""}
+        # no pfc_enable: PFC on no priority (the YANG pattern wants a
+        # non-empty list of priorities when it is present)
+        pqm[port] = {"dscp_to_tc_map": PROFILE, "tc_to_queue_map": PROFILE}
     doc = {
         "DSCP_TO_TC_MAP": {PROFILE: dscp_map},
         "TC_TO_QUEUE_MAP": {PROFILE: {str(t): str(t) for t in range(8)}},
@@ -138,8 +139,8 @@ def check_sonic(doc):
         if f.get("tc_to_queue_map") not in doc["TC_TO_QUEUE_MAP"]:
             errs.append(f"PORT_QOS_MAP|{port}: tc_to_queue_map dangling")
         pe = f.get("pfc_enable")
-        if not isinstance(pe, str) or any(
-                not digits(x, 0, 7) for x in pe.split(",") if x):
+        if pe is not None and (not isinstance(pe, str) or any(
+                not digits(x, 0, 7) for x in pe.split(","))):
             errs.append(f"PORT_QOS_MAP|{port}: pfc_enable not a list of TCs")
     return errs
 
