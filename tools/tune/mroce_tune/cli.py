@@ -46,8 +46,11 @@ def _parser():
                    help="threshold multipliers to sweep")
     v.add_argument("--pmax", default="",
                    help="also sweep these Pmax values (%%), e.g. 10,50,100")
-    v.add_argument("--seeds", type=int, default=1,
-                   help="seeds per point (averaged)")
+    v.add_argument("--seeds", type=int, default=3,
+                   help="seeds per point, averaged (default 3: one seed's "
+                   "noise is as large as the sweep's differences)")
+    v.add_argument("--coupled", action="store_true",
+                   help="scale target_qdelay with the thresholds")
     v.add_argument("--goal", type=float, default=2.0,
                    help="allowed distance from the best, %% (default 2)")
     v.add_argument("-j", "--jobs", type=int, default=1)

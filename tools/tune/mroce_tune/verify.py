@@ -2,7 +2,8 @@
 
 Writes one mroce-sim scenario per grid point (the description's fabric
 and workloads, the derived end-host settings, the switch thresholds
-multiplied by each scale, optionally other Pmax values), runs them through
+multiplied by each scale (with --coupled, target_qdelay too, as its rule
+ties it to Kmin), optionally other Pmax values), runs them through
 mroce-sim's command line (`-q -o DIR`, summary.csv) and reports each
 point's efficiency and p99 message completion time, and how far the
 derived point (scale 1, derived Pmax) is from the best found.  The goal:
@@ -33,16 +34,20 @@ def find_sim(opt):
     return None
 
 
-def scenario(fab, scale, pmax=None, seed=1, extra=(), defaults=False):
+def scenario(fab, scale, pmax=None, seed=1, extra=(), defaults=False,
+             coupled=False):
     """mroce-sim scenario text for one grid point; defaults: the same
     fabric and workloads with mroce-sim's own ECN and QP defaults (the
     reference row)."""
-    st = dv.derive(fab, scale)
-    s = dv.by_name(st)
+    # The switch thresholds at this scale; the end-host settings as derived
+    # (scale 1), unless coupled: then target_qdelay follows Kmin as its
+    # rule says (derive.py).
+    sw = dv.by_name(dv.derive(fab, scale))
+    s = sw if coupled else dv.by_name(dv.derive(fab, 1.0))
     tag = dv.speed_name(fab["host_speed"])
-    kmin = s[(f"queue@{tag}", "ecn_kmin")].value
-    kmax = s[(f"queue@{tag}", "ecn_kmax")].value
-    pm = s[(f"queue@{tag}", "ecn_pmax")].value if pmax is None else pmax
+    kmin = sw[(f"queue@{tag}", "ecn_kmin")].value
+    kmax = sw[(f"queue@{tag}", "ecn_kmax")].value
+    pm = sw[(f"queue@{tag}", "ecn_pmax")].value if pmax is None else pmax
     if fab["link_delay"] is not None:
         delay = fab["link_delay"]
     else:
@@ -122,7 +127,8 @@ def run(fab, args):
             text, _ = scenario(fab, 1.0, None, seed, args.s, defaults=True)
             thr = (0, 0, 0)
         else:
-            text, thr = scenario(fab, sc, pm, seed, args.s)
+            text, thr = scenario(fab, sc, pm, seed, args.s,
+                                 coupled=args.coupled)
         rows = run_one(sim, text, os.path.join(work, f"p{i}_s{seed}"))
         return i, seed, thr, rows
 
@@ -156,7 +162,9 @@ def run(fab, args):
     best_eff = max(t[2] for t in table)
     best_p99 = min(t[3] for t in table)
     der = next(t for t in table if t[4])
-    print(f"mroce-tune verify: {fab['name']}, {len(jobs)} runs "
+    print(f"mroce-tune verify: {fab['name']}, thresholds"
+          + (" and target_qdelay" if args.coupled else "") + " scaled, "
+          f"{len(jobs)} runs "
           f"({len(points) - 1} points + the simulator's defaults, x "
           f"{args.seeds} seed(s)), workloads: "
           + "; ".join(fab["workload"]))
