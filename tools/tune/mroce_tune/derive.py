@@ -15,6 +15,8 @@ leaf-spine, spine-leaf, leaf-host) and its ACK four back.
 
 import math
 
+from .fabric import role_view
+
 DATA_OVERHEAD = 110  # wire bytes around a payload (sim/README.md, The model)
 ACK_BYTES = 110  # an ACK on the wire, about
 CABLE_NS_PER_M = 5.0  # light in fibre or copper, about 2/3 c
@@ -120,7 +122,20 @@ def queue_thresholds(fab, speed, rtt, scale=1.0):
         rules["kmin"] = "Kmax / 4 (shallow buffer: the ramp keeps its shape)"
     kmin = max(int(kmin * scale), pkt)
     kmax = max(int(kmax * scale), kmin + pkt)
-    return _round_up(kmin, 1024), _round_up(kmax, 1024), 20, rules
+    pmax = 20
+    if fab["marking"] == "step":
+        # A switch that marks on one threshold marks every packet above it:
+        # the threshold sits at a quarter of the ramp's start, written as a
+        # RED ramp one packet wide.
+        kmin = max(int(kmin / 4), 4 * pkt)
+        kmax, pmax = kmin + pkt, 100
+        rules["kmin"] = ("step marking: a quarter of the ramp's Kmin (one "
+                         "BDP, or the shallow-buffer cap), at least 4 "
+                         "packets: a step marks every packet above it, so "
+                         "it must sit low (DCTCP's guideline is BDP/7)")
+        rules["kmax"] = ("step marking: K + one packet at 100%, a step "
+                         "written as a RED ramp")
+    return _round_up(kmin, 1024), _round_up(kmax, 1024), pmax, rules
 
 
 def derive(fab, scale=1.0):
@@ -131,27 +146,41 @@ def derive(fab, scale=1.0):
     pkt = fab["mtu"] + DATA_OVERHEAD
     speeds = sorted({fab["host_speed"], fab["fabric_speed"]})
     kmin_time = None
-    for sp in speeds:
-        kmin, kmax, pmax, rules = queue_thresholds(fab, sp, rtt, scale)
-        sc = f"queue@{speed_name(sp)}"
+    # One profile per port speed; a role whose switches differ (buffer,
+    # marking: a mixed-vendor fabric) gets its own, scoped queue@ROLE:SPEED
+    # (a spine has only fabric-speed ports).
+    views = [(None, fab, speeds)]
+    for role in ("leaf", "spine"):
+        if fab[role].keys() & {"buffer_per_port", "marking"}:
+            views.append((role, role_view(fab, role),
+                          speeds if role == "leaf" else [fab["fabric_speed"]]))
+    for role, view, sp in [(r, v, sp) for r, v, sps in views for sp in sps]:
+        kmin, kmax, pmax, rules = queue_thresholds(view, sp, rtt, scale)
+        sc = f"queue@{role + ':' if role else ''}{speed_name(sp)}"
         out.append(Setting(sc, "ecn_kmin", kmin, "B", rules["kmin"],
                            ["CC-9", "CC-11", "WIRE-11"]))
         out.append(Setting(sc, "ecn_kmax", kmax, "B", rules["kmax"],
                            ["CC-11", "CC-21"]))
-        out.append(Setting(sc, "ecn_pmax", pmax, "%",
-                           "20% at Kmax, every packet above it: one CE echo "
-                           "halves the path's window (CC-21) and the connection "
-                           "averages the fraction (g = 1/4, CC-11), so marks "
-                           "need not be certain to be heard",
+        why = ("20% at Kmax, every packet above it: one CE echo halves the "
+               "path's window (CC-21) and the connection averages the "
+               "fraction (g = 1/4, CC-11), so marks need not be certain to "
+               "be heard") if pmax != 100 else (
+               "100%: a step marks every packet above its threshold")
+        out.append(Setting(sc, "ecn_pmax", pmax, "%", why,
                            ["CC-11", "CC-21"]))
-        t = kmin * 8.0 / sp
-        kmin_time = t if kmin_time is None else min(kmin_time, t)
+        if role in (None, "leaf") and sp == fab["host_speed"]:
+            # the leaves' host ports; the leaf's own profile, listed after
+            # the fabric's, wins
+            kmin_time = kmin * 8.0 / sp
     limit = fab["buffer_per_port"]
-    out.append(Setting("switch", "lossy_queue_limit", limit, "B",
-                       "the whole per-port buffer for the MetaRoCE queue, no "
-                       "headroom reserved (no PFC): above Kmax every packet "
-                       "is marked, so the space above it only absorbs "
-                       "bursts until senders hear the marks", ["CC-12"]))
+    for role, view, _ in views:
+        out.append(Setting(f"switch@{role}" if role else "switch",
+                           "lossy_queue_limit", view["buffer_per_port"], "B",
+                           "the whole per-port buffer for the MetaRoCE queue, "
+                           "no headroom reserved (no PFC): above Kmax every "
+                           "packet is marked, so the space above it only "
+                           "absorbs bursts until senders hear the marks",
+                           ["CC-12"]))
     out.append(Setting("switch", "ecn_mode", "mark", "",
                        "ECN marking, not WRED dropping, on the MetaRoCE "
                        "queue: every MetaRoCE packet is ECT(0)", ["WIRE-11"]))
@@ -177,10 +206,11 @@ def derive(fab, scale=1.0):
     # End hosts.
     tq = max(1e-6, round(kmin_time / 2 * 2e6) / 2e6)
     out.append(Setting("host", "target_qdelay", tq, "s",
-                       "half of Kmin's queueing time at the fastest marking "
-                       "queue: a path's window halves once its RTT passes "
+                       "half of Kmin's queueing time at the leaves' host "
+                       "ports, the queue every path ends in (incast builds "
+                       "there): a path's window halves once its RTT passes "
                        "base_rtt + 2 x target_qdelay (CC-21), which is where "
-                       "the switches start marking, so delay and ECN see "
+                       "that port starts marking, so delay and ECN see "
                        "congestion at the same queue", ["CC-9", "CC-21"]))
     bdp_host = fab["host_speed"] * rtt / 8.0
     burst_room = max(4 * (fab["mtu"] + 80), limit / (2 * fab["incast"]))
@@ -227,24 +257,35 @@ def by_name(settings):
     return {(s.scope, s.name): s for s in settings}
 
 
-def queue_profiles(settings):
-    """[(speed_tag, kmin, kmax, pmax)] in speed order."""
-    d = {}
+def queue_profiles(settings, role=None):
+    """[(speed_tag, kmin, kmax, pmax)] in speed order: the fabric's
+    profiles, replaced by the role's own where it has one."""
+    d, own = {}, {}
     for s in settings:
-        if s.scope.startswith("queue@"):
-            d.setdefault(s.scope[6:], {})[s.name] = s.value
+        if not s.scope.startswith("queue@"):
+            continue
+        r, _, tag = s.scope[6:].rpartition(":")
+        if not r:
+            d.setdefault(tag, {})[s.name] = s.value
+        elif r == role:
+            own.setdefault(tag, {})[s.name] = s.value
+    d.update(own)
     return [(k, v["ecn_kmin"], v["ecn_kmax"], v["ecn_pmax"])
             for k, v in d.items()]
 
 
 def explain(fab, settings):
     """The text report: one block per setting, value then rule and IDs."""
+    mixed = [f"{r}: " + ", ".join(f"{k} {v}" for k, v in fab[r].items())
+             for r in ("leaf", "spine") if fab[r]]
     lines = [f"mroce-tune: {fab['name']}: {fab['hosts']} hosts, "
              f"{fab['hosts'] // fab['hosts_per_leaf']} leaves x "
              f"{fab['spines']} spines x {fab['planes']} plane(s), hosts "
              f"{speed_name(fab['host_speed'])}, fabric "
              f"{speed_name(fab['fabric_speed'])}, buffer "
-             f"{show(fab['buffer_per_port'], 'B')} per port"]
+             f"{show(fab['buffer_per_port'], 'B')} per port, "
+             f"{fab['marking']} marking"
+             + (" (" + "; ".join(mixed) + ")" if mixed else "")]
     for s in settings:
         lines.append(f"{s.scope + ' ' + s.name:<28} {s.shown():<16} "
                      f"[{', '.join(s.ids)}]")

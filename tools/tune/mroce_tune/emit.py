@@ -58,7 +58,7 @@ def sonic(fab, settings, role="leaf", index=0):
     dscp_map = {str(d): "0" for d in range(64)}
     dscp_map[str(fab["dscp"])] = q
     wred = {}
-    for tag, kmin, kmax, pmax in queue_profiles(settings):
+    for tag, kmin, kmax, pmax in queue_profiles(settings, role):
         p = {"wred_green_enable": "true", "wred_yellow_enable": "true",
              "wred_red_enable": "true", "ecn": "ecn_all"}
         for c in ("green", "yellow", "red"):
@@ -174,7 +174,7 @@ def nvue(fab, settings, role="leaf", index=0):
              f"nv unset qos pfc default-global switch-priority {q}",
              "nv set qos link-pause default-global state disable"]
     ports = _ports(fab, role)
-    for tag, kmin, kmax, pmax in queue_profiles(settings):
+    for tag, kmin, kmax, pmax in queue_profiles(settings, role):
         sel = [i for i, t in ports if t == tag]
         if not sel:
             continue
@@ -210,7 +210,7 @@ def eos(fab, settings, role="leaf", index=0):
              "ip-protocol",
              "ip load-sharing trident fields l4 source-port destination-port",
              "!"]
-    prof = {t: (a, b, p) for t, a, b, p in queue_profiles(settings)}
+    prof = {t: (a, b, p) for t, a, b, p in queue_profiles(settings, role)}
     for i, tag in _ports(fab, role):
         kmin, kmax, pmax = prof[tag]
         lines += [f"interface Ethernet{i + 1}",
@@ -229,7 +229,7 @@ def testbed(fab, settings):
     """The key=value file `mroce-fabric up --tune FILE` reads (ECN marking
     between Kmin and Kmax per link speed, queue limit, MTU)."""
     hosts_per_leaf = fab["hosts_per_leaf"]
-    prof = {t: (a, b, p) for t, a, b, p in queue_profiles(settings)}
+    prof = {t: (a, b, p) for t, a, b, p in queue_profiles(settings, "leaf")}
     hs, fs = speed_name(fab["host_speed"]), speed_name(fab["fabric_speed"])
 
     def tc_rate(bps):
@@ -237,6 +237,8 @@ def testbed(fab, settings):
 
     hk, hx, hp = prof[hs]
     fk, fx, fp = prof[fs]
+    sprof = {t: (a, b, p) for t, a, b, p in queue_profiles(settings,
+                                                              "spine")}
     lines = [f"# mroce-tune testbed form: {fab['name']} "
              "(mroce-fabric up --tune FILE)",
              f"HOSTS={fab['hosts']}",
@@ -253,6 +255,12 @@ def testbed(fab, settings):
              f"SPINE_PMAX_PCT={fp}",
              f"LIMIT_KB={_v(settings, 'switch', 'lossy_queue_limit') // 1024}",
              "MTU=9000"]
+    if sprof[fs] != prof[fs]:
+        # spines tuned apart from the leaves (a mixed fabric): per node
+        sk, sx, sp = sprof[fs]
+        for i in range(fab["spines"]):
+            lines += [f"MARK_KB_s{i}={sk // 1024}", f"KMAX_KB_s{i}={sx // 1024}",
+                      f"PMAX_PCT_s{i}={sp}"]
     return "\n".join(lines) + "\n"
 
 

@@ -36,6 +36,9 @@ KEYS = {
     "npaths": ("int", 0, "QP npaths in use; 0 = derive"),
     "path_burst": ("int", 1, "QP path_burst in use"),
     "window": ("int", 256, "QP window (packets)"),
+    "marking": ("str", "red", "ECN marking the switches do: red or step"),
+    "leaf": ("dict", {}, "leaf overrides: buffer_per_port, marking, os"),
+    "spine": ("dict", {}, "spine overrides: buffer_per_port, marking, os"),
     "workload": ("list", [], "mroce-sim workloads for --verify"),
     "seed": ("int", 1, "simulator seed for --verify"),
     "sim": ("dict", {}, "extra mroce-sim keys for --verify"),
@@ -147,6 +150,33 @@ def check(raw):
         raise FabricError("planes: 1..8")
     if out["incast"] < 1:
         out["incast"] = 1
-    if out["buffer_per_port"] < 4 * (out["mtu"] + 110):
-        raise FabricError("buffer_per_port: less than four packets")
+    for role in ("leaf", "spine"):
+        ov = out[role]
+        for k in ov:
+            if k not in ("buffer_per_port", "marking", "os"):
+                raise FabricError(f"{role}.{k}: only buffer_per_port, "
+                                  "marking and os differ per role")
+        if "buffer_per_port" in ov:
+            ov["buffer_per_port"] = parse_size(f"{role}.buffer_per_port",
+                                               ov["buffer_per_port"])
+        if ov.get("os", "sonic") not in ("sonic", "nvue", "eos"):
+            raise FabricError(f"{role}.os: sonic, nvue or eos")
+    for m in [out["marking"]] + [out[r].get("marking", "red")
+                                 for r in ("leaf", "spine")]:
+        if m not in ("red", "step"):
+            raise FabricError(f"marking: 'red' or 'step', not {m!r}")
+    for b in [out["buffer_per_port"]] + [out[r].get("buffer_per_port",
+                                                     out["buffer_per_port"])
+                                         for r in ("leaf", "spine")]:
+        if b < 4 * (out["mtu"] + 110):
+            raise FabricError("buffer_per_port: less than four packets")
     return out
+
+
+def role_view(fab, role):
+    """The description as one role's switches see it (its overrides)."""
+    v = dict(fab)
+    for k in ("buffer_per_port", "marking"):
+        if k in fab[role]:
+            v[k] = fab[role][k]
+    return v

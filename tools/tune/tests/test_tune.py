@@ -83,6 +83,38 @@ class Derive(unittest.TestCase):
         self.assertEqual(st[("host", "npaths")].value, 64)
         self.assertEqual(st[("host", "rx_rate_mbps")].value, 100000)
 
+    def test_mixed_vendor_roles(self):
+        fab = load(os.path.join(TUNE, "examples", "mixed_vendor.json"))
+        st = dv.derive(fab)
+        leaf = dict((t, (a, b, c)) for t, a, b, c in
+                    dv.queue_profiles(st, "leaf"))
+        spine = dict((t, (a, b, c)) for t, a, b, c in
+                     dv.queue_profiles(st, "spine"))
+        # the spine's shallow share and step marking give it its own profile
+        self.assertLessEqual(spine["100G"][0], 256 * 1024 // 4)
+        self.assertEqual(spine["100G"][2], 100)
+        self.assertLess(spine["100G"][1] - spine["100G"][0], 8 * 1024)
+        self.assertEqual(leaf["100G"][2], 20)
+        self.assertGreater(leaf["100G"][0], spine["100G"][0])
+        eos = emit.eos(fab, st, "spine")
+        self.assertIn(f"minimum-threshold {spine['100G'][0] // 1024} kbytes",
+                      eos)
+        self.assertNotIn(f"minimum-threshold {leaf['100G'][0] // 1024} k",
+                         eos)
+        tb = emit.testbed(fab, st)
+        self.assertIn(f"MARK_KB_s15={spine['100G'][0] // 1024}", tb)
+        self.assertIn(f"SPINE_MARK_KB={leaf['100G'][0] // 1024}", tb)
+        # host settings follow the leaves' host ports, as in a plain fabric
+        plain = dv.by_name(dv.derive(load(os.path.join(
+            TUNE, "examples", "ls128.json"))))
+        self.assertEqual(dv.by_name(st)[("host", "target_qdelay")].value,
+                         plain[("host", "target_qdelay")].value)
+        with self.assertRaises(FabricError):
+            check(dict(example("mixed_vendor.json"), spine={"colour": 1}))
+        with self.assertRaises(FabricError):
+            check(dict(example("mixed_vendor.json"),
+                       spine={"marking": "wred"}))
+
     def test_bad_descriptions(self):
         good = example("small32.json")
         for bad, word in ((dict(good, hosts=33), "multiple"),
@@ -113,7 +145,7 @@ class Emit(unittest.TestCase):
                 for p in doc["PORT_QOS_MAP"].values():
                     self.assertNotIn("pfc_enable", p)  # PFC on no priority
                 prof = {f"MROCE_{t}": (a, b, c)
-                        for t, a, b, c in dv.queue_profiles(st)}
+                        for t, a, b, c in dv.queue_profiles(st, role)}
                 for name, w in doc["WRED_PROFILE"].items():
                     a, b, c = prof[name]
                     self.assertEqual(w["green_min_threshold"], str(a))
