@@ -10,10 +10,11 @@ testbed).  Paths are grouped by the link or switch they cross; each group
 is compared with the others, since one switch tuned differently from its
 peers is what the endpoints can see:
 
-  not marking        under a third of the others' CE fraction, while its
-                     paths queue, lose, or carry more than their share
-                     (senders steer onto paths that do not mark, PATH-6):
-                     ECN off, or Kmin above the buffer;
+  not marking        under a third of the upper quartile's CE fraction
+                     (the median may itself be a link that does not
+                     mark), while its paths queue, lose, or carry more
+                     than their share (senders steer onto paths that do
+                     not mark, PATH-6): ECN off, or Kmin above the buffer;
   dropping before    losses more frequent than marks, and well above the
   marking            others': Kmin above the queue limit, WRED in drop mode;
   marking too late   it marks, but its paths queue far longer than the
@@ -145,6 +146,17 @@ def _median(xs):
     return xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2
 
 
+def _quartile3(xs):
+    """The upper quartile (linear interpolation)."""
+    xs = sorted(xs)
+    if not xs:
+        return 0.0
+    pos = 0.75 * (len(xs) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
 def analyse(groups, tq, ref=None):
     """Findings: [(group or 'fabric', kind, explanation)], and the table
     (one dict per group; 'severity': how far it is from the median).
@@ -164,11 +176,14 @@ def analyse(groups, tq, ref=None):
                      "queue_us": max(0.0, g.srtt() - base) / 1e3,
                      "tx_per_path": g.tx / max(g.paths, 1)})
     med_m = _median([r["mark_pct"] for r in rows])
+    # "not marking" compares with the upper quartile: with half the links
+    # misconfigured the median is itself a link that does not mark
+    q3_m = _quartile3([r["mark_pct"] for r in rows])
     med_l = _median([r["loss_pct"] for r in rows])
     med_q = _median([r["queue_us"] for r in rows])
     med_t = _median([r["tx_per_path"] for r in rows])
     if ref:
-        med_m, med_l, med_q = ref
+        med_m, med_l, med_q, q3_m = ref
     tq_us = tq * 1e6
     for r in rows:
         r["severity"] = max(r["loss_pct"] / max(med_l, 0.01),
@@ -186,13 +201,13 @@ def analyse(groups, tq, ref=None):
         return out, rows
     for r in rows:
         n = r["group"]
-        if (r["mark_pct"] < med_m / 3
+        if (r["mark_pct"] < q3_m / 3
                 and (r["queue_us"] > 2 * tq_us
                      or r["loss_pct"] > max(0.01, 2 * med_l)
                      or r["tx_per_path"] > 1.25 * med_t)):
             out.append((n, "not marking",
                         f"CE on {r['mark_pct']:.2f}% of packets where the "
-                        f"others mark {med_m:.2f}%, with "
+                        f"upper quartile marks {q3_m:.2f}%, with "
                         f"{r['queue_us']:.1f} us of queueing, "
                         f"{r['loss_pct']:.2f}% loss and "
                         f"{r['tx_per_path'] / max(med_t, 1):.2f}x the "
@@ -221,10 +236,9 @@ def analyse(groups, tq, ref=None):
         lo, hi = min(paths), max(paths)
         worst = max(rows, key=lambda r: abs(r["paths"] - even))
         # A link that loses has its paths retired onto fresh entropies
-        # (PATH-9, PATH-10), which hash elsewhere: its low count follows
-        # from the finding already made, not from the hash.
-        if (lo < 0.5 * even or hi > 2 * even) and not any(
-                f[0] == worst["group"] for f in out):
+        # (PATH-9, PATH-10), which hash elsewhere: with another finding
+        # made, an uneven count follows from it, not from the hash.
+        if (lo < 0.5 * even or hi > 2 * even) and not out:
             out.append((worst["group"], "asymmetric hashing",
                         f"{worst['paths']} path(s) where an even hash puts "
                         f"{even:.1f} (range {lo}..{hi} over {len(rows)} "
@@ -253,7 +267,8 @@ def pinpoint(paths, tq, rounds=8):
             if side not in ref:  # the medians of the whole fabric, kept
                 _, rows = analyse(groups, tq)
                 ref[side] = tuple(_median([r[k] for r in rows]) for k in
-                                  ("mark_pct", "loss_pct", "queue_us"))
+                                  ("mark_pct", "loss_pct", "queue_us")) + (
+                    _quartile3([r["mark_pct"] for r in rows]),)
             found, rows = analyse(groups, tq, ref[side])
             sev = {r["group"]: r["severity"] for r in rows}
             for f in found:
@@ -312,6 +327,7 @@ def run(args):
     found, rows = analyse(groups, tq)
     found += pinpoint(links, tq)
     found += hash_check(qps, len(rows))
+    found = list(dict.fromkeys(found))  # a QP dumped twice names it twice
     if args.json:
         json.dump({"groups": rows, "findings": [
             {"where": w, "kind": k, "why": y} for w, k, y in found]},

@@ -10,6 +10,7 @@
 # (which spine leaf l0 hashes it to) are diagnose's input.  The test
 # passes if l0-s1 is named "not marking" and no correctly configured link
 # is named.  Needs root, network namespaces, clang, bpftool (else SKIP).
+# MRF_TUNE_KEEP=DIR keeps the client's dump, the map and the diagnosis.
 #   usage: diagnose_testbed.sh BUILD/tools
 set -u
 T=${1:?usage: diagnose_testbed.sh BUILD/tools}
@@ -47,7 +48,7 @@ awk '/^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ *$/ {pr
 [ -s "$W/map.txt" ] || fail "no path counters in the client's dump"
 "$F" status > "$W/status.txt"
 python3 "$TUNE/mroce-tune" diagnose "$W/cli.log" --map "$W/map.txt" --target-qdelay "${tq_us}us" > "$W/diag.txt"
-cat "$W/diag.txt"
+cat "$W/diag.txt"; [ -n "${MRF_TUNE_KEEP:-}" ] && cp "$W/cli.log" "$W/map.txt" "$W/diag.txt" "$MRF_TUNE_KEEP"/
 grep -E '^l0-s[0-9] ' "$W/diag.txt" > /dev/null || fail "no per-link rows"
 echo "-- testbed counters (l0's uplinks):"; grep -E '^l0-s[0-9] +l0>' "$W/status.txt"
 grep -q '^l0-s1: not marking' "$W/diag.txt" || fail "l0-s1 (ECN off) not named"
