@@ -11,7 +11,7 @@ set -u
 D=$(cd "$(dirname "$0")" && pwd)
 SIM=${1:-$D/../../build/sim/mroce-sim}
 SEEDS=${2:-3}
-for f in ls128 ls128_allreduce ls128_deep ls128_shallow; do
+for f in ls128 ls128_allreduce ls128_allreduce_random ls128_deep ls128_shallow; do
     python3 "$D/mroce-tune" verify "$D/examples/$f.json" --sim "$SIM" \
         --seeds "$SEEDS" -j "${JOBS:-1}"
     echo
