@@ -5,7 +5,8 @@
 # leaf0-spine1, running at 25G with the thresholds derived for 100G (the
 # link must be named); every switch with ECN off, Kmin above the buffer
 # (the fabric must be named as not marking).  A fourth run, 2% loss on
-# leaf2-spine3, is printed but not asserted (see tools/tune/README.md).
+# leaf2-spine3, is printed but not asserted: it is inside the spurious
+# loss of a healthy all-to-all (tools/tune/README.md, diagnose).
 #   usage: diagnose_sim.sh MROCE_SIM
 set -u
 SIM=${1:?usage: diagnose_sim.sh MROCE_SIM}
