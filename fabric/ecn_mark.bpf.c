@@ -10,7 +10,10 @@
  * this counter minus at most its token bucket (the tbf's burst), so:
  *
  *   - a packet that finds more than MARK_BYTES queued ahead of it is marked
- *     CE (if ECT; bpf_skb_ecn_set_ce leaves Not-ECT packets alone);
+ *     CE (if ECT; bpf_skb_ecn_set_ce leaves Not-ECT packets alone); with
+ *     KMAX_BYTES above MARK_BYTES the marking is RED-like instead: between
+ *     the two with probability PMAX_PCT% x (queue - MARK) / (KMAX - MARK),
+ *     above KMAX_BYTES always (the switch profile mroce-tune derives);
  *   - a packet that would take the queue past LIMIT_BYTES is dropped here
  *     (tail drop), so the program, not the tbf, owns the queue limit and
  *     the virtual queue never counts packets the tbf dropped (the tbf's own
@@ -19,6 +22,7 @@
  * Counters (packets, bytes, marks, drops) live in the same one-entry array
  * map, read by `mroce-fabric status` through bpftool.
  * Build: clang -O2 -g -target bpf -DRATE_BPS=... -DMARK_BYTES=... -DLIMIT_BYTES=...
+ *        [-DKMAX_BYTES=... -DPMAX_PCT=...]
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -28,6 +32,12 @@
 #endif
 #ifndef MARK_BYTES
 #define MARK_BYTES 65536ULL
+#endif
+#ifndef KMAX_BYTES
+#define KMAX_BYTES MARK_BYTES
+#endif
+#ifndef PMAX_PCT
+#define PMAX_PCT 100ULL
 #endif
 #ifndef LIMIT_BYTES
 #define LIMIT_BYTES 262144ULL
@@ -40,6 +50,7 @@
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)
     BPF_FUNC_map_lookup_elem;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)BPF_FUNC_ktime_get_ns;
+static __u32 (*bpf_get_prandom_u32)(void) = (void *)BPF_FUNC_get_prandom_u32;
 static long (*bpf_skb_ecn_set_ce)(struct __sk_buff *skb) = (void *)
     BPF_FUNC_skb_ecn_set_ce;
 static long (*bpf_spin_lock)(struct bpf_spin_lock *l) = (void *)
@@ -72,6 +83,7 @@ int mrf_ecn(struct __sk_buff *skb)
     __u64 now = bpf_ktime_get_ns();
     __u64 len = skb->len;
     int mark = 0, drop = 0;
+    __u64 ramp = 0; /* 0: no draw; else 1 + the ramp's probability */
 
     bpf_spin_lock(&q->lock);
     __u64 dt = now > q->last_ns ? now - q->last_ns : 0;
@@ -88,6 +100,12 @@ int mrf_ecn(struct __sk_buff *skb)
         q->drops++;
     } else {
         mark = q->backlog > MARK_BYTES;
+        /* RED ramp: p = PMAX x (backlog - MARK) / (KMAX - MARK) in 1/65536,
+         * drawn after the lock (no helper calls under a BPF spin lock). */
+        if (mark && KMAX_BYTES > MARK_BYTES && q->backlog < KMAX_BYTES)
+            ramp = PMAX_PCT * 65536ULL * (q->backlog - MARK_BYTES) /
+                       (100ULL * (KMAX_BYTES - MARK_BYTES)) +
+                   1;
         q->backlog += len;
         if (q->backlog > q->max_backlog)
             q->max_backlog = q->backlog;
@@ -98,6 +116,8 @@ int mrf_ecn(struct __sk_buff *skb)
 
     if (drop)
         return TC_ACT_SHOT;
+    if (ramp && (bpf_get_prandom_u32() & 0xffff) >= ramp - 1)
+        mark = 0;
     if (mark && bpf_skb_ecn_set_ce(skb) == 1) {
         bpf_spin_lock(&q->lock);
         q->marks++;

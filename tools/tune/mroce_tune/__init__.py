@@ -1,0 +1,1 @@
+"""mroce-tune modules: fabric, derive, emit, verify, diagnose, cli."""
