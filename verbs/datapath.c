@@ -91,6 +91,7 @@ int mv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
                  struct ibv_send_wr **bad_wr)
 {
     struct mv_qp *q = (struct mv_qp *)qp;
+    mv_app_call(q->ctx);
     if (bad_wr)
         *bad_wr = wr;
     if (q->attr.qp_state != IBV_QPS_RTS)
@@ -134,6 +135,7 @@ int mv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
                  struct ibv_recv_wr **bad_wr)
 {
     struct mv_qp *q = (struct mv_qp *)qp;
+    mv_app_call(q->ctx);
     if (bad_wr)
         *bad_wr = wr;
     if (q->attr.qp_state == IBV_QPS_RESET)
@@ -217,6 +219,7 @@ static enum ibv_wc_opcode wc_opcode(enum mroce_wc_opcode o)
 int mv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     struct mv_cq *c = (struct mv_cq *)cq;
+    mv_app_call(mv_ctx(cq->context));
     struct mroce_wc m[MV_BATCH];
     int got = 0;
     while (got < num_entries) {

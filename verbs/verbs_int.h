@@ -40,6 +40,7 @@ struct mv_context {
     struct mv_device *dev;     /* the configured device (static table) */
     mroce_device *mdev;        /* owned */
     atomic_int stop;           /* tells the helper to exit */
+    _Atomic uint64_t app_ns;   /* the application's last datapath call */
     pthread_t helper;          /* progress.c, when has_helper */
     int has_helper;
 };
@@ -83,6 +84,14 @@ static inline struct mv_context *mv_ctx(struct ibv_context *c)
 {
     return (struct mv_context *)((char *)c -
                                  offsetof(struct verbs_context, context));
+}
+
+/* Records a datapath call of the application (which drives progress
+ * itself): the helper stays away meanwhile (progress.c). */
+uint64_t mv_now_ns(void); /* CLOCK_MONOTONIC */
+static inline void mv_app_call(struct mv_context *ctx)
+{
+    atomic_store_explicit(&ctx->app_ns, mv_now_ns(), memory_order_relaxed);
 }
 
 /* libmroce code -> errno value (positive). */
