@@ -77,6 +77,12 @@ static void serve(struct mv_context *ctx, int fd, uint64_t seen, int spin)
            app_ns(ctx) == seen) {
         if (mroce_device_progress(ctx->mdev) > 0) {
             last = mv_now_ns();
+            if (!spin) {
+                /* The application may answer what arrived (it polls
+                 * memory): let it, and send the ACKs this round deferred
+                 * behind its answer (MROCE_DEFER_ACKS). */
+                sleep_ns(MV_GRACE_NS);
+            }
             continue;
         }
         if (!spin)
