@@ -11,25 +11,29 @@
  * channel sleeps in poll().  So each context runs this helper, for
  * liveness only.
  *
- * Every datapath call of the application bumps the context's app_calls
- * (mv_app_call).  The helper looks away while that counter moves: it
- * sleeps, doubling the sleep from MV_LOOK_MIN_NS up to MV_LOOK_MAX_NS
- * while the application keeps calling, and touches neither the device
- * nor its fd, so a polling application is never preempted by a wake-up
- * per packet or made to wait for the device lock.  When a whole sleep
- * passes without a call, the application has gone away (it polls memory,
- * as perftest's WRITE latency test does, or blocks elsewhere) and the
- * helper serves: it drives progress itself, spinning while packets keep
- * coming and for MV_SPIN_NS after the last, then sleeping on the device's
- * event fd (readable while a packet or a timer is due) until the next,
- * and it stops serving as soon as the application calls in again.
- * A QP's peer thus waits on this helper at most MV_LOOK_MAX_NS after the
- * application stops calling, and then one wake-up per burst of packets.
+ * Every datapath call of the application (ibv_poll_cq, ibv_post_send,
+ * ibv_post_recv) records its time in the context's app_ns (mv_app_call).
+ * The helper sleeps on the device's event fd (readable while a packet or
+ * a timer is due).  Woken, it leaves the work to an application that
+ * called within MV_GRACE_NS and calls again within MV_GRACE_NS more: that
+ * one polls, and its next call drives progress; the helper then looks
+ * away before it watches the fd again, doubling from MV_LOOK_MIN_NS up to
+ * MV_LOOK_MAX_NS while the application keeps taking the work, so a
+ * polling application is not preempted by a wake-up per packet nor kept
+ * waiting for the device lock.  Otherwise the application has stopped
+ * calling (it polls memory, as perftest's WRITE latency test does, or it
+ * sleeps on a completion channel or a socket) and the helper serves: it
+ * drives progress until the due work is done, or, once the application
+ * has not called for MV_AWAY_NS (a passive target), it also spins
+ * MV_SPIN_NS after each packet for the next one, yielding its core to
+ * any runnable thread meanwhile; it stops serving as soon as the
+ * application calls in again.
  * MROCE_IBV_PROGRESS=thread uses libmroce's progress thread instead (no
  * helper), =app neither (only the application's calls progress).
  */
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -77,18 +81,15 @@ static void serve(struct mv_context *ctx, int fd, uint64_t seen, int spin)
            app_ns(ctx) == seen) {
         if (mroce_device_progress(ctx->mdev) > 0) {
             last = mv_now_ns();
-            if (!spin) {
-                /* The application may answer what arrived (it polls
-                 * memory): let it, and send the ACKs this round deferred
-                 * behind its answer (MROCE_DEFER_ACKS). */
-                sleep_ns(MV_GRACE_NS);
-            }
             continue;
         }
         if (!spin)
             return;
-        if (mv_now_ns() - last < MV_SPIN_NS)
+        if (mv_now_ns() - last < MV_SPIN_NS) {
+            /* A runnable application thread on this core goes first. */
+            sched_yield();
             continue;
+        }
         if (wait_readable(fd, MV_BLOCK_MS))
             last = mv_now_ns();
     }
