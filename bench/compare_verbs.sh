@@ -4,14 +4,18 @@
 # iterations, two processes over loopback:
 #   *_bw   64 KiB messages, BW average in Gbit/s (perftest --report_gbits);
 #   *_lat  perftest's default size (2 B, atomics 8 B), t_typical (median)
-#          in usec.
+#          in usec, or t_min with LAT_FIGURE=min (the best round trip:
+#          on a loaded host the median measures the scheduler as much as
+#          the transport).
 # Each pair runs REPS times, perftest and mroce-perf alternating; prints
 # the medians and the ratio perftest-over-verbs / mroce-perf (bandwidth:
 # >1 is faster through verbs; latency: >1 is slower through verbs), and
-# writes bench/results/compare_verbs.txt.
+# writes bench/results/compare_verbs.txt (compare_verbs_min.txt with
+# LAT_FIGURE=min).
 #
 #   bench/compare_verbs.sh [BUILD_DIR]        (default: build)
 #   env: REPS=3  BW_ITERS=5000  LAT_ITERS=2000  PORT_BASE=5400
+#        LAT_FIGURE=typical (or min)
 #        TESTS="write_bw send_bw read_bw write_lat send_lat read_lat atomic_lat"
 # Needs perftest (Debian) and BUILD_DIR/verbs/libibverbs.so.1 and
 # BUILD_DIR/tools/mroce-perf: cmake --build BUILD_DIR --target mroce_ibverbs
@@ -24,6 +28,9 @@ REPS=${REPS:-3}
 BW_ITERS=${BW_ITERS:-5000}
 LAT_ITERS=${LAT_ITERS:-2000}
 PORT=${PORT_BASE:-5400}
+LAT_FIGURE=${LAT_FIGURE:-typical}
+case $LAT_FIGURE in typical) LAT_COL=5 ;; min) LAT_COL=3 ;;
+*) echo "LAT_FIGURE: typical or min" >&2; exit 1 ;; esac
 TESTS=${TESTS:-"write_bw send_bw read_bw write_lat send_lat read_lat atomic_lat"}
 LIB=$BUILD/verbs
 PERF=$BUILD/tools/mroce-perf
@@ -33,10 +40,11 @@ command -v ib_write_bw >/dev/null || { echo "no perftest" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The figure of a results row: BW average (column 4) or t_typical (5).
+# The figure of a results row: BW average (column 4), t_typical (5) or
+# t_min (3).
 figure() { # FILE TEST
     col=4
-    case $2 in *_lat) col=5 ;; esac
+    case $2 in *_lat) col=$LAT_COL ;; esac
     awk -v c=$col '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ {v = $c} END {print v}' "$1"
 }
 
@@ -70,10 +78,12 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR] = $1}
     END {if (NR) print a[int((NR + 1) / 2)]; else print "-"}'; }
 
 out=$ROOT/bench/results/compare_verbs.txt
+[ "$LAT_FIGURE" = min ] && out=$ROOT/bench/results/compare_verbs_min.txt
 mkdir -p "$(dirname "$out")"
 {
     echo "# bench/compare_verbs.sh, $(git -C "$ROOT" rev-parse --short HEAD)," \
-        "REPS=$REPS BW_ITERS=$BW_ITERS LAT_ITERS=$LAT_ITERS, $(nproc) cores"
+        "REPS=$REPS BW_ITERS=$BW_ITERS LAT_ITERS=$LAT_ITERS" \
+        "LAT_FIGURE=$LAT_FIGURE, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
     printf '%-11s %-9s %12s %12s %8s\n' test unit perftest mroce-perf ratio
     for t in $TESTS; do
         case $t in

@@ -6,9 +6,9 @@
  * scatter-gather lists have the same layout in both APIs and are passed
  * through.  Opcodes outside RC SEND/WRITE/READ/atomics (local invalidate,
  * memory window binds, send with invalidate, TSO) fail with EOPNOTSUPP and
- * *bad_wr names them.  A receive completion of a message that carried an
- * immediate reports IBV_WC_RECV with IBV_WC_WITH_IMM (libmroce does not
- * tell a SEND with immediate from a WRITE with immediate).
+ * *bad_wr names them.  A receive completion of a SEND with immediate is
+ * IBV_WC_RECV with IBV_WC_WITH_IMM, of a WRITE with immediate
+ * IBV_WC_RECV_RDMA_WITH_IMM with it (libmroce's MROCE_WC_RDMA_WRITE).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -91,6 +91,7 @@ int mv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
                  struct ibv_send_wr **bad_wr)
 {
     struct mv_qp *q = (struct mv_qp *)qp;
+    mv_app_call(q->ctx);
     if (bad_wr)
         *bad_wr = wr;
     if (q->attr.qp_state != IBV_QPS_RTS)
@@ -134,6 +135,7 @@ int mv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
                  struct ibv_recv_wr **bad_wr)
 {
     struct mv_qp *q = (struct mv_qp *)qp;
+    mv_app_call(q->ctx);
     if (bad_wr)
         *bad_wr = wr;
     if (q->attr.qp_state == IBV_QPS_RESET)
@@ -194,7 +196,7 @@ static enum ibv_wc_status wc_status(enum mroce_wc_status s)
     return IBV_WC_GENERAL_ERR;
 }
 
-static enum ibv_wc_opcode wc_opcode(enum mroce_wc_opcode o)
+static enum ibv_wc_opcode wc_opcode(enum mroce_wc_opcode o, unsigned flags)
 {
     switch (o) {
     case MROCE_WC_SEND:
@@ -207,8 +209,11 @@ static enum ibv_wc_opcode wc_opcode(enum mroce_wc_opcode o)
         return IBV_WC_FETCH_ADD;
     case MROCE_WC_CMP_SWAP:
         return IBV_WC_COMP_SWAP;
-    case MROCE_WC_RECV:
     case MROCE_WC_RECV_WITH_IMM:
+        if (flags & MROCE_WC_RDMA_WRITE)
+            return IBV_WC_RECV_RDMA_WITH_IMM;
+        break;
+    case MROCE_WC_RECV:
         break;
     }
     return IBV_WC_RECV;
@@ -217,6 +222,8 @@ static enum ibv_wc_opcode wc_opcode(enum mroce_wc_opcode o)
 int mv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     struct mv_cq *c = (struct mv_cq *)cq;
+    struct mv_context *ctx = mv_ctx(cq->context);
+    mv_app_call(ctx);
     struct mroce_wc m[MV_BATCH];
     int got = 0;
     while (got < num_entries) {
@@ -229,10 +236,12 @@ int mv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
             memset(w, 0, sizeof(*w));
             w->wr_id = m[i].wr_id;
             w->status = wc_status(m[i].status);
-            w->opcode = wc_opcode(m[i].opcode);
+            w->opcode = wc_opcode(m[i].opcode, m[i].wc_flags);
             w->byte_len = m[i].byte_len;
             w->imm_data = m[i].imm_data;
             w->qp_num = m[i].qp_num;
+            /* RC: the one peer; RoCE has no LIDs (slid, sl, path bits 0). */
+            w->src_qp = mv_peer_qpn(ctx, m[i].qp_num);
             w->wc_flags = (m[i].wc_flags & MROCE_WC_WITH_IMM) ? IBV_WC_WITH_IMM
                                                               : 0;
         }

@@ -4,16 +4,24 @@
  *
  * Memory access flags have the same values in both APIs; MetaRoCE has no
  * memory windows, on-demand paging, zero-based or DMA-buf regions, and
- * refuses them (EOPNOTSUPP).  Completion channels work by polling: a
- * channel's fd never becomes readable, and ibv_get_cq_event() waits on the
- * CQ armed through it, driving progress (libmroce's APP mode has no
- * interrupts).
+ * refuses them (EOPNOTSUPP).
+ *
+ * A completion channel's fd is an epoll set of its CQs' libmroce eventfds
+ * (mroce_cq_fd), each registered one-shot and disarmed: ibv_req_notify_cq
+ * arms it (mroce_cq_arm: readable now if completions wait, else at the
+ * next), so the channel fd becomes readable, for poll()/epoll users too,
+ * when an armed CQ has a completion; ibv_get_cq_event() takes that event
+ * (blocking unless the fd is O_NONBLOCK), which disarms the CQ again.
+ * Whoever drives progress writes the eventfds: the progress helper while
+ * the application sleeps, libmroce's thread with MROCE_IBV_PROGRESS=thread;
+ * with =app, ibv_get_cq_event drives progress itself while it waits.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "verbs_int.h"
@@ -152,13 +160,13 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
         errno = context ? ENOMEM : EINVAL;
         return NULL;
     }
-    c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (c->efd < 0) {
+    c->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (c->epfd < 0) {
         free(c);
         return NULL;
     }
     c->ch.context = context;
-    c->ch.fd = c->efd;
+    c->ch.fd = c->epfd;
     return &c->ch;
 }
 
@@ -169,7 +177,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
     struct mv_channel *c = (struct mv_channel *)channel;
     if (channel->refcnt)
         return EBUSY;
-    close(c->efd);
+    close(c->epfd);
     free(c);
     return 0;
 }
@@ -193,6 +201,19 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
         errno = mv_errno(rc);
         return NULL;
     }
+    if (channel) {
+        /* Registered disarmed (no events): req_notify_cq arms it. */
+        int fd = mroce_cq_fd(c->mcq);
+        struct epoll_event ev = {.events = EPOLLONESHOT, .data.ptr = c};
+        if (fd < 0 || epoll_ctl(((struct mv_channel *)channel)->epfd,
+                                EPOLL_CTL_ADD, fd, &ev) < 0) {
+            int e = fd < 0 ? mv_errno(fd) : errno;
+            mroce_destroy_cq(c->mcq);
+            free(c);
+            errno = e;
+            return NULL;
+        }
+    }
     c->cq.context = context;
     c->cq.channel = channel;
     c->cq.cq_context = cq_context;
@@ -209,13 +230,15 @@ int ibv_destroy_cq(struct ibv_cq *cq)
     if (!cq)
         return EINVAL;
     struct mv_cq *c = (struct mv_cq *)cq;
+    int fd = cq->channel ? mroce_cq_fd(c->mcq) : -1;
     int rc = mroce_destroy_cq(c->mcq);
     if (rc < 0)
         return mv_errno(rc);
     if (cq->channel) {
+        /* The eventfd closed with the CQ; an armed one may linger in the
+         * set until then: remove it (ENOENT/EBADF afterwards are fine). */
         struct mv_channel *ch = (struct mv_channel *)cq->channel;
-        if (ch->armed == c)
-            ch->armed = NULL;
+        (void)epoll_ctl(ch->epfd, EPOLL_CTL_DEL, fd, NULL);
         cq->channel->refcnt--;
     }
     pthread_mutex_destroy(&cq->mutex);
@@ -227,32 +250,60 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 int mv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
     (void)solicited_only; /* every completion wakes: a superset, allowed */
-    ((struct mv_cq *)cq)->armed = 1;
-    return 0;
+    struct mv_cq *c = (struct mv_cq *)cq;
+    if (!cq->channel)
+        return 0; /* armed, but events have nowhere to go */
+    int fd = mroce_cq_fd(c->mcq);
+    if (fd < 0)
+        return mv_errno(fd);
+    /* Armed in the set before the CQ: a completion in between signals. */
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.ptr = c};
+    if (epoll_ctl(((struct mv_channel *)cq->channel)->epfd, EPOLL_CTL_MOD, fd,
+                  &ev) < 0)
+        return errno;
+    int rc = mroce_cq_arm(c->mcq);
+    return rc < 0 ? mv_errno(rc) : 0;
 }
 
-/* Waits until the CQ last armed through this channel (req_notify_cq) has
- * a completion, driving progress meanwhile; a channel shared by several
- * CQs waits on the one armed last. */
+/* MROCE_IBV_PROGRESS=app: nobody else drives progress, so a wait on the
+ * channel does, until the channel fd is readable or timeout_ms passes. */
+static void drive_until_readable(struct mv_context *ctx, int epfd,
+                                 int timeout_ms)
+{
+    mroce_device_progress(ctx->mdev);
+    struct pollfd p[2] = {{.fd = epfd, .events = POLLIN},
+                          {.fd = mroce_device_fd(ctx->mdev), .events = POLLIN}};
+    (void)poll(p, p[1].fd >= 0 ? 2 : 1, timeout_ms);
+}
+
+/* Takes the next event of the channel: an armed CQ that has completions.
+ * Blocks unless the channel fd is O_NONBLOCK (then EAGAIN). */
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
                      void **cq_context)
 {
-    struct mv_cq *c = channel ? ((struct mv_channel *)channel)->armed : NULL;
-    if (!cq || !c) {
+    if (!channel || !cq) {
         errno = EINVAL;
         return -1;
     }
-    for (;;) {
-        int rc = mroce_cq_wait(c->mcq, 100);
-        if (rc < 0) {
-            errno = mv_errno(rc);
-            return -1;
-        }
-        if (rc > 0)
-            break;
+    struct mv_channel *ch = (struct mv_channel *)channel;
+    struct mv_context *ctx = mv_ctx(channel->context);
+    int fl = fcntl(ch->epfd, F_GETFL);
+    int block = fl >= 0 && !(fl & O_NONBLOCK);
+    struct epoll_event ev;
+    int n;
+    if (ctx->has_helper || !block)
+        n = epoll_wait(ch->epfd, &ev, 1, block ? -1 : 0);
+    else
+        while ((n = epoll_wait(ch->epfd, &ev, 1, 0)) == 0)
+            drive_until_readable(ctx, ch->epfd, 10);
+    if (n < 0)
+        return -1; /* errno from epoll_wait (EINTR) */
+    if (n == 0) {
+        errno = EAGAIN;
+        return -1;
     }
-    c->armed = 0;
-    ((struct mv_channel *)channel)->armed = NULL;
+    struct mv_cq *c = ev.data.ptr;
+    mroce_cq_ack_event(c->mcq);
     *cq = &c->cq;
     if (cq_context)
         *cq_context = c->cq.cq_context;
@@ -263,13 +314,6 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
     if (cq)
         cq->comp_events_completed += nevents;
-}
-
-static int req_notify(struct ibv_cq *cq, int solicited_only)
-{
-    if (cq->channel)
-        ((struct mv_channel *)cq->channel)->armed = (struct mv_cq *)cq;
-    return mv_req_notify_cq(cq, solicited_only);
 }
 
 /* No asynchronous events are generated (async_fd is -1). */
@@ -293,7 +337,7 @@ void mv_ops_init(struct mv_context *ctx)
 {
     struct ibv_context_ops *o = &ctx->vctx.context.ops;
     o->poll_cq = mv_poll_cq;
-    o->req_notify_cq = req_notify;
+    o->req_notify_cq = mv_req_notify_cq;
     o->post_send = mv_post_send;
     o->post_recv = mv_post_recv;
     mv_device_ops_init(ctx);

@@ -20,8 +20,10 @@
  * handshake; MetaRoCE takes the smaller of both sides'); timeout becomes
  * max_rto (4.096 us * 2^timeout: a loss is retransmitted no later than
  * that; 0 = the default); retry_cnt and rnr_retry are the engine's (7 =
- * retry RNR forever); max_rd_atomic and max_dest_rd_atomic up to 16.
- * PSNs (rq_psn, sq_psn) are accepted and not used: MetaRoCE draws its own
+ * retry RNR forever); max_rd_atomic and max_dest_rd_atomic up to 16;
+ * qp_access_flags become the engine's deny_remote (set_access).  At RTR
+ * the QP's peer is recorded in the context (ctx->peers) for the src_qp of
+ * its completions.  PSNs (rq_psn, sq_psn) are accepted and not used: MetaRoCE draws its own
  * start PSNs in its handshake (an anti-injection measure) and no completion
  * shows a PSN.  Address vectors must be global (is_global, GID index 0):
  * there are no LIDs.  SQD, SQE, and going back to RESET are refused
@@ -34,6 +36,30 @@
 #include <time.h>
 
 #include "verbs_int.h"
+
+#define MV_REMOTE_RIGHTS                                \
+    (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+     IBV_ACCESS_REMOTE_ATOMIC)
+
+/* qp_access_flags: the remote rights the QP grants its peer, enforced by
+ * the engine (deny_remote: a refused WRITE, READ or atomic is NAKed and
+ * fails at the requester with IBV_WC_REM_ACCESS_ERR). */
+static int set_access(struct mv_qp *q, struct ibv_qp_attr *attr, int mask)
+{
+    if (!(mask & IBV_QP_ACCESS_FLAGS))
+        return 0;
+    unsigned f = attr->qp_access_flags;
+    if (f & ~(unsigned)(MV_REMOTE_RIGHTS | IBV_ACCESS_LOCAL_WRITE))
+        return EINVAL;
+    struct mre_qp_attr ea;
+    mroce_query_qp(q->mqp, &ea);
+    ea.deny_remote = (uint8_t)(MV_REMOTE_RIGHTS & ~f);
+    int rc = mroce_modify_qp(q->mqp, &ea, MROCE_QP_ATTR_ACCESS);
+    if (rc < 0)
+        return mv_errno(rc);
+    q->attr.qp_access_flags = f;
+    return 0;
+}
 
 static uint32_t pow2(uint32_t v)
 {
@@ -74,6 +100,7 @@ struct ibv_qp *mv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
     a.eng.max_send_wr = pow2(cap->max_send_wr ? cap->max_send_wr : 1);
     a.eng.max_recv_wr = pow2(cap->max_recv_wr ? cap->max_recv_wr : 1);
     a.eng.max_rd_atomic = MV_MAX_RD_ATOMIC;
+    a.eng.deny_remote = MV_REMOTE_RIGHTS; /* qp_access_flags start at 0 */
     const char *to = getenv("MROCE_IBV_CONNECT_TIMEOUT_MS");
     long ms = to && *to ? strtol(to, NULL, 10) : 60000;
     a.eng.handshake_timeout = (mroce_tstamp)(ms > 0 ? ms : 60000) * 1000000;
@@ -114,6 +141,9 @@ int mv_destroy_qp(struct ibv_qp *qp)
     int rc = mroce_destroy_qp(q->mqp);
     if (rc < 0)
         return mv_errno(rc);
+    struct mv_peer *p = &q->ctx->peers[qp->qp_num & (MV_QP_SLOTS - 1)];
+    uint32_t mine = qp->qp_num;
+    atomic_compare_exchange_strong(&p->qpn, &mine, 0);
     pthread_mutex_destroy(&qp->mutex);
     pthread_cond_destroy(&qp->cond);
     free(q);
@@ -149,8 +179,9 @@ static int to_init(struct mv_qp *q, struct ibv_qp_attr *attr, int mask)
     if (((mask & IBV_QP_PORT) && attr->port_num != 1) ||
         ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0))
         return EINVAL;
-    if (mask & IBV_QP_ACCESS_FLAGS)
-        q->attr.qp_access_flags = attr->qp_access_flags;
+    int rc = set_access(q, attr, mask);
+    if (rc)
+        return rc;
     q->attr.port_num = 1;
     return 0;
 }
@@ -185,6 +216,12 @@ static int to_rtr(struct mv_qp *q, struct ibv_qp_attr *attr, int mask)
                  : mroce_listen(q->mqp);
     if (rc < 0)
         return mv_errno(rc);
+    rc = set_access(q, attr, mask);
+    if (rc)
+        return rc;
+    struct mv_peer *p = &q->ctx->peers[q->qp.qp_num & (MV_QP_SLOTS - 1)];
+    atomic_store_explicit(&p->dest, attr->dest_qp_num, memory_order_relaxed);
+    atomic_store_explicit(&p->qpn, q->qp.qp_num, memory_order_release);
     q->active = act;
     q->attr.path_mtu = attr->path_mtu;
     q->attr.dest_qp_num = attr->dest_qp_num;
@@ -228,6 +265,9 @@ static int to_rts(struct mv_qp *q, struct ibv_qp_attr *attr, int mask)
     int rc = m ? mroce_modify_qp(q->mqp, &ea, m) : 0;
     if (rc < 0)
         return mv_errno(rc);
+    rc = set_access(q, attr, mask);
+    if (rc)
+        return rc;
     q->attr.sq_psn = attr->sq_psn;
     if (mask & IBV_QP_TIMEOUT)
         q->attr.timeout = attr->timeout;

@@ -23,6 +23,15 @@
 #define MV_MAX_CQE 65536
 #define MV_MAX_RD_ATOMIC 16
 #define MV_DEFAULT_PORT 4794 /* MROCE_UDP_PORT */
+#define MV_QP_SLOTS 1024     /* the device's max_qps (device.c) */
+
+/* A QP's peer, for the src_qp of its completions: indexed by the QPN's
+ * low bits (libmroce's QPNs differ there while they live); a QPN that
+ * does not match finds no peer (src_qp 0). */
+struct mv_peer {
+    _Atomic uint32_t qpn;  /* the local QP, 0 = none */
+    _Atomic uint32_t dest; /* its dest_qp_num */
+};
 
 /* A configured device: its name, address and UDP port. */
 struct mv_device {
@@ -40,7 +49,9 @@ struct mv_context {
     struct mv_device *dev;     /* the configured device (static table) */
     mroce_device *mdev;        /* owned */
     atomic_int stop;           /* tells the helper to exit */
-    pthread_t helper;          /* progress.c, when has_helper */
+    _Atomic uint64_t app_ns;   /* the application's last datapath call */
+    struct mv_peer peers[MV_QP_SLOTS]; /* QPs at RTR or later (qp.c) */
+    pthread_t helper;                  /* progress.c, when has_helper */
     int has_helper;
 };
 
@@ -57,14 +68,12 @@ struct mv_mr {
 struct mv_cq {
     struct ibv_cq cq;
     mroce_cq *mcq; /* owned */
-    int armed;     /* req_notify_cq called since the last event */
 };
 
 /* Completion channel (objects.c). */
 struct mv_channel {
     struct ibv_comp_channel ch;
-    int efd;             /* eventfd given as ch.fd; never written */
-    struct mv_cq *armed; /* the CQ last armed through it, or NULL */
+    int epfd; /* ch.fd: an epoll set of its CQs' eventfds (objects.c) */
 };
 
 /* The verbs QP state machine on top of libmroce's: RESET and INIT are
@@ -83,6 +92,22 @@ static inline struct mv_context *mv_ctx(struct ibv_context *c)
 {
     return (struct mv_context *)((char *)c -
                                  offsetof(struct verbs_context, context));
+}
+
+/* Records a datapath call of the application (which drives progress
+ * itself): the helper stays away meanwhile (progress.c). */
+uint64_t mv_now_ns(void); /* CLOCK_MONOTONIC */
+static inline void mv_app_call(struct mv_context *ctx)
+{
+    atomic_store_explicit(&ctx->app_ns, mv_now_ns(), memory_order_relaxed);
+}
+
+/* The dest_qp_num of the context's QP qpn, or 0 (qp.c). */
+static inline uint32_t mv_peer_qpn(struct mv_context *ctx, uint32_t qpn)
+{
+    struct mv_peer *p = &ctx->peers[qpn & (MV_QP_SLOTS - 1)];
+    uint32_t d = atomic_load_explicit(&p->dest, memory_order_relaxed);
+    return atomic_load_explicit(&p->qpn, memory_order_acquire) == qpn ? d : 0;
 }
 
 /* libmroce code -> errno value (positive). */

@@ -200,6 +200,10 @@ struct mre_qp_attr {
     uint32_t pd;               /* protection domain: remote accesses through
                                this QP may only use regions of the same PD
                                (mre_mr_reg_pd); 0 by default */
+    uint8_t deny_remote;       /* MROCE_ACCESS_REMOTE_* rights refused to
+                               the peer through this QP, whatever the
+                               region grants (verbs' qp_access_flags,
+                               inverted): NAK REMOTE_ACCESS_PERM; 0 */
     uint16_t max_streams;      /* ordered streams the QP carries, 1..
                                MRE_MAX_STREAMS (0 counts as 1); default 1.
                                The connection carries the smaller of both
@@ -357,6 +361,8 @@ enum mre_qp_mod {
     MROCE_QP_MOD_CC = 4,      /* cc_algo, init_cwnd, target_qdelay: RESET */
     MROCE_QP_MOD_PATHS = 8,   /* npaths, path_burst, path_reuse: RESET */
     MROCE_QP_MOD_MTU = 16,    /* mtu: RESET */
+    MROCE_QP_MOD_ACCESS = 32, /* deny_remote: any state; from the next
+                                 packet on */
 };
 /* Changes the attributes named by mask (enum mre_qp_mod) to attr's
  * values, checked as mre_qp_new() checks them.  MROCE_EINVAL (bad value

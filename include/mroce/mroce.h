@@ -307,6 +307,11 @@ int mroce_poll_cq(mroce_cq *cq, int n, struct mroce_wc *wc);
  * also watch mroce_device_fd().  The fd belongs to the CQ (closed with it). */
 int mroce_cq_fd(mroce_cq *cq);
 void mroce_cq_ack_event(mroce_cq *cq);
+/* ibv_req_notify_cq's arming for mroce_cq_fd() users: returns the
+ * completions waiting (>= 0) or an error.  With some waiting the fd is
+ * made readable now; with none, a stale signal is cleared and the next
+ * completion signals, whether or not the CQ was polled empty. */
+int mroce_cq_arm(mroce_cq *cq);
 /* Block up to timeout_ms (-1: forever) until a completion is waiting;
  * drives progress meanwhile in APP mode (ppoll on the receive socket until
  * the next engine deadline).  Returns 1, 0 on timeout, or an error.  Do not
@@ -375,6 +380,7 @@ enum mroce_qp_attr_mask {
                                     (before connect only) */
     MROCE_QP_ATTR_PATHS = 8,   /* npaths, path_burst (before connect only) */
     MROCE_QP_ATTR_MTU = 16,    /* mtu (before connect only) */
+    MROCE_QP_ATTR_ACCESS = 32, /* deny_remote (any state) */
 };
 /* query_qp returns the engine attributes with send_cq/recv_cq NULL. */
 int mroce_query_qp(const mroce_qp *qp, struct mre_qp_attr *attr);

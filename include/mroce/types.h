@@ -137,6 +137,8 @@ enum mroce_wc_opcode {
 
 enum mroce_wc_flags {
     MROCE_WC_WITH_IMM = 1,
+    MROCE_WC_RDMA_WRITE = 2, /* RECV_WITH_IMM: the immediate came with an
+                                RDMA WRITE (verbs' RECV_RDMA_WITH_IMM) */
 };
 
 struct mroce_wc {

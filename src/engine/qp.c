@@ -79,6 +79,9 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
         a.max_rto < a.min_rto || a.init_cwnd == 0 ||
         a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 || a.path_burst == 0 ||
         a.path_burst > 64 || a.path_reuse > 1 || a.rate_hint > 2 ||
+        (a.deny_remote &
+         ~(MROCE_ACCESS_REMOTE_WRITE | MROCE_ACCESS_REMOTE_READ |
+           MROCE_ACCESS_REMOTE_ATOMIC)) ||
         in->send_cq->ep != ep || in->recv_cq->ep != ep)
         return MROCE_EINVAL;
     if (a.max_streams == 0)
@@ -622,7 +625,7 @@ void mre_qp_enter_error(mre_qp *qp)
 
 int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in, unsigned mask)
 {
-    if (!qp || !in || (mask & ~31u))
+    if (!qp || !in || (mask & ~63u))
         return MROCE_EINVAL;
     const unsigned reset_only = MROCE_QP_MOD_CC | MROCE_QP_MOD_PATHS |
                                 MROCE_QP_MOD_MTU;
@@ -675,6 +678,13 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in, unsigned mask)
         qp->attr.path_burst = in->path_burst;
         qp->attr.path_reuse = in->path_reuse;
     }
+    if ((mask & MROCE_QP_MOD_ACCESS) &&
+        (in->deny_remote &
+         ~(MROCE_ACCESS_REMOTE_WRITE | MROCE_ACCESS_REMOTE_READ |
+           MROCE_ACCESS_REMOTE_ATOMIC)))
+        return MROCE_EINVAL;
+    if (mask & MROCE_QP_MOD_ACCESS)
+        qp->attr.deny_remote = in->deny_remote;
     if (mask & MROCE_QP_MOD_RETRY) {
         qp->attr.retry_cnt = in->retry_cnt;
         qp->attr.rnr_retry = in->rnr_retry;

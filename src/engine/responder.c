@@ -86,7 +86,8 @@ void mre_resp_push_recv_wc(mre_qp *qp, struct mre_rwqe *r)
                                                         : r->placed;
     if (r->has_imm) {
         wc.imm_data = r->imm;
-        wc.wc_flags = MROCE_WC_WITH_IMM;
+        wc.wc_flags = MROCE_WC_WITH_IMM |
+                      (r->is_write ? MROCE_WC_RDMA_WRITE : 0);
     }
     wc.qp_num = qp->qpn;
     wc.stream = r->stream;
@@ -117,6 +118,19 @@ void mre_resp_complete_recvs(mre_qp *qp)
         mre_resp_push_recv_wc(qp, r);
         qp->rq_head++;
     }
+}
+
+/* The region of a remote access through qp, or NULL and the NAK code:
+ * the QP's own refusals (deny_remote) first, then the region's checks. */
+static mre_mr *check_remote(mre_qp *qp, uint32_t rkey, uint64_t addr,
+                            uint64_t len, unsigned access, uint8_t *code)
+{
+    if (qp->attr.deny_remote & access) {
+        *code = MROCE_NAK_REMOTE_ACCESS_PERM;
+        return NULL;
+    }
+    return mre_mr_check_remote(qp->ep, qp->attr.pd, rkey, addr, len, access,
+                               code);
 }
 
 /* Queue the NAK refusing pkt (REL-27).  Until the first fatal NAK a later
@@ -268,9 +282,8 @@ static int on_write(mre_qp *qp, const struct mrw_pkt *pkt)
      * check is overflow-safe, so the packet's range needs no check of its
      * own. */
     uint8_t code = 0;
-    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
-                                     h->msg_len, MROCE_ACCESS_REMOTE_WRITE,
-                                     &code);
+    mre_mr *mr = check_remote(qp, h->rkey, h->raddr, h->msg_len,
+                              MROCE_ACCESS_REMOTE_WRITE, &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;
@@ -387,9 +400,8 @@ static int on_read(mre_qp *qp, const struct mrw_pkt *pkt)
 {
     const struct mrw_req_hdr *h = &pkt->u.rq.req;
     uint8_t code = 0;
-    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
-                                     h->msg_len, MROCE_ACCESS_REMOTE_READ,
-                                     &code);
+    mre_mr *mr = check_remote(qp, h->rkey, h->raddr, h->msg_len,
+                              MROCE_ACCESS_REMOTE_READ, &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;
@@ -414,9 +426,8 @@ static int on_atomic(mre_qp *qp, const struct mrw_pkt *pkt)
         queue_nak(qp, pkt, MROCE_NAK_INVALID_REQUEST, 1);
         return -1;
     }
-    mre_mr *mr = mre_mr_check_remote(qp->ep, qp->attr.pd, h->rkey, h->raddr,
-                                     MROCE_ATOMIC_LEN,
-                                     MROCE_ACCESS_REMOTE_ATOMIC, &code);
+    mre_mr *mr = check_remote(qp, h->rkey, h->raddr, MROCE_ATOMIC_LEN,
+                              MROCE_ACCESS_REMOTE_ATOMIC, &code);
     if (!mr) {
         queue_nak(qp, pkt, code, 1);
         return -1;

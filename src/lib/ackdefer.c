@@ -55,10 +55,13 @@
  * ~100 us, and its peer may retransmit once on its RTO (1 ms) in the
  * meantime: a spurious retransmission, not a failure (a QP survives
  * retry_cnt RTOs and peer_timeout of silence at least).
- * Not deferred: progress-thread mode, devices whose fd the application
- * polls (mroce_device_fd), rounds that fired a timer armed before they
- * began (the ACK delay timer of the round's own packets does not count:
- * src/lib/progress.c).
+ * Not deferred: progress-thread mode, rounds that fired a timer armed
+ * before they began (the ACK delay timer of the round's own packets does
+ * not count: src/lib/progress.c).  Devices whose fd is polled
+ * (mroce_device_fd) defer too: the fd does not wake its sleeper for a
+ * held ACK, the watchdog bounds it as for any caller that stays away
+ * (verbs/progress.c, the fd's one user, calls back within microseconds
+ * while it serves).
  *
  * On by default, adaptive (MROCE_DEFER_ACKS unset or 1; 0 turns it off, 2
  * defers in every round that may, for tests).  An application must not
@@ -126,7 +129,7 @@ void lib_defer_init(mroce_device *dev)
 int lib_defer_allowed_locked(mroce_device *dev, mroce_tstamp now)
 {
     return dev->defer_acks && dev->attr.progress == MROCE_PROGRESS_APP &&
-           !dev->fd_requested && now >= dev->defer_pause_until;
+           now >= dev->defer_pause_until;
 }
 
 void lib_defer_sent_locked(mroce_device *dev, mroce_tstamp now, int replied)

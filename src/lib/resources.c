@@ -249,6 +249,33 @@ int mroce_cq_fd(mroce_cq *cq)
     return rc < 0 ? rc : fd;
 }
 
+int mroce_cq_arm(mroce_cq *cq)
+{
+    int rc = lib_check(cq, MAGIC_CQ);
+    if (rc < 0)
+        return rc;
+    lib_lock(cq->dev);
+    rc = cq_arm_locked(cq);
+    if (rc == 0) {
+        rc = (int)mre_cq_count(cq->eng);
+        uint64_t v = 1;
+        if (rc == 0) {
+            /* Empty: an earlier signal is stale; the next one counts. */
+            if (read(cq->efd, &v, sizeof(v)) < 0) {
+                /* EAGAIN: nothing stale */
+            }
+            cq->signaled = 0;
+        } else {
+            if (write(cq->efd, &v, sizeof(v)) < 0) {
+                /* Only fails if the counter would overflow: readable. */
+            }
+            cq->signaled = 1;
+        }
+    }
+    lib_unlock(cq->dev);
+    return rc;
+}
+
 void mroce_cq_ack_event(mroce_cq *cq)
 {
     if (lib_check(cq, MAGIC_CQ) < 0 || cq->efd < 0)
