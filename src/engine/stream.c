@@ -8,16 +8,20 @@
  * the responder consumes the stream's own receives by that RSN and
  * completes a message once it and every earlier message of its stream are
  * placed, so a hole in one stream's packets never holds another's
- * completions (SEM-30..39).  A stream is opened by its first work request
+ * completions (SEM-30..41).  A stream is opened by its first work request
  * and packet and needs no handshake: its state is one entry of the table
  * allocated with the QP for attr.max_streams streams.
  *
  * The responder tracks placement per message: the stream's oldest
  * incomplete message (rx_msn) in the stream entry itself, later messages
- * of any stream in a pool of MRE_STREAM_MSGS records.  A packet of a later
- * message that finds the pool full is dropped unmarked and sent again by
+ * of any stream in a pool of MRE_STREAM_MSGS records, at most
+ * MRE_STREAM_MSGS_PER_STREAM of them per stream, and none for a message
+ * refused (RNR) before any of it is placed.  A packet of a later message
+ * that finds no record it may take is dropped unmarked and sent again by
  * the requester's loss recovery; the oldest message of each stream always
- * has room, so every stream makes progress.
+ * has room, so every stream makes progress (SEM-41).  Receives of all
+ * streams share the QP's ring; a completed receive's slot goes back to a
+ * free list at once, so no stream's receives pin another's (SEM-40).
  *
  * Nothing here runs on a QP of one stream (streams_on 0) beyond the
  * handshake hooks, the post-time check and the numbering, which there

@@ -6,7 +6,7 @@
  * placement records shared by all its streams.  Sequence numbers, paths,
  * windows and loss recovery stay per QP; a stream only has its own message
  * numbering (MSN), receive numbering (RSN), receive list and completion
- * order (SEM-30..39).  A QP with max_streams 1 uses none of this: its
+ * order (SEM-30..41).  A QP with max_streams 1 uses none of this: its
  * stages keep today's PSN-ordered completion.
  */
 #ifndef MROCE_ENGINE_STREAM_H
