@@ -5,7 +5,7 @@
  *
  * Shape.  A domain is one libmroce device (one UDP address: IP + port,
  * the fi_info's source address), with one protection domain and one
- * libmroce completion queue.  With shared connections (opt-in,
+ * libmroce completion queue.  With shared connections (the default,
  * mfi_param.shared_conn, mroce_shared.c) every endpoint lives on that
  * device: its name is the domain's address plus its index, the domain
  * keeps one QP per peer device (struct mfi_dqp) and each endpoint a

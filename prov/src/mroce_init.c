@@ -46,7 +46,7 @@ struct mfi_params mfi_param = {
     .peer_timeout = 5000,
     .keeper_us = 500,
     .rndv_seg = 262144,
-    .shared_conn = 0,
+    .shared_conn = 1,
 };
 
 /* What the provider can do; getinfo returns the part the hints ask for. */
@@ -98,7 +98,7 @@ static void define_params(void)
                     "1: every endpoint of a domain on the domain's device, "
                     "one QP per peer device, each destination endpoint on "
                     "a stream of its own; 0: a device per endpoint and a "
-                    "QP per endpoint pair (default: 0; both sides must "
+                    "QP per endpoint pair (default: 1; both sides must "
                     "agree)");
     fi_param_define(&mfi_prov, "rndv_seg", FI_PARAM_INT,
                     "Rendezvous: bytes per READ; a larger message is read "

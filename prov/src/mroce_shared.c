@@ -1,7 +1,6 @@
 /*
- * mroce_shared.c - shared connections (FI_MROCE_SHARED_CONN=1, opt-in:
- * see prov/README.md for the engine limits that keep it off by default):
- * every endpoint of a domain lives on the domain's device, and
+ * mroce_shared.c - shared connections (FI_MROCE_SHARED_CONN=1, the
+ * default; 0 selects a device per endpoint, prov/README.md): every endpoint of a domain lives on the domain's device, and
  * the domain keeps one libmroce QP per peer device, of MFI_EP_CNT + 1
  * ordered streams, which all its endpoints share.
  *

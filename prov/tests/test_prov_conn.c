@@ -53,7 +53,7 @@ static struct side sd[NDOM];
 static unsigned char rbuf[NDOM][NEP][NEP][NSIZE][70000];
 static unsigned char sbuf[NDOM][NEP][NEP][NSIZE][70000];
 static size_t tx_done[NDOM][NEP], rx_done[NDOM][NEP];
-static int shared; /* FI_MROCE_SHARED_CONN (default 0) */
+static int shared; /* FI_MROCE_SHARED_CONN (default 1) */
 
 static uint64_t tag_of(int from, int to, int z)
 {
@@ -234,7 +234,7 @@ static void exchange(void)
 int main(void)
 {
     const char *sc = getenv("FI_MROCE_SHARED_CONN");
-    shared = sc && atoi(sc) != 0;
+    shared = !sc || atoi(sc) != 0;
     prov_keep_mapped();
     info = prov_getinfo(FI_MSG | FI_TAGGED, 0, &fabric);
     for (int s = 0; s < NDOM; s++)

@@ -157,8 +157,7 @@ struct mre_rwqe {
     uint32_t msn;      /* MSN of the message bound to it (streams) */
     uint16_t stream;   /* stream it was posted on */
     uint16_t snext;    /* ring slot of the next receive of its stream */
-    uint8_t retired;   /* completed out of ring order (streams): its slot
-                          is free once rq_head passes it */
+    uint8_t posted;    /* holds a receive not yet completed */
     struct mroce_sge sge[MROCE_MAX_SGE];
     mre_mr *mrs[MROCE_MAX_SGE];
 };
@@ -328,8 +327,12 @@ struct mre_qp {
     /* receive queue */
     struct mre_rwqe *rq;
     uint32_t rq_mask;
-    uint32_t rq_head; /* oldest not completed (== its rsn) */
+    uint32_t rq_head; /* oldest not completed (== its rsn); with streams
+                         the count of receives completed */
     uint32_t rq_tail; /* posted so far */
+    /* streams: free ring slots (receives complete out of ring order) */
+    uint16_t *rq_free;
+    uint32_t rq_nfree;
 
     /* responder jobs */
     uint32_t rjobs_waiting; /* jobs accepted but not yet executed */

@@ -70,8 +70,8 @@ void mre_live_fail(mre_qp *qp)
     } else {
         /* No send work: the oldest receive not finished tells a receiver
          * why, where a flush alone would look like a local one. */
-        for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
-            struct mre_rwqe *r = &qp->rq[i & qp->rq_mask];
+        struct mre_rwqe *r;
+        for (uint32_t k = 0; (r = mre_resp_rq_next(qp, &k));) {
             if (!r->done) {
                 r->done = 1;
                 r->status = MROCE_WC_RETRY_EXC_ERR;

@@ -210,8 +210,9 @@ void mre_qp_del(mre_qp *qp)
     const struct mre_mem *m = &ep->mem;
     for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
         mre_qp_release_swqe(qp, &qp->sq[i & qp->sq_mask]);
-    for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++)
-        mre_qp_release_rwqe(qp, &qp->rq[i & qp->rq_mask]);
+    struct mre_rwqe *r;
+    for (uint32_t k = 0; (r = mre_resp_rq_next(qp, &k));)
+        mre_qp_release_rwqe(qp, r);
     for (uint32_t i = 0; i < qp->nrjobs; i++)
         mre_resp_free_rjob(qp, &qp->rjobs[i]);
     mre_ep_unready(ep, qp);

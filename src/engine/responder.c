@@ -38,7 +38,9 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
             return MROCE_EINVAL; /* SEM-30 */
         if (qp->rq_tail - qp->rq_head > qp->rq_mask)
             return MROCE_EFULL;
-        struct mre_rwqe *r = &qp->rq[qp->rq_tail & qp->rq_mask];
+        uint32_t slot = qp->streams_on ? mre_stream_rq_slot(qp)
+                                       : qp->rq_tail & qp->rq_mask;
+        struct mre_rwqe *r = &qp->rq[slot];
         memset(r, 0, sizeof(*r));
         uint64_t total = 0;
         for (int i = 0; i < wr->num_sge; i++) {
@@ -51,26 +53,47 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
                 s->length > mr->len - (s->addr - start)) {
                 for (int k = 0; k < i; k++)
                     r->mrs[k] = NULL;
+                if (qp->streams_on)
+                    qp->rq_free[qp->rq_nfree++] = (uint16_t)slot;
                 return MROCE_EACCESS;
             }
             r->sge[i] = *s;
             r->mrs[i] = mr;
             total += s->length;
         }
-        if (total > 0x7fffffffu)
+        if (total > 0x7fffffffu) {
+            if (qp->streams_on)
+                qp->rq_free[qp->rq_nfree++] = (uint16_t)slot;
             return MROCE_ERANGE;
+        }
         for (int i = 0; i < wr->num_sge; i++)
             r->mrs[i]->refs++;
         r->wr_id = wr->wr_id;
         r->num_sge = (uint8_t)wr->num_sge;
         r->capacity = (uint32_t)total;
         r->stream = wr->stream;
-        mre_stream_link_recv(qp, qp->rq_tail & qp->rq_mask);
+        r->posted = 1;
+        mre_stream_link_recv(qp, slot);
         qp->rq_tail++;
     }
     if (bad_wr)
         *bad_wr = NULL;
     return 0;
+}
+
+struct mre_rwqe *mre_resp_rq_next(mre_qp *qp, uint32_t *k)
+{
+    if (!qp->streams_on) {
+        if (*k == qp->rq_tail - qp->rq_head)
+            return NULL;
+        return &qp->rq[(qp->rq_head + (*k)++) & qp->rq_mask];
+    }
+    while (*k <= qp->rq_mask) {
+        struct mre_rwqe *r = &qp->rq[(*k)++];
+        if (r->posted)
+            return r;
+    }
+    return NULL;
 }
 
 void mre_resp_push_recv_wc(mre_qp *qp, struct mre_rwqe *r)
@@ -564,8 +587,11 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
             qp->heard = now;
         break;
     }
-    if (rc < 0)
+    if (rc < 0) {
+        if (is_req && qp->streams_on)
+            mre_stream_rx_refused(qp, pkt);
         return 0; /* NAKed or dropped: not marked, nothing acknowledged */
+    }
     uint32_t old_cum = qp->rxwin.cum;
     int gap = mrw_psn_diff(qp->rxwin.high, old_cum) > 0;
     mre_rxwin_mark(&qp->rxwin, psn);
@@ -681,8 +707,8 @@ void mre_resp_reset(mre_qp *qp)
 {
     /* Receives whose message finished keep their success; the others are
      * flushed.  Completion order stays the posting order. */
-    for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
-        struct mre_rwqe *r = &qp->rq[i & qp->rq_mask];
+    struct mre_rwqe *r;
+    for (uint32_t k = 0; (r = mre_resp_rq_next(qp, &k));) {
         if (!r->done) {
             r->done = 1;
             r->status = MROCE_WC_WR_FLUSH_ERR;

@@ -42,6 +42,11 @@ int mre_resp_write_nak(mre_qp *qp, uint8_t *buf, size_t cap,
  * receive does not wait: it completes with WR_FLUSH_ERR. */
 void mre_resp_complete_recvs(mre_qp *qp);
 
+/* The receives posted and not yet completed, one per call from *k = 0
+ * on, NULL after the last: in posting order on a QP of one stream, in
+ * slot order with streams (their slots are reused out of ring order). */
+struct mre_rwqe *mre_resp_rq_next(mre_qp *qp, uint32_t *k);
+
 /* Report receive r (finished, or failed) on the receive CQ and release its
  * regions; the caller retires it from its queue. */
 void mre_resp_push_recv_wc(mre_qp *qp, struct mre_rwqe *r);

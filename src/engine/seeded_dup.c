@@ -40,8 +40,8 @@ static void dup_atomic(mre_qp *qp, const struct mrw_pkt *pkt)
 static void dup_send(mre_qp *qp, const struct mrw_pkt *pkt)
 {
     const struct mrw_req_hdr *h = &pkt->u.rq.req;
-    for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
-        struct mre_rwqe *r = &qp->rq[i & qp->rq_mask];
+    struct mre_rwqe *r;
+    for (uint32_t k = 0; (r = mre_resp_rq_next(qp, &k));) {
         if (r->started)
             continue;
         if (h->msg_len > r->capacity)

@@ -8,16 +8,20 @@
  * the responder consumes the stream's own receives by that RSN and
  * completes a message once it and every earlier message of its stream are
  * placed, so a hole in one stream's packets never holds another's
- * completions (SEM-30..39).  A stream is opened by its first work request
+ * completions (SEM-30..41).  A stream is opened by its first work request
  * and packet and needs no handshake: its state is one entry of the table
  * allocated with the QP for attr.max_streams streams.
  *
  * The responder tracks placement per message: the stream's oldest
  * incomplete message (rx_msn) in the stream entry itself, later messages
- * of any stream in a pool of MRE_STREAM_MSGS records.  A packet of a later
- * message that finds the pool full is dropped unmarked and sent again by
+ * of any stream in a pool of MRE_STREAM_MSGS records, at most
+ * MRE_STREAM_MSGS_PER_STREAM of them per stream, and none for a message
+ * refused (RNR) before any of it is placed.  A packet of a later message
+ * that finds no record it may take is dropped unmarked and sent again by
  * the requester's loss recovery; the oldest message of each stream always
- * has room, so every stream makes progress.
+ * has room, so every stream makes progress (SEM-41).  Receives of all
+ * streams share the QP's ring; a completed receive's slot goes back to a
+ * free list at once, so no stream's receives pin another's (SEM-40).
  *
  * Nothing here runs on a QP of one stream (streams_on 0) beyond the
  * handshake hooks, the post-time check and the numbering, which there
@@ -36,9 +40,14 @@ int mre_stream_alloc(mre_qp *qp)
     if (!qp->streams)
         return MROCE_ENOMEM;
     if (qp->streams_on) {
+        uint32_t depth = qp->attr.max_recv_wr;
         qp->smsgs = mre_mem_calloc(m, MRE_STREAM_MSGS, sizeof(*qp->smsgs));
-        if (!qp->smsgs)
+        qp->rq_free = mre_mem_calloc(m, depth, sizeof(*qp->rq_free));
+        if (!qp->smsgs || !qp->rq_free)
             return MROCE_ENOMEM;
+        for (uint32_t i = 0; i < depth; i++) /* slot 0 is taken first */
+            qp->rq_free[i] = (uint16_t)(depth - 1 - i);
+        qp->rq_nfree = depth;
     }
     return 0;
 }
@@ -47,8 +56,10 @@ void mre_stream_free(const struct mre_mem *m, mre_qp *qp)
 {
     mre_mem_free(m, qp->streams);
     mre_mem_free(m, qp->smsgs);
+    mre_mem_free(m, qp->rq_free);
     qp->streams = NULL;
     qp->smsgs = NULL;
+    qp->rq_free = NULL;
 }
 
 /* --- handshake (SEM-31) --- */
@@ -81,6 +92,13 @@ void mre_stream_number_send(mre_qp *qp, struct mre_swqe *w, int consumes_recv)
     w->smsn = st->next_msn++;
     if (consumes_recv)
         w->rsn = st->next_rsn++;
+}
+
+uint32_t mre_stream_rq_slot(mre_qp *qp)
+{
+    /* The caller has checked that fewer than max_recv_wr receives are
+     * outstanding, so a slot is free. */
+    return qp->rq_free[--qp->rq_nfree];
 }
 
 void mre_stream_link_recv(mre_qp *qp, uint32_t slot)
@@ -139,18 +157,36 @@ int mre_stream_rx_admit(mre_qp *qp, const struct mrw_pkt *pkt)
     }
     if (d == 0 || find_msg(qp, h->stream, h->msn))
         return 0;
-    for (uint32_t i = 0; i < MRE_STREAM_MSGS; i++) {
-        struct mre_stream_msg *g = &qp->smsgs[i];
-        if (!g->used) {
-            memset(g, 0, sizeof(*g));
-            g->used = 1;
-            g->stream = h->stream;
-            g->msn = h->msn;
-            return 0;
+    if (st->nmsgs < MRE_STREAM_MSGS_PER_STREAM) {
+        for (uint32_t i = 0; i < MRE_STREAM_MSGS; i++) {
+            struct mre_stream_msg *g = &qp->smsgs[i];
+            if (!g->used) {
+                memset(g, 0, sizeof(*g));
+                g->used = 1;
+                g->stream = h->stream;
+                g->msn = h->msn;
+                qp->streams[h->stream].nmsgs++;
+                return 0;
+            }
         }
     }
-    qp->cnt.drop_state++; /* no record free: resent by the requester */
+    /* No record free, or the stream holds its share (SEM-41): resent by
+     * the requester's loss recovery. */
+    qp->cnt.drop_state++;
     return -1;
+}
+
+void mre_stream_rx_refused(mre_qp *qp, const struct mrw_pkt *pkt)
+{
+    const struct mrw_req_hdr *h = &pkt->u.rq.req;
+    struct mre_stream_msg *g = find_msg(qp, h->stream, h->msn);
+    /* Nothing of its message is placed yet: the record holds no state, and
+     * kept it would pin the pool for as long as the receiver is not ready
+     * on the stream (SEM-41). */
+    if (g && !g->seen) {
+        g->used = 0;
+        qp->streams[h->stream].nmsgs--;
+    }
 }
 
 struct mre_rwqe *mre_stream_recv_for(mre_qp *qp, uint16_t stream, uint32_t rsn,
@@ -188,6 +224,7 @@ static void advance(mre_qp *qp, struct mre_stream *st, uint16_t stream)
         if (!g)
             return;
         g->used = 0;
+        st->nmsgs--;
         if (!g->seen || g->placed < g->len) {
             st->rx_placed = g->placed;
             return;
@@ -242,15 +279,14 @@ void mre_stream_complete_recvs(mre_qp *qp, uint16_t stream)
             r->status = MROCE_WC_WR_FLUSH_ERR; /* SEM-24 */
         }
         mre_resp_push_recv_wc(qp, r);
-        r->retired = 1;
+        /* Receives of different streams complete out of ring order: the
+         * slot is free at once, whatever other streams still hold. */
+        r->posted = 0;
+        qp->rq_free[qp->rq_nfree++] = st->rq_first;
+        qp->rq_head++;
         st->rq_done++;
         st->rq_first = r->snext;
     }
-    /* Receives of different streams complete out of ring order: a slot is
-     * reused once the ring's head has passed it. */
-    while (qp->rq_head != qp->rq_tail &&
-           qp->rq[qp->rq_head & qp->rq_mask].retired)
-        qp->rq_head++;
 }
 
 void mre_stream_complete_all_recvs(mre_qp *qp)
