@@ -3,7 +3,11 @@
 # from this build (LIBDIR): the server's device mroce0 on 127.0.0.1, the
 # client's on 127.0.0.2 (both loopback), both receiving on UDP port PORT,
 # out-of-band exchange on TCP port PORT too.  FAULT ("-" for none) is
-# MROCE_FAULT in both processes.  Passes when both exit 0 and the client's
+# MROCE_FAULT in both processes; "server:SPEC" gives SPEC to the server
+# only (for programs whose client exits right after its last receive:
+# ibv_rc_pingpong's server then waits forever, retry_cnt RTOs, for the
+# ACK of its last message if the fault drops it, as it would on hardware
+# were that ACK lost).  Passes when both exit 0 and the client's
 # output has a line matching EXPECT (an extended regex).  Exit 77 (skip)
 # when the program is not installed.
 # usage: run_pair.sh LIBDIR PORT FAULT EXPECT PROGRAM [ARGS...]
@@ -18,16 +22,20 @@ fi
 asan_env "$libdir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-f=""
-[ "$fault" = "-" ] || f="MROCE_FAULT=$fault"
-run() { # ADDR ARGS...
-    addr=$1
-    shift
+fs="" fc=""
+case "$fault" in
+-) ;;
+server:*) fs="MROCE_FAULT=${fault#server:}" ;;
+*) fs="MROCE_FAULT=$fault" fc="$fs" ;;
+esac
+run() { # ADDR FAULT-ENV ARGS...
+    addr=$1 f=$2
+    shift 2
     env LD_LIBRARY_PATH="$libdir" LD_PRELOAD="$MV_PRELOAD" \
         MROCE_IBV_DEVICES="mroce0=$addr" \
         MROCE_IBV_PORT="$port" $f timeout 100 stdbuf -oL "$prog" "$@"
 }
-run 127.0.0.1 "$@" -p "$port" >"$tmp/server" 2>&1 &
+run 127.0.0.1 "$fs" "$@" -p "$port" >"$tmp/server" 2>&1 &
 spid=$!
 # The server listens on TCP before the client may connect.
 i=0
@@ -36,7 +44,7 @@ while [ $i -lt 50 ] && ! grep -q "Waiting\|^  local address" "$tmp/server" 2>/de
     sleep 0.1
     i=$((i + 1))
 done
-run 127.0.0.2 "$@" -p "$port" 127.0.0.1 >"$tmp/client" 2>&1
+run 127.0.0.2 "$fc" "$@" -p "$port" 127.0.0.1 >"$tmp/client" 2>&1
 crc=$?
 wait $spid
 src=$?
