@@ -162,6 +162,31 @@ static uint64_t loop_single(struct sim *s, uint64_t until)
     return n;
 }
 
+/* The end of the window that starts at `a`: the window's edge, cut short
+ * before the next global event (returns 1: it runs after the window), at
+ * `until` and at the stop.  Both windowed loops use it, so a run in
+ * processes and a run in one process cut the same windows. */
+static int window_limit(const struct sim *s, uint64_t a, uint64_t until,
+                        struct ev *lim)
+{
+    lim->t = a + s->win_ps;
+    lim->key = 0;
+    int global = s->gq.n && ev_before(&s->gq.h[0], lim);
+    if (global)
+        *lim = s->gq.h[0];
+    if (lim->t > until) {
+        lim->t = until + 1;
+        lim->key = 0;
+        global = 0;
+    }
+    if (lim->t >= s->stop_at) {
+        lim->t = s->stop_at;
+        lim->key = 0;
+        global = 0;
+    }
+    return global;
+}
+
 /* Partitions (partition.c): a window [a, a + win_ps) at a time, each
  * partition's events of the window one partition after the other.  An
  * event reaches another partition through a link, no sooner than the
@@ -186,20 +211,8 @@ static uint64_t loop_parts(struct sim *s, uint64_t until)
         if (tmin == T_INF || tmin > until)
             break;
         uint64_t a = tmin - tmin % s->win_ps;
-        struct ev lim = {a + s->win_ps, 0};
-        int global = s->gq.n && ev_before(&s->gq.h[0], &lim);
-        if (global)
-            lim = s->gq.h[0];
-        if (lim.t > until) {
-            lim.t = until + 1;
-            lim.key = 0;
-            global = 0;
-        }
-        if (lim.t >= s->stop_at) {
-            lim.t = s->stop_at;
-            lim.key = 0;
-            global = 0;
-        }
+        struct ev lim;
+        int global = window_limit(s, a, until, &lim);
         part_window(s, a + s->win_ps);
         for (uint32_t r = 0; r < s->nparts; r++) {
             s->cur_rank = r;
@@ -249,20 +262,8 @@ static uint64_t loop_dist(struct sim *s, uint64_t until)
         if (tmin == T_INF || tmin > until)
             break;
         uint64_t a = tmin - tmin % s->win_ps;
-        struct ev lim = {a + s->win_ps, 0};
-        int global = s->gq.n && ev_before(&s->gq.h[0], &lim);
-        if (global)
-            lim = s->gq.h[0];
-        if (lim.t > until) {
-            lim.t = until + 1;
-            lim.key = 0;
-            global = 0;
-        }
-        if (lim.t >= s->stop_at) {
-            lim.t = s->stop_at;
-            lim.key = 0;
-            global = 0;
-        }
+        struct ev lim;
+        int global = window_limit(s, a, until, &lim);
         part_window(s, a + s->win_ps);
         while (s->q.n && ev_before(&s->q.h[0], &lim)) {
             run_top(s);
