@@ -25,28 +25,7 @@ mpi() { # RANKS ARGS...
 }
 small="-s hosts=32 -s name=mpi_check -s transports=mroce"
 wl="workload=alltoall bytes=64K msg=32K active=8"
-same() { # DIR_A TXT_A DIR_B TXT_B WHAT
-    sed 's/\[.*//' "$2" > "$out/a"
-    sed 's/\[.*//' "$4" > "$out/b"
-    [ -s "$out/a" ] || fail "$5: no summary line"
-    cmp -s "$out/a" "$out/b" ||
-        fail "$5: summary differs: $(cat "$out/a") vs $(cat "$out/b")"
-    n=0
-    for f in "$1"/*.csv; do
-        b=$(basename "$f")
-        [ -f "$3/$b" ] || fail "$5: no $b"
-        if [ "$b" = summary.csv ]; then
-            cut -d, -f1-28,33- "$f" > "$out/a"
-            cut -d, -f1-28,33- "$3/$b" > "$out/b"
-        else
-            cp "$f" "$out/a"
-            cp "$3/$b" "$out/b"
-        fi
-        cmp -s "$out/a" "$out/b" || fail "$5: $b differs"
-        n=$((n + 1))
-    done
-    [ "$n" -ge 4 ] || fail "$5: only $n CSV files"
-}
+. "$(dirname "$0")/same_run.sh"
 for mode in plain fault; do
     extra=""
     [ "$mode" = fault ] && extra="fault=40us down leaf0 spine0 detect=10us"
@@ -61,7 +40,7 @@ for mode in plain fault; do
             "$scen" > "$out/$mode$r.txt" ||
             fail "mroce-sim-mpi ($mode, $r ranks) exited $?"
         same "$out/$mode" "$out/$mode.txt" "$out/$mode$r" "$out/$mode$r.txt" \
-            "$mode, $r ranks"
+            "$mode, $r ranks" 4
     done
 done
 grep -q 'complete' "$out/plain.txt" || fail "the run did not complete"

@@ -20,29 +20,7 @@ trap 'rm -rf "$out"' EXIT
 fail() { echo "partition_check: FAIL: $*" >&2; exit 1; }
 small="-s hosts=32 -s name=part_check"
 wl="workload=alltoall bytes=128K msg=64K active=8"
-# identical: the summary lines and every CSV but the timing columns of
-# summary.csv (wall_s, events_per_s, cpu_s, events_per_cpu_s)
-same() { # DIR_A TXT_A DIR_B TXT_B WHAT
-    grep -v '^partition ' "$2" | sed 's/\[.*//' > "$out/a"
-    grep -v '^partition ' "$4" | sed 's/\[.*//' > "$out/b"
-    cmp -s "$out/a" "$out/b" ||
-        fail "$5: summary differs: $(cat "$out/a") vs $(cat "$out/b")"
-    n=0
-    for f in "$1"/*.csv; do
-        b=$(basename "$f")
-        [ -f "$3/$b" ] || fail "$5: no $b"
-        if [ "$b" = summary.csv ]; then
-            cut -d, -f1-28,33- "$f" > "$out/a"
-            cut -d, -f1-28,33- "$3/$b" > "$out/b"
-        else
-            cp "$f" "$out/a"
-            cp "$3/$b" "$out/b"
-        fi
-        cmp -s "$out/a" "$out/b" || fail "$5: $b differs"
-        n=$((n + 1))
-    done
-    [ "$n" -ge 7 ] || fail "$5: only $n CSV files"
-}
+. "$(dirname "$0")/same_run.sh"
 for mode in plain fault; do
     extra=""
     [ "$mode" = fault ] &&
@@ -56,7 +34,7 @@ for mode in plain fault; do
             ${extra:+-s "$extra"} "$scen" > "$out/$mode$r.txt" ||
             fail "mroce-sim ($mode, ranks $r) exited $?"
         same "$out/$mode" "$out/$mode.txt" "$out/$mode$r" "$out/$mode$r.txt" \
-            "$mode, ranks $r"
+            "$mode, ranks $r" 7
     done
 done
 grep -q 'drops [1-9]' "$out/fault.txt" || fail "the failure dropped nothing"
