@@ -611,6 +611,18 @@ struct mfi_peer *mfi_peer_get(struct mfi_ep *ep, const struct sockaddr *sa);
 /* The provider's QP attributes: send and receive queue sizes, streams. */
 void mfi_qp_attr(struct mroce_qp_init_attr *a, mroce_cq *cq, int mtu,
                  uint32_t sq, uint32_t rq, uint16_t streams);
+/* Creates a QP of attributes a (both layouts): 0, or a negative fi_errno
+ * with a warning logged. */
+int mfi_qp_create(mroce_pd *pd, const struct mroce_qp_init_attr *a,
+                  mroce_qp **qp);
+/* Posts FI_MROCE_RX_DEPTH bounce buffers of ep on c (its stream, if c is
+ * a shared QP's receive side); those it has no buffer or room for are
+ * owed (c->rx_owed) and posted later. */
+void mfi_conn_post_rx(struct mfi_ep *ep, struct mfi_conn *c);
+/* Starts qp's handshake to the device named by to (IP and UDP port; the
+ * index or domain port in its padding is ignored): 0, or a negative
+ * fi_errno with a warning logged. */
+int mfi_qp_connect(mroce_qp *qp, const struct sockaddr_storage *to);
 void mfi_conn_close_all(struct mfi_ep *ep);
 
 /* --- mroce_shared.c: one QP per peer device (shared connections) --- */

@@ -118,14 +118,7 @@ static int attach(struct mfi_ep *ep, struct mfi_dqp *dq)
     c->rxc = c;
     c->next = ep->conns;
     ep->conns = c;
-    for (int i = 0; i < mfi_param.rx_depth; i++) {
-        struct mfi_buf *b = mfi_buf_get(ep, 1);
-        if (!b || mfi_buf_post_rx(ep, c, b) < 0) {
-            c->rx_owed++;
-            if (b == NULL)
-                break;
-        }
-    }
+    mfi_conn_post_rx(ep, c);
     return 0;
 }
 
@@ -144,12 +137,10 @@ static struct mfi_dqp *dq_new(struct mfi_domain *d,
     dq->rq_cap = rq_need(d);
     mfi_qp_attr(&a, d->cq, d->mtu, pow2_cap(n * 2 * MFI_TX_SIZE), dq->rq_cap,
                 MFI_EP_CNT + 1);
-    int rc = mroce_create_qp(d->pd, &a, &dq->qp);
+    int rc = mfi_qp_create(d->pd, &a, &dq->qp);
     if (rc < 0) {
-        MFI_WARN(FI_LOG_EP_CTRL, "cannot create a QP: %s\n",
-                 mroce_strerror(rc));
         free(dq);
-        *err = mfi_errno(rc);
+        *err = rc;
         return NULL;
     }
     dq->qpn = mroce_qp_num(dq->qp);
@@ -171,23 +162,10 @@ static struct mfi_dqp *dq_new(struct mfi_domain *d,
     memcpy(&dq->raddr, raddr, sizeof(dq->raddr));
     dq->rlen = mfi_sa_len((const struct sockaddr *)raddr);
     dq->active = 1;
-    char host[INET6_ADDRSTRLEN];
-    uint16_t port;
-    if (raddr->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s = (const void *)raddr;
-        inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-        port = ntohs(s->sin6_port);
-    } else {
-        const struct sockaddr_in *s = (const void *)raddr;
-        inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-        port = ntohs(s->sin_port);
-    }
-    rc = mroce_connect_start(dq->qp, host, port, 0);
+    rc = mfi_qp_connect(dq->qp, raddr);
     if (rc < 0) {
-        MFI_WARN(FI_LOG_EP_CTRL, "connect to %s:%u: %s\n", host, port,
-                 mroce_strerror(rc));
         mfi_shared_failed(d, dq->qpn);
-        *err = mfi_errno(rc);
+        *err = rc;
         return NULL;
     }
     return dq;
