@@ -351,6 +351,25 @@ fi_addr_t mfi_conn_src(struct mfi_ep *ep, struct mfi_conn *c)
     return p->fi_addr;
 }
 
+int mfi_conn_layout_check(struct mfi_ep *ep, struct mfi_conn *c,
+                          uint8_t version)
+{
+    int shared = ep->dom->shared;
+    if (shared ? version >= MFI_PROTO_VERSION : version < MFI_PROTO_VERSION)
+        return 0;
+    MFI_WARN(FI_LOG_EP_CTRL,
+             "QP 0x%x: the peer sent protocol version %u, so it runs "
+             "FI_MROCE_SHARED_CONN=%d; this side runs "
+             "FI_MROCE_SHARED_CONN=%d: both sides must use the same "
+             "setting; the connection fails\n",
+             c->qpn, version, !shared, shared);
+    if (shared)
+        mfi_shared_refuse(ep, c);
+    else
+        mfi_conn_failed(ep, c);
+    return 1;
+}
+
 void mfi_conn_fail_view(struct mfi_ep *ep, struct mfi_conn *c)
 {
     if (c->dead)
