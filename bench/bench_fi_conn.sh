@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench_fi_conn.sh - the table of bench/README.md "Provider connections
 # per peer pair": bench_fi_conn at E = 16, 32, 48, 64 endpoints a side for
-# mroce with shared connections (FI_MROCE_SHARED_CONN=1), mroce with
-# FI_MROCE_SHARED_CONN=0 (the default: a device per endpoint, a QP per
+# mroce with shared connections (FI_MROCE_SHARED_CONN=1, the default),
+# mroce with FI_MROCE_SHARED_CONN=0 (a device per endpoint, a QP per
 # endpoint pair)
 # and udp;ofi_rxd, one after the other in one run, each RESULT line kept.
 #

@@ -69,6 +69,52 @@ void mfi_qp_attr(struct mroce_qp_init_attr *a, mroce_cq *cq, int mtu,
         a->eng.cc_algo = MROCE_CC_NONE;
 }
 
+int mfi_qp_create(mroce_pd *pd, const struct mroce_qp_init_attr *a,
+                  mroce_qp **qp)
+{
+    int rc = mroce_create_qp(pd, a, qp);
+    if (rc < 0) {
+        MFI_WARN(FI_LOG_EP_CTRL, "cannot create a QP: %s\n",
+                 mroce_strerror(rc));
+        return mfi_errno(rc);
+    }
+    return 0;
+}
+
+void mfi_conn_post_rx(struct mfi_ep *ep, struct mfi_conn *c)
+{
+    for (int i = 0; i < mfi_param.rx_depth; i++) {
+        struct mfi_buf *b = mfi_buf_get(ep, 1);
+        if (!b || mfi_buf_post_rx(ep, c, b) < 0) {
+            c->rx_owed++;
+            if (b == NULL)
+                break;
+        }
+    }
+}
+
+int mfi_qp_connect(mroce_qp *qp, const struct sockaddr_storage *to)
+{
+    char host[INET6_ADDRSTRLEN];
+    uint16_t port;
+    if (to->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const void *)to;
+        inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
+        port = ntohs(s->sin6_port);
+    } else {
+        const struct sockaddr_in *s = (const void *)to;
+        inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
+        port = ntohs(s->sin_port);
+    }
+    int rc = mroce_connect_start(qp, host, port, 0);
+    if (rc < 0) {
+        MFI_WARN(FI_LOG_EP_CTRL, "connect to %s:%u: %s\n", host, port,
+                 mroce_strerror(rc));
+        return mfi_errno(rc);
+    }
+    return 0;
+}
+
 /* A QP with bounce buffers posted, linked into ep->conns. */
 static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
 {
@@ -80,25 +126,16 @@ static struct mfi_conn *conn_new(struct mfi_ep *ep, int *err)
     struct mroce_qp_init_attr a;
     mfi_qp_attr(&a, ep->cq, ep->mtu, 2 * MFI_TX_SIZE,
                 (uint32_t)mfi_param.rx_depth, 1);
-    int rc = mroce_create_qp(ep->pd, &a, &c->qp);
+    int rc = mfi_qp_create(ep->pd, &a, &c->qp);
     if (rc < 0) {
-        MFI_WARN(FI_LOG_EP_CTRL, "cannot create a QP: %s\n",
-                 mroce_strerror(rc));
         free(c);
-        *err = mfi_errno(rc);
+        *err = rc;
         return NULL;
     }
     c->qpn = mroce_qp_num(c->qp);
     c->next = ep->conns;
     ep->conns = c;
-    for (int i = 0; i < mfi_param.rx_depth; i++) {
-        struct mfi_buf *b = mfi_buf_get(ep, 1);
-        if (!b || mfi_buf_post_rx(ep, c, b) < 0) {
-            c->rx_owed++;
-            if (b == NULL)
-                break;
-        }
-    }
+    mfi_conn_post_rx(ep, c);
     return c;
 }
 
@@ -202,26 +239,13 @@ struct mfi_conn *mfi_conn_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
         return p->tx;
     if (ep->dom->shared)
         return mfi_shared_tx(ep, p, err);
-    char host[INET6_ADDRSTRLEN];
-    uint16_t port;
-    if (p->addr.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s = (const void *)&p->addr;
-        inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-        port = ntohs(s->sin6_port);
-    } else {
-        const struct sockaddr_in *s = (const void *)&p->addr;
-        inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-        port = ntohs(s->sin_port);
-    }
     struct mfi_conn *c = conn_new(ep, err);
     if (!c)
         return NULL;
-    int rc = mroce_connect_start(c->qp, host, port, 0);
+    int rc = mfi_qp_connect(c->qp, &p->addr);
     if (rc < 0) {
-        MFI_WARN(FI_LOG_EP_CTRL, "connect to %s:%u: %s\n", host, port,
-                 mroce_strerror(rc));
         c->dead = 1;
-        *err = mfi_errno(rc);
+        *err = rc;
         return NULL;
     }
     c->peer = p;
@@ -325,6 +349,25 @@ fi_addr_t mfi_conn_src(struct mfi_ep *ep, struct mfi_conn *c)
         p->av_gen = ep->av->gen;
     }
     return p->fi_addr;
+}
+
+int mfi_conn_layout_check(struct mfi_ep *ep, struct mfi_conn *c,
+                          uint8_t version)
+{
+    int shared = ep->dom->shared;
+    if (shared ? version >= MFI_PROTO_VERSION : version < MFI_PROTO_VERSION)
+        return 0;
+    MFI_WARN(FI_LOG_EP_CTRL,
+             "QP 0x%x: the peer sent protocol version %u, so it runs "
+             "FI_MROCE_SHARED_CONN=%d; this side runs "
+             "FI_MROCE_SHARED_CONN=%d: both sides must use the same "
+             "setting; the connection fails\n",
+             c->qpn, version, !shared, shared);
+    if (shared)
+        mfi_shared_refuse(ep, c);
+    else
+        mfi_conn_failed(ep, c);
+    return 1;
 }
 
 void mfi_conn_fail_view(struct mfi_ep *ep, struct mfi_conn *c)

@@ -330,6 +330,14 @@ void mfi_buf_put(struct mfi_ep *ep, struct mfi_buf *b)
 
 int mfi_buf_post_rx(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b)
 {
+    c = mfi_rxc(c);
+    return mfi_buf_post_rx_on(ep, c, b,
+                              c->dq ? (uint16_t)(1 + ep->idx) : (uint16_t)0);
+}
+
+int mfi_buf_post_rx_on(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b,
+                       uint16_t stream)
+{
     c = mfi_rxc(c); /* a view's buffers are its receive side's */
     b->kind = MFI_WR_RXBUF;
     b->conn = c;
@@ -342,7 +350,7 @@ int mfi_buf_post_rx(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b)
     struct mroce_recv_wr wr = {.wr_id = (uintptr_t)b,
                                .sg_list = &sge,
                                .num_sge = 1,
-                               .stream = c->dq ? (uint16_t)(1 + ep->idx) : 0};
+                               .stream = stream};
     int rc = mroce_post_recv(c->qp, &wr, NULL);
     if (rc < 0) {
         mfi_buf_put(ep, b);

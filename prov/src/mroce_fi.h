@@ -167,6 +167,8 @@ struct mfi_domain {
     size_t norphans;
     uint32_t ep_gen;
     int polling;            /* mfi_shared_poll is handling completions */
+    uint32_t superseded;    /* QPs lost CONN-37's tie-break, not closed */
+    uint32_t retired;       /* QPs closed for CONN-37, ever */
     struct mfi_ep *zombies; /* closed endpoints with work in flight */
     uint64_t rx_orphaned;   /* messages dropped: for a closed endpoint, or
                              from a peer that never named its device */
@@ -339,6 +341,9 @@ struct mfi_dqp {
     uint64_t hello_sent; /* active: bit j, the HELLO went on stream 1 + j */
     uint32_t rq_cap;     /* receive queue slots */
     uint32_t rx_posted;  /* buffers posted on it, all endpoints */
+    uint8_t superseded;  /* active, lost CONN-37's tie-break: no new
+                            pair takes it; closed once the domain is
+                            quiet (mroce_shared.c) */
 };
 struct mfi_peer {
     struct mfi_peer *next; /* ep->peers */
@@ -546,6 +551,9 @@ struct mfi_buf *mfi_buf_get(struct mfi_ep *ep, int rx);
 void mfi_buf_put(struct mfi_ep *ep, struct mfi_buf *b);
 /* Posts b as a receive on c.  0 or a libmroce error. */
 int mfi_buf_post_rx(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b);
+/* The same on a stream of c's QP named by the caller. */
+int mfi_buf_post_rx_on(struct mfi_ep *ep, struct mfi_conn *c, struct mfi_buf *b,
+                       uint16_t stream);
 /* An unexpected message's buffer is no longer needed: repost it where a
  * QP is owed one, else free it. */
 void mfi_unexp_release(struct mfi_ep *ep, struct mfi_buf *b);
@@ -601,6 +609,12 @@ void mfi_conn_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
                     size_t len);
 /* The sender of messages arriving on c, as an fi_addr of the AV. */
 fi_addr_t mfi_conn_src(struct mfi_ep *ep, struct mfi_conn *c);
+/* CONN-38: a message of protocol version `version` arrived on c; 1 if its
+ * sender uses the other connection layout (FI_MROCE_SHARED_CONN set the
+ * other way): both sides are told and c's QP fails, the caller drops the
+ * message.  0: the same layout. */
+int mfi_conn_layout_check(struct mfi_ep *ep, struct mfi_conn *c,
+                          uint8_t version);
 /* A QP went to ERROR (a completion failed): forget it as a send path. */
 void mfi_conn_failed(struct mfi_ep *ep, struct mfi_conn *c);
 /* c no longer carries anything (its QP is in ERROR): the work waiting on
@@ -611,6 +625,18 @@ struct mfi_peer *mfi_peer_get(struct mfi_ep *ep, const struct sockaddr *sa);
 /* The provider's QP attributes: send and receive queue sizes, streams. */
 void mfi_qp_attr(struct mroce_qp_init_attr *a, mroce_cq *cq, int mtu,
                  uint32_t sq, uint32_t rq, uint16_t streams);
+/* Creates a QP of attributes a (both layouts): 0, or a negative fi_errno
+ * with a warning logged. */
+int mfi_qp_create(mroce_pd *pd, const struct mroce_qp_init_attr *a,
+                  mroce_qp **qp);
+/* Posts FI_MROCE_RX_DEPTH bounce buffers of ep on c (its stream, if c is
+ * a shared QP's receive side); those it has no buffer or room for are
+ * owed (c->rx_owed) and posted later. */
+void mfi_conn_post_rx(struct mfi_ep *ep, struct mfi_conn *c);
+/* Starts qp's handshake to the device named by to (IP and UDP port; the
+ * index or domain port in its padding is ignored): 0, or a negative
+ * fi_errno with a warning logged. */
+int mfi_qp_connect(mroce_qp *qp, const struct sockaddr_storage *to);
 void mfi_conn_close_all(struct mfi_ep *ep);
 
 /* --- mroce_shared.c: one QP per peer device (shared connections) --- */
@@ -640,6 +666,10 @@ void mfi_shared_domain_close(struct mfi_domain *d);
 void mfi_ep_free(struct mfi_ep *ep);
 /* A QP of the domain failed: every endpoint's views of it fail. */
 void mfi_shared_failed(struct mfi_domain *d, uint32_t qpn);
+/* CONN-38: the peer on rx conn c uses the per-endpoint layout: answers
+ * with a HELLO of version 2 on stream 0 (the one stream that peer has),
+ * then closes the QP in order and fails every endpoint's views of it. */
+void mfi_shared_refuse(struct mfi_ep *ep, struct mfi_conn *c);
 /* ep closes: its views go, its buffers stay posted (the domain keeps
  * their memory); the last endpoint's close destroys the QPs. */
 void mfi_shared_ep_close(struct mfi_ep *ep);

@@ -49,7 +49,9 @@ static int conn_stats(struct fid_domain *domain, const void *peer,
             st->endpoints++;
         for (struct mfi_dqp *dq = d->dqps; dq; dq = dq->next) {
             enum mroce_qp_state qs = mroce_qp_get_state(dq->qp);
-            if (dq->dead || qs == MROCE_QPS_ERROR)
+            /* Closing or closed: the peer retired it (CONN-37). */
+            if (dq->dead || qs == MROCE_QPS_ERROR || qs == MROCE_QPS_CLOSING ||
+                qs == MROCE_QPS_CLOSED)
                 continue;
             if (dq->listening && qs == MROCE_QPS_LISTEN) {
                 st->listening++;

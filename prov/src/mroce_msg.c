@@ -525,6 +525,10 @@ void mfi_msg_rx(struct mfi_ep *ep, struct mfi_buf *b)
         mfi_unexp_release(ep, b);
         return;
     }
+    if (c && mfi_conn_layout_check(ep, c, p.version)) {
+        mfi_unexp_release(ep, b);
+        return;
+    }
     if (p.kind == MFI_PKT_HELLO) {
         mfi_conn_hello(ep, c, p.payload, p.plen);
         mfi_unexp_release(ep, b);

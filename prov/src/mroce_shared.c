@@ -104,8 +104,14 @@ static struct mfi_conn *rx_side(struct mfi_ep *ep, const struct mfi_dqp *dq)
     return NULL;
 }
 
-/* Gives ep a receive side on dq with its bounce buffers posted. */
-static int attach(struct mfi_ep *ep, struct mfi_dqp *dq)
+/* Gives ep a receive side on dq with its bounce buffers posted; with
+ * stream0, first one buffer on stream 0 (CONN-38), where nothing of a
+ * peer of the same layout ever arrives: a per-endpoint peer
+ * (FI_MROCE_SHARED_CONN=0) has no other stream, so its first message
+ * lands there and is refused (mfi_conn_layout_check) instead of waiting
+ * for a receive forever.  It takes the place of one of the endpoints'
+ * buffers, which is owed and posted once a slot frees. */
+static int attach(struct mfi_ep *ep, struct mfi_dqp *dq, int stream0)
 {
     if (rx_side(ep, dq))
         return 0;
@@ -118,14 +124,10 @@ static int attach(struct mfi_ep *ep, struct mfi_dqp *dq)
     c->rxc = c;
     c->next = ep->conns;
     ep->conns = c;
-    for (int i = 0; i < mfi_param.rx_depth; i++) {
-        struct mfi_buf *b = mfi_buf_get(ep, 1);
-        if (!b || mfi_buf_post_rx(ep, c, b) < 0) {
-            c->rx_owed++;
-            if (b == NULL)
-                break;
-        }
-    }
+    struct mfi_buf *b = stream0 ? mfi_buf_get(ep, 1) : NULL;
+    if (b)
+        (void)mfi_buf_post_rx_on(ep, c, b, 0); /* refused: none there */
+    mfi_conn_post_rx(ep, c);
     return 0;
 }
 
@@ -144,20 +146,21 @@ static struct mfi_dqp *dq_new(struct mfi_domain *d,
     dq->rq_cap = rq_need(d);
     mfi_qp_attr(&a, d->cq, d->mtu, pow2_cap(n * 2 * MFI_TX_SIZE), dq->rq_cap,
                 MFI_EP_CNT + 1);
-    int rc = mroce_create_qp(d->pd, &a, &dq->qp);
+    int rc = mfi_qp_create(d->pd, &a, &dq->qp);
     if (rc < 0) {
-        MFI_WARN(FI_LOG_EP_CTRL, "cannot create a QP: %s\n",
-                 mroce_strerror(rc));
         free(dq);
-        *err = mfi_errno(rc);
+        *err = rc;
         return NULL;
     }
     dq->qpn = mroce_qp_num(dq->qp);
     dq->next = d->dqps;
     d->dqps = dq;
+    int stream0 = !raddr; /* a listener: a peer may connect to it */
     for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
-        if (ep->enabled)
-            attach(ep, dq);
+        if (ep->enabled) {
+            attach(ep, dq, stream0);
+            stream0 = 0;
+        }
     if (!raddr) {
         rc = mroce_listen(dq->qp);
         if (rc < 0) {
@@ -171,23 +174,10 @@ static struct mfi_dqp *dq_new(struct mfi_domain *d,
     memcpy(&dq->raddr, raddr, sizeof(dq->raddr));
     dq->rlen = mfi_sa_len((const struct sockaddr *)raddr);
     dq->active = 1;
-    char host[INET6_ADDRSTRLEN];
-    uint16_t port;
-    if (raddr->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s = (const void *)raddr;
-        inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-        port = ntohs(s->sin6_port);
-    } else {
-        const struct sockaddr_in *s = (const void *)raddr;
-        inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-        port = ntohs(s->sin_port);
-    }
-    rc = mroce_connect_start(dq->qp, host, port, 0);
+    rc = mfi_qp_connect(dq->qp, raddr);
     if (rc < 0) {
-        MFI_WARN(FI_LOG_EP_CTRL, "connect to %s:%u: %s\n", host, port,
-                 mroce_strerror(rc));
         mfi_shared_failed(d, dq->qpn);
-        *err = mfi_errno(rc);
+        *err = rc;
         return NULL;
     }
     return dq;
@@ -301,7 +291,7 @@ int mfi_shared_ep_enable(struct mfi_ep *ep)
     if (rc)
         return rc;
     for (struct mfi_dqp *dq = d->dqps; dq; dq = dq->next)
-        if (!dq->dead && (rc = attach(ep, dq)) != 0)
+        if (!dq->dead && (rc = attach(ep, dq, 0)) != 0)
             return rc;
     return 0;
 }
@@ -318,7 +308,7 @@ static struct mfi_conn *view_get(struct mfi_ep *ep, struct mfi_dqp *dq,
         }
     struct mfi_conn *rx = rx_side(ep, dq);
     if (!rx) {
-        if ((*err = attach(ep, dq)) != 0)
+        if ((*err = attach(ep, dq, 0)) != 0)
             return NULL;
         rx = rx_side(ep, dq);
     }
@@ -338,22 +328,61 @@ static struct mfi_conn *view_get(struct mfi_ep *ep, struct mfi_dqp *dq,
     return c;
 }
 
-/* The domain's QP to device dn to send on: the one it connected, else an
- * accepted one whose HELLO named dn. */
+/* The order of CONN-37 on device names: family, then IP address bytes,
+ * then port; negative, 0 or positive as a is below, equal to or above b. */
+static int dev_cmp(const struct sockaddr *a, const struct sockaddr *b)
+{
+    if (a->sa_family != b->sa_family)
+        return a->sa_family < b->sa_family ? -1 : 1;
+    const void *xa, *ya;
+    size_t n;
+    uint16_t xp, yp;
+    if (a->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+        xa = &x->sin6_addr;
+        ya = &y->sin6_addr;
+        n = sizeof(x->sin6_addr);
+        xp = ntohs(x->sin6_port);
+        yp = ntohs(y->sin6_port);
+    } else {
+        const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+        xa = &x->sin_addr;
+        ya = &y->sin_addr;
+        n = sizeof(x->sin_addr);
+        xp = ntohs(x->sin_port);
+        yp = ntohs(y->sin_port);
+    }
+    int c = memcmp(xa, ya, n);
+    if (c)
+        return c;
+    return xp < yp ? -1 : xp > yp;
+}
+
+/* The domain's QP to device dn to send on.  Of two (both devices
+ * connected at once) it is the one the lower-named device connected
+ * (CONN-37): ours if our name is the lower, else the accepted one whose
+ * HELLO named dn; a QP of ours that lost the tie-break is no longer
+ * chosen (superseded).  With one QP, that one. */
 static struct mfi_dqp *dq_find(struct mfi_domain *d,
                                const struct sockaddr_storage *dn)
 {
-    struct mfi_dqp *best = NULL;
+    struct mfi_dqp *mine = NULL, *theirs = NULL;
     for (struct mfi_dqp *dq = d->dqps; dq; dq = dq->next) {
-        if (dq->dead || !dq->rlen ||
+        if (dq->dead || dq->superseded || !dq->rlen ||
             !mfi_dev_equal((const struct sockaddr *)&dq->raddr,
                            (const struct sockaddr *)dn))
             continue;
         if (dq->active)
-            return dq;
-        best = dq;
+            mine = dq;
+        else
+            theirs = dq;
     }
-    return best;
+    if (!mine || !theirs)
+        return mine ? mine : theirs;
+    return dev_cmp((const struct sockaddr *)&d->addr,
+                   (const struct sockaddr *)dn) < 0
+               ? mine
+               : theirs;
 }
 
 struct mfi_conn *mfi_shared_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
@@ -395,7 +424,6 @@ struct mfi_conn *mfi_shared_tx(struct mfi_ep *ep, struct mfi_peer *p, int *err)
 void mfi_shared_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
                       size_t len)
 {
-    (void)ep;
     struct sockaddr_storage ss;
     struct mfi_dqp *dq = c->dq;
     if (!dq || dq->rlen || !mfi_proto_hello(name, len, &ss))
@@ -403,6 +431,55 @@ void mfi_shared_hello(struct mfi_ep *ep, struct mfi_conn *c, const void *name,
     dev_name((const struct sockaddr *)&ss, &dq->raddr);
     dq->rlen = mfi_sa_len((const struct sockaddr *)&ss);
     dq->listening = 0;
+    /* CONN-37: the peer connected while we did too.  If its name is the
+     * lower, our QP loses: it carries on until nothing is outstanding
+     * (so no message overtakes one sent before it), then closes
+     * (mfi_shared_retire).  Else the peer retires the QP it connected. */
+    struct mfi_domain *d = ep->dom;
+    if (dev_cmp((const struct sockaddr *)&d->addr,
+                (const struct sockaddr *)&dq->raddr) <= 0)
+        return;
+    for (struct mfi_dqp *o = d->dqps; o; o = o->next)
+        if (o != dq && o->active && !o->dead && o->rlen &&
+            mfi_dev_equal((const struct sockaddr *)&o->raddr,
+                          (const struct sockaddr *)&dq->raddr)) {
+            o->superseded = 1;
+            d->superseded++;
+        }
+}
+
+/* Nothing of the domain's endpoints is outstanding: no WR, no message
+ * awaiting its peer's answer, no control message or READ waiting. */
+static int dom_quiet(const struct mfi_domain *d)
+{
+    for (const struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
+        if (ep->wr_outstanding || ep->tx_inflight || ep->ctrl_wait ||
+            ep->rd_wait || ep->releasing)
+            return 0;
+    return 1;
+}
+
+/* CONN-37: closes the QPs of ours that lost the tie-break once the domain
+ * is quiet.  The views on them stop being send paths (the next send
+ * takes the peer's QP), and the orderly close (DISCONNECT once what we
+ * sent is acknowledged) tells the peer to drop its side. */
+static void shared_retire(struct mfi_domain *d)
+{
+    if (!d->superseded || !dom_quiet(d))
+        return;
+    for (struct mfi_dqp *dq = d->dqps; dq; dq = dq->next) {
+        if (!dq->superseded || dq->dead)
+            continue;
+        for (struct mfi_ep *ep = d->eps; ep; ep = ep->dom_next)
+            for (struct mfi_conn *c = ep->conns; c; c = c->next)
+                if (c->dq == dq && c->peer && c->peer->tx == c)
+                    c->peer->tx = NULL;
+        dq->dead = 1;
+        dq->listening = 0;
+        d->retired++;
+        (void)mroce_disconnect(dq->qp, 0); /* starts it: no wait */
+    }
+    d->superseded = 0;
 }
 
 struct mfi_conn *mfi_shared_rx_view(struct mfi_ep *ep, struct mfi_conn *c,
@@ -421,8 +498,15 @@ struct mfi_conn *mfi_shared_rx_view(struct mfi_ep *ep, struct mfi_conn *c,
         return NULL;
     int err = 0;
     struct mfi_conn *v = view_get(ep, dq, (uint16_t)src_idx, p, &err);
-    if (v && (!p->tx || p->tx->dead))
-        p->tx = v; /* answer on the QP the peer uses */
+    if (v && (!p->tx || p->tx->dead)) {
+        /* Answer on the pair's QP (CONN-37): the one the peer uses
+         * unless both connected, then the lower name's. */
+        struct mfi_dqp *pq = dq_find(ep->dom, &dq->raddr);
+        struct mfi_conn *t = pq && pq != dq
+                                 ? view_get(ep, pq, (uint16_t)src_idx, p, &err)
+                                 : v;
+        p->tx = t ? t : v;
+    }
     return v;
 }
 
@@ -441,6 +525,25 @@ void mfi_shared_failed(struct mfi_domain *d, uint32_t qpn)
         for (struct mfi_conn *c = ep->conns; c; c = c->next)
             if (c->dq == dq)
                 mfi_conn_fail_view(ep, c);
+}
+
+void mfi_shared_refuse(struct mfi_ep *ep, struct mfi_conn *c)
+{
+    struct mfi_domain *d = ep->dom;
+    struct mfi_dqp *dq = c->dq;
+    if (!dq || dq->dead)
+        return;
+    /* The rx side's stream is 0: the peer's only one.  Its header says
+     * version 2, which the peer refuses in turn (CONN-38). */
+    struct mfi_conn *rx = mfi_rxc(c);
+    (void)mfi_send_ctrl(ep, rx, MFI_PKT_HELLO, &d->addr, d->addrlen);
+    dq->dead = 1;
+    dq->listening = 0;
+    for (struct mfi_ep *e = d->eps; e; e = e->dom_next)
+        for (struct mfi_conn *v = e->conns; v; v = v->next)
+            if (v->dq == dq)
+                mfi_conn_fail_view(e, v);
+    (void)mroce_disconnect(dq->qp, 0); /* after the HELLO: no wait */
 }
 
 /* The endpoint a completion belongs to (NULL: a closed endpoint's
@@ -504,6 +607,14 @@ void mfi_shared_poll(struct mfi_domain *d)
         if (n <= 0)
             break;
         for (int i = 0; i < n; i++) {
+            if (wc[i].status == MROCE_WC_LOC_QP_OP_ERR && wc[i].stream > 0)
+                MFI_WARN(FI_LOG_EP_CTRL,
+                         "QP 0x%x: the peer accepted too few streams for "
+                         "shared connections, so it runs "
+                         "FI_MROCE_SHARED_CONN=0; this side runs "
+                         "FI_MROCE_SHARED_CONN=1: both sides must use the "
+                         "same setting; the connection fails\n",
+                         wc[i].qp_num);
             if (wc[i].status != MROCE_WC_SUCCESS) {
                 if (wc[i].status != MROCE_WC_WR_FLUSH_ERR)
                     MFI_WARN(FI_LOG_EP_DATA, "QP 0x%x failed: %s\n",
@@ -525,6 +636,7 @@ void mfi_shared_poll(struct mfi_domain *d)
         if (n < 32)
             break;
     }
+    shared_retire(d);
     d->polling = 0;
 }
 
