@@ -42,10 +42,10 @@ int rdma_getaddrinfo(const char *node, const char *service,
     r->ai_flags = flags;
     r->ai_family = ai->ai_family;
     r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
-                                                      : RDMA_PS_TCP;
-    r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type
+                                                     : RDMA_PS_TCP;
+    r->ai_qp_type = hints && hints->ai_qp_type        ? hints->ai_qp_type
                     : r->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD
-                                                       : IBV_QPT_RC;
+                                                      : IBV_QPT_RC;
     struct sockaddr **which = (flags & RAI_PASSIVE) ? &r->ai_src_addr
                                                     : &r->ai_dst_addr;
     socklen_t *wlen = (flags & RAI_PASSIVE) ? &r->ai_src_len : &r->ai_dst_len;
@@ -84,7 +84,8 @@ int rdma_create_ep(struct rdma_cm_id **idp, struct rdma_addrinfo *res,
     if (!idp || !res)
         return cm_err(EINVAL);
     struct rdma_cm_id *rid;
-    if (rdma_create_id(NULL, &rid, NULL, (enum rdma_port_space)res->ai_port_space))
+    if (rdma_create_id(NULL, &rid, NULL,
+                       (enum rdma_port_space)res->ai_port_space))
         return -1;
     struct cm_id *id = cm_id_of(rid);
     if (res->ai_flags & RAI_PASSIVE) {
@@ -143,7 +144,7 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **idp)
     if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
         listen->event = ev;
         return cm_err(ev->event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED
-                                                           : EINVAL);
+                                                          : EINVAL);
     }
     struct rdma_cm_id *rid = ev->id;
     if (rdma_migrate_id(rid, NULL)) {

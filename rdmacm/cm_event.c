@@ -284,7 +284,6 @@ const char *rdma_event_str(enum rdma_cm_event_type event)
         [RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
     };
     unsigned i = (unsigned)event;
-    return i < sizeof(names) / sizeof(names[0]) && names[i]
-               ? names[i]
-               : "UNKNOWN EVENT";
+    return i < sizeof(names) / sizeof(names[0]) && names[i] ? names[i]
+                                                            : "UNKNOWN EVENT";
 }

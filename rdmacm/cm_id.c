@@ -43,9 +43,10 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
     if (!id)
         return cm_err(EINVAL);
     if (ps != RDMA_PS_TCP) {
-        fprintf(stderr, "librdmacm (MetaRoCE): port space 0x%x is not "
-                        "supported: only RDMA_PS_TCP (RC), no UD, IPoIB "
-                        "or multicast\n",
+        fprintf(stderr,
+                "librdmacm (MetaRoCE): port space 0x%x is not "
+                "supported: only RDMA_PS_TCP (RC), no UD, IPoIB "
+                "or multicast\n",
                 (unsigned)ps);
         return cm_err(EOPNOTSUPP);
     }
@@ -198,7 +199,8 @@ int rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
      * destination's family (MROCE_IBV_DEVICES order), not the routing
      * table's choice: two processes on one host use two loopback
      * addresses, and the route to either is the same. */
-    struct cm_dev *d = id->dev ? id->dev : cm_dev_by_family(dst_addr->sa_family);
+    struct cm_dev *d = id->dev ? id->dev
+                               : cm_dev_by_family(dst_addr->sa_family);
     pthread_mutex_lock(&cm_lock);
     memcpy(&rid->route.addr.dst_storage, dst_addr, cm_addrlen(dst_addr));
     if (!d || d->addr.ss_family != dst_addr->sa_family) {
@@ -267,8 +269,9 @@ int rdma_listen(struct rdma_cm_id *rid, int backlog)
 
 static uint8_t depth(const struct rdma_conn_param *p, int resp, uint8_t dflt)
 {
-    uint8_t v = !p ? RDMA_MAX_RESP_RES : resp ? p->responder_resources
-                                              : p->initiator_depth;
+    uint8_t v = !p     ? RDMA_MAX_RESP_RES
+                : resp ? p->responder_resources
+                       : p->initiator_depth;
     if (v == RDMA_MAX_RESP_RES)
         v = dflt;
     return v > CM_MAX_RD_ATOMIC ? CM_MAX_RD_ATOMIC : v;

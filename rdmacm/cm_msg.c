@@ -36,8 +36,8 @@ static void put32(uint8_t *p, uint32_t v)
 
 static uint32_t get32(const uint8_t *p)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-           (uint32_t)p[2] << 8 | p[3];
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+           p[3];
 }
 
 size_t cm_msg_encode(const struct cm_msg *msg, uint8_t *out)

@@ -10,7 +10,7 @@
 
 #define CM_MSG_MAGIC 0x4d52434du /* "MRCM" */
 #define CM_MSG_VERSION 1
-#define CM_MSG_HDR 8  /* magic, version, type, body length */
+#define CM_MSG_HDR 8    /* magic, version, type, body length */
 #define CM_MSG_FIXED 28 /* the body of REQ/REP before private data */
 #define CM_MSG_MAX (CM_MSG_HDR + CM_MSG_FIXED + CM_REP_PDATA)
 
@@ -31,9 +31,9 @@ enum cm_msg_type {
 
 struct cm_msg {
     uint8_t type;
-    uint8_t gid[16];   /* REQ/REP: the sender's GID (index 0) */
-    uint32_t qpn;      /* REQ/REP: the sender's QP */
-    uint8_t resp_res;  /* REQ/REP: responder_resources */
+    uint8_t gid[16];  /* REQ/REP: the sender's GID (index 0) */
+    uint32_t qpn;     /* REQ/REP: the sender's QP */
+    uint8_t resp_res; /* REQ/REP: responder_resources */
     uint8_t init_depth;
     uint8_t retry;
     uint8_t rnr_retry;

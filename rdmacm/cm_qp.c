@@ -124,13 +124,15 @@ int rdma_create_qp(struct rdma_cm_id *rid, struct ibv_pd *pd,
         return cm_err(EOPNOTSUPP);
     }
     if (!attr->recv_cq) {
-        rid->recv_cq = own_cq(rid, &rid->recv_cq_channel, attr->cap.max_recv_wr);
+        rid->recv_cq = own_cq(rid, &rid->recv_cq_channel,
+                              attr->cap.max_recv_wr);
         if (!rid->recv_cq)
             goto err;
         attr->recv_cq = rid->recv_cq;
     }
     if (!attr->send_cq) {
-        rid->send_cq = own_cq(rid, &rid->send_cq_channel, attr->cap.max_send_wr);
+        rid->send_cq = own_cq(rid, &rid->send_cq_channel,
+                              attr->cap.max_send_wr);
         if (!rid->send_cq)
             goto err;
         attr->send_cq = rid->send_cq;
@@ -171,8 +173,9 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *ax)
         .qp_type = ax->qp_type,
         .sq_sig_all = ax->sq_sig_all,
     };
-    int rc = rdma_create_qp(id, (ax->comp_mask & IBV_QP_INIT_ATTR_PD) ? ax->pd
-                                                                        : NULL,
+    int rc = rdma_create_qp(id,
+                            (ax->comp_mask & IBV_QP_INIT_ATTR_PD) ? ax->pd
+                                                                  : NULL,
                             &a);
     if (!rc) {
         ax->send_cq = a.send_cq;

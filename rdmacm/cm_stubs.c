@@ -17,8 +17,9 @@ static void say(const char *what)
     static int said;
     if (!said) {
         said = 1;
-        fprintf(stderr, "librdmacm (MetaRoCE): %s is not supported "
-                        "(rdmacm/README.md)\n",
+        fprintf(stderr,
+                "librdmacm (MetaRoCE): %s is not supported "
+                "(rdmacm/README.md)\n",
                 what);
     }
 }
@@ -85,8 +86,8 @@ ssize_t rsend(int s, const void *b, size_t n, int f)
     (void)s, (void)b, (void)n, (void)f;
     return no_rs();
 }
-ssize_t rsendto(int s, const void *b, size_t n, int f,
-                const struct sockaddr *a, socklen_t l)
+ssize_t rsendto(int s, const void *b, size_t n, int f, const struct sockaddr *a,
+                socklen_t l)
 {
     (void)s, (void)b, (void)n, (void)f, (void)a, (void)l;
     return no_rs();

@@ -46,10 +46,10 @@ enum cm_state {
     CM_ADDR_RESOLVED,
     CM_ROUTE_RESOLVED,
     CM_LISTEN,
-    CM_CONNECTING,  /* active: TCP connecting or REQ sent */
-    CM_REP_RCVD,    /* active: REP received, RTU not yet sent */
-    CM_REQ_RCVD,    /* passive: REQ delivered, neither accepted nor rejected */
-    CM_ACCEPTED,    /* passive: REP sent, waiting for RTU */
+    CM_CONNECTING, /* active: TCP connecting or REQ sent */
+    CM_REP_RCVD,   /* active: REP received, RTU not yet sent */
+    CM_REQ_RCVD,   /* passive: REQ delivered, neither accepted nor rejected */
+    CM_ACCEPTED,   /* passive: REP sent, waiting for RTU */
     CM_CONNECTED,
     CM_DISCONNECTING, /* DREQ sent */
     CM_DISCONNECTED,
@@ -73,15 +73,15 @@ struct cm_conn {
 
 struct cm_id {
     struct rdma_cm_id id;
-    int sync;                  /* created by rdma_create_ep: own channel */
+    int sync; /* created by rdma_create_ep: own channel */
     enum cm_state state;
-    int sock;                  /* bound, not yet listening/connecting; -1 */
+    int sock; /* bound, not yet listening/connecting; -1 */
     struct cm_conn *conn;
     struct cm_dev *dev;
-    int outstanding;           /* events delivered and not yet acked */
+    int outstanding; /* events delivered and not yet acked */
     int destroying;
-    int disc_delivered;        /* a DISCONNECTED reached the application */
-    int peer_gone;             /* the connection closed before it was used */
+    int disc_delivered; /* a DISCONNECTED reached the application */
+    int peer_gone;      /* the connection closed before it was used */
     struct ibv_qp_init_attr *qp_init_attr; /* rdma_create_ep, passive */
     int own_cqs;
     /* Ours (what we sent or will send) and the peer's (what it sent). */
@@ -130,7 +130,7 @@ extern unsigned long cm_bad_msgs;
 void cm_id_release(struct cm_id *id); /* with cm_lock: conn, events */
 struct cm_id *cm_id_alloc(struct cm_channel *ch, void *context,
                           enum rdma_port_space ps);
-int cm_complete(struct cm_id *id); /* sync ids: wait for the next event */
+int cm_complete(struct cm_id *id);   /* sync ids: wait for the next event */
 int cm_connect_qp(struct cm_id *id); /* QP to RTR and RTS (no cm_lock) */
 
 static inline struct cm_id *cm_id_of(struct rdma_cm_id *id)

@@ -99,7 +99,8 @@ static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 static struct rdma_cm_id *resolved(struct rdma_event_channel *ch, int port)
 {
     struct rdma_cm_id *id;
-    struct sockaddr_in src = sin_of("127.0.0.2", 0), dst = sin_of("127.0.0.1", port);
+    struct sockaddr_in src = sin_of("127.0.0.2", 0),
+                       dst = sin_of("127.0.0.1", port);
     CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
     CHECK(rdma_resolve_addr(id, (struct sockaddr *)&src,
                             (struct sockaddr *)&dst, 2000) == 0);
@@ -146,10 +147,11 @@ int main(void)
 
     /* Resolution: the event makes the fd readable, its ack quiet again. */
     struct rdma_cm_id *c;
-    struct sockaddr_in src = sin_of("127.0.0.2", 0), dst = sin_of("127.0.0.1", PORT);
+    struct sockaddr_in src = sin_of("127.0.0.2", 0),
+                       dst = sin_of("127.0.0.1", PORT);
     CHECK(rdma_create_id(cc, &c, NULL, RDMA_PS_TCP) == 0);
-    CHECK(rdma_resolve_addr(c, (struct sockaddr *)&src,
-                            (struct sockaddr *)&dst, 2000) == 0);
+    CHECK(rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst,
+                            2000) == 0);
     CHECK(readable(cc, 1000));
     struct rdma_cm_event *e = next(cc, RDMA_CM_EVENT_ADDR_RESOLVED);
     if (e) {
@@ -169,9 +171,11 @@ int main(void)
         p2[i] = (uint8_t)(255 - i);
     CHECK(rdma_connect(c, NULL) == -1 && errno == EINVAL); /* no QP */
     make_qp(c);
-    struct rdma_conn_param cp = {.private_data = p1, .private_data_len = 57,
+    struct rdma_conn_param cp = {.private_data = p1,
+                                 .private_data_len = 57,
                                  .responder_resources = 1,
-                                 .initiator_depth = 1, .retry_count = 7,
+                                 .initiator_depth = 1,
+                                 .retry_count = 7,
                                  .rnr_retry_count = 7};
     CHECK(rdma_connect(c, &cp) == -1 && errno == EINVAL); /* 57 > 56 */
     cp.private_data_len = 56;
@@ -197,11 +201,13 @@ int main(void)
                                     IBV_ACCESS_LOCAL_WRITE);
     struct ibv_mr *smr = ibv_reg_mr(c->pd, sbuf, 4096, IBV_ACCESS_LOCAL_WRITE);
     CHECK(rmr && smr);
-    struct ibv_sge rs = {.addr = (uintptr_t)rbuf, .length = 4096,
+    struct ibv_sge rs = {.addr = (uintptr_t)rbuf,
+                         .length = 4096,
                          .lkey = rmr->lkey};
     struct ibv_recv_wr rw = {.wr_id = 7, .sg_list = &rs, .num_sge = 1}, *brw;
     CHECK(ibv_post_recv(child->qp, &rw, &brw) == 0);
-    struct rdma_conn_param ap = {.private_data = p2, .private_data_len = 197,
+    struct rdma_conn_param ap = {.private_data = p2,
+                                 .private_data_len = 197,
                                  .responder_resources = 1,
                                  .initiator_depth = 1};
     CHECK(rdma_accept(child, &ap) == -1 && errno == EINVAL); /* 197 > 196 */
@@ -222,9 +228,12 @@ int main(void)
     /* A SEND over the connection. */
     for (int i = 0; i < 1000; i++)
         sbuf[i] = (uint8_t)(i * 13);
-    struct ibv_sge ss = {.addr = (uintptr_t)sbuf, .length = 1000,
+    struct ibv_sge ss = {.addr = (uintptr_t)sbuf,
+                         .length = 1000,
                          .lkey = smr->lkey};
-    struct ibv_send_wr sw = {.wr_id = 9, .sg_list = &ss, .num_sge = 1,
+    struct ibv_send_wr sw = {.wr_id = 9,
+                             .sg_list = &ss,
+                             .num_sge = 1,
                              .opcode = IBV_WR_SEND,
                              .send_flags = IBV_SEND_SIGNALED},
                        *bsw;

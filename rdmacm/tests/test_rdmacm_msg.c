@@ -36,7 +36,7 @@ static struct cm_msg sample(uint8_t type, uint8_t plen)
         m.flow_control = 1;
         m.reason = type == CM_REJ ? 28 : 0;
         m.pdata_len = plen;
-        for (int i = 0; i < plen; i++)
+        for (int i = 0; i < plen && i < (int)sizeof(m.pdata); i++)
             m.pdata[i] = (uint8_t)(i * 7 + 1);
     }
     return m;
