@@ -13,6 +13,7 @@
  *   - rdma_reject gives the peer REJECTED, status 28, with its private
  *     data; a port nobody listens on gives REJECTED, status 8;
  *   - rdma_disconnect gives DISCONNECTED on both sides and flushes;
+ *   - ADDR_ERROR (-ENODEV) for a destination no device's family reaches;
  *   - refused: a bind to an address without a device (ENODEV), a UDP port
  *     space (EOPNOTSUPP), private data over the limit and a connect with
  *     neither QP nor parameters (EINVAL).
@@ -135,6 +136,16 @@ int main(void)
     struct sockaddr_in none = sin_of("10.255.255.1", PORT);
     CHECK(rdma_bind_addr(bad, (struct sockaddr *)&none) == -1 &&
           errno == ENODEV);
+    /* No device of the destination's family: ADDR_ERROR, -ENODEV. */
+    struct sockaddr_in6 d6 = {.sin6_family = AF_INET6,
+                              .sin6_port = htons(PORT),
+                              .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    CHECK(rdma_resolve_addr(bad, NULL, (struct sockaddr *)&d6, 2000) == 0);
+    struct rdma_cm_event *ae = next(sc, RDMA_CM_EVENT_ADDR_ERROR);
+    if (ae) {
+        CHECK(ae->id == bad && ae->status == -ENODEV);
+        rdma_ack_cm_event(ae);
+    }
     CHECK(rdma_destroy_id(bad) == 0);
 
     struct rdma_cm_id *ls;
