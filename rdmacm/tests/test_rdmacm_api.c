@@ -12,6 +12,7 @@
  *     (CQs the library created);
  *   - rdma_reject gives the peer REJECTED, status 28, with its private
  *     data; a port nobody listens on gives REJECTED, status 8;
+ *   - an accept after the active side went gives CONNECT_ERROR;
  *   - rdma_disconnect gives DISCONNECTED on both sides and flushes;
  *   - ADDR_ERROR (-ENODEV) for a destination no device's family reaches;
  *   - refused: a bind to an address without a device (ENODEV), a UDP port
@@ -283,6 +284,25 @@ int main(void)
     }
     rdma_destroy_qp(c3);
     CHECK(rdma_destroy_id(c3) == 0);
+
+    /* The active side gone before the accept: CONNECT_ERROR there. */
+    struct rdma_cm_id *c4 = resolved(cc, PORT);
+    make_qp(c4);
+    CHECK(rdma_connect(c4, NULL) == 0);
+    if ((e = next(sc, RDMA_CM_EVENT_CONNECT_REQUEST))) {
+        struct rdma_cm_id *ch4 = e->id;
+        rdma_ack_cm_event(e);
+        rdma_destroy_qp(c4);
+        CHECK(rdma_destroy_id(c4) == 0);
+        make_qp(ch4);
+        CHECK(rdma_accept(ch4, NULL) == 0);
+        if ((e = next(sc, RDMA_CM_EVENT_CONNECT_ERROR))) {
+            CHECK(e->id == ch4 && e->status == -ECONNRESET);
+            rdma_ack_cm_event(e);
+        }
+        rdma_destroy_qp(ch4);
+        CHECK(rdma_destroy_id(ch4) == 0);
+    }
 
     /* Disconnect: both sides told, the posted receive flushed. */
     CHECK(ibv_post_recv(child->qp, &rw, &brw) == 0);
