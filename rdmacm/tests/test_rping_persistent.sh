@@ -5,8 +5,8 @@
 # channel.  Not at once: Debian's rping (rdma-core 44) can hand one
 # CONNECT_REQUEST's id to two server threads when requests arrive faster
 # than it wakes (fixed upstream by rdma-core commit 6f8e0056e, "rping:
-# wait for acknowledgement before processing subsequent CONNECT_REQUESTs",
-# 2025); ucmatose -c 4 covers connections at once.  Passes when every
+# wait for acknowledgement before processing subsequent CONNECT_REQUESTs");
+# ucmatose -c 4 covers connections at once.  Passes when every
 # client exits 0 having verified (-V) and printed its last ping, and the
 # server is still running afterwards (it serves until killed).  Skips (77)
 # without rping.
