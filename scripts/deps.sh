@@ -11,6 +11,7 @@ need=""
 # mpirun) and libfabric's tools (fi_info, fi_pingpong) run its tests
 # (tests/mpi, prov/).  libibverbs-dev builds libibverbs over MetaRoCE
 # (verbs/); ibverbs-utils, perftest and rdmacm-utils are its test programs.
+# librdmacm-dev builds librdmacm over it (rdmacm/), rdmacm-utils tests it.
 # libdpdk-dev builds the DPDK datapath (src/dpdk; optional: without it
 # libmroce has the socket datapath only).  libssl-dev (OpenSSL 3's
 # libcrypto) gives libmroce its secure mode's AEAD (src/lib/secure_evp.c).
@@ -18,7 +19,7 @@ for p in cmake make gcc clang libclang-rt-14-dev clang-format-14 tshark \
          iproute2 nftables bpftool linux-libc-dev iputils-ping openmpi-bin \
          libopenmpi-dev libfabric-bin libfabric-dev \
          libibverbs-dev ibverbs-utils perftest rdmacm-utils libdpdk-dev \
-         libssl-dev; do
+         libssl-dev librdmacm-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done
 if [ -n "$need" ]; then
