@@ -346,6 +346,8 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
         mre_mr_sge_gather(sgl, nsge, e->offset, buf + h, e->len);
     else if (src && e->len)
         memcpy(buf + h, src, e->len);
+    if (qp->ep->cfg.sec_suite) /* the tag takes the CRC's place (SEC-19) */
+        return (int)(h + e->len + MROCE_CRC_LEN);
     return (int)mrw_pkt_seal(buf, h + e->len);
 }
 

@@ -6,7 +6,11 @@
  *
  * A key handle is an EVP_CIPHER_CTX keyed once: sealing and opening set only
  * the nonce, so the AES key schedule and GHASH key are computed once per
- * connection and epoch, not per packet.
+ * connection and epoch, not per packet.  The cipher is fetched once per
+ * domain (no implicit fetch per key), and the per-packet calls are the
+ * fewest OpenSSL 3 allows: the nonce alone through EVP_*Init_ex2, the AAD
+ * and the data in place, the final call, and the tag through the
+ * provider's parameter directly rather than the legacy ctrl.
  */
 #include "secure_evp.h"
 
@@ -31,6 +35,7 @@ struct lib_sec {
     size_t key_len;
     uint8_t key[LIB_SEC_KEY_MAX]; /* the master key */
     uint8_t k_hs[32];             /* SEC-14 */
+    EVP_CIPHER *cipher;           /* the suite's AES-GCM, fetched once */
 };
 
 /* HKDF-SHA256 (extract and expand) of the master key with info. */
@@ -59,12 +64,6 @@ static int hkdf(const struct lib_sec *s, const uint8_t *info, size_t info_len,
     return ok ? 0 : -1;
 }
 
-static const EVP_CIPHER *cipher_of(uint8_t suite)
-{
-    return suite == MROCE_SUITE_AES256_GCM ? EVP_aes_256_gcm()
-                                           : EVP_aes_128_gcm();
-}
-
 static int cb_key_new(void *user, uint8_t suite, const uint8_t *info,
                       size_t info_len, void **key)
 {
@@ -73,10 +72,10 @@ static int cb_key_new(void *user, uint8_t suite, const uint8_t *info,
     size_t kl = suite == MROCE_SUITE_AES256_GCM ? 32 : 16;
     EVP_CIPHER_CTX *c = NULL;
     *key = NULL;
-    if (hkdf(s, info, info_len, k, kl) < 0)
+    if (suite != s->suite || hkdf(s, info, info_len, k, kl) < 0)
         return -1;
     c = EVP_CIPHER_CTX_new();
-    if (!c || EVP_CipherInit_ex(c, cipher_of(suite), NULL, k, NULL, 1) != 1) {
+    if (!c || EVP_CipherInit_ex2(c, s->cipher, k, NULL, 1, NULL) != 1) {
         EVP_CIPHER_CTX_free(c);
         OPENSSL_cleanse(k, sizeof k);
         return -1;
@@ -97,15 +96,17 @@ static int cb_seal(void *user, void *key, const uint8_t *nonce,
                    size_t len, uint8_t *out, uint8_t *tag)
 {
     EVP_CIPHER_CTX *c = key;
+    OSSL_PARAM p[2] = {OSSL_PARAM_construct_octet_string(
+                           OSSL_CIPHER_PARAM_AEAD_TAG, tag, MROCE_SEC_TAG_LEN),
+                       OSSL_PARAM_END};
     int n;
     (void)user;
     if (aad_len > INT32_MAX || len > INT32_MAX ||
-        EVP_CipherInit_ex(c, NULL, NULL, NULL, nonce, 1) != 1 ||
-        EVP_CipherUpdate(c, NULL, &n, aad, (int)aad_len) != 1 ||
-        (len && EVP_CipherUpdate(c, out, &n, in, (int)len) != 1) ||
-        EVP_CipherFinal_ex(c, out + len, &n) != 1 ||
-        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, MROCE_SEC_TAG_LEN, tag) !=
-            1)
+        EVP_EncryptInit_ex2(c, NULL, NULL, nonce, NULL) != 1 ||
+        EVP_EncryptUpdate(c, NULL, &n, aad, (int)aad_len) != 1 ||
+        (len && EVP_EncryptUpdate(c, out, &n, in, (int)len) != 1) ||
+        EVP_EncryptFinal_ex(c, out + len, &n) != 1 ||
+        EVP_CIPHER_CTX_get_params(c, p) != 1)
         return -1;
     return 0;
 }
@@ -115,15 +116,18 @@ static int cb_open(void *user, void *key, const uint8_t *nonce,
                    size_t len, uint8_t *out, const uint8_t *tag)
 {
     EVP_CIPHER_CTX *c = key;
+    OSSL_PARAM p[2] = {
+        OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+                                          (void *)tag, MROCE_SEC_TAG_LEN),
+        OSSL_PARAM_END};
     int n;
     (void)user;
     if (aad_len > INT32_MAX || len > INT32_MAX ||
-        EVP_CipherInit_ex(c, NULL, NULL, NULL, nonce, 0) != 1 ||
-        EVP_CipherUpdate(c, NULL, &n, aad, (int)aad_len) != 1 ||
-        (len && EVP_CipherUpdate(c, out, &n, in, (int)len) != 1) ||
-        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, MROCE_SEC_TAG_LEN,
-                            (void *)tag) != 1 ||
-        EVP_CipherFinal_ex(c, out ? out + len : NULL, &n) != 1)
+        EVP_DecryptInit_ex2(c, NULL, NULL, nonce, NULL) != 1 ||
+        EVP_DecryptUpdate(c, NULL, &n, aad, (int)aad_len) != 1 ||
+        (len && EVP_DecryptUpdate(c, out, &n, in, (int)len) != 1) ||
+        EVP_CIPHER_CTX_set_params(c, p) != 1 ||
+        EVP_DecryptFinal_ex(c, out ? out + len : NULL, &n) != 1)
         return -1;
     return 0;
 }
@@ -153,7 +157,13 @@ int lib_sec_new(uint8_t suite, const uint8_t *key, size_t len,
     s->suite = suite;
     s->key_len = len;
     memcpy(s->key, key, len);
-    if (hkdf(s, (const uint8_t *)SEC_LABEL_HS, sizeof(SEC_LABEL_HS) - 1,
+    s->cipher = EVP_CIPHER_fetch(NULL,
+                                 suite == MROCE_SUITE_AES256_GCM
+                                     ? "AES-256-GCM"
+                                     : "AES-128-GCM",
+                                 NULL);
+    if (!s->cipher ||
+        hkdf(s, (const uint8_t *)SEC_LABEL_HS, sizeof(SEC_LABEL_HS) - 1,
              s->k_hs, sizeof s->k_hs) < 0) {
         lib_sec_free(s);
         return MROCE_ENOMEM;
@@ -166,6 +176,7 @@ void lib_sec_free(struct lib_sec *s)
 {
     if (!s)
         return;
+    EVP_CIPHER_free(s->cipher);
     OPENSSL_cleanse(s, sizeof(*s));
     free(s);
 }
