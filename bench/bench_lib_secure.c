@@ -22,25 +22,7 @@
 #include <mroce/wire.h>
 
 #include "../src/lib/secure_evp.h"
-
-static void *b_calloc(size_t n, size_t sz, void *u)
-{
-    (void)u;
-    return calloc(n, sz);
-}
-static void b_free(void *p, void *u)
-{
-    (void)u;
-    free(p);
-}
-static void b_rand(uint8_t *b, size_t n, void *u)
-{
-    uint64_t *s = u;
-    for (size_t i = 0; i < n; i++) {
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        b[i] = (uint8_t)(*s >> 56);
-    }
-}
+#include "../tests/testutil.h"
 
 #define REGION (8u << 20)
 #define WR_LEN (1u << 20)
@@ -66,9 +48,9 @@ static void end_open(struct end *e, uint8_t id, uint8_t suite)
     e->id = id;
     e->seed = id;
     mre_ep_config_default(&c);
-    c.mem.calloc = b_calloc;
-    c.mem.free = b_free;
-    c.rand = b_rand;
+    c.mem.calloc = testutil_calloc;
+    c.mem.free = testutil_free;
+    c.rand = testutil_rand_bytes;
     c.rand_user = &e->seed;
     c.rx_rate_mbps = 0;
     if (suite) {

@@ -21,37 +21,7 @@
 #include <mroce/wire.h>
 
 #include "../src/lib/secure_evp.h"
-
-static int failures;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
-static void *t_calloc(size_t n, size_t sz, void *u)
-{
-    (void)u;
-    return calloc(n, sz);
-}
-static void t_free(void *p, void *u)
-{
-    (void)u;
-    free(p);
-}
-static void t_rand(uint8_t *b, size_t n, void *u)
-{
-    uint64_t *s = u;
-    for (size_t i = 0; i < n; i++) {
-        *s ^= *s << 13;
-        *s ^= *s >> 7;
-        *s ^= *s << 17;
-        b[i] = (uint8_t)*s;
-    }
-}
+#include "testutil.h"
 
 #define BUF_LEN (1u << 20)
 struct side {
@@ -80,9 +50,9 @@ static void side_open(struct side *s, uint8_t id, uint8_t suite,
     s->id = id;
     s->seed = 0x9e3779b97f4a7c15ull * (id + 1);
     mre_ep_config_default(&c);
-    c.mem.calloc = t_calloc;
-    c.mem.free = t_free;
-    c.rand = t_rand;
+    c.mem.calloc = testutil_calloc;
+    c.mem.free = testutil_free;
+    c.rand = testutil_rand_bytes;
     c.rand_user = &s->seed;
     if (suite) {
         if (lib_sec_new(suite, key, 32, &s->sec) != 0)
@@ -534,10 +504,5 @@ int main(void)
     test_clear_on_secure();
     test_handshake_refused();
     test_rotation();
-    if (failures) {
-        fprintf(stderr, "test_lib_secure: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_lib_secure: ok\n");
-    return 0;
+    return TESTUTIL_SUMMARY("test_lib_secure");
 }
