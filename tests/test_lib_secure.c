@@ -472,6 +472,150 @@ static void test_rotation(void)
     side_close(&b);
 }
 
+/* SEC-31..SEC-33: a new master key under traffic.  Both ends install
+ * generation 1 for receiving, then A sends under it, then B does; in
+ * between a second connection is made (A's CONNECT MAC'd under the new
+ * key, B's under the old).  Nothing is lost or dropped, and the packets'
+ * Key Gen moves from 0 to 1 in each direction.  An endpoint that lacks
+ * the new key drops the packets under it as of an unknown key. */
+struct gens {
+    uint32_t qpn_a, qpn_b;        /* the first connection's */
+    int write_gen[2], ack_gen[2]; /* its packets seen per generation */
+    int other;
+};
+static int watch_gen(uint8_t *p, size_t *len, void *user)
+{
+    struct gens *g = user;
+    (void)len;
+    if (!(p[2] & (MROCE_F_SECURE >> 8)))
+        return 1;
+    uint8_t gen = p[35];
+    uint32_t dst = (uint32_t)p[4] << 24 | (uint32_t)p[5] << 16 |
+                   (uint32_t)p[6] << 8 | p[7];
+    if (gen > 1)
+        g->other++;
+    else if (p[1] == MROCE_OP_WRITE && dst == g->qpn_b)
+        g->write_gen[gen]++;
+    else if (p[1] == MROCE_OP_ACK && dst == g->qpn_a)
+        g->ack_gen[gen]++;
+    return 1;
+}
+
+static void test_master_rotation(void)
+{
+    struct side a, b;
+    struct mroce_wc wc[8];
+    struct mroce_ep_counters ca, cb;
+    struct gens g;
+    mre_qp *a2 = NULL, *b2 = NULL;
+    side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+    side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
+    connect_pair(&a, &b);
+    CHECK(mre_ep_sec_use_gen(a.ep, 1) == 0);
+    CHECK(lib_sec_use_key(a.sec, 1) == MROCE_EINVAL); /* not held yet */
+    CHECK(lib_sec_add_key(a.sec, 0, key_b, 32) == MROCE_EINVAL);
+    CHECK(mre_ep_sec_use_gen(a.ep, 0) == 0);
+    for (uint32_t i = 0; i < BUF_LEN; i++)
+        a.buf[i] = (uint8_t)(i * 13 + (i >> 11));
+    memset(&g, 0, sizeof g);
+    g.qpn_a = mre_qp_num(a.qp);
+    g.qpn_b = mre_qp_num(b.qp);
+    /* One WRITE per round, so that traffic runs through every step. */
+    int done = 0, done2 = 0, posted = 0;
+    for (int round = 0; round < 400 && (done < 16 || done2 < 1); round++) {
+        if (posted < 16) {
+            CHECK(post_write(&a, &b, (uint32_t)posted * (BUF_LEN / 16),
+                             BUF_LEN / 16, (uint64_t)posted) == 0);
+            posted++;
+        }
+        if (round == 1) { /* the new key, everywhere, for receiving */
+            CHECK(lib_sec_add_key(a.sec, 1, key_b, 32) == 0);
+            CHECK(lib_sec_add_key(b.sec, 1, key_b, 32) == 0);
+        }
+        if (round == 2) { /* A sends under it */
+            CHECK(lib_sec_use_key(a.sec, 1) == 0);
+            CHECK(mre_ep_sec_use_gen(a.ep, 1) == 0);
+        }
+        if (round == 3) { /* a connection across the change */
+            struct mre_qp_attr at;
+            struct mre_addr to = addr_of(&b);
+            mre_qp_attr_default(&at);
+            at.send_cq = at.recv_cq = a.cq;
+            CHECK(mre_qp_new(a.ep, &at, &a2) == 0);
+            at.send_cq = at.recv_cq = b.cq;
+            CHECK(mre_qp_new(b.ep, &at, &b2) == 0);
+            CHECK(mre_qp_listen(b2, now) == 0);
+            CHECK(mre_qp_connect(a2, &to, 0, now) == 0);
+        }
+        if (round == 4 && a2) { /* A's first packets on it: Key Gen 1 */
+            struct mroce_sge sge = {(uint64_t)(uintptr_t)a.buf, 4096,
+                                    mre_mr_lkey(a.mr)};
+            struct mroce_send_wr wr, *bad;
+            memset(&wr, 0, sizeof wr);
+            wr.wr_id = 100;
+            wr.sg_list = &sge;
+            wr.num_sge = 1;
+            wr.opcode = MROCE_WR_WRITE;
+            wr.send_flags = MROCE_SEND_SIGNALED;
+            wr.remote_addr = (uint64_t)(uintptr_t)b.buf;
+            wr.rkey = mre_mr_rkey(b.mr);
+            CHECK(mre_qp_post_send(a2, &wr, &bad, now) == 0);
+        }
+        if (round == 5) { /* B too */
+            CHECK(lib_sec_use_key(b.sec, 1) == 0);
+            CHECK(mre_ep_sec_use_gen(b.ep, 1) == 0);
+        }
+        pump(&a, &b, 1, watch_gen, &g);
+        int n;
+        while ((n = mre_cq_poll(a.cq, 8, wc)) > 0)
+            for (int i = 0; i < n; i++) {
+                CHECK(wc[i].status == MROCE_WC_SUCCESS);
+                if (wc[i].wr_id == 100)
+                    done2++;
+                else
+                    done++;
+            }
+    }
+    CHECK(done == 16);
+    CHECK(done2 == 1);
+    CHECK(memcmp(a.buf, b.buf, BUF_LEN) == 0);
+    CHECK(a2 && mre_qp_state(a2) == MROCE_QPS_RTS);
+    CHECK(b2 && mre_qp_state(b2) == MROCE_QPS_RTS);
+    counters(&a, &ca);
+    counters(&b, &cb);
+    CHECK(ca.drop_auth + ca.drop_key + ca.drop_replay + ca.drop_mode == 0);
+    CHECK(cb.drop_auth + cb.drop_key + cb.drop_replay + cb.drop_mode == 0);
+    CHECK(g.write_gen[0] > 0 && g.write_gen[1] > 0);
+    CHECK(g.ack_gen[0] > 0 && g.ack_gen[1] > 0);
+    CHECK(g.other == 0);
+    if (g.write_gen[1] == 0 || cb.drop_key || cb.drop_auth)
+        fprintf(stderr,
+                "rotation: writes %d/%d, acks %d/%d, B drops key %llu "
+                "auth %llu\n",
+                g.write_gen[0], g.write_gen[1], g.ack_gen[0], g.ack_gen[1],
+                (unsigned long long)cb.drop_key,
+                (unsigned long long)cb.drop_auth);
+    side_close(&a);
+    side_close(&b);
+
+    /* B never got the new key: A's packets under it are dropped as of an
+     * unknown key (SEC-24), before any tag is tried. */
+    side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+    side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
+    connect_pair(&a, &b);
+    CHECK(lib_sec_add_key(a.sec, 1, key_b, 32) == 0);
+    CHECK(lib_sec_use_key(a.sec, 1) == 0);
+    CHECK(mre_ep_sec_use_gen(a.ep, 1) == 0);
+    CHECK(post_write(&a, &b, 0, 65536, 9) == 0);
+    pump(&a, &b, 3, NULL, NULL);
+    counters(&b, &cb);
+    CHECK(cb.drop_key > 0);
+    CHECK(cb.drop_auth == 0);
+    CHECK(mre_cq_poll(a.cq, 8, wc) <= 0 || wc[0].status != MROCE_WC_SUCCESS);
+    side_close(&a);
+    side_close(&b);
+}
+
 /* CONN-36: the MTU leaves room for the 28 bytes of a sealed packet, at
  * creation and when modified; a clear endpoint keeps the full range. */
 static void test_mtu_limit(void)
@@ -504,5 +648,6 @@ int main(void)
     test_clear_on_secure();
     test_handshake_refused();
     test_rotation();
+    test_master_rotation();
     return TESTUTIL_SUMMARY("test_lib_secure");
 }

@@ -100,6 +100,15 @@ struct mre_crypto {
     /* The SECURE extension's MAC (SEC-14, WIRE-43): the first 16 bytes of
      * HMAC-SHA256 under the handshake key over msg[0..len). */
     int (*hs_mac)(void *user, const uint8_t *msg, size_t len, uint8_t *mac);
+    /* Optional, for master key rotation (SEC-31..SEC-33); both NULL: one
+     * master key, generation 0.  key_new_gen is key_new under the master
+     * key of generation gen (negative if the caller holds none); hs_check
+     * is 0 if mac is the SECURE extension's MAC of msg under the handshake
+     * key of any master key the caller holds. */
+    int (*key_new_gen)(void *user, uint8_t gen, uint8_t suite,
+                       const uint8_t *info, size_t info_len, void **key);
+    int (*hs_check)(void *user, const uint8_t *msg, size_t len,
+                    const uint8_t *mac);
     void *user;
 };
 
@@ -271,6 +280,12 @@ void mre_ep_handle_expiry(mre_ep *ep, mroce_tstamp now);
 /* 1 if mre_ep_write_pkt() may have a packet now (cheap hint). */
 int mre_ep_want_write(const mre_ep *ep);
 void mre_ep_get_counters(const mre_ep *ep, struct mroce_ep_counters *c);
+/* Master key rotation (SEC-32): from now on every connection's sender
+ * moves to its next epoch under the master key of generation gen, at its
+ * next packet, and new connections start under it.  The caller installs
+ * that key for receiving (crypto.key_new_gen) on every endpoint of the
+ * domain first.  MROCE_EINVAL: not secure, or no key_new_gen/hs_check. */
+int mre_ep_sec_use_gen(mre_ep *ep, uint8_t gen);
 
 /* --- memory regions --- */
 /* Registers [addr, addr + len) with the rights in access (enum

@@ -397,6 +397,7 @@ struct mre_ep {
     struct mre_rh_ep rh;         /* rate hints given (ratehint.c) */
     struct mre_ep_planes planes; /* planes down, for every QP (plane.c) */
     uint8_t *sec_buf;            /* secure mode: a datagram opened (secure.c) */
+    uint8_t sec_tx_gen;          /* master key generation to send under */
 };
 
 /* The modules' internal functions, one private header each. */

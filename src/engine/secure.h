@@ -32,6 +32,10 @@ struct mre_sec_qp {
     uint64_t tx_in_epoch; /* packets sealed under tx_key */
     uint64_t rx_high;     /* highest Seq authenticated, 0 before any */
     uint64_t *rx_bits;    /* rx_w bits: Seq s received iff bit s % rx_w */
+    uint8_t tx_gen;       /* master key generation of tx_key (SEC-31) */
+    uint8_t rx_gen_cur;   /* ... of rx_cur, rx_prev and rx_next */
+    uint8_t rx_gen_prev;
+    uint8_t rx_gen_next;
 };
 
 /* mre_sec_config_check: 0 if cfg's secure mode is off or complete (a known
