@@ -588,6 +588,12 @@ static void test_master_rotation(void)
     CHECK(g.write_gen[0] > 0 && g.write_gen[1] > 0);
     CHECK(g.ack_gen[0] > 0 && g.ack_gen[1] > 0);
     CHECK(g.other == 0);
+    /* Each side: the peer's move on the first connection, and the second
+     * connection's epoch 0 under the peer's other generation (SEC-33). */
+    CHECK_MSG(ca.sec_rekeys == 2 && cb.sec_rekeys == 2,
+              "moves seen by A %llu, by B %llu",
+              (unsigned long long)ca.sec_rekeys,
+              (unsigned long long)cb.sec_rekeys);
     if (g.write_gen[1] == 0 || cb.drop_key || cb.drop_auth)
         fprintf(stderr,
                 "rotation: writes %d/%d, acks %d/%d, B drops key %llu "

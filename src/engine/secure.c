@@ -426,6 +426,8 @@ int mre_sec_open(mre_ep *ep, const uint8_t *buf, size_t len,
         ep->cnt.drop_auth++; /* SEC-21: nothing changed */
         return 0;
     }
+    if (next && qp->sec.rx_gen_next != qp->sec.rx_gen_cur)
+        ep->cnt.sec_rekeys++;
     if (next == 2) {
         key_drop(ep, &qp->sec.rx_cur); /* epoch 0 of another generation */
         qp->sec.rx_cur = qp->sec.rx_next;
