@@ -341,6 +341,8 @@ static void *rx_key_for(mre_qp *qp, uint16_t epoch, uint8_t gen, int *next)
     }
     if (s->rx_next && s->rx_gen_next != gen)
         key_drop(qp->ep, &s->rx_next);
+    if (MROCE_SEEDED_FAULT(SEC_GEN_IGNORED))
+        gen = s->rx_gen_cur; /* the packet's Key Gen not read */
     if (!s->rx_next && derive_rx(qp, epoch, gen, &s->rx_next) < 0)
         return NULL;
     s->rx_gen_next = gen;
