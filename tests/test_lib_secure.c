@@ -622,6 +622,101 @@ static void test_master_rotation(void)
     side_close(&b);
 }
 
+/* SEC-34, SEC-35: secure mode per QP beside the endpoint's default.  On
+ * two secure endpoints, a clear QP connects to a listener that takes
+ * either and its WRITE travels in clear; a secure QP to the same kind of
+ * listener is sealed; a clear QP cannot connect to a secure listener
+ * (drop_mode, no downgrade); a secure QP needs a secure endpoint. */
+static mre_qp *qp_mode(struct side *s, uint8_t mode)
+{
+    struct mre_qp_attr at;
+    mre_qp *q = NULL;
+    mre_qp_attr_default(&at);
+    at.send_cq = at.recv_cq = s->cq;
+    at.secure = mode;
+    CHECK(mre_qp_new(s->ep, &at, &q) == 0);
+    return q;
+}
+
+static int write_on(mre_qp *q, struct side *a, struct side *b, uint64_t id)
+{
+    struct mroce_sge sge = {(uint64_t)(uintptr_t)a->buf, 8192,
+                            mre_mr_lkey(a->mr)};
+    struct mroce_send_wr wr, *bad;
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = MROCE_WR_WRITE;
+    wr.send_flags = MROCE_SEND_SIGNALED;
+    wr.remote_addr = (uint64_t)(uintptr_t)b->buf;
+    wr.rkey = mre_mr_rkey(b->mr);
+    return mre_qp_post_send(q, &wr, &bad, now);
+}
+
+static void test_per_qp(void)
+{
+    struct side a, b, c;
+    struct mroce_wc wc;
+    struct mroce_ep_counters cb;
+    struct mre_addr to;
+    for (int secure = 0; secure < 2; secure++) {
+        struct seen w = {0, 0, 0, NULL};
+        side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+        side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
+        mre_qp *qa = qp_mode(&a, secure ? MRE_QP_SEC_ON : MRE_QP_SEC_OFF);
+        mre_qp *qb = qp_mode(&b, MRE_QP_SEC_ANY);
+        to = addr_of(&b);
+        CHECK(mre_qp_listen(qb, now) == 0);
+        CHECK(mre_qp_connect(qa, &to, 0, now) == 0);
+        pump(&a, &b, 2, NULL, NULL);
+        CHECK(mre_qp_state(qa) == MROCE_QPS_RTS);
+        CHECK(mre_qp_state(qb) == MROCE_QPS_RTS);
+        for (uint32_t i = 0; i < 8192; i++)
+            a.buf[i] = (uint8_t)(i * 5 + secure);
+        w.pattern = a.buf + 1024;
+        CHECK(write_on(qa, &a, &b, 7) == 0);
+        pump(&a, &b, 3, watch, &w);
+        CHECK(mre_cq_poll(a.cq, 1, &wc) == 1 && wc.status == MROCE_WC_SUCCESS);
+        CHECK(memcmp(a.buf, b.buf, 8192) == 0);
+        if (secure) {
+            CHECK(w.sealed > 0 && w.clear_data == 0 && w.found_plain == 0);
+        } else {
+            CHECK(w.sealed == 0 && w.clear_data > 0 && w.found_plain > 0);
+        }
+        counters(&b, &cb);
+        CHECK(cb.drop_mode == 0 && cb.drop_auth == 0);
+        side_close(&a);
+        side_close(&b);
+    }
+    /* A clear QP to a secure listener: refused, never a clear connection. */
+    side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+    side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
+    mre_qp *qa = qp_mode(&a, MRE_QP_SEC_OFF);
+    mre_qp *qb = qp_mode(&b, MRE_QP_SEC_DEFAULT);
+    to = addr_of(&b);
+    CHECK(mre_qp_listen(qb, now) == 0);
+    CHECK(mre_qp_connect(qa, &to, 0, now) == 0);
+    pump(&a, &b, 2, NULL, NULL);
+    counters(&b, &cb);
+    CHECK(cb.drop_mode > 0);
+    CHECK(mre_qp_state(qb) == MROCE_QPS_LISTEN);
+    CHECK(mre_qp_state(qa) != MROCE_QPS_RTS);
+    side_close(&a);
+    side_close(&b);
+    /* A secure QP on a clear endpoint, or an unknown mode: refused. */
+    side_open(&c, 3, 0, NULL, 0);
+    struct mre_qp_attr at;
+    mre_qp *q;
+    mre_qp_attr_default(&at);
+    at.send_cq = at.recv_cq = c.cq;
+    at.secure = MRE_QP_SEC_ON;
+    CHECK(mre_qp_new(c.ep, &at, &q) == MROCE_EINVAL);
+    at.secure = 9;
+    CHECK(mre_qp_new(c.ep, &at, &q) == MROCE_EINVAL);
+    side_close(&c);
+}
+
 /* CONN-36: the MTU leaves room for the 28 bytes of a sealed packet, at
  * creation and when modified; a clear endpoint keeps the full range. */
 static void test_mtu_limit(void)
@@ -655,5 +750,6 @@ int main(void)
     test_handshake_refused();
     test_rotation();
     test_master_rotation();
+    test_per_qp();
     return TESTUTIL_SUMMARY("test_lib_secure");
 }

@@ -112,6 +112,15 @@ struct mre_crypto {
     void *user;
 };
 
+/* A QP's secure mode (docs/spec/security.md SEC-34, SEC-35). */
+enum mre_qp_secure {
+    MRE_QP_SEC_DEFAULT = 0, /* the endpoint's: secure iff it has a suite */
+    MRE_QP_SEC_ON = 1,      /* secure (the endpoint needs a suite) */
+    MRE_QP_SEC_OFF = 2,     /* clear, even on a secure endpoint */
+    MRE_QP_SEC_ANY = 3,     /* a listener: as the CONNECT_REQ asks; a
+                               requester: as MRE_QP_SEC_DEFAULT */
+};
+
 /* Endpoint configuration; mre_ep_config_default() fills defaults. */
 struct mre_ep_config {
     struct mre_mem mem;
@@ -213,6 +222,8 @@ struct mre_qp_attr {
                                the peer through this QP, whatever the
                                region grants (verbs' qp_access_flags,
                                inverted): NAK REMOTE_ACCESS_PERM; 0 */
+    uint8_t secure;            /* enum mre_qp_secure (SEC-34): secure mode
+                               of this QP's connections; 0: the endpoint's */
     uint16_t max_streams;      /* ordered streams the QP carries, 1..
                                MRE_MAX_STREAMS (0 counts as 1); default 1.
                                The connection carries the smaller of both

@@ -364,6 +364,7 @@ struct mre_qp {
     uint16_t nstreams;
     uint8_t streams_on;
     struct mre_sec_qp sec; /* secure mode (secure.c) */
+    uint8_t sec_on;        /* this connection is secure (SEC-34) */
 };
 
 /* A timer heap entry carries its QP's deadline, so sifting compares and

@@ -128,7 +128,7 @@ void mre_sec_new_identity(mre_qp *qp)
 
 void mre_sec_conn_build(const mre_qp *qp, struct mrw_conn_hdr *c)
 {
-    if (!qp->ep->cfg.sec_suite)
+    if (!qp->sec_on)
         return;
     c->sec_present = 1;
     c->sec_suite = qp->ep->cfg.sec_suite;
@@ -137,11 +137,11 @@ void mre_sec_conn_build(const mre_qp *qp, struct mrw_conn_hdr *c)
 }
 
 /* The MAC sits in the last MROCE_SEC_MAC_LEN bytes before the CRC. */
-int mre_sec_conn_mac(mre_ep *ep, uint8_t *buf, size_t n)
+int mre_sec_conn_mac(mre_qp *qp, uint8_t *buf, size_t n)
 {
-    const struct mre_crypto *c = &ep->cfg.crypto;
+    const struct mre_crypto *c = &qp->ep->cfg.crypto;
     size_t at = n - MROCE_CRC_LEN - MROCE_SEC_MAC_LEN;
-    if (!ep->cfg.sec_suite)
+    if (!qp->sec_on)
         return 0;
     if (c->hs_mac(c->user, buf, at, buf + at) < 0)
         return MROCE_EINVAL;
@@ -163,7 +163,16 @@ int mre_sec_conn_check(mre_ep *ep, const struct mrw_pkt *pkt,
     const struct mrw_conn_hdr *c = &pkt->u.conn;
     const struct mre_crypto *cr = &ep->cfg.crypto;
     uint8_t mac[MROCE_SEC_MAC_LEN];
-    if (!ep->cfg.sec_suite) {
+    /* SEC-34, SEC-35: what the QP it names wants; with none, the
+     * endpoint's default (what follows drops it anyway). */
+    const mre_qp *q = pkt->base.opcode == MROCE_OP_CONNECT_REQ
+                          ? mre_conntab_listen_find(ep, pkt->base.dst_qpn)
+                          : mre_ep_find_qp(ep, pkt->base.dst_qpn);
+    int want = q ? q->sec_on : ep->cfg.sec_suite != 0;
+    if (q && q->attr.secure == MRE_QP_SEC_ANY && q->state == MROCE_QPS_LISTEN &&
+        ep->cfg.sec_suite)
+        want = c->sec_present; /* a listener that takes either */
+    if (!want) {
         if (!c->sec_present)
             return 0;
         ep->cnt.drop_mode++; /* cannot authenticate it (SEC-27) */
@@ -229,7 +238,7 @@ static int derive_rx(mre_qp *qp, uint16_t epoch, uint8_t gen, void **key)
 
 int mre_sec_on_handshake(mre_qp *qp, const struct mrw_conn_hdr *c)
 {
-    if (!qp->ep->cfg.sec_suite)
+    if (!qp->sec_on)
         return 0;
     drop_keys(qp);
     qp->sec.peer_spi = c->sec_spi;

@@ -60,7 +60,7 @@ void mre_sec_conn_build(const mre_qp *qp, struct mrw_conn_hdr *c);
 /* mre_sec_conn_mac writes the MAC of the encoded CONNECT buf[0..n) (SECURE
  * last) and recomputes its CRC.  0, or MROCE_EINVAL if the callback fails
  * (the CONNECT must not be sent). */
-int mre_sec_conn_mac(mre_ep *ep, uint8_t *buf, size_t n);
+int mre_sec_conn_mac(mre_qp *qp, uint8_t *buf, size_t n);
 /* mre_sec_conn_check decides whether a received, decoded CONNECT buf[0..len)
  * may be acted on (CONN-32, CONN-33): 0 yes; otherwise -1, counted
  * (drop_mode, drop_key or drop_auth). */
