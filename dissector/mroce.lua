@@ -300,7 +300,7 @@ field("flags_secure", ProtoField.bool("mroce.flags.secure", "SECURE", 16,
 field("sec_spi", ProtoField.uint32("mroce.sec.spi", "SPI", base.HEX))
 field("sec_epoch", ProtoField.uint16("mroce.sec.epoch", "Epoch", base.DEC))
 field("sec_suite", ProtoField.uint8("mroce.sec.suite", "Suite", base.DEC, suite_names))
-field("sec_reserved", ProtoField.uint8("mroce.sec.reserved", "Reserved", base.HEX))
+field("sec_key_gen", ProtoField.uint8("mroce.sec.key_gen", "Key Gen", base.DEC))
 field("sec_seq", ProtoField.uint64("mroce.sec.seq", "Seq", base.DEC))
 field("sec_protected", ProtoField.bytes("mroce.sec.protected",
     "Encrypted opcode headers and payload"))
@@ -369,7 +369,8 @@ mroce.prefs.secure = Pref.bool("Decode secure mode", true,
     "(wire-format.md section 8); off: the flag is a reserved bit, as for a " ..
     "receiver without secure mode")
 mroce.prefs.key_file = Pref.string("Master key file", "",
-    "A file of the secure domain's master key in hex (the format of MROCE_KEY_FILE): " ..
+    "A file of the secure domain's master key in hex (the format of MROCE_KEY_FILE), " ..
+    "or lines \"GEN HEX\" for the keys of several generations (Key Gen): " ..
     "sealed packets are decrypted with the keys derived from it (HKDF, SEC-15), " ..
     "their tag is verified and the packet inside is dissected. Needs lua-luaossl.")
 
@@ -648,7 +649,7 @@ dissect_packet = function(tvb, pinfo, root, off, rem, coalesced, seg_index)
             st:add(pf.sec_spi, tvb(off + 28, 4))
             st:add(pf.sec_epoch, tvb(off + 32, 2))
             st:add(pf.sec_suite, tvb(off + 34, 1))
-            st:add(pf.sec_reserved, tvb(off + 35, 1))
+            st:add(pf.sec_key_gen, tvb(off + 35, 1))
             st:add(pf.sec_seq, tvb(off + 36, 8))
             local suite = tvb(off + 34, 1):uint()
             info = string.format("%s [sealed %s, SPI 0x%08x, epoch %d, seq %s]", name,

@@ -47,35 +47,53 @@ local BASE_LEN, SEC_LEN, TAG_LEN, CRC_LEN = 28, 16, 16, 4
 local AAD_LEN = BASE_LEN + SEC_LEN
 local SUITE_KEY_LEN = { [1] = 16, [2] = 32, [3] = 16 }
 
--- The master key of a key file: 32 to 128 hex digits (MROCE_KEY_FILE's
--- format), read again when the path changes.
+-- The master keys of a key file, by generation (SEC-31): 32 to 128 hex
+-- digits (MROCE_KEY_FILE's format, generation 0), or one line "GEN HEX"
+-- per generation; read again when the path changes.
 local cache = { path = nil }
-local function master(path)
-    if cache.path == path then return cache.key, cache.err end
-    cache = { path = path, keys = {} }
+local function masters(path)
+    if cache.path == path then return cache.gens, cache.err end
+    cache = { path = path, keys = {}, gens = {} }
     local f, e = io.open(path, "r")
     if not f then
-        cache.err = "key file: " .. tostring(e)
+        cache.gens, cache.err = nil, "key file: " .. tostring(e)
         return nil, cache.err
     end
     local s = f:read("*a") or ""
     f:close()
-    local hex = s:match("^%s*(%x+)%s*$")
-    if not hex or #hex % 2 ~= 0 or #hex < 32 or #hex > 128 then
-        cache.err = "key file " .. path .. ": want 32 to 128 hex digits"
+    local n = 0
+    for line in s:gmatch("[^\n]+") do
+        local gen, hex = line:match("^%s*(%d+)%s+(%x+)%s*$")
+        if not gen then hex = line:match("^%s*(%x+)%s*$") end
+        if hex then
+            if #hex % 2 ~= 0 or #hex < 32 or #hex > 128 or tonumber(gen or 0) > 255 then
+                cache.gens, cache.err = nil, "key file " .. path ..
+                    ": want 32 to 128 hex digits, or GEN HEX lines"
+                return nil, cache.err
+            end
+            cache.gens[tonumber(gen or 0)] =
+                (hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+            n = n + 1
+        elseif line:match("%S") then
+            cache.gens, cache.err = nil, "key file " .. path .. ": unreadable line"
+            return nil, cache.err
+        end
+    end
+    if n == 0 then
+        cache.gens, cache.err = nil, "key file " .. path .. ": no key"
         return nil, cache.err
     end
-    cache.key = (hex:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
-    return cache.key
+    return cache.gens
 end
 
 -- SEC-15's packet key for the info of the packet, kept per info.
-local function packet_key(mk, suite, info)
-    local k = cache.keys[info]
+local function packet_key(mk, gen, suite, info)
+    local id = string.char(gen) .. info
+    local k = cache.keys[id]
     if not k then
         k = kdf.derive({ type = "HKDF", md = "sha256", salt = SALT, key = mk,
                          info = info, outlen = SUITE_KEY_LEN[suite] })
-        cache.keys[info] = k
+        cache.keys[id] = k
     end
     return k
 end
@@ -139,14 +157,19 @@ end
 -- status: "ok", "bad_tag", "no_key" (message says why), "suite".
 function M.open(path, sealed)
     if not M.available then return nil, "no_key", M.why end
-    local mk, err = master(path)
-    if not mk then return nil, "no_key", err end
+    local gens, err = masters(path)
+    if not gens then return nil, "no_key", err end
+    local gen = sealed:byte(36)
+    local mk = gens[gen]
+    if not mk then
+        return nil, "no_key", string.format("no key of generation %d in the key file", gen)
+    end
     local suite = sealed:byte(35)
     if not SUITE_KEY_LEN[suite] then return nil, "suite", "reserved suite" end
     -- SEC-15: label, suite, Dst QPN, Token, SPI, Epoch of the packet.
     local info = LABEL .. string.char(suite) .. sealed:sub(5, 16) ..
                  sealed:sub(29, 32) .. sealed:sub(33, 34)
-    local ok, k = pcall(packet_key, mk, suite, info)
+    local ok, k = pcall(packet_key, mk, gen, suite, info)
     if not ok or not k then return nil, "no_key", "HKDF failed: " .. tostring(k) end
     local nonce = sealed:sub(29, 32) .. sealed:sub(37, 44)
     local n = #sealed - AAD_LEN - TAG_LEN

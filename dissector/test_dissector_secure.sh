@@ -14,7 +14,8 @@
 # and the decrypted packet must be the vector's clear packet, its inner
 # opcode and payload dissected; a copy of each with one protected byte
 # flipped must show a bad tag and no decrypted packet; with another key
-# every tag must be bad.  Without luaossl in tshark's Lua this part is
+# every tag must be bad; a key file of "GEN HEX" lines must decrypt as the
+# plain one, and one without generation 0 must decrypt nothing.  Without luaossl in tshark's Lua this part is
 # skipped (exit $MROCE_SKIP_CODE once the rest passed).
 #
 # Usage: dissector/test_dissector_secure.sh [secure_vectors.txt]
@@ -70,7 +71,9 @@ with open(pcap, "wb") as f, open(exp, "w") as e:
         else:
             e.write("%s\t-\t-\t-\t-\n" % v["name"])
 # Decryption: each sealed vector, then a copy with a protected byte flipped.
-for path, text in ((keyf, master), (wkeyf, "ff" + master[2:])):
+for path, text in ((keyf, master), (wkeyf, "ff" + master[2:]),
+                   (keyf + ".gens", "1 " + "ee" * 32 + "\n0 " + master),
+                   (keyf + ".gen1", "1 " + master)):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     os.write(fd, (text + "\n").encode())
     os.close(fd)
@@ -132,7 +135,14 @@ dec() {
     -e mroce.sec.decrypted -e mroce.payload -e mroce.opcode \
     -e mroce.flags.secure -e _ws.lua.error 2>/dev/null
 }
-dec "$tmp/key" >"$tmp/dec.tsv"
+# Key Gen (SEC-31): a file of "GEN HEX" lines; the vectors are generation 0.
+dec "$tmp/key.gens" >"$tmp/dec.tsv"
+dec "$tmp/key" | cmp -s - "$tmp/dec.tsv" ||
+  { echo "test_dissector_secure: a GEN HEX key file decrypts otherwise"; exit 1; }
+if dec "$tmp/key.gen1" | cut -f1 | grep -q .; then
+  echo "test_dissector_secure: decrypted generation 0 with a key of generation 1 only"
+  exit 1
+fi
 dec "$tmp/wrong_key" | cut -f1 >"$tmp/wrong.tsv"
 fails=$(paste "$tmp/dec_expect.tsv" "$tmp/dec.tsv" "$tmp/wrong.tsv" | awk -F'\t' '
   { name = $1 }
