@@ -166,3 +166,48 @@ if [ -n "$fails" ]; then
   exit 1
 fi
 echo "test_dissector_secure: 3 vectors decrypted; 3 tampered copies and a wrong key refused"
+
+# The engine's own traffic: test_lib_secure (MROCE_SECURE_LIB_TEST) writes
+# the packets of its master key rotation (generation 0 to 1, a second
+# connection across the change) to a pcap; with both keys every sealed
+# frame must open, both generations must appear, and the inner packets be
+# WRITEs and ACKs; with generation 0's key alone, generation 1's frames
+# must stay closed.
+eng=${MROCE_SECURE_LIB_TEST:-}
+[ -n "$eng" ] && [ -x "$eng" ] || exit 0
+MROCE_SECURE_PCAP=$tmp/eng.pcap "$eng" >/dev/null 2>&1 ||
+  { echo "test_dissector_secure: $eng failed"; exit 1; }
+k0=0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20
+k1=0909090900000000000000000000000000000000000000000000000000000000
+printf '0 %s\n1 %s\n' "$k0" "$k1" >"$tmp/eng.key"
+printf '0 %s\n' "$k0" >"$tmp/eng0.key"
+engdec() {
+  tshark -X lua_script:"$lua" -r "$tmp/eng.pcap" -o "mroce.key_file:$1" \
+    -T fields -E separator=/t -E occurrence=l -e mroce.flags.secure \
+    -e mroce.sec.key_gen -e mroce.sec.tag_status -e mroce.opcode \
+    -e _ws.lua.error 2>/dev/null
+}
+fails=$(engdec "$tmp/eng.key" | awk -F'\t' '
+  $2 != "" {
+    sealed++; gen[$2]++
+    if ($3 != "1") bad++
+    if ($4 == "0x11" || $4 == "17") w++
+    if ($4 == "0x20" || $4 == "32") a++
+  }
+  $5 != "" { print "Lua error " $5 }
+  END {
+    if (sealed < 50) print "only " sealed " sealed frames"
+    if (bad) print bad " of " sealed " sealed frames did not open"
+    if (!gen[0] || !gen[1]) print "generations seen: 0 x" gen[0] ", 1 x" gen[1]
+    if (!w || !a) print "inner WRITEs " w ", ACKs " a
+  }')
+half=$(engdec "$tmp/eng0.key" | awk -F'\t' '
+  $2 == "1" && $3 != "" { print "generation 1 opened with generation 0 only" }
+  $2 == "0" && $3 != "1" { print "generation 0 did not open" }' | sort -u)
+if [ -n "$fails$half" ]; then
+  echo "$fails"
+  echo "$half"
+  echo "test_dissector_secure: FAILED (engine capture)"
+  exit 1
+fi
+echo "test_dissector_secure: the engine's rotation capture decrypts under both generations"

@@ -92,6 +92,49 @@ static struct mre_addr addr_of(const struct side *s)
     return a;
 }
 
+/* MROCE_SECURE_PCAP=FILE: the packets of test_master_rotation's first
+ * part as they travel (the short ones, 1 in 16 of the full-size ones),
+ * written to FILE as UDP frames to port 4794, for
+ * dissector/test_dissector_secure.sh to decrypt (keys key_a, generation
+ * 0, and key_b, generation 1). */
+static FILE *pcap;
+static unsigned pcap_big; /* full-MTU packets seen: 1 in 16 is written, as
+                             the dissector's tag check is slow Lua */
+
+static void pcap_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static void pcap_frame(const uint8_t *pkt, size_t len, uint8_t from)
+{
+    uint8_t h[42] = {0};
+    uint32_t rec[4] = {0, 0, (uint32_t)(len + 42), (uint32_t)(len + 42)};
+    h[11] = from;
+    h[12] = 0x08; /* IPv4 */
+    h[14] = 0x45;
+    pcap_put16(h + 16, (uint16_t)(20 + 8 + len));
+    h[22] = 64;
+    h[23] = 17; /* UDP */
+    h[26] = 127;
+    h[29] = from;
+    h[30] = 127;
+    h[33] = (uint8_t)(3 - from);
+    pcap_put16(h + 34, 49152);
+    pcap_put16(h + 36, 4794);
+    pcap_put16(h + 38, (uint16_t)(8 + len));
+    uint32_t sum = 0;
+    for (int i = 14; i < 34; i += 2)
+        sum += (uint32_t)(h[i] << 8 | h[i + 1]);
+    while (sum > 0xffff)
+        sum = (sum >> 16) + (sum & 0xffff);
+    pcap_put16(h + 24, (uint16_t)~sum);
+    fwrite(rec, sizeof rec, 1, pcap);
+    fwrite(h, sizeof h, 1, pcap);
+    fwrite(pkt, len, 1, pcap);
+}
+
 /* What a test does to a packet in flight: return 0 to drop it. */
 typedef int (*hook_fn)(uint8_t *pkt, size_t *len, void *user);
 
@@ -121,6 +164,8 @@ static int pump(struct side *a, struct side *b, int rounds, hook_fn hook,
                     ri.ecn = MROCE_ECN_ECT0;
                     moved++;
                     any = 1;
+                    if (pcap && (len <= 1500 || ++pcap_big % 16 == 1))
+                        pcap_frame(pkt_buf, len, from[k]->id);
                     if (hook && !hook(pkt_buf, &len, user))
                         continue;
                     mre_ep_recv(to[k]->ep, pkt_buf, len, &ri, now);
@@ -508,6 +553,13 @@ static void test_master_rotation(void)
     struct mroce_ep_counters ca, cb;
     struct gens g;
     mre_qp *a2 = NULL, *b2 = NULL;
+    const char *cap = getenv("MROCE_SECURE_PCAP");
+    if (cap && *cap) {
+        const uint32_t hdr[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
+        pcap = fopen(cap, "wb");
+        if (pcap)
+            fwrite(hdr, sizeof hdr, 1, pcap);
+    }
     side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
     side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
     connect_pair(&a, &b);
@@ -601,6 +653,10 @@ static void test_master_rotation(void)
                 g.write_gen[0], g.write_gen[1], g.ack_gen[0], g.ack_gen[1],
                 (unsigned long long)cb.drop_key,
                 (unsigned long long)cb.drop_auth);
+    if (pcap) {
+        fclose(pcap);
+        pcap = NULL;
+    }
     side_close(&a);
     side_close(&b);
 
