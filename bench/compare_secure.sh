@@ -3,20 +3,26 @@
 # (docs/spec/security.md section 6; issue 22's goals: encrypted bulk at
 # least 0.8x clear, 64 B latency at most 0.3 us above clear).
 #
-# Over loopback sockets, interleaved so both see the same load, REPS times
-# (default 3): mroce-perf write_bw at 64 KiB and 1 MiB and write_lat at
-# 64 B, clear and with --encrypt (AES-128-GCM, and GMAC for bulk), then
-# `openssl speed -evp aes-128-gcm` (and aes-256-gcm) on the same machine,
-# the ceiling of one core's AES-GCM.  Prints medians and ratios and writes
-# bench/results/compare_secure.txt.  Environment: REPS, SECS (per run, 3),
-# PORT_BASE (47900).  Nothing here passes or fails.
+# Over loopback sockets (or DATAPATH=dpdk: libmroce's DPDK datapath over a
+# net_memif pair, as bench/compare_dpdk.sh runs it), interleaved so both
+# see the same load, REPS times (default 3): mroce-perf write_bw at 64 KiB
+# and 1 MiB and write_lat at 64 B, clear and with --encrypt (AES-128-GCM,
+# and GMAC for bulk), then `openssl speed -evp aes-128-gcm` (and
+# aes-256-gcm) at 4 KiB on the same machine, the ceiling of one core's
+# AES-GCM, and `openssl speed -aead` (nonce, AAD, data, tag per call, as a
+# packet pays) at 64 B, 4 KiB and 8 KiB in ns per call.  Prints medians and
+# ratios and writes bench/results/compare_secure.txt (compare_secure_dpdk.txt
+# with DATAPATH=dpdk).  Environment: REPS, SECS (per run, 3), PORT_BASE
+# (47900), DATAPATH (socket).  Nothing here passes or fails.
 set -u
 BUILD=${1:-build}
 PERF=$BUILD/tools/mroce-perf
 REPS=${REPS:-3}
 SECS=${SECS:-3}
 PORT=${PORT_BASE:-47900}
+DATAPATH=${DATAPATH:-socket}
 OUT=bench/results/compare_secure.txt
+[ "$DATAPATH" = dpdk ] && OUT=bench/results/compare_secure_dpdk.txt
 [ -x "$PERF" ] || { echo "compare_secure: $PERF not built" >&2; exit 2; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mroce-sec.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -31,13 +37,29 @@ run() {
     name=$1 test=$2 size=$3
     shift 3
     PORT=$((PORT + 2))
-    "$PERF" "$test" -p "$PORT" --timeout 10 "$@" >"$WORK/srv.out" 2>&1 &
+    sock=$WORK/memif-$PORT.sock
+    if [ "$DATAPATH" = dpdk ]; then
+        senv="MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV=net_memif,role=server,socket=$sock"
+        cenv="MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV=net_memif,role=client,socket=$sock"
+        sa="-B 10.0.0.1" ca="10.0.0.1 -B 10.0.0.2"
+    else
+        senv="MROCE_DATAPATH=socket" cenv="MROCE_DATAPATH=socket"
+        sa="" ca="127.0.0.1"
+    fi
+    # shellcheck disable=SC2086 # the env and address lists split on purpose
+    env $senv timeout 60 "$PERF" "$test" -p "$PORT" $sa --timeout 10 "$@" \
+        >"$WORK/srv.out" 2>&1 &
     srv=$!
-    sleep 0.3
+    if [ "$DATAPATH" = dpdk ]; then
+        for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+    else
+        sleep 0.3
+    fi
     js=$WORK/c.json
     rm -f "$js"
-    timeout 60 "$PERF" "$test" 127.0.0.1 -p "$PORT" -s "$size" -D "$SECS" \
-        --timeout 10 --json "$js" "$@" >"$WORK/cli.out" 2>&1
+    # shellcheck disable=SC2086
+    env $cenv timeout 60 "$PERF" "$test" $ca -p "$PORT" -s "$size" \
+        -D "$SECS" --timeout 10 --json "$js" "$@" >"$WORK/cli.out" 2>&1
     wait "$srv" 2>/dev/null
     if [ ! -s "$js" ]; then
         echo "compare_secure: $name failed" >&2
@@ -46,8 +68,10 @@ run() {
     fi
     python3 - "$js" "$name" >>"$RAW" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))["results"][0]
-v = r.get("bw_avg_gbps", r.get("t_typical_us"))
+rs = json.load(open(sys.argv[1])).get("results") or []
+if not rs:
+    sys.exit("compare_secure: %s: no result" % sys.argv[2])
+v = rs[0].get("bw_avg_gbps", rs[0].get("t_typical_us"))
 print("%s\t%s" % (sys.argv[2], v))
 PY
 }
@@ -68,18 +92,24 @@ SPEED=$WORK/speed.txt
 for c in aes-128-gcm aes-256-gcm; do
     openssl speed -evp "$c" -seconds 1 -bytes 4096 2>/dev/null | tail -1
 done >"$SPEED"
+AEAD=$WORK/aead.txt
+for b in 64 4096 8192; do
+    printf '%s ' "$b"
+    openssl speed -aead -evp aes-128-gcm -seconds 1 -bytes "$b" 2>/dev/null |
+        tail -1
+done >"$AEAD"
 
-python3 - "$RAW" "$SPEED" "$REPS" "$SECS" <<'PY' | tee "$OUT"
+python3 - "$RAW" "$SPEED" "$REPS" "$SECS" "$AEAD" "$DATAPATH" <<'PY' | tee "$OUT"
 import statistics, sys, time, os
-raw, speed, reps, secs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+raw, speed, reps, secs, aead, dp = sys.argv[1:7]
 v = {}
 for line in open(raw):
     n, x = line.split("\t")
     v.setdefault(n, []).append(float(x))
 m = {n: statistics.median(x) for n, x in v.items()}
 def g(n): return m.get(n, float("nan"))
-print("compare_secure.sh %s: %s runs of %s s, load %s, host %d CPUs"
-      % (time.strftime("%Y-%m-%d %H:%M"), reps, secs,
+print("compare_secure.sh %s: datapath %s, %s runs of %s s, load %s, host %d CPUs"
+      % (time.strftime("%Y-%m-%d %H:%M"), dp, reps, secs,
          open("/proc/loadavg").read().split()[0], os.cpu_count()))
 print("")
 print("| figure | clear | AES-128-GCM | GCM / clear | GMAC | GMAC / clear | goal |")
@@ -99,4 +129,10 @@ for line in open(speed):
         kbs = float(f[-1].rstrip("k"))
         print("openssl speed -evp %s, 4 KiB blocks, one core: %.1f Gbit/s"
               % (f[0], kbs * 1000 * 8 / 1e9))
+for line in open(aead):
+    f = line.split()
+    if len(f) >= 3:
+        b, kbs = int(f[0]), float(f[-1].rstrip("k"))
+        print("openssl speed -aead -evp aes-128-gcm, %5d B: %6.0f ns per call "
+              "(%.1f Gbit/s)" % (b, b / (kbs * 1000) * 1e9, kbs * 8e3 / 1e9))
 PY

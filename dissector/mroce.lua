@@ -300,13 +300,17 @@ field("flags_secure", ProtoField.bool("mroce.flags.secure", "SECURE", 16,
 field("sec_spi", ProtoField.uint32("mroce.sec.spi", "SPI", base.HEX))
 field("sec_epoch", ProtoField.uint16("mroce.sec.epoch", "Epoch", base.DEC))
 field("sec_suite", ProtoField.uint8("mroce.sec.suite", "Suite", base.DEC, suite_names))
-field("sec_reserved", ProtoField.uint8("mroce.sec.reserved", "Reserved", base.HEX))
+field("sec_key_gen", ProtoField.uint8("mroce.sec.key_gen", "Key Gen", base.DEC))
 field("sec_seq", ProtoField.uint64("mroce.sec.seq", "Seq", base.DEC))
 field("sec_protected", ProtoField.bytes("mroce.sec.protected",
     "Encrypted opcode headers and payload"))
 field("sec_clear", ProtoField.bytes("mroce.sec.clear",
     "Opcode headers and payload (integrity only, in clear)"))
 field("sec_tag", ProtoField.bytes("mroce.sec.tag", "AES-GCM tag"))
+field("sec_tag_status", ProtoField.uint8("mroce.sec.tag_status", "Tag verified with the key file",
+    base.DEC, crc_status_names))
+field("sec_decrypted", ProtoField.bytes("mroce.sec.decrypted",
+    "Decrypted packet (clear form, before its CRC)"))
 
 local field_list = {}
 for _, f in pairs(pf) do field_list[#field_list + 1] = f end
@@ -338,11 +342,16 @@ local ex = {
         expert.group.RESPONSE_CODE, expert.severity.WARN),
     retx = ProtoExpert.new("mroce.expert.retx", "Retransmission",
         expert.group.SEQUENCE, expert.severity.NOTE),
+    sec_tag = ProtoExpert.new("mroce.expert.sec_tag", "Tag does not verify under the key file's key",
+        expert.group.CHECKSUM, expert.severity.ERROR),
+    sec_key = ProtoExpert.new("mroce.expert.sec_key", "Cannot decrypt: no usable key file",
+        expert.group.UNDECODED, expert.severity.WARN),
     snap = ProtoExpert.new("mroce.expert.snaplen", "Packet size limited during capture, CRC not verified",
         expert.group.UNDECODED, expert.severity.NOTE),
 }
 mroce.experts = { ex.bad_crc, ex.truncated, ex.length, ex.version, ex.opcode,
-                  ex.flags, ex.field, ex.coalesced, ex.nak, ex.retx, ex.snap }
+                  ex.flags, ex.field, ex.coalesced, ex.nak, ex.retx, ex.snap,
+                  ex.sec_tag, ex.sec_key }
 
 -- ---------------------------------------------------------------------------
 -- Preferences
@@ -359,6 +368,20 @@ mroce.prefs.secure = Pref.bool("Decode secure mode", true,
     "Read the SECURE flag (0x8000) as a sealed packet and show its SEC header " ..
     "(wire-format.md section 8); off: the flag is a reserved bit, as for a " ..
     "receiver without secure mode")
+mroce.prefs.key_file = Pref.string("Master key file", "",
+    "A file of the secure domain's master key in hex (the format of MROCE_KEY_FILE), " ..
+    "or lines \"GEN HEX\" for the keys of several generations (Key Gen): " ..
+    "sealed packets are decrypted with the keys derived from it (HKDF, SEC-15), " ..
+    "their tag is verified and the packet inside is dissected. Needs lua-luaossl.")
+
+-- Decryption with the key file: mroce_secure.lua, beside this file.
+local sec_mod
+do
+    local src = rawget(_G, "debug") and debug.getinfo(1, "S").source or ""
+    local dir = src:match("^@(.*[/\\])") or ""
+    local ok, m = pcall(dofile, dir .. "mroce_secure.lua")
+    if ok and type(m) == "table" and m.open then sec_mod = m end
+end
 
 -- ---------------------------------------------------------------------------
 -- Helpers
@@ -451,7 +474,42 @@ wire); the captured bytes may be fewer.  coalesced says another packet
 follows this one's pkt_len in the same datagram.  Returns the number of bytes
 consumed, the Info text and the decode error (nil when valid).
 ]]
-local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
+local dissect_packet
+
+local function be32_string(v)
+    v = u32(v)
+    return string.char(math.floor(v / 16777216) % 256, math.floor(v / 65536) % 256,
+        math.floor(v / 256) % 256, v % 256)
+end
+
+-- Opens the sealed packet at off with the key file's key and dissects the
+-- clear packet inside, under tree, from a new data source.  Returns its
+-- Info text, or nil when it cannot be opened.
+local function open_sealed(tvb, pinfo, tree, off, plen)
+    if not sec_mod then
+        tree:add_proto_expert_info(ex.sec_key, "mroce_secure.lua not found beside mroce.lua")
+        return nil
+    end
+    local clear, status, msg = sec_mod.open(mroce.prefs.key_file, tvb:raw(off, plen))
+    if status ~= "ok" then
+        if status == "bad_tag" then
+            tree:add(pf.sec_tag_status, CRC_BAD):set_generated()
+            tree:add_proto_expert_info(ex.sec_tag)
+            return "[tag bad]"
+        end
+        tree:add_proto_expert_info(ex.sec_key, "Cannot decrypt: " .. tostring(msg))
+        return nil
+    end
+    tree:add(pf.sec_tag_status, CRC_GOOD):set_generated()
+    -- The clear form with its CRC32C, so the codec's checks apply as usual.
+    local bytes = clear .. be32_string(crc32c_string(clear))
+    local ctvb = ByteArray.new(bytes, true):tvb("Decrypted MetaRoCE")
+    tree:add(pf.sec_decrypted, ctvb(0, #clear)):set_generated()
+    local _, info = dissect_packet(ctvb, pinfo, tree, 0, #bytes, false, nil)
+    return info
+end
+
+dissect_packet = function(tvb, pinfo, root, off, rem, coalesced, seg_index)
     local captured = tvb:len() - off
     local in_error = pinfo.in_error_pkt
 
@@ -561,8 +619,8 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
 
     -- A sealed packet (WIRE-38, WIRE-44 steps 1-9): the SEC header in clear,
     -- the rest encrypted (or, with GMAC, in clear but not parsed here), the
-    -- tag in place of the CRC.  Decryption needs the master key, which the
-    -- dissector does not take.
+    -- tag in place of the CRC.  With a key file (preference key_file) the
+    -- packet is opened (mroce_secure.lua) and the packet inside dissected.
     if band(flags, F_SECURE) ~= 0 and mroce.prefs.secure then
         if band(flags, band(F_RESERVED, 0x7fff)) ~= 0 then
             fail(E.FLAGS, ex.flags, string.format("Reserved flag bits set: 0x%04x",
@@ -591,7 +649,7 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
             st:add(pf.sec_spi, tvb(off + 28, 4))
             st:add(pf.sec_epoch, tvb(off + 32, 2))
             st:add(pf.sec_suite, tvb(off + 34, 1))
-            st:add(pf.sec_reserved, tvb(off + 35, 1))
+            st:add(pf.sec_key_gen, tvb(off + 35, 1))
             st:add(pf.sec_seq, tvb(off + 36, 8))
             local suite = tvb(off + 34, 1):uint()
             info = string.format("%s [sealed %s, SPI 0x%08x, epoch %d, seq %s]", name,
@@ -606,6 +664,10 @@ local function dissect_packet(tvb, pinfo, root, off, rem, coalesced, seg_index)
                 end
                 if have(plen - SEC_TAG_LEN, SEC_TAG_LEN) then
                     tree:add(pf.sec_tag, tvb(off + plen - SEC_TAG_LEN, SEC_TAG_LEN))
+                end
+                if mroce.prefs.key_file ~= "" and have(0, plen) then
+                    local inner = open_sealed(tvb, pinfo, tree, off, plen)
+                    if inner then info = info .. " -> " .. inner end
                 end
             end
         end

@@ -30,30 +30,12 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "../tests/testutil.h"
 
 #define REGION 8192
 #define GUARD 64
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void *fz_calloc(size_t n, size_t sz, void *u)
-{
-    (void)u;
-    return calloc(n, sz);
-}
-static void fz_free(void *p, void *u)
-{
-    (void)u;
-    free(p);
-}
-static void fz_rand(uint8_t *b, size_t n, void *u)
-{
-    uint64_t *s = u;
-    for (size_t i = 0; i < n; i++) {
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        b[i] = (uint8_t)(*s >> 56);
-    }
-}
 
 /* The stand-in crypto: a key is 8 bytes of a hash of its info. */
 struct fz_key {
@@ -154,9 +136,9 @@ static void host_open(struct host *h, uint8_t id)
     h->id = id;
     h->seed = id;
     mre_ep_config_default(&c);
-    c.mem.calloc = fz_calloc;
-    c.mem.free = fz_free;
-    c.rand = fz_rand;
+    c.mem.calloc = testutil_calloc;
+    c.mem.free = testutil_free;
+    c.rand = testutil_rand_bytes;
     c.rand_user = &h->seed;
     c.sec_suite = MROCE_SUITE_AES128_GCM;
     c.crypto.key_new = fz_key_new;

@@ -21,37 +21,7 @@
 #include <mroce/wire.h>
 
 #include "../src/lib/secure_evp.h"
-
-static int failures;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
-static void *t_calloc(size_t n, size_t sz, void *u)
-{
-    (void)u;
-    return calloc(n, sz);
-}
-static void t_free(void *p, void *u)
-{
-    (void)u;
-    free(p);
-}
-static void t_rand(uint8_t *b, size_t n, void *u)
-{
-    uint64_t *s = u;
-    for (size_t i = 0; i < n; i++) {
-        *s ^= *s << 13;
-        *s ^= *s >> 7;
-        *s ^= *s << 17;
-        b[i] = (uint8_t)*s;
-    }
-}
+#include "testutil.h"
 
 #define BUF_LEN (1u << 20)
 struct side {
@@ -80,9 +50,9 @@ static void side_open(struct side *s, uint8_t id, uint8_t suite,
     s->id = id;
     s->seed = 0x9e3779b97f4a7c15ull * (id + 1);
     mre_ep_config_default(&c);
-    c.mem.calloc = t_calloc;
-    c.mem.free = t_free;
-    c.rand = t_rand;
+    c.mem.calloc = testutil_calloc;
+    c.mem.free = testutil_free;
+    c.rand = testutil_rand_bytes;
     c.rand_user = &s->seed;
     if (suite) {
         if (lib_sec_new(suite, key, 32, &s->sec) != 0)
@@ -122,6 +92,49 @@ static struct mre_addr addr_of(const struct side *s)
     return a;
 }
 
+/* MROCE_SECURE_PCAP=FILE: the packets of test_master_rotation's first
+ * part as they travel (the short ones, 1 in 16 of the full-size ones),
+ * written to FILE as UDP frames to port 4794, for
+ * dissector/test_dissector_secure.sh to decrypt (keys key_a, generation
+ * 0, and key_b, generation 1). */
+static FILE *pcap;
+static unsigned pcap_big; /* full-MTU packets seen: 1 in 16 is written, as
+                             the dissector's tag check is slow Lua */
+
+static void pcap_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static void pcap_frame(const uint8_t *pkt, size_t len, uint8_t from)
+{
+    uint8_t h[42] = {0};
+    uint32_t rec[4] = {0, 0, (uint32_t)(len + 42), (uint32_t)(len + 42)};
+    h[11] = from;
+    h[12] = 0x08; /* IPv4 */
+    h[14] = 0x45;
+    pcap_put16(h + 16, (uint16_t)(20 + 8 + len));
+    h[22] = 64;
+    h[23] = 17; /* UDP */
+    h[26] = 127;
+    h[29] = from;
+    h[30] = 127;
+    h[33] = (uint8_t)(3 - from);
+    pcap_put16(h + 34, 49152);
+    pcap_put16(h + 36, 4794);
+    pcap_put16(h + 38, (uint16_t)(8 + len));
+    uint32_t sum = 0;
+    for (int i = 14; i < 34; i += 2)
+        sum += (uint32_t)(h[i] << 8 | h[i + 1]);
+    while (sum > 0xffff)
+        sum = (sum >> 16) + (sum & 0xffff);
+    pcap_put16(h + 24, (uint16_t)~sum);
+    fwrite(rec, sizeof rec, 1, pcap);
+    fwrite(h, sizeof h, 1, pcap);
+    fwrite(pkt, len, 1, pcap);
+}
+
 /* What a test does to a packet in flight: return 0 to drop it. */
 typedef int (*hook_fn)(uint8_t *pkt, size_t *len, void *user);
 
@@ -151,6 +164,8 @@ static int pump(struct side *a, struct side *b, int rounds, hook_fn hook,
                     ri.ecn = MROCE_ECN_ECT0;
                     moved++;
                     any = 1;
+                    if (pcap && (len <= 1500 || ++pcap_big % 16 == 1))
+                        pcap_frame(pkt_buf, len, from[k]->id);
                     if (hook && !hook(pkt_buf, &len, user))
                         continue;
                     mre_ep_recv(to[k]->ep, pkt_buf, len, &ri, now);
@@ -502,6 +517,262 @@ static void test_rotation(void)
     side_close(&b);
 }
 
+/* SEC-31..SEC-33: a new master key under traffic.  Both ends install
+ * generation 1 for receiving, then A sends under it, then B does; in
+ * between a second connection is made (A's CONNECT MAC'd under the new
+ * key, B's under the old).  Nothing is lost or dropped, and the packets'
+ * Key Gen moves from 0 to 1 in each direction.  An endpoint that lacks
+ * the new key drops the packets under it as of an unknown key. */
+struct gens {
+    uint32_t qpn_a, qpn_b;        /* the first connection's */
+    int write_gen[2], ack_gen[2]; /* its packets seen per generation */
+    int other;
+};
+static int watch_gen(uint8_t *p, size_t *len, void *user)
+{
+    struct gens *g = user;
+    (void)len;
+    if (!(p[2] & (MROCE_F_SECURE >> 8)))
+        return 1;
+    uint8_t gen = p[35];
+    uint32_t dst = (uint32_t)p[4] << 24 | (uint32_t)p[5] << 16 |
+                   (uint32_t)p[6] << 8 | p[7];
+    if (gen > 1)
+        g->other++;
+    else if (p[1] == MROCE_OP_WRITE && dst == g->qpn_b)
+        g->write_gen[gen]++;
+    else if (p[1] == MROCE_OP_ACK && dst == g->qpn_a)
+        g->ack_gen[gen]++;
+    return 1;
+}
+
+static void test_master_rotation(void)
+{
+    struct side a, b;
+    struct mroce_wc wc[8];
+    struct mroce_ep_counters ca, cb;
+    struct gens g;
+    mre_qp *a2 = NULL, *b2 = NULL;
+    const char *cap = getenv("MROCE_SECURE_PCAP");
+    if (cap && *cap) {
+        const uint32_t hdr[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
+        pcap = fopen(cap, "wb");
+        if (pcap)
+            fwrite(hdr, sizeof hdr, 1, pcap);
+    }
+    side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+    side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
+    connect_pair(&a, &b);
+    CHECK(mre_ep_sec_use_gen(a.ep, 1) == 0);
+    CHECK(lib_sec_use_key(a.sec, 1) == MROCE_EINVAL); /* not held yet */
+    CHECK(lib_sec_add_key(a.sec, 0, key_b, 32) == MROCE_EINVAL);
+    CHECK(mre_ep_sec_use_gen(a.ep, 0) == 0);
+    for (uint32_t i = 0; i < BUF_LEN; i++)
+        a.buf[i] = (uint8_t)(i * 13 + (i >> 11));
+    memset(&g, 0, sizeof g);
+    g.qpn_a = mre_qp_num(a.qp);
+    g.qpn_b = mre_qp_num(b.qp);
+    /* One WRITE per round, so that traffic runs through every step. */
+    int done = 0, done2 = 0, posted = 0;
+    for (int round = 0; round < 400 && (done < 16 || done2 < 1); round++) {
+        if (posted < 16) {
+            CHECK(post_write(&a, &b, (uint32_t)posted * (BUF_LEN / 16),
+                             BUF_LEN / 16, (uint64_t)posted) == 0);
+            posted++;
+        }
+        if (round == 1) { /* the new key, everywhere, for receiving */
+            CHECK(lib_sec_add_key(a.sec, 1, key_b, 32) == 0);
+            CHECK(lib_sec_add_key(b.sec, 1, key_b, 32) == 0);
+        }
+        if (round == 2) { /* A sends under it */
+            CHECK(lib_sec_use_key(a.sec, 1) == 0);
+            CHECK(mre_ep_sec_use_gen(a.ep, 1) == 0);
+        }
+        if (round == 3) { /* a connection across the change */
+            struct mre_qp_attr at;
+            struct mre_addr to = addr_of(&b);
+            mre_qp_attr_default(&at);
+            at.send_cq = at.recv_cq = a.cq;
+            CHECK(mre_qp_new(a.ep, &at, &a2) == 0);
+            at.send_cq = at.recv_cq = b.cq;
+            CHECK(mre_qp_new(b.ep, &at, &b2) == 0);
+            CHECK(mre_qp_listen(b2, now) == 0);
+            CHECK(mre_qp_connect(a2, &to, 0, now) == 0);
+        }
+        if (round == 4 && a2) { /* A's first packets on it: Key Gen 1 */
+            struct mroce_sge sge = {(uint64_t)(uintptr_t)a.buf, 4096,
+                                    mre_mr_lkey(a.mr)};
+            struct mroce_send_wr wr, *bad;
+            memset(&wr, 0, sizeof wr);
+            wr.wr_id = 100;
+            wr.sg_list = &sge;
+            wr.num_sge = 1;
+            wr.opcode = MROCE_WR_WRITE;
+            wr.send_flags = MROCE_SEND_SIGNALED;
+            wr.remote_addr = (uint64_t)(uintptr_t)b.buf;
+            wr.rkey = mre_mr_rkey(b.mr);
+            CHECK(mre_qp_post_send(a2, &wr, &bad, now) == 0);
+        }
+        if (round == 5) { /* B too */
+            CHECK(lib_sec_use_key(b.sec, 1) == 0);
+            CHECK(mre_ep_sec_use_gen(b.ep, 1) == 0);
+        }
+        pump(&a, &b, 1, watch_gen, &g);
+        int n;
+        while ((n = mre_cq_poll(a.cq, 8, wc)) > 0)
+            for (int i = 0; i < n; i++) {
+                CHECK(wc[i].status == MROCE_WC_SUCCESS);
+                if (wc[i].wr_id == 100)
+                    done2++;
+                else
+                    done++;
+            }
+    }
+    CHECK(done == 16);
+    CHECK(done2 == 1);
+    CHECK(memcmp(a.buf, b.buf, BUF_LEN) == 0);
+    CHECK(a2 && mre_qp_state(a2) == MROCE_QPS_RTS);
+    CHECK(b2 && mre_qp_state(b2) == MROCE_QPS_RTS);
+    counters(&a, &ca);
+    counters(&b, &cb);
+    CHECK(ca.drop_auth + ca.drop_key + ca.drop_replay + ca.drop_mode == 0);
+    CHECK(cb.drop_auth + cb.drop_key + cb.drop_replay + cb.drop_mode == 0);
+    CHECK(g.write_gen[0] > 0 && g.write_gen[1] > 0);
+    CHECK(g.ack_gen[0] > 0 && g.ack_gen[1] > 0);
+    CHECK(g.other == 0);
+    /* Each side: the peer's move on the first connection, and the second
+     * connection's epoch 0 under the peer's other generation (SEC-33). */
+    CHECK_MSG(ca.sec_rekeys == 2 && cb.sec_rekeys == 2,
+              "moves seen by A %llu, by B %llu",
+              (unsigned long long)ca.sec_rekeys,
+              (unsigned long long)cb.sec_rekeys);
+    if (g.write_gen[1] == 0 || cb.drop_key || cb.drop_auth)
+        fprintf(stderr,
+                "rotation: writes %d/%d, acks %d/%d, B drops key %llu "
+                "auth %llu\n",
+                g.write_gen[0], g.write_gen[1], g.ack_gen[0], g.ack_gen[1],
+                (unsigned long long)cb.drop_key,
+                (unsigned long long)cb.drop_auth);
+    if (pcap) {
+        fclose(pcap);
+        pcap = NULL;
+    }
+    side_close(&a);
+    side_close(&b);
+
+    /* B never got the new key: A's packets under it are dropped as of an
+     * unknown key (SEC-24), before any tag is tried. */
+    side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+    side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
+    connect_pair(&a, &b);
+    CHECK(lib_sec_add_key(a.sec, 1, key_b, 32) == 0);
+    CHECK(lib_sec_use_key(a.sec, 1) == 0);
+    CHECK(mre_ep_sec_use_gen(a.ep, 1) == 0);
+    CHECK(post_write(&a, &b, 0, 65536, 9) == 0);
+    pump(&a, &b, 3, NULL, NULL);
+    counters(&b, &cb);
+    CHECK(cb.drop_key > 0);
+    CHECK(cb.drop_auth == 0);
+    CHECK(mre_cq_poll(a.cq, 8, wc) <= 0 || wc[0].status != MROCE_WC_SUCCESS);
+    side_close(&a);
+    side_close(&b);
+}
+
+/* SEC-34, SEC-35: secure mode per QP beside the endpoint's default.  On
+ * two secure endpoints, a clear QP connects to a listener that takes
+ * either and its WRITE travels in clear; a secure QP to the same kind of
+ * listener is sealed; a clear QP cannot connect to a secure listener
+ * (drop_mode, no downgrade); a secure QP needs a secure endpoint. */
+static mre_qp *qp_mode(struct side *s, uint8_t mode)
+{
+    struct mre_qp_attr at;
+    mre_qp *q = NULL;
+    mre_qp_attr_default(&at);
+    at.send_cq = at.recv_cq = s->cq;
+    at.secure = mode;
+    CHECK(mre_qp_new(s->ep, &at, &q) == 0);
+    return q;
+}
+
+static int write_on(mre_qp *q, struct side *a, struct side *b, uint64_t id)
+{
+    struct mroce_sge sge = {(uint64_t)(uintptr_t)a->buf, 8192,
+                            mre_mr_lkey(a->mr)};
+    struct mroce_send_wr wr, *bad;
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = MROCE_WR_WRITE;
+    wr.send_flags = MROCE_SEND_SIGNALED;
+    wr.remote_addr = (uint64_t)(uintptr_t)b->buf;
+    wr.rkey = mre_mr_rkey(b->mr);
+    return mre_qp_post_send(q, &wr, &bad, now);
+}
+
+static void test_per_qp(void)
+{
+    struct side a, b, c;
+    struct mroce_wc wc;
+    struct mroce_ep_counters cb;
+    struct mre_addr to;
+    for (int secure = 0; secure < 2; secure++) {
+        struct seen w = {0, 0, 0, NULL};
+        side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+        side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
+        mre_qp *qa = qp_mode(&a, secure ? MRE_QP_SEC_ON : MRE_QP_SEC_OFF);
+        mre_qp *qb = qp_mode(&b, MRE_QP_SEC_ANY);
+        to = addr_of(&b);
+        CHECK(mre_qp_listen(qb, now) == 0);
+        CHECK(mre_qp_connect(qa, &to, 0, now) == 0);
+        pump(&a, &b, 2, NULL, NULL);
+        CHECK(mre_qp_state(qa) == MROCE_QPS_RTS);
+        CHECK(mre_qp_state(qb) == MROCE_QPS_RTS);
+        for (uint32_t i = 0; i < 8192; i++)
+            a.buf[i] = (uint8_t)(i * 5 + secure);
+        w.pattern = a.buf + 1024;
+        CHECK(write_on(qa, &a, &b, 7) == 0);
+        pump(&a, &b, 3, watch, &w);
+        CHECK(mre_cq_poll(a.cq, 1, &wc) == 1 && wc.status == MROCE_WC_SUCCESS);
+        CHECK(memcmp(a.buf, b.buf, 8192) == 0);
+        if (secure) {
+            CHECK(w.sealed > 0 && w.clear_data == 0 && w.found_plain == 0);
+        } else {
+            CHECK(w.sealed == 0 && w.clear_data > 0 && w.found_plain > 0);
+        }
+        counters(&b, &cb);
+        CHECK(cb.drop_mode == 0 && cb.drop_auth == 0);
+        side_close(&a);
+        side_close(&b);
+    }
+    /* A clear QP to a secure listener: refused, never a clear connection. */
+    side_open(&a, 1, MROCE_SUITE_AES128_GCM, key_a, 0);
+    side_open(&b, 2, MROCE_SUITE_AES128_GCM, key_a, 0);
+    mre_qp *qa = qp_mode(&a, MRE_QP_SEC_OFF);
+    mre_qp *qb = qp_mode(&b, MRE_QP_SEC_DEFAULT);
+    to = addr_of(&b);
+    CHECK(mre_qp_listen(qb, now) == 0);
+    CHECK(mre_qp_connect(qa, &to, 0, now) == 0);
+    pump(&a, &b, 2, NULL, NULL);
+    counters(&b, &cb);
+    CHECK(cb.drop_mode > 0);
+    CHECK(mre_qp_state(qb) == MROCE_QPS_LISTEN);
+    CHECK(mre_qp_state(qa) != MROCE_QPS_RTS);
+    side_close(&a);
+    side_close(&b);
+    /* A secure QP on a clear endpoint, or an unknown mode: refused. */
+    side_open(&c, 3, 0, NULL, 0);
+    struct mre_qp_attr at;
+    mre_qp *q;
+    mre_qp_attr_default(&at);
+    at.send_cq = at.recv_cq = c.cq;
+    at.secure = MRE_QP_SEC_ON;
+    CHECK(mre_qp_new(c.ep, &at, &q) == MROCE_EINVAL);
+    at.secure = 9;
+    CHECK(mre_qp_new(c.ep, &at, &q) == MROCE_EINVAL);
+    side_close(&c);
+}
+
 /* CONN-36: the MTU leaves room for the 28 bytes of a sealed packet, at
  * creation and when modified; a clear endpoint keeps the full range. */
 static void test_mtu_limit(void)
@@ -534,10 +805,7 @@ int main(void)
     test_clear_on_secure();
     test_handshake_refused();
     test_rotation();
-    if (failures) {
-        fprintf(stderr, "test_lib_secure: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_lib_secure: ok\n");
-    return 0;
+    test_master_rotation();
+    test_per_qp();
+    return TESTUTIL_SUMMARY("test_lib_secure");
 }

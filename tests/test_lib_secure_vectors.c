@@ -14,16 +14,7 @@
 #include "engine_int.h"
 
 #include "../src/lib/secure_evp.h"
-
-static int failures;
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #c);                                                     \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "testutil.h"
 
 struct vec {
     char name[64];
@@ -48,23 +39,6 @@ static size_t unhex(const char *s, uint8_t *out, size_t cap)
     return n;
 }
 
-static void *t_calloc(size_t n, size_t sz, void *u)
-{
-    (void)u;
-    return calloc(n, sz);
-}
-static void t_free(void *p, void *u)
-{
-    (void)u;
-    free(p);
-}
-static void t_rand(uint8_t *b, size_t n, void *u)
-{
-    (void)u;
-    for (size_t i = 0; i < n; i++)
-        b[i] = (uint8_t)(i * 29 + 1);
-}
-
 static void check_sealed(const uint8_t *master, const struct vec *v)
 {
     struct lib_sec *s;
@@ -73,12 +47,14 @@ static void check_sealed(const uint8_t *master, const struct vec *v)
     mre_cq *cq;
     mre_qp *qp;
     struct mre_qp_attr a;
+    uint64_t seed = 1;
     static uint8_t buf[MROCE_MAX_PKT_LEN];
     CHECK(lib_sec_new((uint8_t)v->suite, master, 32, &s) == 0);
     mre_ep_config_default(&cfg);
-    cfg.mem.calloc = t_calloc;
-    cfg.mem.free = t_free;
-    cfg.rand = t_rand;
+    cfg.mem.calloc = testutil_calloc;
+    cfg.mem.free = testutil_free;
+    cfg.rand = testutil_rand_bytes;
+    cfg.rand_user = &seed;
     lib_sec_fill(s, &cfg);
     CHECK(mre_ep_new(&ep, &cfg) == 0);
     CHECK(mre_cq_new(ep, 16, &cq) == 0);
@@ -223,10 +199,6 @@ int main(void)
     fclose(f);
     CHECK(have_master);
     CHECK(nv == 4);
-    if (failures) {
-        fprintf(stderr, "test_lib_secure_vectors: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_lib_secure_vectors: %d vectors ok\n", nv);
-    return 0;
+    printf("test_lib_secure_vectors: %d vectors read\n", nv);
+    return TESTUTIL_SUMMARY("test_lib_secure_vectors");
 }

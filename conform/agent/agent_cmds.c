@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent.h"
 
@@ -288,6 +290,49 @@ static int cmd_device(struct agent *a, struct agent_cmd *c,
     return 0;
 }
 
+/* SEC_KEY gen=N key=HEX: a new master key of generation N for receiving
+ * (mroce_device_add_key); SEC_KEY gen=N use=1: send under it
+ * (mroce_device_use_key).  security.md SEC-31..SEC-33. */
+static int cmd_sec_key(struct agent *a, struct agent_cmd *c,
+                       struct agent_reply *r)
+{
+    uint64_t gen, use;
+    const char *key = agent_arg(c, "key");
+    if (agent_arg_u64(c, "gen", 256, 256, &gen) < 0 || gen > 255 ||
+        agent_arg_u64(c, "use", 1, 0, &use) < 0 || (!key && !use) ||
+        (key && (strlen(key) < 32 || strlen(key) > 128 || strlen(key) % 2 ||
+                 strspn(key, "0123456789abcdefABCDEF") != strlen(key)))) {
+        agent_reply_err(r, "EINVAL", "gen=0..255 and key=HEX or use=1");
+        return -1;
+    }
+    if (!a->dev || !a->sec_suite) {
+        agent_reply_err(r, "ESTATE", "not a secure device (DEVICE key=)");
+        return -1;
+    }
+    int rc = 0;
+    if (key) { /* as a file only the agent can read, removed at once */
+        char kpath[] = "/tmp/mroce-agent-key.XXXXXX";
+        int kfd = mkstemp(kpath);
+        if (kfd < 0 || fchmod(kfd, 0600) < 0 ||
+            write(kfd, key, strlen(key)) < 0)
+            rc = MROCE_EINVAL;
+        else
+            rc = mroce_device_add_key(a->dev, (uint8_t)gen, kpath);
+        if (kfd >= 0) {
+            close(kfd);
+            unlink(kpath);
+        }
+    }
+    if (rc == 0 && use)
+        rc = mroce_device_use_key(a->dev, (uint8_t)gen);
+    if (rc < 0) {
+        agent_reply_err(r, "EINVAL", "gen=%u refused (%d)", (unsigned)gen, rc);
+        return -1;
+    }
+    agent_reply_add(r, "gen=%u", (unsigned)gen);
+    return 0;
+}
+
 static int cmd_pd_alloc(struct agent *a, struct agent_cmd *c,
                         struct agent_reply *r)
 {
@@ -481,6 +526,7 @@ static const struct {
     {"HELLO", "", cmd_hello},
     {"RESET", "", cmd_reset},
     {"DEVICE", "rx_credit_bytes planes key suite", cmd_device},
+    {"SEC_KEY", "gen key use", cmd_sec_key},
     {"PD_ALLOC", "", cmd_pd_alloc},
     {"PD_FREE", "pd", cmd_pd_free},
     {"MR_REG", "len access fill pd", cmd_mr_reg},

@@ -194,6 +194,66 @@ CT_CASE(secure_rotation_no_loss, "SEC-22 SEC-23 SEC-19",
     ct_rl_expect_counter(t, c->aqp, "drop_replay", r0, 0);
 }
 
+CT_CASE(secure_master_key_rotation, "SEC-31 SEC-32 SEC-33 WIRE-51",
+        "SEC_KEY gives the IUT a master key of generation 1: 24 sealed "
+        "WRITEs move from epoch 0 under generation 0 to epoch 1 under "
+        "generation 1, the first of the new sent before the last of the "
+        "old: all placed, no drop; one under generation 2, which the IUT "
+        "lacks: drop_key, nothing placed; after SEC_KEY use=1 the IUT "
+        "seals under generation 1")
+{
+    struct ct_sec s;
+    struct ct_mr mr;
+    struct ct_conn *c = sec_setup(t, &s, &mr);
+    struct mrw_pkt p;
+    static uint8_t g[24][256], d[25 * 64], z[64];
+    size_t n[24];
+    ct_pattern(d, sizeof d, 31);
+    int64_t k0 = ct_rl_counter(t, c->aqp, "drop_key");
+    int64_t a0 = ct_rl_counter(t, c->aqp, "drop_auth");
+    int64_t r0 = ct_rl_counter(t, c->aqp, "drop_replay");
+    ct_sec_add_key(t, &s, 1);
+    for (int i = 0; i < 24; i++) {
+        s.epoch = (uint16_t)(i < 8 ? 0 : 1);
+        s.gen = (uint8_t)(i < 8 ? 0 : 1);
+        sec_write(c, &p, &mr, (uint32_t)i * 64, d + i * 64, 64);
+        n[i] = ct_sec_seal(c, &s, &p, g[i], sizeof g[i]);
+    }
+    for (int i = 0; i < 24; i++) {
+        int j = i == 7 ? 8 : i == 8 ? 7 : i; /* the new key's first first */
+        ct_sec_send(c, g[j], n[j]);
+    }
+    ct_sec_drain(c, &s, SEC_DRAIN * 2);
+    ct_expect_mem(t, &mr, 0, d, 24 * 64);
+    ct_rl_expect_counter(t, c->aqp, "drop_key", k0, 0);
+    ct_rl_expect_counter(t, c->aqp, "drop_auth", a0, 0);
+    ct_rl_expect_counter(t, c->aqp, "drop_replay", r0, 0);
+    /* Epoch 2 under a generation the IUT was never given. */
+    s.epoch = 2;
+    s.gen = 2;
+    sec_write(c, &p, &mr, 24 * 64, d + 24 * 64, 64);
+    n[0] = ct_sec_seal(c, &s, &p, g[0], sizeof g[0]);
+    ct_sec_send(c, g[0], n[0]);
+    sec_expect_counter(c, &s, "drop_key", k0, 1);
+    memset(z, 0, sizeof z);
+    ct_expect_mem(t, &mr, 24 * 64, z, 64);
+    /* The IUT sends under generation 1: its answer to a WRITE resent in
+     * epoch 1 (a new Seq, SEC-17) opens under the new key. */
+    ct_agent(t, "SEC_KEY gen=1 use=1");
+    s.epoch = 1;
+    s.gen = 1;
+    s.gens_seen = 0;
+    sec_write(c, &p, &mr, 24 * 64, d + 24 * 64, 64);
+    p.base.flags |= MROCE_F_ACK_REQ;
+    n[0] = ct_sec_seal(c, &s, &p, g[0], sizeof g[0]);
+    ct_sec_send(c, g[0], n[0]);
+    ct_sec_drain(c, &s, SEC_DRAIN * 2);
+    ct_expect_mem(t, &mr, 24 * 64, d + 24 * 64, 64);
+    if (!(s.gens_seen & 2))
+        ct_fail(t, "after SEC_KEY use=1 the IUT sealed nothing under "
+                   "generation 1 (SEC-32)");
+}
+
 CT_CASE(secure_handshake_authenticated, "CONN-32 SEC-26 SEC-27 SEC-28",
         "on a secure endpoint a CONNECT_REQ without SECURE (drop_mode) and "
         "one whose MAC is wrong (drop_auth) get no answer; the "

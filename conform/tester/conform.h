@@ -447,6 +447,11 @@ struct ct_sec {
     uint32_t aspi;      /* the IUT's, from its CONNECT_RESP */
     uint16_t epoch;     /* epoch we seal in */
     uint64_t seq;       /* Seq of the last packet we sealed */
+    uint8_t gen;        /* Key Gen we seal under (SEC-31) */
+    uint8_t next_gen;   /* the generation of next[], if have_next */
+    uint8_t have_next;
+    uint8_t next[32];   /* a second master key, given with SEC_KEY */
+    uint32_t gens_seen; /* bit g: the IUT sealed under generation g < 32 */
 };
 /* DEVICE key=<random master key> suite=suite, and s set up for it. */
 void ct_sec_device(struct ct *t, struct ct_sec *s, uint8_t suite);
@@ -461,6 +466,9 @@ size_t ct_sec_seal(struct ct_conn *c, struct ct_sec *s, const struct mrw_pkt *p,
 size_t ct_sec_seal_as(struct ct_conn *c, struct ct_sec *s,
                       const struct mrw_pkt *p, uint32_t spi, uint16_t epoch,
                       uint8_t *out, size_t cap);
+/* SEC_KEY gen=gen key=<a new random master key>: the IUT installs it for
+ * receiving (SEC-32), and s can seal and open under it. */
+void ct_sec_add_key(struct ct *t, struct ct_sec *s, uint8_t gen);
 /* Sends sealed bytes from c's entropy socket. */
 void ct_sec_send(struct ct_conn *c, const uint8_t *buf, size_t len);
 /* Receives for ms: every packet of the IUT must be sealed and open with

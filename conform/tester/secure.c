@@ -35,7 +35,7 @@ static void put64(uint8_t *p, uint64_t v)
 }
 
 /* SEC-13: HKDF-SHA256, salt "MetaRoCE v1". */
-static void hkdf(struct ct *t, const struct ct_sec *s, const uint8_t *info,
+static void hkdf(struct ct *t, const uint8_t *master, const uint8_t *info,
                  size_t n, uint8_t *out, size_t len)
 {
     EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
@@ -46,8 +46,7 @@ static void hkdf(struct ct *t, const struct ct_sec *s, const uint8_t *info,
         p[0] = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
                                                 (char *)"SHA256", 0);
         p[1] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-                                                 (void *)s->master,
-                                                 sizeof s->master);
+                                                 (void *)master, 32);
         p[2] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
                                                  (void *)"MetaRoCE v1", 11);
         p[3] = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
@@ -61,10 +60,18 @@ static void hkdf(struct ct *t, const struct ct_sec *s, const uint8_t *info,
         ct_fail(t, "tester: HKDF failed");
 }
 
-/* SEC-15: the key of packets to (qpn, token, spi) in epoch. */
-static size_t pkt_key(struct ct *t, const struct ct_sec *s, uint32_t qpn,
-                      uint64_t token, uint32_t spi, uint16_t epoch,
-                      uint8_t *key)
+/* SEC-31: the master key of generation gen; the first key for one we
+ * do not hold (the packet then fails its tag). */
+static const uint8_t *master_of(const struct ct_sec *s, uint8_t gen)
+{
+    return s->have_next && gen == s->next_gen ? s->next : s->master;
+}
+
+/* SEC-15: the key of packets to (qpn, token, spi) in epoch, under the
+ * master key of generation gen. */
+static size_t pkt_key(struct ct *t, const struct ct_sec *s, uint8_t gen,
+                      uint32_t qpn, uint64_t token, uint32_t spi,
+                      uint16_t epoch, uint8_t *key)
 {
     uint8_t info[31];
     size_t kl = s->suite == 2 ? 32 : 16;
@@ -74,7 +81,7 @@ static size_t pkt_key(struct ct *t, const struct ct_sec *s, uint32_t qpn,
     put64(info + 17, token);
     put32(info + 25, spi);
     put16(info + 29, epoch);
-    hkdf(t, s, info, sizeof info, key, kl);
+    hkdf(t, master_of(s, gen), info, sizeof info, key, kl);
     return kl;
 }
 
@@ -84,7 +91,7 @@ static void hs_mac(struct ct *t, const struct ct_sec *s, const uint8_t *m,
 {
     uint8_t k[32], full[32];
     unsigned int len = 0;
-    hkdf(t, s, (const uint8_t *)"mroce handshake", 15, k, sizeof k);
+    hkdf(t, s->master, (const uint8_t *)"mroce handshake", 15, k, sizeof k);
     if (!HMAC(EVP_sha256(), k, sizeof k, m, n, full, &len))
         ct_fail(t, "tester: HMAC failed");
     memcpy(mac, full, 16);
@@ -123,6 +130,18 @@ void ct_sec_device(struct ct *t, struct ct_sec *s, uint8_t suite)
         s->spi = (uint32_t)ct_rand(t);
     while (s->spi == 0);
     ct_agent(t, "DEVICE key=%s suite=%u", hex, suite);
+}
+
+void ct_sec_add_key(struct ct *t, struct ct_sec *s, uint8_t gen)
+{
+    char hex[65];
+    for (size_t i = 0; i < sizeof s->next; i += 8)
+        put64(s->next + i, ct_rand(t));
+    for (size_t i = 0; i < sizeof s->next; i++)
+        snprintf(hex + 2 * i, 3, "%02x", s->next[i]);
+    s->next_gen = gen;
+    s->have_next = 1;
+    ct_agent(t, "SEC_KEY gen=%u key=%s", gen, hex);
 }
 
 struct ct_conn *ct_sec_connect(struct ct *t, struct ct_sec *s,
@@ -172,14 +191,14 @@ size_t ct_sec_seal_as(struct ct_conn *c, struct ct_sec *s,
     size_t plen = n - 28 - 4, total = n + 28;
     if (total > cap)
         ct_fail(t, "tester: sealed packet does not fit");
-    size_t kl = pkt_key(t, s, c->aqpn, c->atoken, spi, epoch, key);
+    size_t kl = pkt_key(t, s, s->gen, c->aqpn, c->atoken, spi, epoch, key);
     memcpy(out, clear, 28);
     out[2] |= 0x80; /* SECURE (WIRE-38) */
     put16(out + 26, (uint16_t)total);
     put32(out + 28, spi);
     put16(out + 32, epoch);
     out[34] = s->suite;
-    out[35] = 0;
+    out[35] = s->gen;
     put64(out + 36, ++s->seq);
     put32(nonce, spi);
     put64(nonce + 4, s->seq);
@@ -233,7 +252,10 @@ int ct_sec_drain(struct ct_conn *c, struct ct_sec *s, int ms)
         /* Sealed to us: our QPN, token and SPI, the IUT's epoch. */
         uint8_t key[32], nonce[12];
         uint16_t epoch = (uint16_t)(rx->buf[32] << 8 | rx->buf[33]);
-        size_t kl = pkt_key(t, s, c->qpn, c->token, s->spi, epoch, key);
+        uint8_t gen = rx->buf[35];
+        size_t kl = pkt_key(t, s, gen, c->qpn, c->token, s->spi, epoch, key);
+        if (gen < 32)
+            s->gens_seen |= 1u << gen;
         size_t plen = rx->len - 60;
         memcpy(nonce, rx->buf + 28, 4);
         memcpy(nonce + 4, rx->buf + 36, 8);

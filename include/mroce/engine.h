@@ -100,7 +100,25 @@ struct mre_crypto {
     /* The SECURE extension's MAC (SEC-14, WIRE-43): the first 16 bytes of
      * HMAC-SHA256 under the handshake key over msg[0..len). */
     int (*hs_mac)(void *user, const uint8_t *msg, size_t len, uint8_t *mac);
+    /* Optional, for master key rotation (SEC-31..SEC-33); both NULL: one
+     * master key, generation 0.  key_new_gen is key_new under the master
+     * key of generation gen (negative if the caller holds none); hs_check
+     * is 0 if mac is the SECURE extension's MAC of msg under the handshake
+     * key of any master key the caller holds. */
+    int (*key_new_gen)(void *user, uint8_t gen, uint8_t suite,
+                       const uint8_t *info, size_t info_len, void **key);
+    int (*hs_check)(void *user, const uint8_t *msg, size_t len,
+                    const uint8_t *mac);
     void *user;
+};
+
+/* A QP's secure mode (docs/spec/security.md SEC-34, SEC-35). */
+enum mre_qp_secure {
+    MRE_QP_SEC_DEFAULT = 0, /* the endpoint's: secure iff it has a suite */
+    MRE_QP_SEC_ON = 1,      /* secure (the endpoint needs a suite) */
+    MRE_QP_SEC_OFF = 2,     /* clear, even on a secure endpoint */
+    MRE_QP_SEC_ANY = 3,     /* a listener: as the CONNECT_REQ asks; a
+                               requester: as MRE_QP_SEC_DEFAULT */
 };
 
 /* Endpoint configuration; mre_ep_config_default() fills defaults. */
@@ -204,6 +222,8 @@ struct mre_qp_attr {
                                the peer through this QP, whatever the
                                region grants (verbs' qp_access_flags,
                                inverted): NAK REMOTE_ACCESS_PERM; 0 */
+    uint8_t secure;            /* enum mre_qp_secure (SEC-34): secure mode
+                               of this QP's connections; 0: the endpoint's */
     uint16_t max_streams;      /* ordered streams the QP carries, 1..
                                MRE_MAX_STREAMS (0 counts as 1); default 1.
                                The connection carries the smaller of both
@@ -271,6 +291,12 @@ void mre_ep_handle_expiry(mre_ep *ep, mroce_tstamp now);
 /* 1 if mre_ep_write_pkt() may have a packet now (cheap hint). */
 int mre_ep_want_write(const mre_ep *ep);
 void mre_ep_get_counters(const mre_ep *ep, struct mroce_ep_counters *c);
+/* Master key rotation (SEC-32): from now on every connection's sender
+ * moves to its next epoch under the master key of generation gen, at its
+ * next packet, and new connections start under it.  The caller installs
+ * that key for receiving (crypto.key_new_gen) on every endpoint of the
+ * domain first.  MROCE_EINVAL: not secure, or no key_new_gen/hs_check. */
+int mre_ep_sec_use_gen(mre_ep *ep, uint8_t gen);
 
 /* --- memory regions --- */
 /* Registers [addr, addr + len) with the rights in access (enum

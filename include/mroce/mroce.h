@@ -205,6 +205,18 @@ uint16_t mroce_device_port(const mroce_device *dev);
  * bound (the automatic source port range).  local_addr points into the
  * device and lives as long as it. */
 int mroce_device_query(const mroce_device *dev, struct mroce_device_attr *attr);
+/* Secure mode's master key rotation under traffic (docs/spec/security.md
+ * SEC-31..SEC-33), in two steps across the secure domain: first every
+ * device adds the new key as generation gen (the key the device opened
+ * with is generation 0; use the next one each time) for receiving; then
+ * each device uses it for sending, and every connection moves to it at its
+ * next packet without loss.  A device holds two keys: adding a third
+ * drops the older one not in use.  key_file: a key file as
+ * attr.key_file; NULL: the environment's MROCE_KEY_FILE, else MROCE_KEY,
+ * read again now.  MROCE_EINVAL: the device is not secure, the key is
+ * unusable, gen is the one in use (add) or was not added (use). */
+int mroce_device_add_key(mroce_device *dev, uint8_t gen, const char *key_file);
+int mroce_device_use_key(mroce_device *dev, uint8_t gen);
 /* Drive the engine once: receive what is waiting, fire timers, send.
  * APP progress mode calls it from mroce_poll_cq(); exposed for event loops.
  * Returns the number of packets moved.  Safe in THREAD mode too (it then

@@ -212,13 +212,15 @@ struct mroce_qp_counters {
 #undef MROCE_X_FIELD
 };
 
-/* Endpoint counters: drops before a QP is known, by reason (ENG-8). */
+/* Endpoint counters: drops before a QP is known, by reason (ENG-8); and
+ * sec_rekeys, the times a connection's receive side made a new master key
+ * generation current (SEC-32, SEC-33). */
 /* clang-format off */
 #define MROCE_EP_COUNTERS(X)                                             \
     X(rx_pkts) X(tx_pkts) X(drop_truncated) X(drop_version)              \
     X(drop_opcode) X(drop_flags) X(drop_length) X(drop_crc) X(drop_field) \
     X(drop_no_qp) X(drop_no_listener)                                    \
-    X(drop_auth) X(drop_key) X(drop_replay) X(drop_mode)
+    X(drop_auth) X(drop_key) X(drop_replay) X(drop_mode) X(sec_rekeys)
 /* clang-format on */
 
 struct mroce_ep_counters {

@@ -262,11 +262,11 @@ struct mrw_conn_hdr {
 
 /* SEC header of a sealed packet (WIRE-40). */
 struct mrw_sec_hdr {
-    uint32_t spi;     /* the receiving QP's SPI */
-    uint16_t epoch;   /* key epoch of the sender's direction */
-    uint8_t suite;    /* enum mrw_sec_suite */
-    uint8_t reserved; /* 0, ignored */
-    uint64_t seq;     /* sender's per-connection transmit counter, from 1 */
+    uint32_t spi;    /* the receiving QP's SPI */
+    uint16_t epoch;  /* key epoch of the sender's direction */
+    uint8_t suite;   /* enum mrw_sec_suite */
+    uint8_t key_gen; /* master key generation of the key (SEC-31) */
+    uint64_t seq;    /* sender's per-connection transmit counter, from 1 */
 };
 
 /* A decoded packet.  payload points into the caller's buffer. */

@@ -364,6 +364,7 @@ struct mre_qp {
     uint16_t nstreams;
     uint8_t streams_on;
     struct mre_sec_qp sec; /* secure mode (secure.c) */
+    uint8_t sec_on;        /* this connection is secure (SEC-34) */
 };
 
 /* A timer heap entry carries its QP's deadline, so sifting compares and
@@ -397,6 +398,7 @@ struct mre_ep {
     struct mre_rh_ep rh;         /* rate hints given (ratehint.c) */
     struct mre_ep_planes planes; /* planes down, for every QP (plane.c) */
     uint8_t *sec_buf;            /* secure mode: a datagram opened (secure.c) */
+    uint8_t sec_tx_gen;          /* master key generation to send under */
 };
 
 /* The modules' internal functions, one private header each. */

@@ -234,9 +234,6 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
             pkt.base.opcode == MROCE_OP_CONNECT_RESP) {
             if (mre_sec_conn_check(ep, &pkt, buf, len) < 0)
                 return 0;
-        } else if (ep->cfg.sec_suite && !MROCE_SEEDED_FAULT(SEC_CLEAR_OK)) {
-            ep->cnt.drop_mode++;
-            return 0;
         }
     }
     if (pkt.base.opcode == MROCE_OP_CONNECT_REQ) {
@@ -244,6 +241,14 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
         return 0;
     }
     mre_qp *qp = mre_ep_find_qp(ep, pkt.base.dst_qpn);
+    /* SEC-25: in clear only CONNECTs reach a secure connection (or, with
+     * no QP to ask, an endpoint whose QPs are secure by default). */
+    if (!sealed && pkt.base.opcode != MROCE_OP_CONNECT_RESP &&
+        (qp ? qp->sec_on : ep->cfg.sec_suite != 0) &&
+        !MROCE_SEEDED_FAULT(SEC_CLEAR_OK)) {
+        ep->cnt.drop_mode++;
+        return 0;
+    }
     if (!qp) {
         ep->cnt.drop_no_qp++;
         return 0;
@@ -351,7 +356,7 @@ int mre_ep_write_pkt(mre_ep *ep, uint8_t *buf, size_t cap,
         qp->cwnd_refused = 0;
         info->plane = 0; /* the writers set another plane (plane.c) */
         int n;
-        if (ep->cfg.sec_suite) {
+        if (qp->sec_on) {
             /* Written behind room for the SEC header, then sealed in
              * place (secure.c), so no byte is copied twice. */
             if (cap < 2 * MROCE_SEC_OVERHEAD)
@@ -395,7 +400,7 @@ int mre_ep_write_pkt_zc(mre_ep *ep, uint8_t *buf, size_t cap,
         return MROCE_EINVAL;
     zc->payload = NULL;
     zc->payload_len = 0;
-    ep->tx_zc = ep->cfg.sec_suite ? NULL : zc; /* sealing copies anyway */
+    ep->tx_zc = zc; /* not for a secure QP: sealing copies (requester.c) */
     int n = mre_ep_write_pkt(ep, buf, cap, info, now);
     ep->tx_zc = NULL;
     return n;

@@ -92,6 +92,10 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
                                           MROCE_MAX_STREAM_DATA_HDR_LEN -
                                           MROCE_CRC_LEN))
         return MROCE_EINVAL;
+    /* SEC-34: a secure QP needs a secure endpoint. */
+    if (a.secure > MRE_QP_SEC_ANY ||
+        (a.secure == MRE_QP_SEC_ON && !ep->cfg.sec_suite))
+        return MROCE_EINVAL;
     /* CONN-36: a sealed packet is MROCE_SEC_OVERHEAD longer. */
     if (ep->cfg.sec_suite && a.mtu > MROCE_MAX_PKT_LEN -
                                          MROCE_MAX_STREAM_DATA_HDR_LEN -
@@ -109,6 +113,7 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
         return MROCE_ENOMEM;
     qp->ep = ep;
     qp->attr = a;
+    qp->sec_on = ep->cfg.sec_suite && a.secure != MRE_QP_SEC_OFF;
     qp->sq = mre_mem_calloc(m, a.max_send_wr, sizeof(*qp->sq));
     qp->rq = mre_mem_calloc(m, a.max_recv_wr, sizeof(*qp->rq));
     qp->nrjobs = 2 * a.max_rd_atomic;
@@ -371,6 +376,8 @@ void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
         return;
     }
     mre_conntab_listen_remove(ep, qp);
+    if (qp->attr.secure == MRE_QP_SEC_ANY)
+        qp->sec_on = c->sec_present; /* SEC-35: as the requester asks */
     qp->peer = info->from;
     qp->peer_qpn = c->src_qpn;
     choose_local_identity(qp);
@@ -512,7 +519,7 @@ int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
     if (n == 0)
         return MROCE_ENOBUF;
     if ((bit == CTRL_CONN_REQ || bit == CTRL_CONN_RESP) &&
-        mre_sec_conn_mac(qp->ep, buf, n) < 0)
+        mre_sec_conn_mac(qp, buf, n) < 0)
         return 0; /* retried at the next handshake timer */
     qp->ctrl &= (uint8_t)~bit;
     info->to = qp->peer;

@@ -331,7 +331,7 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
     if (h == 0)
         return MROCE_ENOBUF;
     struct mre_tx_zc *zc = qp->ep->tx_zc;
-    if (zc && p.payload_len && src != be8) {
+    if (zc && !qp->sec_on && p.payload_len && src != be8) {
         /* Zero-copy: the payload stays where it is, if it is one piece (not
          * the atomic result, which lives on this stack). */
         const uint8_t *at = sgl ? mre_mr_sge_span(sgl, nsge, e->offset, e->len)
@@ -346,6 +346,8 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
         mre_mr_sge_gather(sgl, nsge, e->offset, buf + h, e->len);
     else if (src && e->len)
         memcpy(buf + h, src, e->len);
+    if (qp->sec_on) /* the tag takes the CRC's place (SEC-19) */
+        return (int)(h + e->len + MROCE_CRC_LEN);
     return (int)mrw_pkt_seal(buf, h + e->len);
 }
 

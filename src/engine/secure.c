@@ -9,7 +9,8 @@
  * the SECURE flag).  The cryptography is the caller's (mre_crypto); this
  * file decides what is sealed, under which key, with which nonce and
  * additional data, and what is dropped: wrong key identifier, replay,
- * failed tag, clear packets on a secure endpoint (SEC-20..SEC-25).
+ * failed tag, clear packets on a secure endpoint (SEC-20..SEC-25); and
+ * which master key generation each key is derived under (SEC-31..SEC-33).
  */
 #include "engine_int.h"
 #include "../wire/seeded_fault.h"
@@ -44,8 +45,17 @@ int mre_sec_config_check(const struct mre_ep_config *cfg)
         return 0;
     if (cfg->sec_suite < MROCE_SUITE_AES128_GCM ||
         cfg->sec_suite > MROCE_SUITE_AES128_GMAC || !c->key_new ||
-        !c->key_free || !c->seal || !c->open || !c->hs_mac)
+        !c->key_free || !c->seal || !c->open || !c->hs_mac ||
+        !c->key_new_gen != !c->hs_check)
         return MROCE_EINVAL;
+    return 0;
+}
+
+int mre_ep_sec_use_gen(mre_ep *ep, uint8_t gen)
+{
+    if (!ep || !ep->cfg.sec_suite || !ep->cfg.crypto.key_new_gen)
+        return MROCE_EINVAL;
+    ep->sec_tx_gen = gen; /* each sender moves at its next packet */
     return 0;
 }
 
@@ -110,13 +120,15 @@ void mre_sec_new_identity(mre_qp *qp)
         qp->sec.local_spi = (uint32_t)mre_ep_rand64(qp->ep);
     while (qp->sec.local_spi == 0);
     qp->sec.tx_epoch = qp->sec.rx_epoch = 0;
+    qp->sec.tx_gen = qp->sec.rx_gen_cur = qp->sec.rx_gen_prev =
+        qp->sec.rx_gen_next = qp->ep->sec_tx_gen;
     qp->sec.tx_seq = qp->sec.tx_in_epoch = qp->sec.rx_high = 0;
     memset(qp->sec.rx_bits, 0, qp->sec.rx_w / 8);
 }
 
 void mre_sec_conn_build(const mre_qp *qp, struct mrw_conn_hdr *c)
 {
-    if (!qp->ep->cfg.sec_suite)
+    if (!qp->sec_on)
         return;
     c->sec_present = 1;
     c->sec_suite = qp->ep->cfg.sec_suite;
@@ -125,11 +137,11 @@ void mre_sec_conn_build(const mre_qp *qp, struct mrw_conn_hdr *c)
 }
 
 /* The MAC sits in the last MROCE_SEC_MAC_LEN bytes before the CRC. */
-int mre_sec_conn_mac(mre_ep *ep, uint8_t *buf, size_t n)
+int mre_sec_conn_mac(mre_qp *qp, uint8_t *buf, size_t n)
 {
-    const struct mre_crypto *c = &ep->cfg.crypto;
+    const struct mre_crypto *c = &qp->ep->cfg.crypto;
     size_t at = n - MROCE_CRC_LEN - MROCE_SEC_MAC_LEN;
-    if (!ep->cfg.sec_suite)
+    if (!qp->sec_on)
         return 0;
     if (c->hs_mac(c->user, buf, at, buf + at) < 0)
         return MROCE_EINVAL;
@@ -151,7 +163,16 @@ int mre_sec_conn_check(mre_ep *ep, const struct mrw_pkt *pkt,
     const struct mrw_conn_hdr *c = &pkt->u.conn;
     const struct mre_crypto *cr = &ep->cfg.crypto;
     uint8_t mac[MROCE_SEC_MAC_LEN];
-    if (!ep->cfg.sec_suite) {
+    /* SEC-34, SEC-35: what the QP it names wants; with none, the
+     * endpoint's default (what follows drops it anyway). */
+    const mre_qp *q = pkt->base.opcode == MROCE_OP_CONNECT_REQ
+                          ? mre_conntab_listen_find(ep, pkt->base.dst_qpn)
+                          : mre_ep_find_qp(ep, pkt->base.dst_qpn);
+    int want = q ? q->sec_on : ep->cfg.sec_suite != 0;
+    if (q && q->attr.secure == MRE_QP_SEC_ANY && q->state == MROCE_QPS_LISTEN &&
+        ep->cfg.sec_suite)
+        want = c->sec_present; /* a listener that takes either */
+    if (!want) {
         if (!c->sec_present)
             return 0;
         ep->cnt.drop_mode++; /* cannot authenticate it (SEC-27) */
@@ -167,9 +188,10 @@ int mre_sec_conn_check(mre_ep *ep, const struct mrw_pkt *pkt,
         ep->cnt.drop_key++; /* CONN-33 */
         return -1;
     }
-    if (cr->hs_mac(cr->user, buf, len - MROCE_CRC_LEN - MROCE_SEC_MAC_LEN,
-                   mac) < 0 ||
-        !mac_equal(mac, c->sec_mac)) {
+    size_t at = len - MROCE_CRC_LEN - MROCE_SEC_MAC_LEN;
+    if (cr->hs_check ? cr->hs_check(cr->user, buf, at, c->sec_mac) < 0
+                     : (cr->hs_mac(cr->user, buf, at, mac) < 0 ||
+                        !mac_equal(mac, c->sec_mac))) {
         ep->cnt.drop_auth++; /* CONN-32 */
         return -1;
     }
@@ -179,8 +201,9 @@ int mre_sec_conn_check(mre_ep *ep, const struct mrw_pkt *pkt,
 /* SEC-15's info: label, suite, then the receiving QP's QPN, token, SPI,
  * and the epoch. */
 static int derive(mre_ep *ep, uint32_t qpn, uint64_t token, uint32_t spi,
-                  uint16_t epoch, void **key)
+                  uint16_t epoch, uint8_t gen, void **key)
 {
+    const struct mre_crypto *c = &ep->cfg.crypto;
     uint8_t info[SEC_INFO_LEN], *p = info;
     memcpy(p, SEC_LABEL_PKT, SEC_LABEL_PKT_LEN);
     p += SEC_LABEL_PKT_LEN;
@@ -190,33 +213,38 @@ static int derive(mre_ep *ep, uint32_t qpn, uint64_t token, uint32_t spi,
     put32(p + 12, spi);
     put16(p + 16, epoch);
     *key = NULL;
-    if (ep->cfg.crypto.key_new(ep->cfg.crypto.user, ep->cfg.sec_suite, info,
-                               sizeof info, key) < 0 ||
+    /* SEC-31: the same info under the master key of generation gen. */
+    if ((c->key_new_gen ? c->key_new_gen(c->user, gen, ep->cfg.sec_suite, info,
+                                         sizeof info, key)
+         : gen          ? -1
+               : c->key_new(c->user, ep->cfg.sec_suite, info, sizeof info,
+                            key)) < 0 ||
         !*key)
         return MROCE_ENOMEM;
     return 0;
 }
 
-static int derive_tx(mre_qp *qp, uint16_t epoch, void **key)
+static int derive_tx(mre_qp *qp, uint16_t epoch, uint8_t gen, void **key)
 {
     return derive(qp->ep, qp->peer_qpn, qp->peer_token, qp->sec.peer_spi, epoch,
-                  key);
+                  gen, key);
 }
 
-static int derive_rx(mre_qp *qp, uint16_t epoch, void **key)
+static int derive_rx(mre_qp *qp, uint16_t epoch, uint8_t gen, void **key)
 {
     return derive(qp->ep, qp->qpn, qp->local_token, qp->sec.local_spi, epoch,
-                  key);
+                  gen, key);
 }
 
 int mre_sec_on_handshake(mre_qp *qp, const struct mrw_conn_hdr *c)
 {
-    if (!qp->ep->cfg.sec_suite)
+    if (!qp->sec_on)
         return 0;
     drop_keys(qp);
     qp->sec.peer_spi = c->sec_spi;
-    if (derive_tx(qp, 0, &qp->sec.tx_key) < 0 ||
-        derive_rx(qp, 0, &qp->sec.rx_cur) < 0) {
+    qp->sec.tx_gen = qp->sec.rx_gen_cur = qp->ep->sec_tx_gen;
+    if (derive_tx(qp, 0, qp->sec.tx_gen, &qp->sec.tx_key) < 0 ||
+        derive_rx(qp, 0, qp->sec.rx_gen_cur, &qp->sec.rx_cur) < 0) {
         drop_keys(qp);
         return MROCE_ENOMEM;
     }
@@ -231,18 +259,24 @@ static void nonce_of(uint8_t *nonce, uint32_t spi, uint64_t seq)
 }
 
 /* SEC-22: after rotate_pkts packets the next packet uses the next epoch;
- * if its key cannot be made now, the old one serves until it can. */
-static void tx_rotate(mre_qp *qp)
+ * SEC-32: so does the first packet after the endpoint's generation
+ * changed, under the new generation's master key.  If the key cannot be
+ * made now, the old one serves until it can. */
+static void tx_rotate(mre_qp *qp, int sealed)
 {
     uint64_t per = qp->ep->cfg.sec_rotate_pkts ? qp->ep->cfg.sec_rotate_pkts
                                                : SEC_ROTATE_DEFAULT;
+    uint8_t gen = qp->ep->sec_tx_gen;
     void *k;
-    if (++qp->sec.tx_in_epoch < per)
+    if (sealed)
+        qp->sec.tx_in_epoch++;
+    if (qp->sec.tx_in_epoch < per && gen == qp->sec.tx_gen)
         return;
-    if (derive_tx(qp, (uint16_t)(qp->sec.tx_epoch + 1), &k) < 0)
+    if (derive_tx(qp, (uint16_t)(qp->sec.tx_epoch + 1), gen, &k) < 0)
         return;
     key_drop(qp->ep, &qp->sec.tx_key);
     qp->sec.tx_key = k;
+    qp->sec.tx_gen = gen;
     qp->sec.tx_epoch++;
     qp->sec.tx_in_epoch = 0;
 }
@@ -264,6 +298,8 @@ int mre_sec_tx(mre_qp *qp, uint8_t *buf, size_t n)
         mre_qp_enter_error(qp); /* SEC-18: never wrap */
         return 0;
     }
+    if (qp->sec.tx_gen != ep->sec_tx_gen)
+        tx_rotate(qp, 0); /* a new master key (SEC-32) */
     size_t plen = n - MROCE_BASE_HDR_LEN - MROCE_CRC_LEN;
     size_t total = n + MROCE_SEC_OVERHEAD;
     memmove(buf, w, MROCE_BASE_HDR_LEN); /* the protected part stays put */
@@ -273,7 +309,7 @@ int mre_sec_tx(mre_qp *qp, uint8_t *buf, size_t n)
     sh.spi = qp->sec.peer_spi;
     sh.epoch = qp->sec.tx_epoch;
     sh.suite = ep->cfg.sec_suite;
-    sh.reserved = 0;
+    sh.key_gen = qp->sec.tx_gen;
     sh.seq = ++qp->sec.tx_seq;
     mrw_sec_encode(buf + MROCE_BASE_HDR_LEN, &sh);
     nonce_of(nonce, sh.spi, sh.seq);
@@ -287,25 +323,39 @@ int mre_sec_tx(mre_qp *qp, uint8_t *buf, size_t n)
                      plen, body, tag);
     if (rc < 0)
         return 0;
-    tx_rotate(qp);
+    tx_rotate(qp, 1);
     return (int)total;
 }
 
-/* The key for a packet of this epoch (SEC-23), deriving C + 1 on first
- * sight; NULL: not an acceptable epoch.  *next says it is C + 1. */
-static void *rx_key_for(mre_qp *qp, uint16_t epoch, int *next)
+/* The key for a packet of this epoch and generation (SEC-23, SEC-32),
+ * deriving C + 1 on first sight, and epoch 0 of another generation while
+ * nothing is authenticated (SEC-33); NULL: not acceptable.  *next: 1 if
+ * the key is C + 1's, 2 if it replaces C's. */
+static void *rx_key_for(mre_qp *qp, uint16_t epoch, uint8_t gen, int *next)
 {
+    struct mre_sec_qp *s = &qp->sec;
     *next = 0;
-    if (epoch == qp->sec.rx_epoch)
-        return qp->sec.rx_cur;
-    if (epoch == (uint16_t)(qp->sec.rx_epoch - 1))
-        return qp->sec.rx_prev;
-    if (epoch != (uint16_t)(qp->sec.rx_epoch + 1))
+    if (epoch == s->rx_epoch && gen == s->rx_gen_cur)
+        return s->rx_cur;
+    if (epoch == (uint16_t)(s->rx_epoch - 1))
+        return gen == s->rx_gen_prev ? s->rx_prev : NULL;
+    if (epoch == s->rx_epoch) {
+        if (epoch != 0 || s->rx_high != 0)
+            return NULL;
+        *next = 2;
+    } else if (epoch == (uint16_t)(s->rx_epoch + 1)) {
+        *next = 1;
+    } else {
         return NULL;
-    if (!qp->sec.rx_next && derive_rx(qp, epoch, &qp->sec.rx_next) < 0)
+    }
+    if (s->rx_next && s->rx_gen_next != gen)
+        key_drop(qp->ep, &s->rx_next);
+    if (MROCE_SEEDED_FAULT(SEC_GEN_IGNORED))
+        gen = s->rx_gen_cur; /* the packet's Key Gen not read */
+    if (!s->rx_next && derive_rx(qp, epoch, gen, &s->rx_next) < 0)
         return NULL;
-    *next = 1;
-    return qp->sec.rx_next;
+    s->rx_gen_next = gen;
+    return s->rx_next;
 }
 
 static int replay_seen(const mre_qp *qp, uint64_t seq)
@@ -358,7 +408,7 @@ int mre_sec_open(mre_ep *ep, const uint8_t *buf, size_t len,
         ep->cnt.drop_mode++; /* no connection to open it for */
         return 0;
     }
-    void *key = rx_key_for(qp, sh.epoch, &next);
+    void *key = rx_key_for(qp, sh.epoch, sh.key_gen, &next);
     if ((sh.spi != qp->sec.local_spi || sh.suite != ep->cfg.sec_suite ||
          !key) &&
         !MROCE_SEEDED_FAULT(SEC_KEYID_ANY)) {
@@ -387,10 +437,19 @@ int mre_sec_open(mre_ep *ep, const uint8_t *buf, size_t len,
         ep->cnt.drop_auth++; /* SEC-21: nothing changed */
         return 0;
     }
-    if (next && !MROCE_SEEDED_FAULT(SEC_ROTATE_STUCK)) {
+    if (next && qp->sec.rx_gen_next != qp->sec.rx_gen_cur)
+        ep->cnt.sec_rekeys++;
+    if (next == 2) {
+        key_drop(ep, &qp->sec.rx_cur); /* epoch 0 of another generation */
+        qp->sec.rx_cur = qp->sec.rx_next;
+        qp->sec.rx_gen_cur = qp->sec.rx_gen_next;
+        qp->sec.rx_next = NULL;
+    } else if (next && !MROCE_SEEDED_FAULT(SEC_ROTATE_STUCK)) {
         key_drop(ep, &qp->sec.rx_prev); /* C + 1 is now current */
         qp->sec.rx_prev = qp->sec.rx_cur;
+        qp->sec.rx_gen_prev = qp->sec.rx_gen_cur;
         qp->sec.rx_cur = qp->sec.rx_next;
+        qp->sec.rx_gen_cur = qp->sec.rx_gen_next;
         qp->sec.rx_next = NULL;
         qp->sec.rx_epoch++;
     } else if (next) {

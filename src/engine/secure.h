@@ -32,6 +32,10 @@ struct mre_sec_qp {
     uint64_t tx_in_epoch; /* packets sealed under tx_key */
     uint64_t rx_high;     /* highest Seq authenticated, 0 before any */
     uint64_t *rx_bits;    /* rx_w bits: Seq s received iff bit s % rx_w */
+    uint8_t tx_gen;       /* master key generation of tx_key (SEC-31) */
+    uint8_t rx_gen_cur;   /* ... of rx_cur, rx_prev and rx_next */
+    uint8_t rx_gen_prev;
+    uint8_t rx_gen_next;
 };
 
 /* mre_sec_config_check: 0 if cfg's secure mode is off or complete (a known
@@ -56,7 +60,7 @@ void mre_sec_conn_build(const mre_qp *qp, struct mrw_conn_hdr *c);
 /* mre_sec_conn_mac writes the MAC of the encoded CONNECT buf[0..n) (SECURE
  * last) and recomputes its CRC.  0, or MROCE_EINVAL if the callback fails
  * (the CONNECT must not be sent). */
-int mre_sec_conn_mac(mre_ep *ep, uint8_t *buf, size_t n);
+int mre_sec_conn_mac(mre_qp *qp, uint8_t *buf, size_t n);
 /* mre_sec_conn_check decides whether a received, decoded CONNECT buf[0..len)
  * may be acted on (CONN-32, CONN-33): 0 yes; otherwise -1, counted
  * (drop_mode, drop_key or drop_auth). */

@@ -22,6 +22,16 @@ struct lib_sec;
  * (enum mrw_sec_suite).  0, MROCE_EINVAL (length, suite), MROCE_ENOMEM. */
 int lib_sec_new(uint8_t suite, const uint8_t *key, size_t len,
                 struct lib_sec **out);
+/* Master key rotation (SEC-31..SEC-33).  The key of lib_sec_new is
+ * generation 0.  lib_sec_add_key installs key[0..len) as generation gen,
+ * for receiving (and for handshakes MAC'd under it), in place of the key
+ * not sent under; lib_sec_use_key makes gen the one sent under (then
+ * mre_ep_sec_use_gen tells the engine).  0 or MROCE_EINVAL (gen is the
+ * one sent under / not held, bad length); add may return MROCE_ENOMEM. */
+int lib_sec_add_key(struct lib_sec *s, uint8_t gen, const uint8_t *key,
+                    size_t len);
+int lib_sec_use_key(struct lib_sec *s, uint8_t gen);
+uint8_t lib_sec_tx_gen(const struct lib_sec *s);
 /* lib_sec_free wipes and frees it (NULL is fine). */
 void lib_sec_free(struct lib_sec *s);
 /* lib_sec_fill points cfg's secure mode at s: sec_suite and crypto. */

@@ -86,7 +86,8 @@
     X(SEC_REPLAY_OK, "sec_replay_ok")             \
     X(SEC_KEYID_ANY, "sec_keyid_any")             \
     X(SEC_CLEAR_OK, "sec_clear_ok")               \
-    X(SEC_ROTATE_STUCK, "sec_rotate_stuck")
+    X(SEC_ROTATE_STUCK, "sec_rotate_stuck")       \
+    X(SEC_GEN_IGNORED, "sec_gen_ignored")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS

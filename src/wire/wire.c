@@ -180,7 +180,7 @@ enum {
     S_SPI = 0, /* SEC header, from its first byte */
     S_EPOCH = 4,
     S_SUITE = 6,
-    S_RESERVED = 7,
+    S_KEY_GEN = 7,
     S_SEQ = 8,
 };
 
@@ -390,7 +390,7 @@ int mrw_sec_decode(struct mrw_base_hdr *b, struct mrw_sec_hdr *s,
     s->spi = ld32(p + S_SPI);
     s->epoch = ld16(p + S_EPOCH);
     s->suite = p[S_SUITE];
-    s->reserved = p[S_RESERVED];
+    s->key_gen = p[S_KEY_GEN];
     s->seq = ld64(p + S_SEQ);
     return 0;
 }
@@ -400,7 +400,7 @@ void mrw_sec_encode(uint8_t *p, const struct mrw_sec_hdr *s)
     st32(p + S_SPI, s->spi);
     st16(p + S_EPOCH, s->epoch);
     p[S_SUITE] = s->suite;
-    p[S_RESERVED] = s->reserved;
+    p[S_KEY_GEN] = s->key_gen;
     st64(p + S_SEQ, s->seq);
 }
 
