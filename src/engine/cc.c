@@ -102,6 +102,45 @@ static uint64_t cc_ai_scale(const struct mre_cc *cc, uint32_t starved)
                : (uint64_t)CC_AI_MAX_SCALE * CC_ONE;
 }
 
+/* CC-51: on a long-haul path (base_rtt >= MROCE_CC_LONG_RTT) a window of
+ * bytes acknowledged adds CC_AI_MTUS MTUs times (base_rtt / LONG_RTT)^2,
+ * so that its rate grows per unit of time as fast as a flow's whose RTT
+ * is MROCE_CC_LONG_RTT (3 MTU per RTT raise a rate by 3 MTU / RTT^2 per
+ * second), and flows of different RTTs that share a bottleneck converge
+ * to the same rate rather than to rates in proportion to 1 / RTT^2.  At
+ * most an eighth of the window per RTT, so one RTT of growth overshoots
+ * the bottleneck by no more than that.  Below the threshold it returns
+ * the ordinary increase (every data-centre RTT). */
+static uint64_t cc_ai_bytes(const struct mre_cc *cc, uint64_t n, uint64_t w)
+{
+    uint64_t inc = n * CC_AI_MTUS * (uint64_t)cc->mtu;
+    if (cc->base_rtt < MROCE_CC_LONG_RTT)
+        return inc;
+    uint64_t r = (cc->base_rtt << 8) / MROCE_CC_LONG_RTT; /* 24.8 */
+    uint64_t big = (inc * ((r * r) >> 8)) >> 8, cap = n * (w / 8);
+    if (big > cap)
+        big = cap;
+    return big > inc ? big : inc;
+}
+
+/* CC-51: whether the window counts as in use for growth.  An ACK finds it
+ * full if no further packet fits; on a long-haul path it also counts as
+ * in use for the rest of a round once one ACK of the round found it full.
+ * There the ACKs of a window return spaced at the sender's line rate, so
+ * the packets a grown window allows queue at the sender's NIC, not in
+ * flight, and the next ACKs find room: growth by the ACK would stop after
+ * the first ACK of each round, and a slow start would grow by a few
+ * packets per RTT instead of doubling. */
+static int cc_window_used(struct mre_cc *cc, uint64_t before, uint64_t w)
+{
+    int full = before + cc->mtu + CC_PKT_OVERHEAD > w;
+    if (cc->base_rtt < MROCE_CC_LONG_RTT)
+        return full;
+    if (full)
+        cc->round_used = 1;
+    return cc->round_used;
+}
+
 /* Bookkeeping shared by every multiplicative decrease: restart the once-
  * per-RTT clock, drop partial additive-increase credit (it was earned at
  * the old window) and end any slow restart. */
@@ -137,6 +176,7 @@ void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops, uint32_t mtu,
     cc->ce_acc = 0;
     cc->rx_acc = 0;
     cc->round_start = 0;
+    cc->round_used = 0;
     for (k = 0; k < sizeof cc->scratch / sizeof cc->scratch[0]; k++)
         cc->scratch[k] = 0;
     if (ops->init)
@@ -285,6 +325,7 @@ static void de_round(struct mre_cc *cc, mroce_tstamp now, mroce_tstamp interval)
         cc_decreased(cc, now);
     }
     cc->round_start = now;
+    cc->round_used = 0;
     cc->ce_acc = 0;
     cc->rx_acc = 0;
     CC_RMIN(cc) = 0;
@@ -330,7 +371,7 @@ static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
     w = cc->cwnd;
     before = (uint64_t)ev->inflight + ev->acked_bytes +
              (uint64_t)CC_PKT_OVERHEAD * ev->acked_pkts;
-    if (before + cc->mtu + CC_PKT_OVERHEAD <= w)
+    if (!cc_window_used(cc, before, w))
         return; /* not limited by the window: keep it */
     ss = CC_SSTHRESH(cc);
     if (w < ss) {
@@ -349,7 +390,7 @@ static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
         if (acc >= w) {
             uint64_t n = acc / w;
             acc -= n * w;
-            w += n * CC_AI_MTUS * (uint64_t)cc->mtu;
+            w += cc_ai_bytes(cc, n, w); /* CC-51 */
         }
         cc->ai_acc = (uint32_t)acc;
     }
@@ -417,7 +458,13 @@ static uint32_t de_path_update(const struct mre_cc *cc, uint32_t pcwnd,
         return pcwnd / 2;
     if (w == 0)
         w = pkt;
-    w += (pkt * acked + w - 1) / w;
+    /* CC-51: on a long-haul path in slow start the path grows as the
+     * connection does, by the bytes acknowledged on it (doubling per
+     * round); else by a packet per window */
+    if (cc->base_rtt >= MROCE_CC_LONG_RTT && cc->cwnd < CC_SSTHRESH(cc))
+        w += acked;
+    else
+        w += (pkt * acked + w - 1) / w;
     return w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
 }
 

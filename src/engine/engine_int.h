@@ -364,6 +364,9 @@ struct mre_qp {
     uint16_t nstreams;
     uint8_t streams_on;
     struct mre_sec_qp sec; /* secure mode (secure.c) */
+    /* ns from CONNECT_REQ to CONNECT_RESP on the active side, 0 if none
+     * (LOSS-26): bounds the RTO before the first RTT sample (loss.c) */
+    mroce_tstamp hs_rtt;
 };
 
 /* A timer heap entry carries its QP's deadline, so sifting compares and
