@@ -1,6 +1,6 @@
 /*
  * test_engine_longhaul.c - the engine on a long-haul path (REL-46,
- * LOSS-26, CC-51): two hosts of the network model 1 ms apart one way
+ * LOSS-26, CC-51, CC-52): two hosts of the network model 1 ms apart one way
  * (2 ms RTT, 100 Gbit/s, no loss), a QP with a window of 8192 PSNs.
  *
  * 1. window: a QP window of MRE_MAX_WINDOW (2^18) is accepted, one above
@@ -16,6 +16,8 @@
  *    ACKs of a window return at line rate, the packets a grown window
  *    allows wait at the NIC, and growth by the ACK stops after the first
  *    ACK of each round): about 10 RTTs with it, 30 without.
+ * 4. activity: the receiver counts a long-haul sender active for two of
+ *    its RTTs after its last data packet (CC-52).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,9 +100,43 @@ static void test_first_window_and_ramp(void)
     mroce_tb_del(tb);
 }
 
+/* CC-52: the receiver keeps a long-haul sender active for two of its
+ * RTTs after its last data packet (not rate_active, 50 us), so a window-
+ * limited sender, silent for most of each RTT, is not retired between
+ * its windows; after that it is retired. */
+static void test_active_two_rtts(void)
+{
+    struct mroce_testbed *tb = bed();
+    struct mre_qp_attr a;
+    mre_qp_attr_default(&a);
+    mre_qp *qa = NULL, *qb = NULL;
+    CHECK(mroce_tb_connect(tb, 0, 1, &a, &qa, &qb, 100000000) == 0);
+    CHECK(qa->rh.on && qb->rh.on);
+    struct xfer x;
+    xfer_setup(tb, &x, 4u << 20, 3);
+    xfer_post(&x, qa, qb, mroce_netdrive_now(tb->d));
+    CHECK(xfer_run(tb, &x, NULL, NULL, MODEL_LIMIT));
+    mre_ep *rx = tb->h[1].ep;
+    mroce_tstamp last = qb->rh.last;
+    CHECK(qb->rh.active);
+    /* one RTT after the last data packet: still counted */
+    mroce_netdrive_run_until(tb->d, last + 2 * ONE_WAY);
+    mre_rh_share(rx, qb, mroce_netdrive_now(tb->d));
+    CHECK(qb->rh.active);
+    CHECK_EQ(rx->rh.nactive, 1);
+    /* three RTTs after it: retired */
+    mroce_netdrive_run_until(tb->d, last + 6 * ONE_WAY);
+    mre_rh_share(rx, qb, mroce_netdrive_now(tb->d));
+    CHECK(!qb->rh.active);
+    CHECK_EQ(rx->rh.nactive, 0);
+    xfer_free(&x);
+    mroce_tb_del(tb);
+}
+
 int main(void)
 {
     test_window_bounds();
     test_first_window_and_ramp();
+    test_active_two_rtts();
     return TESTUTIL_SUMMARY("test_engine_longhaul");
 }
