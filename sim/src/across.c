@@ -25,6 +25,8 @@
  *           those flows and within each workload;
  *   read  - the READ fan-out's completion times (request post to answer
  *           arrival) and the client's downlink queue peak;
+ *   rxq   - the queue peak and drops at the port towards an incast's
+ *           receiver (host 0) or a READ fan-out's client;
  *   pfc   - with PFC on the across topology, the largest ingress
  *           occupancy any switch held per link tier (the buffer PFC
  *           needed) and, on the long-haul legs, the headroom rule
@@ -301,6 +303,26 @@ static void report_read(struct sim *s)
     }
 }
 
+/* rxq: the queue peak and drops at the ToR port towards the host that
+ * receives an incast (host 0) or a READ fan-out's answers (its client). */
+static void report_rxq(struct sim *s)
+{
+    for (uint32_t wi = 0; wi < s->sc->nwl; wi++) {
+        const struct wl_cfg *c = &s->sc->wl[wi];
+        uint32_t h;
+        if (c->kind == WL_INCAST)
+            h = 0;
+        else if (c->kind == WL_READ)
+            h = c->src_lo;
+        else
+            continue;
+        const struct link *dn = &s->links[s->links[s->hosts[h].uplink].peer];
+        printf("rxq scen=%s tp=%s host=h%u q_max_bytes=%llu drops=%llu\n",
+               s->sc->name, s->tp->name, h, (unsigned long long)dn->q_max,
+               (unsigned long long)dn->drops_q);
+    }
+}
+
 static void report_pfc(struct sim *s)
 {
     if (!s->tp->pfc || strcmp(s->sc->topo, "across"))
@@ -348,5 +370,6 @@ void across_report(struct sim *s, const struct run_result *res)
     (void)res;
     report_fair(s);
     report_read(s);
+    report_rxq(s);
     report_pfc(s);
 }
