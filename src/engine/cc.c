@@ -102,25 +102,31 @@ static uint64_t cc_ai_scale(const struct mre_cc *cc, uint32_t starved)
                : (uint64_t)CC_AI_MAX_SCALE * CC_ONE;
 }
 
-/* CC-51: on a long-haul path (base_rtt >= MROCE_CC_LONG_RTT) a window of
- * bytes acknowledged adds CC_AI_MTUS MTUs times (base_rtt / LONG_RTT)^2,
- * so that its rate grows per unit of time as fast as a flow's whose RTT
- * is MROCE_CC_LONG_RTT (3 MTU per RTT raise a rate by 3 MTU / RTT^2 per
- * second), and flows of different RTTs that share a bottleneck converge
- * to the same rate rather than to rates in proportion to 1 / RTT^2.  At
- * most an eighth of the window per RTT, so one RTT of growth overshoots
- * the bottleneck by no more than that.  Below the threshold it returns
- * the ordinary increase (every data-centre RTT). */
-static uint64_t cc_ai_bytes(const struct mre_cc *cc, uint64_t n, uint64_t w)
+/* CC-51: the additive-increase scale of a long-haul path (base_rtt >=
+ * MROCE_CC_LONG_RTT): (base_rtt / LONG_RTT)^2, so that its rate grows per
+ * unit of time as fast as a flow's whose RTT is MROCE_CC_LONG_RTT (3 MTU
+ * per RTT raise a rate by 3 MTU / RTT^2 per second), and flows of
+ * different RTTs that share a bottleneck converge towards the same rate
+ * rather than to rates in proportion to 1 / RTT^2.  It stops at
+ * CC_LONG_AI_MAX (an RTT of 16 LONG_RTT, 4 ms): beyond, a round adds a
+ * fixed 768 MTU, still additive (a bound in proportion to the window
+ * would make growth multiplicative, which keeps unequal rates unequal).
+ * 1 below the threshold (every data-centre RTT). */
+#define CC_LONG_AI_MAX 256u
+static uint64_t cc_ai_scale_long(const struct mre_cc *cc)
 {
-    uint64_t inc = n * CC_AI_MTUS * (uint64_t)cc->mtu;
     if (cc->base_rtt < MROCE_CC_LONG_RTT)
-        return inc;
+        return 1;
     uint64_t r = (cc->base_rtt << 8) / MROCE_CC_LONG_RTT; /* 24.8 */
-    uint64_t big = (inc * ((r * r) >> 8)) >> 8, cap = n * (w / 8);
-    if (big > cap)
-        big = cap;
-    return big > inc ? big : inc;
+    uint64_t s = (r * r) >> 16;
+    return s < 1 ? 1 : s > CC_LONG_AI_MAX ? CC_LONG_AI_MAX : s;
+}
+
+/* The additive increase for n windows of acknowledged bytes: CC-8's
+ * 3 MTU each, times the long-haul scale (CC-51). */
+static uint64_t cc_ai_bytes(const struct mre_cc *cc, uint64_t n)
+{
+    return n * CC_AI_MTUS * (uint64_t)cc->mtu * cc_ai_scale_long(cc);
 }
 
 /* CC-51: whether the window counts as in use for growth.  An ACK finds it
@@ -390,7 +396,7 @@ static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
         if (acc >= w) {
             uint64_t n = acc / w;
             acc -= n * w;
-            w += cc_ai_bytes(cc, n, w); /* CC-51 */
+            w += cc_ai_bytes(cc, n); /* CC-51 */
         }
         cc->ai_acc = (uint32_t)acc;
     }
@@ -458,13 +464,14 @@ static uint32_t de_path_update(const struct mre_cc *cc, uint32_t pcwnd,
         return pcwnd / 2;
     if (w == 0)
         w = pkt;
-    /* CC-51: on a long-haul path in slow start the path grows as the
-     * connection does, by the bytes acknowledged on it (doubling per
-     * round); else by a packet per window */
+    /* CC-51: on a long-haul path the path grows as the connection does:
+     * in slow start by the bytes acknowledged on it (doubling per round),
+     * else by the connection's RTT-scaled step (cc_ai_scale_long) of
+     * packets per window; in a data centre by a packet per window */
     if (cc->base_rtt >= MROCE_CC_LONG_RTT && cc->cwnd < CC_SSTHRESH(cc))
         w += acked;
     else
-        w += (pkt * acked + w - 1) / w;
+        w += (pkt * acked * cc_ai_scale_long(cc) + w - 1) / w;
     return w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
 }
 
