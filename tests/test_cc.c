@@ -749,12 +749,12 @@ static void test_path_windows(void)
 /* CC-51, on a long-haul path (base_rtt >= MROCE_CC_LONG_RTT): once an
  * ACK of a round found the window full, the window counts as in use for
  * the rest of the round (a data-centre path still needs each ACK to find
- * it full); additive increase per window is 3 MTU * (base_rtt / 250 us)^2,
+ * it full); additive increase per window is 3 MTU * (base_rtt / 1 ms)^2,
  * the scale at most 256; a path's window grows by the bytes acknowledged
  * on it in slow start and by the same scale of packets per window after. */
 static void test_long_rtt(void)
 {
-    const mroce_tstamp LONG = 1000000; /* 1 ms: 4 x MROCE_CC_LONG_RTT */
+    const mroce_tstamp LONG = 4000000; /* 4 ms: 4 x MROCE_CC_LONG_RTT */
     struct mre_cc cc;
     mroce_tstamp now = T0;
     struct mre_cc_ack ev;
@@ -785,7 +785,7 @@ static void test_long_rtt(void)
         CHECK_EQ(cc.cwnd, lng ? INIT + 9 * MTU : INIT + MTU);
     }
 
-    /* (b) additive increase: (1 ms / 250 us)^2 = 16 times 3 MTU, where
+    /* (b) additive increase: (4 ms / 1 ms)^2 = 16 times 3 MTU, where
      * cwnd / 8 allows it */
     mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, 16u << 20, 64u << 20, QDELAY);
     cc.srtt = LONG;
@@ -794,7 +794,7 @@ static void test_long_rtt(void)
     CHECK_EQ(cc.base_rtt, LONG);
     on_ack(&cc, 16u << 20, LONG, now += 1000); /* one window acked */
     CHECK_EQ(cc.cwnd, (16u << 20) + 16 * AI);
-    /* the scale stops at 256 (an RTT of 4 ms): 20 ms adds 256 x 3 MTU */
+    /* the scale stops at 256 (an RTT of 16 ms): 80 ms adds 256 x 3 MTU */
     mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, 1u << 20, 64u << 20, QDELAY);
     cc.srtt = 20 * LONG;
     cc.scratch[0] = 0;
@@ -823,7 +823,7 @@ static void test_long_rtt(void)
         uint32_t w = ps.paths[0].cwnd;
         mre_cc_path_feedback(&cc, &ps, 0, 0, w);
         CHECK_EQ(ps.paths[0].cwnd, lng ? 2 * w : w + MTU + 80);
-        /* past slow start: 16 packets per window at 1 ms, one at 10 us */
+        /* past slow start: 16 packets per window at 4 ms, one at 10 us */
         cc.scratch[0] = 0;
         cc.cwnd = 1u << 20; /* room under the connection's window */
         w = ps.paths[1].cwnd;

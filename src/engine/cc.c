@@ -108,7 +108,7 @@ static uint64_t cc_ai_scale(const struct mre_cc *cc, uint32_t starved)
  * per RTT raise a rate by 3 MTU / RTT^2 per second), and flows of
  * different RTTs that share a bottleneck converge towards the same rate
  * rather than to rates in proportion to 1 / RTT^2.  It stops at
- * CC_LONG_AI_MAX (an RTT of 16 LONG_RTT, 4 ms): beyond, a round adds a
+ * CC_LONG_AI_MAX (an RTT of 16 LONG_RTT, 16 ms): beyond, a round adds a
  * fixed 768 MTU, still additive (a bound in proportion to the window
  * would make growth multiplicative, which keeps unequal rates unequal).
  * 1 below the threshold (every data-centre RTT). */

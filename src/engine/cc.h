@@ -74,10 +74,11 @@ struct mre_cc {
                            current round found the window in use */
 };
 
-/* CC-51: a connection whose base_rtt is at least this (ns) is on a
- * long-haul path, where delay+ECN grows its windows by the round rather
- * than by the ACK (see cc.c). */
-#define MROCE_CC_LONG_RTT 250000u
+/* CC-51: a connection whose base_rtt is at least this (ns), 1 ms, is on
+ * a long-haul path (a data centre's RTTs, and a busy host's lowest
+ * samples, are well below it), where delay+ECN grows its windows by the
+ * round rather than by the ACK (see cc.c). */
+#define MROCE_CC_LONG_RTT 1000000u
 
 /* Built-in algorithms. */
 extern const struct mre_cc_ops mre_cc_delay_ecn;

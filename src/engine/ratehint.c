@@ -72,11 +72,12 @@ static mroce_tstamp rh_active_ns(const mre_ep *ep)
 }
 
 /* CC-52: the QP's RTT if it is a long-haul one (at least
- * MROCE_CC_LONG_RTT: its srtt, or before a sample the handshake's time),
- * else 0. */
+ * MROCE_CC_LONG_RTT: its lowest RTT sample, or before a sample the
+ * handshake's time), else 0.  The lowest sample, not srtt, so that a busy
+ * host's scheduling delays do not make a data-centre peer long-haul. */
 static mroce_tstamp rh_long_rtt(const mre_qp *qp)
 {
-    mroce_tstamp r = qp->srtt ? qp->srtt : qp->hs_rtt;
+    mroce_tstamp r = qp->min_rtt ? qp->min_rtt : qp->hs_rtt;
     return r >= MROCE_CC_LONG_RTT ? r : 0;
 }
 
