@@ -8,7 +8,8 @@
  * without, the latter only after 16 rounds without CE), the ECN
  * estimator, loss counted as marks, the timeout response with slow
  * restart (to init_cwnd or half the window before), and a seeded random
- * event storm checking cwnd never leaves [min_cwnd, max_cwnd].
+ * event storm checking cwnd never leaves [min_cwnd, max_cwnd]; and the
+ * long-haul rules of CC-51 (growth by the round, RTT-scaled increase).
  */
 #include <stdio.h>
 
@@ -745,6 +746,92 @@ static void test_path_windows(void)
     CHECK_EQ(ps.nfull, 0);
 }
 
+/* CC-51, on a long-haul path (base_rtt >= MROCE_CC_LONG_RTT): once an
+ * ACK of a round found the window full, the window counts as in use for
+ * the rest of the round (a data-centre path still needs each ACK to find
+ * it full); additive increase per window is 3 MTU * (base_rtt / 1 ms)^2,
+ * the scale at most 256; a path's window grows by the bytes acknowledged
+ * on it in slow start and by the same scale of packets per window after. */
+static void test_long_rtt(void)
+{
+    const mroce_tstamp LONG = 4000000; /* 4 ms: 4 x MROCE_CC_LONG_RTT */
+    struct mre_cc cc;
+    mroce_tstamp now = T0;
+    struct mre_cc_ack ev;
+    unsigned k;
+
+    /* (a) slow start: the first ACK finds the window full, the next ones
+     * find room (the grown window's packets wait at the NIC) */
+    for (int lng = 0; lng < 2; lng++) {
+        mroce_tstamp rtt = lng ? LONG : BASE;
+        setup(&cc);
+        cc.srtt = rtt;
+        on_ack(&cc, MTU, rtt, now += 1000); /* full: grows */
+        CHECK_EQ(cc.cwnd, INIT + MTU);
+        for (k = 0; k < 8; k++) {
+            ev = ack(MTU, rtt, now += 1000);
+            ev.inflight = 0; /* room for more */
+            cc.ops->on_ack(&cc, &ev);
+        }
+        CHECK_EQ(cc.cwnd, lng ? INIT + 9 * MTU : INIT + MTU);
+        /* a new round (one srtt on) starts with the window not in use */
+        now += 2 * rtt;
+        ev = ack(MTU, rtt, now);
+        ev.inflight = 0;
+        cc.ops->on_ack(&cc, &ev);
+        ev = ack(MTU, rtt, now += 1000);
+        ev.inflight = 0;
+        cc.ops->on_ack(&cc, &ev);
+        CHECK_EQ(cc.cwnd, lng ? INIT + 9 * MTU : INIT + MTU);
+    }
+
+    /* (b) additive increase: (4 ms / 1 ms)^2 = 16 times 3 MTU, where
+     * cwnd / 8 allows it */
+    mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, 16u << 20, 64u << 20, QDELAY);
+    cc.srtt = LONG;
+    cc.scratch[0] = 0; /* past slow start */
+    on_ack(&cc, 0, LONG, now += 1000);
+    CHECK_EQ(cc.base_rtt, LONG);
+    on_ack(&cc, 16u << 20, LONG, now += 1000); /* one window acked */
+    CHECK_EQ(cc.cwnd, (16u << 20) + 16 * AI);
+    /* the scale stops at 256 (an RTT of 16 ms): 80 ms adds 256 x 3 MTU */
+    mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, 1u << 20, 64u << 20, QDELAY);
+    cc.srtt = 20 * LONG;
+    cc.scratch[0] = 0;
+    on_ack(&cc, 0, 20 * LONG, now += 1000);
+    on_ack(&cc, 1u << 20, 20 * LONG, now += 1000);
+    CHECK_EQ(cc.cwnd, (1u << 20) + 256 * AI);
+    /* just below the threshold: CC-8's 3 MTU */
+    mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, 16u << 20, 64u << 20, QDELAY);
+    cc.srtt = MROCE_CC_LONG_RTT - 1;
+    cc.scratch[0] = 0;
+    on_ack(&cc, 0, MROCE_CC_LONG_RTT - 1, now += 1000);
+    on_ack(&cc, 16u << 20, MROCE_CC_LONG_RTT - 1, now += 1000);
+    CHECK_EQ(cc.cwnd, (16u << 20) + AI);
+
+    /* (c) a path's window in slow start grows by the acked bytes */
+    static struct mre_path slots[4];
+    struct mre_pathset ps;
+    uint64_t seed = 1;
+    for (int lng = 0; lng < 2; lng++) {
+        CHECK(mre_pathset_init(&ps, slots, 4, 49152, 16384, QDELAY, tu_rand,
+                               &seed) == 0);
+        mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, INIT, MAXW, QDELAY);
+        cc.srtt = lng ? LONG : BASE;
+        on_ack(&cc, 0, lng ? LONG : BASE, now += 1000);
+        mre_cc_path_init(&cc, &ps, 1);
+        uint32_t w = ps.paths[0].cwnd;
+        mre_cc_path_feedback(&cc, &ps, 0, 0, w);
+        CHECK_EQ(ps.paths[0].cwnd, lng ? 2 * w : w + MTU + 80);
+        /* past slow start: 16 packets per window at 4 ms, one at 10 us */
+        cc.scratch[0] = 0;
+        cc.cwnd = 1u << 20; /* room under the connection's window */
+        w = ps.paths[1].cwnd;
+        mre_cc_path_feedback(&cc, &ps, 1, 0, w);
+        CHECK_EQ(ps.paths[1].cwnd, w + (lng ? 16 : 1) * (MTU + 80));
+    }
+}
+
 static const struct test_case cases[] = {
     {"path_windows", test_path_windows},
     {"ops_and_init", test_ops_and_init},
@@ -758,6 +845,7 @@ static const struct test_case cases[] = {
     {"ecn_memory", test_ecn_memory},
     {"loss_timeout", test_loss_timeout},
     {"bounds", test_bounds},
+    {"long_rtt", test_long_rtt},
 };
 
 int main(int argc, char **argv)

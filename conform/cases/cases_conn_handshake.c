@@ -34,9 +34,9 @@ CT_CASE(conn_handshake_as_requester, "CONN-8 CONN-13 CONN-14 WIRE-21 SEC-6",
     CT_REQUIRE(t, r->u.conn.mtu >= 256, "CONNECT_RESP MTU %u < 256",
                r->u.conn.mtu);
     CT_REQUIRE(t,
-               r->u.conn.rx_window >= 64 && r->u.conn.rx_window <= 32768 &&
+               r->u.conn.rx_window >= 64 && r->u.conn.rx_window <= 262144 &&
                    !(r->u.conn.rx_window & (r->u.conn.rx_window - 1)),
-               "CONNECT_RESP RX Window %u is not a power of two in 64..32768",
+               "CONNECT_RESP RX Window %u is not a power of two in 64..262144",
                r->u.conn.rx_window);
     CT_REQUIRE(t, r->u.conn.max_rd_atomic >= 1,
                "CONNECT_RESP Max RD Atomic is 0");

@@ -162,6 +162,12 @@ void mre_ep_config_default(struct mre_ep_config *cfg);
  * a QP's stream table costs 32 bytes a stream, allocated with the QP. */
 #define MRE_MAX_STREAMS 1024
 
+/* The largest QP window (REL-46): 2^18 PSNs, a GiB in flight at MTU 4096,
+ * the bandwidth-delay product of 400 Gbit/s over 20 ms; PSN comparisons
+ * stay within 2^31 (REL-3).  Each PSN of the window costs the QP about
+ * 50 bytes of engine memory. */
+#define MRE_MAX_WINDOW 262144u
+
 /* rnr_retry value that retries RNR NAKs forever (verbs' 7, REL-37). */
 #define MROCE_RNR_RETRY_FOREVER 7
 
@@ -173,7 +179,8 @@ struct mre_qp_attr {
     uint32_t max_recv_wr;   /* rounded up to a power of two; default 256 */
     uint16_t mtu;           /* payload bytes per packet; default 4096 */
     uint16_t npaths;        /* entropies to spray over, 1..256; default 64 */
-    uint32_t window;        /* PSNs in flight / tracked, power of 2; 1024 */
+    uint32_t window;        /* PSNs in flight / tracked, power of 2,
+                               64..MRE_MAX_WINDOW; 1024 */
     uint32_t max_rd_atomic; /* outstanding READ/atomics; default 16 */
     uint8_t retry_cnt;      /* timeouts in a row a QP survives at least;
                                it fails only once the peer has also been

@@ -435,6 +435,8 @@ static void switch_enqueue(struct sim *s, uint32_t in_li, uint32_t out,
         struct link *in = &s->links[in_li];
         struct pkt *p = h->p;
         in->ing_bytes += h->wire;
+        if (in->ing_bytes > in->ing_max)
+            in->ing_max = in->ing_bytes;
         p->in_link = in_li;
         if (!in->pause_sent && in->ing_bytes > sc->pfc_xoff) {
             in->pause_sent = 1;

@@ -309,7 +309,8 @@ static int connect_pairs(struct sim *s)
 {
     if (host_connect_start(s) < 0)
         return -1;
-    for (int round = 0; round < 200; round++) {
+    uint64_t rounds = 200 + across_handshake_rounds(s);
+    for (uint64_t round = 0; round < rounds; round++) {
         sim_loop(s, s->now + 50 * PS_PER_US);
         if (host_pairs_connected(s))
             return 0;
@@ -535,6 +536,7 @@ int sim_run(const struct scenario *sc, const struct tp_cfg *tp,
                : 0);
     fflush(stdout);
     planes_report(s, res);
+    across_report(s, res);
     rc = 0;
 out:
     sim_destroy(s);

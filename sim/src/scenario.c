@@ -162,6 +162,13 @@ static int parse_workload(struct scenario *sc, char *v, const char *where)
     } else if (!strcmp(tok, "incast")) {
         w->kind = WL_INCAST;
         w->window = 2;
+    } else if (!strcmp(tok, "flows")) { /* across.c */
+        w->kind = WL_FLOWS;
+        w->window = 2;
+    } else if (!strcmp(tok, "read")) { /* across.c */
+        w->kind = WL_READ;
+        w->window = 1u << 30; /* every request at once */
+        w->dst_lo = NONE32;
     } else {
         fprintf(stderr, "%s: unknown workload '%s'\n", where, tok);
         return -1;
@@ -194,6 +201,8 @@ static int parse_workload(struct scenario *sc, char *v, const char *where)
             w->background = (uint8_t)atoi(val);
         else if (!strcmp(k, "fraction"))
             w->fraction = atof(val);
+        else if ((bad = across_wl_option(w, k, val)) <= 0)
+            bad = -bad;
         else {
             fprintf(stderr, "%s: unknown workload option '%s'\n", where, k);
             return -1;
@@ -387,6 +396,8 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
     RATE("host_rate", host_rate) RATE("fabric_rate", fabric_rate)
     else {
         int rc = planes_scenario_set(sc, key, val, where);
+        if (rc > 0)
+            rc = across_scenario_set(sc, key, val, where);
         if (rc <= 0)
             return rc;
         fprintf(stderr, "%s: unknown key '%s'\n", where, key);

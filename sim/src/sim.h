@@ -149,6 +149,7 @@ struct hop {
  * scenario's shape; a host has one NIC port (uplink) per plane, each at
  * host_rate, and sends a packet on the port of its plane. */
 #define SIM_MAX_PLANES 8
+#define SIM_MAX_DCS 4 /* across.c: data centres of the "across" topology */
 /* How a packet's plane is chosen: a function of its entropy (today), the
  * engine's choice (the endpoint is configured with one address per plane
  * and the tx info's plane names the port: host.c), or by the
@@ -221,6 +222,7 @@ struct link {
     uint8_t remote;      /* dist.c: its far end is another process's */
     uint64_t rate_bps;
     uint32_t ing_bytes; /* PFC: bytes received on this link still queued */
+    uint64_t ing_max;   /* PFC: the most ing_bytes held (the headroom) */
     /* counters */
     uint64_t tx_bytes, tx_pkts, drops_q, drops_fail, drops_loss, ecn_marks;
     uint64_t pfc_xoff, paused_ps, paused_since;
@@ -263,7 +265,15 @@ struct msg {
     uint64_t t_post, t_recv, t_sent; /* ps */
 };
 
-enum wl_kind { WL_PERM, WL_ALLREDUCE, WL_ALLTOALL, WL_INCAST };
+/* WL_FLOWS and WL_READ: across.c's scale-across and storage workloads */
+enum wl_kind {
+    WL_PERM,
+    WL_ALLREDUCE,
+    WL_ALLTOALL,
+    WL_INCAST,
+    WL_FLOWS,
+    WL_READ
+};
 
 struct wl_cfg {
     uint8_t kind;         /* enum wl_kind */
@@ -276,6 +286,10 @@ struct wl_cfg {
     uint32_t ranks;       /* 0 = all hosts */
     uint32_t senders;     /* incast */
     double fraction;      /* background: share of hosts taking part */
+    /* flows: hosts src_lo.. (src_n of them) send to dst_lo + i % dst_n;
+     * read: client src_lo READs from dst_n servers from dst_lo (dst_n
+     * spread over the fabric when dst_lo is NONE32) */
+    uint32_t src_lo, src_n, dst_lo, dst_n;
 };
 
 /* ---- scenario (scenario.c) ---- */
@@ -351,6 +365,12 @@ struct scenario {
     uint32_t planes;
     uint8_t plane_select;
     uint64_t bin_ps;
+    /* across.c: topology "across", dcs data centres of hosts / dcs hosts
+     * each (a leaf-spine), joined by lh_links WAN nodes; DC d's long-haul
+     * leg to them runs at lh_rate with lh_delay_ps[d] one way */
+    uint32_t dcs, lh_links;
+    uint64_t lh_rate;
+    uint64_t lh_delay_ps[SIM_MAX_DCS];
     struct wl_cfg wl[MAX_WL];
     uint32_t nwl;
     struct fault faults[MAX_FAULTS];
@@ -605,6 +625,23 @@ void planes_bins_sample(struct sim *s);
  * planes_SCEN_TP.csv / bins_SCEN_TP.csv. */
 void planes_report(struct sim *s, struct run_result *res);
 void planes_free(struct sim *s);
+
+/* ---- scale-across and storage workloads (across.c) ---- */
+/* The keys dcs, lh_links, lh_rate, lh_delay: 0, -1 (message on stderr),
+ * or 1 if key is not one of them. */
+int across_scenario_set(struct scenario *sc, const char *key, const char *val,
+                        const char *where);
+/* A workload option of flows / read (src=A-B, dst=C-D, servers=N,
+ * client=H): 0, -1 on a bad value, 1 if not one of them. */
+int across_wl_option(struct wl_cfg *w, const char *k, const char *val);
+/* After a run: the fair line (flows: per-flow rates while all are
+ * active, Jain index, per workload), the read line (READ completion
+ * times), the pfc line (the largest ingress occupancy PFC held and the
+ * long-haul headroom 2 x BDP it compares with). */
+void across_report(struct sim *s, const struct run_result *res);
+/* Extra 50 us rounds the handshakes may take on long-haul legs: four
+ * round trips over the longest leg (0 on other topologies). */
+uint64_t across_handshake_rounds(const struct sim *s);
 
 /* topo.c */
 int topo_build(struct sim *s);

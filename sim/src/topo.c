@@ -254,6 +254,100 @@ static int build_fattree(struct sim *s)
     return 0;
 }
 
+/* Scale-across (across.c's keys): dcs leaf-spines of hosts / dcs hosts
+ * each, joined by lh_links WAN nodes.  WAN node j has one long-haul cable
+ * into every data centre, to spine j % spines there, at lh_rate with DC
+ * d's leg delay; routing stays up-down (a WAN node covers all hosts, one
+ * down port per DC), so a spine without a WAN cable is left out of its
+ * leaves' tables for the other DCs (topo_reroute() at build).  Nodes: the
+ * hosts, then per DC its leaves and spines ("dc1.leaf0"), then "wan0"... */
+static int build_across(struct sim *s)
+{
+    const struct scenario *sc = s->sc;
+    uint32_t D = sc->dcs ? sc->dcs : 2, W = sc->lh_links ? sc->lh_links : 1;
+    uint32_t H = sc->hosts, P = sc->hosts_per_tor, S = sc->spines;
+    if (D < 2 || D > SIM_MAX_DCS || !P || !S || H % (D * P)) {
+        fprintf(stderr,
+                "across: 2..%d dcs; hosts a multiple of dcs x "
+                "hosts_per_tor\n",
+                SIM_MAX_DCS);
+        return -1;
+    }
+    uint32_t Hd = H / D, L = Hd / P;
+    s->nhosts = H;
+    s->ntors = D * L;
+    s->hosts_per_tor = P;
+    s->nodes = calloc(H + (size_t)D * (L + S) + W, sizeof(*s->nodes));
+    s->links = links_alloc(2 * ((size_t)H + (size_t)D * L * S + (size_t)D * W));
+    if (!s->nodes || !s->links)
+        return -1;
+    for (uint32_t h = 0; h < H; h++)
+        add_node(s, 0, "h", h);
+    for (uint32_t d = 0; d < D; d++) {
+        for (uint32_t l = 0; l < L; l++) {
+            struct node *n = &s->nodes[add_node(s, 1, "leaf", l)];
+            snprintf(n->name, sizeof(n->name), "dc%u.leaf%u", d, l & 0xffffu);
+            n->lo = d * Hd + l * P;
+            n->hi = n->lo + P;
+            n->span = 1;
+            n->ndown = P;
+            n->nup = S;
+            if (alloc_ports(n, P, S) < 0)
+                return -1;
+        }
+        for (uint32_t sp = 0; sp < S; sp++) {
+            struct node *n = &s->nodes[add_node(s, 2, "spine", sp)];
+            snprintf(n->name, sizeof(n->name), "dc%u.spine%u", d, sp & 0xffffu);
+            n->lo = d * Hd;
+            n->hi = n->lo + Hd;
+            n->span = P;
+            n->ndown = L;
+            n->nup = sp < W ? (W - sp + S - 1) / S : 0;
+            if (alloc_ports(n, L, n->nup) < 0)
+                return -1;
+        }
+    }
+    uint32_t W0 = H + D * (L + S);
+    for (uint32_t j = 0; j < W; j++) {
+        struct node *n = &s->nodes[add_node(s, 3, "wan", j)];
+        n->lo = 0;
+        n->hi = H;
+        n->span = Hd;
+        n->ndown = D;
+        n->nup = 0;
+        if (alloc_ports(n, D, 0) < 0)
+            return -1;
+    }
+    for (uint32_t h = 0; h < H; h++) {
+        uint32_t leaf = H + (h / Hd) * (L + S) + (h % Hd) / P;
+        uint32_t li = add_cable(s, h, leaf, sc->host_rate, "host-tor",
+                                "tor-host");
+        s->nodes[leaf].down[h % P] = li + 1;
+    }
+    for (uint32_t d = 0; d < D; d++)
+        for (uint32_t l = 0; l < L; l++)
+            for (uint32_t sp = 0; sp < S; sp++) {
+                uint32_t leaf = H + d * (L + S) + l;
+                uint32_t spine = H + d * (L + S) + L + sp;
+                uint32_t li = add_cable(s, leaf, spine, sc->fabric_rate,
+                                        "tor-spine", "spine-tor");
+                s->nodes[leaf].up[sp] = li;
+                s->nodes[spine].down[l] = li + 1;
+            }
+    uint64_t lh = sc->lh_rate ? sc->lh_rate : sc->fabric_rate;
+    for (uint32_t d = 0; d < D; d++)
+        for (uint32_t j = 0; j < W; j++) {
+            uint32_t spine = H + d * (L + S) + L + j % S;
+            uint32_t li = add_cable(s, spine, W0 + j, lh, "spine-wan",
+                                    "wan-spine");
+            s->links[li].prop_ps = s->links[li + 1].prop_ps =
+                sc->lh_delay_ps[d] ? sc->lh_delay_ps[d] : sc->prop_ps;
+            s->nodes[spine].up[j / S] = li;
+            s->nodes[W0 + j].down[d] = li + 1;
+        }
+    return W < S ? topo_reroute(s) : 0;
+}
+
 int topo_build(struct sim *s)
 {
     int rc;
@@ -266,6 +360,8 @@ int topo_build(struct sim *s)
         rc = build_leafspine(s);
     else if (!strcmp(s->sc->topo, "fattree"))
         rc = build_fattree(s);
+    else if (!strcmp(s->sc->topo, "across"))
+        rc = build_across(s);
     else {
         fprintf(stderr, "unknown topology '%s'\n", s->sc->topo);
         return -1;

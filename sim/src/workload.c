@@ -16,7 +16,15 @@
  *     most `window` peers active at once;
  *   - permutation: rank r sends `bytes` to perm(r), a random derangement;
  *   - incast: `senders` hosts spread over the fabric send `bytes` each to
- *     host 0.
+ *     host 0;
+ *   - flows: hosts src=A-B each send `bytes` to dst C + i % (D - C + 1)
+ *     of dst=C-D (scale-across: flows of chosen RTTs on chosen links);
+ *   - read: a READ fan-out: client `client` asks `servers` servers for
+ *     `bytes` each, in pieces of `msg`, all at once (at most `window`
+ *     requests outstanding); each request is a 64-byte message and a
+ *     server answers it with its piece as soon as it arrives, so the
+ *     answers incast on the client.  The request is not measured; the
+ *     answer's completion time runs from the request's post (a READ's).
  * A workload marked background repeats itself until the run ends (with the
  * window in which the measured ones end, run.c).
  * The collective's ideal time is computed from its messages: the most
@@ -45,6 +53,10 @@ struct wl_state {
     uint64_t t_last; /* ps: the latest receive of a measured message */
     int done;
 };
+
+/* READ fan-out: a request's size, and the tag bit that marks an answer. */
+#define READ_REQ_BYTES 64u
+#define READ_ANSWER (1ULL << 63)
 
 uint32_t msg_new(struct sim *s, uint32_t src, uint32_t dst, uint32_t bytes,
                  uint16_t wl, uint64_t tag)
@@ -108,6 +120,19 @@ static int job(struct wl_state *w, uint32_t r, uint64_t j, uint32_t *dst,
         *bytes = (uint32_t)(left < c->msg ? left : c->msg);
         return 1;
     }
+    case WL_FLOWS: {
+        uint64_t np = pieces(c->bytes, c->msg), p = j % np;
+        *dst = c->dst_lo + r % c->dst_n;
+        uint64_t left = c->bytes - p * c->msg;
+        *bytes = (uint32_t)(left < c->msg ? left : c->msg);
+        return 1;
+    }
+    case WL_READ:
+        if (r) /* servers answer requests (read_answer) */
+            return 0;
+        *dst = w->host[1 + j % (w->n - 1)];
+        *bytes = READ_REQ_BYTES;
+        return 1;
     case WL_ALLREDUCE: {
         uint64_t k = j / w->nslices, sl = j % w->nslices;
         if (k > 0 && w->rsteps[(size_t)r * w->nslices + sl] < k)
@@ -130,7 +155,7 @@ static void pump(struct sim *s, struct wl_state *w, uint32_t r)
         if (!job(w, r, w->next[r], &dst, &bytes, &tag))
             break;
         uint32_t m = msg_new(s, w->host[r], dst, bytes, (uint16_t)w->idx, tag);
-        s->msgs[m].bg = w->c.background;
+        s->msgs[m].bg = w->c.background || w->c.kind == WL_READ;
         w->next[r]++;
         w->out[r]++;
         tp_post(s, m);
@@ -145,6 +170,63 @@ static void shuffle(uint32_t *a, uint32_t n, uint64_t *rng)
         a[i - 1] = a[j];
         a[j] = t;
     }
+}
+
+/* READ fan-out: request m reached its server, which answers with its piece
+ * at once; the answer's completion time counts from the request's post. */
+static void read_answer(struct sim *s, struct wl_state *w, uint32_t m)
+{
+    const struct wl_cfg *c = &w->c;
+    uint64_t j = s->msgs[m].tag;
+    uint64_t p = j / (w->n - 1), left = c->bytes - p * c->msg;
+    uint32_t r = w->rank_of[s->msgs[m].dst];
+    uint64_t posted = s->msgs[m].t_post;
+    uint32_t a = msg_new(s, s->msgs[m].dst, s->msgs[m].src,
+                         (uint32_t)(left < c->msg ? left : c->msg),
+                         (uint16_t)w->idx, j | READ_ANSWER);
+    s->msgs[a].t_post = posted;
+    w->out[r]++;
+    tp_post(s, a);
+}
+
+/* flows / read: their hosts; -1 with a message if they are not there. */
+static int setup_across(struct sim *s, struct wl_state *w)
+{
+    const struct wl_cfg *c = &w->c;
+    uint32_t H = s->nhosts;
+    if (c->kind == WL_FLOWS) {
+        if (!c->src_n || !c->dst_n || c->src_lo + c->src_n > H ||
+            c->dst_lo + c->dst_n > H) {
+            fprintf(stderr, "flows: src= and dst= need hosts in 0..%u\n",
+                    H - 1);
+            return -1;
+        }
+        for (uint32_t i = 0; i < w->n; i++)
+            w->host[i] = c->src_lo + i;
+        w->njobs = pieces(c->bytes, c->msg);
+        return 0;
+    }
+    uint32_t N = w->n - 1, cl = c->src_lo;
+    if (cl >= H || !N || N > H - 1 ||
+        (c->dst_lo != NONE32 && c->dst_lo + N > H)) {
+        fprintf(stderr, "read: client and servers must be hosts 0..%u\n",
+                H - 1);
+        return -1;
+    }
+    w->host[0] = cl;
+    for (uint32_t i = 0; i < N; i++) /* spread over the fabric */
+        w->host[1 + i] = c->dst_lo != NONE32
+                             ? c->dst_lo + i
+                             : (cl + 1 +
+                                (uint32_t)((uint64_t)i * (H - 1) / N)) %
+                                   H;
+    for (uint32_t i = 1; i <= N; i++)
+        if (w->host[i] == cl) {
+            fprintf(stderr, "read: the client is one of its servers\n");
+            return -1;
+        }
+    w->njobs = (uint64_t)N * pieces(c->bytes, c->msg);
+    return 0;
 }
 
 static int setup_one(struct sim *s, uint32_t idx, uint64_t *rng)
@@ -162,7 +244,11 @@ static int setup_one(struct sim *s, uint32_t idx, uint64_t *rng)
         n = (uint32_t)(c->fraction * H + 0.5);
     if (c->kind == WL_INCAST)
         n = c->senders && c->senders < H ? c->senders : H - 1;
-    if (n < 2 && c->kind != WL_INCAST) {
+    if (c->kind == WL_FLOWS)
+        n = c->src_n;
+    if (c->kind == WL_READ)
+        n = (c->dst_n && c->dst_n < H ? c->dst_n : H - 1) + 1;
+    if (n < 2 && c->kind != WL_INCAST && c->kind != WL_FLOWS) {
         fprintf(stderr, "workload %u: needs at least 2 ranks\n", idx);
         return -1;
     }
@@ -174,7 +260,10 @@ static int setup_one(struct sim *s, uint32_t idx, uint64_t *rng)
     if (!w->host || !w->rank_of || !w->next || !w->out)
         return -1;
     memset(w->rank_of, 0xff, H * sizeof(uint32_t));
-    if (c->kind == WL_INCAST) {
+    if (c->kind == WL_FLOWS || c->kind == WL_READ) {
+        if (setup_across(s, w) < 0)
+            return -1;
+    } else if (c->kind == WL_INCAST) {
         w->recv_host = 0;
         for (uint32_t i = 0; i < n; i++) /* spread over ToRs */
             w->host[i] = 1 + (uint32_t)((uint64_t)i * (H - 1) / n);
@@ -230,8 +319,13 @@ static int setup_one(struct sim *s, uint32_t idx, uint64_t *rng)
         if (!w->rsteps)
             return -1;
         break;
+    case WL_FLOWS: /* setup_across */
+    case WL_READ:
+        break;
     }
     w->total = w->njobs * n;
+    if (c->kind == WL_READ) /* the requests and their answers */
+        w->total = 2 * w->njobs;
     if (!c->background)
         s->wl_pending++;
     return 0;
@@ -297,6 +391,13 @@ int wl_pairs(struct sim *s, int (*fn)(struct sim *, uint32_t, uint32_t))
                 for (uint32_t q = r + 1; q < w->n && !rc; q++)
                     rc = fn(s, w->host[r], w->host[q]);
                 break;
+            case WL_FLOWS:
+                rc = fn(s, w->host[r], w->c.dst_lo + r % w->c.dst_n);
+                break;
+            case WL_READ:
+                if (r)
+                    rc = fn(s, w->host[0], w->host[r]);
+                break;
             }
             if (rc)
                 return rc;
@@ -348,6 +449,8 @@ void wl_on_recv(struct sim *s, uint32_t m)
         w->rsteps[(size_t)r * w->nslices + mm->tag % w->nslices]++;
         pump(s, w, r);
     }
+    if (w->c.kind == WL_READ && !(mm->tag & READ_ANSWER))
+        read_answer(s, w, m);
     /* over several processes the totals are agreed on between windows
      * (wl_global) */
     if (!s->dist && !w->c.background && !w->done && w->received == w->total)

@@ -102,6 +102,51 @@ static uint64_t cc_ai_scale(const struct mre_cc *cc, uint32_t starved)
                : (uint64_t)CC_AI_MAX_SCALE * CC_ONE;
 }
 
+/* CC-51: the additive-increase scale of a long-haul path (base_rtt >=
+ * MROCE_CC_LONG_RTT): (base_rtt / LONG_RTT)^2, so that its rate grows per
+ * unit of time as fast as a flow's whose RTT is MROCE_CC_LONG_RTT (3 MTU
+ * per RTT raise a rate by 3 MTU / RTT^2 per second), and flows of
+ * different RTTs that share a bottleneck converge towards the same rate
+ * rather than to rates in proportion to 1 / RTT^2.  It stops at
+ * CC_LONG_AI_MAX (an RTT of 16 LONG_RTT, 16 ms): beyond, a round adds a
+ * fixed 768 MTU, still additive (a bound in proportion to the window
+ * would make growth multiplicative, which keeps unequal rates unequal).
+ * 1 below the threshold (every data-centre RTT). */
+#define CC_LONG_AI_MAX 256u
+static uint64_t cc_ai_scale_long(const struct mre_cc *cc)
+{
+    if (cc->base_rtt < MROCE_CC_LONG_RTT)
+        return 1;
+    uint64_t r = (cc->base_rtt << 8) / MROCE_CC_LONG_RTT; /* 24.8 */
+    uint64_t s = (r * r) >> 16;
+    return s < 1 ? 1 : s > CC_LONG_AI_MAX ? CC_LONG_AI_MAX : s;
+}
+
+/* The additive increase for n windows of acknowledged bytes: CC-8's
+ * 3 MTU each, times the long-haul scale (CC-51). */
+static uint64_t cc_ai_bytes(const struct mre_cc *cc, uint64_t n)
+{
+    return n * CC_AI_MTUS * (uint64_t)cc->mtu * cc_ai_scale_long(cc);
+}
+
+/* CC-51: whether the window counts as in use for growth.  An ACK finds it
+ * full if no further packet fits; on a long-haul path it also counts as
+ * in use for the rest of a round once one ACK of the round found it full.
+ * There the ACKs of a window return spaced at the sender's line rate, so
+ * the packets a grown window allows queue at the sender's NIC, not in
+ * flight, and the next ACKs find room: growth by the ACK would stop after
+ * the first ACK of each round, and a slow start would grow by a few
+ * packets per RTT instead of doubling. */
+static int cc_window_used(struct mre_cc *cc, uint64_t before, uint64_t w)
+{
+    int full = before + cc->mtu + CC_PKT_OVERHEAD > w;
+    if (cc->base_rtt < MROCE_CC_LONG_RTT)
+        return full;
+    if (full)
+        cc->round_used = 1;
+    return cc->round_used;
+}
+
 /* Bookkeeping shared by every multiplicative decrease: restart the once-
  * per-RTT clock, drop partial additive-increase credit (it was earned at
  * the old window) and end any slow restart. */
@@ -137,6 +182,7 @@ void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops, uint32_t mtu,
     cc->ce_acc = 0;
     cc->rx_acc = 0;
     cc->round_start = 0;
+    cc->round_used = 0;
     for (k = 0; k < sizeof cc->scratch / sizeof cc->scratch[0]; k++)
         cc->scratch[k] = 0;
     if (ops->init)
@@ -285,6 +331,7 @@ static void de_round(struct mre_cc *cc, mroce_tstamp now, mroce_tstamp interval)
         cc_decreased(cc, now);
     }
     cc->round_start = now;
+    cc->round_used = 0;
     cc->ce_acc = 0;
     cc->rx_acc = 0;
     CC_RMIN(cc) = 0;
@@ -330,7 +377,7 @@ static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
     w = cc->cwnd;
     before = (uint64_t)ev->inflight + ev->acked_bytes +
              (uint64_t)CC_PKT_OVERHEAD * ev->acked_pkts;
-    if (before + cc->mtu + CC_PKT_OVERHEAD <= w)
+    if (!cc_window_used(cc, before, w))
         return; /* not limited by the window: keep it */
     ss = CC_SSTHRESH(cc);
     if (w < ss) {
@@ -349,7 +396,7 @@ static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
         if (acc >= w) {
             uint64_t n = acc / w;
             acc -= n * w;
-            w += n * CC_AI_MTUS * (uint64_t)cc->mtu;
+            w += cc_ai_bytes(cc, n); /* CC-51 */
         }
         cc->ai_acc = (uint32_t)acc;
     }
@@ -417,7 +464,14 @@ static uint32_t de_path_update(const struct mre_cc *cc, uint32_t pcwnd,
         return pcwnd / 2;
     if (w == 0)
         w = pkt;
-    w += (pkt * acked + w - 1) / w;
+    /* CC-51: on a long-haul path the path grows as the connection does:
+     * in slow start by the bytes acknowledged on it (doubling per round),
+     * else by the connection's RTT-scaled step (cc_ai_scale_long) of
+     * packets per window; in a data centre by a packet per window */
+    if (cc->base_rtt >= MROCE_CC_LONG_RTT && cc->cwnd < CC_SSTHRESH(cc))
+        w += acked;
+    else
+        w += (pkt * acked * cc_ai_scale_long(cc) + w - 1) / w;
     return w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
 }
 

@@ -70,7 +70,15 @@ struct mre_cc {
     uint32_t ce_acc, rx_acc;    /* ECN counts over the current RTT */
     mroce_tstamp round_start;   /* start of the current ECN observation round */
     uint64_t scratch[4];        /* for plug-in algorithms */
+    uint8_t round_used;         /* delay+ECN, long RTT (CC-51): an ACK of the
+                           current round found the window in use */
 };
+
+/* CC-51: a connection whose base_rtt is at least this (ns), 1 ms, is on
+ * a long-haul path (a data centre's RTTs, and a busy host's lowest
+ * samples, are well below it), where delay+ECN grows its windows by the
+ * round rather than by the ACK (see cc.c). */
+#define MROCE_CC_LONG_RTT 1000000u
 
 /* Built-in algorithms. */
 extern const struct mre_cc_ops mre_cc_delay_ecn;

@@ -352,6 +352,9 @@ struct mre_qp {
                                  the first inline WR on (NULL before) */
     uint32_t nrjobs;
     uint64_t rjob_seq;
+    /* ns from CONNECT_REQ to CONNECT_RESP on the active side, 0 if none
+     * (LOSS-26): bounds the RTO before the first RTT sample (loss.c) */
+    mroce_tstamp hs_rtt;
     struct mre_cc rto_cc; /* cc state just before rto_time's RTO */
     /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
     struct mrw_nak_hdr nak;

@@ -26,10 +26,21 @@
 /* PSNs after the cumulative point that an ACK can report (REL-15). */
 #define MROCE_SACK_SPAN (32u * MROCE_MAX_SACK_WORDS)
 
+/* Before the first RTT sample: five min_rto, or, if the handshake took
+ * longer than that allows for (a long-haul path), three handshake times
+ * plus the peer's ACK delay (LOSS-26), so the first window's ACKs are not
+ * taken for a timeout. */
+static mroce_tstamp rto_initial(const mre_qp *qp)
+{
+    mroce_tstamp r = qp->attr.min_rto * 5;
+    mroce_tstamp h = 3 * qp->hs_rtt + qp->peer_ack_delay;
+    return qp->hs_rtt && h > r ? h : r;
+}
+
 static mroce_tstamp rto_base(const mre_qp *qp)
 {
     if (!qp->srtt)
-        return qp->attr.min_rto * 5;
+        return rto_initial(qp);
     mroce_tstamp r = qp->srtt + 4 * qp->rttvar + qp->peer_ack_delay;
     return r < qp->attr.min_rto ? qp->attr.min_rto : r;
 }

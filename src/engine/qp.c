@@ -72,9 +72,9 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     if (a.max_send_wr == 0 || a.max_send_wr > 65536 || a.max_recv_wr == 0 ||
         a.max_recv_wr > 65536 || a.mtu < 256 ||
         a.mtu > MROCE_MAX_PKT_LEN - MROCE_MAX_DATA_HDR_LEN - MROCE_CRC_LEN ||
-        a.npaths == 0 || a.npaths > 256 || a.window < 64 || a.window > 32768 ||
-        a.max_rd_atomic == 0 || a.max_rd_atomic > 256 ||
-        a.entropy_span < a.npaths ||
+        a.npaths == 0 || a.npaths > 256 || a.window < 64 ||
+        a.window > MRE_MAX_WINDOW || a.max_rd_atomic == 0 ||
+        a.max_rd_atomic > 256 || a.entropy_span < a.npaths ||
         (uint32_t)a.entropy_base + a.entropy_span > 65536 || a.min_rto == 0 ||
         a.max_rto < a.min_rto || a.init_cwnd == 0 ||
         a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 || a.path_burst == 0 ||
@@ -406,6 +406,9 @@ void mre_qp_on_ctrl_pkt(mre_qp *qp, const struct mrw_pkt *pkt,
                 return;
             }
             qp->peer_qpn = c->src_qpn;
+            /* LOSS-26: exact if the request was sent once, else an upper
+             * bound (counted from the first request) */
+            qp->hs_rtt = now > qp->conn_start ? now - qp->conn_start : 1;
             adopt_peer(qp, c);
             qp->peer_credit_mode = (c->flags & MROCE_CONN_CREDIT) != 0;
             mre_rh_on_conn(qp, c->flags);

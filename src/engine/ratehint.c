@@ -23,6 +23,10 @@
  * senders' rates add up to the receiver's even while their windows are
  * one packet.
  *
+ * Long-haul senders (CC-52, RTT >= MROCE_CC_LONG_RTT): a window-limited
+ * sender there sends in bursts an RTT apart, so it stays active for two
+ * RTTs and its rate is measured over at least one.
+ *
  * Asking first (CC-30..35): N senders that start at once cannot know of
  * each other, and N first windows overflow the receiver's queue before
  * any hint can act.  So a sender without a fresh share (none yet, or
@@ -67,13 +71,28 @@ static mroce_tstamp rh_active_ns(const mre_ep *ep)
     return ep->cfg.rate_active ? ep->cfg.rate_active : MROCE_RH_ACTIVE_DEFAULT;
 }
 
+/* CC-52: the QP's RTT if it is a long-haul one (at least
+ * MROCE_CC_LONG_RTT: its lowest RTT sample, or before a sample the
+ * handshake's time), else 0.  The lowest sample, not srtt, so that a busy
+ * host's scheduling delays do not make a data-centre peer long-haul. */
+static mroce_tstamp rh_long_rtt(const mre_qp *qp)
+{
+    mroce_tstamp r = qp->min_rtt ? qp->min_rtt : qp->hs_rtt;
+    return r >= MROCE_CC_LONG_RTT ? r : 0;
+}
+
 /* CC-34: how long a sender stays active (receiver) and its share fresh
  * (sender) after its last data packet: rate_active, and at least
  * RH_ACTIVE_PKTS full packets at `share` Mbit/s, so that a sender paced
- * at a small share is not retired between two of its packets. */
+ * at a small share is not retired between two of its packets; over a
+ * long-haul RTT at least two RTTs (CC-52), since a window-limited sender
+ * there is silent for most of each RTT. */
 static mroce_tstamp rh_active_for(const mre_qp *qp, uint32_t share)
 {
     mroce_tstamp a = rh_active_ns(qp->ep), p;
+
+    if (2 * rh_long_rtt(qp) > a)
+        a = 2 * rh_long_rtt(qp);
 
     if (share == 0 || share == MROCE_CREDIT_UNLIMITED ||
         MROCE_SEEDED_FAULT(RATE_ACTIVE_SHORT))
@@ -124,6 +143,7 @@ void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now)
         qp->rh.active = 1;
         qp->rh.intervals = 0;
         qp->rh.rate = 0;
+        qp->rh.mstart = now;
         ep->rh.nactive++;
         ep->rh.dirty = 1;
     }
@@ -164,7 +184,17 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
             q->rh.active = 0;
             continue;
         }
-        if (measure && dt) {
+        /* CC-52: a long-haul sender's rate is measured over at least
+         * its RTT, since within one it sends a window and pauses */
+        mroce_tstamp lr = rh_long_rtt(q);
+        if (measure && lr && now - q->rh.mstart >= lr) {
+            uint64_t r = q->rh.bytes * 8000u / (now - q->rh.mstart);
+            q->rh.rate = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
+            q->rh.bytes = 0;
+            q->rh.mstart = now;
+            if (q->rh.intervals < 255)
+                q->rh.intervals++;
+        } else if (measure && dt && !lr) {
             uint64_t r = q->rh.bytes * 8000u / dt; /* Mbit/s */
             q->rh.rate = r > UINT32_MAX ? UINT32_MAX : (uint32_t)r;
             q->rh.bytes = 0;

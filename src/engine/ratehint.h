@@ -48,6 +48,8 @@ struct mre_rh_qp {
     mroce_tstamp tx_last;   /* sender: last data packet (CC-35) */
     mroce_tstamp ask_until; /* sender: end of the wait for the grant
                                (CC-31) */
+    mroce_tstamp mstart;    /* receiver, long-haul sender (CC-52): start
+                               of its rate measurement */
 };
 
 /* The sender's grant (CC-30, CC-31, CC-35). */
