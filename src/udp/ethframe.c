@@ -195,3 +195,131 @@ int mroce_eth_parse(const uint8_t *frame, size_t len, int family6,
     c->rx_ok++;
     return 0;
 }
+
+int mroce_eth_arp_parse(const uint8_t *frame, size_t len, struct mroce_arp *a,
+                        struct mroce_eth_counters *c)
+{
+    /* htype 1 (Ethernet), ptype IPv4, hlen 6, plen 4 */
+    static const uint8_t ether_ipv4[6] = {0, 1, 8, 0, 6, 4};
+    const uint8_t *p = frame + MROCE_ETH_HDR_LEN;
+    if (len < MROCE_ETH_HDR_LEN + 28u ||
+        get16(frame + 12) != MROCE_ETHERTYPE_ARP ||
+        memcmp(p, ether_ipv4, 6) != 0)
+        return drop(&c->drop_arp);
+    a->op = get16(p + 6);
+    if ((a->op != MROCE_ARP_REQUEST && a->op != MROCE_ARP_REPLY) ||
+        (p[8] & 1u) != 0) /* a group sender MAC: never a neighbour */
+        return drop(&c->drop_arp);
+    memcpy(a->sha, p + 8, 6);
+    memcpy(a->spa, p + 14, 4);
+    memcpy(a->tha, p + 18, 6);
+    memcpy(a->tpa, p + 24, 4);
+    c->arp_ok++;
+    return 0;
+}
+
+size_t mroce_eth_arp_build(uint8_t *buf, size_t cap, const uint8_t eth_dst[6],
+                           const struct mroce_arp *a)
+{
+    static const uint8_t ether_ipv4[6] = {0, 1, 8, 0, 6, 4};
+    if (cap < MROCE_ARP_FRAME_LEN)
+        return 0;
+    memset(buf, 0, MROCE_ARP_FRAME_LEN);
+    memcpy(buf, eth_dst, 6);
+    memcpy(buf + 6, a->sha, 6);
+    put16(buf + 12, MROCE_ETHERTYPE_ARP);
+    uint8_t *p = buf + MROCE_ETH_HDR_LEN;
+    memcpy(p, ether_ipv4, 6);
+    put16(p + 6, a->op);
+    memcpy(p + 8, a->sha, 6);
+    memcpy(p + 14, a->spa, 4);
+    memcpy(p + 18, a->tha, 6);
+    memcpy(p + 24, a->tpa, 4);
+    return MROCE_ARP_FRAME_LEN;
+}
+
+#define ICMPV6 58u
+
+int mroce_eth_nd_parse(const uint8_t *frame, size_t len, struct mroce_nd *n,
+                       struct mroce_eth_counters *c)
+{
+    const uint8_t *ip = frame + MROCE_ETH_HDR_LEN;
+    if (len < MROCE_ETH_HDR_LEN + 40u + 24u ||
+        get16(frame + 12) != MROCE_ETHERTYPE_IPV6 || (ip[0] >> 4) != 6 ||
+        ip[6] != ICMPV6 || ip[7] != 255u)
+        return drop(&c->drop_nd);
+    size_t plen = get16(ip + 4);
+    const uint8_t *m = ip + 40;
+    if (plen < 24u || plen > len - MROCE_ETH_HDR_LEN - 40u ||
+        (m[0] != MROCE_ND_SOLICIT && m[0] != MROCE_ND_ADVERT) || m[1] != 0)
+        return drop(&c->drop_nd);
+    uint8_t ph[8] = {0, 0,     (uint8_t)(plen >> 8), (uint8_t)plen, 0, 0,
+                     0, ICMPV6};
+    uint32_t sum = mroce_eth_csum_add(0, ip + 8, 32);
+    sum = mroce_eth_csum_add(sum, ph, 8);
+    if (csum_final(mroce_eth_csum_add(sum, m, plen)) != 0 ||
+        m[8] == 0xff) /* the target is never a multicast address */
+        return drop(&c->drop_nd);
+    n->type = m[0];
+    memcpy(n->src, ip + 8, 16);
+    memcpy(n->dst, ip + 24, 16);
+    memcpy(n->target, m + 8, 16);
+    n->has_mac = 0;
+    /* Options: type, length in 8-byte units (never 0), value. */
+    uint8_t want = m[0] == MROCE_ND_SOLICIT ? 1u : 2u;
+    for (size_t o = 24; o < plen;) {
+        if (plen - o < 2u)
+            return drop(&c->drop_nd);
+        size_t ol = (size_t)m[o + 1] * 8u;
+        if (ol == 0 || ol > plen - o)
+            return drop(&c->drop_nd);
+        if (m[o] == want && ol == 8u && (m[o + 2] & 1u) == 0) {
+            memcpy(n->mac, m + o + 2, 6);
+            n->has_mac = 1;
+        }
+        o += ol;
+    }
+    c->nd_ok++;
+    return 0;
+}
+
+size_t mroce_eth_nd_build(uint8_t *buf, size_t cap, const uint8_t mac[6],
+                          const uint8_t eth_dst[6], const struct mroce_nd *n)
+{
+    if (cap < MROCE_ND_FRAME_LEN)
+        return 0;
+    memset(buf, 0, MROCE_ND_FRAME_LEN);
+    uint8_t *ip = buf + MROCE_ETH_HDR_LEN;
+    uint8_t *m = ip + 40;
+    if (n->type == MROCE_ND_SOLICIT) {
+        /* ff02::1:ffXX:XXXX and 33:33:ff:XX:XX:XX from the target */
+        static const uint8_t snm[13] = {0xff, 2, 0, 0, 0, 0,   0,
+                                        0,    0, 0, 0, 1, 0xff};
+        memcpy(ip + 24, snm, 13);
+        memcpy(ip + 37, n->target + 13, 3);
+        buf[0] = buf[1] = 0x33;
+        buf[2] = 0xff;
+        memcpy(buf + 3, n->target + 13, 3);
+    } else {
+        memcpy(ip + 24, n->dst, 16);
+        memcpy(buf, eth_dst, 6);
+        m[4] = 0x60; /* Solicited, Override */
+    }
+    memcpy(buf + 6, mac, 6);
+    put16(buf + 12, MROCE_ETHERTYPE_IPV6);
+    ip[0] = 0x60;
+    put16(ip + 4, 32);
+    ip[6] = ICMPV6;
+    ip[7] = 255;
+    memcpy(ip + 8, n->src, 16);
+    m[0] = n->type;
+    memcpy(m + 8, n->target, 16);
+    m[24] = n->type == MROCE_ND_SOLICIT ? 1u : 2u;
+    m[25] = 1;
+    memcpy(m + 26, mac, 6);
+    uint8_t ph[8] = {0, 0, 0, 32, 0, 0, 0, ICMPV6};
+    uint32_t sum = mroce_eth_csum_add(0, ip + 8, 32);
+    sum = mroce_eth_csum_add(sum, ph, 8);
+    put16(m + 2, csum_final(mroce_eth_csum_add(sum, m, 32)));
+    return MROCE_ND_FRAME_LEN;
+}
