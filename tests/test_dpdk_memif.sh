@@ -24,7 +24,11 @@ session() {
         timeout 30 "$PERF" "$@" -p $port -B 10.0.0.1 >"$DIR/srv.log" 2>&1 &
     SRV=$!
     i=0
-    while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    # the memif socket is abstract: listed in /proc/net/unix, not a file
+    while ! grep -q "@$sock\$" /proc/net/unix && [ $i -lt 100 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
     MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV="net_memif,role=client,socket=$sock" \
         timeout 30 "$PERF" "$@" -p $port 10.0.0.1 -B 10.0.0.2 --verify \
         >"$DIR/cli.log" 2>&1

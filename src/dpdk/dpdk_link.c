@@ -455,6 +455,50 @@ static void dl_close(void *ctx)
     port_busy = 0;
 }
 
+/* Whether a listening Unix socket named path (abstract: "@path") exists:
+ * /proc/net/unix lists it, flags __SO_ACCEPTCON (00010000). */
+static int unix_listening(const char *name)
+{
+    FILE *f = fopen("/proc/net/unix", "r");
+    if (!f)
+        return 0;
+    char line[512];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        char flags[16], path[300] = "";
+        if (sscanf(line, "%*s %*s %*s %15s %*s %*s %*s %299s", flags, path) ==
+                2 &&
+            strcmp(flags, "00010000") == 0 && strcmp(path, name) == 0)
+            found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+/* memif "role=auto": client when a memif server already listens on the
+ * socket, server otherwise, so two processes started with the same
+ * MROCE_DPDK_VDEV pair up (the first one to open is the server; when two
+ * open at once, the second's bind fails and it retries as the client).
+ * Rewrites the role in vargs; returns 1 when it chose the server. */
+static int memif_auto_role(char *vargs, size_t cap)
+{
+    char *r = strstr(vargs, "role=auto");
+    if (!r)
+        return 0;
+    const char *sk = strstr(vargs, "socket=");
+    char sock[256] = "/run/memif.sock", name[300];
+    if (sk)
+        sscanf(sk + 7, "%255[^,]", sock);
+    int abstract = !strstr(vargs, "socket-abstract=no");
+    snprintf(name, sizeof name, "%s%s", abstract ? "@" : "", sock);
+    int server = !unix_listening(name);
+    char rest[512];
+    snprintf(rest, sizeof rest, "%s", r + strlen("role=auto"));
+    snprintf(r, cap - (size_t)(r - vargs), "role=%s%s",
+             server ? "server" : "client", rest);
+    return server;
+}
+
 static const struct mroce_link_ops dpdk_ops = {
     dl_recv, dl_send, dl_flush, dl_fd, dl_close,
 };
@@ -571,6 +615,8 @@ int mroce_dpdk_link_open(struct mroce_link *l,
             snprintf(vargs + vl, sizeof vargs - vl, "%sbsize=16384",
                      vl ? "," : "");
         }
+        int auto_server = strncmp(vdev, "net_memif", 9) == 0 &&
+                          memif_auto_role(vargs, sizeof vargs);
         /* af_packet: frames of up to 8 KiB in one mbuf (its default is 2
          * KiB); its ring needs a block size that is a multiple of the
          * frame size. */
@@ -582,6 +628,13 @@ int mroce_dpdk_link_open(struct mroce_link *l,
                      vl ? "," : "");
         }
         int r = rte_vdev_init(name, vargs);
+        char *role = strstr(vargs, "role=server");
+        if (r < 0 && auto_server && role) {
+            memcpy(role, "role=client", 11); /* a server came first */
+            snprintf(name, sizeof name, "%.*s_mroce%u",
+                     (int)(nl < 40 ? nl : 40), vdev, seq++);
+            r = rte_vdev_init(name, vargs);
+        }
         if (r < 0 || rte_eth_dev_get_port_by_name(name, &d->port_id) != 0) {
             snprintf(err, errlen, "cannot create DPDK device %s (%s): %s", name,
                      vdev, rte_strerror(r < 0 ? -r : ENODEV));
