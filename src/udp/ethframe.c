@@ -22,14 +22,40 @@ static uint16_t get16(const uint8_t *p)
     return (uint16_t)((unsigned)p[0] << 8 | p[1]);
 }
 
+/* The sum is taken in the host's byte order, 8 bytes at a time, and
+ * turned into network order at the end: one's-complement addition does not
+ * care which byte of a 16-bit word is which, as long as all words agree
+ * (RFC 1071, 2.(B)).  Carries out of each 32-bit half collect in the upper
+ * bits of the 64-bit accumulators and are folded back at the end. */
 uint32_t mroce_eth_csum_add(uint32_t sum, const uint8_t *p, size_t len)
 {
-    uint64_t s = sum;
+    uint64_t a = 0, b = 0;
     size_t i = 0;
-    for (; i + 1 < len; i += 2)
-        s += get16(p + i);
-    if (i < len)
-        s += (uint32_t)p[i] << 8;
+    for (; i + 16 <= len; i += 16) {
+        uint64_t w0, w1;
+        memcpy(&w0, p + i, 8);
+        memcpy(&w1, p + i + 8, 8);
+        a += (w0 & 0xffffffffu) + (w0 >> 32);
+        b += (w1 & 0xffffffffu) + (w1 >> 32);
+    }
+    for (; i + 2 <= len; i += 2) {
+        uint16_t h;
+        memcpy(&h, p + i, 2);
+        a += h;
+    }
+    if (i < len) { /* the odd last byte, as if followed by a zero */
+        uint8_t last[2] = {p[i], 0};
+        uint16_t h;
+        memcpy(&h, last, 2);
+        a += h;
+    }
+    uint64_t s = (a & 0xffffffffu) + (a >> 32) + (b & 0xffffffffu) + (b >> 32);
+    while (s >> 16)
+        s = (s & 0xffffu) + (s >> 16);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    s = ((s & 0xffu) << 8) | (s >> 8);
+#endif
+    s += sum;
     while (s >> 16)
         s = (s & 0xffffu) + (s >> 16);
     return (uint32_t)s;
