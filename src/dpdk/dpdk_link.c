@@ -70,6 +70,7 @@ struct dlink {
     struct mroce_eth_counters ec;
     uint64_t tx_nombuf, tx_ring_full, rx_multiseg;
     uint64_t arp_req_tx, arp_reply_tx;
+    int memif; /* a memif port: parked at close (see dl_close) */
 };
 
 static int eal_done; /* EAL initialises once per process */
@@ -412,6 +413,15 @@ static int dl_fd(void *ctx)
     return ((struct dlink *)ctx)->evfd;
 }
 
+/* A memif port tears its connection down in two threads: EAL's interrupt
+ * thread, when the peer hangs up, and the caller's, in rte_eth_dev_stop
+ * or rte_eth_dev_close.  Both free the shared regions and rings, with no
+ * lock between them, so when the two ends close together a port can free
+ * them twice ("EAL: Error: Invalid memory", or a crash at exit).  A closed
+ * memif port is therefore parked, never stopped by the caller: the peer's
+ * hang-up tears it down in the interrupt thread alone, and its mbuf pool
+ * stays with it until the process exits.  The next device a process opens
+ * gets a new memif port. */
 static void dl_close(void *ctx)
 {
     struct dlink *d = ctx;
@@ -445,9 +455,11 @@ static void dl_close(void *ctx)
                 (unsigned long long)d->tx_ring_full,
                 (unsigned long long)d->arp_req_tx,
                 (unsigned long long)d->arp_reply_tx);
-    rte_eth_dev_stop(d->port_id);
-    rte_eth_dev_close(d->port_id);
-    rte_mempool_free(d->pool);
+    if (!d->memif) {
+        rte_eth_dev_stop(d->port_id);
+        rte_eth_dev_close(d->port_id);
+        rte_mempool_free(d->pool);
+    }
     if (d->evfd >= 0)
         close(d->evfd);
     free(d->linear);
@@ -629,6 +641,7 @@ int mroce_dpdk_link_open(struct mroce_link *l,
         }
         int r = rte_vdev_init(name, vargs);
         char *role = strstr(vargs, "role=server");
+        d->memif = strncmp(vdev, "net_memif", 9) == 0;
         if (r < 0 && auto_server && role) {
             memcpy(role, "role=client", 11); /* a server came first */
             snprintf(name, sizeof name, "%.*s_mroce%u",
