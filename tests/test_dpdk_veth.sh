@@ -58,7 +58,7 @@ kern() { # runs mroce-perf in B over kernel sockets
 ready() { # waits until the server in $DIR/srv.log listens
     i=0
     while ! grep -q 'Waiting for client' "$DIR/srv.log" 2>/dev/null &&
-        [ $i -lt 100 ]; do
+        [ $i -lt 400 ]; do
         sleep 0.05
         i=$((i + 1))
     done
