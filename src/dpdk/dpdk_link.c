@@ -557,6 +557,19 @@ static int port_setup(struct dlink *d, char *err, size_t errlen)
 {
     struct rte_eth_conf conf;
     memset(&conf, 0, sizeof conf);
+    /* Checksums stay in software (src/dpdk/README.md, next steps); the
+     * counters dump says what the port would offload. */
+    struct rte_eth_dev_info info;
+    if (getenv("MROCE_DUMP_COUNTERS") &&
+        rte_eth_dev_info_get(d->port_id, &info) == 0)
+        fprintf(stderr,
+                "libmroce dpdk: port %u (%s) checksum offload: tx ipv4 %d "
+                "udp %d, rx ipv4 %d udp %d\n",
+                d->port_id, info.driver_name ? info.driver_name : "?",
+                !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM),
+                !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM),
+                !!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM),
+                !!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM));
     int r = rte_eth_dev_configure(d->port_id, 1, 1, &conf);
     if (r == 0)
         r = rte_eth_rx_queue_setup(d->port_id, 0, RING_SIZE,
