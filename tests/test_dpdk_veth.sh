@@ -12,7 +12,9 @@
 # MAC, foreign EtherType, IPv4 fragment, bad IP header, bad UDP length,
 # bad UDP checksum, wrong port, short, malformed ARP) must each be
 # dropped and counted by cause while a session over the same port still
-# completes.  Needs root (namespaces); SKIP (77) otherwise.
+# completes.  Over net_tap, which offers checksum offload, the link hands
+# the IPv4 and UDP checksums to the port both ways.  Needs root
+# (namespaces); SKIP (77) otherwise.
 # Usage: test_dpdk_veth.sh MROCE_PERF
 set -u
 PERF=$1
@@ -55,7 +57,8 @@ dpdk() { # runs mroce-perf in A over DPDK
 kern() { # runs mroce-perf in B over kernel sockets
     MROCE_DATAPATH=socket ip netns exec $B timeout 30 "$PERF" "$@"
 }
-ready() { # waits until the server in $DIR/srv.log listens
+ready() { # waits until the server in $DIR/srv.log listens (the caller
+    # removed the last server's log before starting this one)
     i=0
     while ! grep -q 'Waiting for client' "$DIR/srv.log" 2>/dev/null &&
         [ $i -lt 400 ]; do
@@ -71,6 +74,7 @@ session() {
     shift 4
     ip -n $B neigh flush dev vb$$ 2>/dev/null
     ip -n $B -6 neigh flush dev vb$$ 2>/dev/null
+    rm -f "$DIR/srv.log"
     if [ "$side" = dpdk ]; then
         dpdk "$1" -p $port -B "$ipd" >"$DIR/srv.log" 2>&1 &
         SRV=$!
@@ -117,6 +121,48 @@ for srv in ${SERVERS:-dpdk kern}; do
     session "v6 send_lat server=$srv" $srv fd77::1 fd77::2 send_lat -n 50 -s 64
 done
 
+# Checksum offload: net_tap offers IPv4 and UDP checksums both ways (it
+# computes them in software itself), so the link hands them to the port;
+# the kernel on the tap's other end must accept what the port sent.  The
+# tap exists once the DPDK server is up: its kernel side gets an address
+# then, and the socket client runs in the same namespace.  The tap PMD
+# takes frames of at most 1522 bytes (max_rx_pktlen), hence -m 1024.
+tapsession() {
+    name=$1
+    shift
+    tap=mrtap$$
+    rm -f "$DIR/srv.log"
+    MROCE_DUMP_COUNTERS=1 MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV="net_tap,iface=$tap" \
+        ip netns exec $A timeout 30 "$PERF" "$1" -p $port -B 10.78.0.1 \
+        >"$DIR/srv.log" 2>&1 &
+    SRV=$!
+    ready
+    ip -n $A addr add 10.78.0.2/24 dev $tap &&
+        ip -n $A link set $tap up
+    MROCE_DATAPATH=socket ip netns exec $A timeout 30 "$PERF" "$@" -p $port \
+        10.78.0.1 -B 10.78.0.2 --verify >"$DIR/cli.log" 2>&1
+    rc=$?
+    wait $SRV
+    src=$?
+    SRV=
+    port=$((port + 4))
+    checked=$(sed -n 's/.*verify *: \([0-9]*\) bytes checked here, 0 mismatches here, 0 at the peer.*/\1/p' \
+        "$DIR/cli.log" "$DIR/srv.log" | sort -n | tail -1)
+    good=$(sed -n 's/.*rx_csum_good \([0-9]*\).*/\1/p' "$DIR/srv.log")
+    if [ $rc -ne 0 ] || [ $src -ne 0 ] || [ -z "$checked" ] ||
+        [ "$checked" -eq 0 ] || ! grep -q 'used: tx 1 rx 1' "$DIR/srv.log" ||
+        [ -z "$good" ] || [ "$good" -eq 0 ]; then
+        echo "FAIL $name: client rc $rc, server rc $src, checked '$checked', rx_csum_good '$good'"
+        grep 'checksum offload' "$DIR/srv.log"
+        tail -n 4 "$DIR/cli.log" "$DIR/srv.log"
+        fail=1
+    else
+        echo "ok   $name: $checked bytes verified, checksums offloaded both ways ($good vouched for by the port)"
+    fi
+}
+tapsession "tap offload write_bw loss" write_bw -n 60 -s 65536 -m 1024 $LOSS
+tapsession "tap offload read_bw loss" read_bw -n 40 -s 16384 -m 1024 $LOSS
+
 # Bad frames into the DPDK port while its server waits, then a good
 # session over the same port.  $1: 4 or 6; the rest: the causes whose
 # counters must have counted every frame injected.  An IPv4 fragment never
@@ -128,6 +174,7 @@ badframes() {
     shift
     ipd=10.77.0.1 ipk=10.77.0.2
     [ "$fam" = 6 ] && ipd=fd77::1 ipk=fd77::2
+    rm -f "$DIR/srv.log"
     dpdk write_bw -p $port -B $ipd >"$DIR/srv.log" 2>&1 &
     SRV=$!
     ready

@@ -175,9 +175,46 @@ static void csum(void)
     CHECK_EQ(bad, 0u);
 }
 
+/* Offload: the builder leaves the IPv4 header checksum 0 and the pseudo
+ * header's sum in the UDP field; completing the UDP sum over the datagram
+ * as a port does gives a frame that parses.  The port's verdict on
+ * receive overrides the software check either way. */
+static void offload(int v6)
+{
+    uint8_t f[2048];
+    size_t hdrs = v6 ? MROCE_ETH_V6_HDRS : MROCE_ETH_V4_HDRS;
+    for (size_t i = 0; i < 300; i++)
+        f[hdrs + i] = (uint8_t)(i * 5u + 1u);
+    CHECK_EQ(mroce_eth_build_ex(f, sizeof f, v6, &A, &B, 0, 300, 1), hdrs);
+    struct mroce_eth_rx rx;
+    struct mroce_eth_counters c = {0};
+    uint8_t *ip = f + 14, *udp = f + hdrs - 8;
+    if (!v6) {
+        CHECK(ip[10] == 0 && ip[11] == 0);
+        uint16_t h = (uint16_t)~mroce_eth_csum_add(0, ip, 20);
+        ip[10] = (uint8_t)(h >> 8);
+        ip[11] = (uint8_t)h;
+    }
+    /* As the software path sees it, the UDP checksum is wrong ... */
+    CHECK_EQ(mroce_eth_parse(f, hdrs + 300, v6, &B, &rx, &c), -1);
+    CHECK_EQ(c.drop_udp_csum, 1u);
+    /* ... unless the port vouches for it, or completes it. */
+    CHECK_EQ(mroce_eth_parse_ex(f, hdrs + 300, v6, &B, &rx, &c, 1), 0);
+    uint16_t u = (uint16_t)~mroce_eth_csum_add(0, udp, 308);
+    udp[6] = (uint8_t)(u >> 8);
+    udp[7] = (uint8_t)u;
+    CHECK_EQ(mroce_eth_parse(f, hdrs + 300, v6, &B, &rx, &c), 0);
+    CHECK_EQ(rx.payload_len, 300u);
+    /* The port's "bad" drops even a frame the software would take. */
+    CHECK_EQ(mroce_eth_parse_ex(f, hdrs + 300, v6, &B, &rx, &c, -1), -1);
+    CHECK_EQ(c.drop_udp_csum, 2u);
+}
+
 int main(void)
 {
     csum();
+    offload(0);
+    offload(1);
     roundtrip(0);
     roundtrip(1);
     drops_v4();

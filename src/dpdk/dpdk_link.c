@@ -10,7 +10,9 @@
  * UDP payload to the library inside the mbuf, where the engine's placement
  * is the one copy; the mbufs are freed at the next receive call.  The
  * descriptor for epoll is an eventfd kept readable: a poll-mode port has
- * no interrupt, so a sleeping progress thread never sleeps on it.
+ * no interrupt, so a sleeping progress thread never sleeps on it.  The
+ * link also answers and sends ARP and IPv6 Neighbor Discovery, and hands
+ * the checksums to a port that offers the offload.
  */
 #define _GNU_SOURCE
 #include "dpdk_link.h"
@@ -70,7 +72,9 @@ struct dlink {
     struct mroce_eth_counters ec;
     uint64_t tx_nombuf, tx_ring_full, rx_multiseg;
     uint64_t arp_req_tx, arp_reply_tx;
-    int memif; /* a memif port: parked at close (see dl_close) */
+    int memif;             /* a memif port: parked at close (see dl_close) */
+    int tx_csum, rx_csum;  /* the port computes / checks the checksums */
+    uint64_t rx_csum_good; /* UDP checksums the port vouched for */
 };
 
 static int eal_done; /* EAL initialises once per process */
@@ -313,11 +317,19 @@ static int dl_recv(void *ctx, struct mroce_link_rx *rx, unsigned max)
             lin_used = 1;
         }
         struct mroce_eth_rx er;
-        if (!f ||
-            mroce_eth_parse(f, len, d->family6, &d->self, &er, &d->ec) < 0) {
+        int verdict = 0;
+        if (d->rx_csum) {
+            uint64_t l4 = m[i]->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+            verdict = l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD  ? 1
+                      : l4 == RTE_MBUF_F_RX_L4_CKSUM_BAD ? -1
+                                                         : 0;
+        }
+        if (!f || mroce_eth_parse_ex(f, len, d->family6, &d->self, &er, &d->ec,
+                                     verdict) < 0) {
             rte_pktmbuf_free(m[i]);
             continue;
         }
+        d->rx_csum_good += verdict > 0;
         neigh_set(d, er.src.ip, er.src.mac);
         struct mroce_link_rx *r = &rx[out++];
         memset(&r->from, 0, sizeof r->from);
@@ -395,10 +407,18 @@ static int dl_send(void *ctx, uint16_t src_port, const struct sockaddr *to,
     }
     struct mroce_eth_end src = d->self;
     src.port = src_port;
-    if (mroce_eth_build(p, hdrs + len, d->family6, &src, &dst, tos, len) !=
-        hdrs) {
+    if (mroce_eth_build_ex(p, hdrs + len, d->family6, &src, &dst, tos, len,
+                           d->tx_csum) != hdrs) {
         rte_pktmbuf_free(m);
         return -1;
+    }
+    if (d->tx_csum) {
+        m->l2_len = MROCE_ETH_HDR_LEN;
+        m->l3_len = d->family6 ? 40 : 20;
+        m->ol_flags |= RTE_MBUF_F_TX_UDP_CKSUM |
+                       (d->family6
+                            ? RTE_MBUF_F_TX_IPV6
+                            : RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM);
     }
     if (d->ntx == BURST) /* an ARP request took the last place */
         dl_flush(d);
@@ -434,7 +454,7 @@ static void dl_close(void *ctx)
                 "ip_dst %llu port %llu udp_len %llu udp_csum %llu "
                 "multiseg %llu arp %llu nd %llu; arp_ok %llu nd_ok %llu; "
                 "tx nombuf %llu ring_full %llu resolve_req %llu "
-                "resolve_reply %llu\n",
+                "resolve_reply %llu; rx_csum_good %llu\n",
                 (unsigned long long)d->ec.rx_ok,
                 (unsigned long long)d->ec.drop_short,
                 (unsigned long long)d->ec.drop_mac,
@@ -454,7 +474,8 @@ static void dl_close(void *ctx)
                 (unsigned long long)d->tx_nombuf,
                 (unsigned long long)d->tx_ring_full,
                 (unsigned long long)d->arp_req_tx,
-                (unsigned long long)d->arp_reply_tx);
+                (unsigned long long)d->arp_reply_tx,
+                (unsigned long long)d->rx_csum_good);
     if (!d->memif) {
         rte_eth_dev_stop(d->port_id);
         rte_eth_dev_close(d->port_id);
@@ -557,19 +578,48 @@ static int port_setup(struct dlink *d, char *err, size_t errlen)
 {
     struct rte_eth_conf conf;
     memset(&conf, 0, sizeof conf);
-    /* Checksums stay in software (src/dpdk/README.md, next steps); the
-     * counters dump says what the port would offload. */
+    /* Checksums go to the port where it offers them, unless
+     * MROCE_DPDK_OFFLOAD=0; software otherwise. */
     struct rte_eth_dev_info info;
+    const char *off = getenv("MROCE_DPDK_OFFLOAD");
+    int allow = !(off && strcmp(off, "0") == 0);
+    /* The largest frame the link sends (MTU 9000), where the port allows:
+     * a port left at its default 1500 drops larger frames (net_tap);
+     * af_packet reports 1518-byte frames and carries larger ones anyway. */
+    if (rte_eth_dev_info_get(d->port_id, &info) == 0) {
+        uint32_t mtu = 9000;
+        if (info.max_mtu < mtu)
+            mtu = info.max_mtu;
+        if (info.max_rx_pktlen < mtu + 18u) /* Ethernet header and CRC */
+            mtu = info.max_rx_pktlen > 18u ? info.max_rx_pktlen - 18u : 0;
+        if (mtu > RTE_ETHER_MTU)
+            conf.rxmode.mtu = mtu;
+    }
+    if (rte_eth_dev_info_get(d->port_id, &info) == 0 && allow) {
+        const uint64_t tx4 = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM |
+                             RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+        const uint64_t rx4 = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM |
+                             RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+        if ((info.tx_offload_capa & tx4) == tx4) {
+            conf.txmode.offloads |= tx4;
+            d->tx_csum = 1;
+        }
+        if ((info.rx_offload_capa & rx4) == rx4) {
+            conf.rxmode.offloads |= rx4;
+            d->rx_csum = 1;
+        }
+    }
     if (getenv("MROCE_DUMP_COUNTERS") &&
         rte_eth_dev_info_get(d->port_id, &info) == 0)
         fprintf(stderr,
                 "libmroce dpdk: port %u (%s) checksum offload: tx ipv4 %d "
-                "udp %d, rx ipv4 %d udp %d\n",
+                "udp %d, rx ipv4 %d udp %d; used: tx %d rx %d; mtu %u\n",
                 d->port_id, info.driver_name ? info.driver_name : "?",
                 !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM),
                 !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM),
                 !!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM),
-                !!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM));
+                !!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM),
+                d->tx_csum, d->rx_csum, (unsigned)conf.rxmode.mtu);
     int r = rte_eth_dev_configure(d->port_id, 1, 1, &conf);
     if (r == 0)
         r = rte_eth_rx_queue_setup(d->port_id, 0, RING_SIZE,

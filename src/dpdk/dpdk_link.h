@@ -19,7 +19,8 @@
  *                     requests for our address the link answers
  *   MROCE_DPDK_MAC    the port's MAC, overriding what the PMD reports
  * One queue pair on one port, one DPDK device per process (EAL initialises
- * once per process).  Checksums are computed in software.
+ * once per process).  The IPv4 and UDP checksums go to the port where it
+ * offers the offload (MROCE_DPDK_OFFLOAD=0: never), software otherwise.
  */
 #ifndef MROCE_DPDK_LINK_H
 #define MROCE_DPDK_LINK_H

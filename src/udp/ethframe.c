@@ -68,8 +68,8 @@ static uint16_t csum_final(uint32_t sum)
 
 /* The UDP checksum over the pseudo header, UDP header and payload, with
  * the UDP header's checksum field counted as it stands in `udp`. */
-static uint32_t udp_sum(int family6, const uint8_t *srcip, const uint8_t *dstip,
-                        const uint8_t *udp, size_t udp_len)
+static uint32_t pseudo_sum(int family6, const uint8_t *srcip,
+                           const uint8_t *dstip, size_t udp_len)
 {
     uint8_t ph[8];
     size_t alen = family6 ? 16u : 4u;
@@ -79,13 +79,27 @@ static uint32_t udp_sum(int family6, const uint8_t *srcip, const uint8_t *dstip,
     put16(ph + 2, IPPROTO_UDP_NUM);
     put16(ph + 4, (uint16_t)(udp_len >> 16));
     put16(ph + 6, (uint16_t)udp_len);
-    s = mroce_eth_csum_add(s, ph, 8);
-    return mroce_eth_csum_add(s, udp, udp_len);
+    return mroce_eth_csum_add(s, ph, 8);
+}
+
+static uint32_t udp_sum(int family6, const uint8_t *srcip, const uint8_t *dstip,
+                        const uint8_t *udp, size_t udp_len)
+{
+    return mroce_eth_csum_add(pseudo_sum(family6, srcip, dstip, udp_len), udp,
+                              udp_len);
 }
 
 size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
                        const struct mroce_eth_end *src,
                        const struct mroce_eth_end *dst, uint8_t tos, size_t len)
+{
+    return mroce_eth_build_ex(buf, cap, family6, src, dst, tos, len, 0);
+}
+
+size_t mroce_eth_build_ex(uint8_t *buf, size_t cap, int family6,
+                          const struct mroce_eth_end *src,
+                          const struct mroce_eth_end *dst, uint8_t tos,
+                          size_t len, int offload)
 {
     size_t hdrs = family6 ? MROCE_ETH_V6_HDRS : MROCE_ETH_V4_HDRS;
     size_t udp_len = len + 8u;
@@ -117,13 +131,20 @@ size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
         put16(ip + 10, 0);
         memcpy(ip + 12, src->ip, 4);
         memcpy(ip + 16, dst->ip, 4);
-        put16(ip + 10, csum_final(mroce_eth_csum_add(0, ip, 20)));
+        if (!offload)
+            put16(ip + 10, csum_final(mroce_eth_csum_add(0, ip, 20)));
         udp = ip + 20;
     }
     put16(udp, src->port);
     put16(udp + 2, dst->port);
     put16(udp + 4, (uint16_t)udp_len);
     put16(udp + 6, 0);
+    if (offload) { /* the pseudo header's sum, not complemented */
+        put16(udp + 6,
+              (uint16_t)pseudo_sum(family6, family6 ? ip + 8 : ip + 12,
+                                   family6 ? ip + 24 : ip + 16, udp_len));
+        return hdrs;
+    }
     uint16_t cs = csum_final(udp_sum(family6, family6 ? ip + 8 : ip + 12,
                                      family6 ? ip + 24 : ip + 16, udp,
                                      udp_len));
@@ -148,6 +169,14 @@ static int addr_any(const uint8_t *a, size_t n)
 int mroce_eth_parse(const uint8_t *frame, size_t len, int family6,
                     const struct mroce_eth_end *self, struct mroce_eth_rx *rx,
                     struct mroce_eth_counters *c)
+{
+    return mroce_eth_parse_ex(frame, len, family6, self, rx, c, 0);
+}
+
+int mroce_eth_parse_ex(const uint8_t *frame, size_t len, int family6,
+                       const struct mroce_eth_end *self,
+                       struct mroce_eth_rx *rx, struct mroce_eth_counters *c,
+                       int udp_csum)
 {
     static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     if (len < MROCE_ETH_HDR_LEN)
@@ -208,8 +237,10 @@ int mroce_eth_parse(const uint8_t *frame, size_t len, int family6,
     if (get16(udp + 2) != self->port)
         return drop(&c->drop_port);
     uint16_t cs = get16(udp + 6);
-    if (cs == 0 ? family6
-                : csum_final(udp_sum(family6, sip, dip, udp, ulen)) != 0)
+    if (udp_csum < 0 ||
+        (udp_csum == 0 &&
+         (cs == 0 ? family6
+                  : csum_final(udp_sum(family6, sip, dip, udp, ulen)) != 0)))
         return drop(&c->drop_udp_csum);
     memset(&rx->src, 0, sizeof rx->src);
     memcpy(rx->src.mac, frame + 6, 6);

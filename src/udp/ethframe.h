@@ -91,6 +91,15 @@ size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
                        const struct mroce_eth_end *dst, uint8_t tos,
                        size_t len);
 
+/* mroce_eth_build for a port that computes the checksums (offload != 0):
+ * the IPv4 header checksum is left 0 and the UDP checksum field holds
+ * the pseudo header's sum, not complemented, as DPDK's checksum offload
+ * expects; offload == 0 is mroce_eth_build. */
+size_t mroce_eth_build_ex(uint8_t *buf, size_t cap, int family6,
+                          const struct mroce_eth_end *src,
+                          const struct mroce_eth_end *dst, uint8_t tos,
+                          size_t len, int offload);
+
 /* Checks a received frame against the local end `self` (MAC, address and
  * port; an all-zero address accepts any).  Returns 0 and fills *rx for a
  * MetaRoCE-over-UDP frame for us; otherwise -1, with the cause counted in
@@ -98,6 +107,14 @@ size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
 int mroce_eth_parse(const uint8_t *frame, size_t len, int family6,
                     const struct mroce_eth_end *self, struct mroce_eth_rx *rx,
                     struct mroce_eth_counters *c);
+
+/* mroce_eth_parse with the port's verdict on the UDP checksum: udp_csum
+ * 1: the port checked it good (not checked again); -1: the port found
+ * it bad (dropped, drop_udp_csum); 0: unknown (checked in software). */
+int mroce_eth_parse_ex(const uint8_t *frame, size_t len, int family6,
+                       const struct mroce_eth_end *self,
+                       struct mroce_eth_rx *rx, struct mroce_eth_counters *c,
+                       int udp_csum);
 
 /* Parses an ARP frame (EtherType MROCE_ETHERTYPE_ARP; the caller checked
  * the destination MAC).  Returns 0 and fills *a, counting arp_ok; -1 for
