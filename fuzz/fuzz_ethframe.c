@@ -9,7 +9,9 @@
  * parser returned must give a frame that parses to the same payload (the
  * builder and parser agree on the format).  Input whose first bytes do not
  * name our MAC is also tried with it patched in, so the fuzzer reaches the
- * IP and UDP checks.
+ * IP and UDP checks.  The same bytes go through the ARP and Neighbor
+ * Discovery parsers, and what they accept must rebuild into a frame they
+ * accept again.
  */
 #include "../src/udp/ethframe.h"
 
@@ -45,11 +47,32 @@ static void one(const uint8_t *f, size_t len, int v6)
         abort();
 }
 
+static void neigh(const uint8_t *f, size_t len)
+{
+    uint8_t re[128];
+    struct mroce_eth_counters c = {0};
+    struct mroce_arp a, a2;
+    if (mroce_eth_arp_parse(f, len, &a, &c) == 0 &&
+        (mroce_eth_arp_build(re, sizeof re, SELF.mac, &a) !=
+             MROCE_ARP_FRAME_LEN ||
+         mroce_eth_arp_parse(re, MROCE_ARP_FRAME_LEN, &a2, &c) != 0 ||
+         memcmp(&a, &a2, sizeof a) != 0))
+        abort();
+    struct mroce_nd n, n2;
+    if (mroce_eth_nd_parse(f, len, &n, &c) == 0 && n.has_mac &&
+        (mroce_eth_nd_build(re, sizeof re, n.mac, SELF.mac, &n) !=
+             MROCE_ND_FRAME_LEN ||
+         mroce_eth_nd_parse(re, MROCE_ND_FRAME_LEN, &n2, &c) != 0 ||
+         n2.type != n.type || memcmp(n2.target, n.target, 16) != 0))
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static uint8_t buf[70000];
     if (size > sizeof buf)
         return 0;
+    neigh(data, size);
     for (int v6 = 0; v6 < 2; v6++) {
         one(data, size, v6);
         if (size >= 6 && memcmp(data, SELF.mac, 6) != 0) {

@@ -24,7 +24,11 @@ session() {
         timeout 30 "$PERF" "$@" -p $port -B 10.0.0.1 >"$DIR/srv.log" 2>&1 &
     SRV=$!
     i=0
-    while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    # the memif socket is abstract: listed in /proc/net/unix, not a file
+    while ! grep -q "@$sock\$" /proc/net/unix && [ $i -lt 100 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
     MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV="net_memif,role=client,socket=$sock" \
         timeout 30 "$PERF" "$@" -p $port 10.0.0.1 -B 10.0.0.2 --verify \
         >"$DIR/cli.log" 2>&1
@@ -49,8 +53,8 @@ session write_bw_loss write_bw -n 100 -s 65536 --fault tx:drop=0.01,reorder=0.01
 session read_bw read_bw -n 50 -s 16384
 session send_lat send_lat -n 100 -s 64
 
-# DPDK cannot start (a device that does not exist): the open fails, names
-# the cause, and is quick.
+# DPDK cannot start (a device that does not exist, then EAL refusing its
+# arguments): the open fails, names the cause, and is quick.
 MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV="net_nosuchpmd0" \
     timeout 20 "$PERF" write_bw -p $port 127.0.0.1 -n 10 >"$DIR/bad.log" 2>&1
 rc=$?
@@ -61,6 +65,18 @@ if [ $rc -eq 0 ] || [ $rc -eq 124 ] ||
     fail=1
 else
     echo "ok   bad vdev: $(grep 'cannot start' "$DIR/bad.log")"
+fi
+# EAL itself cannot initialise (an lcore this machine lacks).
+MROCE_DATAPATH=dpdk MROCE_DPDK_ARGS="--no-huge --no-shconf -m 64 --no-pci -l 127" \
+    timeout 20 "$PERF" write_bw -p $port 127.0.0.1 -n 10 >"$DIR/bad.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] || [ $rc -eq 124 ] ||
+    ! grep -q "DPDK datapath cannot start: rte_eal_init failed" "$DIR/bad.log"; then
+    echo "FAIL EAL init: rc $rc"
+    cat "$DIR/bad.log"
+    fail=1
+else
+    echo "ok   EAL init: $(grep 'cannot start' "$DIR/bad.log")"
 fi
 MROCE_DATAPATH=bogus timeout 20 "$PERF" write_bw -p $port 127.0.0.1 -n 10 \
     >"$DIR/bad.log" 2>&1 && fail=1

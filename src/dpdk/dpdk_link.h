@@ -10,14 +10,17 @@
  *   MROCE_DPDK_ARGS   EAL arguments; default "--no-huge --no-shconf -m 128
  *                     --no-pci --no-telemetry -l 0" (no hugepages needed)
  *   MROCE_DPDK_VDEV   a virtual device to create and use, e.g.
- *                     "net_memif,role=server,socket=/run/mroce-memif.sock";
- *                     unset: the first port EAL found
- *   MROCE_DPDK_NEIGH  static neighbours "IP=MAC,IP=MAC"; a peer not listed
- *                     is sent to broadcast until a frame from it teaches
- *                     its MAC
+ *                     "net_memif,role=server,socket=/run/mroce-memif.sock"
+ *                     (memif role=auto: server unless one listens already)
+ *                     or "net_af_packet,iface=eth1"; unset: the first port
+ *                     EAL found
+ *   MROCE_DPDK_NEIGH  static neighbours "IP=MAC,IP=MAC"; other peers are
+ *                     resolved by ARP or IPv6 Neighbor Discovery, whose
+ *                     requests for our address the link answers
  *   MROCE_DPDK_MAC    the port's MAC, overriding what the PMD reports
  * One queue pair on one port, one DPDK device per process (EAL initialises
- * once per process).  Checksums are computed in software.
+ * once per process).  The IPv4 and UDP checksums go to the port where it
+ * offers the offload (MROCE_DPDK_OFFLOAD=0: never), software otherwise.
  */
 #ifndef MROCE_DPDK_LINK_H
 #define MROCE_DPDK_LINK_H
