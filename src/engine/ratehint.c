@@ -294,16 +294,22 @@ static void rh_grant_start(mre_qp *qp, mroce_tstamp now)
 }
 
 /* CC-38: the answer's share over the request's round trip `rt` opens the
- * window that far at once (never below what it is, never above max_cwnd):
- * a lone sender answered with the whole receive rate starts at a full
- * bandwidth-delay product, not at init_cwnd. */
+ * window that far at once (never below what it is, never above twice
+ * init_cwnd nor max_cwnd): a lone sender answered with the whole receive
+ * rate starts at a bandwidth-delay product, not at init_cwnd.  The bound
+ * is one slow-start round: rt also holds any gather and the hosts' own
+ * delays, which on a loaded host are milliseconds. */
 static void rh_grant_window(mre_qp *qp, mroce_tstamp rt)
 {
     uint64_t w = (uint64_t)qp->rh.hint * rt / 8000u;
+    uint64_t lim = 2 * (uint64_t)qp->cc.init_cwnd;
 
-    if (w <= qp->cc.cwnd)
-        return;
-    qp->cc.cwnd = w > qp->cc.max_cwnd ? qp->cc.max_cwnd : (uint32_t)w;
+    if (lim > qp->cc.max_cwnd)
+        lim = qp->cc.max_cwnd;
+    if (w > lim)
+        w = lim;
+    if (w > qp->cc.cwnd)
+        qp->cc.cwnd = (uint32_t)w;
 }
 
 /* A hint of h Mbit/s over t ns is h * t / 8000 bytes. */
