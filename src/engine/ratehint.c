@@ -123,7 +123,6 @@ void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now)
         return;
     if (!qp->rh.active) {
         qp->rh.active = 1;
-        qp->rh.since = now;
         qp->rh.intervals = 0;
         qp->rh.rate = 0;
         ep->rh.nactive++;
@@ -137,11 +136,8 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure);
 
 int mre_rh_on_request(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 {
+    int was = qp->rh.active;
     mroce_tstamp g = rh_gather_ns(ep);
-    /* Active for a gather already: not a new sender.  Its first data
-     * packet (CC-36) may have overtaken the request, making it active
-     * just now; it is still new (CC-33). */
-    int was = qp->rh.active && now - qp->rh.since >= g;
 
     if (!qp->rh.on || !ep->cfg.rx_rate_mbps)
         return 0; /* a keepalive, answered as one (REL-35) */

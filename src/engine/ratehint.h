@@ -23,29 +23,28 @@
 
 /* Per QP. */
 struct mre_rh_qp {
-    uint8_t on;         /* both sides set RATE: ACK Credit is a rate hint */
-    uint8_t ask;        /* sender: asks for a share before data (rate_hint
+    uint8_t on;        /* both sides set RATE: ACK Credit is a rate hint */
+    uint8_t ask;       /* sender: asks for a share before data (rate_hint
                           2, CC-30) */
-    uint8_t active;     /* receiver: counted among the active senders */
-    uint8_t frozen;     /* receiver: scratch of the water-filling pass */
-    uint8_t intervals;  /* receiver: measured intervals since it became
+    uint8_t active;    /* receiver: counted among the active senders */
+    uint8_t frozen;    /* receiver: scratch of the water-filling pass */
+    uint8_t intervals; /* receiver: measured intervals since it became
                           active (its rate is a demand from the second) */
-    uint8_t pace_wait;  /* sender: pacing held a packet back */
-    uint8_t grant;      /* sender: RH_G_* (CC-30) */
-    uint8_t ask_now;    /* sender: the ACK being written is its share
+    uint8_t pace_wait; /* sender: pacing held a packet back */
+    uint8_t grant;     /* sender: RH_G_* (CC-30) */
+    uint8_t ask_now;   /* sender: the ACK being written is its share
                           request (ACK_REQ, CC-30) */
-    uint8_t answer;     /* receiver: a share request's answer is held for
+    uint8_t answer;    /* receiver: a share request's answer is held for
                           the gather (CC-33) */
-    uint8_t first;      /* sender: data packets it may still send while
+    uint8_t first;     /* sender: data packets it may still send while
                           its share request waits (CC-36) */
-    uint32_t share;     /* receiver: this sender's share, Mbit/s */
-    uint32_t rate;      /* receiver: its arrival rate over the last
+    uint32_t share;    /* receiver: this sender's share, Mbit/s */
+    uint32_t rate;     /* receiver: its arrival rate over the last
                           interval, Mbit/s */
-    uint32_t hint;      /* sender: latest hint, Mbit/s; UNLIMITED = none */
-    uint32_t pace;      /* sender: pacing rate from the hint, Mbit/s (CC-28) */
-    uint64_t bytes;     /* receiver: bytes received this interval */
-    mroce_tstamp last;  /* receiver: last data packet */
-    mroce_tstamp since; /* receiver: when it became active */
+    uint32_t hint;     /* sender: latest hint, Mbit/s; UNLIMITED = none */
+    uint32_t pace;     /* sender: pacing rate from the hint, Mbit/s (CC-28) */
+    uint64_t bytes;    /* receiver: bytes received this interval */
+    mroce_tstamp last; /* receiver: last data packet */
     mroce_tstamp pace_next; /* sender: earliest time of the next packet */
     mroce_tstamp last_send; /* sender: last paced packet */
     mroce_tstamp tx_last;   /* sender: last data packet (CC-35) */
