@@ -305,8 +305,8 @@ CT_CASE(cc_ask_answered_together, "CC-32 CC-33 CC-37 CC-26",
                        i, h[i], RX_MBPS / 3);
         return;
     }
-    ct_skip(t, "in 4 attempts the IUT never counted a share request "
-               "within 300 us");
+    ct_skip(t, "in 4 attempts the IUT never counted the second request "
+               "within 300 us and both within 400 us");
 }
 
 CT_CASE(cc_ask_lone_at_once, "CC-37 CC-32",
