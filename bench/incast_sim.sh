@@ -3,9 +3,11 @@
 # receiver's rate hint (issue 18, CC-24..29), N = 8, 64, 256 by default.
 #
 # Runs sim/scenarios/incast.txt once per N and transport, all in one
-# invocation (mroce_ask = rate hints and a share request before data,
-# CC-30..35; mroce = the engine's default, per-path windows and rate
-# hints; mroce_nohint = per-path windows only; mroce_classic = one
+# invocation (mroce = the engine's default: per-path windows, rate hints
+# and a share request before data with the first packet behind it,
+# CC-20..38; mroce_ask = rate_hint 3, no data before the answer;
+# mroce_hint1 = rate_hint 1, hints without asking, the default before
+# CC-36; mroce_nohint = per-path windows only; mroce_classic = one
 # window, no hints, the behaviour before CC-20..29; roce = the RoCEv2
 # model with DCQCN, sim/src/roce.c) with a 1 us trace of every sender
 # (MROCE_SIM_TRACE: packets sent, the receiver's hint, the rate the
@@ -48,7 +50,7 @@ if [ ! -x "$build/sim/mroce-sim" ]; then
 fi
 sim=$build/sim/mroce-sim
 ns=${*:-8 64 256}
-tps=${TRANSPORTS:-mroce_ask mroce mroce_nohint mroce_classic roce}
+tps=${TRANSPORTS:-mroce mroce_ask mroce_hint1 mroce_nohint roce}
 printf '%-4s %-14s %8s %8s %8s %8s %6s %7s %7s %6s %9s\n' N transport \
     fair_p50 fair_max conv_rtt win_rtt drops jain ecn retx time_us
 for n in $ns; do

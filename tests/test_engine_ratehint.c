@@ -9,9 +9,11 @@
  * Then, driving ratehint.c's sender and receiver sides directly on a
  * model clock, two senders whose RTTs differ fourfold get the same hint
  * and the same rate (shares are rates, not windows), where two fixed
- * windows of the same size would not.  With rate_hint 2 each sender
+ * windows of the same size would not.  With rate_hint 3 each sender
  * asks for its share before data and hears the share of all the senders
- * that start with it (CC-30..33).
+ * that start with it (CC-30..33); with rate_hint 2, the default, a lone
+ * sender's first packet goes with its request, its answer comes at once
+ * and opens its window (CC-36..38).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,10 @@ struct incast {
     unsigned n;
 };
 
+/* The model's one-way delay for the next incast_new, ns (0: its
+ * default). */
+static mroce_tstamp net_delay;
+
 /* n senders (hosts 0..n-1) to host n, each with TOTAL bytes posted;
  * rate: both sides' rate_hint. */
 static int incast_new(struct incast *x, unsigned n, int rate)
@@ -47,6 +53,8 @@ static int incast_new(struct incast *x, unsigned n, int rate)
     cfg.net.hosts = n + 1;
     cfg.net.rate_bps = 25000000000ull;
     cfg.net.seed = 3;
+    if (net_delay)
+        cfg.net.delay = net_delay;
     mre_ep_config_default(&ec);
     ec.rx_rate_mbps = RX_MBPS;
     if (!CHECK(mroce_tb_new(&x->tb, &cfg, &ec) == 0))
@@ -266,7 +274,7 @@ static void test_two_rtts(void)
 }
 
 /*
- * CC-30..33 over the network model: 4 senders with rate_hint 2 start at
+ * CC-30..33 over the network model: 4 senders with rate_hint 3 start at
  * once.  Each sender's first packet is a share request and no data leaves
  * before its answer; the receiver answers the requests that arrive
  * together with the share of all of them, so no sender is first told the
@@ -311,10 +319,11 @@ static void test_ask_first(void)
     struct ask_watch w;
     /* The three whose requests arrived: 0.95 x rate / 3 each. */
     uint32_t want = RX_MBPS * 95 / 100 / 3;
+    unsigned whole = 0;
 
     memset(&w, 0, sizeof w);
     w.n = 4;
-    if (incast_new(&x, 4, 2) < 0)
+    if (incast_new(&x, 4, 3) < 0)
         return;
     mroce_netdrive_set_tx_hook(x.tb->d, ask_hook, &w);
     incast_run(&x, 20000000);
@@ -324,24 +333,106 @@ static void test_ask_first(void)
         CHECK_MSG(w.data_first[i] == 0,
                   "sender %u: %u data packets before its share request", i,
                   w.data_first[i]);
-        /* Sender 0 asked once, then sent without an answer (CC-31); the
-         * others were answered together, with the share of the three
-         * whose requests arrived (CC-32, CC-33), not the whole rate. */
+        /* Sender 0 asked once, then sent without an answer (CC-31); of
+         * the others, the first heard was alone and is answered at once
+         * with the whole rate (CC-37), and the rest were answered
+         * together, with the share of the three whose requests arrived
+         * (CC-32, CC-33), not the whole rate. */
         CHECK_MSG(w.reqs[i] == 1, "sender %u: %u share requests", i, w.reqs[i]);
-        if (i > 0)
-            CHECK_MSG(w.first_hint[i] <= want + want / 100,
-                      "sender %u: first hint %u Mbit/s, the share of three "
-                      "is %u",
-                      i, w.first_hint[i], want);
+        if (i > 0 && w.first_hint[i] > want + want / 100)
+            whole++;
         CHECK(memcmp(x.src[i], x.dst[i], TOTAL) == 0);
     }
+    CHECK_MSG(whole == 1,
+              "%u senders first hinted more than the share of three (%u "
+              "Mbit/s): only the first heard, alone then, may be",
+              whole, want);
+    incast_del(&x);
+}
+
+/*
+ * CC-36..38 over the network model: one sender with rate_hint 2 (the
+ * default) and nobody else sending to its receiver.  Its share request
+ * goes first and its first data packet right behind it, but no second one
+ * before the answer (CC-36); the receiver, with no other sender active,
+ * answers at once rather than after the gather (rate_active / 8 =
+ * 6.25 us; the one-way delay is 20 us here), with the whole rate
+ * (CC-37); the answer opens the window to the share over the request's
+ * round trip, above init_cwnd (CC-38).
+ */
+struct lone_watch {
+    mroce_tstamp req_at, answer_at;
+    unsigned data_before, answers;
+    uint32_t hint;
+};
+
+static int lone_hook(void *user, struct mroce_netdrive_pkt *p)
+{
+    struct lone_watch *w = user;
+    struct mrw_pkt pkt;
+
+    if (mrw_pkt_decode(&pkt, p->buf, p->len) != 0)
+        return MROCE_NETDRIVE_PASS;
+    if (p->src == 0 && p->dst == 1) {
+        if (pkt.base.opcode == MROCE_OP_ACK &&
+            (pkt.base.flags & MROCE_F_ACK_REQ) &&
+            (pkt.base.flags & MROCE_F_CREDIT) && !w->req_at)
+            w->req_at = p->now;
+        else if (mrw_opcode_has_psn(pkt.base.opcode) && !w->answers)
+            w->data_before++;
+    } else if (p->src == 1 && p->dst == 0 && pkt.base.opcode == MROCE_OP_ACK &&
+               w->answers++ == 0) {
+        w->answer_at = p->now;
+        w->hint = pkt.u.ack.credit;
+    }
+    return MROCE_NETDRIVE_PASS;
+}
+
+static void test_lone_first(void)
+{
+    struct incast x;
+    struct lone_watch w;
+    uint32_t cwnd0;
+
+    memset(&w, 0, sizeof w);
+    /* 20 us each way: the share over the round trip (20 Gbit/s x 40 us,
+     * 100 KB) is above init_cwnd (64 KiB). */
+    net_delay = 20000;
+    if (incast_new(&x, 1, 2) < 0)
+        return;
+    net_delay = 0;
+    cwnd0 = x.qs[0]->cc.cwnd;
+    mroce_netdrive_set_tx_hook(x.tb->d, lone_hook, &w);
+    while (!w.answers && mroce_netdrive_step(x.tb->d))
+        ;
+    /* Delivered and handled: the answer reaches the sender 20 us on. */
+    incast_run(&x, 21000);
+    CHECK_EQ_INT(x.qs[0]->rh.ask, 1);
+    CHECK(w.req_at != 0);
+    CHECK_MSG(w.data_before == 1,
+              "%u data packets before the answer left the receiver "
+              "(CC-36: the first one goes with the request)",
+              w.data_before);
+    CHECK_MSG(w.answer_at - w.req_at < 20000 + 4000,
+              "answered %llu ns after the request left, 20 us one way "
+              "(CC-37: at once, not after the 6.25 us gather)",
+              (unsigned long long)(w.answer_at - w.req_at));
+    CHECK_EQ_INT(w.hint, RX_MBPS);
+    /* 20 Gbit/s over the request's 40 us round trip: 100,000 bytes;
+     * slow start from the first packet's ACK alone gives init_cwnd plus
+     * one packet. */
+    CHECK_MSG(x.qs[0]->cc.cwnd >= 95000,
+              "window %u after the answer, %u before (CC-38: the share "
+              "over the request's round trip, 100,000 bytes)",
+              x.qs[0]->cc.cwnd, cwnd0);
+    incast_run(&x, 20000000);
+    CHECK(memcmp(x.src[0], x.dst[0], TOTAL) == 0);
     incast_del(&x);
 }
 
 static const struct test_case cases[] = {
-    {"ask_first", test_ask_first},
-    {"equal_share", test_equal_share},
-    {"off", test_off},
+    {"ask_first", test_ask_first},   {"equal_share", test_equal_share},
+    {"lone_first", test_lone_first}, {"off", test_off},
     {"two_rtts", test_two_rtts},
 };
 

@@ -66,6 +66,9 @@ int main(void)
         !CHECK(mroce_tb_new(&tb, &cfg, NULL) == 0))
         return TESTUTIL_SUMMARY("test_engine_starved");
     mre_qp_attr_default(&at);
+    /* Without share requests (CC-30): a sender waiting for its share is
+     * held by the request, not by cwnd, and here the windows decide. */
+    at.rate_hint = 1;
     at.init_cwnd = 16 * 1024;
     CHECK(mroce_tb_connect(tb, 0, 1, &at, &qa, &ra, 100000000) == 0);
     at.init_cwnd = 1u << 20;

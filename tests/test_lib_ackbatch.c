@@ -76,8 +76,15 @@ static uint64_t qp_counter_tx_acks(struct side *s)
 int main(void)
 {
     struct side a, b;
-    /* an initial window of 1 MiB: a sends the whole stream at once */
-    if (!CHECK(side_open(&a, BUF_SIZE, RW, 1u << 20) == 0) ||
+    struct mroce_qp_init_attr qa;
+    /* an initial window of 1 MiB and no share request before data
+     * (rate_hint 1; 2, the default, would hold all but the first packet
+     * for b's answer, CC-36): a sends the whole stream at once */
+    mroce_qp_init_attr_default(&qa);
+    qa.eng.init_cwnd = 1u << 20;
+    qa.eng.rate_hint = 1;
+    if (!CHECK(side_open_eng(&a, BUF_SIZE, RW, MROCE_PROGRESS_APP, &qa.eng) ==
+               0) ||
         !CHECK(side_open(&b, BUF_SIZE, RW, 1u << 20) == 0) ||
         !connect_pair(&a, &b)) {
         side_fini(&a);

@@ -54,7 +54,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         agent_arg_u64(c, "peer_timeout_ms", U32MAX, e->peer_timeout / 1000000,
                       &pt_ms) < 0 ||
         agent_arg_u64(c, "max_streams", U32MAX, 1, &nst) < 0 ||
-        agent_arg_u64(c, "rate_hint", 2, e->rate_hint, &rate) < 0 ||
+        agent_arg_u64(c, "rate_hint", 3, e->rate_hint, &rate) < 0 ||
         agent_arg_u64(c, "path_burst", U32MAX, e->path_burst, &burst) < 0 ||
         agent_arg_u64(c, "path_reuse", 1, e->path_reuse, &reuse) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");

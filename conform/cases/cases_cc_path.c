@@ -88,13 +88,18 @@ CT_CASE(cc_rate_hint_share, "CC-26 CC-25 CC-24 REL-14",
           hint_of(o, &mr));
 }
 
-/* The IUT as a sender to c (RATE, MTU 1024) with n 1024-byte WRITEs
- * posted, the tester not acknowledging on its own. */
+/* The IUT as a sender with rate_hint 1 to c (RATE, MTU 1024) with n
+ * 1024-byte WRITEs posted, the tester not acknowledging on its own. */
 static struct ct_conn *rate_sender(struct ct *t, int n, const char *opts)
 {
     struct ct_mr mr = ct_mr_reg(t, 1024, "lw", 0);
-    struct ct_conn *c = ct_conn_new(t, opts);
+    char o[256];
+    struct ct_conn *c;
 
+    /* rate_hint 1: these cases are about hints alone (CC-24..29), the
+     * first window leaving before any hint. */
+    snprintf(o, sizeof o, "%s rate_hint=1", opts);
+    c = ct_conn_new(t, o);
     c->par.flags = MROCE_CONN_RATE;
     c->par.mtu = 1024;
     ct_conn_accept(c);

@@ -190,11 +190,13 @@ struct mre_qp_attr {
                                retries forever, as in verbs (REL-37) */
     uint8_t cc_algo;        /* enum mroce_cc_algo */
     uint8_t credit_mode;    /* 1: ask the receiver for credits */
-    uint8_t rate_hint;      /* 1 (default): set RATE in CONNECT and, if
-                               the peer does too, follow its rate hints
-                               and send it ours (CC-24); 2: also ask for
-                               a share before data after an idle spell
-                               (CC-30..35); 0: off */
+    uint8_t rate_hint;      /* 2 (default): set RATE in CONNECT and, if
+                               the peer does too, follow its rate hints,
+                               send it ours (CC-24) and ask for a share
+                               before data after an idle spell, the first
+                               packet going with the request (CC-30..38);
+                               3: ask, no data before the answer; 1:
+                               hints without asking; 0: off */
     uint8_t path_cwnd;      /* 1 (default): a window per path as well, if
                                the algorithm keeps them (CC-20); 0: one
                                window per connection only */

@@ -264,7 +264,8 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer, mre_qp **pqp)
     at.mtu = (uint16_t)sc->mtu;
     at.cc_algo = s->tp->cc;
     at.credit_mode = s->tp->credit;
-    at.rate_hint = s->tp->nohint ? 0 : s->tp->ask ? 2 : 1;
+    if (s->tp->nohint || s->tp->hint1 || s->tp->ask) /* else the default */
+        at.rate_hint = s->tp->nohint ? 0 : s->tp->hint1 ? 1 : 3;
     at.path_cwnd = !s->tp->nopcwnd;
     at.max_rd_atomic = 1;
     if (sc->qp_init_cwnd)

@@ -295,6 +295,11 @@ static int parse_transports(struct scenario *sc, char *v, const char *where)
                                   after an idle spell (CC-30..35) */
             t->cc = MROCE_CC_DELAY_ECN;
             t->ask = 1;
+        } else if (!strcmp(tok, "mroce_hint1")) {
+            t->kind = T_MROCE; /* hints without share requests: rate_hint
+                                  1, the default before CC-36 */
+            t->cc = MROCE_CC_DELAY_ECN;
+            t->hint1 = 1;
         } else if (!strcmp(tok, "mroce_nohint")) {
             t->kind = T_MROCE; /* delay+ECN with per-path windows only */
             t->cc = MROCE_CC_DELAY_ECN;

@@ -323,6 +323,8 @@ struct tp_cfg {
     uint8_t credit;  /* MetaRoCE: receiver credits */
     uint8_t nohint;  /* MetaRoCE: rate hints off (CC-24) */
     uint8_t ask;     /* MetaRoCE: share requests before data (CC-30) */
+    uint8_t hint1;   /* MetaRoCE: hints without share requests
+                        (rate_hint 1, the default before CC-36) */
     uint8_t nopcwnd; /* MetaRoCE: per-path windows off (CC-20) */
     uint8_t pfc;     /* baseline: lossless */
     uint8_t dcqcn;   /* baseline: rate control */

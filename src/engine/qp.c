@@ -43,7 +43,7 @@ void mre_qp_attr_default(struct mre_qp_attr *a)
     a->path_reuse = 0;
     a->peer_timeout = 5000000000ull;
     a->max_streams = 1;
-    a->rate_hint = 1; /* CC-24 */
+    a->rate_hint = 2; /* CC-24, CC-36 */
     a->path_cwnd = 1; /* CC-20 */
 }
 
@@ -78,7 +78,7 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
         (uint32_t)a.entropy_base + a.entropy_span > 65536 || a.min_rto == 0 ||
         a.max_rto < a.min_rto || a.init_cwnd == 0 ||
         a.cc_algo > MROCE_CC_NONE || a.ooo_thresh == 0 || a.path_burst == 0 ||
-        a.path_burst > 64 || a.path_reuse > 1 || a.rate_hint > 2 ||
+        a.path_burst > 64 || a.path_reuse > 1 || a.rate_hint > 3 ||
         (a.deny_remote &
          ~(MROCE_ACCESS_REMOTE_WRITE | MROCE_ACCESS_REMOTE_READ |
            MROCE_ACCESS_REMOTE_ATOMIC)) ||

@@ -49,6 +49,7 @@
 #define RH_SETTLE 8         /* intervals before a rate counts as a demand */
 #define RH_ACTIVE_PKTS 4    /* packets at its share a sender stays active */
 #define RH_GATHER_DIV 8     /* the gather: rate_active / RH_GATHER_DIV */
+#define RH_FIRST_PKTS 1     /* data packets behind a share request (CC-36) */
 
 /* The rate the shares divide: with more than one active sender,
  * RH_UTIL_PCT of the receive rate, so that senders paced at their shares
@@ -151,6 +152,8 @@ void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now)
     qp->rh.bytes += len;
 }
 
+static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure);
+
 int mre_rh_on_request(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
 {
     int was = qp->rh.active;
@@ -162,6 +165,13 @@ int mre_rh_on_request(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
         mre_rh_on_data(ep, qp, 0, now); /* CC-32: an active sender now */
     if (was || !g || MROCE_SEEDED_FAULT(RATE_NO_GATHER))
         return 0; /* answered at once, with the share as it is */
+    /* CC-37: a lone sender, no gather open: nobody to wait for (the
+     * count recomputed first, so senders since retired do not count). */
+    if (ep->rh.nactive > 1 && ep->rh.gather_end <= now)
+        rh_recompute(ep, now, 0);
+    if (ep->rh.nactive <= 1 && ep->rh.gather_end <= now &&
+        !MROCE_SEEDED_FAULT(RATE_LONE_GATHER))
+        return 0;
     if (ep->rh.gather_end <= now)
         ep->rh.gather_end = now + g; /* CC-33: a new gather */
     qp->rh.answer = 1;
@@ -303,9 +313,29 @@ static void rh_grant_start(mre_qp *qp, mroce_tstamp now)
                                            MROCE_MAX_DATA_HDR_LEN +
                                            MROCE_CRC_LEN);
 
-    qp->ep->cfg.rand((uint8_t *)&r, sizeof r, qp->ep->cfg.rand_user);
+    if (!MROCE_SEEDED_FAULT(RATE_FIXED_START))
+        qp->ep->cfg.rand((uint8_t *)&r, sizeof r, qp->ep->cfg.rand_user);
     qp->rh.pace_next = now + rh_slack(qp) + (pkt * r >> 16);
     qp->rh.last_send = now;
+}
+
+/* CC-38: the answer's share over the request's round trip `rt` opens the
+ * window that far at once (never below what it is, never above twice
+ * init_cwnd nor max_cwnd): a lone sender answered with the whole receive
+ * rate starts at a bandwidth-delay product, not at init_cwnd.  The bound
+ * is one slow-start round: rt also holds any gather and the hosts' own
+ * delays, which on a loaded host are milliseconds. */
+static void rh_grant_window(mre_qp *qp, mroce_tstamp rt)
+{
+    uint64_t w = (uint64_t)qp->rh.hint * rt / 8000u;
+    uint64_t lim = 2 * (uint64_t)qp->cc.init_cwnd;
+
+    if (lim > qp->cc.max_cwnd)
+        lim = qp->cc.max_cwnd;
+    if (w > lim)
+        w = lim;
+    if (w > qp->cc.cwnd)
+        qp->cc.cwnd = (uint32_t)w;
 }
 
 /* A hint of h Mbit/s over t ns is h * t / 8000 bytes. */
@@ -329,8 +359,12 @@ uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit, mroce_tstamp now)
     if (granted) { /* the answer to its share request (CC-30) */
         qp->rh.grant = RH_G_OPEN;
         qp->rh.tx_last = now; /* fresh until it has sent (CC-35) */
-        if (qp->rh.hint != MROCE_CREDIT_UNLIMITED)
+        if (qp->rh.hint != MROCE_CREDIT_UNLIMITED) {
             rh_grant_start(qp, now);
+            rh_grant_window(qp, now - qp->rh.ask_at);
+            if (t == 0)
+                t = now - qp->rh.ask_at;
+        }
     }
     if (credit == MROCE_CREDIT_UNLIMITED || MROCE_SEEDED_FAULT(RATE_NO_CAP))
         return MROCE_CREDIT_UNLIMITED;
@@ -381,7 +415,13 @@ int mre_rh_ask(mre_qp *qp, mroce_tstamp now)
         return 0;
     }
     qp->rh.grant = RH_G_ASKED; /* CC-30: the share request goes first */
+    /* CC-36: rate_hint 2 sends its first packet behind the request at
+     * once; 3 holds every data packet for the answer. */
+    qp->rh.first = MROCE_SEEDED_FAULT(RATE_FIRST_BURST) ? UINT8_MAX
+                   : qp->attr.rate_hint == 2            ? RH_FIRST_PKTS
+                                                        : 0;
     qp->rh.ask_until = now + rh_ask_wait(qp);
+    qp->rh.ask_at = now;
     qp->rh.tx_last = now;
     qp->rh.ask_now = 1; /* the caller's ACK is the request */
     qp->cnt.rate_asks++;
@@ -395,6 +435,8 @@ int mre_rh_may_send(mre_qp *qp, mroce_tstamp now)
     if (!qp->rh.on)
         return 1;
     if (qp->rh.grant == RH_G_ASKED) {
+        if (qp->rh.first)
+            return 1; /* CC-36: the first packet behind the request */
         if (now < qp->rh.ask_until || MROCE_SEEDED_FAULT(RATE_ASK_FOREVER))
             return 0; /* the deadline is ask_until (CC-31) */
         qp->rh.grant = RH_G_OPEN;
@@ -420,6 +462,8 @@ void mre_rh_on_sent(mre_qp *qp, size_t len, mroce_tstamp now)
     if (!qp->rh.on)
         return;
     qp->rh.tx_last = now;
+    if (qp->rh.grant == RH_G_ASKED && qp->rh.first && qp->rh.first != UINT8_MAX)
+        qp->rh.first--;
     if (qp->rh.hint == MROCE_CREDIT_UNLIMITED)
         return;
     slack = rh_slack(qp);

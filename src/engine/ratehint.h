@@ -36,6 +36,8 @@ struct mre_rh_qp {
                           request (ACK_REQ, CC-30) */
     uint8_t answer;    /* receiver: a share request's answer is held for
                           the gather (CC-33) */
+    uint8_t first;     /* sender: data packets it may still send while
+                          its share request waits (CC-36) */
     uint32_t share;    /* receiver: this sender's share, Mbit/s */
     uint32_t rate;     /* receiver: its arrival rate over the last
                           interval, Mbit/s */
@@ -50,6 +52,8 @@ struct mre_rh_qp {
                                (CC-31) */
     mroce_tstamp mstart;    /* receiver, long-haul sender (CC-52): start
                                of its rate measurement */
+    mroce_tstamp ask_at;    /* sender: when its share request left
+                               (CC-38) */
 };
 
 /* The sender's grant (CC-30, CC-31, CC-35). */

@@ -71,6 +71,9 @@
     X(RATE_ASK_FOREVER, "rate_ask_forever")       \
     X(RATE_REQ_NOT_ACTIVE, "rate_req_not_active") \
     X(RATE_NO_GATHER, "rate_no_gather")           \
+    X(RATE_LONE_GATHER, "rate_lone_gather")       \
+    X(RATE_FIRST_BURST, "rate_first_burst")       \
+    X(RATE_FIXED_START, "rate_fixed_start")       \
     X(RATE_NO_REASK, "rate_no_reask")             \
     X(RATE_ACTIVE_SHORT, "rate_active_short")     \
     /* plane quorum, shared plane health (cases_planes.c): */ \
