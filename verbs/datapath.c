@@ -246,6 +246,12 @@ int mv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
                                                               : 0;
         }
         got += n;
+        for (int i = 0; i < n; i++)
+            if (m[i].status != MROCE_WC_SUCCESS) {
+                /* Its QP has gone to ERROR: queue the event now. */
+                mv_async_scan(ctx);
+                break;
+            }
         if (n < want)
             break;
     }

@@ -105,6 +105,7 @@ static void *helper(void *arg)
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     long look = 0; /* ns to look away before watching the fd again */
     while (!atomic_load(&ctx->stop)) {
+        mv_async_tick(ctx);
         if (look)
             sleep_ns(look);
         if (!wait_readable(fd, MV_BLOCK_MS))

@@ -130,6 +130,7 @@ struct ibv_qp *mv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
     pthread_mutex_init(&qp->mutex, NULL);
     pthread_cond_init(&qp->cond, NULL);
     q->attr.qp_state = IBV_QPS_RESET;
+    mv_async_add_qp(q->ctx, q);
     return qp;
 }
 
@@ -138,9 +139,12 @@ int mv_destroy_qp(struct ibv_qp *qp)
     if (!qp)
         return EINVAL;
     struct mv_qp *q = (struct mv_qp *)qp;
+    mv_async_del_qp(q->ctx, q);
     int rc = mroce_destroy_qp(q->mqp);
-    if (rc < 0)
+    if (rc < 0) {
+        mv_async_add_qp(q->ctx, q);
         return mv_errno(rc);
+    }
     struct mv_peer *p = &q->ctx->peers[qp->qp_num & (MV_QP_SLOTS - 1)];
     uint32_t mine = qp->qp_num;
     atomic_compare_exchange_strong(&p->qpn, &mine, 0);
@@ -299,6 +303,8 @@ int mv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
         rc = to_rts(q, attr, attr_mask);
         break;
     case IBV_QPS_ERR:
+        /* Asked for: no QP_FATAL event (async.c). */
+        atomic_store_explicit(&q->user_err, 1, memory_order_release);
         rc = mv_errno(mroce_modify_qp_error(q->mqp));
         break;
     default:

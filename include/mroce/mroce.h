@@ -312,6 +312,12 @@ void mroce_cq_ack_event(mroce_cq *cq);
  * made readable now; with none, a stale signal is cleared and the next
  * completion signals, whether or not the CQ was polled empty. */
 int mroce_cq_arm(mroce_cq *cq);
+/* ibv_req_notify_cq(cq, 1): the fd becomes readable at the next completion
+ * pushed after this call that is solicited (MROCE_WC_SOLICITED: the sender
+ * set MROCE_SEND_SOLICITED) or unsuccessful; others, and those already
+ * waiting, do not signal.  Returns the completions waiting or an error.
+ * mroce_cq_arm() goes back to signalling on every completion. */
+int mroce_cq_arm_solicited(mroce_cq *cq);
 /* Block up to timeout_ms (-1: forever) until a completion is waiting;
  * drives progress meanwhile in APP mode (ppoll on the receive socket until
  * the next engine deadline).  Returns 1, 0 on timeout, or an error.  Do not
