@@ -28,6 +28,13 @@
  * shows a PSN.  Address vectors must be global (is_global, GID index 0):
  * there are no LIDs.  SQD, SQE, and going back to RESET are refused
  * (EOPNOTSUPP).
+ *
+ * ibv_destroy_qp of a QP in RTS lingers first (mroce_qp_linger, REL-41):
+ * it keeps answering the peer until it has heard nothing for a quiet
+ * period (max_rto plus 8 smoothed RTTs, 10 ms at least), at most MROCE_IBV_LINGER_MS
+ * (default 1000; 0: no linger), so a program that exits right after its
+ * last receive (ibv_rc_pingpong's client) still ACKs a retransmission of
+ * that message, whose first ACK may have been lost.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +44,7 @@
 
 #include "verbs_int.h"
 
+#define MV_LINGER_MS 1000 /* ibv_destroy_qp's linger bound, default */
 #define MV_REMOTE_RIGHTS                                \
     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
      IBV_ACCESS_REMOTE_ATOMIC)
@@ -134,11 +142,21 @@ struct ibv_qp *mv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
     return qp;
 }
 
+/* MROCE_IBV_LINGER_MS: how long ibv_destroy_qp may linger (REL-41). */
+static int linger_ms(void)
+{
+    const char *e = getenv("MROCE_IBV_LINGER_MS");
+    long v = e && *e ? strtol(e, NULL, 10) : MV_LINGER_MS;
+    return v < 0 ? 0 : v > 60000 ? 60000 : (int)v;
+}
+
 int mv_destroy_qp(struct ibv_qp *qp)
 {
     if (!qp)
         return EINVAL;
     struct mv_qp *q = (struct mv_qp *)qp;
+    if (q->attr.qp_state == IBV_QPS_RTS)
+        (void)mroce_qp_linger(q->mqp, linger_ms());
     mv_async_del_qp(q->ctx, q);
     int rc = mroce_destroy_qp(q->mqp);
     if (rc < 0) {

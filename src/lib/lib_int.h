@@ -278,6 +278,8 @@ void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at);
 /* Blocks until done(arg) (called with the lock held) returns non-zero, or
  * deadline (MROCE_TSTAMP_INF: none).  In APP mode it drives progress while
  * waiting.  Returns 1 if done, 0 on timeout. */
+/* mroce_qp_linger's shortest quiet period (REL-41). */
+#define LIB_LINGER_MIN_NS 10000000ull
 int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
              mroce_tstamp deadline);
 /* Deadline timeout_ms from now (negative: none). */

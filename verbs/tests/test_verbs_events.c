@@ -9,7 +9,12 @@
  *   - ibv_req_notify_cq(cq, 1): an unsolicited SEND does not make the
  *     channel readable, a SEND with IBV_SEND_SOLICITED does (and both
  *     completions are then in the CQ, in order), and so does an error
- *     completion (a receive flushed by moving the QP to ERR).
+ *     completion (a receive flushed by moving the QP to ERR);
+ *   - with --linger (MROCE_IBV_PROGRESS=app: only the program's calls move
+ *     packets), the linger of ibv_destroy_qp (REL-41): a WRITE that reaches
+ *     a QP while ibv_destroy_qp runs is acknowledged (its sender completes
+ *     with success), and the call returns once the peer has been quiet for
+ *     10 ms or more, well within the 1 s bound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -145,9 +150,81 @@ static void solicited(struct vt_dev *a, struct vt_dev *b)
         ;
 }
 
-int main(void)
+/* Polls both CQs (each poll drives its device: MROCE_IBV_PROGRESS=app)
+ * until a has a completion and, when want_b, b too, or ~5 s; 1 when the
+ * wanted ones came. */
+static int poll_both(struct vt_dev *a, struct vt_dev *b, struct ibv_wc *wa,
+                     int want_b, struct ibv_wc *wb)
 {
-    struct ibv_device **l = vt_devices(5300);
+    int got_a = 0, got_b = !want_b;
+    double t0 = vt_now();
+    while (!(got_a && got_b) && vt_now() - t0 < 5) {
+        got_a += !got_a && ibv_poll_cq(a->cq, 1, wa) == 1;
+        got_b += !got_b && ibv_poll_cq(b->cq, 1, wb) == 1;
+    }
+    return got_a && got_b;
+}
+
+/* --linger: with only the application's calls driving progress, a WRITE
+ * that reaches qb while ibv_destroy_qp(qb) runs is acknowledged only if
+ * the call lingers (REL-41); without, its sender never completes it
+ * successfully. */
+static void linger(struct vt_dev *a, struct vt_dev *b)
+{
+    struct ibv_qp *qa = vt_new_qp(a, 8, NULL), *qb = vt_new_qp(b, 8, NULL);
+    CHECK(vt_connect(qa, ALL_REMOTE, &b->gid, qb->qp_num) == 0);
+    CHECK(vt_connect(qb, ALL_REMOTE, &a->gid, qa->qp_num) == 0);
+    vt_post_recv(b, qb, 200);
+    struct ibv_sge sg = {(uintptr_t)a->buf, 32, a->mr->lkey};
+    struct ibv_send_wr w = {.wr_id = 8,
+                            .sg_list = &sg,
+                            .num_sge = 1,
+                            .opcode = IBV_WR_SEND};
+    vt_post(qa, &w);
+    struct ibv_wc wa, wb;
+    CHECK(poll_both(a, b, &wa, 1, &wb) && wa.wr_id == 8 &&
+          wa.status == IBV_WC_SUCCESS && wb.wr_id == 200);
+    /* On the wire (post_send transmits at once), not yet received. */
+    struct ibv_send_wr wr = {.wr_id = 9,
+                             .sg_list = &sg,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .wr.rdma = {(uintptr_t)b->buf, b->mr->rkey}};
+    vt_post(qa, &wr);
+    double t0 = vt_now();
+    CHECK(ibv_destroy_qp(qb) == 0);
+    double took = vt_now() - t0;
+    int done = poll_both(a, b, &wa, 0, &wb);
+    if (!done || wa.status != IBV_WC_SUCCESS)
+        fprintf(stderr, "WRITE to the lingering QP: %s, destroy took %.3f s\n",
+                done ? ibv_wc_status_str(wa.status) : "no completion", took);
+    CHECK(done && wa.wr_id == 9 && wa.status == IBV_WC_SUCCESS);
+    /* Quiet for 10 ms or more ends it, well before the 1 s bound. */
+    CHECK(took >= 0.01 && took < 1.5);
+    CHECK(ibv_destroy_qp(qa) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--linger") == 0) {
+        setenv("MROCE_IBV_PROGRESS", "app", 1);
+        struct ibv_device **l = vt_devices(5296);
+        struct vt_dev a, b;
+        vt_open(l[0], &a, 0);
+        vt_open(l[1], &b, 0);
+        linger(&a, &b);
+        vt_close(&a);
+        vt_close(&b);
+        ibv_free_device_list(l);
+        if (failures) {
+            fprintf(stderr, "test_verbs_events --linger: %d failures\n",
+                    failures);
+            return 1;
+        }
+        printf("test_verbs_events --linger: PASS\n");
+        return 0;
+    }
+    struct ibv_device **l = vt_devices(5295);
     struct vt_dev a, b;
     vt_open(l[0], &a, 0);
     vt_open(l[1], &b, 1);
