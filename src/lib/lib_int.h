@@ -136,11 +136,11 @@ struct mroce_cq {
     struct lib_obj h;
     mroce_device *dev;
     mre_cq *eng;
-    int efd;        /* eventfd, -1 until mroce_cq_fd()/mroce_cq_wait() */
-    int signaled;   /* efd written since the CQ was last seen empty */
-    int sol_only;   /* armed for the next solicited or failed completion */
+    int efd;           /* eventfd, -1 until mroce_cq_fd()/mroce_cq_wait() */
+    int signaled;      /* efd written since the CQ was last seen empty */
+    int sol_only;      /* armed for the next solicited or failed completion */
     uint32_t sol_mark; /* mre_cq_solicited() when so armed */
-    uint32_t users; /* QPs bound to it */
+    uint32_t users;    /* QPs bound to it */
 };
 
 struct mroce_qp {
