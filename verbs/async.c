@@ -15,9 +15,10 @@
  *     timing out.  libmroce keeps no finer cause, so QP_REQ_ERR and
  *     QP_ACCESS_ERR are not told apart from it; the error completions say
  *     what failed.
- * The progress helper scans every MV_SCAN_NS while it runs, ibv_poll_cq
- * on any unsuccessful completion, ibv_get_async_event before it waits (and
- * every 10 ms meanwhile, for contexts without the helper).  Port and CQ
+ * The progress helper scans at most every MV_SCAN_NS, each time it is
+ * about to wait, ibv_poll_cq on any unsuccessful completion,
+ * ibv_get_async_event before it waits (and every 10 ms meanwhile, for
+ * contexts without the helper).  Port and CQ
  * events are never queued: the port has no link to lose (it is up while
  * the device is open) and a CQ never overruns (libmroce grows it rather
  * than drop a completion).  A QP's queued events go with it when it is

@@ -137,7 +137,8 @@ static void serve(struct mv_context *ctx, int fd, uint64_t seen, int spin,
             sched_yield();
             continue;
         }
-        set_fifo(pr, 1); /* blocks next: wake at once */
+        set_fifo(pr, 1);    /* blocks next: wake at once */
+        mv_async_tick(ctx); /* events, while the application is away */
         if (wait_readable(fd, MV_BLOCK_MS))
             last = start = mv_now_ns();
     }
