@@ -15,10 +15,11 @@
  *     timing out.  libmroce keeps no finer cause, so QP_REQ_ERR and
  *     QP_ACCESS_ERR are not told apart from it; the error completions say
  *     what failed.
- * The progress helper scans at most every MV_SCAN_NS, each time it is
- * about to wait, ibv_poll_cq on any unsuccessful completion,
- * ibv_get_async_event before it waits (and every 10 ms meanwhile, for
- * contexts without the helper).  Port and CQ
+ * Scans come at most every MV_SCAN_NS from ibv_poll_cq, or, while the
+ * program does not call it, from the progress helper each time it is
+ * about to wait; at once from ibv_poll_cq on any unsuccessful completion;
+ * and from ibv_get_async_event before it waits (and every 10 ms
+ * meanwhile, for contexts without the helper).  Port and CQ
  * events are never queued: the port has no link to lose (it is up while
  * the device is open) and a CQ never overruns (libmroce grows it rather
  * than drop a completion).  A QP's queued events go with it when it is
@@ -134,12 +135,21 @@ void mv_async_scan(struct mv_context *ctx)
     pthread_mutex_unlock(&a->lock);
 }
 
-void mv_async_tick(struct mv_context *ctx)
+void mv_async_tick(struct mv_context *ctx, uint64_t now, int helper)
 {
-    uint64_t now = mv_now_ns();
-    if (now - ctx->async.scan_ns < MV_SCAN_NS)
+    struct mv_async *a = &ctx->async;
+    uint64_t last = atomic_load_explicit(&a->scan_ns, memory_order_relaxed);
+    if (now - last < MV_SCAN_NS)
         return;
-    ctx->async.scan_ns = now;
+    /* The helper leaves the scan to an application that calls in (its
+     * ibv_poll_cq ticks too): taking the device lock from under a polling
+     * program would make it wait for a wake-up. */
+    if (helper &&
+        now - atomic_load_explicit(&ctx->app_ns, memory_order_relaxed) <
+            MV_SCAN_NS)
+        return;
+    if (!atomic_compare_exchange_strong(&a->scan_ns, &last, now))
+        return; /* another thread scans */
     mv_async_scan(ctx);
 }
 

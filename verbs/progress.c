@@ -137,8 +137,8 @@ static void serve(struct mv_context *ctx, int fd, uint64_t seen, int spin,
             sched_yield();
             continue;
         }
-        set_fifo(pr, 1);    /* blocks next: wake at once */
-        mv_async_tick(ctx); /* events, while the application is away */
+        set_fifo(pr, 1);                    /* blocks next: wake at once */
+        mv_async_tick(ctx, mv_now_ns(), 1); /* events: the app is away */
         if (wait_readable(fd, MV_BLOCK_MS))
             last = start = mv_now_ns();
     }
@@ -156,7 +156,7 @@ static void *helper(void *arg)
     struct prio pr = {rt_wanted(), 0};
     while (!atomic_load(&ctx->stop)) {
         set_fifo(&pr, 1); /* blocks (or sleeps) next: wake at once */
-        mv_async_tick(ctx);
+        mv_async_tick(ctx, mv_now_ns(), 1);
         if (look)
             sleep_ns(look);
         if (!wait_readable(fd, MV_BLOCK_MS))

@@ -53,9 +53,9 @@ struct mv_async {
     int rfd, wfd;         /* pipe: one byte per queued event; rfd = async_fd */
     struct ibv_async_event q[MV_ASYNC_MAX]; /* ring */
     unsigned head, n;
-    uint64_t dropped;  /* events lost to a full queue */
-    struct mv_qp *qps; /* the context's QPs (mv_qp.anext) */
-    uint64_t scan_ns;  /* the helper's last scan (its thread only) */
+    uint64_t dropped;         /* events lost to a full queue */
+    struct mv_qp *qps;        /* the context's QPs (mv_qp.anext) */
+    _Atomic uint64_t scan_ns; /* the last periodic scan (mv_async_tick) */
 };
 
 /* An opened device. */
@@ -142,13 +142,15 @@ int mv_progress_start(struct mv_context *ctx);
 void mv_progress_stop(struct mv_context *ctx);
 
 /* Asynchronous events (async.c): 0 or -1 (errno); the QP list; a scan of
- * the QPs' states (queues what changed); the helper's rate-limited scan. */
+ * the QPs' states (queues what changed); the rate-limited scan of
+ * ibv_poll_cq (helper 0) and of the helper (1: only while the program does
+ * not call). */
 int mv_async_init(struct mv_context *ctx);
 void mv_async_fini(struct mv_context *ctx);
 void mv_async_add_qp(struct mv_context *ctx, struct mv_qp *q);
 void mv_async_del_qp(struct mv_context *ctx, struct mv_qp *q);
 void mv_async_scan(struct mv_context *ctx);
-void mv_async_tick(struct mv_context *ctx);
+void mv_async_tick(struct mv_context *ctx, uint64_t now, int helper);
 
 /* Devices (device.c): the configured table, loaded once. */
 int mv_devices_load(struct mv_device **list);
