@@ -224,6 +224,8 @@ int mv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     struct mv_cq *c = (struct mv_cq *)cq;
     struct mv_context *ctx = mv_ctx(cq->context);
     mv_app_call(ctx);
+    mv_async_tick(ctx, atomic_load_explicit(&ctx->app_ns, memory_order_relaxed),
+                  0);
     struct mroce_wc m[MV_BATCH];
     int got = 0;
     while (got < num_entries) {
@@ -246,6 +248,12 @@ int mv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
                                                               : 0;
         }
         got += n;
+        for (int i = 0; i < n; i++)
+            if (m[i].status != MROCE_WC_SUCCESS) {
+                /* Its QP has gone to ERROR: queue the event now. */
+                mv_async_scan(ctx);
+                break;
+            }
         if (n < want)
             break;
     }

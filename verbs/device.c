@@ -190,11 +190,19 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
         errno = mv_errno(rc);
         return NULL;
     }
+    if (mv_async_init(ctx) < 0) {
+        int e = errno;
+        mroce_device_close(ctx->mdev);
+        free(ctx);
+        errno = e;
+        return NULL;
+    }
     ctx->dev = d;
+    ctx->lib_thread = thread;
     struct ibv_context *c = &ctx->vctx.context;
     c->device = device;
     c->cmd_fd = -1;
-    c->async_fd = -1;
+    c->async_fd = ctx->async.rfd;
     c->num_comp_vectors = 1;
     c->abi_compat = __VERBS_ABI_IS_EXTENDED;
     pthread_mutex_init(&c->mutex, NULL);
@@ -202,6 +210,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
     mv_ops_init(ctx);
     if (!thread && !(prog && strcmp(prog, "app") == 0) &&
         mv_progress_start(ctx) < 0) {
+        mv_async_fini(ctx);
         mroce_device_close(ctx->mdev);
         free(ctx);
         errno = EAGAIN;
@@ -217,6 +226,7 @@ int ibv_close_device(struct ibv_context *context)
     struct mv_context *ctx = mv_ctx(context);
     mv_progress_stop(ctx);
     mroce_device_close(ctx->mdev);
+    mv_async_fini(ctx);
     pthread_mutex_destroy(&context->mutex);
     free(ctx);
     return 0;

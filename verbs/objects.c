@@ -9,7 +9,8 @@
  * A completion channel's fd is an epoll set of its CQs' libmroce eventfds
  * (mroce_cq_fd), each registered one-shot and disarmed: ibv_req_notify_cq
  * arms it (mroce_cq_arm: readable now if completions wait, else at the
- * next), so the channel fd becomes readable, for poll()/epoll users too,
+ * next; with solicited_only mroce_cq_arm_solicited: at the next solicited
+ * or failed completion), so the channel fd becomes readable, for poll()/epoll users too,
  * when an armed CQ has a completion; ibv_get_cq_event() takes that event
  * (blocking unless the fd is O_NONBLOCK), which disarms the CQ again.
  * Whoever drives progress writes the eventfds: the progress helper while
@@ -249,7 +250,6 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 
 int mv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-    (void)solicited_only; /* every completion wakes: a superset, allowed */
     struct mv_cq *c = (struct mv_cq *)cq;
     if (!cq->channel)
         return 0; /* armed, but events have nowhere to go */
@@ -261,7 +261,9 @@ int mv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
     if (epoll_ctl(((struct mv_channel *)cq->channel)->epfd, EPOLL_CTL_MOD, fd,
                   &ev) < 0)
         return errno;
-    int rc = mroce_cq_arm(c->mcq);
+    /* solicited_only: only a solicited or failed completion wakes. */
+    int rc = solicited_only ? mroce_cq_arm_solicited(c->mcq)
+                            : mroce_cq_arm(c->mcq);
     return rc < 0 ? mv_errno(rc) : 0;
 }
 
@@ -314,21 +316,6 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
     if (cq)
         cq->comp_events_completed += nevents;
-}
-
-/* No asynchronous events are generated (async_fd is -1). */
-int ibv_get_async_event(struct ibv_context *context,
-                        struct ibv_async_event *event)
-{
-    (void)context;
-    (void)event;
-    errno = EOPNOTSUPP;
-    return -1;
-}
-
-void ibv_ack_async_event(struct ibv_async_event *event)
-{
-    (void)event;
 }
 
 void mv_device_ops_init(struct mv_context *ctx);

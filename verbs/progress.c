@@ -28,6 +28,18 @@
  * MV_SPIN_NS after each packet for the next one, yielding its core to
  * any runnable thread meanwhile; it stops serving as soon as the
  * application calls in again.
+ *
+ * Real-time priority, opt-in (MROCE_IBV_HELPER_RT=1, where the process may:
+ * root, CAP_SYS_NICE or an RLIMIT_RTPRIO; a refusal keeps the normal
+ * policy silently): the helper then runs at SCHED_FIFO priority MV_RT_PRIO,
+ * so that a wake-up preempts the application's loop at once.  It never
+ * spins at that priority: it blocks in poll() on the fd or sleeps; its
+ * serving drops to SCHED_OTHER before the spin after work and once it has
+ * moved packets for MV_RT_BUDGET_NS without a break, and goes back to
+ * SCHED_FIFO before it blocks again.  Off by default: on the 2-core host
+ * it was measured on, with other work keeping both cores busy, it showed
+ * no gain in perftest's latency (bench/LOG.md, 2026-12-03).
+ *
  * MROCE_IBV_PROGRESS=thread uses libmroce's progress thread instead (no
  * helper), =app neither (only the application's calls progress).
  */
@@ -35,17 +47,21 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
 #include "verbs_int.h"
 
-#define MV_GRACE_NS 5000L      /* a polling application calls this often */
-#define MV_LOOK_MIN_NS 10000L  /* the first look-away */
-#define MV_LOOK_MAX_NS 500000L /* the longest look-away */
-#define MV_SPIN_NS 50000ull    /* serving: spin this long after work */
-#define MV_AWAY_NS 1000000ull  /* no call this long: the app is away */
-#define MV_BLOCK_MS 10         /* sleep on the fd at most this long */
+#define MV_GRACE_NS 5000L         /* a polling application calls this often */
+#define MV_LOOK_MIN_NS 10000L     /* the first look-away */
+#define MV_LOOK_MAX_NS 500000L    /* the longest look-away */
+#define MV_SPIN_NS 50000ull       /* serving: spin this long after work */
+#define MV_AWAY_NS 1000000ull     /* no call this long: the app is away */
+#define MV_BLOCK_MS 10            /* sleep on the fd at most this long */
+#define MV_RT_PRIO 1              /* SCHED_FIFO priority, the lowest */
+#define MV_RT_BUDGET_NS 200000ull /* real-time serving without a break */
 
 uint64_t mv_now_ns(void)
 {
@@ -71,27 +87,60 @@ static void sleep_ns(long ns)
     nanosleep(&ts, NULL);
 }
 
+/* The helper's scheduling: rt (0/1) says whether it may run at real-time
+ * priority, on whether it does now. */
+struct prio {
+    int rt, on;
+};
+
+/* SCHED_FIFO at MV_RT_PRIO (fifo) or back to SCHED_OTHER, when rt. */
+static void set_fifo(struct prio *p, int fifo)
+{
+    if (!p->rt || p->on == fifo)
+        return;
+    struct sched_param sp = {.sched_priority = fifo ? MV_RT_PRIO : 0};
+    if (pthread_setschedparam(pthread_self(), fifo ? SCHED_FIFO : SCHED_OTHER,
+                              &sp) == 0)
+        p->on = fifo;
+    else if (fifo)
+        p->rt = 0; /* refused: stay at the normal policy */
+}
+
+/* MROCE_IBV_HELPER_RT=1: real-time priority where permitted. */
+static int rt_wanted(void)
+{
+    const char *e = getenv("MROCE_IBV_HELPER_RT");
+    return e && strcmp(e, "1") == 0;
+}
+
 /* Drives progress until the application calls in again (app_ns moves
  * from seen) or the context stops; without spin, only until the due work
- * is done. */
-static void serve(struct mv_context *ctx, int fd, uint64_t seen, int spin)
+ * is done.  Real-time priority covers the due work alone, at most
+ * MV_RT_BUDGET_NS of it. */
+static void serve(struct mv_context *ctx, int fd, uint64_t seen, int spin,
+                  struct prio *pr)
 {
-    uint64_t last = mv_now_ns();
+    uint64_t last = mv_now_ns(), start = last;
     while (!atomic_load_explicit(&ctx->stop, memory_order_relaxed) &&
            app_ns(ctx) == seen) {
         if (mroce_device_progress(ctx->mdev) > 0) {
             last = mv_now_ns();
+            if (pr->on && last - start > MV_RT_BUDGET_NS)
+                set_fifo(pr, 0);
             continue;
         }
         if (!spin)
             return;
+        set_fifo(pr, 0); /* never spin at real-time priority */
         if (mv_now_ns() - last < MV_SPIN_NS) {
             /* A runnable application thread on this core goes first. */
             sched_yield();
             continue;
         }
+        set_fifo(pr, 1);                    /* blocks next: wake at once */
+        mv_async_tick(ctx, mv_now_ns(), 1); /* events: the app is away */
         if (wait_readable(fd, MV_BLOCK_MS))
-            last = mv_now_ns();
+            last = start = mv_now_ns();
     }
 }
 
@@ -104,7 +153,10 @@ static void *helper(void *arg)
     /* Short sleeps are meant as given, not 50 us later. */
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     long look = 0; /* ns to look away before watching the fd again */
+    struct prio pr = {rt_wanted(), 0};
     while (!atomic_load(&ctx->stop)) {
+        set_fifo(&pr, 1); /* blocks (or sleeps) next: wake at once */
+        mv_async_tick(ctx, mv_now_ns(), 1);
         if (look)
             sleep_ns(look);
         if (!wait_readable(fd, MV_BLOCK_MS))
@@ -122,7 +174,7 @@ static void *helper(void *arg)
             }
         }
         look = 0;
-        serve(ctx, fd, seen, mv_now_ns() - seen > MV_AWAY_NS);
+        serve(ctx, fd, seen, mv_now_ns() - seen > MV_AWAY_NS, &pr);
     }
     return NULL;
 }

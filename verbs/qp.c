@@ -28,6 +28,13 @@
  * shows a PSN.  Address vectors must be global (is_global, GID index 0):
  * there are no LIDs.  SQD, SQE, and going back to RESET are refused
  * (EOPNOTSUPP).
+ *
+ * ibv_destroy_qp of a QP in RTS lingers first (mroce_qp_linger, REL-41):
+ * it keeps answering the peer until it has heard nothing for a quiet
+ * period (max_rto plus 8 smoothed RTTs, 10 ms at least), at most MROCE_IBV_LINGER_MS
+ * (default 1000; 0: no linger), so a program that exits right after its
+ * last receive (ibv_rc_pingpong's client) still ACKs a retransmission of
+ * that message, whose first ACK may have been lost.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +44,7 @@
 
 #include "verbs_int.h"
 
+#define MV_LINGER_MS 1000 /* ibv_destroy_qp's linger bound, default */
 #define MV_REMOTE_RIGHTS                                \
     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
      IBV_ACCESS_REMOTE_ATOMIC)
@@ -130,7 +138,16 @@ struct ibv_qp *mv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
     pthread_mutex_init(&qp->mutex, NULL);
     pthread_cond_init(&qp->cond, NULL);
     q->attr.qp_state = IBV_QPS_RESET;
+    mv_async_add_qp(q->ctx, q);
     return qp;
+}
+
+/* MROCE_IBV_LINGER_MS: how long ibv_destroy_qp may linger (REL-41). */
+static int linger_ms(void)
+{
+    const char *e = getenv("MROCE_IBV_LINGER_MS");
+    long v = e && *e ? strtol(e, NULL, 10) : MV_LINGER_MS;
+    return v < 0 ? 0 : v > 60000 ? 60000 : (int)v;
 }
 
 int mv_destroy_qp(struct ibv_qp *qp)
@@ -138,9 +155,14 @@ int mv_destroy_qp(struct ibv_qp *qp)
     if (!qp)
         return EINVAL;
     struct mv_qp *q = (struct mv_qp *)qp;
+    if (q->attr.qp_state == IBV_QPS_RTS)
+        (void)mroce_qp_linger(q->mqp, linger_ms());
+    mv_async_del_qp(q->ctx, q);
     int rc = mroce_destroy_qp(q->mqp);
-    if (rc < 0)
+    if (rc < 0) {
+        mv_async_add_qp(q->ctx, q);
         return mv_errno(rc);
+    }
     struct mv_peer *p = &q->ctx->peers[qp->qp_num & (MV_QP_SLOTS - 1)];
     uint32_t mine = qp->qp_num;
     atomic_compare_exchange_strong(&p->qpn, &mine, 0);
@@ -299,6 +321,8 @@ int mv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
         rc = to_rts(q, attr, attr_mask);
         break;
     case IBV_QPS_ERR:
+        /* Asked for: no QP_FATAL event (async.c). */
+        atomic_store_explicit(&q->user_err, 1, memory_order_release);
         rc = mv_errno(mroce_modify_qp_error(q->mqp));
         break;
     default:

@@ -43,6 +43,21 @@ struct mv_device {
     uint64_t guid;               /* network order */
 };
 
+#define MV_ASYNC_MAX 256 /* asynchronous events queued at most */
+
+struct mv_qp;
+
+/* A context's asynchronous events and the QPs they are about (async.c). */
+struct mv_async {
+    pthread_mutex_t lock; /* the fields below */
+    int rfd, wfd;         /* pipe: one byte per queued event; rfd = async_fd */
+    struct ibv_async_event q[MV_ASYNC_MAX]; /* ring */
+    unsigned head, n;
+    uint64_t dropped;         /* events lost to a full queue */
+    struct mv_qp *qps;        /* the context's QPs (mv_qp.anext) */
+    _Atomic uint64_t scan_ns; /* the last periodic scan (mv_async_tick) */
+};
+
 /* An opened device. */
 struct mv_context {
     struct verbs_context vctx; /* first; vctx.context is the handle */
@@ -53,6 +68,8 @@ struct mv_context {
     struct mv_peer peers[MV_QP_SLOTS]; /* QPs at RTR or later (qp.c) */
     pthread_t helper;                  /* progress.c, when has_helper */
     int has_helper;
+    int lib_thread;        /* MROCE_IBV_PROGRESS=thread */
+    struct mv_async async; /* async.c */
 };
 
 struct mv_pd {
@@ -86,6 +103,11 @@ struct mv_qp {
     int active;              /* this side sends CONNECT_REQ */
     struct ibv_qp_attr attr; /* what modify_qp set, for query_qp */
     struct ibv_qp_cap cap;   /* as granted */
+    /* Asynchronous events (async.c; the two flags under async.lock). */
+    struct mv_qp *anext; /* next QP of the context */
+    int established;     /* COMM_EST queued */
+    int fatal;           /* QP_FATAL queued */
+    atomic_int user_err; /* the application moved it to ERR */
 };
 
 static inline struct mv_context *mv_ctx(struct ibv_context *c)
@@ -118,6 +140,17 @@ void mv_ops_init(struct mv_context *ctx);
 /* The progress helper (progress.c): 0 or -1 (errno). */
 int mv_progress_start(struct mv_context *ctx);
 void mv_progress_stop(struct mv_context *ctx);
+
+/* Asynchronous events (async.c): 0 or -1 (errno); the QP list; a scan of
+ * the QPs' states (queues what changed); the rate-limited scan of
+ * ibv_poll_cq (helper 0) and of the helper (1: only while the program does
+ * not call). */
+int mv_async_init(struct mv_context *ctx);
+void mv_async_fini(struct mv_context *ctx);
+void mv_async_add_qp(struct mv_context *ctx, struct mv_qp *q);
+void mv_async_del_qp(struct mv_context *ctx, struct mv_qp *q);
+void mv_async_scan(struct mv_context *ctx);
+void mv_async_tick(struct mv_context *ctx, uint64_t now, int helper);
 
 /* Devices (device.c): the configured table, loaded once. */
 int mv_devices_load(struct mv_device **list);

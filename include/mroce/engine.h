@@ -337,6 +337,10 @@ int mre_cq_poll(mre_cq *cq, int n, struct mroce_wc *wc);
 /* Completions waiting (0 for NULL); lets a datapath signal "CQ became
  * non-empty" without taking entries out. */
 uint32_t mre_cq_count(const mre_cq *cq);
+/* Solicited (MROCE_WC_SOLICITED) or unsuccessful completions pushed since
+ * the CQ was created, wrapping (0 for NULL): a change since a mark is
+ * verbs' solicited event. */
+uint32_t mre_cq_solicited(const mre_cq *cq);
 
 /* --- queue pairs --- */
 int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *attr, mre_qp **pqp);

@@ -324,6 +324,12 @@ void mroce_cq_ack_event(mroce_cq *cq);
  * made readable now; with none, a stale signal is cleared and the next
  * completion signals, whether or not the CQ was polled empty. */
 int mroce_cq_arm(mroce_cq *cq);
+/* ibv_req_notify_cq(cq, 1): the fd becomes readable at the next completion
+ * pushed after this call that is solicited (MROCE_WC_SOLICITED: the sender
+ * set MROCE_SEND_SOLICITED) or unsuccessful; others, and those already
+ * waiting, do not signal.  Returns the completions waiting or an error.
+ * mroce_cq_arm() goes back to signalling on every completion. */
+int mroce_cq_arm_solicited(mroce_cq *cq);
 /* Block up to timeout_ms (-1: forever) until a completion is waiting;
  * drives progress meanwhile in APP mode (ppoll on the receive socket until
  * the next engine deadline).  Returns 1, 0 on timeout, or an error.  Do not
@@ -378,6 +384,17 @@ int mroce_listen(mroce_qp *qp);
  * CLOSED (also if the peer closed first), MROCE_ETIMEDOUT, MROCE_ESTATE
  * (not connected, or the QP went to ERROR). */
 int mroce_disconnect(mroce_qp *qp, int timeout_ms);
+/* Linger before destroying a connected QP (REL-41), as TCP's TIME_WAIT
+ * keeps answering after close: the QP goes on receiving and answering (in
+ * APP mode this call drives progress) until nothing has arrived for it for
+ * a quiet period of its max_rto plus 8 smoothed RTTs (10 ms at least: the
+ * peer's retransmissions come at most max_rto apart), or the QP leaves
+ * RTS, or max_ms has passed.  So a peer whose last message's ACK was lost has
+ * its retransmission ACKed instead of retrying until RETRY_EXC_ERR.  It
+ * keeps nothing beyond the QP itself; max_ms 0 returns at once.  0, or
+ * MROCE_EINVAL (max_ms < 0).
+ * Call it where the program would close (verbs' ibv_destroy_qp does). */
+int mroce_qp_linger(mroce_qp *qp, int max_ms);
 /* Move to ERROR, flushing outstanding work with WR_FLUSH_ERR. */
 int mroce_modify_qp_error(mroce_qp *qp);
 

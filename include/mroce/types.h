@@ -139,6 +139,8 @@ enum mroce_wc_flags {
     MROCE_WC_WITH_IMM = 1,
     MROCE_WC_RDMA_WRITE = 2, /* RECV_WITH_IMM: the immediate came with an
                                 RDMA WRITE (verbs' RECV_RDMA_WITH_IMM) */
+    MROCE_WC_SOLICITED = 4,  /* receives: the sender set MROCE_SEND_SOLICITED
+                                (the solicited event bit) */
 };
 
 struct mroce_wc {

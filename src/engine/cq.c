@@ -60,6 +60,8 @@ int mre_cq_push(mre_cq *cq, const struct mroce_wc *wc)
         t -= cq->cap;
     cq->ring[t] = *wc;
     cq->count++;
+    if ((wc->wc_flags & MROCE_WC_SOLICITED) || wc->status != MROCE_WC_SUCCESS)
+        cq->nsol++;
     return 0;
 }
 
@@ -80,6 +82,11 @@ int mre_cq_poll(mre_cq *cq, int n, struct mroce_wc *wc)
 uint32_t mre_cq_count(const mre_cq *cq)
 {
     return cq ? cq->count : 0;
+}
+
+uint32_t mre_cq_solicited(const mre_cq *cq)
+{
+    return cq ? cq->nsol : 0;
 }
 
 void mre_cq_free_all(mre_ep *ep)

@@ -106,6 +106,7 @@ struct mre_cq {
     struct mroce_wc *ring; /* grows (never drops a completion) */
     uint32_t cap, head, count;
     uint32_t users; /* QPs bound to it */
+    uint32_t nsol;  /* solicited or failed completions pushed, ever */
     mre_cq *next;   /* ep's list of CQs */
 };
 
@@ -153,6 +154,7 @@ struct mre_rwqe {
     uint8_t done;      /* message complete (or failed) */
     uint8_t status;    /* enum mroce_wc_status */
     uint8_t started;   /* a packet has been seen */
+    uint8_t solicited; /* a packet of its message asked for an event */
     uint32_t last_psn; /* highest PSN of its packets seen so far */
     uint32_t msn;      /* MSN of the message bound to it (streams) */
     uint16_t stream;   /* stream it was posted on */

@@ -112,6 +112,8 @@ void mre_resp_push_recv_wc(mre_qp *qp, struct mre_rwqe *r)
         wc.wc_flags = MROCE_WC_WITH_IMM |
                       (r->is_write ? MROCE_WC_RDMA_WRITE : 0);
     }
+    if (r->solicited)
+        wc.wc_flags |= MROCE_WC_SOLICITED;
     wc.qp_num = qp->qpn;
     wc.stream = r->stream;
     mre_cq_push(qp->attr.recv_cq, &wc);
@@ -236,6 +238,8 @@ static int recv_account(mre_qp *qp, struct mre_rwqe *r,
         r->has_imm = 1;
         r->imm = h->imm;
     }
+    if (pkt->base.flags & MROCE_F_SOLICITED)
+        r->solicited = 1;
     r->placed += pkt->payload_len;
     if (r->placed >= r->msg_len) {
         r->done = 1;

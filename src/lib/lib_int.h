@@ -136,9 +136,11 @@ struct mroce_cq {
     struct lib_obj h;
     mroce_device *dev;
     mre_cq *eng;
-    int efd;        /* eventfd, -1 until mroce_cq_fd()/mroce_cq_wait() */
-    int signaled;   /* efd written since the CQ was last seen empty */
-    uint32_t users; /* QPs bound to it */
+    int efd;           /* eventfd, -1 until mroce_cq_fd()/mroce_cq_wait() */
+    int signaled;      /* efd written since the CQ was last seen empty */
+    int sol_only;      /* armed for the next solicited or failed completion */
+    uint32_t sol_mark; /* mre_cq_solicited() when so armed */
+    uint32_t users;    /* QPs bound to it */
 };
 
 struct mroce_qp {
@@ -276,6 +278,8 @@ void lib_arm_timer_locked(mroce_device *dev, mroce_tstamp at);
 /* Blocks until done(arg) (called with the lock held) returns non-zero, or
  * deadline (MROCE_TSTAMP_INF: none).  In APP mode it drives progress while
  * waiting.  Returns 1 if done, 0 on timeout. */
+/* mroce_qp_linger's shortest quiet period (REL-41). */
+#define LIB_LINGER_MIN_NS 10000000ull
 int lib_wait(mroce_device *dev, int (*done)(void *arg), void *arg,
              mroce_tstamp deadline);
 /* Deadline timeout_ms from now (negative: none). */

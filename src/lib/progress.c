@@ -190,9 +190,12 @@ void lib_signal_cqs_locked(mroce_device *dev)
         return;
     for (struct lib_obj *o = dev->cqs.head; o; o = o->next) {
         mroce_cq *cq = (mroce_cq *)o;
-        if (cq->efd >= 0 && !cq->signaled && mre_cq_count(cq->eng)) {
+        if (cq->efd >= 0 && !cq->signaled &&
+            (cq->sol_only ? mre_cq_solicited(cq->eng) != cq->sol_mark
+                          : mre_cq_count(cq->eng) != 0)) {
             uint64_t one = 1;
             cq->signaled = 1;
+            cq->sol_only = 0;
             if (write(cq->efd, &one, sizeof(one)) < 0) {
                 /* Only fails if the counter would overflow: still readable. */
             }

@@ -291,6 +291,58 @@ int mroce_disconnect(mroce_qp *qp, int timeout_ms)
     return mroce_qp_get_state(qp) == MROCE_QPS_CLOSED ? 0 : MROCE_ESTATE;
 }
 
+/* mroce_qp_linger: what the wait watches. */
+struct linger_watch {
+    mroce_qp *qp;
+    uint64_t rx_pkts; /* the QP's count when the quiet period began */
+};
+
+/* Lock held: something arrived for the QP, or it left RTS. */
+static int linger_event(void *arg)
+{
+    struct linger_watch *w = arg;
+    struct mroce_qp_counters c;
+    mre_qp_get_counters(w->qp->eng, &c);
+    return c.rx_pkts != w->rx_pkts || mre_qp_state(w->qp->eng) != MROCE_QPS_RTS;
+}
+
+int mroce_qp_linger(mroce_qp *qp, int max_ms)
+{
+    int rc = lib_check(qp, MAGIC_QP);
+    if (rc < 0)
+        return rc;
+    if (max_ms < 0)
+        return MROCE_EINVAL;
+    if (max_ms == 0)
+        return 0;
+    mroce_device *dev = qp->dev;
+    struct linger_watch w = {qp, 0};
+    mroce_tstamp now = lib_now(), end = lib_deadline(max_ms);
+    for (;;) {
+        lib_lock(dev);
+        struct mroce_qp_counters c;
+        mre_qp_get_counters(qp->eng, &c);
+        int live = mre_qp_state(qp->eng) == MROCE_QPS_RTS;
+        mroce_tstamp max_rto = mre_qp_get_attr(qp->eng)->max_rto;
+        lib_unlock(dev);
+        if (!live)
+            return 0;
+        /* Quiet period (REL-41): the longest gap between a peer's
+         * retransmissions (max_rto, its backed-off RTO) plus 8 smoothed
+         * RTTs, 10 ms at least. */
+        mroce_tstamp quiet = max_rto + 8 * c.srtt;
+        if (quiet < LIB_LINGER_MIN_NS)
+            quiet = LIB_LINGER_MIN_NS;
+        mroce_tstamp until = now + quiet < end ? now + quiet : end;
+        w.rx_pkts = c.rx_pkts;
+        if (!lib_wait(dev, linger_event, &w, until))
+            return 0; /* quiet that long, or the bound reached */
+        now = lib_now();
+        if (now >= end)
+            return 0;
+    }
+}
+
 int mroce_modify_qp_error(mroce_qp *qp)
 {
     int rc = lib_check(qp, MAGIC_QP);

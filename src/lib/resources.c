@@ -256,6 +256,7 @@ int mroce_cq_arm(mroce_cq *cq)
         return rc;
     lib_lock(cq->dev);
     rc = cq_arm_locked(cq);
+    cq->sol_only = 0;
     if (rc == 0) {
         rc = (int)mre_cq_count(cq->eng);
         uint64_t v = 1;
@@ -271,6 +272,28 @@ int mroce_cq_arm(mroce_cq *cq)
             }
             cq->signaled = 1;
         }
+    }
+    lib_unlock(cq->dev);
+    return rc;
+}
+
+int mroce_cq_arm_solicited(mroce_cq *cq)
+{
+    int rc = lib_check(cq, MAGIC_CQ);
+    if (rc < 0)
+        return rc;
+    lib_lock(cq->dev);
+    rc = cq_arm_locked(cq);
+    if (rc == 0) {
+        /* What is already queued does not count: only the next one. */
+        uint64_t v;
+        if (read(cq->efd, &v, sizeof(v)) < 0) {
+            /* EAGAIN: nothing stale */
+        }
+        cq->signaled = 0;
+        cq->sol_only = 1;
+        cq->sol_mark = mre_cq_solicited(cq->eng);
+        rc = (int)mre_cq_count(cq->eng);
     }
     lib_unlock(cq->dev);
     return rc;

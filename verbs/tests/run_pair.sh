@@ -4,10 +4,7 @@
 # client's on 127.0.0.2 (both loopback), both receiving on UDP port PORT,
 # out-of-band exchange on TCP port PORT too.  FAULT ("-" for none) is
 # MROCE_FAULT in both processes; "server:SPEC" gives SPEC to the server
-# only (for programs whose client exits right after its last receive:
-# ibv_rc_pingpong's server then waits forever, retry_cnt RTOs, for the
-# ACK of its last message if the fault drops it, as it would on hardware
-# were that ACK lost).  Passes when both exit 0 and the client's
+# only.  Passes when both exit 0 and the client's
 # output has a line matching EXPECT (an extended regex).  Exit 77 (skip)
 # when the program is not installed.
 # usage: run_pair.sh LIBDIR PORT FAULT EXPECT PROGRAM [ARGS...]

@@ -10,108 +10,11 @@
  * opcodes MetaRoCE lacks, transitions it refuses.
  */
 #include <errno.h>
-#include <infiniband/verbs.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-static int failures;
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                  \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
-
-struct side {
-    struct ibv_context *ctx;
-    struct ibv_pd *pd;
-    struct ibv_cq *cq;
-    struct ibv_qp *qp;
-    struct ibv_mr *mr;
-    uint8_t *buf;
-    union ibv_gid gid;
-};
-
-#define BUF 65536
-
-static void open_side(struct ibv_device *dev, struct side *s)
-{
-    s->ctx = ibv_open_device(dev);
-    CHECK(s->ctx);
-    if (!s->ctx)
-        exit(1);
-    s->pd = ibv_alloc_pd(s->ctx);
-    s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
-    s->buf = calloc(1, BUF);
-    s->mr = ibv_reg_mr(s->pd, s->buf, BUF,
-                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-    struct ibv_qp_init_attr ia = {
-        .send_cq = s->cq,
-        .recv_cq = s->cq,
-        .qp_type = IBV_QPT_RC,
-        .cap = {.max_send_wr = 16,
-                .max_recv_wr = 16,
-                .max_send_sge = 1,
-                .max_recv_sge = 1},
-    };
-    s->qp = ibv_create_qp(s->pd, &ia);
-    CHECK(s->pd && s->cq && s->mr && s->qp);
-    if (!s->qp)
-        exit(1);
-    CHECK(ia.cap.max_send_wr >= 16 && ia.cap.max_inline_data > 0);
-    CHECK(ibv_query_gid(s->ctx, 1, 0, &s->gid) == 0);
-}
-
-static int to_rtr_rts(struct side *s, const struct side *peer)
-{
-    struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-                            .port_num = 1,
-                            .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-                                               IBV_ACCESS_REMOTE_READ |
-                                               IBV_ACCESS_REMOTE_ATOMIC};
-    int rc = ibv_modify_qp(s->qp, &a,
-                           IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                               IBV_QP_ACCESS_FLAGS);
-    if (rc)
-        return rc;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = peer->qp->qp_num;
-    a.rq_psn = 1;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.grh.dgid = peer->gid;
-    a.ah_attr.grh.hop_limit = 1;
-    a.ah_attr.port_num = 1;
-    rc = ibv_modify_qp(s->qp, &a,
-                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                           IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-    if (rc)
-        return rc;
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = 1;
-    a.max_rd_atomic = 1;
-    return ibv_modify_qp(s->qp, &a,
-                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                             IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                             IBV_QP_MAX_QP_RD_ATOMIC);
-}
+#include "verbs_test.h"
 
 /* Polls s's CQ (driving progress) until one completion or ~5 s. */
-static int wait_wc(struct side *s, struct side *other, struct ibv_wc *wc)
+static int wait_wc(struct vt_dev *s, struct vt_dev *other, struct ibv_wc *wc)
 {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -131,14 +34,7 @@ static int wait_wc(struct side *s, struct side *other, struct ibv_wc *wc)
     return 0;
 }
 
-static void post(struct side *s, struct ibv_send_wr *wr)
-{
-    struct ibv_send_wr *bad = NULL;
-    wr->send_flags |= IBV_SEND_SIGNALED;
-    CHECK(ibv_post_send(s->qp, wr, &bad) == 0);
-}
-
-static void data_path(struct side *a, struct side *b)
+static void data_path(struct vt_dev *a, struct vt_dev *b)
 {
     struct ibv_wc wc;
     /* SEND with immediate into b's posted receive. */
@@ -156,7 +52,7 @@ static void data_path(struct side *a, struct side *b)
                              .num_sge = 1,
                              .opcode = IBV_WR_SEND_WITH_IMM,
                              .imm_data = htobe32(0x1234)};
-    post(a, &sw);
+    vt_post(a->qp, &sw);
     CHECK(wait_wc(a, NULL, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
           wc.opcode == IBV_WC_SEND && wc.wr_id == 1);
     CHECK(wait_wc(b, NULL, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
@@ -175,7 +71,7 @@ static void data_path(struct side *a, struct side *b)
                              .opcode = IBV_WR_RDMA_WRITE};
     ww.wr.rdma.remote_addr = (uintptr_t)b->buf + 8192;
     ww.wr.rdma.rkey = b->mr->rkey;
-    post(a, &ww);
+    vt_post(a->qp, &ww);
     CHECK(wait_wc(a, b, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
           wc.opcode == IBV_WC_RDMA_WRITE && wc.wr_id == 2);
     CHECK(memcmp(b->buf + 8192, a->buf, 10000) == 0);
@@ -188,7 +84,7 @@ static void data_path(struct side *a, struct side *b)
                              .opcode = IBV_WR_RDMA_READ};
     rd.wr.rdma.remote_addr = (uintptr_t)b->buf + 8192;
     rd.wr.rdma.rkey = b->mr->rkey;
-    post(a, &rd);
+    vt_post(a->qp, &rd);
     CHECK(wait_wc(a, b, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
           wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 10000);
     CHECK(memcmp(a->buf + 32768, a->buf, 10000) == 0);
@@ -204,7 +100,7 @@ static void data_path(struct side *a, struct side *b)
     fa.wr.atomic.remote_addr = (uintptr_t)word;
     fa.wr.atomic.rkey = b->mr->rkey;
     fa.wr.atomic.compare_add = 5;
-    post(a, &fa);
+    vt_post(a->qp, &fa);
     CHECK(wait_wc(a, b, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
           wc.opcode == IBV_WC_FETCH_ADD);
     CHECK(*(uint64_t *)(a->buf + 48000) == 100 && *word == 105);
@@ -213,13 +109,13 @@ static void data_path(struct side *a, struct side *b)
     cs.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
     cs.wr.atomic.compare_add = 105;
     cs.wr.atomic.swap = 9;
-    post(a, &cs);
+    vt_post(a->qp, &cs);
     CHECK(wait_wc(a, b, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
           wc.opcode == IBV_WC_COMP_SWAP);
     CHECK(*(uint64_t *)(a->buf + 48000) == 105 && *word == 9);
 }
 
-static void unsupported(struct side *s)
+static void unsupported(struct vt_dev *s)
 {
     errno = 0;
     struct ibv_qp_init_attr ud = {.send_cq = s->cq,
@@ -261,7 +157,7 @@ static void unsupported(struct side *s)
     CHECK(ibv_query_gid(s->ctx, 1, 1, &g) != 0);
 }
 
-static void bad_transitions(struct side *s, const struct side *peer)
+static void bad_transitions(struct vt_dev *s, const struct vt_dev *peer)
 {
     struct ibv_qp_init_attr ia = {.send_cq = s->cq,
                                   .recv_cq = s->cq,
@@ -304,7 +200,7 @@ static void bad_transitions(struct side *s, const struct side *peer)
 
 /* A WRITE to an rkey b never gave: a remote access error, which (as in
  * verbs) moves the requester's QP to ERROR. */
-static void remote_error(struct side *a, struct side *b)
+static void remote_error(struct vt_dev *a, struct vt_dev *b)
 {
     struct ibv_wc wc;
     struct ibv_sge ws = {(uintptr_t)a->buf, 100, a->mr->lkey};
@@ -314,7 +210,7 @@ static void remote_error(struct side *a, struct side *b)
                              .opcode = IBV_WR_RDMA_WRITE};
     bw.wr.rdma.remote_addr = (uintptr_t)b->buf;
     bw.wr.rdma.rkey = b->mr->rkey ^ 0x5a5a00;
-    post(a, &bw);
+    vt_post(a->qp, &bw);
     CHECK(wait_wc(a, b, &wc) == 1 && wc.status == IBV_WC_REM_ACCESS_ERR &&
           wc.wr_id == 6);
     CHECK(strcmp(ibv_wc_status_str(wc.status), "remote access error") == 0);
@@ -326,18 +222,17 @@ static void remote_error(struct side *a, struct side *b)
 
 int main(void)
 {
-    setenv("MROCE_IBV_DEVICES", "mroce0=127.0.0.1:5280,mroce1=127.0.0.2:5280",
-           1);
-    int n = 0;
-    struct ibv_device **l = ibv_get_device_list(&n);
-    CHECK(l && n == 2 && strcmp(ibv_get_device_name(l[0]), "mroce0") == 0);
-    if (!l || n != 2)
-        return 1;
-    struct side a, b;
-    open_side(l[0], &a);
-    open_side(l[1], &b);
-    CHECK(to_rtr_rts(&a, &b) == 0);
-    CHECK(to_rtr_rts(&b, &a) == 0);
+    struct ibv_device **l = vt_devices(5280);
+    struct vt_dev a, b;
+    struct vt_dev *sides[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        vt_open(l[i], sides[i], 0);
+        struct ibv_qp_cap cap;
+        sides[i]->qp = vt_new_qp(sides[i], 16, &cap);
+        CHECK(cap.max_send_wr >= 16 && cap.max_inline_data > 0);
+    }
+    CHECK(vt_connect(a.qp, ALL_REMOTE, &b.gid, b.qp->qp_num) == 0);
+    CHECK(vt_connect(b.qp, ALL_REMOTE, &a.gid, a.qp->qp_num) == 0);
     struct ibv_qp_attr qa;
     struct ibv_qp_init_attr qi;
     CHECK(ibv_query_qp(a.qp, &qa, IBV_QP_STATE, &qi) == 0 &&
@@ -356,15 +251,9 @@ int main(void)
     unsupported(&a);
     bad_transitions(&a, &b);
     remote_error(&a, &b);
-    struct side *sides[2] = {&a, &b};
     for (int i = 0; i < 2; i++) {
-        struct side *s = sides[i];
-        CHECK(ibv_destroy_qp(s->qp) == 0);
-        CHECK(ibv_dereg_mr(s->mr) == 0);
-        CHECK(ibv_destroy_cq(s->cq) == 0);
-        CHECK(ibv_dealloc_pd(s->pd) == 0);
-        CHECK(ibv_close_device(s->ctx) == 0);
-        free(s->buf);
+        CHECK(ibv_destroy_qp(sides[i]->qp) == 0);
+        vt_close(sides[i]);
     }
     ibv_free_device_list(l);
     if (failures) {
