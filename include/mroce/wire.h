@@ -366,12 +366,29 @@ size_t mrw_pkt_seal(uint8_t *buf, size_t len);
 size_t mrw_pkt_seal_split(uint8_t *buf, size_t hdr_len, const uint8_t *payload,
                           size_t payload_len);
 
+/* A packet whose payload is copied in piece by piece, the CRC following
+ * the copy so each payload byte is read once (mrw_crc32c_copy):
+ * mrw_pkt_crc_hdr starts the CRC over buf[0..hdr_len); mrw_pkt_crc_copy
+ * copies len bytes from src to dst (not overlapping), continuing crc over
+ * them, and returns it; mrw_pkt_seal_crc appends the final crc at buf+len
+ * and returns len + MROCE_CRC_LEN.  Copying the whole payload to
+ * buf+hdr_len this way gives the packet mrw_pkt_seal() would. */
+uint32_t mrw_pkt_crc_hdr(const uint8_t *buf, size_t hdr_len);
+uint32_t mrw_pkt_crc_copy(uint32_t crc, uint8_t *dst, const uint8_t *src,
+                          size_t len);
+size_t mrw_pkt_seal_crc(uint8_t *buf, size_t len, uint32_t crc);
+
 /* mrw_pkt_encode: headers, copy of pkt->payload, and CRC in one call.
  * Returns the packet length or 0 if cap is too small. */
 size_t mrw_pkt_encode(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap);
 
 /* CRC32C (Castagnoli, reflected, init and final xor 0xffffffff). */
 uint32_t mrw_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* mrw_crc32c_copy copies len bytes from src to dst (which must not overlap)
+ * and returns mrw_crc32c(crc, src, len), reading src once where the CPU
+ * allows: the sender's gather of a payload into its packet. */
+uint32_t mrw_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
 
 /* Printable names; "?" for unknown values. */
 const char *mrw_opcode_name(unsigned opcode);

@@ -176,6 +176,27 @@ void mre_mr_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
     }
 }
 
+uint32_t mre_mr_sge_gather_crc(const struct mroce_sge *sge, int n, uint32_t off,
+                               uint8_t *dst, uint32_t len, uint32_t crc)
+{
+    for (int i = 0; i < n && len; i++) {
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        uint32_t k = sge[i].length - off;
+        if (k > len)
+            k = len;
+        crc = mrw_pkt_crc_copy(crc, dst,
+                               (const uint8_t *)(uintptr_t)sge[i].addr + off,
+                               k);
+        dst += k;
+        len -= k;
+        off = 0;
+    }
+    return crc;
+}
+
 void mre_mr_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
                         const uint8_t *src, uint32_t len)
 {

@@ -32,6 +32,11 @@ const uint8_t *mre_mr_sge_span(const struct mroce_sge *sge, int n, uint32_t off,
 void mre_mr_sge_gather(const struct mroce_sge *sge, int n, uint32_t off,
                        uint8_t *dst, uint32_t len);
 
+/* The same, continuing the packet CRC crc over the bytes as it copies them
+ * (mrw_pkt_crc_copy); returns the CRC. */
+uint32_t mre_mr_sge_gather_crc(const struct mroce_sge *sge, int n, uint32_t off,
+                               uint8_t *dst, uint32_t len, uint32_t crc);
+
 /* Copy len bytes from src to message offset off of the SGE list. */
 void mre_mr_sge_scatter(const struct mroce_sge *sge, int n, uint32_t off,
                         const uint8_t *src, uint32_t len);

@@ -829,6 +829,29 @@ size_t mrw_pkt_seal_split(uint8_t *buf, size_t hdr_len, const uint8_t *payload,
     return hdr_len + payload_len + MROCE_CRC_LEN;
 }
 
+uint32_t mrw_pkt_crc_hdr(const uint8_t *buf, size_t hdr_len)
+{
+    return pkt_crc(0, buf, hdr_len);
+}
+
+uint32_t mrw_pkt_crc_copy(uint32_t crc, uint8_t *dst, const uint8_t *src,
+                          size_t len)
+{
+#ifdef MROCE_MEASURE_NO_CRC
+    if (len)
+        memcpy(dst, src, len);
+    return crc;
+#else
+    return mrw_crc32c_copy(crc, dst, src, len);
+#endif
+}
+
+size_t mrw_pkt_seal_crc(uint8_t *buf, size_t len, uint32_t crc)
+{
+    st32(buf + len, crc);
+    return len + MROCE_CRC_LEN;
+}
+
 size_t mrw_pkt_encode(const struct mrw_pkt *pkt, uint8_t *buf, size_t cap)
 {
     size_t hdr = mrw_pkt_encode_hdr(pkt, buf, cap);
