@@ -9,8 +9,11 @@
  *   switch = spine buffer=256K ecn=step ecn_kmin=24K
  *   switch = leaf3 hash=l3
  *
- * SELECTOR is a tier (`leaf` or `tor`, `spine` or `agg`, `core`) or one
- * switch's name (`leaf3`, `p1.spine0`; a tier selects every plane's).
+ * SELECTOR is a tier (`leaf` or `tor`, `spine` or `agg`, `core`), one
+ * switch's name (`leaf3`, `p1.spine0`; a tier selects every plane's), or
+ * the links of one tier by its name in tiers.csv (`tor-host`, the leaves'
+ * host ports; `tor-spine`, their uplinks): a switch with ports of two
+ * speeds has a profile per speed.  `hash` applies to switches only.
  * Keys: `buffer` (the egress queue's drop-tail limit), `ecn` (`red`: a
  * ramp from ecn_kmin to ecn_kmax up to ecn_pmax; `step`: every packet
  * above ecn_kmin, the one threshold of switches without a ramp; `off`),
@@ -180,14 +183,12 @@ int vendors_apply(struct sim *s)
                 if (p->set & SWP_HASH)
                     s->nodes[i].hash = p->hash;
             }
-        if (!hit) {
-            fprintf(stderr, "switch %s: selects no switch\n", p->sel);
-            return -1;
-        }
         for (uint32_t i = 0; i < s->nlinks; i++) {
             struct link *l = &s->links[i];
-            if (!selects(p, &s->nodes[l->src]))
+            if (!selects(p, &s->nodes[l->src]) &&
+                strcmp(p->sel, s->tier_names[l->tier]))
                 continue;
+            hit = 1;
             if (p->set & SWP_BUFFER)
                 l->q_limit = p->buffer;
             if (p->set & SWP_KMIN)
@@ -200,6 +201,11 @@ int vendors_apply(struct sim *s)
                 l->q_kmax = l->q_kmin; /* every packet above the step */
             if (p->ecn_off)
                 l->q_kmin = l->q_kmax = UINT32_MAX; /* never marks */
+        }
+        if (!hit) {
+            fprintf(stderr, "switch %s: selects no switch or link tier\n",
+                    p->sel);
+            return -1;
         }
     }
     return 0;

@@ -7,7 +7,8 @@
 #     change the run;
 #   - `ecn=off` on the spines: no spine port marks, the leaves' still do;
 #   - `buffer=128K` on the spines: no spine queue grows past 128 KiB
-#     (it does without the line);
+#     (it does without the line); `buffer=64K` on the link tier tor-host
+#     (the leaves' host ports) holds those, not the leaves' uplinks;
 #   - `hash=l3` on leaf0: every pair under leaf0 keeps all its entropies
 #     on one spine, the other leaves' pairs spread them;
 #   - a selector that matches no switch is an error.
@@ -40,11 +41,15 @@ cut -d, -f1-26 "$out/mixed/summary.csv" > "$out/c"
 # spines with ECN off
 run ecn_off -s "switch=spine ecn=off"
 run buffer_128k -s "switch=spine buffer=128K"
+run tier_64k -s "switch=tor-host buffer=64K"
 [ "$(tier ecn_off spine-tor 9)" = 0 ] || fail "spines with ECN off marked $(tier ecn_off spine-tor 9)"
 [ "$(tier ecn_off tor-spine 9)" -gt 0 ] || fail "leaves stopped marking too"
 [ "$(tier bare spine-tor 9)" -gt 0 ] || fail "spines mark nothing even with ECN on"
 [ "$(tier bare spine-tor 5)" -gt 131072 ] || fail "spine queues stay under 128K anyway: the check proves nothing"
 [ "$(tier buffer_128k spine-tor 5)" -le 131072 ] || fail "a spine queue reached $(tier buffer_128k spine-tor 5) over a 128K buffer"
+[ "$(tier bare tor-host 5)" -gt 65536 ] || fail "leaf host ports stay under 64K anyway"
+[ "$(tier tier_64k tor-host 5)" -le 65536 ] || fail "a leaf host port reached $(tier tier_64k tor-host 5) over a 64K buffer"
+[ "$(tier tier_64k tor-spine 5)" -gt 65536 ] || fail "tor-host's buffer also cut the leaves' uplinks"
 # leaf0 with an L3-only hash
 run l3 -s "switch=leaf0 hash=l3"
 awk -F, 'NR > 1 { k = int($1 / 8) " " $1 " " $2; if (!((k, $6) in seen)) { seen[k, $6] = 1; n[k]++ } }
