@@ -299,7 +299,7 @@ def _late(rows, named):
             continue
         r_ce = r["mark_pct"] / m_ce
         r_rtt = r["srtt_med_us"] / m_rtt
-        if r_rtt >= 0.75 and r_rtt / r_ce >= LATE_FACTOR:
+        if r_rtt >= 0.6 and r_rtt / r_ce >= LATE_FACTOR:
             out.append((r["group"], "marking too late",
                         f"its paths' RTT is {r_rtt:.2f}x its peers' "
                         f"({r['srtt_med_us']:.0f} against {m_rtt:.0f} us, "
