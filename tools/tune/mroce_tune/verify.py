@@ -75,8 +75,7 @@ def scenario(fab, scale, pmax=None, seed=1, extra=(), defaults=False,
     if defaults:
         lines = [x for x in lines
                  if not x.startswith(("ecn_", "qp_"))]
-    else:
-        lines += switch_lines(fab, raw)
+    lines += switch_lines(fab, raw, physical=defaults)
     for role in ("leaf", "spine"):
         if fab[role].get("hash", "5tuple") != "5tuple":
             lines.append(f"switch = {role} hash={fab[role]['hash']}")
@@ -97,10 +96,12 @@ TIERS = (("tor-host", "leaf", "host_speed"), ("tor-spine", "leaf",
          ("spine-tor", "spine", "fabric_speed"))
 
 
-def switch_lines(fab, settings):
+def switch_lines(fab, settings, physical=False):
     """mroce-sim `switch` lines giving each port its role's profile at its
     speed (a fabric of two speeds, or a mixed-vendor one whose roles differ
-    in buffer or marking); none when every queue has the same."""
+    in buffer or marking); none when every queue has the same.  physical:
+    only what the switches are (buffer, step or ramp), for the reference
+    run with mroce-sim's own thresholds."""
     if (fab["host_speed"] == fab["fabric_speed"]
             and not any(fab[r].keys() & {"buffer_per_port", "marking"}
                         for r in ("leaf", "spine"))):
@@ -112,9 +113,11 @@ def switch_lines(fab, settings):
                 dv.queue_profiles(settings, role)}
         kmin, kmax, pm = prof[dv.speed_name(fab[speed])]
         ecn = "step" if view["marking"] == "step" else "red"
-        out.append(f"switch = {tier} buffer={view['buffer_per_port']} "
-                   f"ecn={ecn} ecn_kmin={kmin} ecn_kmax={kmax} "
-                   f"ecn_pmax={pm / 100.0:g}")
+        line = f"switch = {tier} buffer={view['buffer_per_port']} ecn={ecn}"
+        if not physical:
+            line += (f" ecn_kmin={kmin} ecn_kmax={kmax} "
+                     f"ecn_pmax={pm / 100.0:g}")
+        out.append(line)
     return out
 
 
