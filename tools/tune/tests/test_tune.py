@@ -115,6 +115,38 @@ class Derive(unittest.TestCase):
             check(dict(example("mixed_vendor.json"),
                        spine={"marking": "wred"}))
 
+    def test_mixed_fabric_in_the_simulator(self):
+        from mroce_tune import verify
+        fab = load(os.path.join(TUNE, "examples", "mixed_vendor.json"))
+        st = dv.derive(fab)
+        spine = dict((t, (a, b, c)) for t, a, b, c in
+                     dv.queue_profiles(st, "spine"))
+        text, _ = verify.scenario(fab, 1.0)
+        lines = text.splitlines()
+        # each link tier runs its own role's profile, the spines a step
+        self.assertIn(f"switch = spine-tor buffer={256 * 1024} ecn=step "
+                      f"ecn_kmin={spine['100G'][0]} "
+                      f"ecn_kmax={spine['100G'][1]} ecn_pmax=1", lines)
+        self.assertTrue(any(x.startswith("switch = tor-host buffer="
+                                         f"{1 << 20} ecn=red") for x in lines))
+        self.assertIn("switch = leaf hash=xor", lines)
+        # the reference run keeps what the switches are, not the thresholds
+        ref, _ = verify.scenario(fab, 1.0, defaults=True)
+        self.assertIn(f"switch = spine-tor buffer={256 * 1024} ecn=step",
+                      ref.splitlines())
+        self.assertNotIn("ecn_kmin", ref)
+        # a uniform fabric has no switch lines: the runs are as before
+        plain, _ = verify.scenario(load(os.path.join(
+            TUNE, "examples", "ls128.json")), 1.0)
+        self.assertNotIn("switch =", plain)
+        # an L3-only hash is a setting to change, said by derive
+        l3 = check(dict(example("ls128.json"), leaf={"hash": "l3"}))
+        got = dv.by_name(dv.derive(l3))
+        self.assertIn(("switch@leaf", "ecmp_hash"), got)
+        self.assertNotIn(("switch@leaf", "ecmp_hash"), dv.by_name(st))
+        with self.assertRaises(FabricError):
+            check(dict(example("ls128.json"), leaf={"hash": "crc"}))
+
     def test_bad_descriptions(self):
         good = example("small32.json")
         for bad, word in ((dict(good, hosts=33), "multiple"),
