@@ -18,7 +18,10 @@ peers is what the endpoints can see:
   dropping before    losses more frequent than marks, and well above the
   marking            others': Kmin above the queue limit, WRED in drop mode;
   marking too late   it marks, but its paths queue far longer than the
-                     others' first: Kmin or Kmax too high for the link's
+                     others' first, or their RTT over its peers' divided
+                     by its CE fraction over theirs is 2 or more (under
+                     0.2x their marks that is named not marking): Kmin or
+                     Kmax above its peers', or too high for the link's
                      speed (a threshold in bytes meant for a faster port);
   asymmetric hashing entropies spread unevenly over the groups: the hash
                      ignores the UDP source port, or the seed polarises.
@@ -299,7 +302,20 @@ def _late(rows, named):
             continue
         r_ce = r["mark_pct"] / m_ce
         r_rtt = r["srtt_med_us"] / m_rtt
-        if r_rtt >= 0.6 and r_rtt / r_ce >= LATE_FACTOR:
+        if r_rtt < 0.6 or r_rtt / r_ce < LATE_FACTOR:
+            continue
+        if r_ce < 0.2:
+            # hardly a mark where its peers mark at the same RTT: its queue
+            # seldom or never reaches its threshold, ECN off or a Kmin far
+            # above theirs, which the endpoints cannot tell apart
+            out.append((r["group"], "not marking",
+                        f"CE on {r['mark_pct']:.2f}% of packets, "
+                        f"{r_ce:.2f}x its peers' {m_ce:.2f}%, while its "
+                        f"paths' RTT is {r_rtt:.2f}x theirs (medians "
+                        f"{r['srtt_med_us']:.0f} against {m_rtt:.0f} us): "
+                        "ECN off on this link, or Kmin far above its "
+                        "peers' (10x), so its queue seldom reaches it"))
+        else:
             out.append((r["group"], "marking too late",
                         f"its paths' RTT is {r_rtt:.2f}x its peers' "
                         f"({r['srtt_med_us']:.0f} against {m_rtt:.0f} us, "
