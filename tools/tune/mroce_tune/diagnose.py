@@ -288,7 +288,9 @@ def analyse(groups, tq, ref=None):
 def _late(rows, named):
     """Links that mark late for the queue they build, each against the
     median of its peers (links not already named, with enough packets):
-    RTT ratio / CE ratio >= LATE_FACTOR, the RTT not well below theirs."""
+    RTT ratio / CE ratio >= LATE_FACTOR, the RTT not well below theirs
+    (0.6), nor the packets carried unless it marks under a fifth as
+    often."""
     cand = [r for r in rows if r["group"] not in named
             and r["tx_pkts"] >= LATE_MIN_PKTS and r["srtt_med_us"] > 0]
     out = []
@@ -302,7 +304,12 @@ def _late(rows, named):
             continue
         r_ce = r["mark_pct"] / m_ce
         r_rtt = r["srtt_med_us"] / m_rtt
-        if r_rtt < 0.6 or r_rtt / r_ce < LATE_FACTOR:
+        # a link carrying much less than its peers (fewer entropies hashed
+        # onto it) queues and marks less for that alone, though not a
+        # fifth as much
+        r_load = r["tx_pkts"] / _median([o["tx_pkts"] for o in peers])
+        if (r_rtt < 0.6 or r_rtt / r_ce < LATE_FACTOR
+                or (r_load < 0.6 and r_ce >= 0.2)):
             continue
         if r_ce < 0.2:
             # hardly a mark where its peers mark at the same RTT: its queue
