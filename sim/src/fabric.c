@@ -149,6 +149,8 @@ static inline uint64_t fmix64(uint64_t k)
  * port are fixed per pair, the source port is the entropy. */
 static inline uint32_t ecmp_hash(const struct node *n, const struct hop *h)
 {
+    if (n->hash != HASH_5TUPLE)
+        return vendors_hash(n, h->src, h->dst, h->entropy);
     uint64_t k = ((uint64_t)h->src << 32 | h->dst) ^ n->salt;
     k = fmix64(k ^ ((uint64_t)h->entropy << 40 | 4794u << 8 | 17u));
     return (uint32_t)(k >> 32);
@@ -415,7 +417,7 @@ static void switch_enqueue(struct sim *s, uint32_t in_li, uint32_t out,
     int pfc = s->tp->pfc;
     if (o->lazy)
         lazy_trim(s, o);
-    if (!pfc && slink_droptail(o->q_bytes, h->wire, sc->buffer)) {
+    if (!pfc && slink_droptail(o->q_bytes, h->wire, o->q_limit)) {
         o->drops_q++;
         s->drops_q++;
         pkt_free(s, h->p);
@@ -423,8 +425,7 @@ static void switch_enqueue(struct sim *s, uint32_t in_li, uint32_t out,
     }
     /* a CE packet draws as an ECT one does, so the stream stays aligned */
     if (h->ecn != MROCE_ECN_NOT_ECT &&
-        slink_ecn_red(o->q_bytes, sc->ecn_kmin, sc->ecn_kmax, sc->ecn_pmax,
-                      &o->rng)) {
+        slink_ecn_red(o->q_bytes, o->q_kmin, o->q_kmax, o->q_pmax, &o->rng)) {
         if (h->ecn != MROCE_ECN_CE) {
             h->ecn = MROCE_ECN_CE;
             o->ecn_marks++;

@@ -403,6 +403,8 @@ int scenario_set(struct scenario *sc, const char *key, const char *val,
         int rc = planes_scenario_set(sc, key, val, where);
         if (rc > 0)
             rc = across_scenario_set(sc, key, val, where);
+        if (rc > 0)
+            rc = vendors_scenario_set(sc, key, val, where);
         if (rc <= 0)
             return rc;
         fprintf(stderr, "%s: unknown key '%s'\n", where, key);

@@ -165,6 +165,7 @@ struct node {
     uint8_t kind;
     uint8_t level; /* 0 host, 1 ToR/leaf/edge, 2 spine/agg, 3 core */
     uint8_t plane; /* switches: the plane it belongs to (planes.c) */
+    uint8_t hash;  /* enum ecmp_hash_kind (vendors.c) */
     char name[16];
     uint32_t lo, hi; /* hosts below this switch: [lo, hi) */
     uint32_t span;   /* hosts per down port */
@@ -213,6 +214,10 @@ struct link {
      * round-to-nearest rate) and its output queue */
     struct slink tx;
     uint32_t q_bytes, q_pkts; /* waiting, not in service */
+    /* the egress queue's drop-tail limit and ECN ramp: the scenario's, or
+     * its switch's profile (vendors.c) */
+    uint32_t q_limit, q_kmin, q_kmax;
+    double q_pmax;
     uint64_t prop_ps;
     struct pkt *qh, *qt; /* output queue of a non-lazy link */
     uint32_t src;        /* node */
@@ -331,6 +336,27 @@ struct tp_cfg {
 };
 
 #define MAX_WL 4
+#define MAX_SWPROF 8
+
+/* ECMP hash functions a switch may use (vendors.c). */
+enum ecmp_hash_kind {
+    HASH_5TUPLE, /* the 5-tuple, UDP source port included (default) */
+    HASH_L3,     /* addresses only: every entropy of a pair on one port */
+    HASH_XOR,    /* the 5-tuple folded by XOR and one multiply: another
+                    ASIC's function */
+};
+
+/* One `switch = SELECTOR key=value ...` line: the switches it selects
+ * (`leaf`, `spine`, `core` by tier, or one switch by name) and what they
+ * do differently from the scenario's defaults (set: SWP_* bits). */
+struct swprof {
+    char sel[16];
+    uint32_t set;
+    uint32_t buffer, kmin, kmax;
+    double pmax;
+    uint8_t hash;
+    uint8_t ecn_off;
+};
 #define MAX_FAULTS 16
 #define MAX_TP 8
 
@@ -377,6 +403,8 @@ struct scenario {
     uint32_t nwl;
     struct fault faults[MAX_FAULTS];
     uint32_t nfaults;
+    struct swprof swp[MAX_SWPROF]; /* per-switch differences (vendors.c) */
+    uint32_t nswp;
     struct tp_cfg tp[MAX_TP];
     uint32_t ntp;
     char outdir[256];
@@ -610,6 +638,17 @@ struct run_result;
  * stderr), 1 when the key is not one of them. */
 int planes_scenario_set(struct scenario *sc, const char *key, const char *val,
                         const char *where);
+/* vendors.c: scenario key `switch`: 0 or -1 (a message on stderr), 1 when
+ * the key is another. */
+int vendors_scenario_set(struct scenario *sc, const char *key, const char *val,
+                         const char *where);
+/* Every link's queue limit and ECN ramp and every switch's hash from the
+ * scenario and its `switch` lines; 0 or -1 (a selector matching nothing). */
+int vendors_apply(struct sim *s);
+/* The ECMP hash of a switch whose hash is not HASH_5TUPLE. */
+uint32_t vendors_hash(const struct node *n, uint32_t src, uint32_t dst,
+                      uint16_t entropy);
+
 /* Faults `TIME plane_down N`, `TIME plane_up N`, `TIME host_loss P`: 0 or
  * -1 (a message on stderr); 1 when kind is not one of them.  arg is the
  * token after the kind, extra the one after that (must be NULL). */

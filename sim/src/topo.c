@@ -371,7 +371,7 @@ int topo_build(struct sim *s)
     uint64_t salt = s->sc->seed ^ 0x5eedULL;
     for (uint32_t i = 0; i < s->nnodes; i++)
         s->nodes[i].salt = rng_next(&salt);
-    return 0;
+    return vendors_apply(s);
 }
 
 void topo_free(struct sim *s)

@@ -54,6 +54,8 @@ def _parser():
     v.add_argument("--goal", type=float, default=2.0,
                    help="allowed distance from the best, %% (default 2)")
     v.add_argument("-j", "--jobs", type=int, default=1)
+    v.add_argument("--no-defaults", action="store_true",
+                   help="skip the reference run with mroce-sim's defaults")
     v.add_argument("--keep", help="keep scenario files and outputs here")
     v.add_argument("-s", action="append", default=[], metavar="KEY=VALUE",
                    help="extra mroce-sim key for every run")

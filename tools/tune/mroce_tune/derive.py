@@ -203,6 +203,15 @@ def derive(fab, scale=1.0):
                        "path entropy, so each of a QP's paths hashes on its "
                        "own; a different hash seed per switch keeps the tiers "
                        "from polarising", ["WIRE-10", "PATH-1"]))
+    for role in ("leaf", "spine"):
+        if fab[role].get("hash") == "l3":
+            out.append(Setting(f"switch@{role}", "ecmp_hash",
+                               "src-ip,dst-ip,ip-proto,src-port,dst-port", "",
+                               f"the {role}s hash on addresses only (as "
+                               "described): every path of a QP would take "
+                               "one uplink, so spraying and path steering "
+                               "do nothing; their hash policy must add the "
+                               "L4 ports, as emitted", ["WIRE-10", "PATH-1"]))
     # End hosts.
     tq = max(1e-6, round(kmin_time / 2 * 2e6) / 2e6)
     out.append(Setting("host", "target_qdelay", tq, "s",

@@ -18,7 +18,10 @@ peers is what the endpoints can see:
   dropping before    losses more frequent than marks, and well above the
   marking            others': Kmin above the queue limit, WRED in drop mode;
   marking too late   it marks, but its paths queue far longer than the
-                     others' first: Kmin or Kmax too high for the link's
+                     others' first, or their RTT over its peers' divided
+                     by its CE fraction over theirs is 2 or more (under
+                     0.2x their marks that is named not marking): Kmin or
+                     Kmax above its peers', or too high for the link's
                      speed (a threshold in bytes meant for a faster port);
   asymmetric hashing entropies spread unevenly over the groups: the hash
                      ignores the UDP source port, or the seed polarises.
@@ -28,6 +31,7 @@ as a whole (every switch has ECN off).
 
 import csv
 import json
+import math
 import os
 import re
 import sys
@@ -42,6 +46,15 @@ from .fabric import FabricError, parse_time
 # 3.6x the median; 5x stays clear of that.
 LOSS_FACTOR = 5
 
+# Marking too late, by comparison with the peers: a link whose paths' RTT
+# over its peers' (median of paths), divided by its CE fraction over
+# theirs, is at least LATE_FACTOR marks later for the queue it builds.  A
+# correctly tuned link that queues more also marks more (the ratio stays
+# near 1: 0.86-1.35 on the healthy testbed), one whose threshold is 10x
+# its peers' queues as long and marks less (2.5-14).
+LATE_FACTOR = 2.0
+LATE_MIN_PKTS = 200
+
 
 class Group:
     """Counters of the paths that cross one link or switch."""
@@ -51,6 +64,7 @@ class Group:
         self.paths = 0
         self.tx = self.marks = self.lost = 0
         self.srtt_w = 0.0  # sum of srtt x tx_pkts, ns
+        self.srtts = []  # each path's srtt, ns
         self.min_rtt = None
 
     def add(self, tx, marks, lost, srtt, min_rtt):
@@ -60,6 +74,7 @@ class Group:
         self.lost += lost
         if srtt and tx:
             self.srtt_w += srtt * tx
+            self.srtts.append(srtt)
         if min_rtt:
             self.min_rtt = min_rtt if self.min_rtt is None else min(
                 self.min_rtt, min_rtt)
@@ -103,7 +118,8 @@ def read_sim(path, groups, leaves, links=None, qps=None):
                     float(r["srtt_ns"]), float(r["min_rtt_ns"]))
             groups.setdefault(name, Group(name)).add(*vals)
             if qps is not None:
-                qps.setdefault((path, r["src"], r["dst"]), []).append(name)
+                qps.setdefault((path, r["src"], r["dst"]), []).append(
+                    f"leaf{t[0]}-{name}" if t else name)
             if t is not None and links is not None:
                 links.append((f"leaf{t[0]}>{name}", f"{name}>leaf{t[1]}",
                               vals))
@@ -115,12 +131,20 @@ _ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+"
                   r"(\d+)\s+([0-9.]+)\s*$")
 
 
-def read_dump(path, groups, emap):
+_QP = re.compile(r"^qp (0x[0-9a-fA-F]+) ")
+
+
+def read_dump(path, groups, emap, qps=None):
     """Add the path rows of a libmroce counter dump (MROCE_DUMP_COUNTERS);
-    an entropy missing from the map is grouped as 'unmapped'."""
+    an entropy missing from the map is grouped as 'unmapped'.  qps: {(file,
+    qp): [group of each of its paths]}."""
     n = 0
+    qp = None
     with open(path, errors="replace") as f:
         for line in f:
+            q = _QP.match(line)
+            if q:
+                qp = q.group(1)
             m = _ROW.match(line)
             if not m:
                 continue
@@ -128,6 +152,8 @@ def read_dump(path, groups, emap):
             name = emap.get(int(ent), "unmapped") if emap else f"e{ent}"
             g = groups.setdefault(name, Group(name))
             g.add(int(tx), int(ecn), int(lost), float(srtt_us) * 1e3, 0)
+            if qps is not None and emap:
+                qps.setdefault((path, qp), []).append(name)
             n += 1
     return n
 
@@ -182,7 +208,8 @@ def analyse(groups, tq, ref=None):
                      "loss_pct": 100.0 * g.lost / g.tx,
                      "srtt_us": g.srtt() / 1e3,
                      "queue_us": max(0.0, g.srtt() - base) / 1e3,
-                     "tx_per_path": g.tx / max(g.paths, 1)})
+                     "tx_per_path": g.tx / max(g.paths, 1),
+                     "srtt_med_us": _median(g.srtts) / 1e3})
     med_m = _median([r["mark_pct"] for r in rows])
     # "not marking" compares with the upper quartile: with half the links
     # misconfigured the median is itself a link that does not mark
@@ -231,13 +258,16 @@ def analyse(groups, tq, ref=None):
                         "near or above the queue limit, WRED in drop mode) "
                         "or the link itself loses"))
         elif (r["queue_us"] > max(3 * med_q, med_q + 2 * tq_us)
-              and r["mark_pct"] > 0):
+              and 0 < r["mark_pct"] <= med_m):
+            # (a link that queues longer and marks more than the others
+            # marks in time: it carries more)
             out.append((n, "marking too late",
                         f"{r['queue_us']:.1f} us of queueing against "
                         f"{med_q:.1f} us elsewhere before its marks "
                         f"({r['mark_pct']:.2f}%) slow the senders: Kmin/"
                         "Kmax too high for this link's speed (a threshold "
                         "in bytes meant for a faster port)"))
+    out += _late(rows, {f[0] for f in out})
     paths = [r["paths"] for r in rows]
     if len(rows) >= 2 and sum(paths) >= 4 * len(rows):
         even = sum(paths) / len(rows)
@@ -253,6 +283,55 @@ def analyse(groups, tq, ref=None):
                         "groups): the ECMP hash ignores the UDP source "
                         "port or the seeds polarise"))
     return out, rows
+
+
+def _late(rows, named):
+    """Links that mark late for the queue they build, each against the
+    median of its peers (links not already named, with enough packets):
+    RTT ratio / CE ratio >= LATE_FACTOR, the RTT not well below theirs
+    (0.6), nor the packets carried unless it marks under a fifth as
+    often."""
+    cand = [r for r in rows if r["group"] not in named
+            and r["tx_pkts"] >= LATE_MIN_PKTS and r["srtt_med_us"] > 0]
+    out = []
+    if len(cand) < 3:
+        return out
+    for r in cand:
+        peers = [o for o in cand if o is not r]
+        m_ce = _median([o["mark_pct"] for o in peers])
+        m_rtt = _median([o["srtt_med_us"] for o in peers])
+        if m_ce <= 0 or m_rtt <= 0 or r["mark_pct"] <= 0:
+            continue
+        r_ce = r["mark_pct"] / m_ce
+        r_rtt = r["srtt_med_us"] / m_rtt
+        # a link carrying much less than its peers (fewer entropies hashed
+        # onto it) queues and marks less for that alone, though not a
+        # fifth as much
+        r_load = r["tx_pkts"] / _median([o["tx_pkts"] for o in peers])
+        if (r_rtt < 0.6 or r_rtt / r_ce < LATE_FACTOR
+                or (r_load < 0.6 and r_ce >= 0.2)):
+            continue
+        if r_ce < 0.2:
+            # hardly a mark where its peers mark at the same RTT: its queue
+            # seldom or never reaches its threshold, ECN off or a Kmin far
+            # above theirs, which the endpoints cannot tell apart
+            out.append((r["group"], "not marking",
+                        f"CE on {r['mark_pct']:.2f}% of packets, "
+                        f"{r_ce:.2f}x its peers' {m_ce:.2f}%, while its "
+                        f"paths' RTT is {r_rtt:.2f}x theirs (medians "
+                        f"{r['srtt_med_us']:.0f} against {m_rtt:.0f} us): "
+                        "ECN off on this link, or Kmin far above its "
+                        "peers' (10x), so its queue seldom reaches it"))
+        else:
+            out.append((r["group"], "marking too late",
+                        f"its paths' RTT is {r_rtt:.2f}x its peers' "
+                        f"({r['srtt_med_us']:.0f} against {m_rtt:.0f} us, "
+                        f"medians) while it marks {r_ce:.2f}x as often "
+                        f"({r['mark_pct']:.2f}% against {m_ce:.2f}%): it "
+                        "lets its queue grow further than they do before "
+                        "marking (Kmin/Kmax above its peers', or in bytes "
+                        "meant for a faster port)"))
+    return out
 
 
 def pinpoint(paths, tq, rounds=8):
@@ -293,18 +372,33 @@ def pinpoint(paths, tq, rounds=8):
 
 def hash_check(qps, nswitch):
     """A hash that ignores the UDP source port puts all of a QP's paths on
-    one switch: flag it when most QPs with 8 paths or more do so (random
-    hashing of 8 paths over 2 switches does it with probability 1/128)."""
-    big = [sw for sw in qps.values() if len(sw) >= 8]
-    if nswitch < 2 or len(big) < 4:
+    one link: flag a leaf (or the fabric, if every leaf) when most of its
+    QPs with 8 paths or more do so and a random hash over nswitch uplinks
+    would do that with a chance under one in a million (n paths on one of
+    S links: S^-(n-1), multiplied over the QPs).  qps' values name each
+    path's link as 'LEAF-UPLINK' ('l0-s2', 'leaf0-spine2') where known."""
+    by = {}
+    for sw in qps.values():
+        if len(sw) >= 8:
+            leaf = sw[0].split("-")[0] if "-" in sw[0] else "fabric"
+            by.setdefault(leaf, []).append(sw)
+    if nswitch < 2:
         return []
-    one = sum(1 for sw in big if len(set(sw)) == 1)
-    if one * 2 <= len(big):
-        return []
-    return [("fabric", "asymmetric hashing",
-             f"{one} of {len(big)} QPs put all their paths on one switch: "
-             "the ECMP hash ignores the UDP source port (the path "
-             "entropy)")]
+    out = []
+    for leaf, big in sorted(by.items()):
+        ones = [sw for sw in big if len(set(sw)) == 1]
+        bits = sum((len(sw) - 1) * math.log2(nswitch) for sw in ones)
+        if len(ones) * 2 > len(big) and bits >= 20:
+            out.append((leaf, len(ones), len(big), bits))
+    if len(out) == len(by) > 1:
+        out = [("fabric", sum(o[1] for o in out), sum(o[2] for o in out),
+                sum(o[3] for o in out))]
+    return [(where, "asymmetric hashing",
+             f"{one} of {n} QPs with 8 paths or more put all their paths "
+             f"on one link (by chance with a random hash: 1 in 2^{bits:.0f})"
+             ": the ECMP hash ignores the UDP source port (the path "
+             "entropy); set its hash policy to the 5-tuple")
+            for where, one, n, bits in out]
 
 
 def run(args):
@@ -312,7 +406,7 @@ def run(args):
     try:
         tq = parse_time("--target-qdelay", args.target_qdelay)
         emap = read_map(args.map) if args.map else None
-        leaves = None
+        leaves = fab = None
         if args.fabric:
             from .fabric import load
             fab = load(args.fabric)
@@ -325,7 +419,7 @@ def run(args):
             if head.startswith("src,dst,slot,entropy"):
                 n += read_sim(p, groups, leaves, links, qps)
             else:
-                n += read_dump(p, groups, emap)
+                n += read_dump(p, groups, emap, qps)
     except (OSError, FabricError) as ex:
         print(f"mroce-tune: diagnose: {ex}", file=sys.stderr)
         return 2
@@ -335,7 +429,10 @@ def run(args):
         return 2
     found, rows = analyse(groups, tq)
     found += pinpoint(links, tq)
-    found += hash_check(qps, len(rows))
+    # the links a path may take: the description's uplinks per leaf, else
+    # those seen
+    nsw = fab["spines"] * fab["planes"] if args.fabric else len(rows)
+    found += hash_check(qps, max(nsw, len(rows)))
     found = list(dict.fromkeys(found))  # a QP dumped twice names it twice
     if args.json:
         json.dump({"groups": rows, "findings": [

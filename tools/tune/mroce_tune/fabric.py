@@ -37,8 +37,10 @@ KEYS = {
     "path_burst": ("int", 1, "QP path_burst in use"),
     "window": ("int", 256, "QP window (packets)"),
     "marking": ("str", "red", "ECN marking the switches do: red or step"),
-    "leaf": ("dict", {}, "leaf overrides: buffer_per_port, marking, os"),
-    "spine": ("dict", {}, "spine overrides: buffer_per_port, marking, os"),
+    "leaf": ("dict", {}, "leaf overrides: buffer_per_port, marking, os, "
+             "hash"),
+    "spine": ("dict", {}, "spine overrides: buffer_per_port, marking, os, "
+              "hash"),
     "workload": ("list", [], "mroce-sim workloads for --verify"),
     "seed": ("int", 1, "simulator seed for --verify"),
     "sim": ("dict", {}, "extra mroce-sim keys for --verify"),
@@ -153,9 +155,11 @@ def check(raw):
     for role in ("leaf", "spine"):
         ov = out[role]
         for k in ov:
-            if k not in ("buffer_per_port", "marking", "os"):
+            if k not in ("buffer_per_port", "marking", "os", "hash"):
                 raise FabricError(f"{role}.{k}: only buffer_per_port, "
-                                  "marking and os differ per role")
+                                  "marking, os and hash differ per role")
+        if ov.get("hash", "5tuple") not in HASHES:
+            raise FabricError(f"{role}.hash: one of {', '.join(HASHES)}")
         if "buffer_per_port" in ov:
             ov["buffer_per_port"] = parse_size(f"{role}.buffer_per_port",
                                                ov["buffer_per_port"])
@@ -171,6 +175,12 @@ def check(raw):
         if b < 4 * (out["mtu"] + 110):
             raise FabricError("buffer_per_port: less than four packets")
     return out
+
+
+# The ECMP hash a role's switches use (the simulator's `switch ... hash=`):
+# the 5-tuple (what MetaRoCE needs), addresses only (a hash policy without
+# the L4 ports), or another function of the 5-tuple (another ASIC's).
+HASHES = ("5tuple", "l3", "xor")
 
 
 def role_view(fab, role):

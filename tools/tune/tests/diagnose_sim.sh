@@ -4,7 +4,9 @@
 # settings, all-to-all), three ways: as derived (nothing named); one link,
 # leaf0-spine1, running at 25G with the thresholds derived for 100G (the
 # link must be named); every switch with ECN off, Kmin above the buffer
-# (the fabric must be named as not marking).  A fourth run, 2% loss on
+# (the fabric must be named as not marking); leaf0 hashing on addresses
+# only (mroce-sim `switch = leaf0 hash=l3`: leaf0 must be named for
+# asymmetric hashing, and only it).  A fifth run, 2% loss on
 # leaf2-spine3, is printed but not asserted: it is inside the spurious
 # loss of a healthy all-to-all (tools/tune/README.md, diagnose).
 #   usage: diagnose_sim.sh MROCE_SIM
@@ -34,6 +36,7 @@ run() { # NAME [scenario lines...]
 run healthy
 run slowlink "fault = 0ms rate leaf0 spine1 25G"
 run ecnoff "ecn_kmin = 64M" "ecn_kmax = 64M"
+run hashl3 "switch = leaf0 hash=l3"
 run lossy "fault = 0ms loss leaf2 spine3 0.02"
 grep -q "^no link looks mis-tuned" "$W/healthy.diag" || fail "healthy fabric: something named"
 grep -qE "^(leaf0>spine1|spine1>leaf0): " "$W/slowlink.diag" || fail "slow link not named"
@@ -41,4 +44,7 @@ n=$(grep -cE "^(leaf|spine)[0-9]+>(leaf|spine)[0-9]+: " "$W/slowlink.diag")
 o=$(grep -E "^(leaf|spine)[0-9]+>(leaf|spine)[0-9]+: " "$W/slowlink.diag" | grep -cvE "^(leaf0>spine1|spine1>leaf0): ")
 [ "$o" = 0 ] || fail "slow link: $o other link(s) named"
 grep -q "^fabric: not marking" "$W/ecnoff.diag" || fail "ECN off everywhere not named"
-echo "PASS: diagnose in mroce-sim (slow link named by $n finding(s), fabric-wide ECN off named)"
+grep -q "^leaf0: asymmetric hashing" "$W/hashl3.diag" || fail "leaf0's L3-only hash not named"
+h=$(grep -cE "^[a-z0-9>]+: " "$W/hashl3.diag")
+[ "$h" = 1 ] || fail "L3-only hash on leaf0: $h findings, want 1"
+echo "PASS: diagnose in mroce-sim (slow link named by $n finding(s), fabric-wide ECN off named, leaf0's L3-only hash named)"

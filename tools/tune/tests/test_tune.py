@@ -115,6 +115,38 @@ class Derive(unittest.TestCase):
             check(dict(example("mixed_vendor.json"),
                        spine={"marking": "wred"}))
 
+    def test_mixed_fabric_in_the_simulator(self):
+        from mroce_tune import verify
+        fab = load(os.path.join(TUNE, "examples", "mixed_vendor.json"))
+        st = dv.derive(fab)
+        spine = dict((t, (a, b, c)) for t, a, b, c in
+                     dv.queue_profiles(st, "spine"))
+        text, _ = verify.scenario(fab, 1.0)
+        lines = text.splitlines()
+        # each link tier runs its own role's profile, the spines a step
+        self.assertIn(f"switch = spine-tor buffer={256 * 1024} ecn=step "
+                      f"ecn_kmin={spine['100G'][0]} "
+                      f"ecn_kmax={spine['100G'][1]} ecn_pmax=1", lines)
+        self.assertTrue(any(x.startswith("switch = tor-host buffer="
+                                         f"{1 << 20} ecn=red") for x in lines))
+        self.assertIn("switch = leaf hash=xor", lines)
+        # the reference run keeps what the switches are, not the thresholds
+        ref, _ = verify.scenario(fab, 1.0, defaults=True)
+        self.assertIn(f"switch = spine-tor buffer={256 * 1024} ecn=step",
+                      ref.splitlines())
+        self.assertNotIn("ecn_kmin", ref)
+        # a uniform fabric has no switch lines: the runs are as before
+        plain, _ = verify.scenario(load(os.path.join(
+            TUNE, "examples", "ls128.json")), 1.0)
+        self.assertNotIn("switch =", plain)
+        # an L3-only hash is a setting to change, said by derive
+        l3 = check(dict(example("ls128.json"), leaf={"hash": "l3"}))
+        got = dv.by_name(dv.derive(l3))
+        self.assertIn(("switch@leaf", "ecmp_hash"), got)
+        self.assertNotIn(("switch@leaf", "ecmp_hash"), dv.by_name(st))
+        with self.assertRaises(FabricError):
+            check(dict(example("ls128.json"), leaf={"hash": "crc"}))
+
     def test_bad_descriptions(self):
         good = example("small32.json")
         for bad, word in ((dict(good, hosts=33), "multiple"),
@@ -235,7 +267,7 @@ class Emit(unittest.TestCase):
 
 
 def synth_paths(d, bad=None, kind=None, leaves=4, spines=4, hpl=2,
-                npaths=16, seed=7, hash_sport=True):
+                npaths=16, seed=7, hash_sport=True, l3_leaves=()):
     """A mroce-sim-style paths.csv + flows.csv: every inter-leaf pair with
     npaths paths; paths through link `bad` ('leafA>spineS' or
     'spineS>leafB') get `kind`'s symptom."""
@@ -256,7 +288,8 @@ def synth_paths(d, bad=None, kind=None, leaves=4, spines=4, hpl=2,
                 ff.write(f"{a},{b},{la},{lb}\n")
                 fixed = rnd.randrange(spines)
                 for q in range(npaths):
-                    sp = rnd.randrange(spines) if hash_sport else fixed
+                    sp = (rnd.randrange(spines) if hash_sport
+                          and la not in l3_leaves else fixed)
                     tx = 100
                     marks = rnd.randint(5, 12)
                     lost = rnd.randint(0, 1)
@@ -327,6 +360,68 @@ class Diagnose(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             got = self.diag(synth_paths(d, hash_sport=False), self.fab(d))
             self.assertIn(("fabric", "asymmetric hashing"), got)
+
+    def test_hash_ignoring_source_port_on_one_leaf(self):
+        with tempfile.TemporaryDirectory() as d:
+            got = self.diag(synth_paths(d, l3_leaves=(2,)), self.fab(d))
+            self.assertEqual(got, [("leaf2", "asymmetric hashing")])
+
+    def dump(self, d, links, qps=1, npaths=32):
+        """A libmroce dump and its map: path i of each QP on link
+        links[i % len(links)] = (name, ecn per 100 packets, srtt us)."""
+        dump = os.path.join(d, "dump.txt")
+        emap = os.path.join(d, "map.txt")
+        with open(dump, "w") as o, open(emap, "w") as m:
+            for q in range(qps):
+                o.write(f"qp 0x{q + 1:x} state RTS remote_qpn 0x2 peer "
+                        "10.0.0.2:4794\n")
+                o.write("  path entropy weight    tx_pkts      acked     "
+                        "lost      ecn    srtt_us\n")
+                for i in range(npaths):
+                    ent = 50000 + q * npaths + i
+                    name, ecn, srtt = links[i % len(links)]
+                    m.write(f"{ent} {name}\n")
+                    o.write(f"  {i:4d} {ent:7d} {8:6d} {100:10d} {100:10d} "
+                            f"{1:8d} {ecn:8d} {srtt + i % 3:10.1f}\n")
+        return dump, emap
+
+    def diag_dump(self, dump, emap, *extra):
+        run = [sys.executable, os.path.join(TUNE, "mroce-tune"),
+               "diagnose", dump, "--map", emap, "--json",
+               "--target-qdelay", "500us", *extra]
+        r = subprocess.run(run, capture_output=True, text=True)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        return [(f["where"], f["kind"])
+                for f in json.loads(r.stdout)["findings"]]
+
+    def test_dump_marking_late_against_peers(self):
+        # l0-s2 queues twice as long as its peers and marks half as often
+        # (a threshold too high: the testbed's MARK_KB x10); its peers'
+        # own spread (CE 11-16%, RTT 4.5-5.6 ms, the one that queues most
+        # marking most) is what the healthy testbed shows
+        bad = [("l0-s0", 13, 5000.0), ("l0-s1", 16, 5600.0),
+               ("l0-s2", 7, 10000.0), ("l0-s3", 11, 4500.0)]
+        good = [("l0-s0", 13, 5000.0), ("l0-s1", 16, 6900.0),
+                ("l0-s2", 9, 3800.0), ("l0-s3", 11, 4500.0)]
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(self.diag_dump(*self.dump(d, bad)),
+                             [("l0-s2", "marking too late")])
+            self.assertEqual(self.diag_dump(*self.dump(d, good)), [])
+
+    def test_dump_hash_on_one_link(self):
+        # every entropy of the QP on l0-s1: l0's hash leaves out the UDP
+        # source port; only the description says there were 4 uplinks
+        one = [("l0-s1", 12, 5000.0)]
+        spread = [("l0-s0", 12, 5000.0), ("l0-s1", 12, 5000.0),
+                  ("l0-s2", 12, 5000.0), ("l0-s3", 12, 5000.0)]
+        with tempfile.TemporaryDirectory() as d:
+            fab = self.fab(d)
+            self.assertEqual(self.diag_dump(*self.dump(d, one), "--fabric",
+                                            fab),
+                             [("l0", "asymmetric hashing")])
+            self.assertEqual(self.diag_dump(*self.dump(d, one)), [])
+            self.assertEqual(self.diag_dump(*self.dump(d, spread),
+                                            "--fabric", fab), [])
 
     def test_libmroce_dump_with_map(self):
         with tempfile.TemporaryDirectory() as d:
