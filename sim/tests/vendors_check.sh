@@ -19,17 +19,21 @@ scn=$2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "vendors_check: FAIL: $*" >&2; exit 1; }
+# The transport is mroce_hint1 (delay+ECN, hints without the share
+# request): the checks need queues that build up and mark, and the
+# default's share request keeps this all-to-all's spine queues short.
 # the scenario without its switch lines: every queue alike
 grep -v '^switch' "$scn" > "$out/s.txt"
 run() { # NAME [-s KEY=VALUE ...]: one run of s.txt into $out/NAME
     n=$1
     shift
     MROCE_SIM_FLOWS="$out/$n" "$sim" -q -o "$out/$n" \
-        -s "workload=alltoall bytes=64K active=8" -s name=v "$@" "$out/s.txt" \
+        -s "workload=alltoall bytes=64K active=8" -s name=v \
+        -s transports=mroce_hint1 "$@" "$out/s.txt" \
         > "$out/$n.log" || fail "mroce-sim ($n) exited $?"
 }
 # tier row field: NAME TIER COLUMN (tiers CSV: 5 q_max_bytes, 9 ecn_marks)
-tier() { awk -F, -v t="$2" -v c="$3" '$1 == t {print $c}' "$out/$1/tiers_v_mroce.csv"; }
+tier() { awk -F, -v t="$2" -v c="$3" '$1 == t {print $c}' "$out/$1/tiers_v_mroce_hint1.csv"; }
 run bare
 run plain -s "switch=spine ecn=red ecn_kmin=115K ecn_kmax=459K ecn_pmax=0.2 buffer=1M"
 cut -d, -f1-26 "$out/bare/summary.csv" > "$out/a"
