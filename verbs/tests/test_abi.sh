@@ -31,8 +31,12 @@ if [ -n "$missing" ]; then
 fi
 echo "all $n default-version symbols of $sys exported"
 # Imports of the programs and of the libraries perftest loads.
-for f in $(command -v ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_lat \
-    ib_atomic_bw) /lib/x86_64-linux-gnu/libmlx5.so.1 \
+# (dash's command -v names only its first argument: one program at a time)
+progs=""
+for p in ibv_devinfo ibv_rc_pingpong ib_write_bw ib_read_lat ib_atomic_bw; do
+    progs="$progs $(command -v "$p")"
+done
+for f in $progs /lib/x86_64-linux-gnu/libmlx5.so.1 \
     /lib/x86_64-linux-gnu/libefa.so.1 /lib/x86_64-linux-gnu/librdmacm.so.1; do
     [ -e "$f" ] || continue
     objdump -T "$f" | awk '/\*UND\*/ && $(NF-1) ~ /IBVERBS/ {
