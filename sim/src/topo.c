@@ -101,6 +101,23 @@ static void plane_name(struct node *n, uint32_t np, uint32_t pl,
                  i & 0xffffu);
 }
 
+/* The leaf-spine cables of one block whose L leaves, then S spines, are
+ * the nodes from `base` on: leaf l's uplink sp to spine sp, whose downlink
+ * l comes back.  A plane of build_leafspine and a data centre of
+ * build_across are such blocks. */
+static void mesh_leaf_spine(struct sim *s, uint32_t base, uint32_t L,
+                            uint32_t S)
+{
+    for (uint32_t l = 0; l < L; l++)
+        for (uint32_t sp = 0; sp < S; sp++) {
+            uint32_t leaf = base + l, spine = base + L + sp;
+            uint32_t li = add_cable(s, leaf, spine, s->sc->fabric_rate,
+                                    "tor-spine", "spine-tor");
+            s->nodes[leaf].up[sp] = li;
+            s->nodes[spine].down[l] = li + 1;
+        }
+}
+
 /* `planes` (nplanes) parallel leaf-spine planes of the same shape.  Nodes:
  * the hosts, then each plane's leaves and spines; links: every host's cable
  * of plane 0, of plane 1, ... (host_port), then each plane's leaf-spine
@@ -158,15 +175,7 @@ static int build_leafspine(struct sim *s)
             s->nodes[leaf].down[h % P] = li + 1;
         }
     for (uint32_t pl = 0; pl < NP; pl++)
-        for (uint32_t l = 0; l < L; l++)
-            for (uint32_t sp = 0; sp < S; sp++) {
-                uint32_t leaf = H + pl * (L + S) + l;
-                uint32_t spine = H + pl * (L + S) + L + sp;
-                uint32_t li = add_cable(s, leaf, spine, sc->fabric_rate,
-                                        "tor-spine", "spine-tor");
-                s->nodes[leaf].up[sp] = li;
-                s->nodes[spine].down[l] = li + 1;
-            }
+        mesh_leaf_spine(s, H + pl * (L + S), L, S);
     return 0;
 }
 
@@ -325,15 +334,7 @@ static int build_across(struct sim *s)
         s->nodes[leaf].down[h % P] = li + 1;
     }
     for (uint32_t d = 0; d < D; d++)
-        for (uint32_t l = 0; l < L; l++)
-            for (uint32_t sp = 0; sp < S; sp++) {
-                uint32_t leaf = H + d * (L + S) + l;
-                uint32_t spine = H + d * (L + S) + L + sp;
-                uint32_t li = add_cable(s, leaf, spine, sc->fabric_rate,
-                                        "tor-spine", "spine-tor");
-                s->nodes[leaf].up[sp] = li;
-                s->nodes[spine].down[l] = li + 1;
-            }
+        mesh_leaf_spine(s, H + d * (L + S), L, S);
     uint64_t lh = sc->lh_rate ? sc->lh_rate : sc->fabric_rate;
     for (uint32_t d = 0; d < D; d++)
         for (uint32_t j = 0; j < W; j++) {
