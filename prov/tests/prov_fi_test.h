@@ -102,6 +102,39 @@ struct prov_ep {
     size_t namelen;
 };
 
+/* A tagged-format CQ without a wait object on dom. */
+static inline struct fid_cq *prov_cq_open(struct fid_domain *dom)
+{
+    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
+                            .wait_obj = FI_WAIT_NONE};
+    struct fid_cq *c;
+    DIE_IF(fi_cq_open(dom, &cq, &c, NULL), "fi_cq_open");
+    return c;
+}
+
+/* Opens an endpoint of info on dom, binds it to av and to its CQs (one
+ * CQ for both directions when txcq == rxcq), enables it and takes its
+ * name (*namelen: the room in name, then the name's length). */
+static inline struct fid_ep *prov_ep_on(struct fid_domain *dom,
+                                        struct fi_info *info, struct fid_av *av,
+                                        struct fid_cq *txcq,
+                                        struct fid_cq *rxcq, char *name,
+                                        size_t *namelen)
+{
+    struct fid_ep *ep;
+    DIE_IF(fi_endpoint(dom, info, &ep, NULL), "fi_endpoint");
+    DIE_IF(fi_ep_bind(ep, &av->fid, 0), "bind av");
+    if (txcq == rxcq) {
+        DIE_IF(fi_ep_bind(ep, &txcq->fid, FI_TRANSMIT | FI_RECV), "bind cq");
+    } else {
+        DIE_IF(fi_ep_bind(ep, &txcq->fid, FI_TRANSMIT), "bind txcq");
+        DIE_IF(fi_ep_bind(ep, &rxcq->fid, FI_RECV), "bind rxcq");
+    }
+    DIE_IF(fi_enable(ep), "fi_enable");
+    DIE_IF(fi_getname(&ep->fid, name, namelen), "fi_getname");
+    return ep;
+}
+
 /* Opens x's domain, an AV of type avt, tagged-format CQs and the
  * endpoint, binds and enables it, and takes its name. */
 static inline void prov_ep_open(struct prov_ep *x, struct fid_fabric *fabric,
@@ -110,17 +143,11 @@ static inline void prov_ep_open(struct prov_ep *x, struct fid_fabric *fabric,
     DIE_IF(fi_domain(fabric, info, &x->dom, NULL), "fi_domain");
     struct fi_av_attr av = {.type = avt};
     DIE_IF(fi_av_open(x->dom, &av, &x->av, NULL), "fi_av_open");
-    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
-                            .wait_obj = FI_WAIT_NONE};
-    DIE_IF(fi_cq_open(x->dom, &cq, &x->txcq, NULL), "fi_cq_open");
-    DIE_IF(fi_cq_open(x->dom, &cq, &x->rxcq, NULL), "fi_cq_open");
-    DIE_IF(fi_endpoint(x->dom, info, &x->ep, NULL), "fi_endpoint");
-    DIE_IF(fi_ep_bind(x->ep, &x->av->fid, 0), "bind av");
-    DIE_IF(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT), "bind txcq");
-    DIE_IF(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV), "bind rxcq");
-    DIE_IF(fi_enable(x->ep), "fi_enable");
+    x->txcq = prov_cq_open(x->dom);
+    x->rxcq = prov_cq_open(x->dom);
     x->namelen = sizeof(x->name);
-    DIE_IF(fi_getname(&x->ep->fid, x->name, &x->namelen), "fi_getname");
+    x->ep = prov_ep_on(x->dom, info, x->av, x->txcq, x->rxcq, x->name,
+                       &x->namelen);
 }
 
 /* Closes what prov_ep_open opened; returns how many closes failed. */

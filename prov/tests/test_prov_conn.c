@@ -87,18 +87,11 @@ static void poll_all(void)
 static void open_ep(int s, int e)
 {
     struct side *x = &sd[s];
-    struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
-                            .wait_obj = FI_WAIT_NONE};
-    DIE_IF(fi_cq_open(x->dom, &cq, &x->txcq[e], NULL), "fi_cq_open");
-    DIE_IF(fi_cq_open(x->dom, &cq, &x->rxcq[e], NULL), "fi_cq_open");
-    DIE_IF(fi_endpoint(x->dom, info, &x->ep[e], NULL), "fi_endpoint");
-    DIE_IF(fi_ep_bind(x->ep[e], &x->av->fid, 0), "bind av");
-    DIE_IF(fi_ep_bind(x->ep[e], &x->txcq[e]->fid, FI_TRANSMIT), "bind tx");
-    DIE_IF(fi_ep_bind(x->ep[e], &x->rxcq[e]->fid, FI_RECV), "bind rx");
-    DIE_IF(fi_enable(x->ep[e]), "fi_enable");
+    x->txcq[e] = prov_cq_open(x->dom);
+    x->rxcq[e] = prov_cq_open(x->dom);
     x->namelen[e] = sizeof(x->name[e]);
-    DIE_IF(fi_getname(&x->ep[e]->fid, x->name[e], &x->namelen[e]),
-           "fi_getname");
+    x->ep[e] = prov_ep_on(x->dom, info, x->av, x->txcq[e], x->rxcq[e],
+                          x->name[e], &x->namelen[e]);
 }
 
 static void open_side(int s)

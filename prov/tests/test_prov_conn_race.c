@@ -131,17 +131,10 @@ static void open_side(int s)
     struct fi_av_attr av = {.type = FI_AV_TABLE};
     DIE_IF(fi_av_open(x->dom, &av, &x->av, NULL), "fi_av_open");
     for (int e = 0; e < NEP; e++) {
-        struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED,
-                                .wait_obj = FI_WAIT_NONE};
-        DIE_IF(fi_cq_open(x->dom, &cq, &x->cq[e], NULL), "fi_cq_open");
-        DIE_IF(fi_endpoint(x->dom, info, &x->ep[e], NULL), "fi_endpoint");
-        DIE_IF(fi_ep_bind(x->ep[e], &x->av->fid, 0), "bind av");
-        DIE_IF(fi_ep_bind(x->ep[e], &x->cq[e]->fid, FI_TRANSMIT | FI_RECV),
-               "bind cq");
-        DIE_IF(fi_enable(x->ep[e]), "fi_enable");
+        x->cq[e] = prov_cq_open(x->dom);
         x->namelen[e] = sizeof(x->name[e]);
-        DIE_IF(fi_getname(&x->ep[e]->fid, x->name[e], &x->namelen[e]),
-               "fi_getname");
+        x->ep[e] = prov_ep_on(x->dom, info, x->av, x->cq[e], x->cq[e],
+                              x->name[e], &x->namelen[e]);
     }
 }
 

@@ -92,16 +92,10 @@ int main(int argc, char **argv)
     DIE_IF(fi_domain(fabric, info, &dom, NULL), "fi_domain");
     struct fi_av_attr ava = {.type = FI_AV_TABLE};
     DIE_IF(fi_av_open(dom, &ava, &av, NULL), "fi_av_open");
-    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_TAGGED,
-                             .wait_obj = FI_WAIT_NONE};
-    DIE_IF(fi_cq_open(dom, &cqa, &cq, NULL), "fi_cq_open");
-    DIE_IF(fi_endpoint(dom, info, &ep, NULL), "fi_endpoint");
-    DIE_IF(fi_ep_bind(ep, &av->fid, 0), "bind av");
-    DIE_IF(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), "bind cq");
-    DIE_IF(fi_enable(ep), "fi_enable");
+    cq = prov_cq_open(dom);
     char name[64], pname[64], path[4096];
     size_t len = sizeof(name);
-    DIE_IF(fi_getname(&ep->fid, name, &len), "fi_getname");
+    ep = prov_ep_on(dom, info, av, cq, cq, name, &len);
     snprintf(path, sizeof(path), "%s/%s.name", dir, role);
     DIE_IF(write_name(path, name, len), "write the name");
     snprintf(path, sizeof(path), "%s/%s.name", dir, peer);
