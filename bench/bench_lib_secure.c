@@ -54,7 +54,7 @@ static void end_open(struct end *e, uint8_t id, uint8_t suite)
     c.rand_user = &e->seed;
     c.rx_rate_mbps = 0;
     if (suite) {
-        if (lib_sec_new(suite, key, sizeof key, &e->sec))
+        if (lib_sec_new(suite, 0, key, sizeof key, &e->sec))
             abort();
         lib_sec_fill(e->sec, &c);
     }
@@ -195,7 +195,7 @@ static void pkt_ns(uint8_t suite, size_t len, double *seal_ns, double *open_ns)
     const int n = len > 1024 ? 40000 : 200000;
     int gmac = suite == MROCE_SUITE_AES128_GMAC;
     mre_ep_config_default(&c);
-    if (lib_sec_new(suite, key, sizeof key, &s))
+    if (lib_sec_new(suite, 0, key, sizeof key, &s))
         abort();
     lib_sec_fill(s, &c);
     if (c.crypto.key_new(s, suite, info, sizeof info, &k))
