@@ -5,6 +5,8 @@
 #  ok:        write_bw and send_lat with --encrypt on both sides and the
 #             same MROCE_KEY_FILE, --verify: exit 0, no mismatch; again
 #             with --encrypt=gmac and with MROCE_KEY instead of a file;
+#             write_bw with --rekey (master key rotation mid-run): both
+#             sides move, their receive sides follow, nothing dropped;
 #  mismatch:  the client with another key, with another suite, or in clear
 #             (no --encrypt): it must fail to connect (SEC-27, CONN-32,
 #             CONN-33), never run in clear;
@@ -88,7 +90,20 @@ if [ "$mode" = memif ]; then
   [ $fail -eq 0 ]
   exit
 fi
-run gcm_bw 0 "$K1" "$K1" write_bw -s 65536 --encrypt
+# Rotation under traffic (SEC-32): both sides add key 3 as generation 1
+# and move to it mid-run; every byte verified, both receive sides move.
+key "$tmp/k4"
+run gcm_bw_rekey 0 "$K1" "$K1" write_bw -s 65536 -n 1000 --encrypt \
+  --rekey "$tmp/k4"
+for f in s c; do
+  if grep -q "rekey *: sending under generation 1, [1-9][0-9]* receive sides moved to a new key, 0 drop_auth, 0 drop_key" "$tmp/$f.out"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL gcm_bw_rekey: side $f did not rotate cleanly"
+    grep rekey "$tmp/$f.out" | sed 's/^/    /'
+    fail=$((fail + 1))
+  fi
+done
 run gcm_lat 0 "$K1" "$K1" send_lat -s 64 --encrypt
 run gmac_bw 0 "$K1" "$K1" write_bw -s 65536 --encrypt=gmac
 run env_key 0 "MROCE_KEY=$(cat "$tmp/k1")" "MROCE_KEY=$(cat "$tmp/k1")" \
