@@ -12,9 +12,14 @@
 # AES-GCM, and `openssl speed -aead` (nonce, AAD, data, tag per call, as a
 # packet pays) at 64 B, 4 KiB and 8 KiB in ns per call.  Prints medians and
 # ratios and writes bench/results/compare_secure.txt (compare_secure_dpdk.txt
-# with DATAPATH=dpdk).  Environment: REPS, SECS (per run, 3), PORT_BASE
-# (47900), DATAPATH (socket).  Nothing here passes or fails.
+# with DATAPATH=dpdk; DATAPATH=all runs both, one after the other).
+# Environment: REPS, SECS (per run, 3), PORT_BASE (47900), DATAPATH
+# (socket).  Nothing here passes or fails.
 set -u
+if [ "${DATAPATH:-}" = all ]; then
+    DATAPATH=socket sh "$0" "$@"
+    DATAPATH=dpdk exec sh "$0" "$@"
+fi
 BUILD=${1:-build}
 PERF=$BUILD/tools/mroce-perf
 REPS=${REPS:-3}
