@@ -6,7 +6,7 @@
 # again with the receiver dropping and reordering, so the sender sends
 # and retransmits from registered memory by zero-copy (external mbufs):
 # its link must have sent payloads in place, waited for none and held
-# none at close; then a device whose DPDK port cannot
+# none at close, and its QP sprayed over most of its 64 paths; then a device whose DPDK port cannot
 # start must fail to open with the cause named, while the socket datapath in
 # the same environment still works.  Usage: test_dpdk_memif.sh MROCE_PERF
 set -u
@@ -67,6 +67,9 @@ SRV_OPTS=
 zc=$(sed -n 's/.*zc 1 tx \([0-9]*\) copied [0-9]* waits \([0-9]*\) held \([0-9]*\)$/\1 \2 \3/p' \
     "$DIR/cli.log")
 retx=$(sed -n 's/.*retx_pkts *\([0-9]*\).*/\1/p' "$DIR/cli.log" | head -1)
+# Multi-path spray over the DPDK frames: the QP's packets left on most
+# of its 64 path entropies (source ports written into the frames).
+paths=$(sed -n 's/.*paths used: \([0-9]*\) of 64.*/\1/p' "$DIR/cli.log" | head -1)
 set -- $zc
 if [ $# -ne 3 ] || [ "$1" -eq 0 ] || [ "$2" -ne 0 ] || [ "$3" -ne 0 ] ||
     [ -z "$retx" ] || [ "$retx" -eq 0 ]; then
@@ -75,6 +78,12 @@ if [ $# -ne 3 ] || [ "$1" -eq 0 ] || [ "$2" -ne 0 ] || [ "$3" -ne 0 ] ||
     fail=1
 else
     echo "ok   zero-copy: $1 payloads sent in place, $retx retransmitted, 0 held"
+fi
+if [ -z "$paths" ] || [ "$paths" -lt 32 ]; then
+    echo "FAIL spray: paths used '$paths' of 64"
+    fail=1
+else
+    echo "ok   spray: $paths of 64 paths used"
 fi
 
 # DPDK cannot start (a device that does not exist, then EAL refusing its
