@@ -197,16 +197,21 @@ static int eal_init(char *err, size_t errlen)
  * the port takes chained frames, and its PMD reads a frame with the CPU
  * and is done with it when rte_eth_tx_burst returns: memif in copy mode
  * and af_packet copy it into their rings, tap writes it to its
- * descriptor, null drops it.  A PMD that DMAs needs the registered memory
- * mapped for the device first, and memif's zero-copy mode lends the
- * buffers to its peer: both copy.  MROCE_DPDK_ZC=0 turns it off. */
+ * descriptor; null frees what it is given unread, chains included, though
+ * it does not report RTE_ETH_TX_OFFLOAD_MULTI_SEGS.  A PMD that DMAs
+ * needs the registered memory mapped for the device first, and memif's
+ * zero-copy mode lends the buffers to its peer: both copy.
+ * MROCE_DPDK_ZC=0 turns it off. */
 static int zc_allowed(const struct rte_eth_dev_info *info, int lent)
 {
     static const char *const copies[] = {"net_memif", "net_af_packet",
-                                         "net_tap", "net_null"};
+                                         "net_tap"};
     const char *e = getenv("MROCE_DPDK_ZC");
-    if ((e && strcmp(e, "0") == 0) || lent || !info->driver_name ||
-        !(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+    if ((e && strcmp(e, "0") == 0) || lent || !info->driver_name)
+        return 0;
+    if (strcmp(info->driver_name, "net_null") == 0)
+        return 1;
+    if (!(info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
         return 0;
     for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++)
         if (strcmp(info->driver_name, copies[i]) == 0)
@@ -252,7 +257,8 @@ static int port_setup(struct dlink *d, int lent, char *err, size_t errlen)
     }
     if (rte_eth_dev_info_get(d->port_id, &info) == 0 &&
         zc_allowed(&info, lent)) {
-        conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+        conf.txmode.offloads |= info.tx_offload_capa &
+                                RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
         d->zc = 1;
     }
     if (getenv("MROCE_DUMP_COUNTERS") &&
