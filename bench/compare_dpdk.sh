@@ -18,6 +18,8 @@
 # bw, and its busy-polling ping-pong for latency), libfabric's
 # tcp;ofi_rxm (bench_fi_bw fi_write streaming and ping-pong; skipped
 # without libfabric), and in-cache memcpy of 64 KiB (bench_engine).
+# And the link's transmit alone (bench_dpdk_tx over net_null, one
+# process): CPU ns per 4 KiB packet copied and by zero-copy.
 # Writes bench/results/compare_dpdk.txt.  Every process is bounded by
 # `timeout`.  About REPS * 14 * (SECS + 2) seconds.
 #
@@ -42,7 +44,7 @@ OUT=$ROOT/bench/results/compare_dpdk.txt
 WORK=$(mktemp -d /tmp/compare_dpdk.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cmake --build "$BUILD" -j2 --target mroce-perf bench_udp_blaster bench_engine \
-    >&2 || exit 1
+    bench_dpdk_tx >&2 || exit 1
 cmake --build "$BUILD" -j2 --target bench_fi_bw >/dev/null 2>&1
 BLASTER=$BUILD/bench/bench_udp_blaster
 FI_BW=$BUILD/bench/bench_fi_bw
@@ -125,6 +127,11 @@ peer() {
         wait $fp 2>/dev/null
         if [ "$1" = rxm_lat ]; then result_of "$WORK/p" median_us
         else result_of "$WORK/p" gbps; fi ;;
+    linktx_*)
+        timeout 60 "$BUILD/bench/bench_dpdk_tx" -n 200000 -r 1 -s 4096 \
+            >"$WORK/p" 2>/dev/null
+        sed -n 's/^RESULT mode='"${1#linktx_}"' .*ns_per_pkt=\([0-9.]*\).*/\1/p' "$WORK/p"
+        ;;
     memcpy)
         # GB/s in cache, as Gb/s to compare with the rates
         timeout 60 "$BUILD/bench/bench_engine" --quick 2>/dev/null |
@@ -134,7 +141,7 @@ peer() {
 }
 
 CASES="write_bw:65536 write_bw:1048576 write_lat:64"
-PEERS="udp_ceiling udp_pingpong rxm_64k rxm_1m rxm_lat memcpy"
+PEERS="udp_ceiling udp_pingpong rxm_64k rxm_1m rxm_lat memcpy linktx_copy linktx_zc"
 for r in $(seq "$REPS"); do
     for c in $CASES; do
         for dp in socket dpdk dpdkcopy; do
@@ -188,6 +195,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
     printf '%-34s %10s %11sx\n' "tcp;ofi_rxm ping-pong 64 B, us" \
         "$(med rxm_lat peer 3)" "$(ratio "$lat" "$(med rxm_lat peer 3)")"
     echo "# latency: dpdk's write_lat typical half round trip against the peer's median"
+    lc=$(med linktx_copy peer 3) lz=$(med linktx_zc peer 3)
+    printf '%-34s %10s %10s %8sx\n' "link tx, ns/pkt 4 KiB: copy, zc" \
+        "$lc" "$lz" "$(ratio "$lz" "$lc")"
+    echo "# (bench_dpdk_tx over net_null: the link's transmit CPU alone; zc / copy)"
     echo "# every run (case datapath value cpu_client cpu_server):"
     sed 's/^/#   /' "$WORK/raw"
 } | tee "$OUT"
