@@ -18,6 +18,9 @@
 # bw, and its busy-polling ping-pong for latency), libfabric's
 # tcp;ofi_rxm (bench_fi_bw fi_write streaming and ping-pong; skipped
 # without libfabric), and in-cache memcpy of 64 KiB (bench_engine).
+# dpdk-testpmd (Debian's dpdk-dev, installed when missing unless
+# NO_INSTALL=1) over a memif pair of its own, txonly into rxonly with
+# frames of a 4 KiB MetaRoCE packet's size, as the DPDK-level ceiling.
 # And the link's transmit alone (bench_dpdk_tx over net_null, one
 # process): CPU ns per 4 KiB packet copied and by zero-copy.
 # Writes bench/results/compare_dpdk.txt.  Every process is bounded by
@@ -49,6 +52,9 @@ cmake --build "$BUILD" -j2 --target bench_fi_bw >/dev/null 2>&1
 BLASTER=$BUILD/bench/bench_udp_blaster
 FI_BW=$BUILD/bench/bench_fi_bw
 [ -x "$FI_BW" ] || FI_BW=
+if ! command -v dpdk-testpmd >/dev/null && [ -z "${NO_INSTALL:-}" ]; then
+    apt-get install -y --no-install-recommends dpdk-dev >/dev/null 2>&1
+fi
 
 # run DATAPATH TEST SIZE: one server/client session; prints the figure.
 run() {
@@ -127,6 +133,27 @@ peer() {
         wait $fp 2>/dev/null
         if [ "$1" = rxm_lat ]; then result_of "$WORK/p" median_us
         else result_of "$WORK/p" gbps; fi ;;
+    testpmd)
+        # the frame of a 4 KiB data packet: 42 bytes of Ethernet, IPv4 and
+        # UDP, the 28-byte base header, 4,096 bytes and the 4-byte CRC
+        command -v dpdk-testpmd >/dev/null || { echo 0; return; }
+        ta="--no-huge --no-shconf -m 512 --no-pci --no-telemetry"
+        tb="--mbuf-size=9216 --total-num-mbufs=16384 --stats-period=1 --auto-start"
+        tv="net_memif0,socket=$WORK/tp-$PORT.sock,bsize=16384"
+        # shellcheck disable=SC2086
+        timeout $((SECS + 8)) dpdk-testpmd $ta -l 0,1 --vdev=$tv,role=server \
+            -- $tb --forward-mode=rxonly >"$WORK/p" 2>&1 &
+        tp=$!
+        sleep 1
+        # shellcheck disable=SC2086
+        timeout $((SECS + 5)) dpdk-testpmd $ta -l 0,1 --main-lcore 1 \
+            --vdev=$tv,role=client -- $tb --forward-mode=txonly \
+            --txpkts=4170 >/dev/null 2>&1
+        wait $tp 2>/dev/null
+        # the memif link takes a few seconds to come up: the median of the
+        # receiver's non-zero one-second rates, Gb/s
+        sed -n 's/.*Rx-bps: *\([0-9]*\).*/\1/p' "$WORK/p" | awk '$1 > 0' |
+            median | awk '{ printf "%.3f\n", $1 / 1e9 }' ;;
     linktx_*)
         timeout 60 "$BUILD/bench/bench_dpdk_tx" -n 200000 -r 1 -s 4096 \
             >"$WORK/p" 2>/dev/null
@@ -141,7 +168,7 @@ peer() {
 }
 
 CASES="write_bw:65536 write_bw:1048576 write_lat:64"
-PEERS="udp_ceiling udp_pingpong rxm_64k rxm_1m rxm_lat memcpy linktx_copy linktx_zc"
+PEERS="udp_ceiling udp_pingpong rxm_64k rxm_1m rxm_lat memcpy testpmd linktx_copy linktx_zc"
 for r in $(seq "$REPS"); do
     for c in $CASES; do
         for dp in socket dpdk dpdkcopy; do
@@ -190,6 +217,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
     pr "tcp;ofi_rxm write 64 KiB, Gb/s" "$(med rxm_64k peer 3)" "$bw64"
     pr "tcp;ofi_rxm write 1 MiB, Gb/s" "$(med rxm_1m peer 3)" "$bw1"
     pr "memcpy 64 KiB in cache, Gb/s" "$(med memcpy peer 3)" "$bw1"
+    pr "dpdk-testpmd memif, frames Gb/s" "$(med testpmd peer 3)" "$bw1"
     printf '%-34s %10s %11sx\n' "raw UDP ping-pong 64 B, us" \
         "$(med udp_pingpong peer 3)" "$(ratio "$lat" "$(med udp_pingpong peer 3)")"
     printf '%-34s %10s %11sx\n' "tcp;ofi_rxm ping-pong 64 B, us" \
