@@ -99,6 +99,7 @@ int main(int argc, char **argv)
     n += msg(b + n, CM_DREQ, 0);
     n += msg(b + n, CM_DREP, 0);
     emit("rtu_dreq_drep", b, n);
+    emit("mra", b, msg(b, CM_MRA, 0));
     n = msg(b, CM_REQ, 20);
     emit("req_truncated", b, n - 5);
     b[27 + CM_MSG_HDR] = 21; /* private data longer than the body */

@@ -82,6 +82,7 @@ void cm_id_release(struct cm_id *id)
     if (id->sock >= 0)
         close(id->sock);
     id->sock = -1;
+    cm_timer_stop(id);
     cm_conn_drop_listener(id);
     cm_channel_drop(cm_channel_of(id->id.channel), id);
 }
@@ -184,10 +185,29 @@ int rdma_bind_addr(struct rdma_cm_id *rid, struct sockaddr *addr)
     return 0;
 }
 
+/* ENETUNREACH or EHOSTUNREACH when the kernel has no route to DST (a UDP
+ * socket's connect() asks the routing table and sends nothing), else 0. */
+static int no_route(const struct sockaddr *dst)
+{
+    struct sockaddr_storage a;
+    memcpy(&a, dst, cm_addrlen(dst));
+    ((struct sockaddr_in *)&a)->sin_port = htons(9); /* sin6_port alike */
+    int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int e = connect(fd, (struct sockaddr *)&a, cm_addrlen(dst)) ? errno : 0;
+    close(fd);
+    return e == ENETUNREACH || e == EHOSTUNREACH ? e : 0;
+}
+
 int rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
                       struct sockaddr *dst_addr, int timeout_ms)
 {
-    (void)timeout_ms; /* resolution is local and immediate */
+    /* Resolution is local and immediate: nothing waits for timeout_ms.  A
+     * destination without a route fails at once (ADDR_ERROR, as rdma_cm's
+     * route lookup does); a silent host is found by rdma_connect's REQ
+     * timeout (cm_timer.c). */
+    (void)timeout_ms;
     if (!rid || !addr_ok(dst_addr))
         return cm_err(rid && dst_addr ? EAFNOSUPPORT : EINVAL);
     struct cm_id *id = cm_id_of(rid);
@@ -201,10 +221,13 @@ int rdma_resolve_addr(struct rdma_cm_id *rid, struct sockaddr *src_addr,
      * addresses, and the route to either is the same. */
     struct cm_dev *d = id->dev ? id->dev
                                : cm_dev_by_family(dst_addr->sa_family);
+    int unreach = d ? no_route(dst_addr) : 0;
     pthread_mutex_lock(&cm_lock);
     memcpy(&rid->route.addr.dst_storage, dst_addr, cm_addrlen(dst_addr));
     if (!d || d->addr.ss_family != dst_addr->sa_family) {
         cm_event_post(id, RDMA_CM_EVENT_ADDR_ERROR, d ? -EINVAL : -ENODEV);
+    } else if (unreach) {
+        cm_event_post(id, RDMA_CM_EVENT_ADDR_ERROR, -unreach);
     } else {
         set_dev(id, d);
         if (id->state == CM_IDLE) {
@@ -333,6 +356,7 @@ int rdma_connect(struct rdma_cm_id *rid, struct rdma_conn_param *p)
             err = errno;
     }
     if (c) {
+        cm_timer_arm(id, 1); /* until the peer's CM answers (MRA, REP, REJ) */
         c->req_len = cm_msg_encode(&m, c->req);
         if (!c->connecting &&
             send(fd, c->req, c->req_len, MSG_NOSIGNAL | MSG_DONTWAIT) !=
@@ -379,6 +403,9 @@ int rdma_accept(struct rdma_cm_id *rid, struct rdma_conn_param *p)
         cm_event_post(id, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET);
     } else {
         id->state = CM_ACCEPTED;
+        /* The RTU waits for the active application's next
+         * rdma_get_cm_event: as long as after an MRA. */
+        cm_timer_arm(id, CM_MRA_MULT);
     }
     pthread_mutex_unlock(&cm_lock);
     return cm_complete(id);
@@ -436,6 +463,7 @@ int rdma_disconnect(struct rdma_cm_id *rid)
     case CM_REP_RCVD: {
         struct cm_msg m = {.type = CM_DREQ};
         id->state = CM_DISCONNECTING;
+        cm_timer_arm(id, 1); /* the peer's CM answers a DREQ itself */
         if (cm_send(id, &m)) {
             if (id->conn)
                 cm_conn_close(id->conn);

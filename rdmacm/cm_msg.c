@@ -42,7 +42,7 @@ static uint32_t get32(const uint8_t *p)
 
 size_t cm_msg_encode(const struct cm_msg *msg, uint8_t *out)
 {
-    if (msg->type < CM_REQ || msg->type > CM_DREP ||
+    if (msg->type < CM_REQ || msg->type > CM_MSG_TYPE_MAX ||
         msg->pdata_len > cm_msg_pdata_max(msg->type))
         return 0;
     size_t body = has_body(msg->type) ? CM_MSG_FIXED + msg->pdata_len : 0;
@@ -76,7 +76,7 @@ int cm_msg_parse(const uint8_t *buf, size_t len, struct cm_msg *msg)
         return -1;
     uint8_t type = buf[5];
     size_t body = (size_t)buf[6] << 8 | buf[7];
-    if (type < CM_REQ || type > CM_DREP)
+    if (type < CM_REQ || type > CM_MSG_TYPE_MAX)
         return -1;
     if (!has_body(type)) {
         if (body)

@@ -27,7 +27,10 @@ enum cm_msg_type {
     CM_REJ = 4,  /* either way: reject */
     CM_DREQ = 5, /* either way: disconnect request */
     CM_DREP = 6, /* reply to DREQ */
+    CM_MRA = 7,  /* passive -> active: REQ delivered, the answer may take
+                  * a while (IB's message receipt acknowledgement) */
 };
+#define CM_MSG_TYPE_MAX CM_MRA
 
 struct cm_msg {
     uint8_t type;
@@ -54,7 +57,7 @@ size_t cm_msg_encode(const struct cm_msg *msg, uint8_t *out);
  * type, private data longer than the type allows). */
 int cm_msg_parse(const uint8_t *buf, size_t len, struct cm_msg *msg);
 
-/* The largest private data TYPE carries (0 for RTU/DREQ/DREP). */
+/* The largest private data TYPE carries (0 for RTU/DREQ/DREP/MRA). */
 unsigned cm_msg_pdata_max(uint8_t type);
 
 #endif

@@ -3,7 +3,9 @@
  * reads and parses messages, and turns each into the state change and
  * event it means (README.md, "The CM exchange").  Malformed input closes
  * the connection and is counted (cm_bad_msgs, reported on stderr); the
- * peer's end is then handled as a closed connection.  A closed
+ * peer's end is then handled as a closed connection.  The CM timers
+ * (cm_timer.c) fire here too: epoll_wait waits until the next deadline,
+ * and an eventfd wakes it when one is armed.  A closed
  * connection is marked dead and freed here, after the batch of epoll
  * events that may still name it. */
 #define _GNU_SOURCE /* accept4 */
@@ -22,6 +24,7 @@ pthread_cond_t cm_acked = PTHREAD_COND_INITIALIZER;
 unsigned long cm_bad_msgs;
 
 static int epfd = -1;
+static char wake_tag; /* the epoll data of cm_timer's eventfd */
 static struct cm_conn *dead;
 static struct cm_conn *live; /* every connection not yet freed */
 
@@ -146,6 +149,29 @@ static void on_req(struct cm_conn *c, struct cm_id *lis, const struct cm_msg *m)
     e->ev.listen_id = &lis->id;
     cm_event_conn(e, m);
     cm_event_queue(e);
+    /* As rdma_cm does for a request its application has not yet
+     * answered: the active side now waits longer for the REP. */
+    struct cm_msg mra = {.type = CM_MRA};
+    cm_send(id, &mra);
+}
+
+void cm_on_timeout(struct cm_id *id)
+{
+    if (id->conn)
+        cm_conn_close(id->conn);
+    switch (id->state) {
+    case CM_CONNECTING: /* no MRA, REP or REJ: IB's REQ timeout */
+    case CM_ACCEPTED:   /* no RTU: IB's REP timeout */
+        id->state = CM_CLOSED;
+        post_conn(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+        break;
+    case CM_DISCONNECTING: /* no DREP: IB's DREQ timeout */
+        id->state = CM_DISCONNECTED;
+        post_conn(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+        break;
+    default:
+        break;
+    }
 }
 
 /* The peer closed the connection (or sent what we cannot parse). */
@@ -191,6 +217,11 @@ static int on_msg(struct cm_conn *c, const struct cm_msg *m)
         return 0;
     }
     switch (m->type) {
+    case CM_MRA:
+        if (id->state != CM_CONNECTING)
+            return -1;
+        cm_timer_arm(id, CM_MRA_MULT);
+        return 0;
     case CM_REP:
         if (id->state != CM_CONNECTING)
             return -1;
@@ -331,10 +362,15 @@ static void *cm_thread(void *arg)
 {
     (void)arg;
     struct epoll_event evs[32];
+    int wait_ms = -1;
     for (;;) {
-        int n = epoll_wait(epfd, evs, 32, -1);
+        int n = epoll_wait(epfd, evs, 32, wait_ms);
         pthread_mutex_lock(&cm_lock);
         for (int i = 0; i < n; i++) {
+            if (evs[i].data.ptr == &wake_tag) {
+                cm_timer_wake_ack();
+                continue;
+            }
             struct cm_conn *c = evs[i].data.ptr;
             if (c->dead)
                 continue;
@@ -345,6 +381,7 @@ static void *cm_thread(void *arg)
             else
                 on_readable(c);
         }
+        cm_timer_expire();
         if (dead) {
             struct cm_conn **pp = &live;
             while (*pp) {
@@ -359,6 +396,7 @@ static void *cm_thread(void *arg)
             dead = c->next_dead;
             free(c);
         }
+        wait_ms = cm_timer_next_ms();
         pthread_mutex_unlock(&cm_lock);
     }
     return NULL;
@@ -368,6 +406,10 @@ int cm_thread_start(void)
 {
     epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0)
+        return errno;
+    int wfd = cm_timer_init();
+    struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &wake_tag};
+    if (wfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, wfd, &wev))
         return errno;
     pthread_t t;
     pthread_attr_t a;

@@ -16,6 +16,7 @@
 #include "cm_msg.h"
 
 #define CM_MAX_DEVICES 8
+#define CM_MRA_MULT 16 /* an MRA extends the REQ's timeout this many times */
 
 /* A MetaRoCE device of our libibverbs, opened once for the process. */
 struct cm_dev {
@@ -91,6 +92,12 @@ struct cm_id {
     uint8_t peer_resp_res, peer_init_depth;
     int peer_known;
     uint8_t ack_timeout; /* RDMA_OPTION_ID_ACK_TIMEOUT: the QP's timeout */
+    /* The CM timer (cm_timer.c): armed in timer_state, fires at
+     * deadline_ms unless the id has left that state. */
+    int timer_on;
+    enum cm_state timer_state;
+    uint64_t deadline_ms;
+    struct cm_id *timer_next;
 };
 
 extern pthread_mutex_t cm_lock;
@@ -125,6 +132,23 @@ void cm_conn_drop_listener(struct cm_id *lis);
 void cm_conn_close(struct cm_conn *c);
 int cm_send(struct cm_id *id, const struct cm_msg *m);
 extern unsigned long cm_bad_msgs;
+/* The id's timer fired in the state it guards: the peer's CM did not
+ * answer (REQ: UNREACHABLE -ETIMEDOUT; REP: UNREACHABLE -ETIMEDOUT; DREQ:
+ * DISCONNECTED); closes the id's connection. */
+void cm_on_timeout(struct cm_id *id);
+
+/* cm_timer.c (callers hold cm_lock, but for cm_timer_init) */
+/* Reads MROCE_CM_TIMEOUT_MS; returns an eventfd that becomes readable
+ * when a timer is armed (for the CM thread's epoll), or -1 with errno. */
+int cm_timer_init(void);
+void cm_timer_wake_ack(void); /* empties that eventfd */
+/* Arms ID's timer for MULT times the base timeout, guarding its state. */
+void cm_timer_arm(struct cm_id *id, unsigned mult);
+void cm_timer_stop(struct cm_id *id);
+/* Milliseconds to the next deadline (0: one has passed), -1 for none. */
+int cm_timer_next_ms(void);
+/* Fires every timer whose deadline has passed (cm_on_timeout). */
+void cm_timer_expire(void);
 
 /* cm_id.c */
 void cm_id_release(struct cm_id *id); /* with cm_lock: conn, events */

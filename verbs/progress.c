@@ -22,12 +22,21 @@
  * polling application is not preempted by a wake-up per packet nor kept
  * waiting for the device lock.  Otherwise the application has stopped
  * calling (it polls memory, as perftest's WRITE latency test does, or it
- * sleeps on a completion channel or a socket) and the helper serves: it
- * drives progress until the due work is done, or, once the application
- * has not called for MV_AWAY_NS (a passive target), it also spins
- * MV_SPIN_NS after each packet for the next one, yielding its core to
- * any runnable thread meanwhile; it stops serving as soon as the
- * application calls in again.
+ * sleeps on a completion channel or a socket) and the helper serves.  An
+ * application that called within MV_AWAY_NS gets one progress round
+ * each time: the ACKs that round holds for the application's reply
+ * (libmroce's ACK deferral) stay held until the reply (perftest's WRITE
+ * latency test answers each WRITE it sees in memory with one), so the
+ * peer's poll finds the reply and the ACK together instead of the ACK
+ * alone, which would send it back to polling memory and to its own
+ * helper.  An application that has not called for MV_AWAY_NS (a passive
+ * target) gets more: the helper drives progress until the due work is
+ * done and then spins MV_SPIN_NS after each packet for the next one,
+ * yielding its core to any runnable thread meanwhile, unless the
+ * application's thread has spent most of its time on a core since the
+ * last look (app_busy: it polls memory, and a spinning helper would take
+ * the core it needs); it stops serving as soon as the application calls
+ * in again.
  *
  * Real-time priority, opt-in (MROCE_IBV_HELPER_RT=1, where the process may:
  * root, CAP_SYS_NICE or an RLIMIT_RTPRIO; a refusal keeps the normal
@@ -43,6 +52,7 @@
  * MROCE_IBV_PROGRESS=thread uses libmroce's progress thread instead (no
  * helper), =app neither (only the application's calls progress).
  */
+#define _GNU_SOURCE /* gettid */
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -51,6 +61,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "verbs_int.h"
 
@@ -62,6 +73,44 @@
 #define MV_BLOCK_MS 10            /* sleep on the fd at most this long */
 #define MV_RT_PRIO 1              /* SCHED_FIFO priority, the lowest */
 #define MV_RT_BUDGET_NS 200000ull /* real-time serving without a break */
+
+int mv_tid(void)
+{
+    static __thread int tid;
+    if (!tid)
+        tid = (int)gettid();
+    return tid;
+}
+
+/* CPU time of thread tid of this process (its CPUCLOCK_SCHED clock, the
+ * kernel's encoding of a thread's clock id); 0 when it has gone. */
+static uint64_t thread_cpu_ns(int tid)
+{
+    struct timespec ts;
+    clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6);
+    if (!tid || clock_gettime(c, &ts))
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether the application's thread ran for most of the time since the
+ * last sample *s: one that has stopped calling yet keeps its core (it
+ * polls memory, as perftest's WRITE latency test does) needs that core,
+ * and a helper spinning beside it would take it. */
+struct cpu_sample {
+    int tid;
+    uint64_t wall, cpu;
+};
+
+static int app_busy(struct mv_context *ctx, struct cpu_sample *s)
+{
+    int tid = atomic_load_explicit(&ctx->app_tid, memory_order_relaxed);
+    uint64_t wall = mv_now_ns(), cpu = thread_cpu_ns(tid);
+    int busy = tid == s->tid && cpu && wall > s->wall &&
+               cpu - s->cpu > (wall - s->wall) / 2;
+    *s = (struct cpu_sample){tid, wall, cpu};
+    return busy;
+}
 
 uint64_t mv_now_ns(void)
 {
@@ -124,6 +173,8 @@ static void serve(struct mv_context *ctx, int fd, uint64_t seen, int spin,
     while (!atomic_load_explicit(&ctx->stop, memory_order_relaxed) &&
            app_ns(ctx) == seen) {
         if (mroce_device_progress(ctx->mdev) > 0) {
+            if (!spin)
+                return; /* one round: its held ACKs wait for the reply */
             last = mv_now_ns();
             if (pr->on && last - start > MV_RT_BUDGET_NS)
                 set_fifo(pr, 0);
@@ -154,6 +205,7 @@ static void *helper(void *arg)
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     long look = 0; /* ns to look away before watching the fd again */
     struct prio pr = {rt_wanted(), 0};
+    struct cpu_sample cs = {0, 0, 0};
     while (!atomic_load(&ctx->stop)) {
         set_fifo(&pr, 1); /* blocks (or sleeps) next: wake at once */
         mv_async_tick(ctx, mv_now_ns(), 1);
@@ -174,7 +226,8 @@ static void *helper(void *arg)
             }
         }
         look = 0;
-        serve(ctx, fd, seen, mv_now_ns() - seen > MV_AWAY_NS, &pr);
+        int away = mv_now_ns() - seen > MV_AWAY_NS;
+        serve(ctx, fd, seen, away && !app_busy(ctx, &cs), &pr);
     }
     return NULL;
 }

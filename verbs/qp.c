@@ -26,8 +26,8 @@
  * its completions.  PSNs (rq_psn, sq_psn) are accepted and not used: MetaRoCE draws its own
  * start PSNs in its handshake (an anti-injection measure) and no completion
  * shows a PSN.  Address vectors must be global (is_global, GID index 0):
- * there are no LIDs.  SQD, SQE, and going back to RESET are refused
- * (EOPNOTSUPP).
+ * there are no LIDs.  INIT -> INIT changes the access flags; SQD, SQE,
+ * and going back to RESET are refused (EOPNOTSUPP).
  *
  * ibv_destroy_qp of a QP in RTS lingers first (mroce_qp_linger, REL-41):
  * it keeps answering the peer until it has heard nothing for a quiet
@@ -194,9 +194,12 @@ static int is_active(const struct mv_device *d, uint32_t lqpn,
     return c ? c > 0 : -1;
 }
 
+/* RESET -> INIT, and INIT -> INIT, which verbs allows for changing the
+ * port, P_Key index and access flags (rdma_cm programs that move their
+ * own QP, rping -q, go through it twice). */
 static int to_init(struct mv_qp *q, struct ibv_qp_attr *attr, int mask)
 {
-    if (q->attr.qp_state != IBV_QPS_RESET)
+    if (q->attr.qp_state != IBV_QPS_RESET && q->attr.qp_state != IBV_QPS_INIT)
         return EINVAL;
     if (((mask & IBV_QP_PORT) && attr->port_num != 1) ||
         ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0))

@@ -68,6 +68,7 @@ struct mv_context {
     struct mv_peer peers[MV_QP_SLOTS]; /* QPs at RTR or later (qp.c) */
     pthread_t helper;                  /* progress.c, when has_helper */
     int has_helper;
+    atomic_int app_tid;    /* the thread of the last datapath call */
     int lib_thread;        /* MROCE_IBV_PROGRESS=thread */
     struct mv_async async; /* async.c */
 };
@@ -119,9 +120,13 @@ static inline struct mv_context *mv_ctx(struct ibv_context *c)
 /* Records a datapath call of the application (which drives progress
  * itself): the helper stays away meanwhile (progress.c). */
 uint64_t mv_now_ns(void); /* CLOCK_MONOTONIC */
+int mv_tid(void);         /* the calling thread's id, cached */
 static inline void mv_app_call(struct mv_context *ctx)
 {
     atomic_store_explicit(&ctx->app_ns, mv_now_ns(), memory_order_relaxed);
+    int t = mv_tid();
+    if (atomic_load_explicit(&ctx->app_tid, memory_order_relaxed) != t)
+        atomic_store_explicit(&ctx->app_tid, t, memory_order_relaxed);
 }
 
 /* The dest_qp_num of the context's QP qpn, or 0 (qp.c). */

@@ -15,6 +15,11 @@
  *   - an accept after the active side went gives CONNECT_ERROR;
  *   - rdma_disconnect gives DISCONNECTED on both sides and flushes;
  *   - ADDR_ERROR (-ENODEV) for a destination no device's family reaches;
+ *   - the CM timeouts (MROCE_CM_TIMEOUT_MS 300 here): a listener whose CM
+ *     never answers the REQ gives UNREACHABLE, -ETIMEDOUT; an accept
+ *     three timeouts after the request still connects (the passive CM's
+ *     MRA extended the wait); a DREQ the peer's CM never answers ends in
+ *     DISCONNECTED (the peer here is a bare TCP socket speaking cm_msg.h);
  *   - refused: a bind to an address without a device (ENODEV), a UDP port
  *     space (EOPNOTSUPP), private data over the limit and a connect with
  *     neither QP nor parameters (EINVAL).
@@ -27,7 +32,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "../cm_msg.h"
 
 static int failures;
 
@@ -115,8 +124,118 @@ static struct rdma_cm_id *resolved(struct rdma_event_channel *ch, int port)
     return id;
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* A TCP socket listening on 127.0.0.1:port (a CM that never answers). */
+static int bare_listener(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in a = sin_of("127.0.0.1", port);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+          listen(fd, 4) == 0);
+    return fd;
+}
+
+/* One whole CM message from FD (blocking); its type, or -1. */
+static int read_msg(int fd, struct cm_msg *m)
+{
+    uint8_t buf[CM_MSG_MAX];
+    size_t n = 0;
+    for (;;) {
+        int k = cm_msg_parse(buf, n, m);
+        if (k)
+            return k > 0 ? m->type : -1;
+        ssize_t r = read(fd, buf + n, sizeof(buf) - n);
+        if (r <= 0)
+            return -1;
+        n += (size_t)r;
+    }
+}
+
+static void timeouts(struct rdma_event_channel *sc,
+                     struct rdma_event_channel *cc)
+{
+    /* The REQ unanswered: UNREACHABLE, -ETIMEDOUT, after the timeout. */
+    int lfd = bare_listener(PORT + 2);
+    struct rdma_cm_id *c = resolved(cc, PORT + 2);
+    struct rdma_conn_param cp = {.qp_num = 77};
+    double t0 = now_s();
+    CHECK(rdma_connect(c, &cp) == 0);
+    struct rdma_cm_event *e = next(cc, RDMA_CM_EVENT_UNREACHABLE);
+    if (e) {
+        CHECK(e->id == c && e->status == -ETIMEDOUT);
+        CHECK(now_s() - t0 >= 0.25); /* not before the timeout */
+        rdma_ack_cm_event(e);
+    }
+    CHECK(rdma_destroy_id(c) == 0);
+    close(accept(lfd, NULL, NULL)); /* that connection, from the backlog */
+
+    /* A slow accept: the MRA keeps the active side waiting. */
+    c = resolved(cc, PORT);
+    make_qp(c);
+    CHECK(rdma_connect(c, NULL) == 0);
+    if ((e = next(sc, RDMA_CM_EVENT_CONNECT_REQUEST))) {
+        struct rdma_cm_id *ch = e->id;
+        rdma_ack_cm_event(e);
+        CHECK(!readable(cc, 900)); /* three timeouts: no event */
+        make_qp(ch);
+        CHECK(rdma_accept(ch, NULL) == 0);
+        if ((e = next(cc, RDMA_CM_EVENT_ESTABLISHED)))
+            rdma_ack_cm_event(e);
+        if ((e = next(sc, RDMA_CM_EVENT_ESTABLISHED)))
+            rdma_ack_cm_event(e);
+        CHECK(rdma_disconnect(c) == 0);
+        if ((e = next(sc, RDMA_CM_EVENT_DISCONNECTED)))
+            rdma_ack_cm_event(e);
+        if ((e = next(cc, RDMA_CM_EVENT_DISCONNECTED)))
+            rdma_ack_cm_event(e);
+        rdma_destroy_qp(ch);
+        CHECK(rdma_destroy_id(ch) == 0);
+    }
+    rdma_destroy_qp(c);
+    CHECK(rdma_destroy_id(c) == 0);
+
+    /* A peer CM that answers the REQ with a REP and then goes silent:
+     * the DREQ's timeout ends the connection with DISCONNECTED. */
+    c = resolved(cc, PORT + 2);
+    CHECK(rdma_connect(c, &cp) == 0);
+    int fd = accept(lfd, NULL, NULL);
+    struct cm_msg m;
+    CHECK(fd >= 0 && read_msg(fd, &m) == CM_REQ && m.qpn == 77);
+    struct cm_msg rep = {.type = CM_REP, .qpn = 88};
+    rep.gid[10] = rep.gid[11] = 0xff;
+    rep.gid[12] = 127;
+    rep.gid[15] = 1;
+    uint8_t out[CM_MSG_MAX];
+    size_t n = cm_msg_encode(&rep, out);
+    CHECK(write(fd, out, n) == (ssize_t)n);
+    if ((e = next(cc, RDMA_CM_EVENT_CONNECT_RESPONSE))) {
+        CHECK(e->param.conn.qp_num == 88);
+        rdma_ack_cm_event(e);
+    }
+    CHECK(rdma_establish(c) == 0);
+    CHECK(read_msg(fd, &m) == CM_RTU);
+    t0 = now_s();
+    CHECK(rdma_disconnect(c) == 0);
+    CHECK(read_msg(fd, &m) == CM_DREQ);
+    if ((e = next(cc, RDMA_CM_EVENT_DISCONNECTED))) {
+        CHECK(now_s() - t0 >= 0.25);
+        rdma_ack_cm_event(e);
+    }
+    CHECK(rdma_destroy_id(c) == 0);
+    close(fd);
+    close(lfd);
+}
+
 int main(void)
 {
+    setenv("MROCE_CM_TIMEOUT_MS", "300", 1);
     setenv("MROCE_IBV_DEVICES", "mroce0=127.0.0.1:5380,mroce1=127.0.0.2:5380",
            1);
     struct rdma_event_channel *sc = rdma_create_event_channel();
@@ -303,6 +422,8 @@ int main(void)
         rdma_destroy_qp(ch4);
         CHECK(rdma_destroy_id(ch4) == 0);
     }
+
+    timeouts(sc, cc);
 
     /* Disconnect: both sides told, the posted receive flushed. */
     CHECK(ibv_post_recv(child->qp, &rw, &brw) == 0);

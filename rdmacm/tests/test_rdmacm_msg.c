@@ -2,7 +2,7 @@
  * test_rdmacm_msg.c - the CM messages of librdmacm over MetaRoCE
  * (rdmacm/cm_msg.c): every type round-trips with its private data; a
  * message split anywhere parses only once whole; and the parser refuses
- * a wrong magic or version, an unknown type, a body on RTU/DREQ/DREP,
+ * a wrong magic or version, an unknown type, a body on RTU/DREQ/DREP/MRA,
  * a body too short for REQ/REP/REJ, private data longer than the type
  * allows or than the body, while the encoder refuses to write them.
  */
@@ -56,7 +56,7 @@ static void round_trip(uint8_t type, uint8_t plen)
 
 int main(void)
 {
-    for (uint8_t t = CM_REQ; t <= CM_DREP; t++) {
+    for (uint8_t t = CM_REQ; t <= CM_MSG_TYPE_MAX; t++) {
         unsigned max = cm_msg_pdata_max(t);
         round_trip(t, 0);
         if (max) {
@@ -82,7 +82,7 @@ int main(void)
     memcpy(bad, good, n);
     bad[5] = 0; /* type */
     CHECK(cm_msg_parse(bad, n, &out) == -1);
-    bad[5] = 7;
+    bad[5] = CM_MSG_TYPE_MAX + 1;
     CHECK(cm_msg_parse(bad, n, &out) == -1);
     memcpy(bad, good, n);
     bad[CM_MSG_HDR + 27] = 11; /* private data longer than the body */

@@ -170,6 +170,21 @@ static void bad_transitions(struct vt_dev *s, const struct vt_dev *peer)
     a.qp_state = IBV_QPS_INIT;
     a.port_num = 1;
     CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PORT) == 0);
+    /* INIT -> INIT changes the access flags (rping -q), with the checks of
+     * RESET -> INIT. */
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    a.pkey_index = 0;
+    CHECK(ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
+                            IBV_QP_ACCESS_FLAGS) == 0);
+    struct ibv_qp_attr qa;
+    struct ibv_qp_init_attr qi;
+    CHECK(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi) == 0 &&
+          qa.qp_state == IBV_QPS_INIT &&
+          qa.qp_access_flags == a.qp_access_flags);
+    a.port_num = 2;
+    CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PORT) == EINVAL);
+    a.port_num = 1;
     /* A LID address vector (no GRH) cannot be honoured on Ethernet. */
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTR;

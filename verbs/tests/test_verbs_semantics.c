@@ -11,7 +11,11 @@
  *     SEND with immediate as IBV_WC_RECV; src_qp is the peer QP, slid 0;
  *   - qp_access_flags: a WRITE, READ or atomic to a QP that did not grant
  *     that right fails at the requester with IBV_WC_REM_ACCESS_ERR, though
- *     the region grants it, and the rights it did grant work.
+ *     the region grants it, and the rights it did grant work;
+ *   - rnr_retry: with 7 a SEND to a QP without a posted receive is
+ *     retried forever (no completion for 300 ms of RNR NAKs) and completes
+ *     once the receive is posted; with 1 it fails with
+ *     IBV_WC_RNR_RETRY_EXC_ERR.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -179,6 +183,39 @@ static void access_flags(struct vt_dev *a, struct vt_dev *b)
     CHECK(ibv_destroy_qp(q) == 0);
 }
 
+static void rnr(struct vt_dev *a, struct vt_dev *b)
+{
+    for (int forever = 1; forever >= 0; forever--) {
+        struct ibv_qp *qa = vt_new_qp(a, 8, NULL), *qb = vt_new_qp(b, 8, NULL);
+        CHECK(vt_connect_rnr(qa, ALL_REMOTE, &b->gid, qb->qp_num,
+                             forever ? 7 : 1) == 0);
+        CHECK(vt_connect(qb, ALL_REMOTE, &a->gid, qa->qp_num) == 0);
+        struct ibv_sge ss = {(uintptr_t)a->buf, 64, a->mr->lkey};
+        struct ibv_send_wr sw = {.wr_id = 41,
+                                 .sg_list = &ss,
+                                 .num_sge = 1,
+                                 .opcode = IBV_WR_SEND};
+        vt_post(qa, &sw);
+        struct ibv_wc wc;
+        if (forever) {
+            double t0 = vt_now();
+            int n = 0;
+            while (!n && vt_now() - t0 < 0.3)
+                n = ibv_poll_cq(a->cq, 1, &wc);
+            CHECK(n == 0); /* still retrying */
+            vt_post_recv(b, qb, 42);
+            CHECK(vt_wait_wc(a, &wc) == 1 && wc.wr_id == 41 &&
+                  wc.status == IBV_WC_SUCCESS);
+            CHECK(vt_wait_wc(b, &wc) == 1 && wc.wr_id == 42 &&
+                  wc.status == IBV_WC_SUCCESS && wc.byte_len == 64);
+        } else {
+            CHECK(vt_wait_wc(a, &wc) == 1 && wc.wr_id == 41 &&
+                  wc.status == IBV_WC_RNR_RETRY_EXC_ERR);
+        }
+        CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
+    }
+}
+
 int main(void)
 {
     struct ibv_device **l = vt_devices(5290);
@@ -191,6 +228,7 @@ int main(void)
     immediates(&a, &b, qa, qb);
     CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
     access_flags(&a, &b);
+    rnr(&a, &b);
     vt_close(&a);
     vt_close(&b);
     ibv_free_device_list(l);

@@ -116,9 +116,11 @@ static inline struct ibv_qp *vt_new_qp(struct vt_dev *s, uint32_t depth,
 }
 
 /* RESET -> INIT (granting access) -> RTR -> RTS towards the peer QP pqpn
- * at pgid, as ibv_rc_pingpong does; 0 or the failing modify's error. */
-static inline int vt_connect(struct ibv_qp *qp, unsigned access,
-                             const union ibv_gid *pgid, uint32_t pqpn)
+ * at pgid, as ibv_rc_pingpong does, with rnr_retry rnr; 0 or the failing
+ * modify's error. */
+static inline int vt_connect_rnr(struct ibv_qp *qp, unsigned access,
+                                 const union ibv_gid *pgid, uint32_t pqpn,
+                                 uint8_t rnr)
 {
     struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
                             .port_num = 1,
@@ -149,13 +151,20 @@ static inline int vt_connect(struct ibv_qp *qp, unsigned access,
     a.qp_state = IBV_QPS_RTS;
     a.timeout = 14;
     a.retry_cnt = 7;
-    a.rnr_retry = 7;
+    a.rnr_retry = rnr;
     a.sq_psn = 1;
     a.max_rd_atomic = 1;
     return ibv_modify_qp(qp, &a,
                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                              IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                              IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* vt_connect_rnr with rnr_retry 7 (retry forever). */
+static inline int vt_connect(struct ibv_qp *qp, unsigned access,
+                             const union ibv_gid *pgid, uint32_t pqpn)
+{
+    return vt_connect_rnr(qp, access, pgid, pqpn, 7);
 }
 
 /* A connected pair of 8-deep QPs: qa on a (every right), qb on b granting
