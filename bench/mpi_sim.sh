@@ -98,5 +98,6 @@ awk '$1 == "proc" {
                 printf " cpu_bound_speedup=%.2f", mx["0"] / mx[k]
             printf "\n"
         }
-    }' "$res" >> "$res"
+    }' "$res" > "$out/bound.txt"
+cat "$out/bound.txt" >> "$res"
 cat "$res"
