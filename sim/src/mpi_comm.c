@@ -15,8 +15,8 @@
  * programs: MPI_Probe and MPI_Waitall poll, and a polling rank takes the
  * core the rank it waits for needs.  So the exchange polls with
  * MPI_Iprobe / MPI_Testall and, after a short spin, sleeps between polls
- * (1 us, doubling up to MROCE_SIM_MPI_SLEEP_US, default 50), which gives
- * the core away.  MROCE_SIM_MPI_WAIT=spin keeps polling without sleeping
+ * (1 us, doubling up to MROCE_SIM_MPI_SLEEP_US, default 50, with a timer
+ * slack of 1 us), which gives the core away.  MROCE_SIM_MPI_WAIT=spin keeps polling without sleeping
  * (as many idle cores as ranks: the lowest latency per window).  Waiting
  * changes only when a rank looks, never what it receives, so the results
  * are the same either way.
@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <mpi.h>
 
@@ -146,6 +149,11 @@ int mpi_comm_init(int *argc, char ***argv)
     const char *us = getenv("MROCE_SIM_MPI_SLEEP_US");
     long max_us = us ? strtol(us, NULL, 10) : 50;
     g_ctx.sleep_max_ns = (max_us > 0 && max_us < 100000 ? max_us : 50) * 1000;
+#ifdef __linux__
+    /* the kernel's default slack (50 us) would make every short sleep a
+     * long one */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
     g_comm.rank = (uint32_t)rank;
     g_comm.nranks = (uint32_t)n;
     g_comm.ctx = &g_ctx;
