@@ -19,6 +19,15 @@ Subcommands:
       One row per seed and path count from run.sh's OUTDIR/seedN: 32 paths
       (htsim_p32 against mroce, mroce-sim's default) and 128 (htsim against
       mroce_p128): FCT max / p99 / p50 of each, mroce-sim over htsim.
+  scale [--csv FILE] CASE=MROCE_DIR=HTSIM_DIR...
+      One table for run.sh --scale: per case (perm:N, a2a:N) and simulator,
+      flows done, CPU s (user + sys from the directory's GNU time file:
+      "user sys maxrss_kb wall"), max RSS, RSS per flow, data packets (first
+      transmissions and retransmissions: htsim's New + Rtx) and
+      data packets per CPU s (and mroce-sim's packet events per CPU s), and
+      the flow completion times p50 / p99 / max; then htsim over mroce-sim
+      for CPU s, RSS per flow and p99. An empty HTSIM_DIR leaves htsim's
+      row out. --csv also writes the rows, unformatted, to FILE.
   flows LOG
       Print htsim's flow completion times, one per line (microseconds).
 
@@ -207,6 +216,83 @@ def summary(outdir, seeds):
         print("| " + " | ".join(r[c].ljust(w[c]) for c in range(len(hdr))) + " |")
 
 
+def read_time(d):
+    """(CPU s, max RSS in MB, wall s) from run.sh's GNU time file."""
+    with open(d + "/time") as f:
+        line = f.read().split("\n")
+    # GNU time writes "Command exited with non-zero status" first on failure
+    v = [x for x in line if x and x[0].isdigit()][-1].split()
+    return float(v[0]) + float(v[1]), int(v[2]) / 1024.0, float(v[3])
+
+
+def scale(args):
+    csv_out = None
+    if args and args[0] == "--csv":
+        csv_out, args = args[1], args[2:]
+    crows = []
+    hdr = ["case", "simulator", "flows done", "CPU s", "max RSS MB", "KB per flow",
+           "data pkts", "pkts per CPU s", "pkt events per CPU s",
+           "FCT p50 us", "FCT p99 us", "FCT max us"]
+    rows, ratios = [], []
+    for a in args:
+        case, mdir, hdir = a.split("=", 2)
+        got = {}
+        for name, d in (("mroce-sim MetaRoCE", mdir), ("htsim NSCC", hdir)):
+            if not d:
+                continue
+            cpu, rss, _ = read_time(d)
+            if name.startswith("mroce"):
+                r = parse_mroce(d)
+                with open(d + "/summary.csv") as f:
+                    pev = int(next(csv.DictReader(f))["pkt_events"])
+            else:
+                r = parse_htsim(d + "/log.txt")
+                # first transmissions and retransmissions, as mroce-sim counts
+                if r["data_pkts"] is not None and r["retx"] is not None:
+                    r["data_pkts"] += r["retx"]
+                pev = None
+            f = r["fct"]
+            got[name] = (cpu, rss * 1024 / max(r["flows"], 1), pct(f, 99))
+            crows.append([case, name.split()[0], r["flows"], r["done"], "%.2f" % cpu, "%.1f" % rss,
+                          "%.2f" % (rss * 1024 / max(r["flows"], 1)), r["data_pkts"] or 0,
+                          "%.0f" % (r["data_pkts"] / cpu) if r["data_pkts"] and cpu else "",
+                          "%.0f" % (pev / cpu) if pev and cpu else "",
+                          "%.3f" % pct(f, 50) if f else "", "%.3f" % pct(f, 99) if f else "",
+                          "%.3f" % f[-1] if f else ""])
+            rows.append([
+                case, name, "%d/%d" % (r["done"], r["flows"]), "%.1f" % cpu, "%.0f" % rss,
+                "%.1f" % (rss * 1024 / max(r["flows"], 1)),
+                fmt(r["data_pkts"]),
+                "%.0fk" % (r["data_pkts"] / cpu / 1e3) if r["data_pkts"] and cpu else "-",
+                "%.0fk" % (pev / cpu / 1e3) if pev and cpu else "n/r",
+                fmt(pct(f, 50)), fmt(pct(f, 99)), fmt(f[-1] if f else None),
+            ])
+        if len(got) == 2:
+            m, h = got["mroce-sim MetaRoCE"], got["htsim NSCC"]
+            ratios.append([case, ratio(h[0], m[0]), ratio(h[1], m[1]), ratio(h[2], m[2])])
+    if csv_out:
+        with open(csv_out, "w", newline="") as f:
+            wr = csv.writer(f)
+            wr.writerow(["case", "simulator", "flows", "flows_done", "cpu_s", "max_rss_mb",
+                         "kb_per_flow", "data_pkts", "pkts_per_cpu_s", "pkt_events_per_cpu_s",
+                         "fct_p50_us", "fct_p99_us", "fct_max_us"])
+            wr.writerows(crows)
+    w = [max(len(r[c]) for r in [hdr] + rows) for c in range(len(hdr))]
+    print("| " + " | ".join(hdr[c].ljust(w[c]) for c in range(len(hdr))) + " |")
+    print("|" + "|".join("-" * (w[c] + 2) for c in range(len(hdr))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r[c].ljust(w[c]) for c in range(len(hdr))) + " |")
+    if ratios:
+        print()
+        hdr = ["case", "CPU s htsim / mroce-sim", "KB per flow htsim / mroce-sim",
+               "FCT p99 htsim / mroce-sim"]
+        w = [max(len(r[c]) for r in [hdr] + ratios) for c in range(len(hdr))]
+        print("| " + " | ".join(hdr[c].ljust(w[c]) for c in range(len(hdr))) + " |")
+        print("|" + "|".join("-" * (w[c] + 2) for c in range(len(hdr))) + "|")
+        for r in ratios:
+            print("| " + " | ".join(r[c].ljust(w[c]) for c in range(len(hdr))) + " |")
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "cm" and len(argv) == 5:
         write_cm(argv[2], int(argv[3]), argv[4])
@@ -214,6 +300,8 @@ def main(argv):
         table(argv[2:])
     elif len(argv) >= 4 and argv[1] == "summary":
         summary(argv[2], argv[3:])
+    elif len(argv) >= 3 and argv[1] == "scale":
+        scale(argv[2:])
     elif len(argv) == 3 and argv[1] == "flows":
         for t in parse_htsim(argv[2])["fct"]:
             print("%.3f" % t)
