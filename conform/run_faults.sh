@@ -2,8 +2,11 @@
 # run_faults.sh BUILD_DIR [FAULT...] - show that the conformance suite can
 # fail: run mroce-conform against mroce-conform-agent-faults once per seeded
 # fault (conform/README.md, "## Seeded faults") and require a failure each
-# time, naming the cases that caught it.  A fault missed runs once more,
-# alone, and a catch on that run is reported as such.
+# time, naming the cases that caught it.  A fault's run is the cases that
+# cite a requirement it violates (the table's "Violates" column, passed to
+# the tester as --filter): the cases that check a requirement must catch
+# its violation.  A fault missed there, or without a row in the table, runs
+# the whole suite, alone, and a catch on that run is reported as such.
 #
 # First a baseline run with no fault must pass (up to three attempts: a
 # case that fails in any attempt is reported as flaky and never counts as
@@ -19,7 +22,7 @@
 # (fault runs at a time, each with its own agent; 3: a suite run mostly
 # waits out silence windows, so runs overlap well even on two cores),
 # MROCE_FAULTS_KEEP=1 (keep the TAP and logs, in the directory printed at
-# the end).
+# the end), MROCE_FAULTS_FULL=1 (every fault runs the whole suite).
 set -u
 
 if [ $# -lt 1 ]; then
@@ -33,6 +36,8 @@ agent=${MROCE_AGENT_FAULTS:-$build/conform/mroce-conform-agent-faults}
 extra=${MROCE_CONFORM_ARGS:-}
 limit=${MROCE_FAULTS_TIMEOUT:-600}
 jobs=${MROCE_FAULTS_JOBS:-3}
+full=${MROCE_FAULTS_FULL:-0}
+table=$(dirname "$0")/README.md
 case $jobs in
 '' | *[!0-9]* | 0) echo "run_faults: MROCE_FAULTS_JOBS must be a positive integer" >&2; exit 2 ;;
 esac
@@ -111,17 +116,34 @@ stop_agent() {
     agent_pid=
 }
 
-# run_suite NAME: one tester run against a fresh agent; TAP in NAME.tap.
+# violates FAULT: the requirement IDs of FAULT's row in the README's table,
+# comma-separated (empty without a row).
+violates() {
+    [ -f "$table" ] || return 0
+    sed -n '/^## Seeded faults/,/^## /p' "$table" |
+        awk -F'|' -v f="\`$1\`" '$2 ~ "^ *" f " *$" { print $3; exit }' |
+        tr -d ' '
+}
+
+# run_suite NAME [FILTER]: one tester run against a fresh agent (only the
+# cases FILTER selects, if given); TAP in NAME.tap.
 run_suite() {
     start_agent "$1" || return 2
+    name=$1
+    shift
+    if [ -n "${1:-}" ]; then
+        set -- --filter "$1"
+    else
+        set --
+    fi
     if [ $have_timeout = 1 ]; then
         # shellcheck disable=SC2086
         timeout "$limit" "$tester" --agent "$ctl" --udp "$udp" --tap $extra \
-            > "$tmp/$1.tap" 2> "$tmp/$1.log"
+            "$@" > "$tmp/$name.tap" 2> "$tmp/$name.log"
     else
         # shellcheck disable=SC2086
         "$tester" --agent "$ctl" --udp "$udp" --tap $extra \
-            > "$tmp/$1.tap" 2> "$tmp/$1.log"
+            "$@" > "$tmp/$name.tap" 2> "$tmp/$name.log"
     fi
     rc=$?
     stop_agent
@@ -172,11 +194,12 @@ catching_cases() {
     done
 }
 
-# One fault run in a subshell of its own (its own agent and ports); its
-# exit status and the agent's go to $tmp/FAULT.rc.
-run_fault() {
+# One fault run in a subshell of its own (its own agent and ports), of the
+# cases FILTER selects (the whole suite if empty); its exit status and the
+# agent's go to $tmp/FAULT.rc.
+run_fault() { # FAULT [FILTER]
     trap 'if [ -n "$agent_pid" ]; then kill "$agent_pid" 2>/dev/null; fi' EXIT
-    run_suite "$1"
+    run_suite "$1" "${2:-}"
     echo "$? $agent_status" > "$tmp/$1.rc"
 }
 
@@ -184,7 +207,11 @@ run_fault() {
 batch=0
 pids=
 for f in $faults; do
-    run_fault "$f" &
+    sel=
+    [ "$full" = 1 ] || sel=$(violates "$f")
+    [ -n "$sel" ] || [ "$full" = 1 ] ||
+        echo "run_faults: $f has no row in $table: it runs the whole suite"
+    run_fault "$f" "$sel" &
     pids="$pids $!"
     batch=$((batch + 1))
     if [ $batch -ge "$jobs" ]; then
@@ -197,9 +224,10 @@ done
 # shellcheck disable=SC2086 # one word per pid
 [ -n "$pids" ] && wait $pids
 
-# A fault no case caught runs once more, alone: a timing-sensitive case
-# skips (and so passes) when a loaded host stretches its waits, and the
-# batches above load the host three suite runs deep.  A fault missed in
+# A fault no case caught runs the whole suite, alone: a timing-sensitive
+# case skips (and so passes) when a loaded host stretches its waits, the
+# batches above load the host three runs deep, and a case that catches it
+# may cite another requirement than the table names.  A fault missed in
 # both runs is a miss; one caught on its second run says so.
 is_caught() { # FAULT: 0 if its run failed a case that is not flaky
     r=2

@@ -13,13 +13,14 @@ need=""
 # (verbs/); ibverbs-utils, perftest and rdmacm-utils are its test programs.
 # librdmacm-dev builds librdmacm over it (rdmacm/), rdmacm-utils tests it.
 # libdpdk-dev builds the DPDK datapath (src/dpdk; optional: without it
-# libmroce has the socket datapath only).  libssl-dev (OpenSSL 3's
+# libmroce has the socket datapath only); dpdk-dev brings dpdk-testpmd,
+# bench/compare_dpdk.sh's DPDK-level ceiling.  libssl-dev (OpenSSL 3's
 # libcrypto) gives libmroce its secure mode's AEAD (src/lib/secure_evp.c);
 # lua-luaossl (OpenSSL for tshark's Lua) lets the dissector decrypt it.
 for p in cmake make gcc clang libclang-rt-14-dev clang-format-14 tshark \
          iproute2 nftables bpftool linux-libc-dev iputils-ping openmpi-bin \
          libopenmpi-dev libfabric-bin libfabric-dev \
-         libibverbs-dev ibverbs-utils perftest rdmacm-utils libdpdk-dev \
+         libibverbs-dev ibverbs-utils perftest rdmacm-utils libdpdk-dev dpdk-dev \
          libssl-dev librdmacm-dev lua-luaossl; do
   dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
 done

@@ -8,6 +8,8 @@
 #      1 ms and 5 ms away (fair_rx), and 16 flows from 1 ms and 5 ms away
 #      sharing one DC's long-haul legs (fair_lh); per-class rates while
 #      all flows are active and Jain's index           -> fair.csv
+#   D  one 256 MiB WRITE over a 1 ms long haul, lossless and with 0.1%
+#      random loss on the long-haul leg (loss_lh.txt)  -> loss.csv
 # every case with MetaRoCE (C also with rate_hint 2 and 0), the RoCEv2
 # model lossy and with PFC at its default 1 ms timeout, and again with a
 # timeout of 4 long-haul RTTs (roce_rto: the model's go-back-N times
@@ -17,13 +19,13 @@
 # Plots (gnuplot): completion against the long-haul delay, per-class
 # rates.  OUTDIR default sim-out/across.  Several minutes on a quiet core.
 #   usage: sim/run_across.sh [OUTDIR]   (MROCE_SIM_BUILD=DIR: use that
-#          build; ACROSS_PARTS=AC: only those parts, default ABC)
+#          build; ACROSS_PARTS=AC: only those parts, default ABCD)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 out=${1:-$root/sim-out/across}
 build=${MROCE_SIM_BUILD:-$root/build-sim}
-parts=${ACROSS_PARTS:-ABC}
+parts=${ACROSS_PARTS:-ABCD}
 part() { case $parts in *$1*) return 0 ;; esac; return 1; }
 mkdir -p "$build" "$out"
 if [ ! -x "$build/sim/mroce-sim" ] || [ -z "${MROCE_SIM_BUILD:-}" ]; then
@@ -107,6 +109,19 @@ if part C; then
             "$out/fair.csv" > "$out/${c}_plot.csv"
     done
 fi
+if part D; then
+    # the lossless run: the scenario without its fault line
+    grep -v '^fault' "$sc/loss_lh.txt" > "$out/loss_lh0.txt"
+    "$sim" -q -o "$out" -s name=across_loss0 "$out/loss_lh0.txt" >> "$log"
+    run loss_lh.txt across_loss1
+    echo "loss_pct,transport,complete,time_us,drops,retx" > "$out/loss.csv"
+    awk -F, '$1 == "across_loss0" || $1 == "across_loss1" {
+        printf "%s,%s,%s,%s,%s,%s\n", ($1 == "across_loss0" ? "0" : "0.1"), $2, $15, $7, $18, $22 }' \
+        "$out/summary.csv" >> "$out/loss.csv"
+    echo "== D: 256 MiB over a 1 ms long haul (completion, ms)"
+    awk -F, 'NR > 1 { printf "loss %4s%%  %-8s %10s  lost %6s  retx %6s\n", $1, $2,
+                      $3 == 1 ? sprintf("%.1f", $4 / 1000) : "INC", $5, $6 }' "$out/loss.csv"
+fi
 if ! command -v gnuplot >/dev/null 2>&1; then
     echo "gnuplot not available: CSV only in $out" >&2
     exit 0
@@ -147,4 +162,4 @@ set title "16 flows over one DC's 200G of long haul: 1 ms (wl0) and 5 ms (wl1) a
 plot for [i=2:3] "$out/fair_lh_plot.csv" using i:xtic(1) title columnheader(i)
 GP
 done
-echo "results in $out (across.csv, pfc.csv, fair.csv, across.log, *.svg, *.png)"
+echo "results in $out (across.csv, pfc.csv, fair.csv, loss.csv, across.log, *.svg, *.png)"

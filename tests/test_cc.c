@@ -9,7 +9,8 @@
  * estimator, loss counted as marks, the timeout response with slow
  * restart (to init_cwnd or half the window before), and a seeded random
  * event storm checking cwnd never leaves [min_cwnd, max_cwnd]; and the
- * long-haul rules of CC-51 (growth by the round, RTT-scaled increase).
+ * long-haul rules of CC-51 (growth by the round, RTT-scaled increase)
+ * and CC-39..40 (the window sized by a train of ACKs' delivery rate).
  */
 #include <stdio.h>
 
@@ -47,6 +48,7 @@ static struct mre_cc_ack ack(uint32_t bytes, mroce_tstamp rtt, mroce_tstamp now)
     ev.inflight = FULL;
     ev.starved = 0;
     ev.now = now;
+    ev.held = 0;
     return ev;
 }
 
@@ -768,12 +770,13 @@ static void test_long_rtt(void)
         cc.srtt = rtt;
         on_ack(&cc, MTU, rtt, now += 1000); /* full: grows */
         CHECK_EQ(cc.cwnd, INIT + MTU);
-        for (k = 0; k < 8; k++) {
+        /* 6 more: a train too short to size the window by (CC-39) */
+        for (k = 0; k < 6; k++) {
             ev = ack(MTU, rtt, now += 1000);
             ev.inflight = 0; /* room for more */
             cc.ops->on_ack(&cc, &ev);
         }
-        CHECK_EQ(cc.cwnd, lng ? INIT + 9 * MTU : INIT + MTU);
+        CHECK_EQ(cc.cwnd, lng ? INIT + 7 * MTU : INIT + MTU);
         /* a new round (one srtt on) starts with the window not in use */
         now += 2 * rtt;
         ev = ack(MTU, rtt, now);
@@ -782,7 +785,7 @@ static void test_long_rtt(void)
         ev = ack(MTU, rtt, now += 1000);
         ev.inflight = 0;
         cc.ops->on_ack(&cc, &ev);
-        CHECK_EQ(cc.cwnd, lng ? INIT + 9 * MTU : INIT + MTU);
+        CHECK_EQ(cc.cwnd, lng ? INIT + 7 * MTU : INIT + MTU);
     }
 
     /* (b) additive increase: (4 ms / 1 ms)^2 = 16 times 3 MTU, where
@@ -832,6 +835,151 @@ static void test_long_rtt(void)
     }
 }
 
+/* CC-39: one train of 17 ACKs of 4 packets, `gap` ns apart (the second
+ * `head` ns after the first, if not 0), on a path of RTT `rtt` in slow
+ * start with hint `hint` Mbit/s (0: none), the first `ce` of them
+ * CE-marked; then one ACK after a pause of an RTT ends the train.
+ * Returns the time of that ACK. */
+#define TRAIN_ACKS 17u
+#define TRAIN_BYTES (4u * MTU)
+static uint32_t train_line;   /* the sender's own rate (line_mbps), Mbit/s */
+static mroce_tstamp train_up; /* added to the RTT samples after the first */
+static mroce_tstamp long_train_head(struct mre_cc *cc, mroce_tstamp rtt,
+                                    mroce_tstamp gap, uint32_t hint,
+                                    uint32_t ce, mroce_tstamp head)
+{
+    mroce_tstamp now = T0;
+    unsigned k;
+
+    mre_cc_init(cc, &mre_cc_delay_ecn, MTU, INIT, 64u << 20, QDELAY);
+    cc->srtt = rtt;
+    cc->hint_mbps = hint;
+    cc->line_mbps = train_line;
+    struct mre_cc_ack ev0 = ack(0, rtt, now);
+    ev0.inflight = 0;
+    cc->ops->on_ack(cc, &ev0);
+    for (k = 0; k < TRAIN_ACKS; k++) {
+        struct mre_cc_ack ev = ack(TRAIN_BYTES, rtt + (k ? train_up : 0),
+                                   now += k == 1 && head ? head : gap);
+        ev.inflight = 0; /* the window's packets wait at the NIC */
+        ev.ce_pkts = k < ce ? 1 : 0;
+        ev.rx_pkts = 4;
+        cc->ops->on_ack(cc, &ev);
+    }
+    struct mre_cc_ack ev = ack(TRAIN_BYTES, rtt, now + rtt);
+    ev.inflight = 0;
+    cc->ops->on_ack(cc, &ev);
+    return now + rtt;
+}
+
+static mroce_tstamp long_train(struct mre_cc *cc, mroce_tstamp rtt,
+                               mroce_tstamp gap, uint32_t hint, uint32_t ce)
+{
+    return long_train_head(cc, rtt, gap, hint, ce, 0);
+}
+
+/* CC-39, CC-40: on a long-haul path in slow start, a train of ACKs'
+ * delivery rate D sizes cwnd at D x srtt; at the train's end, below 7/8
+ * of the hint (or without one) slow start ends, at the hint it goes on;
+ * the pacing bound is D for one srtt.  Not on a data-centre path, not
+ * after a CE echo, not from a train that crossed a queue or that only
+ * kept up with a hint below the sender's own rate, not before 6 packets
+ * after the train's second ACK.
+ * mre_cc_path_raise raises the path windows below cwnd / npaths. */
+static void test_long_start(void)
+{
+    const mroce_tstamp RTT = 2000000; /* 2 ms */
+    struct mre_cc cc;
+    /* 16 KiB per 16384 ns: D = 8000 Mbit/s, W = 2,000,000 B, reached at
+     * the 4th ACK (8 packets after the second) and paced at D for an RTT
+     * from there; the train's end (at 8 Gbit/s of a 100 Gbit/s hint)
+     * ends slow start */
+    long_train(&cc, RTT, 16384, 100000, 0);
+    CHECK_EQ(cc.cwnd, 2000000u);
+    CHECK_EQ(cc.scratch[0], 0);
+    CHECK_EQ(cc.jumped, 1);
+    CHECK_EQ(cc.jump_mbps, 8000u);
+    CHECK_EQ(cc.jump_until, T0 + 4 * 16384 + RTT);
+    /* a lone first ACK 100 us before the rest does not count */
+    long_train_head(&cc, RTT, 16384, 100000, 0, 100000);
+    CHECK_EQ(cc.cwnd, 2000000u);
+    CHECK_EQ(cc.jump_mbps, 8000u);
+    /* no hint: D alone, and the train's end ends slow start */
+    long_train(&cc, RTT, 16384, 0, 0);
+    CHECK_EQ(cc.cwnd, 2000000u);
+    CHECK_EQ(cc.scratch[0], 0);
+    /* the hint bounds D: 16 KiB per 1024 ns is 128 Gbit/s, taken as 100,
+     * and at the hint slow start goes on */
+    long_train(&cc, RTT, 1024, 100000, 0);
+    CHECK_EQ(cc.cwnd, 25000000u);
+    CHECK_EQ(cc.scratch[0], 64u << 20);
+    CHECK_EQ(cc.jump_mbps, 100000u);
+    /* a data-centre RTT: slow start by the acked bytes alone */
+    long_train(&cc, 100000, 1024, 100000, 0);
+    CHECK(cc.cwnd < 2 * INIT + TRAIN_ACKS * TRAIN_BYTES);
+    CHECK_EQ(cc.jumped, 0);
+    /* a CE echo ends slow start: no train counts after it */
+    long_train(&cc, RTT, 16384, 100000, 1);
+    CHECK(cc.cwnd < 2000000u);
+    CHECK_EQ(cc.jumped, 0);
+    /* a train paced at a hint below the sender's own rate, which the path
+     * kept up with, proves only the hint: no jump; with the sender's rate
+     * unknown, or at it, the jump */
+    train_line = 100000;
+    long_train(&cc, RTT, 16384, 3000, 0);
+    CHECK_EQ(cc.jumped, 0);
+    CHECK(cc.cwnd < 750000u);
+    CHECK_EQ(cc.scratch[0], 64u << 20);
+    long_train(&cc, RTT, 16384, 100000, 0);
+    CHECK_EQ(cc.cwnd, 2000000u);
+    train_line = 0;
+    long_train(&cc, RTT, 16384, 3000, 0);
+    CHECK_EQ(cc.cwnd, 750000u);
+    /* a train that crossed a queue (RTT samples above base_rtt + 2 x
+     * target_qdelay) sizes no window and leaves slow start on */
+    train_up = 2 * QDELAY + 1;
+    long_train(&cc, RTT, 16384, 100000, 0);
+    CHECK_EQ(cc.jumped, 0);
+    CHECK(cc.cwnd < 2000000u);
+    CHECK_EQ(cc.scratch[0], 64u << 20);
+    train_up = 2 * QDELAY;
+    long_train(&cc, RTT, 16384, 100000, 0);
+    CHECK_EQ(cc.cwnd, 2000000u);
+    train_up = 0;
+    /* a window already above W is kept */
+    mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, 4u << 20, 64u << 20, QDELAY);
+    cc.srtt = RTT;
+    cc.hint_mbps = 100000;
+    on_ack(&cc, 0, RTT, T0);
+    for (unsigned k = 0; k < TRAIN_ACKS; k++) {
+        struct mre_cc_ack ev = ack(TRAIN_BYTES, RTT, T0 + 16384 * (k + 1));
+        ev.inflight = 0;
+        cc.ops->on_ack(&cc, &ev);
+    }
+    uint32_t before = cc.cwnd;
+    on_ack(&cc, TRAIN_BYTES, RTT, T0 + RTT);
+    CHECK_EQ(cc.jumped, 0);
+    CHECK(cc.cwnd >= before);
+    CHECK(cc.cwnd < 2000000u + (4u << 20));
+
+    /* CC-40: the path windows rise to cwnd / npaths, none is lowered */
+    static struct mre_path slots[4];
+    struct mre_pathset ps;
+    uint64_t seed = 3;
+    CHECK(mre_pathset_init(&ps, slots, 4, 49152, 16384, QDELAY, tu_rand,
+                           &seed) == 0);
+    long_train(&cc, RTT, 16384, 100000, 0);
+    cc.cwnd = INIT;
+    mre_cc_path_init(&cc, &ps, 1);
+    cc.cwnd = 2000000u;
+    mre_path_set_cwnd(&ps, 3, 1000000u);
+    mre_cc_path_raise(&cc, &ps);
+    CHECK_EQ(cc.jumped, 0);
+    CHECK_EQ(ps.paths[0].cwnd, 500000u);
+    CHECK_EQ(ps.paths[2].cwnd, 500000u);
+    CHECK_EQ(ps.paths[3].cwnd, 1000000u);
+}
+
 static const struct test_case cases[] = {
     {"path_windows", test_path_windows},
     {"ops_and_init", test_ops_and_init},
@@ -846,6 +994,7 @@ static const struct test_case cases[] = {
     {"loss_timeout", test_loss_timeout},
     {"bounds", test_bounds},
     {"long_rtt", test_long_rtt},
+    {"long_start", test_long_start},
 };
 
 int main(int argc, char **argv)

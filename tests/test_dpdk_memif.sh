@@ -2,8 +2,11 @@
 # test_dpdk_memif.sh - the DPDK datapath end to end: two mroce-perf
 # processes over a net_memif pair (shared memory, no kernel in the path,
 # no hugepages) run write_bw under loss and reordering, read_bw and
-# send_lat with --verify,
-# each byte checked at the receiver; then a device whose DPDK port cannot
+# send_lat with --verify, each byte checked at the receiver; write_bw
+# again with the receiver dropping and reordering, so the sender sends
+# and retransmits from registered memory by zero-copy (external mbufs):
+# its link must have sent payloads in place, waited for none and held
+# none at close, and its QP sprayed over most of its 64 paths; then a device whose DPDK port cannot
 # start must fail to open with the cause named, while the socket datapath in
 # the same environment still works.  Usage: test_dpdk_memif.sh MROCE_PERF
 set -u
@@ -20,8 +23,10 @@ session() {
     name=$1
     shift
     sock=$DIR/memif-$port.sock
+    # shellcheck disable=SC2086
     MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV="net_memif,role=server,socket=$sock" \
-        timeout 30 "$PERF" "$@" -p $port -B 10.0.0.1 >"$DIR/srv.log" 2>&1 &
+        timeout 30 "$PERF" "$@" -p $port -B 10.0.0.1 $SRV_OPTS \
+        >"$DIR/srv.log" 2>&1 &
     SRV=$!
     i=0
     # the memif socket is abstract: listed in /proc/net/unix, not a file
@@ -49,9 +54,37 @@ session() {
     port=$((port + 2))
 }
 
+SRV_OPTS=
 session write_bw_loss write_bw -n 100 -s 65536 --fault tx:drop=0.01,reorder=0.01
 session read_bw read_bw -n 50 -s 16384
 session send_lat send_lat -n 100 -s 64
+SRV_OPTS="--fault rx:drop=0.02,reorder=0.01"
+export MROCE_DUMP_COUNTERS=1
+session write_bw_zc write_bw -n 100 -s 65536
+unset MROCE_DUMP_COUNTERS
+SRV_OPTS=
+# the client's link: "zc 1 tx N copied C waits W held H"
+zc=$(sed -n 's/.*zc 1 tx \([0-9]*\) copied [0-9]* waits \([0-9]*\) held \([0-9]*\)$/\1 \2 \3/p' \
+    "$DIR/cli.log")
+retx=$(sed -n 's/.*retx_pkts *\([0-9]*\).*/\1/p' "$DIR/cli.log" | head -1)
+# Multi-path spray over the DPDK frames: the QP's packets left on most
+# of its 64 path entropies (source ports written into the frames).
+paths=$(sed -n 's/.*paths used: \([0-9]*\) of 64.*/\1/p' "$DIR/cli.log" | head -1)
+set -- $zc
+if [ $# -ne 3 ] || [ "$1" -eq 0 ] || [ "$2" -ne 0 ] || [ "$3" -ne 0 ] ||
+    [ -z "$retx" ] || [ "$retx" -eq 0 ]; then
+    echo "FAIL zero-copy: link '$zc' (tx waits held), retx '$retx'"
+    grep 'libmroce dpdk' "$DIR/cli.log"
+    fail=1
+else
+    echo "ok   zero-copy: $1 payloads sent in place, $retx retransmitted, 0 held"
+fi
+if [ -z "$paths" ] || [ "$paths" -lt 32 ]; then
+    echo "FAIL spray: paths used '$paths' of 64"
+    fail=1
+else
+    echo "ok   spray: $paths of 64 paths used"
+fi
 
 # DPDK cannot start (a device that does not exist, then EAL refusing its
 # arguments): the open fails, names the cause, and is quick.

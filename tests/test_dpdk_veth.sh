@@ -95,18 +95,27 @@ session() {
     # The DPDK side had to resolve the kernel side, or answer it.
     resolved=$(sed -n 's/.*resolve_req \([0-9]*\) resolve_reply \([0-9]*\).*/\1 \2/p' \
         "$DIR/cli.log" "$DIR/srv.log")
+    # Zero-copy transmit (af_packet copies a chained frame into its
+    # ring): payloads sent in place, none held after the link closed.
+    zc=$(sed -n 's/.*zc [01] tx \([0-9]*\) copied [0-9]* waits [0-9]* held \([0-9]*\)$/\1 \2/p' \
+        "$DIR/cli.log" "$DIR/srv.log")
+    zc_tx=$((zc_tx + ${zc%% *}))
     if [ $rc -ne 0 ] || [ $src -ne 0 ] || [ -z "$checked" ] ||
-        [ "$checked" -eq 0 ] || [ -z "$resolved" ] || [ "$resolved" = "0 0" ]; then
-        echo "FAIL $name: client rc $rc, server rc $src, checked '$checked', resolve '$resolved'"
+        [ "$checked" -eq 0 ] || [ -z "$resolved" ] || [ "$resolved" = "0 0" ] ||
+        [ -z "$zc" ] || [ "${zc#* }" != 0 ]; then
+        echo "FAIL $name: client rc $rc, server rc $src, checked '$checked', resolve '$resolved', zero-copy tx/held '$zc'"
         tail -n 4 "$DIR/cli.log" "$DIR/srv.log"
         fail=1
     else
-        echo "ok   $name: $checked bytes verified (DPDK resolve req/reply $resolved)"
+        echo "ok   $name: $checked bytes verified (DPDK resolve req/reply $resolved, zero-copy ${zc% *})"
     fi
     port=$((port + 4))
 }
 
 LOSS="--fault tx:drop=0.01,reorder=0.01"
+# loss at the receiving end: a sender's retransmissions leave by zero-copy
+RXLOSS="--fault rx:drop=0.01,reorder=0.01"
+zc_tx=0
 for srv in ${SERVERS:-dpdk kern}; do
     for loss in "" "$LOSS"; do
         tag="server=$srv${loss:+ loss}"
@@ -117,7 +126,7 @@ for srv in ${SERVERS:-dpdk kern}; do
         # shellcheck disable=SC2086
         session "v4 read_bw $tag" $srv 10.77.0.1 10.77.0.2 read_bw -n 40 -s 16384 $loss
     done
-    session "v6 write_bw server=$srv loss" $srv fd77::1 fd77::2 write_bw -n 60 -s 65536 $LOSS
+    session "v6 write_bw server=$srv rx loss" $srv fd77::1 fd77::2 write_bw -n 60 -s 65536 $RXLOSS
     session "v6 send_lat server=$srv" $srv fd77::1 fd77::2 send_lat -n 50 -s 64
 done
 
@@ -286,5 +295,9 @@ print('injected', n, 'of each of', ' '.join(frames))
 PYEOF
 badframes 4 mac ethertype ip_hdr proto ip_dst port udp_len udp_csum arp short
 badframes 6 ethertype fragment ip_dst udp_len udp_csum proto nd short
+if [ "$zc_tx" -eq 0 ]; then
+    echo "FAIL zero-copy: no payload sent in place over af_packet"
+    fail=1
+fi
 [ $fail -eq 0 ] && echo "test_dpdk_veth: all passed"
 exit $fail

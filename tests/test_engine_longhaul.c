@@ -1,6 +1,6 @@
 /*
  * test_engine_longhaul.c - the engine on a long-haul path (REL-46,
- * LOSS-26, CC-51, CC-52): two hosts of the network model 1 ms apart one way
+ * LOSS-26, CC-39, CC-40, CC-51, CC-52): two hosts of the network model 1 ms apart one way
  * (2 ms RTT, 100 Gbit/s, no loss), a QP with a window of 8192 PSNs.
  *
  * 1. window: a QP window of MRE_MAX_WINDOW (2^18) is accepted, one above
@@ -11,11 +11,12 @@
  *    timeout, no retransmission.  With the data-centre rule alone (the
  *    first RTO 5 * min_rto = 1 ms) the first window is probed and timed
  *    out, and slow start ends at init_cwnd.
- * 3. ramp: the 32 MiB complete within TRANSFER_MAX_RTTS RTTs.  Slow start
- *    from 64 KiB doubles per RTT only with CC-51's growth by the round (the
- *    ACKs of a window return at line rate, the packets a grown window
- *    allows wait at the NIC, and growth by the ACK stops after the first
- *    ACK of each round): about 10 RTTs with it, 30 without.
+ * 3. ramp: the 32 MiB complete within TRANSFER_MAX_RTTS RTTs.  The first
+ *    train of ACKs over the idle path shows its rate, and the window
+ *    jumps to that rate times the RTT (CC-39) with the path windows
+ *    (CC-40): about 4 RTTs.  Doubling from 64 KiB by CC-51's growth by the
+ *    round alone takes about 10 RTTs, and without that about 30 (growth
+ *    by the ACK stops after the first ACK of each round).
  * 4. activity: the receiver counts a long-haul sender active for two of
  *    its RTTs after its last data packet (CC-52).
  */
@@ -30,7 +31,7 @@
 
 #define ONE_WAY 1000000ull /* ns */
 #define SIZE (32u << 20)
-#define TRANSFER_MAX_RTTS 20.0
+#define TRANSFER_MAX_RTTS 6.0
 #define MODEL_LIMIT 5000000000ull /* 5 s of model time: a hang */
 
 static struct mroce_testbed *bed(void)
@@ -96,6 +97,13 @@ static void test_first_window_and_ramp(void)
     CHECK_EQ(c.timeouts, 0);
     CHECK_EQ(c.retx_pkts, 0);
     CHECK(rtts < TRANSFER_MAX_RTTS);
+    /* CC-39: the window holds about the path's bandwidth-delay product
+     * (100 Gbit/s x 2 ms = 25 MB), far above what doubling reached */
+    CHECK(qa->cc.cwnd > 20000000u);
+    uint64_t psum = 0;
+    for (uint16_t k = 0; k < qa->paths.npaths; k++)
+        psum += qa->paths.paths[k].cwnd;
+    CHECK(psum >= qa->cc.cwnd / 2); /* CC-40: the paths' windows too */
     xfer_free(&x);
     mroce_tb_del(tb);
 }

@@ -55,7 +55,7 @@ static void side_open(struct side *s, uint8_t id, uint8_t suite,
     c.rand = testutil_rand_bytes;
     c.rand_user = &s->seed;
     if (suite) {
-        if (lib_sec_new(suite, key, 32, &s->sec) != 0)
+        if (lib_sec_new(suite, 0, key, 32, &s->sec) != 0)
             abort();
         lib_sec_fill(s->sec, &c);
         c.sec_rotate_pkts = rotate;

@@ -49,7 +49,7 @@ static void check_sealed(const uint8_t *master, const struct vec *v)
     struct mre_qp_attr a;
     uint64_t seed = 1;
     static uint8_t buf[MROCE_MAX_PKT_LEN];
-    CHECK(lib_sec_new((uint8_t)v->suite, master, 32, &s) == 0);
+    CHECK(lib_sec_new((uint8_t)v->suite, 0, master, 32, &s) == 0);
     mre_ep_config_default(&cfg);
     cfg.mem.calloc = testutil_calloc;
     cfg.mem.free = testutil_free;
@@ -125,7 +125,7 @@ static void check_connect(const uint8_t *master, const struct vec *v)
     struct mre_ep_config cfg;
     struct mrw_pkt p;
     uint8_t mac[16];
-    CHECK(lib_sec_new(1, master, 32, &s) == 0);
+    CHECK(lib_sec_new(1, 0, master, 32, &s) == 0);
     mre_ep_config_default(&cfg);
     lib_sec_fill(s, &cfg);
     CHECK(mrw_pkt_decode(&p, v->pkt, v->pkt_len) == 0);

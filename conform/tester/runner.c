@@ -146,19 +146,39 @@ struct ct_outcome {
     char section[8];
 };
 
+/* 1 if NAME matches one of FILTER's comma-separated globs. */
+static int matches(const char *filter, const char *name)
+{
+    char glob[128];
+    const char *p = filter;
+
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n && n < sizeof(glob)) {
+            memcpy(glob, p, n);
+            glob[n] = 0;
+            if (fnmatch(glob, name, 0) == 0)
+                return 1;
+        }
+        p += n;
+        p += strspn(p, ",");
+    }
+    return 0;
+}
+
 static int selected(const struct ct_case *c, const char *filter)
 {
     char req[32];
     const char *p = c->reqs;
 
-    if (!filter || fnmatch(filter, c->id, 0) == 0)
+    if (!filter || matches(filter, c->id))
         return 1;
     while (*p) {
         size_t n = strcspn(p, " ");
         if (n && n < sizeof(req)) {
             memcpy(req, p, n);
             req[n] = 0;
-            if (fnmatch(filter, req, 0) == 0)
+            if (matches(filter, req))
                 return 1;
         }
         p += n;

@@ -39,16 +39,45 @@ spine_bytes() { # LEAF
     "$F" status --raw | awk -v l="l$1" '$2 ~ "^"l">s" {printf "%s ", $5}'
 }
 
+# MRF_DATAPATH=dpdk: the hosts' endpoints run libmroce's DPDK datapath
+# over net_af_packet on their leaf link instead of kernel sockets
+# (fabric/README.md).  dp_env HOST [PEER_HOST] prints the environment for
+# HOST's process: the vdev on its one interface (qdisc_bypass=0, so the
+# link's rate limit applies as it does to sockets) and, for a peer under
+# another leaf, the leaf's MAC as that peer's static neighbour (the link
+# resolves on-link addresses only).  It also takes the kernel's address
+# off HOST's interface: the DPDK link answers ARP for it, and the kernel,
+# which sees the same frames, would answer each with ICMP port
+# unreachable.
+dp_env() {
+    [ "${MRF_DATAPATH:-socket}" = dpdk ] || { echo "MROCE_DATAPATH=socket"; return; }
+    local ns="${MRF_PREFIX}$1" dev leaf mac env
+    dev=$(ip -n "$ns" -o link show | sed -n 's/^[0-9]*: \(l[0-9]*\)@.*/\1/p' | head -1)
+    ip -n "$ns" addr flush dev "$dev" scope global 2>/dev/null
+    env="MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV=net_af_packet,iface=$dev,qdisc_bypass=0"
+    if [ -n "${2:-}" ]; then
+        mac=$(ip -n "${MRF_PREFIX}$dev" -o link show "$1" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+        env="$env MROCE_DPDK_NEIGH=$("$F" addr "$2")=$mac"
+    fi
+    echo "$env"
+}
+
+# Seconds a flow may take (MRF_TIMEOUT; the DPDK datapath on a loaded
+# host may need more, fabric/README.md).
+TMO=${MRF_TIMEOUT:-15}
+
 # start_server HOST PORT LABEL -> background, output in $OUT/srv-LABEL
 start_server() {
-    timeout 30 "$F" exec "$1" "$FLOW" server -B "$("$F" addr "$1")" -p "$2" --timeout 15 \
-        --label "$3" >"$OUT/srv-$3" 2>&1 &
+    # shellcheck disable=SC2046
+    timeout $((TMO + 15)) "$F" exec "$1" env $(dp_env "$1") "$FLOW" server -B "$("$F" addr "$1")" \
+        -p "$2" --timeout $TMO --label "$3" >"$OUT/srv-$3" 2>&1 &
 }
 # run_client HOST SERVER_HOST PORT LABEL ARGS... -> output in $OUT/cli-LABEL
 run_client() {
     local h=$1 s=$2 p=$3 l=$4; shift 4
-    timeout 25 "$F" exec "$h" "$FLOW" client "$("$F" addr "$s")" -B "$("$F" addr "$h")" \
-        -p "$p" --label "$l" --timeout 15 "$@" >"$OUT/cli-$l" 2>&1
+    # shellcheck disable=SC2046
+    timeout $((TMO + 10)) "$F" exec "$h" env $(dp_env "$h" "$s") "$FLOW" client "$("$F" addr "$s")" \
+        -B "$("$F" addr "$h")" -p "$p" --label "$l" --timeout $TMO "$@" >"$OUT/cli-$l" 2>&1
 }
 result() { grep "^result role=client" "$OUT/cli-$1" | head -1; }
 sresult() { grep "^result role=server" "$OUT/srv-$1" | head -1; }

@@ -166,6 +166,11 @@ struct mroce_device_attr {
      * integrity only); 0: the environment's MROCE_SECURE_SUITE
      * ("aes128gcm", "aes256gcm", "gmac"), else AES-128-GCM. */
     uint8_t secure_suite;
+    /* The generation (SEC-31) of that master key, the one the device
+     * sends under: a device that joins a domain after rotations opens
+     * with the domain's current key and its generation.  0: the
+     * environment's MROCE_KEY_GEN (0-255), else 0. */
+    uint8_t key_gen;
 };
 enum mroce_datapath {
     MROCE_DATAPATH_DEFAULT = 0,

@@ -39,4 +39,38 @@ struct mroce_fi_conn_ops {
                  struct mroce_fi_conn_stats *st);
 };
 
+/* Secure mode (docs/spec/security.md section 6) of a domain opened with
+ * FI_MROCE_KEY_FILE (or libmroce's MROCE_KEY_FILE / MROCE_KEY):
+ *
+ *   struct mroce_fi_sec_ops *sec;
+ *   fi_open_ops(&domain->fid, MROCE_FI_SEC_OPS, 0, (void **)&sec, NULL);
+ */
+#define MROCE_FI_SEC_OPS "mroce_sec_ops_v1"
+
+/* Secure-mode counters, summed over a domain's devices (libmroce's
+ * struct mroce_ep_counters of the same names). */
+struct mroce_fi_sec_counters {
+    uint64_t drop_auth;   /* a tag that did not verify */
+    uint64_t drop_key;    /* a key id the receiver does not hold */
+    uint64_t drop_replay; /* a Seq seen before or below the window */
+    uint64_t drop_mode;   /* clear on a secure QP, or the reverse */
+    uint64_t rekeys;      /* receive sides that moved to a new master key */
+};
+
+struct mroce_fi_sec_ops {
+    size_t size; /* sizeof(struct mroce_fi_sec_ops) */
+    /* Master key rotation under traffic (SEC-31..SEC-33), for every
+     * device of the domain: first every domain of the secure domain adds
+     * the next generation gen (key_file: a key file; NULL: libmroce's
+     * MROCE_KEY_FILE, else MROCE_KEY, read again), then each uses it.
+     * 0, or
+     * -FI_EINVAL: the domain is clear, the key unusable, gen in use (add)
+     * or not added (use). */
+    int (*add_key)(struct fid_domain *domain, uint8_t gen,
+                   const char *key_file);
+    int (*use_key)(struct fid_domain *domain, uint8_t gen);
+    /* Fills *c; 0 or -FI_EINVAL. */
+    int (*counters)(struct fid_domain *domain, struct mroce_fi_sec_counters *c);
+};
+
 #endif /* MROCE_FI_EXT_H */

@@ -337,8 +337,10 @@ int mfi_dev_open(const struct sockaddr *sa, mroce_device **dev,
     a.local_addr = ip;
     a.src_port_count = (uint16_t)mfi_param.paths;
     a.progress = MROCE_PROGRESS_APP;
-    fi_param_get_str(&mfi_prov, "key_file", (char **)&a.key_file); /* SEC-12 */
-    int rc = MROCE_EADDR;
+    int rc = mfi_sec_attr(&a);
+    if (rc)
+        return rc;
+    rc = MROCE_EADDR;
     if (port) {
         a.port = port;
         rc = mroce_device_open(&a, dev);

@@ -816,6 +816,13 @@ void mfi_domain_progress(struct mfi_domain *d);
 int mfi_dev_open(const struct sockaddr *sa, mroce_device **dev,
                  struct sockaddr_storage *addr, size_t *addrlen, int *mtu);
 
+/* mroce_secure.c: mfi_sec_attr fills a's secure mode from FI_MROCE_KEY_FILE,
+ * FI_MROCE_SECURE_SUITE and FI_MROCE_KEY_GEN (0, or -FI_EINVAL for a
+ * suite or generation it does not know, with a warning); mfi_sec_ops is
+ * the table of MROCE_FI_SEC_OPS. */
+int mfi_sec_attr(struct mroce_device_attr *a);
+void *mfi_sec_ops(void);
+
 /* mroce_introspect.c: fi_open_ops on a domain (mroce_fi_ext.h). */
 int mfi_domain_ops_open(struct fid *fid, const char *name, uint64_t flags,
                         void **ops, void *context);

@@ -77,6 +77,14 @@ static void define_params(void)
     fi_param_define(&mfi_prov, "key_file", FI_PARAM_STRING,
                     "Secure mode's master key file (libmroce attr.key_file; "
                     "default: MROCE_KEY_FILE, then MROCE_KEY, else clear)");
+    fi_param_define(&mfi_prov, "key_gen", FI_PARAM_INT,
+                    "Secure mode: the generation (key id, 0-255) of the "
+                    "master key file's key, the one sent under (default: "
+                    "MROCE_KEY_GEN, else 0)");
+    fi_param_define(&mfi_prov, "secure_suite", FI_PARAM_STRING,
+                    "Secure mode's cipher: aes128gcm, aes256gcm, or gmac "
+                    "for integrity only (default: MROCE_SECURE_SUITE, else "
+                    "aes128gcm)");
     fi_param_define(&mfi_prov, "port_base", FI_PARAM_INT,
                     "First UDP port tried for a domain (default: 0 = a "
                     "random port in 20000-59999)");

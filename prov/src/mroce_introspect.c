@@ -106,6 +106,10 @@ int mfi_domain_ops_open(struct fid *fid, const char *name, uint64_t flags,
     (void)context;
     if (!name || !ops || flags)
         return -FI_EINVAL;
+    if (!strcmp(name, MROCE_FI_SEC_OPS)) {
+        *ops = mfi_sec_ops();
+        return 0;
+    }
     if (strcmp(name, MROCE_FI_CONN_OPS))
         return -FI_ENOSYS;
     *ops = &conn_ops;

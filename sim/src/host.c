@@ -411,7 +411,6 @@ void host_pull(struct sim *s, struct host *h)
         }
         return;
     }
-    int sent = 0;
     while (host_nic_room(s, h) && mre_ep_want_write(h->ep)) {
         struct mre_tx_info ti;
         struct mre_tx_zc zc;
@@ -446,17 +445,16 @@ void host_pull(struct sim *s, struct host *h)
             if (plane >= s->nplanes || addr_plane(&ti.to) != plane) {
                 s->plane_misaddr++;
                 pkt_free(s, p);
-                sent = 1;
                 continue;
             }
         } else {
             plane = plane_of_entropy(s, h, ti.entropy);
         }
         link_send(s, host_port(s, h, plane), p);
-        sent = 1;
     }
-    if (sent)
-        timer_arm(s, h, 0);
+    /* Also when nothing was sent: a refusal (pacing, CC-28) arms a
+     * deadline of its own. */
+    timer_arm(s, h, 0);
 }
 
 static void retry_pending(struct sim *s, struct host *h);

@@ -21,6 +21,9 @@
  * One queue pair on one port, one DPDK device per process (EAL initialises
  * once per process).  The IPv4 and UDP checksums go to the port where it
  * offers the offload (MROCE_DPDK_OFFLOAD=0: never), software otherwise.
+ * Transmit attaches zero-copy payloads from registered memory where the
+ * PMD allows (MROCE_DPDK_ZC=0: always copy; dpdk_tx.c).  The files:
+ * dpdk_int.h.
  */
 #ifndef MROCE_DPDK_LINK_H
 #define MROCE_DPDK_LINK_H

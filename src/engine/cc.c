@@ -10,6 +10,11 @@
  * per RTT).  Fixed point is 16.16 throughout (65536 = 1.0).  Every change to
  * cwnd ends with a clamp to [min_cwnd, max_cwnd].
  *
+ * On a long-haul path a slow start sizes its window once from the rate a
+ * train of ACKs shows (CC-39, CC-40) instead of doubling for
+ * log2(BDP / init_cwnd) round trips; the train's state is in struct
+ * mre_cc (dr_*).
+ *
  * Delay+ECN keeps its slow-restart threshold in scratch[0], the smallest
  * RTT sample of the current round in scratch[1], the rounds left in which
  * the path counts as ECN-marking in scratch[2] and the packets lost in the
@@ -147,6 +152,135 @@ static int cc_window_used(struct mre_cc *cc, uint64_t before, uint64_t w)
     return cc->round_used;
 }
 
+/* CC-39: a train of ACKs ends where two ACKs are more than srtt /
+ * CC_TRAIN_GAP_DIV apart (a long-haul slow start sends its window in one
+ * burst per round, so its ACKs return as one train per RTT); its rate is
+ * measured from its second ACK (the first is often a lone packet's: the
+ * one behind a share request, a probe) once CC_TRAIN_MIN_PKTS packets
+ * were acknowledged after that.  A train whose rate stays below
+ * CC_TRAIN_BELOW_HINT of the hint shows a bottleneck other than the
+ * receiver's share. */
+#define CC_TRAIN_GAP_DIV 8u
+#define CC_TRAIN_MIN_PKTS 6u
+#define CC_TRAIN_BELOW_HINT 56u /* in 64ths: 7/8 */
+
+/* CC-39: a train whose ACKs carry an RTT sample above the delay target
+ * (base_rtt + 2 * target_qdelay, CC-9, CC-21) crossed a queue: other
+ * flows share the bottleneck, and its rate shows this flow's part of a
+ * queue that is already there, not what the path has left.  A slow start
+ * then goes on doubling (and ends at the first mark, CC-9); only a train
+ * over an idle path sizes the window. */
+
+/* CC-39: the train's delivery rate D so far (the bytes its ACKs after
+ * the second acknowledged, over the time from the second to the latest),
+ * in Mbit/s and at most the hint; 0 while the train is too short. */
+static uint64_t cc_train_rate(const struct mre_cc *cc)
+{
+    uint64_t d, span = cc->dr_last - cc->dr_second;
+
+    if (cc->dr_second == 0 || cc->dr_pkts < CC_TRAIN_MIN_PKTS || span == 0)
+        return 0;
+    d = cc->dr_bytes * 8000u / span;
+    return cc->hint_mbps && d > cc->hint_mbps ? cc->hint_mbps : d;
+}
+
+/* CC-39: 1 if a train of rate D was paced at a hint below the sender's
+ * own rate and the path kept up with it: it proved no more than the hint,
+ * which is the receiver's share, not the path's (flows towards other
+ * receivers may share its bottleneck), so it sizes no window. */
+static int cc_train_hint_paced(const struct mre_cc *cc, uint64_t d)
+{
+    uint64_t h = cc->hint_mbps;
+
+    return h && cc->line_mbps &&
+           h * 64u < (uint64_t)cc->line_mbps * CC_TRAIN_BELOW_HINT &&
+           d * 64u >= h * CC_TRAIN_BELOW_HINT;
+}
+
+/* CC-39: the window the train's rate D keeps in flight, min(D, hint) *
+ * srtt: what the path delivered of a window sent at line rate or at the
+ * hint, the bottleneck's rate or this flow's share of it where other
+ * flows queue there too.  cwnd jumps there at once rather than doubling
+ * towards it for log2(BDP / cwnd) rounds (never above a slow restart's
+ * threshold); the jump's packets are paced at D for one srtt (CC-40):
+ * sent at the hint they would reach the bottleneck as one burst per RTT.
+ * Returns 1 if cwnd was raised. */
+static int cc_train_jump(struct mre_cc *cc, mroce_tstamp now)
+{
+    uint64_t d = cc_train_rate(cc), w = d * cc->srtt / 8000u;
+
+    if (cc->dr_queued || cc_train_hint_paced(cc, d))
+        return 0;
+    if (w > CC_SSTHRESH(cc))
+        w = CC_SSTHRESH(cc);
+    if (d == 0 || w <= cc->cwnd)
+        return 0;
+    cc->cwnd = cc_clamp(cc, w);
+    cc->jumped = 1;
+    cc->jump_mbps = d > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)d;
+    cc->jump_until = now + cc->srtt;
+    return 1;
+}
+
+/* CC-39: the end of a train that measured a rate.  Without a hint, or
+ * below 7/8 of it, the train has shown the bottleneck (on the path, or
+ * the sender's own link), so slow start ends: the window holds the rate
+ * the path showed and grows additively (CC-51) from there, as after a CE
+ * echo; doubling from it would overflow the bottleneck by a window.  At
+ * the hint the receiver's share is what bounds the flow, and slow start
+ * goes on under the hint's cap (CC-27). */
+static void cc_train_end(struct mre_cc *cc)
+{
+    uint64_t d = cc_train_rate(cc);
+
+    if (d && !cc->dr_queued &&
+        (!cc->hint_mbps ||
+         d * 64u < (uint64_t)cc->hint_mbps * CC_TRAIN_BELOW_HINT))
+        CC_SSTHRESH(cc) = 0;
+    cc->dr_first = 0;
+}
+
+/* CC-39: follows the trains of ACKs of a long-haul slow start; returns 1
+ * if this ACK raised cwnd.  An ACK's time is its arrival less the
+ * receiver's hold (ack_delay): a coalescing timer's ACK at a train's end
+ * would otherwise stretch the train. */
+static int cc_long_start(struct mre_cc *cc, const struct mre_cc_ack *ev)
+{
+    mroce_tstamp t = ev->held < ev->now ? ev->now - ev->held : ev->now;
+
+    if (cc->base_rtt < MROCE_CC_LONG_RTT || cc->cwnd >= CC_SSTHRESH(cc) ||
+        ev->acked_bytes == 0 || cc->srtt == 0) {
+        cc->dr_first = 0;
+        return 0;
+    }
+    if (cc->dr_first != 0 && t > cc->dr_last &&
+        t - cc->dr_last > cc->srtt / CC_TRAIN_GAP_DIV) {
+        cc_train_end(cc);
+        if (cc->cwnd >= CC_SSTHRESH(cc))
+            return 0; /* slow start ended */
+    }
+    if (cc->dr_first == 0) {
+        cc->dr_first = t;
+        cc->dr_second = 0;
+        cc->dr_queued = 0;
+        cc->dr_last = t;
+        cc->dr_bytes = 0;
+        cc->dr_pkts = 0;
+        return 0;
+    }
+    if (ev->rtt && ev->rtt > cc->base_rtt + CC_TGT_MUL * cc->target_qdelay)
+        cc->dr_queued = 1; /* not an idle path: no jump (see above) */
+    if (t > cc->dr_last)
+        cc->dr_last = t;
+    if (cc->dr_second == 0) {
+        cc->dr_second = cc->dr_last;
+        return 0;
+    }
+    cc->dr_bytes += ev->acked_bytes;
+    cc->dr_pkts += ev->acked_pkts;
+    return cc_train_jump(cc, ev->now);
+}
+
 /* Bookkeeping shared by every multiplicative decrease: restart the once-
  * per-RTT clock, drop partial additive-increase credit (it was earned at
  * the old window) and end any slow restart. */
@@ -183,6 +317,17 @@ void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops, uint32_t mtu,
     cc->rx_acc = 0;
     cc->round_start = 0;
     cc->round_used = 0;
+    cc->jumped = 0;
+    cc->hint_mbps = 0;
+    cc->jump_mbps = 0;
+    cc->jump_until = 0;
+    cc->line_mbps = 0;
+    cc->dr_first = 0;
+    cc->dr_second = 0;
+    cc->dr_queued = 0;
+    cc->dr_last = 0;
+    cc->dr_bytes = 0;
+    cc->dr_pkts = 0;
     for (k = 0; k < sizeof cc->scratch / sizeof cc->scratch[0]; k++)
         cc->scratch[k] = 0;
     if (ops->init)
@@ -373,6 +518,8 @@ static void de_on_ack(struct mre_cc *cc, const struct mre_cc_ack *ev)
         cc->round_start = ev->now; /* first ack opens the first round */
     if (ev->now - cc->round_start >= interval)
         de_round(cc, ev->now, interval);
+    if (cc_long_start(cc, ev))
+        return; /* CC-39: cwnd jumped to the measured rate's window */
 
     w = cc->cwnd;
     before = (uint64_t)ev->inflight + ev->acked_bytes +
@@ -520,6 +667,21 @@ void mre_cc_path_on_echo(const struct mre_cc *cc, struct mre_pathset *ps,
     if (ce || (rtt && cc->base_rtt &&
                rtt > cc->base_rtt + CC_TGT_MUL * cc->target_qdelay))
         mre_cc_path_feedback(cc, ps, i, 1, 0);
+}
+
+void mre_cc_path_raise(struct mre_cc *cc, struct mre_pathset *ps)
+{
+    uint16_t k;
+    uint32_t w;
+
+    cc->jumped = 0;
+    if (!cc->ops->path_update || ps->cwnd_fresh == MROCE_PATH_CWND_UNLIMITED)
+        return;
+    w = cc_path_fresh(cc, ps);
+    ps->cwnd_fresh = w;
+    for (k = 0; k < ps->npaths; k++)
+        if (ps->paths[k].cwnd < w)
+            mre_path_set_cwnd(ps, k, w);
 }
 
 void mre_cc_path_feedback(const struct mre_cc *cc, struct mre_pathset *ps,

@@ -30,6 +30,8 @@ struct mre_cc_ack {
                              packet while the sender's link had nothing
                              else to send (CC-19), else 0 */
     mroce_tstamp now;
+    mroce_tstamp held; /* how long the receiver held this ACK (its
+                          ack_delay), 0 if unknown (CC-39) */
 };
 
 struct mre_cc_ops {
@@ -72,6 +74,23 @@ struct mre_cc {
     uint64_t scratch[4];        /* for plug-in algorithms */
     uint8_t round_used;         /* delay+ECN, long RTT (CC-51): an ACK of the
                            current round found the window in use */
+    uint8_t jumped;             /* CC-39: the last on_ack raised cwnd to a
+                                   measured rate's window; the engine then
+                                   raises the path windows (CC-40) */
+    uint32_t hint_mbps;         /* the receiver's latest rate hint (CC-27),
+                                   0 = none; kept by the engine */
+    uint32_t line_mbps;         /* the endpoint's own rate (rx_rate_mbps,
+                                   CC-25), 0 = unknown; set by the engine */
+    uint32_t jump_mbps;         /* CC-40: pace at most at this rate ... */
+    mroce_tstamp jump_until;    /* ... until then (0 = no such bound) */
+    mroce_tstamp dr_first;      /* CC-39: first ACK of the current train of
+                                   ACKs, 0 = none */
+    mroce_tstamp dr_second;     /* ... its second ACK, 0 = none yet */
+    mroce_tstamp dr_last;       /* ... its latest ACK */
+    uint64_t dr_bytes;          /* ... bytes acknowledged after the second */
+    uint32_t dr_pkts;           /* ... packets acknowledged after the second */
+    uint8_t dr_queued;          /* ... an RTT sample of it was above the
+                                   delay target (CC-39) */
 };
 
 /* CC-51: a connection whose base_rtt is at least this (ns), 1 ms, is on
@@ -100,6 +119,10 @@ struct mre_pathset;
 void mre_cc_path_init(const struct mre_cc *cc, struct mre_pathset *ps, int on);
 void mre_cc_path_feedback(const struct mre_cc *cc, struct mre_pathset *ps,
                           uint16_t i, int congested, uint32_t acked);
+/* CC-40: after a long-haul start-up jump (cc->jumped), raise every slot's
+ * window to at least its even share of cwnd (never lower one), and clear
+ * cc->jumped.  Nothing if the connection keeps no per-path windows. */
+void mre_cc_path_raise(struct mre_cc *cc, struct mre_pathset *ps);
 /* An echo on slot i, CE-marked or not, with this ACK's RTT sample (0:
  * none): congested feedback for the slot if it was marked or the sample
  * is above the delay target (CC-21). */

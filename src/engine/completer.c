@@ -172,11 +172,14 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
         .inflight = qp->inflight_bytes,
         .starved = qp->starved,
         .now = now,
+        .held = a->ack_delay,
     };
     qp->starved = 0;
     if (!qp->cc.base_rtt || (rtt && rtt < qp->cc.base_rtt))
         qp->cc.base_rtt = rtt ? rtt : qp->cc.base_rtt;
     qp->cc.ops->on_ack(&qp->cc, &ev);
+    if (qp->cc.jumped)
+        mre_cc_path_raise(&qp->cc, &qp->paths); /* CC-40 */
     if (lost_bytes)
         qp->cc.ops->on_loss(&qp->cc, lost_bytes, now);
     /* After the congestion feedback: the stalled ACK's delay sample and the

@@ -159,6 +159,7 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     mre_cc_init(&qp->cc, ops, a.mtu, a.init_cwnd,
                 maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
                 a.target_qdelay);
+    qp->cc.line_mbps = ep->cfg.rx_rate_mbps;            /* CC-39 */
     mre_cc_path_init(&qp->cc, &qp->paths, a.path_cwnd); /* CC-22 */
     qp->rh.hint = MROCE_CREDIT_UNLIMITED;
 
@@ -731,6 +732,7 @@ int mre_qp_modify(mre_qp *qp, const struct mre_qp_attr *in, unsigned mask)
                     qp->attr.init_cwnd,
                     maxc > 0x7fffffff ? 0x7fffffff : (uint32_t)maxc,
                     qp->attr.target_qdelay);
+        qp->cc.line_mbps = qp->ep->cfg.rx_rate_mbps; /* CC-39 */
         qp->rto_undo = 0; /* a saved state of the old algorithm is void */
     }
     if (mask & (MROCE_QP_MOD_PATHS | MROCE_QP_MOD_CC | MROCE_QP_MOD_MTU))

@@ -348,6 +348,11 @@ uint32_t mre_rh_on_hint(mre_qp *qp, uint32_t credit, mroce_tstamp now)
 
     qp->rh.hint = credit == 0 ? 1 : credit; /* 0 would stop the sender */
     qp->rh.pace = qp->rh.hint;              /* CC-28: paced at the hint */
+    qp->cc.hint_mbps = credit == MROCE_CREDIT_UNLIMITED ? 0 : qp->rh.hint;
+    /* CC-40: for one srtt after a long-haul start-up jump, at most at the
+     * delivery rate that sized it */
+    if (now < qp->cc.jump_until && qp->cc.jump_mbps < qp->rh.pace)
+        qp->rh.pace = qp->cc.jump_mbps ? qp->cc.jump_mbps : 1;
     /* The pacing clock owes at most one packet at the new hint: a sender
      * whose hint rises is not held to the slower clock it ran on. */
     if (qp->rh.hint != MROCE_CREDIT_UNLIMITED) {
@@ -400,6 +405,7 @@ static void rh_expire(mre_qp *qp, mroce_tstamp now)
         return;
     qp->rh.grant = RH_G_NONE;
     qp->rh.hint = MROCE_CREDIT_UNLIMITED;
+    qp->cc.hint_mbps = 0;
     qp->peer_credit = MROCE_CREDIT_UNLIMITED;
 }
 

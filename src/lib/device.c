@@ -195,7 +195,19 @@ static int secure_open(mroce_device *dev, const struct mroce_device_attr *attr,
             return MROCE_EINVAL;
         }
     }
-    int rc = lib_sec_new(suite, key, (size_t)n, &dev->sec);
+    uint8_t gen = attr->key_gen;
+    const char *g = getenv("MROCE_KEY_GEN");
+    if (!gen && g && *g) {
+        char *end;
+        unsigned long v = strtoul(g, &end, 10);
+        if (*end || v > 255) {
+            fprintf(stderr, "libmroce: MROCE_KEY_GEN=\"%s\": want 0-255\n", g);
+            memset(key, 0, sizeof key);
+            return MROCE_EINVAL;
+        }
+        gen = (uint8_t)v;
+    }
+    int rc = lib_sec_new(suite, gen, key, (size_t)n, &dev->sec);
     memset(key, 0, sizeof key);
     if (rc < 0)
         return rc;
@@ -345,6 +357,11 @@ int mroce_device_open(const struct mroce_device_attr *in, mroce_device **pdev)
         ec.sec_rotate_pkts = strtoull(rot, NULL, 10); /* tests: SEC-22 */
     rc = mre_ep_new(&dev->ep, &ec);
     if (rc < 0)
+        goto fail;
+    /* A first key of another generation than 0 (attr.key_gen): the
+     * engine sends under it from the first connection on. */
+    if (dev->sec && lib_sec_tx_gen(dev->sec) &&
+        (rc = mre_ep_sec_use_gen(dev->ep, lib_sec_tx_gen(dev->sec))) < 0)
         goto fail;
 
     rc = MROCE_ESOCKET;

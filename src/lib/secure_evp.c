@@ -232,7 +232,7 @@ uint8_t lib_sec_tx_gen(const struct lib_sec *s)
     return s->tx_gen;
 }
 
-int lib_sec_new(uint8_t suite, const uint8_t *key, size_t len,
+int lib_sec_new(uint8_t suite, uint8_t gen, const uint8_t *key, size_t len,
                 struct lib_sec **out)
 {
     *out = NULL;
@@ -243,12 +243,13 @@ int lib_sec_new(uint8_t suite, const uint8_t *key, size_t len,
     if (!s)
         return MROCE_ENOMEM;
     s->suite = suite;
+    s->tx_gen = gen;
     s->cipher = EVP_CIPHER_fetch(NULL,
                                  suite == MROCE_SUITE_AES256_GCM
                                      ? "AES-256-GCM"
                                      : "AES-128-GCM",
                                  NULL);
-    if (!s->cipher || master_set(&s->m[0], 0, key, len) < 0) {
+    if (!s->cipher || master_set(&s->m[0], gen, key, len) < 0) {
         lib_sec_free(s);
         return MROCE_ENOMEM;
     }

@@ -19,11 +19,12 @@
 struct lib_sec;
 
 /* lib_sec_new derives the keys of SEC-13/SEC-14 from key[0..len) for suite
- * (enum mrw_sec_suite).  0, MROCE_EINVAL (length, suite), MROCE_ENOMEM. */
-int lib_sec_new(uint8_t suite, const uint8_t *key, size_t len,
+ * (enum mrw_sec_suite); that key is generation gen (SEC-31), the one sent
+ * under.  0, MROCE_EINVAL (length, suite), MROCE_ENOMEM. */
+int lib_sec_new(uint8_t suite, uint8_t gen, const uint8_t *key, size_t len,
                 struct lib_sec **out);
-/* Master key rotation (SEC-31..SEC-33).  The key of lib_sec_new is
- * generation 0.  lib_sec_add_key installs key[0..len) as generation gen,
+/* Master key rotation (SEC-31..SEC-33), from the key of lib_sec_new.
+ * lib_sec_add_key installs key[0..len) as generation gen,
  * for receiving (and for handshakes MAC'd under it), in place of the key
  * not sent under; lib_sec_use_key makes gen the one sent under (then
  * mre_ep_sec_use_gen tells the engine).  0 or MROCE_EINVAL (gen is the

@@ -138,6 +138,7 @@ struct opts {
     uint32_t min_rto_us;  /* --min-rto: QP min_rto (0 = engine default) */
     double peer_timeout;  /* --peer-timeout seconds */
     uint8_t encrypt;      /* --encrypt: the suite, 0 = clear */
+    const char *rekey;    /* --rekey=FILE: the master key of generation 1 */
     int peer_timeout_set; /* --peer-timeout given (else engine default) */
 };
 
@@ -237,6 +238,7 @@ struct perf {
     uint64_t live_t, live_chk; /* last change of rx_pkts; last look */
     uint64_t live_pkts;
     uint32_t live_pumps; /* pump_all() calls, for the clock's period */
+    int rekeyed;         /* --rekey: sending under generation 1 */
     struct row rows[32];
     int nrows;
     struct mroce_qp_counters base_c; /* counters at the start of a size */

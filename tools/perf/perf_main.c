@@ -107,6 +107,12 @@ static void usage(FILE *f)
         "                         sides need it.  Without it: clear, "
         "whatever the\n"
         "                         environment holds\n"
+        "      --rekey=FILE       with --encrypt: add FILE's master key as "
+        "generation 1\n"
+        "                         at start and send under it once 256 "
+        "packets have\n"
+        "                         arrived (rotation under traffic); both "
+        "sides need it\n"
         "      --timeout=SEC      connect / handshake / peer-silence limit "
         "(default\n"
         "                         10); also bounds the server's wait for a "
@@ -236,7 +242,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
         O_XCORRUPT,
         O_MINRTO,
         O_PEERTO,
-        O_ENCRYPT
+        O_ENCRYPT,
+        O_REKEY
     };
     static const struct option lo[] = {
         {"size", required_argument, 0, 's'},
@@ -265,6 +272,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
         {"min-rto", required_argument, 0, O_MINRTO},
         {"peer-timeout", required_argument, 0, O_PEERTO},
         {"encrypt", optional_argument, 0, O_ENCRYPT},
+        {"rekey", required_argument, 0, O_REKEY},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -394,6 +402,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
                 !(getenv("MROCE_KEY") && *getenv("MROCE_KEY")))
                 bad_usage("--encrypt needs a master key: MROCE_KEY_FILE or "
                           "MROCE_KEY");
+            break;
+        case O_REKEY:
+            o->rekey = optarg;
             break;
         case 'h':
             usage(stdout);

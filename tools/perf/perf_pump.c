@@ -190,6 +190,13 @@ static void liveness(uint64_t t)
         if (P.q[i].qp && mroce_qp_get_counters(P.q[i].qp, &c) == 0)
             pkts += c.rx_pkts;
     }
+    /* --rekey: SEC-32's second step, under traffic. */
+    if (P.o.rekey && !P.rekeyed && pkts >= 256) {
+        int rc = mroce_device_use_key(P.dev, 1);
+        if (rc < 0)
+            die("--rekey: %s", mroce_strerror(rc));
+        P.rekeyed = 1;
+    }
     if (pkts != P.live_pkts) {
         P.live_pkts = pkts;
         P.live_t = t;

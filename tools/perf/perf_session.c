@@ -222,6 +222,15 @@ static void teardown(void)
     for (uint32_t i = 0; i < P.nqps; i++)
         if (P.q[i].qp && mroce_qp_get_state(P.q[i].qp) == MROCE_QPS_RTS)
             (void)mroce_disconnect(P.q[i].qp, 500);
+    if (P.o.rekey) {
+        struct mroce_ep_counters c;
+        mroce_device_get_counters(P.dev, &c);
+        printf("rekey      : %s generation 1, %llu receive sides moved to a "
+               "new key, %llu drop_auth, %llu drop_key\n",
+               P.rekeyed ? "sending under" : "never moved to",
+               (unsigned long long)c.sec_rekeys,
+               (unsigned long long)c.drop_auth, (unsigned long long)c.drop_key);
+    }
     mroce_device_close(P.dev); /* destroys QPs, CQs, MRs, the PD */
     P.dev = NULL;
     free(P.mem);

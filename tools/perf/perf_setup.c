@@ -99,6 +99,10 @@ void open_device(void)
     if (rc < 0)
         die("cannot open device on %s port %u: %s", a.local_addr, a.port,
             mroce_strerror(rc));
+    /* --rekey: the next master key, installed for receiving before any
+     * peer sends under it (SEC-32's first step). */
+    if (P.o.rekey && (rc = mroce_device_add_key(P.dev, 1, P.o.rekey)) < 0)
+        die("--rekey %s: %s", P.o.rekey, mroce_strerror(rc));
     rc = mroce_pd_alloc(P.dev, &P.pd);
     if (rc < 0)
         die("pd_alloc: %s", mroce_strerror(rc));
