@@ -213,6 +213,12 @@ static void test_stall(mroce_tstamp stall)
     struct world w;
     struct mre_qp_attr a = attr(pt);
     uint8_t *src = malloc(XFER), *dst = calloc(1, XFER);
+    /* Hints without asking: the packets exchanged before the stop (at one
+     * instant of the model's clock) must include data and its ACK, an RTT
+     * sample for the timeouts to count from.  Asking (rate_hint 2) sends
+     * only the share request then: the first packet waits for a random
+     * point after it (CC-43) and the paced ones for the clock. */
+    a.rate_hint = 1;
     mre_mr *ms = NULL, *md = NULL;
     if (world_new(&w, &a) < 0)
         goto out;

@@ -8,9 +8,14 @@
 # all data intact, no drop on any link, Jain's index over the senders'
 # goodputs >= 0.95 (MRF_HINT_JAIN).  Reported for both: goodputs, Jain,
 # ECN marks and drops on the last hop, retransmissions.
+# MRF_HINT_SHORT=1 (ctest fabric_incast_hint): the round with hints alone,
+# 1 MiB per sender; it passes on data verified and no drop on any link.
+# Transfers that short end within the skew of the senders' start-up, so
+# their goodputs say nothing about fairness: Jain is printed, not checked.
 . "$(dirname "$0")/lib.sh" "${1:-}"
 N=${MRF_HINT_N:-6}
-BYTES=${MRF_HINT_BYTES:-8M}
+SHORT=${MRF_HINT_SHORT:-0}
+if [ "$SHORT" = 1 ]; then BYTES=${MRF_HINT_BYTES:-1M}; else BYTES=${MRF_HINT_BYTES:-8M}; fi
 JAIN_MIN=${MRF_HINT_JAIN:-0.95}
 RX=h$N
 
@@ -42,6 +47,7 @@ round() {
         sum=$(awk -v a="$sum" -v b="${g:-0}" 'BEGIN {print a + b}')
         sq=$(awk -v a="$sq" -v b="${g:-0}" 'BEGIN {print a + b * b}')
     done
+    awk '$6 > 0 {print "  drops on " $2 ": " $6}' <<<"$st"
     J=$(awk -v s="$sum" -v q="$sq" -v n="$N" 'BEGIN {printf "%.3f", (q > 0 ? s * s / (n * q) : 0)}')
     echo "$mode: sum $sum Mbit/s, Jain $J, drops on all links $D;" \
         "last hop $leaf->$RX: $(awk '{printf "%s drops, %s ECN marks, max queue %s KiB", $6, $7, $10}' <<<"$last")"
@@ -52,10 +58,13 @@ echo "== scenario 6: incast $N -> 1 ($RX), default rate hint against no hints"
 VERIFY_BAD=0
 round hint "${MRF_HINT_RATE:-500}"
 JH=$J DH=$D VH=$VERIFY_BAD
-VERIFY_BAD=0
-round nohint 0
-echo "Jain: hint $JH, no hints $J; drops: hint $DH, no hints $D"
+if [ "$SHORT" != 1 ]; then
+    VERIFY_BAD=0
+    round nohint 0
+    echo "Jain: hint $JH, no hints $J; drops: hint $DH, no hints $D"
+fi
 check "with hints: every transfer complete, data verified" "$([ "$VH" = 0 ] && echo 1 || echo 0)"
 check "with hints: no drop on any link ($DH)" "$([ "$DH" = 0 ] && echo 1 || echo 0)"
-check "with hints: Jain $JH >= $JAIN_MIN" "$(awk -v j="$JH" -v m="$JAIN_MIN" 'BEGIN {print (j >= m) ? 1 : 0}')"
+[ "$SHORT" = 1 ] ||
+    check "with hints: Jain $JH >= $JAIN_MIN" "$(awk -v j="$JH" -v m="$JAIN_MIN" 'BEGIN {print (j >= m) ? 1 : 0}')"
 exit $FAILED

@@ -409,6 +409,24 @@ static void rh_expire(mre_qp *qp, mroce_tstamp now)
     qp->peer_credit = MROCE_CREDIT_UNLIMITED;
 }
 
+/* CC-43: the first packet behind a share request leaves at a random
+ * point within two RTTs of the request (srtt, else the handshake's), or
+ * with the answer if that comes first.  N senders that start together
+ * then put about half their first packets, spread over an RTT, into the
+ * receiver's queue before the answers pace the rest, instead of N packets
+ * at once; a lone sender loses nothing, since its link idles for that RTT
+ * anyway.  Without an RTT it leaves at once. */
+static mroce_tstamp rh_first_at(mre_qp *qp, mroce_tstamp now)
+{
+    mroce_tstamp t = qp->srtt ? qp->srtt : qp->hs_rtt;
+    uint16_t r = 0;
+
+    if (t == 0)
+        return now;
+    qp->ep->cfg.rand((uint8_t *)&r, sizeof r, qp->ep->cfg.rand_user);
+    return now + (2 * t * r >> 16);
+}
+
 int mre_rh_ask(mre_qp *qp, mroce_tstamp now)
 {
     if (!qp->rh.ask)
@@ -428,6 +446,7 @@ int mre_rh_ask(mre_qp *qp, mroce_tstamp now)
                                                         : 0;
     qp->rh.ask_until = now + rh_ask_wait(qp);
     qp->rh.ask_at = now;
+    qp->rh.first_at = rh_first_at(qp, now);
     qp->rh.tx_last = now;
     qp->rh.ask_now = 1; /* the caller's ACK is the request */
     qp->cnt.rate_asks++;
@@ -441,8 +460,15 @@ int mre_rh_may_send(mre_qp *qp, mroce_tstamp now)
     if (!qp->rh.on)
         return 1;
     if (qp->rh.grant == RH_G_ASKED) {
-        if (qp->rh.first)
+        if (qp->rh.first && now >= qp->rh.first_at)
             return 1; /* CC-36: the first packet behind the request */
+        if (qp->rh.first && now < qp->rh.ask_until) {
+            if (!qp->rh.fwait) { /* CC-43: wake it at first_at */
+                qp->rh.fwait = 1;
+                mre_timer_update(qp->ep, qp);
+            }
+            return 0;
+        }
         if (now < qp->rh.ask_until || MROCE_SEEDED_FAULT(RATE_ASK_FOREVER))
             return 0; /* the deadline is ask_until (CC-31) */
         qp->rh.grant = RH_G_OPEN;
@@ -497,6 +523,8 @@ mroce_tstamp mre_rh_deadline(const mre_qp *qp)
     if (qp->rh.grant == RH_G_ASKED && qp->rh.ask_until < t &&
         !MROCE_SEEDED_FAULT(RATE_ASK_FOREVER))
         t = qp->rh.ask_until;
+    if (qp->rh.fwait && qp->rh.first_at < t)
+        t = qp->rh.first_at; /* CC-43 */
     if (qp->rh.answer && qp->ep->rh.gather_end < t)
         t = qp->ep->rh.gather_end;
     return t;
@@ -506,6 +534,8 @@ void mre_rh_timer(mre_qp *qp, mroce_tstamp now)
 {
     if (qp->rh.pace_wait && now >= rh_pace_deadline(qp))
         qp->rh.pace_wait = 0; /* the caller marks the QP ready */
+    if (qp->rh.fwait && now >= qp->rh.first_at)
+        qp->rh.fwait = 0; /* CC-43: the first packet may leave */
     if (qp->rh.grant == RH_G_ASKED && now >= qp->rh.ask_until &&
         !MROCE_SEEDED_FAULT(RATE_ASK_FOREVER)) {
         qp->rh.grant = RH_G_OPEN; /* CC-31: no answer; send without */

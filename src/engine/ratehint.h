@@ -38,6 +38,8 @@ struct mre_rh_qp {
                           the gather (CC-33) */
     uint8_t first;     /* sender: data packets it may still send while
                           its share request waits (CC-36) */
+    uint8_t fwait;     /* sender: the first packet waits for first_at
+                          (CC-43) */
     uint32_t share;    /* receiver: this sender's share, Mbit/s */
     uint32_t rate;     /* receiver: its arrival rate over the last
                           interval, Mbit/s */
@@ -54,6 +56,8 @@ struct mre_rh_qp {
                                of its rate measurement */
     mroce_tstamp ask_at;    /* sender: when its share request left
                                (CC-38) */
+    mroce_tstamp first_at;  /* sender: earliest time of the first packet
+                               behind the request (CC-43) */
 };
 
 /* The sender's grant (CC-30, CC-31, CC-35). */
