@@ -267,10 +267,14 @@ class Emit(unittest.TestCase):
 
 
 def synth_paths(d, bad=None, kind=None, leaves=4, spines=4, hpl=2,
-                npaths=16, seed=7, hash_sport=True, l3_leaves=()):
+                npaths=16, seed=7, hash_sport=True, l3_leaves=(),
+                busy_leaf=None):
     """A mroce-sim-style paths.csv + flows.csv: every inter-leaf pair with
     npaths paths; paths through link `bad` ('leafA>spineS' or
-    'spineS>leafB') get `kind`'s symptom."""
+    'spineS>leafB') get `kind`'s symptom.  busy_leaf: the paths into that
+    leaf mark half as often again and queue longer (its host ports are
+    the busiest), and those through spine1 into it show 4% spurious loss
+    (late packets declared lost, as a healthy all-to-all has)."""
     import random
     rnd = random.Random(seed)
     hosts = leaves * hpl
@@ -295,6 +299,9 @@ def synth_paths(d, bad=None, kind=None, leaves=4, spines=4, hpl=2,
                     lost = rnd.randint(0, 1)
                     srtt = 10000 + rnd.randint(0, 4000)
                     links = (f"leaf{la}>spine{sp}", f"spine{sp}>leaf{lb}")
+                    if lb == busy_leaf:
+                        marks, srtt = 3 * marks // 2, srtt + 4000
+                        lost = 4 if sp == 1 else lost
                     if bad in links:
                         if kind == "off":
                             marks, srtt, lost = 0, 60000, 3
@@ -330,6 +337,14 @@ class Diagnose(unittest.TestCase):
     def test_healthy_fabric_is_quiet(self):
         with tempfile.TemporaryDirectory() as d:
             self.assertEqual(self.diag(synth_paths(d), self.fab(d)), [])
+
+    def test_busy_leaf_is_not_a_mistuned_link(self):
+        # each downlink is compared with the others into the same leaf:
+        # those into the busiest leaf all mark more, and one loses a few
+        # late packets, which is noise against a 1% floor
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(self.diag(synth_paths(d, busy_leaf=0),
+                                       self.fab(d)), [])
 
     def test_each_symptom_names_its_link(self):
         for bad, kind, word in (("leaf1>spine2", "off", "not marking"),
