@@ -36,7 +36,11 @@ run() { # NAME [scenario lines...]
 }
 run healthy
 run slowlink "fault = 0ms rate leaf0 spine1 25G"
-run ecnoff "ecn_kmin = 64M" "ecn_kmax = 64M"
+# (each port tier has its own profile, 2:1 core: the switch lines too)
+run ecnoff "ecn_kmin = 64M" "ecn_kmax = 64M" \
+    "switch = tor-host ecn_kmin=64M ecn_kmax=64M" \
+    "switch = tor-spine ecn_kmin=64M ecn_kmax=64M" \
+    "switch = spine-tor ecn_kmin=64M ecn_kmax=64M"
 run hashl3 "switch = leaf0 hash=l3"
 run lossy "fault = 0ms loss leaf2 spine3 0.02"
 grep -q "^no link looks mis-tuned" "$W/healthy.diag" || fail "healthy fabric: something named"

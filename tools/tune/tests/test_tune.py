@@ -83,6 +83,26 @@ class Derive(unittest.TestCase):
         self.assertEqual(st[("host", "npaths")].value, 64)
         self.assertEqual(st[("host", "rx_rate_mbps")].value, 100000)
 
+    def test_oversubscribed_core(self):
+        # small32 is 2:1 at the leaves: its uplinks and the spines'
+        # downlinks ramp from 4 to 8 packets; ls128 (1:1) has one profile
+        # for every port
+        st = dv.derive(load(os.path.join(TUNE, "examples", "small32.json")))
+        leaf = {t: (a, b, c) for t, a, b, c in dv.queue_profiles(st, "leaf")}
+        spine = {t: (a, b, c) for t, a, b, c in
+                 dv.queue_profiles(st, "spine")}
+        pkt = 4096 + dv.DATA_OVERHEAD
+        self.assertEqual(leaf["100G-up"][:2], (dv._round_up(4 * pkt, 1024),
+                                               dv._round_up(8 * pkt, 1024)))
+        self.assertLess(leaf["100G-up"][1], leaf["100G"][0])
+        self.assertEqual(spine["100G"], leaf["100G-up"])
+        self.assertEqual(
+            dv.by_name(st)[("host", "target_qdelay")].value, 4.5e-6)
+        plain = dv.derive(load(os.path.join(TUNE, "examples", "ls128.json")))
+        self.assertEqual([s.scope for s in plain
+                          if s.scope.startswith("queue@")],
+                         ["queue@100G"] * 3)
+
     def test_mixed_vendor_roles(self):
         fab = load(os.path.join(TUNE, "examples", "mixed_vendor.json"))
         st = dv.derive(fab)
@@ -103,7 +123,17 @@ class Derive(unittest.TestCase):
                          eos)
         tb = emit.testbed(fab, st)
         self.assertIn(f"MARK_KB_s15={spine['100G'][0] // 1024}", tb)
-        self.assertIn(f"SPINE_MARK_KB={leaf['100G'][0] // 1024}", tb)
+        # the leaves' uplinks, next to the shallow spines, get the ramp of
+        # the spines' buffer: under the host ports', within half of 256K
+        self.assertLess(leaf["100G-up"][1], leaf["100G"][1])
+        self.assertLessEqual(leaf["100G-up"][1], 128 * 1024)
+        self.assertEqual(leaf["100G-up"][2], 20)
+        self.assertIn(f"SPINE_MARK_KB={leaf['100G-up'][0] // 1024}", tb)
+        sonic = json.loads(emit.sonic(fab, st, "leaf"))
+        self.assertEqual(emit.check_sonic(sonic), [])
+        ups = [k for k, v in sonic["QUEUE"].items()
+               if v["wred_profile"] == "MROCE_100G_UP"]
+        self.assertEqual(len(ups), fab["spines"])
         # host settings follow the leaves' host ports, as in a plain fabric
         plain = dv.by_name(dv.derive(load(os.path.join(
             TUNE, "examples", "ls128.json"))))
@@ -176,7 +206,7 @@ class Emit(unittest.TestCase):
                 self.assertEqual(m[str(fab["dscp"])], str(fab["queue"]))
                 for p in doc["PORT_QOS_MAP"].values():
                     self.assertNotIn("pfc_enable", p)  # PFC on no priority
-                prof = {f"MROCE_{t}": (a, b, c)
+                prof = {f"MROCE_{t.upper().replace('-', '_')}": (a, b, c)
                         for t, a, b, c in dv.queue_profiles(st, role)}
                 for name, w in doc["WRED_PROFILE"].items():
                     a, b, c = prof[name]
