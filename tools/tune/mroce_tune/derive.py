@@ -125,13 +125,19 @@ def queue_thresholds(fab, speed, rtt, scale=1.0, core=False):
     rules["kmax"] = ("4 x Kmin: the marking ramp spans 3 BDP, so the "
                      "connection's ECN fraction (alpha) grows with the queue")
     limit = fab["buffer_per_port"]
-    if kmax > limit / 2:
-        kmax = limit / 2
+    if kmax > limit:
+        # The senders' rate hints (CC-25, CC-36..38) bound an incast's
+        # first round trip, so the ramp may span the whole share: marks
+        # start once a quarter of it is used and reach Pmax where the
+        # queue would drop.
+        kmax = limit
         kmin = min(kmin, kmax / 4)
-        rules["kmax"] = ("half the queue's buffer (shallow buffer): marking "
-                         "saturates before the queue can drop, and the other "
-                         "half absorbs one RTT of incast")
-        rules["kmin"] = "Kmax / 4 (shallow buffer: the ramp keeps its shape)"
+        rules["kmax"] = ("the queue's buffer (shallow buffer): the ramp "
+                         "spans the whole share, reaching Pmax where the "
+                         "queue would drop; the rate hints bound an "
+                         "incast's first round trip")
+        rules["kmin"] = ("a quarter of the buffer (shallow buffer: the ramp "
+                         "keeps its shape)")
     over = oversubscription(fab)
     if core and over > 1 and fab["marking"] != "step":
         # An oversubscribed core holds an all-to-all's standing queue, and
