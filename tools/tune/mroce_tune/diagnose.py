@@ -360,12 +360,12 @@ def pinpoint(paths, tq, rounds=8):
     ref = {}
     for _ in range(rounds):
         best = None
-        for side, leaf in sorted({(side, _leaf_of(p[side])) for p in paths
-                                  for side in (0, 1)}):
-            groups = {}
-            for p in left:
-                if _leaf_of(p[side]) == leaf:
-                    groups.setdefault(p[side], Group(p[side])).add(*p[2])
+        by = {}  # (side, leaf) -> {link: Group}
+        for p in left:
+            for side in (0, 1):
+                gs = by.setdefault((side, _leaf_of(p[side])), {})
+                gs.setdefault(p[side], Group(p[side])).add(*p[2])
+        for (side, leaf), groups in sorted(by.items()):
             if len(groups) < 3:
                 continue
             if (side, leaf) not in ref:  # the siblings' medians, kept
