@@ -98,9 +98,21 @@ def base_rtt(fab):
                  "MTU packet (data) and one ACK, plus host_delay")
 
 
-def queue_thresholds(fab, speed, rtt, scale=1.0):
+def oversubscription(fab):
+    """A leaf's host capacity over its uplink capacity (2.0: 2:1)."""
+    return (fab["hosts_per_leaf"] * fab["host_speed"]
+            / (fab["spines"] * fab["fabric_speed"]))
+
+
+# Where the ramp of an oversubscribed core (the leaves' uplinks and the
+# spines' downlinks) ends, in packets: see queue_thresholds.
+CORE_KMAX_PKTS = 8
+
+
+def queue_thresholds(fab, speed, rtt, scale=1.0, core=False):
     """Kmin, Kmax (bytes), Pmax (%) for an egress queue at `speed`, and the
-    rules that set them; `scale` multiplies both thresholds (--verify)."""
+    rules that set them; `scale` multiplies both thresholds (--verify);
+    core: the queue is a leaf's uplink or a spine's downlink."""
     pkt = fab["mtu"] + DATA_OVERHEAD
     bdp = speed * rtt / 8.0
     kmin = max(bdp, 4 * pkt)
@@ -113,13 +125,36 @@ def queue_thresholds(fab, speed, rtt, scale=1.0):
     rules["kmax"] = ("4 x Kmin: the marking ramp spans 3 BDP, so the "
                      "connection's ECN fraction (alpha) grows with the queue")
     limit = fab["buffer_per_port"]
-    if kmax > limit / 2:
-        kmax = limit / 2
+    if kmax > limit:
+        # The senders' rate hints (CC-25, CC-36..38) bound an incast's
+        # first round trip, so the ramp may span the whole share: marks
+        # start once a quarter of it is used and reach Pmax where the
+        # queue would drop.
+        kmax = limit
         kmin = min(kmin, kmax / 4)
-        rules["kmax"] = ("half the queue's buffer (shallow buffer): marking "
-                         "saturates before the queue can drop, and the other "
-                         "half absorbs one RTT of incast")
-        rules["kmin"] = "Kmax / 4 (shallow buffer: the ramp keeps its shape)"
+        rules["kmax"] = ("the queue's buffer (shallow buffer): the ramp "
+                         "spans the whole share, reaching Pmax where the "
+                         "queue would drop; the rate hints bound an "
+                         "incast's first round trip")
+        rules["kmin"] = ("a quarter of the buffer (shallow buffer: the ramp "
+                         "keeps its shape)")
+    over = oversubscription(fab)
+    if core and over > 1 and fab["marking"] != "step":
+        # An oversubscribed core holds an all-to-all's standing queue, and
+        # its marks are what moves a QP's traffic off a busy uplink (a
+        # path's window and weight, PATH-6): the ramp sits as low as the
+        # transient of spraying allows, 4 to 8 packets, well before the
+        # delay signal (set by the host ports) reacts.  A step already
+        # sits at 4 packets or a quarter of the ramp.
+        kmin = 4 * pkt
+        kmax = min(kmax, CORE_KMAX_PKTS * pkt)
+        why = (f"oversubscribed core ({over:g}:1 at the leaves): the queue "
+               "that builds here is the fabric's, and marks on a busy "
+               "uplink or downlink are what steers each QP's paths off it "
+               "(PATH-6), so marking starts at the spraying transient, ")
+        rules["kmin"] = why + "4 packets"
+        rules["kmax"] = why + (f"up to {CORE_KMAX_PKTS} packets (or the "
+                               "port's own Kmax if lower)")
     kmin = max(int(kmin * scale), pkt)
     kmax = max(int(kmax * scale), kmin + pkt)
     pmax = 20
@@ -138,6 +173,19 @@ def queue_thresholds(fab, speed, rtt, scale=1.0):
     return _round_up(kmin, 1024), _round_up(kmax, 1024), pmax, rules
 
 
+def uplink_view(fab):
+    """The description as the leaves' uplinks see it when the spines hold
+    less per port than the leaves (a mixed fabric): the leaves' marking
+    with the spines' buffer; None when the uplinks need no profile of
+    their own."""
+    lv, sv = role_view(fab, "leaf"), role_view(fab, "spine")
+    if sv["buffer_per_port"] >= lv["buffer_per_port"]:
+        return None
+    v = dict(lv)
+    v["buffer_per_port"] = sv["buffer_per_port"]
+    return v
+
+
 def derive(fab, scale=1.0):
     """All settings for `fab` (a checked description), in emit order."""
     out = []
@@ -149,13 +197,16 @@ def derive(fab, scale=1.0):
     # One profile per port speed; a role whose switches differ (buffer,
     # marking: a mixed-vendor fabric) gets its own, scoped queue@ROLE:SPEED
     # (a spine has only fabric-speed ports).
+    over = oversubscription(fab) > 1
     views = [(None, fab, speeds)]
     for role in ("leaf", "spine"):
-        if fab[role].keys() & {"buffer_per_port", "marking"}:
+        if fab[role].keys() & {"buffer_per_port", "marking"} or (
+                role == "spine" and over):
             views.append((role, role_view(fab, role),
                           speeds if role == "leaf" else [fab["fabric_speed"]]))
     for role, view, sp in [(r, v, sp) for r, v, sps in views for sp in sps]:
-        kmin, kmax, pmax, rules = queue_thresholds(view, sp, rtt, scale)
+        kmin, kmax, pmax, rules = queue_thresholds(view, sp, rtt, scale,
+                                                   core=role == "spine")
         sc = f"queue@{role + ':' if role else ''}{speed_name(sp)}"
         out.append(Setting(sc, "ecn_kmin", kmin, "B", rules["kmin"],
                            ["CC-9", "CC-11", "WIRE-11"]))
@@ -172,6 +223,30 @@ def derive(fab, scale=1.0):
             # the leaves' host ports; the leaf's own profile, listed after
             # the fabric's, wins
             kmin_time = kmin * 8.0 / sp
+    up = uplink_view(fab)
+    if up is not None or over:
+        # the leaves' uplinks: their own profile (tag SPEED-up) next to
+        # shallower spines (the ramp of the spines' buffer) or in an
+        # oversubscribed core
+        why = "" if up is None else (
+            f"the leaves' uplinks feed spines with "
+            f"{show(up['buffer_per_port'], 'B')} per port: they get the "
+            "ramp derived for that buffer, so the fabric's core marks at "
+            "the depth the spines can hold and a path's marks do not "
+            "wait on the leaf's deeper queue; ")
+        up = up or role_view(fab, "leaf")
+        sp = fab["fabric_speed"]
+        kmin, kmax, pmax, rules = queue_thresholds(up, sp, rtt, scale,
+                                                   core=True)
+        sc = f"queue@leaf:{speed_name(sp)}-up"
+        out.append(Setting(sc, "ecn_kmin", kmin, "B", why + rules["kmin"],
+                           ["CC-9", "CC-11", "WIRE-11"]))
+        out.append(Setting(sc, "ecn_kmax", kmax, "B", why + rules["kmax"],
+                           ["CC-11", "CC-21"]))
+        out.append(Setting(sc, "ecn_pmax", pmax, "%",
+                           "as the leaves' other ramps (20% at Kmax)"
+                           if pmax != 100 else "100%: a step",
+                           ["CC-11", "CC-21"]))
     limit = fab["buffer_per_port"]
     for role, view, _ in views:
         out.append(Setting(f"switch@{role}" if role else "switch",

@@ -16,15 +16,22 @@ from .derive import by_name, queue_profiles, speed_name
 PROFILE = "MROCE"  # name of every map and profile the emitters create
 
 
-def _ports(fab, role):
-    """[(index, speed_tag)] of one switch of the role, host ports first."""
+def _ports(fab, role, tags=()):
+    """[(index, profile tag)] of one switch of the role, host ports first:
+    the port's speed, or for a leaf's uplinks SPEED-up where `tags` (the
+    role's profiles) has one."""
     leaves = fab["hosts"] // fab["hosts_per_leaf"]
     hs, fs = speed_name(fab["host_speed"]), speed_name(fab["fabric_speed"])
     if role == "leaf":
+        up = fs + "-up" if fs + "-up" in tags else fs
         return ([(i, hs) for i in range(fab["hosts_per_leaf"])]
-                + [(fab["hosts_per_leaf"] + i, fs)
+                + [(fab["hosts_per_leaf"] + i, up)
                    for i in range(fab["spines"])])
     return [(i, fs) for i in range(leaves)]
+
+
+def _tags(settings, role):
+    return [t for t, _, _, _ in queue_profiles(settings, role)]
 
 
 def _v(settings, scope, name):
@@ -65,11 +72,12 @@ def sonic(fab, settings, role="leaf", index=0):
             p[f"{c}_min_threshold"] = str(kmin)
             p[f"{c}_max_threshold"] = str(kmax)
             p[f"{c}_drop_probability"] = str(pmax)
-        wred[f"{PROFILE}_{tag}"] = p
+        wred[f"{PROFILE}_{tag.upper().replace('-', '_')}"] = p
     queue, pqm = {}, {}
-    for i, tag in _ports(fab, role):
+    for i, tag in _ports(fab, role, _tags(settings, role)):
         port = f"Ethernet{4 * i}"
-        queue[f"{port}|{q}"] = {"wred_profile": f"{PROFILE}_{tag}"}
+        queue[f"{port}|{q}"] = {
+            "wred_profile": f"{PROFILE}_{tag.upper().replace('-', '_')}"}
         # no pfc_enable: PFC on no priority (the YANG pattern wants a
         # non-empty list of priorities when it is present)
         pqm[port] = {"dscp_to_tc_map": PROFILE, "tc_to_queue_map": PROFILE}
@@ -173,7 +181,7 @@ def nvue(fab, settings, role="leaf", index=0):
              f"{q} traffic-class {q}",
              f"nv unset qos pfc default-global switch-priority {q}",
              "nv set qos link-pause default-global state disable"]
-    ports = _ports(fab, role)
+    ports = _ports(fab, role, _tags(settings, role))
     for tag, kmin, kmax, pmax in queue_profiles(settings, role):
         sel = [i for i, t in ports if t == tag]
         if not sel:
@@ -211,7 +219,7 @@ def eos(fab, settings, role="leaf", index=0):
              "ip load-sharing trident fields l4 source-port destination-port",
              "!"]
     prof = {t: (a, b, p) for t, a, b, p in queue_profiles(settings, role)}
-    for i, tag in _ports(fab, role):
+    for i, tag in _ports(fab, role, prof):
         kmin, kmax, pmax = prof[tag]
         lines += [f"interface Ethernet{i + 1}",
                   "   mtu 9214",
@@ -236,7 +244,7 @@ def testbed(fab, settings):
         return f"{int(bps // 1000)}kbit"
 
     hk, hx, hp = prof[hs]
-    fk, fx, fp = prof[fs]
+    fk, fx, fp = prof.get(fs + "-up", prof[fs])
     sprof = {t: (a, b, p) for t, a, b, p in queue_profiles(settings,
                                                               "spine")}
     lines = [f"# mroce-tune testbed form: {fab['name']} "
@@ -255,7 +263,7 @@ def testbed(fab, settings):
              f"SPINE_PMAX_PCT={fp}",
              f"LIMIT_KB={_v(settings, 'switch', 'lossy_queue_limit') // 1024}",
              "MTU=9000"]
-    if sprof[fs] != prof[fs]:
+    if sprof[fs] != (fk, fx, fp):
         # spines tuned apart from the leaves (a mixed fabric): per node
         sk, sx, sp = sprof[fs]
         for i in range(fab["spines"]):

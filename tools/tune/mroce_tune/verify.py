@@ -103,15 +103,18 @@ def switch_lines(fab, settings, physical=False):
     only what the switches are (buffer, step or ramp), for the reference
     run with mroce-sim's own thresholds."""
     if (fab["host_speed"] == fab["fabric_speed"]
-            and not any(fab[r].keys() & {"buffer_per_port", "marking"}
-                        for r in ("leaf", "spine"))):
+            and not any(s.scope.startswith("queue@") and ":" in s.scope
+                        for s in settings)):
         return []
     out = []
     for tier, role, speed in TIERS:
         view = dv.role_view(fab, role)
         prof = {t: (k, x, p) for t, k, x, p in
                 dv.queue_profiles(settings, role)}
-        kmin, kmax, pm = prof[dv.speed_name(fab[speed])]
+        tag = dv.speed_name(fab[speed])
+        if tier == "tor-spine":
+            tag = tag + "-up" if tag + "-up" in prof else tag
+        kmin, kmax, pm = prof[tag]
         ecn = "step" if view["marking"] == "step" else "red"
         line = f"switch = {tier} buffer={view['buffer_per_port']} ecn={ecn}"
         if not physical:

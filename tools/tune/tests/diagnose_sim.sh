@@ -23,13 +23,10 @@ sys.path.insert(0, sys.argv[1])
 from mroce_tune import fabric, verify
 print(verify.scenario(fabric.load(sys.argv[2]), 1.0)[0], end="")
 PY
-# The rules are fitted on delay+ECN with plain hints (mroce_hint1).
-# Under the default share request a healthy all-to-all here loses
-# unevenly (one leaf's downlinks about 2% against 0.4%): open, see
-# tools/tune/README.md.
+# The transport is the engine's default (`mroce` in the scenario).
 run() { # NAME [scenario lines...]
     local n=$1; shift
-    { cat "$W/base.txt"; echo "transports = mroce_hint1"; printf '%s\n' "$@"; } > "$W/$n.txt"
+    { cat "$W/base.txt"; printf '%s\n' "$@"; } > "$W/$n.txt"
     MROCE_SIM_FLOWS=$W/$n "$SIM" -q -o "$W/out_$n" "$W/$n.txt" > /dev/null || fail "mroce-sim $n"
     echo "== $n"
     python3 "$D/mroce-tune" diagnose "$W/$n.paths.csv" --fabric "$FAB" \
@@ -39,7 +36,11 @@ run() { # NAME [scenario lines...]
 }
 run healthy
 run slowlink "fault = 0ms rate leaf0 spine1 25G"
-run ecnoff "ecn_kmin = 64M" "ecn_kmax = 64M"
+# (each port tier has its own profile, 2:1 core: the switch lines too)
+run ecnoff "ecn_kmin = 64M" "ecn_kmax = 64M" \
+    "switch = tor-host ecn_kmin=64M ecn_kmax=64M" \
+    "switch = tor-spine ecn_kmin=64M ecn_kmax=64M" \
+    "switch = spine-tor ecn_kmin=64M ecn_kmax=64M"
 run hashl3 "switch = leaf0 hash=l3"
 run lossy "fault = 0ms loss leaf2 spine3 0.02"
 grep -q "^no link looks mis-tuned" "$W/healthy.diag" || fail "healthy fabric: something named"

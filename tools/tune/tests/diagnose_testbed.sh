@@ -25,7 +25,7 @@ T=${1:?usage: diagnose_testbed.sh BUILD/tools [mis|healthy|hash]}
 MODE=${2:-mis}
 case $MODE in mis|healthy|hash) ;; *) echo "diagnose_testbed: MODE mis, healthy or hash"; exit 2;; esac
 TUNE=$(cd "$(dirname "$0")/.." && pwd)
-export MRF_PREFIX=mrftd-
+export MRF_PREFIX=${MRF_PREFIX:-mrftd-}
 F=$T/mroce-fabric
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 command -v clang >/dev/null || { echo "SKIP: needs clang"; exit 77; }

@@ -8,7 +8,7 @@
 set -u
 T=${1:?usage: testbed_tune.sh BUILD/tools}
 TUNE=$(cd "$(dirname "$0")/.." && pwd)
-export MRF_PREFIX=mrftt-
+export MRF_PREFIX=${MRF_PREFIX:-mrftt-}
 F=$T/mroce-fabric
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 command -v clang >/dev/null || { echo "SKIP: needs clang"; exit 77; }
@@ -24,7 +24,7 @@ python3 "$TUNE/mroce-tune" emit testbed "$TUNE/examples/testbed.json" -o "$W/tb.
 rc=$?
 [ $rc = 77 ] && { echo "SKIP: no network namespaces"; exit 77; }
 [ $rc = 0 ] || { cat "$W/up.log"; fail "up --tune"; }
-obj() { tc -n "mrftt-$1" filter show dev "$2" egress | sed -n 's/.* \(ecn_[0-9_]*\.o\).*/\1/p'; }
+obj() { tc -n "${MRF_PREFIX}$1" filter show dev "$2" egress | sed -n 's/.* \(ecn_[0-9_]*\.o\).*/\1/p'; }
 bps=500000000
 want="ecn_${bps}_${MARK_KB}_${KMAX_KB}_${PMAX_PCT}_${LIMIT_KB}.o"
 for end in "h0 l0" "l0 h0" "l0 s0" "s0 l0" "l1 s1" "s3 l1"; do
@@ -41,7 +41,7 @@ m10=$((MARK_KB * 10)) kx10=$KMAX_KB
 want10="ecn_${bps}_${m10}_${kx10}_${PMAX_PCT}_${LIMIT_KB}.o"
 [ "$got" = "$want10" ] || fail "l1/s2: '$got', want '$want10'"
 [ "$(obj l1 s3)" = "$want" ] || fail "l1/s3 took l1/s2's override"
-grep -q "^ECN_s1=0$" "/run/mroce-fabric/mrftt/config" || fail "override not in state"
+grep -q "^ECN_s1=0$" "/run/mroce-fabric/${MRF_PREFIX%-}/config" || fail "override not in state"
 "$F" status --raw | grep -q "^l0-s1 s1>l0 up .* -$" || fail "status: s1 should show no marking program"
 echo "BOGUS=1" > "$W/bad.conf"
 "$F" up --tune "$W/bad.conf" >"$W/bad.log" 2>&1 && fail "bad key accepted"
