@@ -563,7 +563,7 @@ CT_CASE(planes_retx_off_failing, "PATH-26 PATH-22",
 
 CT_CASE(planes_probe_backoff, "PATH-28 PATH-22",
         "two planes agreed, 8 paths, min_rto 20 ms (above what the RTT adds "
-        "on a loaded host); plane 1 drops everything during a 16384-packet "
+        "on a loaded host); plane 1 drops everything during a 65536-packet "
         "WRITE of the IUT: from 100 ms after its first packet lost until "
         "the WRITE completes, plane 1 gets at most 2 + 1 per 40 ms (probes "
         "that back off to 4 RTOs), not one per RTO")
@@ -575,10 +575,12 @@ CT_CASE(planes_probe_backoff, "PATH-28 PATH-22",
     uint64_t from, span;
 
     ct_agent(t, "DEVICE planes=2");
-    mr = ct_mr_reg(t, 16u << 20, "lw", 0);
+    /* 64 MiB: long enough that the WRITE outlasts the first 300 ms at
+     * the rate a quiet host moves it over plane 0 alone. */
+    mr = ct_mr_reg(t, 64u << 20, "lw", 0);
     c = two_plane_conn(t, "npaths=8 mtu=1024 min_rto_us=20000");
     memset(&l, 0, sizeof(l));
-    write_over_planes_log(t, c, &mr, 1, 16384, 1, "plane 1 failed", on, &l);
+    write_over_planes_log(t, c, &mr, 1, 65536, 1, "plane 1 failed", on, &l);
     CT_REQUIRE(t, l.n1 > 0, "nothing arrived on plane 1");
     from = l.t1[0] + 100000000u;
     span = ct_now_ns() > from ? ct_now_ns() - from : 0;
