@@ -240,6 +240,17 @@ static void cc_train_end(struct mre_cc *cc)
     cc->dr_first = 0;
 }
 
+/* CC-39: a new train of ACKs, its first at t (0: no train). */
+static void cc_train_start(struct mre_cc *cc, mroce_tstamp t)
+{
+    cc->dr_first = t;
+    cc->dr_second = 0;
+    cc->dr_queued = 0;
+    cc->dr_last = t;
+    cc->dr_bytes = 0;
+    cc->dr_pkts = 0;
+}
+
 /* CC-39: follows the trains of ACKs of a long-haul slow start; returns 1
  * if this ACK raised cwnd.  An ACK's time is its arrival less the
  * receiver's hold (ack_delay): a coalescing timer's ACK at a train's end
@@ -260,12 +271,7 @@ static int cc_long_start(struct mre_cc *cc, const struct mre_cc_ack *ev)
             return 0; /* slow start ended */
     }
     if (cc->dr_first == 0) {
-        cc->dr_first = t;
-        cc->dr_second = 0;
-        cc->dr_queued = 0;
-        cc->dr_last = t;
-        cc->dr_bytes = 0;
-        cc->dr_pkts = 0;
+        cc_train_start(cc, t);
         return 0;
     }
     if (ev->rtt && ev->rtt > cc->base_rtt + CC_TGT_MUL * cc->target_qdelay)
@@ -322,12 +328,7 @@ void mre_cc_init(struct mre_cc *cc, const struct mre_cc_ops *ops, uint32_t mtu,
     cc->jump_mbps = 0;
     cc->jump_until = 0;
     cc->line_mbps = 0;
-    cc->dr_first = 0;
-    cc->dr_second = 0;
-    cc->dr_queued = 0;
-    cc->dr_last = 0;
-    cc->dr_bytes = 0;
-    cc->dr_pkts = 0;
+    cc_train_start(cc, 0);
     for (k = 0; k < sizeof cc->scratch / sizeof cc->scratch[0]; k++)
         cc->scratch[k] = 0;
     if (ops->init)
