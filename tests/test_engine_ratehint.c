@@ -283,6 +283,14 @@ static void test_two_rtts(void)
  * sends its data after the wait (CC-31) instead of asking again and
  * again, and every byte arrives.
  */
+/* 1 if pkt is a share request (CC-30): an ACK with ACK_REQ and CREDIT. */
+static int is_share_request(const struct mrw_pkt *pkt)
+{
+    return pkt->base.opcode == MROCE_OP_ACK &&
+           (pkt->base.flags & MROCE_F_ACK_REQ) &&
+           (pkt->base.flags & MROCE_F_CREDIT);
+}
+
 struct ask_watch {
     unsigned n;
     unsigned reqs[8], data_first[8], dropped;
@@ -297,9 +305,7 @@ static int ask_hook(void *user, struct mroce_netdrive_pkt *p)
     if (mrw_pkt_decode(&pkt, p->buf, p->len) != 0)
         return MROCE_NETDRIVE_PASS;
     if (p->src < w->n && p->dst == w->n) { /* sender -> receiver */
-        if (pkt.base.opcode == MROCE_OP_ACK &&
-            (pkt.base.flags & MROCE_F_ACK_REQ) &&
-            (pkt.base.flags & MROCE_F_CREDIT)) {
+        if (is_share_request(&pkt)) {
             if (w->reqs[p->src]++ == 0 && p->src == 0) {
                 w->dropped++;
                 return MROCE_NETDRIVE_DROP; /* CC-31 must end the wait */
@@ -375,9 +381,7 @@ static int lone_hook(void *user, struct mroce_netdrive_pkt *p)
     if (mrw_pkt_decode(&pkt, p->buf, p->len) != 0)
         return MROCE_NETDRIVE_PASS;
     if (p->src == 0 && p->dst == 1) {
-        if (pkt.base.opcode == MROCE_OP_ACK &&
-            (pkt.base.flags & MROCE_F_ACK_REQ) &&
-            (pkt.base.flags & MROCE_F_CREDIT) && !w->req_at)
+        if (is_share_request(&pkt) && !w->req_at)
             w->req_at = p->now;
         else if (mrw_opcode_has_psn(pkt.base.opcode) && !w->answers)
             w->data_before++;
@@ -455,8 +459,7 @@ static int spread_hook(void *user, struct mroce_netdrive_pkt *p)
     if (p->src >= w->n || p->dst != w->n ||
         mrw_pkt_decode(&pkt, p->buf, p->len) != 0)
         return MROCE_NETDRIVE_PASS;
-    if (pkt.base.opcode == MROCE_OP_ACK && (pkt.base.flags & MROCE_F_ACK_REQ) &&
-        (pkt.base.flags & MROCE_F_CREDIT) && !w->req_at[p->src])
+    if (is_share_request(&pkt) && !w->req_at[p->src])
         w->req_at[p->src] = p->now;
     else if (mrw_opcode_has_psn(pkt.base.opcode) && !w->data_at[p->src])
         w->data_at[p->src] = p->now;
