@@ -28,30 +28,14 @@ stop_server() {
     spid=""
 }
 trap 'stop_server; rm -rf "$tmp"' EXIT
-# Environment of both sides: ADDR, then the program and its arguments.
-# The shell and env exec the program, so a server started as `side ... &`
-# has the program itself as $! (for SIGSTOP and SIGKILL); clients run as
-# `(side ...)`.
-side() {
-    addr=$1
-    shift
-    exec env LD_LIBRARY_PATH="$vdir:$cdir" LD_PRELOAD="$MV_PRELOAD" \
-        MROCE_IBV_DEVICES="mroce0=$addr" MROCE_IBV_PORT="$port" \
-        MROCE_CM_TIMEOUT_MS=500 "$@"
-}
-wait_listen() {
-    i=0
-    while [ $i -lt 50 ] && ! ss -ltn 2>/dev/null | grep -q ":$port "; do
-        sleep 0.1
-        i=$((i + 1))
-    done
-}
+. "$(dirname "$0")/cm_env.sh"
+CM_ENV=MROCE_CM_TIMEOUT_MS=500
 fail=0
 # WANT-EXIT (nonzero or any) MESSAGE-REGEX (- for none) PROGRAM ARGS...
 client() {
     want=$1 msg=$2
     shift 2
-    (side 127.0.0.2 timeout 20 "$@") >"$tmp/out" 2>&1
+    (cm_exec 127.0.0.2 timeout 20 "$@") >"$tmp/out" 2>&1
     rc=$?
     sig=0
     # 129..159 is a signal, unless the program said it returns that
@@ -80,9 +64,9 @@ client nonzero "REJECTED, error:? 8" ucmatose -s 127.0.0.1 -p "$port"
 client nonzero "rdma_connect" rdma_client -s 127.0.0.1 -p "$port"
 
 # A stopped server: the TCP connection opens, the REQ goes unanswered.
-side 127.0.0.1 rping -s -a 127.0.0.1 -p "$port" >"$tmp/server" 2>&1 &
+cm_exec 127.0.0.1 rping -s -a 127.0.0.1 -p "$port" >"$tmp/server" 2>&1 &
 spid=$!
-wait_listen
+cm_wait_listen
 kill -STOP "$spid"
 client nonzero "UNREACHABLE, error:? -110" rping -c -a 127.0.0.1 -p "$port" -C 3
 client nonzero "UNREACHABLE, error:? -110" ucmatose -s 127.0.0.1 -p "$port"
@@ -91,9 +75,9 @@ stop_server
 
 # The server killed in the middle of a run of pings.
 port=$((port + 1))
-side 127.0.0.1 rping -s -a 127.0.0.1 -p "$port" >"$tmp/server" 2>&1 &
+cm_exec 127.0.0.1 rping -s -a 127.0.0.1 -p "$port" >"$tmp/server" 2>&1 &
 spid=$!
-wait_listen
+cm_wait_listen
 (sleep 0.5 && kill -KILL "$spid") &
 client any "ping data: rdma-ping-" rping -c -a 127.0.0.1 -p "$port" \
     -C 1000000 -v

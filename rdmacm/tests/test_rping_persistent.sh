@@ -23,25 +23,17 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
+. "$(dirname "$0")/cm_env.sh"
 run() { # ADDR ARGS...
     addr=$1
     shift
-    env LD_LIBRARY_PATH="$vdir:$cdir" LD_PRELOAD="$MV_PRELOAD" \
-        MROCE_IBV_DEVICES="mroce0=$addr" MROCE_IBV_PORT="$port" \
-        timeout 60 rping "$@"
+    (cm_exec "$addr" timeout 60 rping "$@")
 }
-# Started directly (not through run) so that $! is timeout itself, whom
-# the kill at exit stops with its rping.
-env LD_LIBRARY_PATH="$vdir:$cdir" LD_PRELOAD="$MV_PRELOAD" \
-    MROCE_IBV_DEVICES="mroce0=127.0.0.1" MROCE_IBV_PORT="$port" \
-    timeout 60 rping -s -P -a 127.0.0.1 -p "$port" -S 2000 \
+# $! is timeout itself, whom the kill at exit stops with its rping.
+cm_exec 127.0.0.1 timeout 60 rping -s -P -a 127.0.0.1 -p "$port" -S 2000 \
     >"$tmp/server" 2>&1 &
 spid=$!
-i=0
-while [ $i -lt 50 ] && ! ss -ltn 2>/dev/null | grep -q ":$port "; do
-    sleep 0.1
-    i=$((i + 1))
-done
+cm_wait_listen
 fail=0
 for n in 2 3 4; do
     if ! run 127.0.0.$n -c -a 127.0.0.1 -p "$port" -S 2000 -C 100 -v -V \
