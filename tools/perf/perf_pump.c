@@ -174,9 +174,35 @@ static int pump(struct pqp *q)
     return n;
 }
 
+/* Packets received over all QPs. */
+static uint64_t rx_pkts_all(void)
+{
+    uint64_t pkts = 0;
+    for (uint32_t i = 0; i < P.nqps; i++) {
+        struct mroce_qp_counters c;
+        if (P.q[i].qp && mroce_qp_get_counters(P.q[i].qp, &c) == 0)
+            pkts += c.rx_pkts;
+    }
+    return pkts;
+}
+
+/* --rekey: SEC-32's second step, under traffic, once 256 packets came
+ * in.  Checked on every call until then, not on liveness()'s 100 ms
+ * clock: a run may end within 100 ms of its 256th packet. */
+static void rekey_check(void)
+{
+    if (!P.o.rekey || P.rekeyed || rx_pkts_all() < 256)
+        return;
+    int rc = mroce_device_use_key(P.dev, 1);
+    if (rc < 0)
+        die("--rekey: %s", mroce_strerror(rc));
+    P.rekeyed = 1;
+}
+
 /* Dies if the peer has sent nothing for --timeout (checked every 100 ms). */
 static void liveness(uint64_t t)
 {
+    rekey_check();
     if (P.live_t == 0) {
         P.live_t = P.live_chk = t;
         return;
@@ -184,19 +210,7 @@ static void liveness(uint64_t t)
     if (t - P.live_chk < 100000000ull)
         return;
     P.live_chk = t;
-    uint64_t pkts = 0;
-    for (uint32_t i = 0; i < P.nqps; i++) {
-        struct mroce_qp_counters c;
-        if (P.q[i].qp && mroce_qp_get_counters(P.q[i].qp, &c) == 0)
-            pkts += c.rx_pkts;
-    }
-    /* --rekey: SEC-32's second step, under traffic. */
-    if (P.o.rekey && !P.rekeyed && pkts >= 256) {
-        int rc = mroce_device_use_key(P.dev, 1);
-        if (rc < 0)
-            die("--rekey: %s", mroce_strerror(rc));
-        P.rekeyed = 1;
-    }
+    uint64_t pkts = rx_pkts_all();
     if (pkts != P.live_pkts) {
         P.live_pkts = pkts;
         P.live_t = t;
