@@ -161,18 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef GEN_CORPUS
 /* --- seed corpus generator: one file per interesting packet --- */
 
-static const char *dir;
-
-static void emit(const char *name, const void *p, size_t len)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s.bin", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, len, f) != len || fclose(f) != 0) {
-        perror(path);
-        exit(1);
-    }
-}
+#include "corpus_emit.h"
 
 /* Header (and body) of p, then plen payload bytes of 0x5a. */
 static void emit_pkt(const char *name, const struct mfi_pkt *p, size_t plen)
@@ -180,7 +169,7 @@ static void emit_pkt(const char *name, const struct mfi_pkt *p, size_t plen)
     uint8_t b[256];
     size_t n = mfi_proto_build(b, p);
     memset(b + n, 0x5a, plen);
-    emit(name, b, n + plen);
+    corpus_emit(name, b, n + plen);
 }
 
 int main(int argc, char **argv)
@@ -189,7 +178,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s DIR\n", argv[0]);
         return 2;
     }
-    dir = argv[1];
+    corpus_dir = argv[1];
     struct mfi_pkt p = {0};
     uint8_t b[256];
     size_t n;
@@ -223,7 +212,7 @@ int main(int argc, char **argv)
     emit_pkt("rts_too_long", &p, 0);
     p.len = 8193;
     n = mfi_proto_build(b, &p);
-    emit("rts_short_body", b, n - 1);
+    corpus_emit("rts_short_body", b, n - 1);
 
     memset(&p, 0, sizeof(p));
     p.kind = MFI_PKT_FIN;
@@ -276,7 +265,7 @@ int main(int argc, char **argv)
     p.len = sizeof(p.amo_resp);
     emit_pkt("atomic_resp_error", &p, 0);
     n = mfi_proto_build(b, &p);
-    emit("atomic_resp_short", b, n - 1);
+    corpus_emit("atomic_resp_short", b, n - 1);
 
     memset(&p, 0, sizeof(p));
     p.kind = MFI_PKT_RMA_EVENT;
@@ -301,12 +290,12 @@ int main(int argc, char **argv)
     p.len = sizeof(a4);
     n = mfi_proto_build(b, &p);
     memcpy(b + n, &a4, sizeof(a4));
-    emit("hello_in4", b, n + sizeof(a4));
-    emit("hello_in4_short", b, n + sizeof(a4) - 1);
+    corpus_emit("hello_in4", b, n + sizeof(a4));
+    corpus_emit("hello_in4_short", b, n + sizeof(a4) - 1);
     p.len = sizeof(a6);
     n = mfi_proto_build(b, &p);
     memcpy(b + n, &a6, sizeof(a6));
-    emit("hello_in6", b, n + sizeof(a6));
+    corpus_emit("hello_in6", b, n + sizeof(a6));
 
     p.kind = 0x7f;
     emit_pkt("unknown_kind", &p, 8);
@@ -314,15 +303,15 @@ int main(int argc, char **argv)
     p.len = 4;
     n = mfi_proto_build(b, &p);
     memset(b + n, 1, 4);
-    emit("msg_v2", b, n + 4);
+    corpus_emit("msg_v2", b, n + 4);
     memcpy(b + 4, &(uint32_t){63}, 4); /* from endpoint 63 */
-    emit("msg_v2_src63", b, n + 4);
+    corpus_emit("msg_v2_src63", b, n + 4);
     memset(b + 4, 0, 4);
     b[0] = MFI_PROTO_VERSION_MIN;
-    emit("msg_v1", b, n + 4);
+    corpus_emit("msg_v1", b, n + 4);
     b[0] = MFI_PROTO_VERSION + 1;
-    emit("bad_version", b, n + 4);
-    emit("short_header", b, 31);
+    corpus_emit("bad_version", b, n + 4);
+    corpus_emit("short_header", b, 31);
     return 0;
 }
 #endif

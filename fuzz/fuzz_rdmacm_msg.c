@@ -55,18 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifdef GEN_CORPUS
-static const char *dir;
-
-static void emit(const char *name, const void *p, size_t len)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s.bin", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, len, f) != len || fclose(f) != 0) {
-        perror(path);
-        exit(1);
-    }
-}
+#include "corpus_emit.h"
 
 static size_t msg(uint8_t *out, uint8_t type, uint8_t plen)
 {
@@ -89,21 +78,21 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    dir = argv[1];
+    corpus_dir = argv[1];
     uint8_t b[4 * CM_MSG_MAX];
-    emit("req", b, msg(b, CM_REQ, 0));
-    emit("req_pdata_max", b, msg(b, CM_REQ, CM_REQ_PDATA));
-    emit("rep_pdata_max", b, msg(b, CM_REP, CM_REP_PDATA));
-    emit("rej_pdata", b, msg(b, CM_REJ, 9));
+    corpus_emit("req", b, msg(b, CM_REQ, 0));
+    corpus_emit("req_pdata_max", b, msg(b, CM_REQ, CM_REQ_PDATA));
+    corpus_emit("rep_pdata_max", b, msg(b, CM_REP, CM_REP_PDATA));
+    corpus_emit("rej_pdata", b, msg(b, CM_REJ, 9));
     size_t n = msg(b, CM_RTU, 0);
     n += msg(b + n, CM_DREQ, 0);
     n += msg(b + n, CM_DREP, 0);
-    emit("rtu_dreq_drep", b, n);
-    emit("mra", b, msg(b, CM_MRA, 0));
+    corpus_emit("rtu_dreq_drep", b, n);
+    corpus_emit("mra", b, msg(b, CM_MRA, 0));
     n = msg(b, CM_REQ, 20);
-    emit("req_truncated", b, n - 5);
+    corpus_emit("req_truncated", b, n - 5);
     b[27 + CM_MSG_HDR] = 21; /* private data longer than the body */
-    emit("req_bad_pdata_len", b, n);
+    corpus_emit("req_bad_pdata_len", b, n);
     return 0;
 }
 #endif
