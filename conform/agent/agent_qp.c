@@ -39,7 +39,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     struct mre_qp_attr *e = &ia.eng;
     uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us, pt_ms,
         nst;
-    uint64_t rate, burst, reuse;
+    uint64_t rate, burst, reuse, tq_us;
     if (agent_arg_u64(c, "mtu", U32MAX, e->mtu, &mtu) < 0 ||
         agent_arg_u64(c, "npaths", U32MAX, e->npaths, &npaths) < 0 ||
         agent_arg_u64(c, "window", U32MAX, e->window, &window) < 0 ||
@@ -56,7 +56,9 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         agent_arg_u64(c, "max_streams", U32MAX, 1, &nst) < 0 ||
         agent_arg_u64(c, "rate_hint", 3, e->rate_hint, &rate) < 0 ||
         agent_arg_u64(c, "path_burst", U32MAX, e->path_burst, &burst) < 0 ||
-        agent_arg_u64(c, "path_reuse", 1, e->path_reuse, &reuse) < 0) {
+        agent_arg_u64(c, "path_reuse", 1, e->path_reuse, &reuse) < 0 ||
+        agent_arg_u64(c, "target_qdelay_us", U32MAX, e->target_qdelay / 1000,
+                      &tq_us) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");
         return -1;
     }
@@ -100,6 +102,9 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         bad = "mtu";
     else if (burst == 0 || burst > 64)
         bad = "path_burst";
+    else if (agent_arg(c, "target_qdelay_us") &&
+             (tq_us == 0 || tq_us > 1000000))
+        bad = "target_qdelay_us";
     if (bad) {
         agent_reply_err(r, "ENOTSUP", "%s out of the range libmroce supports",
                         bad);
@@ -125,6 +130,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     e->rate_hint = (uint8_t)rate;   /* AGENT-23 */
     e->path_burst = (uint8_t)burst; /* AGENT-24 */
     e->path_reuse = (uint8_t)reuse;
+    if (agent_arg(c, "target_qdelay_us")) /* AGENT-24 */
+        e->target_qdelay = tq_us * 1000;
     mroce_pd *pd = agent_find_pd(a, c, r);
     if (!pd)
         return -1;
