@@ -748,6 +748,44 @@ static void test_path_windows(void)
     CHECK_EQ(ps.nfull, 0);
 }
 
+/* The model of conformance case cc_path_window_marked (CC-21, CC-22): a
+ * path whose every fourth echo is CE and the rest clean, one packet
+ * acknowledged per echo, peaks just above 3 packets in a data centre
+ * (4 in flight: a packet goes while inflight_p < cwnd_p, CC-20), from any
+ * window; under the long-haul rules (CC-51 (c), base_rtt 4 ms: 16 packets
+ * per window) the same echoes let it regrow to 8 packets or more between
+ * marks, so the case judges only runs whose IUT min_rtt was under 1 ms
+ * before its bulk. */
+static void test_path_marked_model(void)
+{
+    static struct mre_path slots[4];
+    struct mre_pathset ps;
+    struct mre_cc cc;
+    uint64_t seed = 1;
+    const uint32_t pkt = MTU + 80;
+
+    for (int lng = 0; lng < 2; lng++) {
+        uint32_t peak = 0;
+        CHECK(mre_pathset_init(&ps, slots, 4, 49152, 16384, QDELAY, tu_rand,
+                               &seed) == 0);
+        mre_cc_init(&cc, &mre_cc_delay_ecn, MTU, INIT, MAXW, QDELAY);
+        cc.scratch[0] = 0; /* past slow start: the first echo was CE */
+        cc.base_rtt = lng ? 4000000 : BASE;
+        mre_cc_path_init(&cc, &ps, 1);
+        mre_path_set_cwnd(&ps, 0, cc.cwnd); /* from the largest window */
+        for (unsigned k = 0; k < 40 * 4; k++) {
+            mre_cc_path_feedback(&cc, &ps, 0, k % 4 == 0, k % 4 ? pkt : 0);
+            if (k >= 20 * 4 && ps.paths[0].cwnd > peak)
+                peak = ps.paths[0].cwnd;
+        }
+        if (lng)
+            CHECK(peak >= 8 * pkt);
+        else
+            CHECK(peak > 3 * pkt && peak <= 3 * pkt + pkt / 8);
+        CHECK(peak >= pkt);
+    }
+}
+
 /* CC-51, on a long-haul path (base_rtt >= MROCE_CC_LONG_RTT): once an
  * ACK of a round found the window full, the window counts as in use for
  * the rest of the round (a data-centre path still needs each ACK to find
@@ -982,6 +1020,7 @@ static void test_long_start(void)
 
 static const struct test_case cases[] = {
     {"path_windows", test_path_windows},
+    {"path_marked_model", test_path_marked_model},
     {"ops_and_init", test_ops_and_init},
     {"fixed", test_fixed},
     {"slow_start", test_slow_start},
