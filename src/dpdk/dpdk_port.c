@@ -163,7 +163,14 @@ static int eal_init(char *err, size_t errlen)
     if (eal_done)
         return 0;
     const char *args = getenv("MROCE_DPDK_ARGS");
-    if (!args || !*args)
+    const char *vdev = getenv("MROCE_DPDK_VDEV");
+    /* memif's zero-copy mode shares all of the process's DPDK memory with
+     * its peer, which needs that memory in one file descriptor per
+     * segment list (--single-file-segments; memfd without hugepages). */
+    if ((!args || !*args) && vdev && strstr(vdev, "zero-copy=yes"))
+        args = "--no-huge --no-shconf -m 128 --no-pci --no-telemetry -l 0 "
+               "--log-level=lib.eal:warning --single-file-segments";
+    else if (!args || !*args)
         args = "--no-huge --no-shconf -m 128 --no-pci --no-telemetry -l 0 "
                "--log-level=lib.eal:warning";
     char buf[1024];
