@@ -27,7 +27,9 @@
 # frames of a 4 KiB MetaRoCE packet's size, as the DPDK-level ceiling.
 # And the link's transmit alone (bench_dpdk_tx over net_null, one
 # process): CPU ns per 4 KiB packet copied and by zero-copy, and by
-# zero-copy with the IPv4 UDP checksum summed (MROCE_DPDK_UDP_CSUM=1).
+# zero-copy with the IPv4 UDP checksum summed (MROCE_DPDK_UDP_CSUM=1);
+# and memif alone (bench_dpdk_memif): CPU ns per frame to send, and to
+# receive in copy and in zero-copy mode.
 # Writes bench/results/compare_dpdk.txt.  Every process is bounded by
 # `timeout`.  About REPS * 16 * (SECS + 2) seconds.
 #
@@ -52,7 +54,7 @@ OUT=$ROOT/bench/results/compare_dpdk.txt
 WORK=$(mktemp -d /tmp/compare_dpdk.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cmake --build "$BUILD" -j2 --target mroce-perf bench_udp_blaster bench_engine \
-    bench_dpdk_tx >&2 || exit 1
+    bench_dpdk_tx bench_dpdk_memif >&2 || exit 1
 cmake --build "$BUILD" -j2 --target bench_fi_bw >/dev/null 2>&1
 BLASTER=$BUILD/bench/bench_udp_blaster
 FI_BW=$BUILD/bench/bench_fi_bw
@@ -181,6 +183,16 @@ peer() {
             >"$WORK/p" 2>/dev/null
         sed -n 's/^RESULT mode='"${1#linktx_}"' .*ns_per_pkt=\([0-9.]*\).*/\1/p' "$WORK/p"
         ;;
+    memifrx_*|memiftx_*)
+        # memif alone (bench_dpdk_memif, one process): CPU ns per 4,170-byte
+        # frame to send (copied into the ring) or to receive (copied out,
+        # or in place in memif's zero-copy mode)
+        z=0 f=rx_ns
+        case $1 in *_zc) z=1 ;; esac
+        case $1 in memiftx_*) f=tx_ns ;; esac
+        timeout 60 "$BUILD/bench/bench_dpdk_memif" -n 200000 -z $z \
+            >"$WORK/p" 2>/dev/null
+        sed -n 's/^RESULT .* '"$f"'=\([0-9.]*\).*/\1/p' "$WORK/p" ;;
     memcpy)
         # GB/s in cache, as Gb/s to compare with the rates
         timeout 60 "$BUILD/bench/bench_engine" --quick 2>/dev/null |
@@ -190,7 +202,7 @@ peer() {
 }
 
 CASES="write_bw:65536 write_bw:1048576 write_lat:64"
-PEERS="udp_ceiling udp_pingpong rxm_64k rxm_1m rxm_lat memcpy testpmd linktx_copy linktx_zc linktx_zcsum"
+PEERS="udp_ceiling udp_pingpong rxm_64k rxm_1m rxm_lat memcpy testpmd linktx_copy linktx_zc linktx_zcsum memiftx_copy memifrx_copy memifrx_zc"
 for r in $(seq "$REPS"); do
     for c in $CASES; do
         for dp in socket dpdk dpdkcopy; do
@@ -270,6 +282,12 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
         "$lz" "$ls" "$(ratio "$lz" "$ls")"
     echo "# (bench_dpdk_tx over net_null: the link's transmit CPU alone; zc / copy,"
     echo "#  and zero-copy without the IPv4 UDP checksum against with it)"
+    mt=$(med memiftx_copy peer 3) mc=$(med memifrx_copy peer 3)
+    mz=$(med memifrx_zc peer 3)
+    printf '%-34s %10s\n' "memif tx, ns/frame 4170 B" "$mt"
+    printf '%-34s %10s %10s %8sx\n' "memif rx, ns/frame: copy, zc" \
+        "$mc" "$mz" "$(ratio "$mz" "$mc")"
+    echo "# (bench_dpdk_memif, one process: memif's own cost per frame and side)"
     echo "# every run (case datapath value cpu_client cpu_server):"
     sed 's/^/#   /' "$WORK/raw"
 } | tee "$OUT"
