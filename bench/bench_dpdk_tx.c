@@ -7,14 +7,17 @@
  * is given (net_null by default; MROCE_DPDK_VDEV overrides it) and sends
  * the UDP datapath's zero-copy gather list (MetaRoCE headers, a payload
  * from a 1 MiB region walked in order, the CRC) the way the UDP datapath
- * does, flushing every 16 packets, first with MROCE_DPDK_ZC=0 and then
- * with zero-copy, alternating ROUNDS times.  The figure is this thread's
- * CPU time per packet: headers, UDP checksum in software (both modes),
- * the copy or the chain, the burst and the PMD's free.  A port that
- * copies the frame out (memif, af_packet) adds its own copy to both.
+ * does, flushing every 16 packets, in four modes alternating ROUNDS
+ * times: copied (MROCE_DPDK_ZC=0) and zero-copy, each with no UDP
+ * checksum (the link's IPv4 default, WIRE-13) and with it summed in
+ * software (MROCE_DPDK_UDP_CSUM=1).  The figure is this thread's CPU time
+ * per packet: headers, the checksum where summed, the copy or the chain,
+ * the burst and the PMD's free.  A port that copies the frame out (memif,
+ * af_packet) adds its own copy to all four.
  *
  * Usage: bench_dpdk_tx [-n PACKETS] [-s PAYLOAD] [-r ROUNDS]
- * Prints "RESULT mode=copy|zc ns_per_pkt=..." per round and the medians.
+ * Prints "RESULT mode=copy|zc|copysum|zcsum ns_per_pkt=..." per round and
+ * the medians.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -37,11 +40,14 @@ static double thread_secs(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* One round: opens the link with MROCE_DPDK_ZC=zc, sends n packets,
- * closes it.  Returns ns per packet, or -1. */
-static double round_ns(int zc, unsigned n, unsigned plen, uint8_t *region)
+/* One round: opens the link with MROCE_DPDK_ZC=zc and
+ * MROCE_DPDK_UDP_CSUM=sum, sends n packets, closes it.  Returns ns per
+ * packet, or -1. */
+static double round_ns(int zc, int sum, unsigned n, unsigned plen,
+                       uint8_t *region)
 {
     setenv("MROCE_DPDK_ZC", zc ? "1" : "0", 1);
+    setenv("MROCE_DPDK_UDP_CSUM", sum ? "1" : "0", 1);
     struct sockaddr_storage local;
     memset(&local, 0, sizeof local);
     struct sockaddr_in *l4 = (struct sockaddr_in *)&local;
@@ -113,22 +119,24 @@ int main(int argc, char **argv)
         return 1;
     for (unsigned i = 0; i < REGION; i++)
         region[i] = (uint8_t)(i * 131u);
-    double c[64], z[64];
-    for (unsigned r = 0; r < rounds; r++) {
-        c[r] = round_ns(0, n, plen, region);
-        z[r] = round_ns(1, n, plen, region);
-        if (c[r] < 0 || z[r] < 0)
-            return 1;
-        printf("RESULT mode=copy round=%u payload=%u ns_per_pkt=%.1f\n", r,
-               plen, c[r]);
-        printf("RESULT mode=zc round=%u payload=%u ns_per_pkt=%.1f\n", r, plen,
-               z[r]);
+    static const char *const name[4] = {"copy", "zc", "copysum", "zcsum"};
+    double t[4][64], m[4];
+    for (unsigned r = 0; r < rounds; r++)
+        for (int k = 0; k < 4; k++) {
+            t[k][r] = round_ns(k & 1, k >> 1, n, plen, region);
+            if (t[k][r] < 0)
+                return 1;
+            printf("RESULT mode=%s round=%u payload=%u ns_per_pkt=%.1f\n",
+                   name[k], r, plen, t[k][r]);
+        }
+    for (int k = 0; k < 4; k++) {
+        qsort(t[k], rounds, sizeof t[k][0], cmp_d);
+        m[k] = t[k][rounds / 2];
     }
-    qsort(c, rounds, sizeof c[0], cmp_d);
-    qsort(z, rounds, sizeof z[0], cmp_d);
     printf("RESULT mode=median payload=%u copy_ns=%.1f zc_ns=%.1f "
-           "zc_over_copy=%.2f\n",
-           plen, c[rounds / 2], z[rounds / 2], z[rounds / 2] / c[rounds / 2]);
+           "copysum_ns=%.1f zcsum_ns=%.1f zc_over_copy=%.2f "
+           "zc_over_zcsum=%.2f\n",
+           plen, m[0], m[1], m[2], m[3], m[1] / m[0], m[1] / m[3]);
     free(region);
     return 0;
 }

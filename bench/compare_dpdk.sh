@@ -13,7 +13,11 @@
 #   CPU per byte falls as its throughput rises.
 #   DPDK twice: with zero-copy transmit (the default, payloads attached
 #   as external mbufs) and with MROCE_DPDK_ZC=0 (copied into the mbuf),
-#   so the ratio zc / copy says what zero-copy buys.
+#   so the ratio zc / copy says what zero-copy buys.  And write_bw 1 MiB
+#   two more ways against the default: dpdkzcrx, the receiving side as
+#   the memif client in memif's zero-copy mode (frames land in its own
+#   mbufs: no copy out of the ring), and dpdk8k, MTU 8192 (half the
+#   packets per MiB).
 # Peers in the same run, each rep: the raw UDP ceiling (bench_udp_blaster
 # bw, and its busy-polling ping-pong for latency), libfabric's
 # tcp;ofi_rxm (bench_fi_bw fi_write streaming and ping-pong; skipped
@@ -22,9 +26,12 @@
 # NO_INSTALL=1) over a memif pair of its own, txonly into rxonly with
 # frames of a 4 KiB MetaRoCE packet's size, as the DPDK-level ceiling.
 # And the link's transmit alone (bench_dpdk_tx over net_null, one
-# process): CPU ns per 4 KiB packet copied and by zero-copy.
+# process): CPU ns per 4 KiB packet copied and by zero-copy, and by
+# zero-copy with the IPv4 UDP checksum summed (MROCE_DPDK_UDP_CSUM=1);
+# and memif alone (bench_dpdk_memif): CPU ns per frame to send, and to
+# receive in copy and in zero-copy mode.
 # Writes bench/results/compare_dpdk.txt.  Every process is bounded by
-# `timeout`.  About REPS * 14 * (SECS + 2) seconds.
+# `timeout`.  About REPS * 16 * (SECS + 2) seconds.
 #
 #   bench/compare_dpdk.sh        env: REPS=3 SECS=2 BUILD=build PORT_BASE=19700
 set -u
@@ -47,7 +54,7 @@ OUT=$ROOT/bench/results/compare_dpdk.txt
 WORK=$(mktemp -d /tmp/compare_dpdk.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cmake --build "$BUILD" -j2 --target mroce-perf bench_udp_blaster bench_engine \
-    bench_dpdk_tx >&2 || exit 1
+    bench_dpdk_tx bench_dpdk_memif >&2 || exit 1
 cmake --build "$BUILD" -j2 --target bench_fi_bw >/dev/null 2>&1
 BLASTER=$BUILD/bench/bench_udp_blaster
 FI_BW=$BUILD/bench/bench_fi_bw
@@ -62,32 +69,49 @@ run() {
     PORT=$((PORT + 2))
     sock=$WORK/memif-$PORT.sock
     if [ "$dp" != socket ]; then
-        zc=1
+        zc=1 srole=server crole=client
         [ "$dp" = dpdkcopy ] && zc=0
-        senv="MROCE_DATAPATH=dpdk MROCE_DPDK_ZC=$zc MROCE_DPDK_VDEV=net_memif,role=server,socket=$sock"
-        cenv="MROCE_DATAPATH=dpdk MROCE_DPDK_ZC=$zc MROCE_DPDK_VDEV=net_memif,role=client,socket=$sock"
+        # the receiver (mroce-perf's server) as memif's zero-copy client
+        [ "$dp" = dpdkzcrx ] && srole=client,zero-copy=yes crole=server
+        senv="MROCE_DATAPATH=dpdk MROCE_DPDK_ZC=$zc MROCE_DPDK_VDEV=net_memif,role=$srole,socket=$sock"
+        cenv="MROCE_DATAPATH=dpdk MROCE_DPDK_ZC=$zc MROCE_DPDK_VDEV=net_memif,role=$crole,socket=$sock"
         sa="-B 10.0.0.1" ca="10.0.0.1 -B 10.0.0.2"
     else
         senv="MROCE_DATAPATH=socket" cenv="MROCE_DATAPATH=socket"
         sa="" ca="127.0.0.1"
     fi
+    mtu=
+    [ "$dp" = dpdk8k ] && mtu="-m 8192"
+    rm -f "$WORK/cli.cpu" "$WORK/srv.cpu"
     # shellcheck disable=SC2086
-    (export $senv; cpu "$WORK/srv.cpu" timeout $((SECS + 20)) "$PERF" "$test" \
-        -p $PORT $sa >"$WORK/srv" 2>&1) &
-    spid=$!
-    if [ "$dp" != socket ]; then
-        # the memif socket is abstract: /proc/net/unix lists it
+    srv() { (export $senv; cpu "$WORK/srv.cpu" timeout $((SECS + 20)) \
+        "$PERF" "$test" -p $PORT $sa >"$WORK/srv" 2>&1); }
+    # shellcheck disable=SC2086
+    cli() { (export $cenv; cpu "$WORK/cli.cpu" timeout $((SECS + 20)) \
+        "$PERF" "$test" -p $PORT $ca -s "$size" -D "$SECS" $mtu \
+        >"$WORK/cli" 2>&1); }
+    # the memif socket is abstract: /proc/net/unix lists it
+    memif_up() {
         for _ in $(seq 100); do
             grep -q "@$sock\$" /proc/net/unix && break
             sleep 0.05
         done
+    }
+    if [ "$dp" = dpdkzcrx ]; then
+        # the memif server (mroce-perf's client) first: a memif client
+        # that finds no server does not retry
+        cli &
+        cpid=$!
+        memif_up
+        srv &
+        spid=$!
+        wait $cpid
     else
-        sleep 0.3
+        srv &
+        spid=$!
+        if [ "$dp" != socket ]; then memif_up; else sleep 0.3; fi
+        cli
     fi
-    rm -f "$WORK/cli.cpu" "$WORK/srv.cpu"
-    # shellcheck disable=SC2086
-    (export $cenv; cpu "$WORK/cli.cpu" timeout $((SECS + 20)) "$PERF" "$test" \
-        -p $PORT $ca -s "$size" -D "$SECS" >"$WORK/cli" 2>&1)
     wait $spid 2>/dev/null
     # bw: column 4 (BW average); lat: column 5 (t_typical) of the row;
     # column 2 is the iterations done.  Then CPU: per KiB (bw) or per
@@ -159,6 +183,16 @@ peer() {
             >"$WORK/p" 2>/dev/null
         sed -n 's/^RESULT mode='"${1#linktx_}"' .*ns_per_pkt=\([0-9.]*\).*/\1/p' "$WORK/p"
         ;;
+    memifrx_*|memiftx_*)
+        # memif alone (bench_dpdk_memif, one process): CPU ns per 4,170-byte
+        # frame to send (copied into the ring) or to receive (copied out,
+        # or in place in memif's zero-copy mode)
+        z=0 f=rx_ns
+        case $1 in *_zc) z=1 ;; esac
+        case $1 in memiftx_*) f=tx_ns ;; esac
+        timeout 60 "$BUILD/bench/bench_dpdk_memif" -n 200000 -z $z \
+            >"$WORK/p" 2>/dev/null
+        sed -n 's/^RESULT .* '"$f"'=\([0-9.]*\).*/\1/p' "$WORK/p" ;;
     memcpy)
         # GB/s in cache, as Gb/s to compare with the rates
         timeout 60 "$BUILD/bench/bench_engine" --quick 2>/dev/null |
@@ -168,7 +202,7 @@ peer() {
 }
 
 CASES="write_bw:65536 write_bw:1048576 write_lat:64"
-PEERS="udp_ceiling udp_pingpong rxm_64k rxm_1m rxm_lat memcpy testpmd linktx_copy linktx_zc"
+PEERS="udp_ceiling udp_pingpong rxm_64k rxm_1m rxm_lat memcpy testpmd linktx_copy linktx_zc linktx_zcsum memiftx_copy memifrx_copy memifrx_zc"
 for r in $(seq "$REPS"); do
     for c in $CASES; do
         for dp in socket dpdk dpdkcopy; do
@@ -176,6 +210,11 @@ for r in $(seq "$REPS"); do
             echo "$c $dp $v" >>"$WORK/raw"
             echo "rep $r $c $dp $v" >&2
         done
+    done
+    for dp in dpdkzcrx dpdk8k; do
+        v=$(run $dp write_bw 1048576)
+        echo "write_bw:1048576 $dp $v" >>"$WORK/raw"
+        echo "rep $r write_bw:1048576 $dp $v" >&2
     done
     for p in $PEERS; do
         v=$(peer $p)
@@ -207,6 +246,18 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
         done
     done
     echo "# ratio dpdk/sock and zc/copy (bw: higher is better; lat and cpu: lower)"
+    printf '%-20s %12s %12s %12s %8s %8s\n' "write_bw 1 MiB" default \
+        memif_zc_rx mtu_8192 zcrx/def 8k/def
+    for f in 3 4 5; do
+        d=$(med write_bw:1048576 dpdk $f) z=$(med write_bw:1048576 dpdkzcrx $f)
+        e=$(med write_bw:1048576 dpdk8k $f)
+        name="  dpdk memif" u="Gb/s"
+        [ $f = 4 ] && name="  cpu client" u="ns/KiB"
+        [ $f = 5 ] && name="  cpu server" u="ns/KiB"
+        printf '%-20s %7s %-4s %7s %-4s %7s %-4s %7sx %7sx\n' "$name" \
+            "$d" "$u" "$z" "$u" "$e" "$u" "$(ratio "$z" "$d")" "$(ratio "$e" "$d")"
+    done
+    echo "# (the receiver as memif's zero-copy client; MTU 8192; against the default)"
     echo
     printf '%-34s %10s %12s\n' "peer (same run)" median "dpdk / peer"
     bw1=$(med write_bw:1048576 dpdk 3) bw64=$(med write_bw:65536 dpdk 3)
@@ -226,7 +277,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
     lc=$(med linktx_copy peer 3) lz=$(med linktx_zc peer 3)
     printf '%-34s %10s %10s %8sx\n' "link tx, ns/pkt 4 KiB: copy, zc" \
         "$lc" "$lz" "$(ratio "$lz" "$lc")"
-    echo "# (bench_dpdk_tx over net_null: the link's transmit CPU alone; zc / copy)"
+    ls=$(med linktx_zcsum peer 3)
+    printf '%-34s %10s %10s %8sx\n' "link tx zc, UDP checksum: no, yes" \
+        "$lz" "$ls" "$(ratio "$lz" "$ls")"
+    echo "# (bench_dpdk_tx over net_null: the link's transmit CPU alone; zc / copy,"
+    echo "#  and zero-copy without the IPv4 UDP checksum against with it)"
+    mt=$(med memiftx_copy peer 3) mc=$(med memifrx_copy peer 3)
+    mz=$(med memifrx_zc peer 3)
+    printf '%-34s %10s\n' "memif tx, ns/frame 4170 B" "$mt"
+    printf '%-34s %10s %10s %8sx\n' "memif rx, ns/frame: copy, zc" \
+        "$mc" "$mz" "$(ratio "$mz" "$mc")"
+    echo "# (bench_dpdk_memif, one process: memif's own cost per frame and side)"
     echo "# every run (case datapath value cpu_client cpu_server):"
     sed 's/^/#   /' "$WORK/raw"
 } | tee "$OUT"

@@ -6,7 +6,11 @@
 # again with the receiver dropping and reordering, so the sender sends
 # and retransmits from registered memory by zero-copy (external mbufs):
 # its link must have sent payloads in place, waited for none and held
-# none at close, and its QP sprayed over most of its 64 paths; then a device whose DPDK port cannot
+# none at close, and its QP sprayed over most of its 64 paths; over IPv4
+# the link sends no UDP checksum (WIRE-13) unless MROCE_DPDK_UDP_CSUM=1,
+# which the zero-copy session sets, summing it over the chains, each one
+# checked at the receiver; a receiver in memif's zero-copy mode verifies
+# every byte under loss; then a device whose DPDK port cannot
 # start must fail to open with the cause named, while the socket datapath in
 # the same environment still works.  Usage: test_dpdk_memif.sh MROCE_PERF
 set -u
@@ -35,7 +39,7 @@ session() {
         i=$((i + 1))
     done
     MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV="net_memif,role=client,socket=$sock" \
-        timeout 30 "$PERF" "$@" -p $port 10.0.0.1 -B 10.0.0.2 --verify \
+        MROCE_DPDK_UDP_CSUM=$CLI_CSUM timeout 30 "$PERF" "$@" -p $port 10.0.0.1 -B 10.0.0.2 --verify \
         >"$DIR/cli.log" 2>&1
     rc=$?
     wait $SRV
@@ -55,12 +59,28 @@ session() {
 }
 
 SRV_OPTS=
+CLI_CSUM=
+export MROCE_DUMP_COUNTERS=1
 session write_bw_loss write_bw -n 100 -s 65536 --fault tx:drop=0.01,reorder=0.01
+unset MROCE_DUMP_COUNTERS
+# IPv4 without the offload: no UDP checksum sent (WIRE-13), and the
+# receiver took frames without one.
+zero=$(sed -n 's/.*rx_csum_zero \([0-9]*\);.*/\1/p' "$DIR/srv.log")
+if ! grep -q 'udp checksum sent: none' "$DIR/cli.log" || [ -z "$zero" ] ||
+    [ "$zero" -eq 0 ]; then
+    echo "FAIL no UDP checksum: server rx_csum_zero '$zero'"
+    grep 'libmroce dpdk' "$DIR/cli.log" "$DIR/srv.log"
+    fail=1
+else
+    echo "ok   no UDP checksum: $zero frames taken without one"
+fi
 session read_bw read_bw -n 50 -s 16384
 session send_lat send_lat -n 100 -s 64
 SRV_OPTS="--fault rx:drop=0.02,reorder=0.01"
 export MROCE_DUMP_COUNTERS=1
+CLI_CSUM=1
 session write_bw_zc write_bw -n 100 -s 65536
+CLI_CSUM=
 unset MROCE_DUMP_COUNTERS
 SRV_OPTS=
 # the client's link: "zc 1 tx N copied C waits W held H"
@@ -78,6 +98,45 @@ if [ $# -ne 3 ] || [ "$1" -eq 0 ] || [ "$2" -ne 0 ] || [ "$3" -ne 0 ] ||
     fail=1
 else
     echo "ok   zero-copy: $1 payloads sent in place, $retx retransmitted, 0 held"
+fi
+# That client summed its UDP checksums over the chains (MROCE_DPDK_UDP_CSUM=1):
+# the server checked every one and dropped none.
+if ! grep -q 'udp checksum sent: software' "$DIR/cli.log" ||
+    ! grep -q 'udp_csum 0 .*rx_csum_zero 0;' "$DIR/srv.log"; then
+    echo "FAIL UDP checksum summed over zero-copy chains"
+    grep 'libmroce dpdk' "$DIR/cli.log" "$DIR/srv.log"
+    fail=1
+else
+    echo "ok   UDP checksum summed over zero-copy chains, all checked good"
+fi
+# memif's zero-copy mode at the receiver: the mroce-perf server is the
+# memif client with zero-copy=yes, so frames arrive in its own mbufs
+# (no copy out of the ring), and the mroce-perf client the memif server.
+sock=$DIR/memif-zc-$port.sock
+MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV="net_memif,role=server,socket=$sock" \
+    timeout 30 "$PERF" write_bw -p $port 10.0.0.2 -B 10.0.0.1 -n 100 \
+    -s 65536 --verify >"$DIR/cli.log" 2>&1 &
+SRV=$!
+i=0
+while ! grep -q "@$sock\$" /proc/net/unix && [ $i -lt 100 ]; do
+    sleep 0.05
+    i=$((i + 1))
+done
+MROCE_DATAPATH=dpdk MROCE_DPDK_VDEV="net_memif,role=client,socket=$sock,zero-copy=yes" \
+    timeout 30 "$PERF" write_bw -p $port -B 10.0.0.2 \
+    --fault rx:drop=0.02,reorder=0.01 >"$DIR/srv.log" 2>&1
+src=$?
+wait $SRV
+rc=$?
+SRV=
+port=$((port + 2))
+if [ $rc -ne 0 ] || [ $src -ne 0 ] ||
+    ! grep -q 'verify *: 6553600 bytes checked here, 0 mismatches' "$DIR/srv.log"; then
+    echo "FAIL memif zero-copy receiver: client rc $rc, server rc $src"
+    tail -n 5 "$DIR/cli.log" "$DIR/srv.log"
+    fail=1
+else
+    echo "ok   memif zero-copy receiver: 6553600 bytes verified"
 fi
 if [ -z "$paths" ] || [ "$paths" -lt 32 ]; then
     echo "FAIL spray: paths used '$paths' of 64"

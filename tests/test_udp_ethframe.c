@@ -6,7 +6,9 @@
  * bad lengths, bad checksums, wrong address or port) is dropped and counted
  * under its own cause, never read past its end.  The Internet checksum,
  * summed 8 bytes at a time in host order, agrees with RFC 1071's 16-bit
- * big-endian sum at every length and alignment.
+ * big-endian sum at every length and alignment.  Over IPv4 the UDP
+ * checksum may be left 0 (WIRE-13) and is then accepted; a non-zero one
+ * is always checked.
  */
 #include "../src/udp/ethframe.h"
 #include "testutil.h"
@@ -210,9 +212,49 @@ static void offload(int v6)
     CHECK_EQ(c.drop_udp_csum, 2u);
 }
 
+/* No UDP checksum (WIRE-13): over IPv4 the field is 0 with a valid IPv4
+ * header checksum and the frame parses, payload unread by either side;
+ * a non-zero checksum is still checked, so a wrong one drops.  Over IPv6
+ * the mode sums it as software does. */
+static void csum_none(int v6)
+{
+    uint8_t f[2048], g[2048];
+    size_t hdrs = v6 ? MROCE_ETH_V6_HDRS : MROCE_ETH_V4_HDRS;
+    size_t len = make(g, sizeof g, v6, 400); /* software checksums */
+    for (size_t i = 0; i < 400; i++)
+        f[hdrs + i] = (uint8_t)(i * 7u + 3u);
+    CHECK_EQ(mroce_eth_build_ex(f, sizeof f, v6, &A, &B, 0x02, 400,
+                                MROCE_ETH_CSUM_NONE),
+             hdrs);
+    uint8_t *udp = f + hdrs - 8;
+    struct mroce_eth_rx rx;
+    struct mroce_eth_counters c = {0};
+    if (v6) {
+        CHECK(memcmp(f, g, len) == 0); /* IPv6: the same frame */
+    } else {
+        CHECK(udp[6] == 0 && udp[7] == 0);
+        CHECK(memcmp(f, g, hdrs - 2) == 0); /* all but the UDP checksum */
+        CHECK_EQ((uint16_t)~mroce_eth_csum_add(0, f + 14, 20), 0u);
+    }
+    CHECK_EQ(mroce_eth_parse(f, len, v6, &B, &rx, &c), 0);
+    CHECK_EQ(rx.payload_len, 400u);
+    /* IPv4: a changed payload byte is not the UDP layer's to see. */
+    f[len - 1] ^= 0x5a;
+    CHECK_EQ(mroce_eth_parse(f, len, v6, &B, &rx, &c), v6 ? -1 : 0);
+    f[len - 1] ^= 0x5a;
+    /* A non-zero checksum is checked: wrong, it drops. */
+    udp[6] ^= 0x10;
+    udp[7] |= 1;
+    CHECK_EQ(mroce_eth_parse(f, len, v6, &B, &rx, &c), -1);
+    CHECK_EQ(c.drop_udp_csum, v6 ? 2u : 1u);
+    CHECK_EQ(c.rx_ok, v6 ? 1u : 2u);
+}
+
 int main(void)
 {
     csum();
+    csum_none(0);
+    csum_none(1);
     offload(0);
     offload(1);
     roundtrip(0);

@@ -66,9 +66,14 @@ struct dlink {
     struct mroce_eth_counters ec;
     uint64_t tx_nombuf, tx_ring_full, rx_multiseg;
     uint64_t arp_req_tx, arp_reply_tx;
-    int memif;             /* a memif port: parked at close (dpdk_port.c) */
-    int tx_csum, rx_csum;  /* the port computes / checks the checksums */
+    int memif;            /* a memif port: parked at close (dpdk_port.c) */
+    int tx_csum, rx_csum; /* the port computes / checks the checksums */
+    /* How data frames carry their checksums (MROCE_ETH_CSUM_*): the
+     * port's offload, else over IPv4 no UDP checksum (WIRE-13) unless
+     * MROCE_DPDK_UDP_CSUM=1, else software. */
+    int csum;
     uint64_t rx_csum_good; /* UDP checksums the port vouched for */
+    uint64_t rx_csum_zero; /* IPv4 frames accepted with no UDP checksum */
     /* Zero-copy transmit (dpdk_tx.c): on where the PMD copies or sends a
      * frame before rte_eth_tx_burst returns. */
     int zc;

@@ -20,7 +20,9 @@
  *   MROCE_DPDK_MAC    the port's MAC, overriding what the PMD reports
  * One queue pair on one port, one DPDK device per process (EAL initialises
  * once per process).  The IPv4 and UDP checksums go to the port where it
- * offers the offload (MROCE_DPDK_OFFLOAD=0: never), software otherwise.
+ * offers the offload (MROCE_DPDK_OFFLOAD=0: never), software otherwise,
+ * except the UDP checksum over IPv4, which is then sent as 0 (WIRE-13;
+ * MROCE_DPDK_UDP_CSUM=1: summed); a non-zero one received is checked.
  * Transmit attaches zero-copy payloads from registered memory where the
  * PMD allows (MROCE_DPDK_ZC=0: always copy; dpdk_tx.c).  The files:
  * dpdk_int.h.

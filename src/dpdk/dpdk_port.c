@@ -66,8 +66,8 @@ static void dl_close(void *ctx)
                 "ip_dst %llu port %llu udp_len %llu udp_csum %llu "
                 "multiseg %llu arp %llu nd %llu; arp_ok %llu nd_ok %llu; "
                 "tx nombuf %llu ring_full %llu resolve_req %llu "
-                "resolve_reply %llu; rx_csum_good %llu; zc %d tx %llu "
-                "copied %llu waits %llu held %u\n",
+                "resolve_reply %llu; rx_csum_good %llu rx_csum_zero %llu; "
+                "zc %d tx %llu copied %llu waits %llu held %u\n",
                 (unsigned long long)d->ec.rx_ok,
                 (unsigned long long)d->ec.drop_short,
                 (unsigned long long)d->ec.drop_mac,
@@ -88,7 +88,8 @@ static void dl_close(void *ctx)
                 (unsigned long long)d->tx_ring_full,
                 (unsigned long long)d->arp_req_tx,
                 (unsigned long long)d->arp_reply_tx,
-                (unsigned long long)d->rx_csum_good, d->zc,
+                (unsigned long long)d->rx_csum_good,
+                (unsigned long long)d->rx_csum_zero, d->zc,
                 (unsigned long long)d->zc_tx, (unsigned long long)d->zc_copy,
                 (unsigned long long)d->zc_waits, (unsigned)d->zc_out);
     if (!d->memif) {
@@ -162,7 +163,14 @@ static int eal_init(char *err, size_t errlen)
     if (eal_done)
         return 0;
     const char *args = getenv("MROCE_DPDK_ARGS");
-    if (!args || !*args)
+    const char *vdev = getenv("MROCE_DPDK_VDEV");
+    /* memif's zero-copy mode shares all of the process's DPDK memory with
+     * its peer, which needs that memory in one file descriptor per
+     * segment list (--single-file-segments; memfd without hugepages). */
+    if ((!args || !*args) && vdev && strstr(vdev, "zero-copy=yes"))
+        args = "--no-huge --no-shconf -m 128 --no-pci --no-telemetry -l 0 "
+               "--log-level=lib.eal:warning --single-file-segments";
+    else if (!args || !*args)
         args = "--no-huge --no-shconf -m 128 --no-pci --no-telemetry -l 0 "
                "--log-level=lib.eal:warning";
     char buf[1024];
@@ -255,6 +263,18 @@ static int port_setup(struct dlink *d, int lent, char *err, size_t errlen)
             d->rx_csum = 1;
         }
     }
+    /* Without the offload an IPv4 frame leaves its UDP checksum 0: WIRE-13
+     * allows it and every receiver accepts it, and CRC32C covers the
+     * packet end to end, so summing each payload twice in software (to
+     * send and to receive) buys no protection.  MROCE_DPDK_UDP_CSUM=1
+     * computes it; IPv6 always does. */
+    const char *uc = getenv("MROCE_DPDK_UDP_CSUM");
+    if (d->tx_csum)
+        d->csum = MROCE_ETH_CSUM_OFFLOAD;
+    else if (d->family6 || (uc && strcmp(uc, "1") == 0))
+        d->csum = MROCE_ETH_CSUM_SW;
+    else
+        d->csum = MROCE_ETH_CSUM_NONE;
     if (rte_eth_dev_info_get(d->port_id, &info) == 0 &&
         zc_allowed(&info, lent)) {
         conf.txmode.offloads |= info.tx_offload_capa &
@@ -265,14 +285,18 @@ static int port_setup(struct dlink *d, int lent, char *err, size_t errlen)
         rte_eth_dev_info_get(d->port_id, &info) == 0)
         fprintf(stderr,
                 "libmroce dpdk: port %u (%s) checksum offload: tx ipv4 %d "
-                "udp %d, rx ipv4 %d udp %d; used: tx %d rx %d; mtu %u; "
-                "zero-copy tx %d\n",
+                "udp %d, rx ipv4 %d udp %d; used: tx %d rx %d; udp "
+                "checksum sent: %s; mtu %u; zero-copy tx %d\n",
                 d->port_id, info.driver_name ? info.driver_name : "?",
                 !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM),
                 !!(info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_UDP_CKSUM),
                 !!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM),
                 !!(info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_UDP_CKSUM),
-                d->tx_csum, d->rx_csum, (unsigned)conf.rxmode.mtu, d->zc);
+                d->tx_csum, d->rx_csum,
+                d->csum == MROCE_ETH_CSUM_OFFLOAD ? "port"
+                : d->csum == MROCE_ETH_CSUM_SW    ? "software"
+                                                  : "none",
+                (unsigned)conf.rxmode.mtu, d->zc);
     int r = rte_eth_dev_configure(d->port_id, 1, 1, &conf);
     if (r == 0)
         r = rte_eth_rx_queue_setup(d->port_id, 0, DPDK_RING_SIZE,

@@ -164,6 +164,7 @@ int dpdk_rx_recv(void *ctx, struct mroce_link_rx *rx, unsigned max)
             continue;
         }
         d->rx_csum_good += verdict > 0;
+        d->rx_csum_zero += !f[er.payload_off - 2] && !f[er.payload_off - 1];
         dpdk_neigh_set(d, er.src.ip, er.src.mac);
         struct mroce_link_rx *r = &rx[out++];
         set_from(d, &er, &r->from);

@@ -1,7 +1,9 @@
 /*
  * dpdk_tx.c - the DPDK link's transmit side: each datagram becomes one
  * frame, its Ethernet, IP and UDP headers written by ethframe.c, queued in
- * a burst that leaves at flush.
+ * a burst that leaves at flush.  The UDP checksum is the port's where it
+ * offers the offload, 0 over IPv4 otherwise (WIRE-13; MROCE_DPDK_UDP_CSUM=1
+ * sums it), and summed in software over IPv6 (dpdk_port.c decides).
  *
  * A datagram is copied once into an mbuf after its headers, except a
  * zero-copy gather list from the UDP datapath (headers in its slot, the
@@ -216,10 +218,11 @@ int dpdk_tx_send(void *ctx, uint16_t src_port, const struct sockaddr *to,
     if (d->ntx == DPDK_BURST) /* an ARP request took the last place */
         dpdk_tx_flush(d);
     /* Zero-copy: the UDP datapath's gather list, a payload worth it, and
-     * even lengths before the CRC so the software checksum sums each
-     * segment on its own. */
+     * where the UDP checksum is summed in software, even lengths before
+     * the CRC so that each segment is summed on its own. */
+    int sw = d->csum == MROCE_ETH_CSUM_SW;
     int zc = d->zc && iovcnt == 3 && iov[1].iov_len >= DPDK_ZC_MIN &&
-             !(iov[0].iov_len & 1) && !(iov[1].iov_len & 1);
+             (!sw || (!(iov[0].iov_len & 1) && !(iov[1].iov_len & 1)));
     struct rte_mbuf *m = zc ? zc_chain(d, iov, hdrs, d->ntx)
                             : copy_frame(d, iov, iovcnt, hdrs, len);
     if (!m) {
@@ -230,15 +233,17 @@ int dpdk_tx_send(void *ctx, uint16_t src_port, const struct sockaddr *to,
     struct mroce_eth_end src = d->self;
     src.port = src_port;
     /* With a chain only the headers are written here (cap covers the
-     * frame; the offload form reads no payload) and summed below. */
+     * frame; the offload and no-checksum forms read no payload), and a
+     * software checksum is summed below. */
+    int mode = zc && sw ? MROCE_ETH_CSUM_OFFLOAD : d->csum;
     if (mroce_eth_build_ex(p, hdrs + len, d->family6, &src, &dst, tos, len,
-                           d->tx_csum || zc) != hdrs) {
+                           mode) != hdrs) {
         rte_pktmbuf_free(m);
         return -1;
     }
-    if (zc && !d->tx_csum)
+    if (zc && sw)
         csum_chain(d, m);
-    if (d->tx_csum) {
+    if (d->csum == MROCE_ETH_CSUM_OFFLOAD) {
         m->l2_len = MROCE_ETH_HDR_LEN;
         m->l3_len = d->family6 ? 40 : 20;
         m->ol_flags |= RTE_MBUF_F_TX_UDP_CKSUM |

@@ -99,8 +99,10 @@ size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
 size_t mroce_eth_build_ex(uint8_t *buf, size_t cap, int family6,
                           const struct mroce_eth_end *src,
                           const struct mroce_eth_end *dst, uint8_t tos,
-                          size_t len, int offload)
+                          size_t len, int csum)
 {
+    int offload = csum == MROCE_ETH_CSUM_OFFLOAD;
+    int none = csum == MROCE_ETH_CSUM_NONE && !family6; /* IPv6: WIRE-13 */
     size_t hdrs = family6 ? MROCE_ETH_V6_HDRS : MROCE_ETH_V4_HDRS;
     size_t udp_len = len + 8u;
     if (cap < hdrs || len > cap - hdrs || udp_len > 0xffffu - 40u)
@@ -139,6 +141,8 @@ size_t mroce_eth_build_ex(uint8_t *buf, size_t cap, int family6,
     put16(udp + 2, dst->port);
     put16(udp + 4, (uint16_t)udp_len);
     put16(udp + 6, 0);
+    if (none)
+        return hdrs;
     if (offload) { /* the pseudo header's sum, not complemented */
         put16(udp + 6,
               (uint16_t)pseudo_sum(family6, family6 ? ip + 8 : ip + 12,

@@ -7,7 +7,8 @@
  * MetaRoCE-over-UDP frames a socket peer sends and receives (one wire).
  * Building writes the Ethernet, IP and UDP headers in front of a MetaRoCE
  * packet, with the IPv4 header checksum and the UDP checksum computed in
- * software (a caller whose port offloads them may overwrite them).
+ * software, left to a port that offloads them, or (over IPv4) the UDP
+ * checksum left 0, as WIRE-13 allows.
  * Parsing is strict, since every byte is untrusted: a frame for another MAC,
  * of a foreign EtherType, with a bad IP header, an IP fragment, a protocol
  * other than UDP, a wrong destination address or port, or a UDP length or
@@ -91,14 +92,23 @@ size_t mroce_eth_build(uint8_t *buf, size_t cap, int family6,
                        const struct mroce_eth_end *dst, uint8_t tos,
                        size_t len);
 
-/* mroce_eth_build for a port that computes the checksums (offload != 0):
- * the IPv4 header checksum is left 0 and the UDP checksum field holds
- * the pseudo header's sum, not complemented, as DPDK's checksum offload
- * expects; offload == 0 is mroce_eth_build. */
+/* How mroce_eth_build_ex fills the checksums. */
+#define MROCE_ETH_CSUM_SW 0 /* both in software (mroce_eth_build) */
+/* For a port that computes them: the IPv4 header checksum is left 0 and
+ * the UDP checksum field holds the pseudo header's sum, not complemented,
+ * as DPDK's checksum offload expects; no payload byte is read. */
+#define MROCE_ETH_CSUM_OFFLOAD 1
+/* No UDP checksum over IPv4 (field 0, WIRE-13: CRC32C covers the packet
+ * end to end), the IPv4 header checksum in software; no payload byte is
+ * read.  IPv6 requires the UDP checksum, so there it is MROCE_ETH_CSUM_SW. */
+#define MROCE_ETH_CSUM_NONE 2
+
+/* mroce_eth_build with the checksums filled as csum (MROCE_ETH_CSUM_*)
+ * says. */
 size_t mroce_eth_build_ex(uint8_t *buf, size_t cap, int family6,
                           const struct mroce_eth_end *src,
                           const struct mroce_eth_end *dst, uint8_t tos,
-                          size_t len, int offload);
+                          size_t len, int csum);
 
 /* Checks a received frame against the local end `self` (MAC, address and
  * port; an all-zero address accepts any).  Returns 0 and fills *rx for a
