@@ -4,8 +4,9 @@
 # gnuplot is there, SVG/PNG plots go to OUTDIR (default sim-out/planes):
 #   A  throughput against plane count P = 1, 2, 4, 8 (ring all-reduce and
 #      all-to-all, 32 hosts) and the 8-vs-4 ratio     -> scale.csv, scale.*
-#   B  a whole plane failing mid-collective (4 planes): completion, the
-#      throughput before / after, recovery time in RTTs -> bins_*.csv, fail_*.*
+#   B  a whole plane failing mid-collective (P = 2, 4, 8): completion, the
+#      throughput before / after and late in the run, recovery time in
+#      RTTs                                            -> bins_*.csv, fail_*.*
 #   C  4,005 concurrent connections: goodput, Jain, engine bytes per QP
 #   D  64 hosts, MetaRoCE against the RoCEv2 model under 0%, 1%, 10% random
 #      loss: goodput and the share kept of its own 0% run -> loss.csv,
@@ -76,9 +77,9 @@ fi
 
 if part B; then
 echo
-echo "== B: plane 2 of P = 4, 8 fails mid-collective (2 us bins; RTT = mean srtt at the failure)"
-printf '%-2s %-5s %-11s %-9s %9s %9s %9s %10s %12s %8s\n' P work select complete before dip after after/bef recover_us srtts
-for p in 4 8; do
+echo "== B: one plane of P = 2, 4, 8 fails mid-collective (plane 1 at P = 2, else plane 2; 2 us bins; RTT = mean srtt at the failure)"
+printf '%-2s %-5s %-11s %-9s %9s %9s %9s %10s %12s %8s %9s %9s %9s\n' P work select complete before dip after after/bef recover_us srtts late late/up payload
+for p in 2 4 8; do
 for w in ring a2a; do
     for sel in entropy entropy/256 engine spray; do
         # entropy/256: plane_select entropy with 256 entropies per QP
@@ -86,25 +87,45 @@ for w in ring a2a; do
         [ "$np" = "$sel" ] && np=128
         f=fail_$w.txt
         [ $sel = engine ] && f=fail_${w}_engine.txt
+        name=planes_fail_${w}_$(echo "$sel" | tr / _)$([ $p = 4 ] || echo _p$p)
+        # P = 2 has no plane 2: plane 1 fails, at the scenario's time
+        flt=
+        [ $p = 2 ] && flt="fault=$(sed -n 's/^fault = \([^ ]*\) plane_down .*/\1/p' "$sc/$f") plane_down 1"
         res=$(run $f -s planes=$p -s plane_select=${sel%/*} -s qp_npaths=$np \
-              -s name=planes_fail_${w}_$(echo "$sel" | tr / _)$([ $p = 4 ] || echo _p$p))
+              -s name=$name ${flt:+-s "$flt"})
         line=$(printf '%s\n' "$res" | grep '^planes_fault')
         done_=$(printf '%s\n' "$res" | grep -q INCOMPLETE && echo no || echo yes)
         pre=$(field pre_gbps "$line")
         frac=$(field pre_frac "$line")
-        printf '%-2s %-5s %-11s %-9s %8.1f%% %8.1f%% %8.1f%% %9.3f %12s %8s\n' $p $w $sel $done_ \
+        # late: the mean of the bins from 200 us after the failure to 200 us
+        # before the end, as a share of all P ports ("of the link": every
+        # byte a host receives on the wire, headers, ACKs and retransmissions
+        # included; preamble and gap not) and of the P - 1 ports up
+        late=$(awk -F, -v a="$(field t_us "$line")" 'NR > 1 { t[NR] = $1; f[NR] = $NF; n = NR }
+            END { for (i = 2; i <= n; i++) if (t[i] >= a + 200 && t[i] <= t[n] - 200) { s += f[i]; c++ }
+                  printf "%.3f", c ? s / c : 0 }' "$out/bins_${name}_mroce.csv")
+        # payload: the messages' bytes over every byte the hosts sent
+        pay=$(printf '%s\n' "$res" | awk '/ eff / { for (i = 1; i <= NF; i++) if ($i == "time") t = $(i + 1) }
+            /^planes P=/ { for (i = 1; i <= NF; i++) { split($i, kv, "=")
+                               if (kv[1] == "goodput_gbps") g = kv[2]
+                               if (kv[1] == "plane_bytes") { n = split(kv[2], b, ","); for (j = 1; j <= n; j++) w += b[j] } } }
+            END { printf "%.3f", w ? g * t * 1e3 / 8 / w : 0 }')
+        printf '%-2s %-5s %-11s %-9s %8.1f%% %8.1f%% %8.1f%% %9.3f %12s %8s %9.3f %9.3f %9.3f\n' $p $w $sel $done_ \
             "$(echo "$frac * 100" | bc -l)" \
             "$(echo "$(field dip_gbps "$line") / $pre * $frac * 100" | bc -l)" \
             "$(echo "$(field post_gbps "$line") / $pre * $frac * 100" | bc -l)" \
             "$(field post_over_pre "$line")" "$(field recover_us "$line")" \
-            "$(field recover_srtts "$line")"
+            "$(field recover_srtts "$line")" "$late" \
+            "$(echo "$late * $p / ($p - 1)" | bc -l)" "$pay"
     done
 done
 done
 echo "(entropy: plane = entropy % P with 128 entropies per QP, entropy/256 with 256;"
 echo " engine: the engine's plane (its plane state), 128 entropies;"
 echo " before / dip / after: throughput into the hosts as a share of their bandwidth;"
-echo " goal: after/before = (P-1)/P (0.75, 0.875); recover: from the failure until it holds 90% of that)"
+echo " goal: after/before = (P-1)/P (0.5, 0.75, 0.875); recover: from the failure until it holds 90% of that;"
+echo " late: 200 us after the failure to 200 us before the end, of all P ports; late/up: of the P - 1 ports up;"
+echo " payload: message bytes / wire bytes sent, the header-free share: late x payload is the late goodput)"
 fi
 
 if part C; then

@@ -58,7 +58,7 @@ static struct ct_conn *rate_peer(struct ct *t, int rate)
     return c;
 }
 
-CT_CASE(cc_rate_hint_share, "CC-26 CC-25 CC-24 REL-14",
+CT_CASE(cc_rate_hint_share, "CC-26 CC-25 CC-24 REL-14 CONN-27 WIRE-37",
         "two RATE peers and one without: a WRITE on the first is ACKed with "
         "a hint of 1..100000 Mbit/s (the IUT's receive rate); after WRITEs "
         "on both RATE peers, each is hinted at most half of it; the peer "

@@ -14,9 +14,10 @@
  * alone puts each packet on its up port with the fewest waiting, whatever
  * the entropy: a reference for a balanced choice).  A host accepts packets
  * from any of its ports.  The NIC takes packets from its transport while
- * some port has nothing waiting behind the packet on its wire, and no port
- * has NIC_PORT_CAP waiting: a port that finishes a packet finds the next
- * one ready, while the engine's choice of entropies decides the planes.
+ * some port that is up has nothing waiting behind the packet on its wire,
+ * and no port that is up has NIC_PORT_CAP waiting: a port that finishes a
+ * packet finds the next one ready, while the engine's choice of entropies
+ * decides the planes.
  *
  * Faults: `TIME plane_down N` takes every link of plane N down in both
  * directions (its host ports included: everything sent into it is lost),
@@ -213,16 +214,32 @@ uint32_t planes_spray(const struct sim *s, const struct host *h)
     return best;
 }
 
-int planes_nic_room(const struct sim *s, const struct host *h)
+/* The NIC's rule over the ports that are up: a port whose link is down
+ * (plane_down) has nothing waiting, but a NIC knows its link state and
+ * does not count it as a port ready for the next packet; were it counted,
+ * the NIC would take packets until a live port holds NIC_PORT_CAP, a queue
+ * of several microseconds in front of every live port.  With every port
+ * down, the rule runs over all of them (what the host sends is lost). */
+static int nic_room(const struct sim *s, const struct host *h, int up_only)
 {
     int idle = 0;
     for (uint32_t p = 0; p < s->nplanes; p++) {
-        uint32_t q = s->links[host_port(s, h, p)].q_pkts;
-        if (q >= NIC_PORT_CAP)
+        const struct link *l = &s->links[host_port(s, h, p)];
+        if (up_only && l->state != L_UP)
+            continue;
+        if (l->q_pkts >= NIC_PORT_CAP)
             return 0;
-        idle |= q == 0;
+        idle |= l->q_pkts == 0;
     }
     return idle;
+}
+
+int planes_nic_room(const struct sim *s, const struct host *h)
+{
+    for (uint32_t p = 0; p < s->nplanes; p++)
+        if (s->links[host_port(s, h, p)].state == L_UP)
+            return nic_room(s, h, 1);
+    return nic_room(s, h, 0);
 }
 
 static struct planes_state *state(struct sim *s)

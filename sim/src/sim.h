@@ -618,7 +618,7 @@ static inline uint32_t plane_of_entropy(const struct sim *s,
 
 /* The NIC takes another packet from its transport: with one port, when
  * nothing waits behind the packet on the wire; with several, while some
- * port has nothing waiting (planes_nic_room). */
+ * port that is up has nothing waiting (planes_nic_room). */
 int planes_nic_room(const struct sim *s, const struct host *h);
 /* plane_select engine on more than one plane: the endpoints name planes */
 static inline int planes_engine(const struct sim *s)

@@ -14,12 +14,18 @@
  *                 plane_down the collective completes and the engines
  *                 report that plane (and only it) down, after a plane_up
  *                 none
+ *   NIC room      the NIC's rule counts only the ports that are up: a
+ *                 down port, with nothing waiting, does not let the NIC
+ *                 take packets for busy live ports
  *   parsing       bad plane counts, bad plane_select, bad plane faults
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "simtest.h"
+
+/* planes.c's NIC_PORT_CAP: packets a port may hold waiting */
+#define NIC_CAP_TEST 16
 
 static void base(struct scenario *sc, const char *name)
 {
@@ -199,12 +205,48 @@ static void test_parsing(void)
     CHECK(sim_run(&sc, &sc.tp[0], &r) < 0, "a fat-tree with planes ran");
 }
 
+/* planes_nic_room on a hand-built host of two ports (host_port: port of
+ * plane k at uplink + 2 * nhosts * k). */
+static void test_nic_room(void)
+{
+    struct link links[4];
+    struct host h;
+    struct sim *s = calloc(1, sizeof(*s));
+    CHECK(s != NULL, "calloc");
+    if (!s)
+        return;
+    memset(links, 0, sizeof(links));
+    memset(&h, 0, sizeof(h));
+    s->links = links;
+    s->nhosts = 1;
+    s->nplanes = 2;
+    h.uplink = 0;
+    links[0].q_pkts = 1; /* plane 0: one packet waiting */
+    links[2].q_pkts = 0; /* plane 1: idle */
+    CHECK(planes_nic_room(s, &h) == 1, "an idle live port: room");
+    links[2].state = L_DOWN;
+    CHECK(
+        planes_nic_room(s, &h) == 0,
+        "a down port counted as idle while the live one has a packet waiting");
+    links[0].q_pkts = 0;
+    CHECK(planes_nic_room(s, &h) == 1, "the live port idle: room");
+    links[0].q_pkts = NIC_CAP_TEST;
+    links[2].q_pkts = 0;
+    CHECK(planes_nic_room(s, &h) == 0, "a live port full: no room");
+    links[0].state = L_DOWN;
+    links[0].q_pkts = 0;
+    CHECK(planes_nic_room(s, &h) == 1,
+          "every port down: the rule runs over all of them");
+    free(s);
+}
+
 int main(void)
 {
     test_one_plane();
     test_spread();
     test_plane_down();
     test_engine();
+    test_nic_room();
     test_parsing();
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);

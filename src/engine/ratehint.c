@@ -113,7 +113,9 @@ uint32_t mre_rh_conn_flags(const mre_qp *qp)
 
 void mre_rh_on_conn(mre_qp *qp, uint32_t peer_flags)
 {
-    qp->rh.on = qp->attr.rate_hint && (peer_flags & MROCE_CONN_RATE) != 0;
+    /* CONN-27: in effect only when both sides set RATE */
+    qp->rh.on = qp->attr.rate_hint && ((peer_flags & MROCE_CONN_RATE) != 0 ||
+                                       MROCE_SEEDED_FAULT(RATE_ONE_SIDED));
     qp->rh.hint = MROCE_CREDIT_UNLIMITED;
     qp->rh.ask = qp->rh.on && qp->attr.rate_hint >= 2;
     /* With asking, no share yet: it asks before its first data (CC-30). */

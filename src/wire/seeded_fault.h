@@ -63,6 +63,7 @@
     /* per-path windows, rate hints (cases_cc_path.c): */ \
     X(PATH_CWND_IGNORE, "path_cwnd_ignore")       \
     X(RATE_NOT_NEGOTIATED, "rate_not_negotiated") \
+    X(RATE_ONE_SIDED, "rate_one_sided")           \
     X(RATE_SHARE_LINK, "rate_share_link")         \
     X(RATE_NO_CAP, "rate_no_cap")                 \
     X(RATE_NO_PACE, "rate_no_pace")               \
