@@ -646,7 +646,7 @@ int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
     a->echo_entropy = qp->echo_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
     a->echo_flags = qp->echo_flags;
     a->sack_words = (uint8_t)mre_rxwin_sack(&qp->rxwin, a->sack,
-                                            MROCE_MAX_SACK_WORDS);
+                                            qp->ack_sack_words); /* REL-42 */
     a->ce_count = qp->ce_count;
     a->rx_count = qp->rx_count;
     a->credit = mre_ep_credit_share(qp->ep, qp, now);
