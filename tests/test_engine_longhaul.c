@@ -26,6 +26,7 @@
  *    only the dropped packets are resent; with sack_words 8 (a peer
  *    without the extension) no ACK carries more than 8 words, and the
  *    sender, blind beyond cum + 256, resends packets that had arrived.
+ *    An ACK of one word more than a side accepts is dropped (WIRE-53).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,22 @@ static void sack_run(uint8_t sack_words, uint64_t *retx, uint32_t *max_words,
     *retx = c.retx_pkts;
     *max_words = h.max_words;
     *drops = h.drops;
+    /* WIRE-53: an ACK of more words than this side accepts is dropped
+     * (drop_invalid); one of as many is taken. */
+    struct mrw_pkt ack;
+    memset(&ack, 0, sizeof(ack));
+    ack.base.opcode = MROCE_OP_ACK;
+    ack.u.ack.cum_psn = qa->snd_una;
+    ack.u.ack.echo_flags = MROCE_ECHO_DUP;
+    ack.u.ack.sack_words = (uint8_t)words;
+    uint64_t inv = qa->cnt.drop_invalid;
+    mre_comp_on_ack(qa, &ack, mroce_netdrive_now(tb->d));
+    CHECK_EQ(qa->cnt.drop_invalid, inv);
+    if (words < MROCE_SACK_WORDS_LIMIT) { /* the byte holds no more */
+        ack.u.ack.sack_words = (uint8_t)(words + 1);
+        mre_comp_on_ack(qa, &ack, mroce_netdrive_now(tb->d));
+        CHECK_EQ(qa->cnt.drop_invalid, inv + 1);
+    }
     mroce_netdrive_set_tx_hook(tb->d, NULL, NULL);
     xfer_free(&x);
     mroce_tb_del(tb);
