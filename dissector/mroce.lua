@@ -64,11 +64,13 @@ local CONN_F_CREDIT = 0x00000001
 local CONN_F_RATE = 0x00000002 -- ACK Credit is a rate hint in Mbit/s
 
 -- CONN extensions (type-length-value after the CONN header).
-local EXT_STREAMS, EXT_PLANES = 1, 2
+local EXT_STREAMS, EXT_PLANES, EXT_SACK = 1, 2, 4
 local EXT_STREAMS_LEN = 4
+local EXT_SACK_LEN = 4 -- SACK Words (1), reserved (3) (WIRE-52)
 local EXT_PLANE_LEN = 20 -- address (16), UDP port (2), reserved (2)
 local MAX_PLANES = 8
-local ext_type_names = { [EXT_STREAMS] = "STREAMS", [EXT_PLANES] = "PLANES", [3] = "SECURE" }
+local ext_type_names = { [EXT_STREAMS] = "STREAMS", [EXT_PLANES] = "PLANES", [3] = "SECURE",
+                         [EXT_SACK] = "SACK" }
 local CREDIT_UNLIMITED = 0xffffffff
 
 local nak_code_names = {
@@ -269,6 +271,8 @@ field("conn_ext_len", ProtoField.uint8("mroce.conn.ext.len", "Extension Length",
 field("conn_ext_data", ProtoField.bytes("mroce.conn.ext.data", "Extension Value"))
 field("conn_max_streams", ProtoField.uint16("mroce.conn.max_streams", "Max Streams", base.DEC))
 field("conn_streams_resvd", ProtoField.uint16("mroce.conn.streams_resvd", "Reserved", base.HEX))
+field("conn_sack_words", ProtoField.uint8("mroce.conn.sack_words", "SACK Words", base.DEC))
+field("conn_sack_resvd", ProtoField.bytes("mroce.conn.sack_resvd", "Reserved"))
 field("conn_nplanes", ProtoField.uint8("mroce.conn.nplanes", "Plane Count", base.DEC))
 field("conn_planes_resvd", ProtoField.bytes("mroce.conn.planes_resvd", "Reserved"))
 field("conn_plane_addr", ProtoField.bytes("mroce.conn.plane.addr", "Plane Address"))
@@ -863,6 +867,21 @@ dissect_packet = function(tvb, pinfo, root, off, rem, coalesced, seg_index)
                     i = i + 1
                 end
                 out = out .. string.format(" planes=%d", cnt)
+            elseif etype == EXT_SACK then
+                if seen[etype] then field_error("Duplicate SACK extension", et) end
+                if vlen ~= EXT_SACK_LEN then
+                    field_error(string.format("SACK extension of length %d (must be %d)",
+                        vlen, EXT_SACK_LEN), litem)
+                    add_bytes(et, pf.conn_ext_data, v, vlen)
+                else
+                    local witem = add(et, pf.conn_sack_words, v, 1)
+                    add_bytes(et, pf.conn_sack_resvd, v + 1, 3)
+                    local w = tvb(off + v, 1):uint()
+                    if w <= MAX_SACK_WORDS then
+                        field_error(string.format("SACK extension with SACK Words %d (must be 9..255)", w), witem)
+                    end
+                    out = out .. string.format(" sack_words=%d", w)
+                end
             else
                 if vlen > 0 then add_bytes(et, pf.conn_ext_data, v, vlen) end
                 out = out .. string.format(" ext%d", etype)
@@ -1031,10 +1050,11 @@ dissect_packet = function(tvb, pinfo, root, off, rem, coalesced, seg_index)
             if band(ef, 0xff - ECHO_KNOWN) ~= 0 then
                 field_error(string.format("Unknown echo flag bits 0x%02x", band(ef, 0xff - ECHO_KNOWN)), eitem)
             end
-            if words > MAX_SACK_WORDS then
-                field_error(string.format("SACK Words %d exceeds %d", words, MAX_SACK_WORDS), witem)
+            -- More than 8 words: valid where the SACK extension is in
+            -- effect (WIRE-53); the connection, not the packet, says so.
+            if words > MAX_SACK_WORDS and witem then
+                witem:append_text(" (beyond 8: SACK extension, WIRE-52)")
             end
-            -- The words present (even beyond 8, so a bad packet still shows).
             local sacked = {}
             local st = at
             for j = 0, words - 1 do
@@ -1042,23 +1062,19 @@ dissect_packet = function(tvb, pinfo, root, off, rem, coalesced, seg_index)
                 if o + 4 > readable_end then break end
                 st:add(pf.ack_sack, tvb(off + o, 4)):append_text(string.format(" (PSNs %d..%d)",
                     u32(cum + 1 + 32 * j), u32(cum + 32 + 32 * j)))
-                if j < MAX_SACK_WORDS then
-                    local w = tvb(off + o, 4):uint()
-                    for i = 0, 31 do
-                        if band(w, lshift(1, i)) ~= 0 then
-                            sacked[#sacked + 1] = u32(cum + 1 + 32 * j + i)
-                        end
+                local w = tvb(off + o, 4):uint()
+                for i = 0, 31 do
+                    if band(w, lshift(1, i)) ~= 0 then
+                        sacked[#sacked + 1] = u32(cum + 1 + 32 * j + i)
                     end
                 end
             end
             local full = hlen + 4 * words
-            if words <= MAX_SACK_WORDS then
-                if body_end < full then
-                    hdr_truncated(string.format("ACK (%d SACK words)", words), full)
-                elseif body_end > full then
-                    field_error(string.format("%d unexpected bytes after the ACK header", body_end - full))
-                    add(tree, pf.extra, full, body_end - full)
-                end
+            if body_end < full then
+                hdr_truncated(string.format("ACK (%d SACK words)", words), full)
+            elseif body_end > full then
+                field_error(string.format("%d unexpected bytes after the ACK header", body_end - full))
+                add(tree, pf.extra, full, body_end - full)
             end
             if words > 0 then
                 local list = psn_ranges(sacked)

@@ -196,7 +196,7 @@ fields="frame.number frame.protocols mroce.version mroce.opcode mroce.flags
   mroce.conn.token mroce.conn.mtu mroce.conn.npaths mroce.conn.rx_window
   mroce.conn.max_rd_atomic mroce.conn.flags mroce.conn.flags.credit
   mroce.conn.flags.rate mroce.conn.max_ack_delay mroce.conn.ext.type
-  mroce.conn.max_streams mroce.conn.nplanes mroce.conn.plane.addr
+  mroce.conn.max_streams mroce.conn.sack_words mroce.conn.nplanes mroce.conn.plane.addr
   mroce.conn.plane.ipv4 mroce.conn.plane.ipv6 mroce.conn.plane.port
   mroce.conn.plane.reserved
   mroce.payload mroce.payload_len mroce.crc mroce.crc.status mroce.error

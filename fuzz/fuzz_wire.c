@@ -75,10 +75,9 @@ static void same_or_abort(const struct mrw_pkt *a, const struct mrw_pkt *b)
             p->echo_ts != q->echo_ts || p->echo_entropy != q->echo_entropy ||
             p->echo_flags != q->echo_flags || p->sack_words != q->sack_words ||
             p->ce_count != q->ce_count || p->rx_count != q->rx_count ||
-            p->credit != q->credit || p->ack_delay != q->ack_delay ||
-            p->sack_words > MROCE_MAX_SACK_WORDS)
+            p->credit != q->credit || p->ack_delay != q->ack_delay)
             abort();
-        for (i = 0; i < MROCE_MAX_SACK_WORDS; i++)
+        for (i = 0; i < p->sack_words; i++)
             if (p->sack[i] != q->sack[i])
                 abort();
         break;

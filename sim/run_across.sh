@@ -9,7 +9,9 @@
 #      sharing one DC's long-haul legs (fair_lh); per-class rates while
 #      all flows are active and Jain's index           -> fair.csv
 #   D  one 256 MiB WRITE over a 1 ms long haul, lossless and with 0.1%
-#      random loss on the long-haul leg (loss_lh.txt)  -> loss.csv
+#      random loss on the long-haul leg (loss_lh.txt), with the SACK
+#      span negotiated (mroce) and without (mroce_sack256, 256 PSNs as
+#      with a peer that does not state it, WIRE-52)  -> loss.csv
 # every case with MetaRoCE (C also with rate_hint 2 and 0), the RoCEv2
 # model lossy and with PFC at its default 1 ms timeout, and again with a
 # timeout of 4 long-haul RTTs (roce_rto: the model's go-back-N times
@@ -112,14 +114,15 @@ fi
 if part D; then
     # the lossless run: the scenario without its fault line
     grep -v '^fault' "$sc/loss_lh.txt" > "$out/loss_lh0.txt"
-    "$sim" -q -o "$out" -s name=across_loss0 "$out/loss_lh0.txt" >> "$log"
-    run loss_lh.txt across_loss1
+    "$sim" -q -o "$out" -s name=across_loss0 -s transports=mroce,mroce_sack256 \
+        "$out/loss_lh0.txt" >> "$log"
+    run loss_lh.txt across_loss1 -s transports=mroce,mroce_sack256
     echo "loss_pct,transport,complete,time_us,drops,retx" > "$out/loss.csv"
     awk -F, '$1 == "across_loss0" || $1 == "across_loss1" {
         printf "%s,%s,%s,%s,%s,%s\n", ($1 == "across_loss0" ? "0" : "0.1"), $2, $15, $7, $18, $22 }' \
         "$out/summary.csv" >> "$out/loss.csv"
     echo "== D: 256 MiB over a 1 ms long haul (completion, ms)"
-    awk -F, 'NR > 1 { printf "loss %4s%%  %-8s %10s  lost %6s  retx %6s\n", $1, $2,
+    awk -F, 'NR > 1 { printf "loss %4s%%  %-14s %10s  lost %6s  retx %6s\n", $1, $2,
                       $3 == 1 ? sprintf("%.1f", $4 / 1000) : "INC", $5, $6 }' "$out/loss.csv"
 fi
 if ! command -v gnuplot >/dev/null 2>&1; then

@@ -33,6 +33,7 @@ requester   mre_txr_unflight
 requester   mre_loss_arm_timer
 completer   mre_txr_unflight
 completer   mre_txr_advance_una
+completer   mre_txr_sacked_word
 completer   mre_loss_arm_timer
 completer   mre_loss_on_path_ack
 completer   mre_loss_probe_proves
@@ -61,6 +62,7 @@ ratehint.c      mre_rh_
 requester.c     mre_req_
 responder.c     mre_resp_
 rxwin.c         mre_rxwin_
+sack.c          mre_sack_
 secure.c        mre_sec_
 stream.c        mre_stream_
 seeded_dup.c    mre_seeded_dup

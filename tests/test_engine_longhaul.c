@@ -19,6 +19,14 @@
  *    by the ACK stops after the first ACK of each round).
  * 4. activity: the receiver counts a long-haul sender active for two of
  *    its RTTs after its last data packet (CC-52).
+ * 5. SACK span (WIRE-52, REL-42): the SACK extension each side states and
+ *    the span adopted from the peer's, with and without it; then 32 MiB
+ *    with one in 1,000 data packets dropped once.  With the span
+ *    negotiated (window 8192: 255 words) ACKs carry more than 8 words and
+ *    only the dropped packets are resent; with sack_words 8 (a peer
+ *    without the extension) no ACK carries more than 8 words, and the
+ *    sender, blind beyond cum + 256, resends packets that had arrived.
+ *    An ACK of one word more than a side accepts is dropped (WIRE-53).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,10 +149,144 @@ static void test_active_two_rtts(void)
     mroce_tb_del(tb);
 }
 
+/* Drops each data packet of host 0 whose PSN is 500 mod 1000, once, and
+ * records the most SACK words in host 1's ACKs. */
+struct sack_hook {
+    uint32_t start_psn, drops, max_words;
+    uint8_t dropped[SIZE / 4096 / 1000 + 2];
+};
+
+static int sack_hook_fn(void *user, struct mroce_netdrive_pkt *pkt)
+{
+    struct sack_hook *h = user;
+    struct mrw_pkt p;
+    if (mrw_pkt_decode(&p, pkt->buf, pkt->len) != 0)
+        return MROCE_NETDRIVE_PASS;
+    if (pkt->src == 1 && p.base.opcode == MROCE_OP_ACK &&
+        p.u.ack.sack_words > h->max_words)
+        h->max_words = p.u.ack.sack_words;
+    if (pkt->src != 0 || p.base.opcode != MROCE_OP_WRITE)
+        return MROCE_NETDRIVE_PASS;
+    uint32_t d = p.base.psn - h->start_psn;
+    if (d % 1000 != 500 || d / 1000 >= sizeof(h->dropped) ||
+        h->dropped[d / 1000])
+        return MROCE_NETDRIVE_PASS;
+    h->dropped[d / 1000] = 1;
+    h->drops++;
+    return MROCE_NETDRIVE_DROP;
+}
+
+static void sack_run(uint8_t sack_words, uint64_t *retx, uint32_t *max_words,
+                     uint32_t *drops)
+{
+    struct mroce_testbed *tb = bed();
+    struct mre_qp_attr a;
+    mre_qp_attr_default(&a);
+    a.window = 8192;
+    a.max_send_wr = 64;
+    a.sack_words = sack_words;
+    mre_qp *qa = NULL, *qb = NULL;
+    CHECK(mroce_tb_connect(tb, 0, 1, &a, &qa, &qb, 100000000) == 0);
+    uint32_t words = sack_words ? sack_words : MROCE_SACK_WORDS_LIMIT;
+    CHECK_EQ(qa->sack_span, 32 * words);
+    CHECK_EQ(qb->ack_sack_words, words);
+    struct sack_hook h;
+    memset(&h, 0, sizeof(h));
+    h.start_psn = qa->snd_nxt;
+    mroce_netdrive_set_tx_hook(tb->d, sack_hook_fn, &h);
+    struct xfer x;
+    xfer_setup(tb, &x, SIZE, 11);
+    xfer_post(&x, qa, qb, mroce_netdrive_now(tb->d));
+    CHECK(xfer_run(tb, &x, NULL, NULL, MODEL_LIMIT));
+    xfer_check_data(&x);
+    struct mroce_qp_counters c;
+    mre_qp_get_counters(qa, &c);
+    printf("sack_words %u: 32 MiB, %u dropped: retransmitted %llu, most "
+           "SACK words in an ACK %u, timeouts %llu\n",
+           sack_words, h.drops, (unsigned long long)c.retx_pkts, h.max_words,
+           (unsigned long long)c.timeouts);
+    *retx = c.retx_pkts;
+    *max_words = h.max_words;
+    *drops = h.drops;
+    /* WIRE-53: an ACK of more words than this side accepts is dropped
+     * (drop_invalid); one of as many is taken. */
+    struct mrw_pkt ack;
+    memset(&ack, 0, sizeof(ack));
+    ack.base.opcode = MROCE_OP_ACK;
+    ack.u.ack.cum_psn = qa->snd_una;
+    ack.u.ack.echo_flags = MROCE_ECHO_DUP;
+    ack.u.ack.sack_words = (uint8_t)words;
+    uint64_t inv = qa->cnt.drop_invalid;
+    mre_comp_on_ack(qa, &ack, mroce_netdrive_now(tb->d));
+    CHECK_EQ(qa->cnt.drop_invalid, inv);
+    if (words < MROCE_SACK_WORDS_LIMIT) { /* the byte holds no more */
+        ack.u.ack.sack_words = (uint8_t)(words + 1);
+        mre_comp_on_ack(qa, &ack, mroce_netdrive_now(tb->d));
+        CHECK_EQ(qa->cnt.drop_invalid, inv + 1);
+    }
+    mroce_netdrive_set_tx_hook(tb->d, NULL, NULL);
+    xfer_free(&x);
+    mroce_tb_del(tb);
+}
+
+static void test_sack_span(void)
+{
+    struct mroce_testbed *tb = bed();
+    struct mre_qp_attr a;
+    mre_qp_attr_default(&a);
+    a.send_cq = tb->h[0].scq;
+    a.recv_cq = tb->h[0].rcq;
+    mre_qp *qp = NULL;
+    struct mrw_conn_hdr c;
+    /* What a QP states: window / 32 words, at most 255; none at 8. */
+    const struct {
+        uint32_t window;
+        uint8_t attr, req, resp_after_none;
+    } t[] = {{1024, 0, 32, 0},  {8192, 0, 255, 0}, {8192, 8, 0, 0},
+             {8192, 64, 64, 0}, {256, 0, 0, 0},    {1024, 200, 32, 0}};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        a.window = t[i].window;
+        a.sack_words = t[i].attr;
+        if (!CHECK(mre_qp_new(tb->h[0].ep, &a, &qp) == 0))
+            continue;
+        CHECK_EQ(qp->sack_span, 32 * MROCE_MAX_SACK_WORDS);
+        memset(&c, 0, sizeof(c));
+        mre_sack_conn_build(qp, &c, 0);
+        CHECK_EQ(c.sack_words, t[i].req);
+        /* A peer without the extension: 256 PSNs both ways (REL-42). */
+        memset(&c, 0, sizeof(c));
+        mre_sack_conn_adopt(qp, &c);
+        CHECK_EQ(qp->ack_sack_words, MROCE_MAX_SACK_WORDS);
+        CHECK_EQ(qp->sack_span, 32 * MROCE_MAX_SACK_WORDS);
+        /* ... and the CONNECT_RESP to it carries none (CONN-25). */
+        mre_sack_conn_build(qp, &c, 1);
+        CHECK_EQ(c.sack_words, t[i].resp_after_none);
+        /* A peer accepting 16 words: ACKs to it carry 16, ours as many
+         * as we stated, if we stated any. */
+        c.sack_words = 16;
+        mre_sack_conn_adopt(qp, &c);
+        CHECK_EQ(qp->ack_sack_words, t[i].req ? 16 : MROCE_MAX_SACK_WORDS);
+        CHECK_EQ(qp->sack_span, 32u * (t[i].req ? t[i].req : 8));
+        mre_qp_del(qp);
+    }
+    mroce_tb_del(tb);
+
+    uint64_t retx_wide, retx_narrow;
+    uint32_t words_wide, words_narrow, drops_wide, drops_narrow;
+    sack_run(0, &retx_wide, &words_wide, &drops_wide);
+    sack_run(MROCE_MAX_SACK_WORDS, &retx_narrow, &words_narrow, &drops_narrow);
+    CHECK(drops_wide >= 5 && drops_narrow >= 5);
+    CHECK(words_wide > MROCE_MAX_SACK_WORDS);
+    CHECK(words_narrow <= MROCE_MAX_SACK_WORDS);
+    CHECK_EQ(retx_wide, drops_wide);
+    CHECK(retx_narrow > drops_narrow);
+}
+
 int main(void)
 {
     test_window_bounds();
     test_first_window_and_ramp();
     test_active_two_rtts();
+    test_sack_span();
     return TESTUTIL_SUMMARY("test_engine_longhaul");
 }

@@ -29,8 +29,8 @@
  *    packet's path floor (LOSS-7 (c)) to 8 ms, and the next data packet's
  *    path is black-holed until that slot is retired, so LOSS-6 cannot
  *    find its losses.  Each of them in turn becomes the hole at snd_una;
- *    the ACKs soon reach the end of the 256-PSN SACK span, and nothing
- *    more can be acknowledged.  Checked: the losses are found by LOSS-7
+ *    the ACKs soon reach the end of the 256-PSN SACK span (QPs without
+ *    the SACK extension, REL-42), and nothing more can be acknowledged.  Checked: the losses are found by LOSS-7
  *    without the floor (retx_ooo > 0), no RTO fires (a floor held hole
  *    would cost one 1 ms RTO per loss), the data are intact.
  */
@@ -90,7 +90,8 @@ struct xfer {
     uint8_t *src, *dst;
 };
 
-static int xfer_start(struct xfer *x, uint64_t seed)
+/* sack_words: the QPs' attribute (0: the negotiated span, REL-42). */
+static int xfer_start(struct xfer *x, uint64_t seed, uint8_t sack_words)
 {
     struct mroce_netdrive_config cfg;
     mroce_netdrive_config_default(&cfg);
@@ -104,6 +105,7 @@ static int xfer_start(struct xfer *x, uint64_t seed)
     mre_qp_attr_default(&x->at);
     x->at.min_rto = 1000000; /* 1 ms, as libmroce */
     x->at.max_send_wr = NCHUNKS;
+    x->at.sack_words = sack_words;
     if (!CHECK(mroce_tb_connect(x->tb, 0, 1, &x->at, &x->qa, &x->qb,
                                 100000000) == 0)) {
         mroce_tb_del(x->tb);
@@ -173,7 +175,7 @@ static void xfer_end(struct xfer *x)
 static void run(uint64_t seed, int genuine)
 {
     struct xfer x;
-    if (xfer_start(&x, seed) != 0)
+    if (xfer_start(&x, seed, 0) != 0)
         return;
     mroce_net *net = x.net;
     mre_qp *qa = x.qa, *qb = x.qb;
@@ -302,9 +304,10 @@ static int span_hook(void *user, struct mroce_netdrive_pkt *pkt)
 static void run_span(uint64_t seed)
 {
     struct xfer x;
-    if (xfer_start(&x, seed) != 0)
+    if (xfer_start(&x, seed, MROCE_MAX_SACK_WORDS) != 0)
         return;
     mre_qp *qa = x.qa;
+    CHECK_EQ(qa->sack_span, 32 * MROCE_MAX_SACK_WORDS);
     struct span sp = {0, 0, 0, 0};
     mroce_netdrive_set_tx_hook(x.tb->d, span_hook, &sp);
     mroce_netdrive_kick_all(x.tb->d);

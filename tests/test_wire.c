@@ -27,7 +27,7 @@
 
 #define VECTOR_PATH "tests/vectors/wire_vectors.txt"
 #define MAX_VEC_BYTES 4096
-#define MAX_VEC_FIELDS 64
+#define MAX_VEC_FIELDS 320
 #define ROUNDTRIP_ITERS 2000 /* per opcode */
 #define MUTATE_ITERS 20000
 
@@ -89,7 +89,7 @@ static int decode_exact(struct mrw_pkt *pkt, const uint8_t *buf, size_t len)
 static size_t canonical_bytes(const uint8_t *in, size_t len, uint8_t *out)
 {
     const size_t ext0 = MROCE_BASE_HDR_LEN + MROCE_CONN_HDR_LEN;
-    const uint8_t *streams = NULL, *planes = NULL;
+    const uint8_t *streams = NULL, *planes = NULL, *sack = NULL;
     size_t at, n;
     memcpy(out, in, len);
     if (len < ext0 + MROCE_CRC_LEN ||
@@ -100,6 +100,8 @@ static size_t canonical_bytes(const uint8_t *in, size_t len, uint8_t *out)
             streams = in + at;
         else if (in[at] == MROCE_EXT_PLANES)
             planes = in + at;
+        else if (in[at] == MROCE_EXT_SACK)
+            sack = in + at;
     }
     n = ext0;
     if (streams) {
@@ -111,6 +113,11 @@ static size_t canonical_bytes(const uint8_t *in, size_t len, uint8_t *out)
         memcpy(out + n, planes, 2u + planes[1]);
         memset(out + n + 3, 0, 3); /* after type, length, count */
         n += 2u + planes[1];
+    }
+    if (sack) {
+        memcpy(out + n, sack, 3); /* type, length, SACK Words */
+        memset(out + n + 3, 0, 3);
+        n += 2 + MROCE_EXT_SACK_LEN;
     }
     out[26] = (uint8_t)((n + MROCE_CRC_LEN) >> 8);
     out[27] = (uint8_t)(n + MROCE_CRC_LEN);
@@ -134,7 +141,8 @@ enum group {
     G_STREAMS,
     G_PLANES,
     G_PLANE,
-    G_SACK
+    G_SACK,
+    G_SACKX
 };
 
 #define FLD(path, grp, member)                       \
@@ -191,6 +199,15 @@ static const struct field {
     FLD("ack.sack[5]", G_SACK, u.ack.sack[5]),
     FLD("ack.sack[6]", G_SACK, u.ack.sack[6]),
     FLD("ack.sack[7]", G_SACK, u.ack.sack[7]),
+    /* beyond the default span (WIRE-53); later words by their index */
+    FLD("ack.sack[8]", G_SACK, u.ack.sack[8]),
+    FLD("ack.sack[9]", G_SACK, u.ack.sack[9]),
+    FLD("ack.sack[10]", G_SACK, u.ack.sack[10]),
+    FLD("ack.sack[11]", G_SACK, u.ack.sack[11]),
+    FLD("ack.sack[12]", G_SACK, u.ack.sack[12]),
+    FLD("ack.sack[13]", G_SACK, u.ack.sack[13]),
+    FLD("ack.sack[14]", G_SACK, u.ack.sack[14]),
+    FLD("ack.sack[15]", G_SACK, u.ack.sack[15]),
     FLD("nak.nak_psn", G_NAK, u.nak.nak_psn),
     FLD("nak.msn", G_NAK, u.nak.msn),
     FLD("nak.code", G_NAK, u.nak.code),
@@ -208,6 +225,7 @@ static const struct field {
     FLD("conn.max_ack_delay", G_CONN, u.conn.max_ack_delay),
     FLD("conn.max_streams", G_STREAMS, u.conn.max_streams),
     FLD("conn.nplanes", G_PLANES, u.conn.nplanes),
+    FLD("conn.sack_words", G_SACKX, u.conn.sack_words),
 #define PLANE_FLDS(i)                                                    \
     FLD("conn.planes[" #i "].addr", G_PLANE, u.conn.planes[i].addr),     \
         FLD("conn.planes[" #i "].port", G_PLANE, u.conn.planes[i].port), \
@@ -287,6 +305,9 @@ static int field_applies(const struct field *f, const struct mrw_pkt *p)
     case G_PLANES:
         return (op == MROCE_OP_CONNECT_REQ || op == MROCE_OP_CONNECT_RESP) &&
                p->u.conn.nplanes != 0;
+    case G_SACKX:
+        return (op == MROCE_OP_CONNECT_REQ || op == MROCE_OP_CONNECT_RESP) &&
+               p->u.conn.sack_words != 0;
     case G_PLANE:
         return (op == MROCE_OP_CONNECT_REQ || op == MROCE_OP_CONNECT_RESP) &&
                (f->off - offsetof(struct mrw_pkt, u.conn.planes)) /
@@ -524,6 +545,16 @@ static void check_valid_vector(const struct vector *v, const struct mrw_pkt *p)
                       v->name, crc, (unsigned long long)want);
             CHECK_MSG(mrw_crc32c(0, v->bytes, v->len - 4) == crc,
                       "%s: listed crc is not the CRC32C", v->name);
+            continue;
+        }
+        /* SACK words past the table's (WIRE-53): by their index. */
+        unsigned wj;
+        char close;
+        if (f == N_FIELDS && sscanf(k, "ack.sack[%u%c", &wj, &close) == 2 &&
+            close == ']' && wj < MROCE_SACK_WORDS_LIMIT) {
+            CHECK_MSG(p->base.opcode == MROCE_OP_ACK &&
+                          wj < p->u.ack.sack_words && p->u.ack.sack[wj] == want,
+                      "%s: %s not as listed", v->name, k);
             continue;
         }
         if (!CHECK_MSG(f < N_FIELDS, "%s: unknown field '%s'", v->name, k))
@@ -939,7 +970,10 @@ static void rnd_pkt(struct mrw_pkt *p, unsigned op, const uint8_t *pool)
         a->echo_ts = (uint32_t)rnd();
         a->echo_entropy = (uint16_t)rnd();
         a->echo_flags = (uint8_t)rnd_below(4);
-        a->sack_words = (uint8_t)rnd_below(MROCE_MAX_SACK_WORDS + 1);
+        /* the default span mostly, the negotiated one (WIRE-53) too */
+        a->sack_words = (uint8_t)(rnd_below(4)
+                                      ? rnd_below(MROCE_MAX_SACK_WORDS + 1)
+                                      : rnd_below(MROCE_SACK_WORDS_LIMIT + 1));
         a->ce_count = (uint32_t)rnd();
         a->rx_count = (uint32_t)rnd();
         a->credit = (uint32_t)rnd();
@@ -1072,9 +1106,10 @@ static void test_encoder_limits(void)
     p.u.ack.sack_words = MROCE_MAX_SACK_WORDS;
     CHECK_EQ(mrw_pkt_hdr_len(&p),
              MROCE_BASE_HDR_LEN + MROCE_ACK_HDR_LEN + 4 * MROCE_MAX_SACK_WORDS);
-    p.u.ack.sack_words = MROCE_MAX_SACK_WORDS + 1;
-    CHECK_EQ(mrw_pkt_hdr_len(&p), 0);
-    CHECK_EQ(mrw_pkt_encode(&p, buf, sizeof buf), 0);
+    /* WIRE-53: every count the byte holds is encodable. */
+    p.u.ack.sack_words = MROCE_SACK_WORDS_LIMIT;
+    CHECK_EQ(mrw_pkt_hdr_len(&p), MROCE_BASE_HDR_LEN + MROCE_ACK_HDR_LEN +
+                                      4 * MROCE_SACK_WORDS_LIMIT);
 
     /* The largest data header is a stream atomic; a stream-0 atomic is
      * MROCE_MAX_DATA_HDR_LEN, the window accounting unit. */

@@ -118,8 +118,8 @@ void ct_rl_send_ack_delay(struct ct_conn *c, uint32_t cum, const uint32_t *sack,
 
     ct_pkt_ctl(c, &p, MROCE_OP_ACK);
     p.u.ack.cum_psn = cum;
-    if (words > MROCE_MAX_SACK_WORDS)
-        words = MROCE_MAX_SACK_WORDS;
+    if (words > MROCE_SACK_WORDS_LIMIT)
+        words = MROCE_SACK_WORDS_LIMIT;
     for (unsigned j = 0; j < words; j++)
         p.u.ack.sack[j] = sack[j];
     p.u.ack.sack_words = (uint8_t)words;

@@ -238,6 +238,10 @@ struct mre_qp_attr {
                                The connection carries the smaller of both
                                sides' (SEM-31); work requests name one in
                                mroce_send_wr.stream / mroce_recv_wr.stream */
+    uint8_t sack_words;        /* SACK words this QP accepts in an ACK,
+                               stated in its CONNECT (WIRE-52, REL-42):
+                               0 (default): window / 32, at most 255;
+                               1..8: no extension, the 256-PSN span */
 };
 void mre_qp_attr_default(struct mre_qp_attr *attr);
 

@@ -41,8 +41,12 @@ extern "C" {
 #define MROCE_CONN_HDR_LEN 36   /* CONNECT_REQ, CONNECT_RESP */
 #define MROCE_STREAM_HDR_LEN 4  /* request of stream > 0, after the REQ hdr */
 #define MROCE_CRC_LEN 4         /* CRC32C trailer on every packet */
-#define MROCE_MAX_SACK_WORDS 8  /* 256 PSNs beyond the cumulative point */
+#define MROCE_MAX_SACK_WORDS 8  /* 256 PSNs after the cumulative point */
 #define MROCE_ATOMIC_LEN 8      /* atomics operate on 64-bit words */
+/* MROCE_MAX_SACK_WORDS is the span without the SACK extension; with it an
+ * ACK carries up to what its receiver accepts, at most the SACK Words
+ * byte's 255 words (8,160 PSNs, WIRE-52, WIRE-53). */
+#define MROCE_SACK_WORDS_LIMIT 255
 
 /* Largest header a data packet of stream 0 carries: base + REQ + ATOMIC.
  * Windows and credits count every data packet as its payload plus this
@@ -137,6 +141,7 @@ enum mrw_conn_ext_type {
     MROCE_EXT_STREAMS = 1, /* Max Streams (16), reserved (16) */
     MROCE_EXT_PLANES = 2,  /* Count (8), reserved (24), Count plane entries */
     MROCE_EXT_SECURE = 3,  /* Suite (8), reserved (24), SPI (32), MAC (128) */
+    MROCE_EXT_SACK = 4,    /* SACK Words (8), reserved (24) (WIRE-52) */
 };
 #define MROCE_EXT_SECURE_LEN 24
 #define MROCE_SEC_MAC_LEN 16 /* SECURE extension MAC (WIRE-43) */
@@ -155,6 +160,7 @@ enum mrw_sec_suite {
     MROCE_SUITE_AES128_GMAC = 3, /* integrity only */
 };
 #define MROCE_EXT_STREAMS_LEN 4
+#define MROCE_EXT_SACK_LEN 4
 #define MROCE_EXT_PLANE_LEN 20 /* Address (16), UDP Port (16), reserved (16) */
 #define MROCE_MAX_PLANES 8
 #define MROCE_MAX_STREAMS 65535
@@ -211,13 +217,17 @@ struct mrw_ack_hdr {
     uint32_t echo_ts;      /* that packet's tsval */
     uint16_t echo_entropy; /* that packet's entropy */
     uint8_t echo_flags;    /* enum mrw_ack_echo_flag */
-    uint8_t sack_words;    /* 0..MROCE_MAX_SACK_WORDS */
+    uint8_t sack_words;    /* 0..MROCE_SACK_WORDS_LIMIT; above
+                              MROCE_MAX_SACK_WORDS only where negotiated
+                              (WIRE-52), which the QP checks */
     uint32_t ce_count;     /* cumulative CE-marked data packets received */
     uint32_t rx_count;     /* cumulative data packets received */
     uint32_t credit;       /* bytes the sender may have in flight, or with
                               MROCE_CONN_RATE the rate hint in Mbit/s */
     uint32_t ack_delay;    /* ns the receiver held the echoed packet */
-    uint32_t sack[MROCE_MAX_SACK_WORDS]; /* bit i of word j: cum+1+32j+i */
+    /* bit i of word j: cum+1+32j+i; words from sack_words up to
+     * MROCE_MAX_SACK_WORDS decode as 0, later ones are left unset */
+    uint32_t sack[MROCE_SACK_WORDS_LIMIT];
 };
 
 /* NAK header. */
@@ -252,6 +262,8 @@ struct mrw_conn_hdr {
     uint16_t max_streams; /* STREAMS: streams the sender accepts, 1..65535 */
     uint8_t nplanes;      /* PLANES: entries in planes[], 1..MAX_PLANES */
     struct mrw_plane_addr planes[MROCE_MAX_PLANES];
+    uint8_t sack_words; /* SACK: words the sender accepts in the ACKs it
+                           receives, 9..255 (WIRE-52); 0: absent */
     /* SECURE (WIRE-43), encoded last when sec_present; the encoder writes
      * sec_mac as given (the engine fills it in after encoding). */
     uint8_t sec_present;
@@ -309,9 +321,9 @@ enum mrw_wire_error {
  * covers the base header, version, opcode, flags, pkt_len == len, the CRC,
  * then the opcode's headers fit and their fields are self-consistent
  * (payload fits: offset + payload_len <= msg_len for data; atomics carry no
- * payload and msg_len == 8; ATOMIC_RESP payload is exactly 8; ACK sack_words
- * <= MROCE_MAX_SACK_WORDS; FIRST iff offset == 0; LAST iff offset +
- * payload_len == msg_len; STREAM only on requests, with a non-zero stream
+ * payload and msg_len == 8; ATOMIC_RESP payload is exactly 8; ACK: exactly
+ * sack_words words, any count the byte holds (WIRE-53); FIRST iff
+ * offset == 0; LAST iff offset + payload_len == msg_len; STREAM only on requests, with a non-zero stream
  * ID; CONN extensions well formed).  Returns 0 or a negative enum mrw_wire_error.
  * Never reads outside buf[0..len).
  */

@@ -267,6 +267,8 @@ static int make_qp(struct sim *s, struct host *h, uint32_t peer, mre_qp **pqp)
     if (s->tp->nohint || s->tp->hint1 || s->tp->ask) /* else the default */
         at.rate_hint = s->tp->nohint ? 0 : s->tp->hint1 ? 1 : 3;
     at.path_cwnd = !s->tp->nopcwnd;
+    if (s->tp->sack256)
+        at.sack_words = MROCE_MAX_SACK_WORDS;
     at.max_rd_atomic = 1;
     if (sc->qp_init_cwnd)
         at.init_cwnd = sc->qp_init_cwnd;

@@ -309,6 +309,11 @@ static int parse_transports(struct scenario *sc, char *v, const char *where)
             t->cc = MROCE_CC_DELAY_ECN;
             t->nohint = 1;
             t->nopcwnd = 1;
+        } else if (!strcmp(tok, "mroce_sack256")) {
+            t->kind = T_MROCE; /* the default without the SACK extension:
+                                  ACKs report 256 PSNs (WIRE-19, WIRE-52) */
+            t->cc = MROCE_CC_DELAY_ECN;
+            t->sack256 = 1;
         } else if (!strcmp(tok, "mroce_credit")) {
             t->kind = T_MROCE;
             t->cc = MROCE_CC_DELAY_ECN;

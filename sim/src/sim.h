@@ -331,6 +331,8 @@ struct tp_cfg {
     uint8_t hint1;   /* MetaRoCE: hints without share requests
                         (rate_hint 1, the default before CC-36) */
     uint8_t nopcwnd; /* MetaRoCE: per-path windows off (CC-20) */
+    uint8_t sack256; /* MetaRoCE: no SACK extension, the 256-PSN span
+                        (WIRE-52) */
     uint8_t pfc;     /* baseline: lossless */
     uint8_t dcqcn;   /* baseline: rate control */
 };

@@ -69,6 +69,7 @@ static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
     if (!e->retx || (psn == echo_psn && (uint32_t)e->sent_time == a->echo_ts))
         mre_plane_on_path_ack(qp, e->path);
     e->state = TX_ACKED;
+    qp->tx_sacked[idx >> 6] |= 1ull << (idx & 63);
     e->probe = 0;
     *acked_bytes += e->len;
     if (e->kind == TXK_REQ)
@@ -81,8 +82,11 @@ static int ack_one(mre_qp *qp, uint32_t psn, const struct mrw_ack_hdr *a,
 void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
 {
     const struct mrw_ack_hdr *a = &pkt->u.ack;
-    if (mrw_psn_diff(a->cum_psn, qp->snd_nxt) > 0) {
-        qp->cnt.drop_invalid++; /* acknowledges what we never sent */
+    /* Acknowledges what we never sent, or carries more SACK words than
+     * this side accepts (REL-42). */
+    if (mrw_psn_diff(a->cum_psn, qp->snd_nxt) > 0 ||
+        32u * a->sack_words > qp->sack_span) {
+        qp->cnt.drop_invalid++;
         return;
     }
     /* RTT from the echoed timestamp; the receiver's hold time removed. */
@@ -123,8 +127,13 @@ void mre_comp_on_ack(mre_qp *qp, const struct mrw_pkt *pkt, mroce_tstamp now)
         acked += (uint32_t)ack_one(qp, psn, a, rtt, &acked_bytes, &lost_bytes);
         high = psn + 1;
     }
+    /* A wide SACK (REL-42) repeats what earlier ACKs told: only its bits
+     * not yet acknowledged are looked at, so an ACK costs O(words) plus
+     * its news, not O(PSNs reported). */
     for (int j = 0; j < a->sack_words; j++) {
-        uint32_t w = a->sack[j];
+        uint32_t w = a->sack[j] &
+                     ~mre_txr_sacked_word(qp,
+                                          a->cum_psn + 1 + (uint32_t)(32 * j));
         while (w) {
             int i = __builtin_ctz(w);
             w &= w - 1;

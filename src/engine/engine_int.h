@@ -41,6 +41,7 @@
  *   mr.c, cq.c    memory regions (keys, rights, bounds, SGE copies) and
  *                 completion queues
  *   rxwin.c       the receive window of PSNs (duplicate detection, SACK)
+ *   sack.c        the SACK span negotiated in the handshake
  *   path.c, cc.c  multipath spraying and congestion control
  *   stream.c      streams: per-stream numbering, receive lists and
  *                 completion order on QPs of more than one stream
@@ -73,6 +74,7 @@
 #include "plane.h"
 #include "ratehint.h"
 #include "rxwin.h"
+#include "sack.h"
 #include "secure.h"
 
 #define MROCE_NONE32 0xffffffffu
@@ -268,6 +270,9 @@ struct mre_qp {
 
     /* transmit side: PSN space of packets we send */
     struct mre_txent *tx;
+    /* a bit per ring slot: its PSN was acknowledged by an ACK since it was
+     * pushed (txring.c); lets a wide SACK skip what it already told */
+    uint64_t *tx_sacked;
     uint32_t tx_mask;
     uint32_t snd_una, snd_nxt;
     uint32_t snd_high_acked; /* highest PSN acknowledged + 1 (serial) */
@@ -370,6 +375,10 @@ struct mre_qp {
     uint8_t streams_on;
     struct mre_sec_qp sec; /* secure mode (secure.c) */
     uint8_t sec_on;        /* this connection is secure (SEC-34) */
+    /* SACK span (sack.c, REL-42): words the ACKs this QP sends may carry,
+     * and the PSNs after snd_una the peer's ACKs can report */
+    uint8_t ack_sack_words;
+    uint32_t sack_span;
 };
 
 /* A timer heap entry carries its QP's deadline, so sifting compares and

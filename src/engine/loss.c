@@ -23,9 +23,6 @@
  */
 #include "engine_int.h"
 
-/* PSNs after the cumulative point that an ACK can report (REL-15). */
-#define MROCE_SACK_SPAN (32u * MROCE_MAX_SACK_WORDS)
-
 /* Before the first RTT sample: five min_rto, or, if the handshake took
  * longer than that allows for (a long-haul path), three handshake times
  * plus the peer's ACK delay (LOSS-26), so the first window's ACKs are not
@@ -228,13 +225,13 @@ void mre_loss_ooo_scan(mre_qp *qp, mroce_tstamp now, uint32_t *lost_bytes,
      * fell since the last look. */
     mroce_tstamp slowest = mre_pathset_max_srtt(&qp->paths);
     /* LOSS-7 (d): the receiver acknowledges nothing beyond the SACK span
-     * after its cumulative point (REL-15).  Once the highest acknowledged
+     * after its cumulative point (REL-15, REL-42: qp->sack_span).  Once the highest acknowledged
      * PSN is at the end of that span, the packet at snd_una holds up every
      * later acknowledgement: waiting the path floor for it (a slot sampled
      * during a host stall can raise it to several ms) only waits for the
      * RTO.  So it is judged without the floor, and by every ACK. */
     int blocked = mrw_psn_diff(qp->snd_high_acked, una) >
-                  (int32_t)MROCE_SACK_SPAN;
+                  (int32_t)qp->sack_span;
     if (full) {
         qp->reo_deadline = MROCE_TSTAMP_INF;
     } else {
@@ -341,8 +338,8 @@ void mre_loss_timers(mre_qp *qp, mroce_tstamp now)
              * missing, so probing it solicits nothing and the next expiry
              * is an RTO.  The newest in flight if none is within. */
             uint32_t top = qp->snd_nxt;
-            if (mrw_psn_diff(top, qp->snd_una) > (int32_t)MROCE_SACK_SPAN + 1) {
-                uint32_t p = qp->snd_una + MROCE_SACK_SPAN + 1;
+            if (mrw_psn_diff(top, qp->snd_una) > (int32_t)qp->sack_span + 1) {
+                uint32_t p = qp->snd_una + qp->sack_span + 1;
                 while (p != qp->snd_una &&
                        qp->tx[(p - 1) & qp->tx_mask].state != TX_INFLIGHT)
                     p--;
@@ -426,7 +423,7 @@ void mre_loss_timers(mre_qp *qp, mroce_tstamp now)
             /* Resend in PSN order, oldest first.  The queue is in order of
              * detection, so a hole at the cumulative point that was lost
              * again can sit behind hundreds of PSNs the receiver already
-             * holds but cannot SACK (beyond cum + 256); with cwnd cut to one
+             * holds but cannot SACK (beyond the SACK span); with cwnd cut to one
              * MTU each RTO would then resend one of those, its DUP ACK
              * acknowledging nothing, until retry_cnt ran out. */
             qp->retxq_head = qp->retxq_tail;

@@ -55,6 +55,7 @@ static void qp_free_storage(const struct mre_mem *m, mre_qp *qp)
     mre_mem_free(m, qp->rq);
     mre_mem_free(m, qp->rjobs);
     mre_mem_free(m, qp->tx);
+    mre_mem_free(m, qp->tx_sacked);
     mre_mem_free(m, qp->retxq);
     mre_mem_free(m, qp->path_slots);
     mre_mem_free(m, qp->rxwin.bits);
@@ -114,16 +115,19 @@ int mre_qp_new(mre_ep *ep, const struct mre_qp_attr *in, mre_qp **pqp)
     qp->ep = ep;
     qp->attr = a;
     qp->sec_on = ep->cfg.sec_suite && a.secure != MRE_QP_SEC_OFF;
+    qp->ack_sack_words = MROCE_MAX_SACK_WORDS; /* until the handshake */
+    qp->sack_span = 32u * MROCE_MAX_SACK_WORDS;
     qp->sq = mre_mem_calloc(m, a.max_send_wr, sizeof(*qp->sq));
     qp->rq = mre_mem_calloc(m, a.max_recv_wr, sizeof(*qp->rq));
     qp->nrjobs = 2 * a.max_rd_atomic;
     qp->rjobs = mre_mem_calloc(m, qp->nrjobs, sizeof(*qp->rjobs));
     qp->tx = mre_mem_calloc(m, a.window, sizeof(*qp->tx));
+    qp->tx_sacked = mre_mem_calloc(m, a.window / 64, sizeof(uint64_t));
     qp->retxq = mre_mem_calloc(m, a.window, sizeof(*qp->retxq));
     qp->path_slots = mre_mem_calloc(m, a.npaths, sizeof(*qp->path_slots));
     uint64_t *bits = mre_mem_calloc(m, a.window / 64, sizeof(uint64_t));
-    if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx || !qp->retxq ||
-        !qp->path_slots || !bits || mre_stream_alloc(qp) < 0 ||
+    if (!qp->sq || !qp->rq || !qp->rjobs || !qp->tx || !qp->tx_sacked ||
+        !qp->retxq || !qp->path_slots || !bits || mre_stream_alloc(qp) < 0 ||
         mre_sec_qp_init(qp) < 0) {
         mre_mem_free(m, bits);
         qp->rxwin.bits = NULL;
@@ -344,6 +348,7 @@ static void adopt_peer(mre_qp *qp, const struct mrw_conn_hdr *c)
                              : (uint32_t)qp->attr.max_rto; /* LOSS-25 */
     mre_rxwin_init(&qp->rxwin, qp->rxwin.bits, qp->attr.window, c->start_psn);
     mre_stream_conn_adopt(qp, c); /* SEM-31 */
+    mre_sack_conn_adopt(qp, c);   /* REL-42 */
     mre_plane_negotiate(qp, c);   /* CONN-28 */
 }
 
@@ -516,6 +521,7 @@ int mre_qp_write_ctrl(mre_qp *qp, uint8_t *buf, size_t cap,
                                ? (uint32_t)qp->attr.max_ack_delay
                                : 0xffffffffu; /* WIRE-21, LOSS-25 */
         mre_stream_conn_build(qp, c);         /* SEM-31 */
+        mre_sack_conn_build(qp, c, bit == CTRL_CONN_RESP); /* WIRE-52 */
         mre_plane_conn_ext(qp, c, bit == CTRL_CONN_RESP);
         mre_sec_conn_build(qp, c); /* CONN-31 */
     }

@@ -645,8 +645,12 @@ int mre_resp_write_ack(mre_qp *qp, uint8_t *buf, size_t cap,
     a->echo_ts = qp->echo_ts;
     a->echo_entropy = qp->echo_entropy ^ MROCE_SEEDED_FAULT(ENTROPY_NO_ECHO);
     a->echo_flags = qp->echo_flags;
-    a->sack_words = (uint8_t)mre_rxwin_sack(&qp->rxwin, a->sack,
-                                            MROCE_MAX_SACK_WORDS);
+    /* REL-42's span, and no more words than the caller's buffer holds (a
+     * buffer sized for a small MTU is below a wide ACK's 1,084 bytes) */
+    size_t fixed = MROCE_BASE_HDR_LEN + MROCE_ACK_HDR_LEN + MROCE_CRC_LEN;
+    size_t room = cap > fixed ? (cap - fixed) / 4 : 0;
+    int words = room < qp->ack_sack_words ? (int)room : qp->ack_sack_words;
+    a->sack_words = (uint8_t)mre_rxwin_sack(&qp->rxwin, a->sack, words);
     a->ce_count = qp->ce_count;
     a->rx_count = qp->rx_count;
     a->credit = mre_ep_credit_share(qp->ep, qp, now);

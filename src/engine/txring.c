@@ -53,8 +53,10 @@ uint32_t mre_txr_push(mre_qp *qp, uint8_t kind, uint32_t ref, uint32_t off,
                       uint32_t len)
 {
     uint32_t psn = qp->snd_nxt++;
-    struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
+    uint32_t idx = psn & qp->tx_mask;
+    struct mre_txent *e = &qp->tx[idx];
     memset(e, 0, sizeof(*e));
+    qp->tx_sacked[idx >> 6] &= ~(1ull << (idx & 63));
     e->kind = kind;
     e->ref = ref;
     e->offset = off;
@@ -62,6 +64,17 @@ uint32_t mre_txr_push(mre_qp *qp, uint8_t kind, uint32_t ref, uint32_t off,
     e->path_prev = e->path_next = MROCE_PATH_NONE;
     e->probe_from = MROCE_PATH_NONE;
     return psn;
+}
+
+uint32_t mre_txr_sacked_word(const mre_qp *qp, uint32_t psn)
+{
+    /* 32 bits from ring index i, which may straddle two 64-bit words and
+     * the ring's end. */
+    uint32_t i = psn & qp->tx_mask, sh = i & 63;
+    uint64_t lo = qp->tx_sacked[i >> 6] >> sh;
+    if (sh > 32)
+        lo |= qp->tx_sacked[((i + 64 - sh) & qp->tx_mask) >> 6] << (64 - sh);
+    return (uint32_t)lo;
 }
 
 void mre_txr_unpush(mre_qp *qp, uint32_t psn)

@@ -20,6 +20,11 @@
 uint32_t mre_txr_push(mre_qp *qp, uint8_t kind, uint32_t ref, uint32_t off,
                       uint32_t len);
 
+/* The tx_sacked bits of PSNs psn..psn+31 (bit i: psn + i), each set once
+ * an ACK acknowledged that PSN since its push (completer.c sets them) and
+ * meaningless for PSNs outside snd_una..snd_nxt. */
+uint32_t mre_txr_sacked_word(const mre_qp *qp, uint32_t psn);
+
 /* Undo the mre_txr_push() of psn, the newest PSN, when its packet could
  * not be built: snd_nxt steps back and the entry is TX_FREE again. */
 void mre_txr_unpush(mre_qp *qp, uint32_t psn);

@@ -91,7 +91,9 @@
     X(SEC_KEYID_ANY, "sec_keyid_any")             \
     X(SEC_CLEAR_OK, "sec_clear_ok")               \
     X(SEC_ROTATE_STUCK, "sec_rotate_stuck")       \
-    X(SEC_GEN_IGNORED, "sec_gen_ignored")
+    X(SEC_GEN_IGNORED, "sec_gen_ignored")         \
+    /* the SACK span (cases_rel_sack.c): */       \
+    X(SACK_SPAN_UNNEGOTIATED, "sack_span_unnegotiated")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS

@@ -278,14 +278,16 @@ static inline void set_payload(struct mrw_pkt *pkt, const uint8_t *buf,
 
 /*
  * The CONN extensions in p[0..n) (WIRE-33): entries of type, length and
- * value that must exactly fill the rest of the packet.  STREAMS and PLANES
- * may each appear once, with their fixed lengths and non-zero counts; other
- * types are skipped, so a newer peer's extensions do not stop a connection.
+ * value that must exactly fill the rest of the packet.  STREAMS, PLANES and
+ * SACK may each appear once, with their fixed lengths and valid counts;
+ * other types are skipped, so a newer peer's extensions do not stop a
+ * connection.
  */
 static int decode_conn_ext(struct mrw_conn_hdr *c, const uint8_t *p, size_t n)
 {
-    int seen_streams = 0, seen_planes = 0;
+    int seen_streams = 0, seen_planes = 0, seen_sack = 0;
     c->max_streams = 0;
+    c->sack_words = 0;
     c->nplanes = 0;
     memset(c->planes, 0, sizeof c->planes);
     c->sec_present = 0;
@@ -317,6 +319,13 @@ static int decode_conn_ext(struct mrw_conn_hdr *c, const uint8_t *p, size_t n)
                 c->planes[i].port = ld16(e + XE_PORT);
                 c->planes[i].reserved = ld16(e + XE_RESERVED);
             }
+        } else if (type == MROCE_EXT_SACK) {
+            /* Once, fixed length, more words than the default span
+             * (WIRE-52). */
+            if (seen_sack++ || vlen != MROCE_EXT_SACK_LEN ||
+                v[0] <= MROCE_MAX_SACK_WORDS)
+                return EXT_BAD;
+            c->sack_words = v[0];
         } else if (type == MROCE_EXT_SECURE) {
             /* Last, once, fixed length, SPI not 0 (WIRE-43): the MAC
              * covers everything before it. */
@@ -532,16 +541,17 @@ static int pkt_decode(struct mrw_pkt *pkt, const uint8_t *buf, size_t len,
         a->ack_delay = ld32(h + A_ACK_DELAY);
         pkt->payload = NULL;
         pkt->payload_len = 0;
-        if ((b->flags & CTL_BAD) || (a->echo_flags & ~ECHO_KNOWN) ||
-            a->sack_words > MROCE_MAX_SACK_WORDS)
+        /* Any SACK Words count is well formed here (WIRE-53): the QP
+         * knows how many its connection negotiated. */
+        if ((b->flags & CTL_BAD) || (a->echo_flags & ~ECHO_KNOWN))
             return MROCE_WIRE_EFIELD;
         hdr += (size_t)a->sack_words * 4;
         if (body_end < hdr)
             return MROCE_WIRE_ETRUNCATED;
         if (body_end > hdr)
             return MROCE_WIRE_EFIELD;
-        /* Words not sent carry no bits; zero them so the engine may scan
-         * the whole bitmap. */
+        /* Words not sent carry no bits; those of the default span are
+         * zeroed so a reader may scan all of it. */
         for (i = 0; i < a->sack_words; i++)
             a->sack[i] = ld32(h + A_SACK + 4 * i);
         for (; i < MROCE_MAX_SACK_WORDS; i++)
@@ -613,12 +623,14 @@ static inline size_t stream_len(const struct mrw_pkt *pkt)
 }
 
 /* Bytes of CONN extensions the encoder writes: STREAMS when max_streams is
- * set, PLANES when nplanes is. */
+ * set, PLANES when nplanes is, SACK when sack_words is, SECURE last. */
 static inline size_t conn_ext_len(const struct mrw_conn_hdr *c)
 {
     size_t n = 0;
     if (c->max_streams)
         n += X_VALUE + MROCE_EXT_STREAMS_LEN;
+    if (c->sack_words)
+        n += X_VALUE + MROCE_EXT_SACK_LEN;
     if (c->nplanes)
         n += X_VALUE + XP_ENTRIES + (size_t)c->nplanes * MROCE_EXT_PLANE_LEN;
     if (c->sec_present)
@@ -641,9 +653,6 @@ size_t mrw_pkt_hdr_len(const struct mrw_pkt *pkt)
     case MROCE_OP_ATOMIC_RESP:
         return MROCE_BASE_HDR_LEN + MROCE_RESP_HDR_LEN;
     case MROCE_OP_ACK:
-        /* More words than the struct holds cannot be encoded. */
-        if (pkt->u.ack.sack_words > MROCE_MAX_SACK_WORDS)
-            return 0;
         return MROCE_BASE_HDR_LEN + MROCE_ACK_HDR_LEN +
                (size_t)pkt->u.ack.sack_words * 4;
     case MROCE_OP_NAK:
@@ -704,6 +713,13 @@ static void encode_conn_ext(uint8_t *p, const struct mrw_conn_hdr *c)
         }
         p += X_VALUE + vlen;
     }
+    if (c->sack_words) {
+        p[X_TYPE] = MROCE_EXT_SACK;
+        p[X_LEN] = MROCE_EXT_SACK_LEN;
+        p[X_VALUE] = c->sack_words;
+        memset(p + X_VALUE + 1, 0, 3);
+        p += X_VALUE + MROCE_EXT_SACK_LEN;
+    }
     if (c->sec_present) { /* last: its MAC covers what precedes it */
         p[X_TYPE] = MROCE_EXT_SECURE;
         p[X_LEN] = MROCE_EXT_SECURE_LEN;
@@ -716,9 +732,8 @@ static void encode_conn_ext(uint8_t *p, const struct mrw_conn_hdr *c)
 
 /*
  * Besides a too-small cap, encoding also fails (returns 0) for what cannot be
- * represented: an unknown opcode, more than MROCE_MAX_SACK_WORDS SACK words,
- * or a total length over MROCE_MAX_PKT_LEN (pkt_len is 16 bits and the
- * decoder would reject it).  The version byte is always MROCE_VERSION: this
+ * represented: an unknown opcode or a total length over MROCE_MAX_PKT_LEN
+ * (pkt_len is 16 bits and the decoder would reject it).  The version byte is always MROCE_VERSION: this
  * codec speaks only that version, and a zero-initialised struct must not
  * produce packets every receiver drops.
  */
