@@ -95,8 +95,8 @@ mkdir -p "$(dirname "$out")"
 {
     echo "# bench/compare_verbs.sh, $(git -C "$ROOT" rev-parse --short HEAD)," \
         "REPS=$REPS BW_ITERS=$BW_ITERS LAT_ITERS=$LAT_ITERS" \
-        "LAT_FIGURE=$LAT_FIGURE, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)" \
-        "${BASE_LIB:+, base $BASE_LIB}"
+        "LAT_FIGURE=$LAT_FIGURE, $(nproc) cores," \
+        "load $(cut -d' ' -f1 /proc/loadavg)${BASE_LIB:+, base $BASE_LIB}"
     printf '%-11s %-9s %12s %12s %8s\n' test unit perftest mroce-perf ratio
     for t in $TESTS; do
         case $t in
