@@ -17,7 +17,7 @@
  * a timer is due).  Woken, it leaves the work to an application that
  * called within MV_GRACE_NS and calls again before MV_GRACE_NS have passed
  * since (the helper watches its call clock for that long, calls_again,
- * unless it runs on the CPU of that call: on_app_cpu): that one polls,
+ * or sleeps through it on the CPU of that call: on_app_cpu): that one polls,
  * and its next call drives progress; the helper then looks
  * away before it watches the fd again, doubling from MV_LOOK_MIN_NS up to
  * MV_LOOK_MAX_NS while the application keeps taking the work, so a
@@ -161,11 +161,11 @@ static int calls_again(struct mv_context *ctx, uint64_t seen)
 }
 
 /* Whether this thread runs on the CPU of the application's last call:
- * then the application is off that CPU (this wake-up preempted it, or it
- * sleeps) and cannot call again until this thread lets go, so waiting
- * for its call would only delay the packet; the helper serves at once.
- * Where the application polls its CQ that costs it nothing (the round it
- * would run, run by the helper while it waits for its CPU anyway). */
+ * then the application is off that CPU (this wake-up preempted it) and
+ * cannot call again until this thread lets go, so watching for its call
+ * would only burn the grace; the helper sleeps it instead, as the
+ * application, if it polls its CQ, is likely inside mroce_poll_cq holding
+ * the device lock, which a round run at once would wait for. */
 static int on_app_cpu(struct mv_context *ctx)
 {
     return atomic_load_explicit(&ctx->app_cpu, memory_order_relaxed) ==
@@ -250,11 +250,12 @@ static void *helper(void *arg)
         if (!wait_readable(fd, MV_BLOCK_MS))
             continue;
         uint64_t seen = app_ns(ctx);
-        if (mv_now_ns() - seen < MV_GRACE_NS && !on_app_cpu(ctx)) {
+        if (mv_now_ns() - seen < MV_GRACE_NS) {
             /* It has just called: give it its turn at the work. */
             int polls;
-            if (pr.on) {
-                /* Never spin at real-time priority: sleep through it. */
+            if (pr.on || on_app_cpu(ctx)) {
+                /* Never spin at real-time priority, nor on the CPU the
+                 * application needs to call again: sleep through it. */
                 sleep_ns(MV_GRACE_NS);
                 polls = app_ns(ctx) != seen;
             } else {
