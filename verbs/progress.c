@@ -15,10 +15,8 @@
  * ibv_post_recv) records its time in the context's app_ns (mv_app_call).
  * The helper sleeps on the device's event fd (readable while a packet or
  * a timer is due).  Woken, it leaves the work to an application that
- * called within MV_GRACE_NS and calls again before MV_GRACE_NS have passed
- * since (the helper watches its call clock for that long, calls_again,
- * or sleeps through it on the CPU of that call: on_app_cpu): that one polls,
- * and its next call drives progress; the helper then looks
+ * called within MV_GRACE_NS and calls again within MV_GRACE_NS more: that
+ * one polls, and its next call drives progress; the helper then looks
  * away before it watches the fd again, doubling from MV_LOOK_MIN_NS up to
  * MV_LOOK_MAX_NS while the application keeps taking the work, so a
  * polling application is not preempted by a wake-up per packet nor kept
@@ -84,11 +82,6 @@ int mv_tid(void)
     return tid;
 }
 
-int mv_cpu(void)
-{
-    return sched_getcpu();
-}
-
 /* CPU time of thread tid of this process (its CPUCLOCK_SCHED clock, the
  * kernel's encoding of a thread's clock id); 0 when it has gone. */
 static uint64_t thread_cpu_ns(int tid)
@@ -141,35 +134,6 @@ static void sleep_ns(long ns)
 {
     struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
-}
-
-/* Whether the application calls again before MV_GRACE_NS have passed
- * since its call at seen: a program that polls the CQ does, one that has
- * gone to poll memory or to sleep does not.  The helper watches the call
- * clock for that long rather than sleeping through it: a sleep would add
- * a timer wake-up (the timer's latency and a context switch) to every
- * packet it then serves, and in perftest's WRITE latency test that packet
- * is the WRITE the program is polling its memory for.  At most
- * MV_GRACE_NS of CPU time per wake-up; the wake-ups themselves are rare
- * while the program polls (the look-away). */
-static int calls_again(struct mv_context *ctx, uint64_t seen)
-{
-    while (mv_now_ns() - seen < MV_GRACE_NS)
-        if (app_ns(ctx) != seen)
-            return 1;
-    return app_ns(ctx) != seen;
-}
-
-/* Whether this thread runs on the CPU of the application's last call:
- * then the application is off that CPU (this wake-up preempted it) and
- * cannot call again until this thread lets go, so watching for its call
- * would only burn the grace; the helper sleeps it instead, as the
- * application, if it polls its CQ, is likely inside mroce_poll_cq holding
- * the device lock, which a round run at once would wait for. */
-static int on_app_cpu(struct mv_context *ctx)
-{
-    return atomic_load_explicit(&ctx->app_cpu, memory_order_relaxed) ==
-           sched_getcpu();
 }
 
 /* The helper's scheduling: rt (0/1) says whether it may run at real-time
@@ -252,16 +216,8 @@ static void *helper(void *arg)
         uint64_t seen = app_ns(ctx);
         if (mv_now_ns() - seen < MV_GRACE_NS) {
             /* It has just called: give it its turn at the work. */
-            int polls;
-            if (pr.on || on_app_cpu(ctx)) {
-                /* Never spin at real-time priority, nor on the CPU the
-                 * application needs to call again: sleep through it. */
-                sleep_ns(MV_GRACE_NS);
-                polls = app_ns(ctx) != seen;
-            } else {
-                polls = calls_again(ctx, seen);
-            }
-            if (polls) {
+            sleep_ns(MV_GRACE_NS);
+            if (app_ns(ctx) != seen) {
                 /* It polls: watch less often while it keeps doing so. */
                 look = look ? look * 2 : MV_LOOK_MIN_NS;
                 if (look > MV_LOOK_MAX_NS)

@@ -69,7 +69,6 @@ struct mv_context {
     pthread_t helper;                  /* progress.c, when has_helper */
     int has_helper;
     atomic_int app_tid;    /* the thread of the last datapath call */
-    atomic_int app_cpu;    /* the CPU it ran on then */
     int lib_thread;        /* MROCE_IBV_PROGRESS=thread */
     struct mv_async async; /* async.c */
 };
@@ -122,11 +121,9 @@ static inline struct mv_context *mv_ctx(struct ibv_context *c)
  * itself): the helper stays away meanwhile (progress.c). */
 uint64_t mv_now_ns(void); /* CLOCK_MONOTONIC */
 int mv_tid(void);         /* the calling thread's id, cached */
-int mv_cpu(void);         /* the CPU the calling thread runs on (vDSO) */
 static inline void mv_app_call(struct mv_context *ctx)
 {
     atomic_store_explicit(&ctx->app_ns, mv_now_ns(), memory_order_relaxed);
-    atomic_store_explicit(&ctx->app_cpu, mv_cpu(), memory_order_relaxed);
     int t = mv_tid();
     if (atomic_load_explicit(&ctx->app_tid, memory_order_relaxed) != t)
         atomic_store_explicit(&ctx->app_tid, t, memory_order_relaxed);
