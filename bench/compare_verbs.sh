@@ -20,6 +20,10 @@
 #             e.g. the branch's base) run in the same reps, in a column
 #             of its own with its ratio to mroce-perf
 #        TESTS="write_bw send_bw read_bw write_lat send_lat read_lat atomic_lat"
+#        PERF_THREAD=1  also runs mroce-perf --progress=thread in the same
+#             reps (packets placed by a progress thread, as the verbs
+#             library's helper places them while perftest polls memory),
+#             in a row of its own with verbs' ratio to it
 # Needs perftest (Debian) and BUILD_DIR/verbs/libibverbs.so.1 and
 # BUILD_DIR/tools/mroce-perf: cmake --build BUILD_DIR --target mroce_ibverbs
 # mroce-perf.
@@ -39,6 +43,7 @@ LIB=$BUILD/verbs
 PERF=$BUILD/tools/mroce-perf
 [ -e "$LIB/libibverbs.so.1" ] || { echo "no $LIB/libibverbs.so.1" >&2; exit 1; }
 BASE_LIB=${BASE_LIB:-}
+PERF_THREAD=${PERF_THREAD:-0}
 if [ -n "$BASE_LIB" ]; then
     case $BASE_LIB in /*) ;; *) BASE_LIB=$(pwd)/$BASE_LIB ;; esac
     [ -e "$BASE_LIB/libibverbs.so.1" ] ||
@@ -96,19 +101,22 @@ mkdir -p "$(dirname "$out")"
     echo "# bench/compare_verbs.sh, $(git -C "$ROOT" rev-parse --short HEAD)," \
         "REPS=$REPS BW_ITERS=$BW_ITERS LAT_ITERS=$LAT_ITERS" \
         "LAT_FIGURE=$LAT_FIGURE, $(nproc) cores," \
-        "load $(cut -d' ' -f1 /proc/loadavg)${BASE_LIB:+, base $BASE_LIB}"
+        "load $(cut -d' ' -f1 /proc/loadavg)${BASE_LIB:+, base $BASE_LIB}" \
+        "$([ "$PERF_THREAD" = 1 ] && echo ", PERF_THREAD=1")"
     printf '%-11s %-9s %12s %12s %8s\n' test unit perftest mroce-perf ratio
     for t in $TESTS; do
         case $t in
         *_bw) a=(-s 65536 -n "$BW_ITERS"); pa=(--report_gbits); unit=Gbit/s ;;
         *) a=(-n "$LAT_ITERS"); pa=(); unit=usec ;;
         esac
-        v="" p="" b=""
+        v="" p="" b="" q=""
         for _ in $(seq "$REPS"); do
             v="$v $(run_verbs "$t" "${a[@]}" "${pa[@]}")"
             p="$p $(run_perf "$t" "${a[@]}")"
             [ -n "$BASE_LIB" ] &&
                 b="$b $(VLIB=$BASE_LIB run_verbs "$t" "${a[@]}" "${pa[@]}")"
+            [ "$PERF_THREAD" = 1 ] &&
+                q="$q $(run_perf "$t" "${a[@]}" --progress=thread)"
         done
         mv=$(echo "$v" | median)
         mp=$(echo "$p" | median)
@@ -119,6 +127,11 @@ mkdir -p "$(dirname "$out")"
             mb=$(echo "$b" | median)
             printf '%-11s %-9s %12s %12s %8s   (runs: base%s)\n' \
                 "  base" "$unit" "$mb" "$mp" "$(ratio "$mb" "$mp")" "$b"
+        fi
+        if [ "$PERF_THREAD" = 1 ]; then
+            mq=$(echo "$q" | median)
+            printf '%-11s %-9s %12s %12s %8s   (runs: perf --progress=thread%s)\n' \
+                "  thread" "$unit" "$mv" "$mq" "$(ratio "$mv" "$mq")" "$q"
         fi
     done
 } | tee "$out"
