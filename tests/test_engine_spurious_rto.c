@@ -30,9 +30,14 @@
  *    path is black-holed until that slot is retired, so LOSS-6 cannot
  *    find its losses.  Each of them in turn becomes the hole at snd_una;
  *    the ACKs soon reach the end of the 256-PSN SACK span (QPs without
- *    the SACK extension, REL-42), and nothing more can be acknowledged.  Checked: the losses are found by LOSS-7
- *    without the floor (retx_ooo > 0), no RTO fires (a floor held hole
+ *    the SACK extension, REL-42), and nothing more can be acknowledged.
+ *    Checked: the losses are found by LOSS-7 without the floor (retx_ooo > 0), no RTO fires (a floor held hole
  *    would cost one 1 ms RTO per loss), the data are intact.
+ * 4. Fresh slot (LOSS-28): a slot given a fresh entropy mid-transfer lands
+ *    on a path 15 us slower (an RTT of 35 us against 20), more than the
+ *    other slots' slowest srtt plus the ACK delay: no packet is declared
+ *    lost and no slot retired (without LOSS-28 its first packets were, and
+ *    three of them retired it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +95,9 @@ struct xfer {
     uint8_t *src, *dst;
 };
 
+/* The QP attribute ooo_thresh of the next xfer_start (0: the default). */
+static uint32_t xfer_ooo_thresh;
+
 /* sack_words: the QPs' attribute (0: the negotiated span, REL-42). */
 static int xfer_start(struct xfer *x, uint64_t seed, uint8_t sack_words)
 {
@@ -106,6 +114,8 @@ static int xfer_start(struct xfer *x, uint64_t seed, uint8_t sack_words)
     x->at.min_rto = 1000000; /* 1 ms, as libmroce */
     x->at.max_send_wr = NCHUNKS;
     x->at.sack_words = sack_words;
+    if (xfer_ooo_thresh)
+        x->at.ooo_thresh = xfer_ooo_thresh;
     if (!CHECK(mroce_tb_connect(x->tb, 0, 1, &x->at, &x->qa, &x->qb,
                                 100000000) == 0)) {
         mroce_tb_del(x->tb);
@@ -366,12 +376,98 @@ static void run_span(uint64_t seed)
     xfer_end(&x);
 }
 
+/* Scenario 4 (LOSS-28): a quarter of the way in, once slot 0 has nothing
+ * in flight, the test gives it a fresh entropy (as a retirement does), and
+ * host 0's data packets on that entropy take `extra` ns more one way than
+ * the rest: the slot's first packets are out, with no sample on their slot
+ * yet, while a large window of the other slots' ACKs arrives and the
+ * highest acknowledged PSN runs ooo_thresh and more ahead of them.  Nothing
+ * is lost, so nothing may be declared lost. */
+struct late {
+    mroce_net *net;
+    mroce_tstamp base, extra;
+    int on;
+    uint16_t entropy;
+    uint64_t late;
+};
+
+static int late_hook(void *user, struct mroce_netdrive_pkt *pkt)
+{
+    struct late *l = user;
+    int hit = l->on && pkt->src == 0 && pkt->qp_num &&
+              pkt->entropy == l->entropy;
+    mroce_net_set_delay(l->net, l->base + (hit ? l->extra : 0));
+    l->late += (uint64_t)hit;
+    return MROCE_NETDRIVE_PASS;
+}
+
+static void run_fresh(uint64_t seed, mroce_tstamp extra)
+{
+    struct xfer x;
+    /* A window of the 20 us RTT holds fewer than the default 64 PSNs:
+     * with 8, guard (a) of LOSS-7 judges the late packets. */
+    xfer_ooo_thresh = 8;
+    int rc = xfer_start(&x, seed, 0);
+    xfer_ooo_thresh = 0;
+    if (rc != 0)
+        return;
+    mre_qp *qa = x.qa;
+    /* 10 us one way: an RTT of 20 us, more than the ACK delay (10 us). */
+    struct late l = {x.net, 10000, extra, 0, 0, 0};
+    mroce_netdrive_set_tx_hook(x.tb->d, late_hook, &l);
+    mroce_netdrive_kick_all(x.tb->d);
+    uint32_t done = 0, bad = 0;
+    struct mroce_qp_counters c;
+    mroce_tstamp first = 0, slowest = 0;
+    struct mre_path *p0 = &qa->path_slots[0];
+    while (done < NCHUNKS && xfer_step(&x)) {
+        mre_qp_get_counters(qa, &c);
+        if (!l.on && c.tx_data_pkts * x.at.mtu >= SIZE / 4 &&
+            p0->list_head == MROCE_PATH_NONE) {
+            mre_path_retire(&qa->paths, 0);
+            l.entropy = p0->entropy;
+            l.on = 1;
+        }
+        if (l.on && !first && p0->srtt) {
+            first = p0->srtt;
+            for (uint16_t i = 1; i < qa->paths.npaths; i++)
+                if (qa->path_slots[i].srtt > slowest)
+                    slowest = qa->path_slots[i].srtt;
+        }
+        xfer_poll(&x, &done, &bad, NULL);
+        if (bad)
+            break;
+    }
+    mre_qp_get_counters(qa, &c);
+    printf("seed %llu fresh: slot 0's first sample %llu ns, the other slots' "
+           "slowest %llu ns then, %llu late packets; retx %llu (path %llu ooo "
+           "%llu rto %llu probe %llu), retired %llu; %.1f ms\n",
+           (unsigned long long)seed, (unsigned long long)first,
+           (unsigned long long)slowest, (unsigned long long)l.late,
+           (unsigned long long)c.retx_pkts, (unsigned long long)c.retx_path,
+           (unsigned long long)c.retx_ooo, (unsigned long long)c.retx_rto,
+           (unsigned long long)c.retx_probe,
+           (unsigned long long)c.paths_retired,
+           (double)(mroce_netdrive_now(x.tb->d) - x.t0) / 1e6);
+    CHECK_MSG(done == NCHUNKS && !bad, "seed %llu fresh: %u/%u done, %u failed",
+              (unsigned long long)seed, done, NCHUNKS, bad);
+    CHECK(memcmp(x.src, x.dst, SIZE) == 0);
+    /* The scenario did what it is for: the slot's first sample is more
+     * than the other slots' slowest plus the ACK delay (the floor without
+     * LOSS-28), and less than twice that slowest. */
+    CHECK(first > slowest + x.at.max_ack_delay && first < 2 * slowest);
+    CHECK_EQ(c.retx_pkts, 0);
+    CHECK_EQ(c.paths_retired, 0);
+    xfer_end(&x);
+}
+
 int main(void)
 {
     for (uint64_t seed = 1; seed <= 4; seed++) {
         run(seed, 0);
         run(seed, 1);
         run_span(seed);
+        run_fresh(seed, 15000);
     }
     return TESTUTIL_SUMMARY("test_engine_spurious_rto");
 }

@@ -556,6 +556,9 @@ static void test_weight_cache(void)
     unsigned step, bad = 0, badq = 0, seen_q = 0, seen_w = 0;
 
     setup(&ps, &r, 16);
+    /* Never drained, so no slot moves (PATH-32) and weights stay low. */
+    for (step = 0; step < 16; step++)
+        mre_path_inflight_add(&ps, (uint16_t)step, 100);
     for (step = 0; step < 40000; step++) {
         uint64_t v = testutil_rand64(&x);
         uint16_t i = (uint16_t)(v % 16);
@@ -627,6 +630,7 @@ static void test_weight(void)
     unsigned k;
 
     setup(&ps, &r, 4); /* target_qdelay 5000: hot above base + 5000 */
+    mre_path_inflight_add(&ps, 1, 100);    /* never drains: no move (PATH-32) */
     mre_path_on_ack(&ps, 1, 15000, 10000); /* == threshold: clean */
     CHECK(p->weight == MROCE_PATH_WMAX);
     mre_path_on_ack(&ps, 1, 15001, 10000);
@@ -660,7 +664,9 @@ static void test_weight(void)
     mre_path_on_ack(&ps, 1, 11000, 10000);
     CHECK(p->weight == 2);
 
-    /* Reduced weight reduces the share in pick. */
+    /* Reduced weight reduces the share in pick (slot 1, held for its
+     * move since its weight fell, PATH-32, is let go: it never drains). */
+    p->moving = 0;
     {
         unsigned c1 = 0;
         for (k = 0; k < 8000; k++)
@@ -812,6 +818,7 @@ static void test_reuse(void)
 
     /* A weight below the set's mean (PATH-6 lowered it) is not reused. */
     echo(&ps, 7, 0);
+    mre_path_inflight_add(&ps, 7, 100); /* not drained: no move (PATH-32) */
     for (int k = 0; k < 4; k++)
         mre_path_on_ack(&ps, 7, 100000, 1000); /* above the target */
     CHECK(ps.paths[7].weight < ps.mean_weight);
@@ -823,6 +830,100 @@ static void test_reuse(void)
     echo(&ps, 0, 0);
     CHECK(mre_path_pick(&ps, none) == 0);
     CHECK(ps.reuses == 0);
+}
+
+/* PATH-32: a slot whose sample takes its weight below 3/4 of the set's mean
+ * moves to a fresh entropy of its plane once nothing of it is in flight,
+ * and meanwhile no pick chooses it; the move is no retirement.  A set
+ * whose mean weight is below half the highest, that lost a packet in its
+ * last MROCE_PATH_MOVE_QUIET acks per slot, or that has fewer than
+ * MROCE_PATH_MOVE_MIN slots moves nothing, nor does a slot whose srtt is
+ * within 5/4 of the set's mean srtt. */
+static void test_move(void)
+{
+    struct mre_pathset ps;
+    struct prng r = {21};
+    struct mre_path *p = &slots[2];
+    uint16_t e0, k;
+
+    setup(&ps, &r, MROCE_PATH_MOVE_MIN);
+    /* Quiet (no loss), every slot sampled clean at 10 us. */
+    for (k = 0; k < MROCE_PATH_MOVE_MIN * MROCE_PATH_MOVE_QUIET; k++)
+        mre_path_on_ack(&ps, (uint16_t)(k % MROCE_PATH_MOVE_MIN), 10000, 10000);
+    e0 = p->entropy;
+    mre_path_inflight_add(&ps, 2, 4000);
+    mre_path_on_ack(&ps, 2, 11000, 10000); /* clean: stays */
+    CHECK(!p->moving && p->weight == MROCE_PATH_WMAX);
+    mre_path_on_ack(&ps, 2, 50000, 10000); /* hot: weight 7 of mean 8 */
+    mre_path_on_ack(&ps, 2, 50000, 10000); /* 6: still >= 3/4 of 8 */
+    CHECK(!p->moving && p->weight == MROCE_PATH_WMAX - 2);
+    mre_path_on_ack(&ps, 2, 50000, 10000); /* 5: below 3/4 of 8 */
+    CHECK(p->moving && p->entropy == e0 && p->weight == MROCE_PATH_WMAX - 3);
+    for (k = 0; k < 40; k++)
+        CHECK(mre_path_pick(&ps, MROCE_PATH_NONE) != 2);
+    mre_path_inflight_sub(&ps, 2, 1000);
+    CHECK(p->moving && p->entropy == e0);
+    mre_path_inflight_sub(&ps, 2, 3000); /* drained: the move */
+    CHECK(!p->moving && p->entropy != e0);
+    CHECK(p->weight == MROCE_PATH_WMAX && p->srtt == 0);
+    CHECK(ps.moves == 1 && p->retirements == 0);
+    CHECK(all_distinct_in_range(&ps));
+    for (k = 0; k < 8; k++)
+        if (mre_path_pick(&ps, MROCE_PATH_NONE) == 2)
+            break;
+    CHECK(k < 8); /* chosen again */
+
+    /* Nothing in flight: the move is at once, by the fourth hot sample
+     * at the latest (weight 4 of a mean of 6 to 8). */
+    e0 = slots[3].entropy;
+    for (k = 0; k < 5 && slots[3].entropy == e0; k++)
+        mre_path_on_ack(&ps, 3, 50000, 10000);
+    CHECK(slots[3].entropy != e0 && ps.moves == 2 && !slots[3].moving);
+
+    /* A loss holds moves back for MROCE_PATH_MOVE_QUIET acks a slot. */
+    (void)mre_path_on_loss(&ps, 0);
+    e0 = slots[1].entropy;
+    for (k = 0; k < 5; k++)
+        mre_path_on_ack(&ps, 1, 50000, 10000);
+    CHECK(slots[1].entropy == e0 && !slots[1].moving && ps.moves == 2);
+
+    /* Every slot queues (CE echoes take each to weight 2, mean 2): a hot
+     * sample moves nothing. */
+    setup(&ps, &r, MROCE_PATH_MOVE_MIN);
+    for (k = 0; k < MROCE_PATH_MOVE_MIN * MROCE_PATH_MOVE_QUIET; k++)
+        mre_path_on_ack(&ps, (uint16_t)(k % MROCE_PATH_MOVE_MIN), 0, 0);
+    for (k = 0; k < MROCE_PATH_MOVE_MIN; k++)
+        for (int j = 0; j < 6; j++)
+            mre_path_on_ecn_echo(&ps, k, 1);
+    ps.cursor = 0;
+    (void)mre_path_pick(&ps, MROCE_PATH_NONE); /* a sweep: mean 2 */
+    CHECK(ps.mean_weight < MROCE_PATH_WMAX / 2);
+    e0 = slots[0].entropy;
+    for (int j = 0; j < 4; j++)
+        mre_path_on_ack(&ps, 0, 50000, 10000);
+    CHECK(slots[0].entropy == e0 && !slots[0].moving);
+
+    /* Every slot as slow as the hot one (a queue they all share): the
+     * slot's weight falls below 3/4 of the mean, but its srtt is not 5/4
+     * of the set's, so it stays. */
+    setup(&ps, &r, MROCE_PATH_MOVE_MIN);
+    for (k = 0; k < MROCE_PATH_MOVE_MIN * MROCE_PATH_MOVE_QUIET; k++)
+        mre_path_on_ack(&ps, (uint16_t)(k % MROCE_PATH_MOVE_MIN), 45000, 0);
+    e0 = slots[2].entropy;
+    for (k = 0; k < 4; k++)
+        mre_path_on_ack(&ps, 2, 50000, 10000);
+    CHECK(slots[2].weight * 4 < ps.mean_weight * 3);
+    CHECK(slots[2].entropy == e0 && !slots[2].moving && ps.moves == 0);
+
+    /* A set of fewer than MROCE_PATH_MOVE_MIN slots moves nothing. */
+    setup(&ps, &r, MROCE_PATH_MOVE_MIN - 1);
+    for (k = 0; k < 64; k++)
+        mre_path_on_ack(&ps, (uint16_t)(k % 4), 0, 0);
+    e0 = slots[2].entropy;
+    for (k = 0; k < 6; k++)
+        mre_path_on_ack(&ps, 2, 50000, 10000);
+    CHECK(slots[2].weight < MROCE_PATH_WMAX / 2);
+    CHECK(slots[2].entropy == e0 && !slots[2].moving && ps.moves == 0);
 }
 
 static void test_stats(void)
@@ -943,6 +1044,7 @@ static const struct test_case cases[] = {
     {"loss_weight", test_loss_weight},
     {"pick_proven", test_pick_proven},
     {"reuse", test_reuse},
+    {"move", test_move},
     {"stats", test_stats},
 };
 

@@ -152,7 +152,8 @@ void mre_loss_probe_proves(mre_qp *qp, struct mre_txent *e, uint32_t psn,
 
 /* The floor of LOSS-7's guards (c) for a packet on slot `path`: the larger
  * of its own path's RTO-style bound (srtt + 4 rttvar) and the slowest
- * path's srtt (`slowest`, from mre_pathset_max_srtt), plus max_ack_delay;
+ * path's srtt (`slowest`, from mre_pathset_max_srtt; twice that for a slot
+ * with no sample yet, LOSS-28), plus max_ack_delay;
  * 0 while neither has a sample.  The connection's srtt and min_rtt are
  * dominated by the fast paths; a packet sprayed onto a path with a deeper
  * queue (an oversubscribed spine link while another is idle) is late by
@@ -162,8 +163,11 @@ static mroce_tstamp path_guard(const mre_qp *qp, uint16_t path,
 {
     const struct mre_path *p = &qp->path_slots[path];
     mroce_tstamp g = p->srtt ? p->srtt + 4 * p->rttvar : 0;
-    if (slowest > g)
-        g = slowest;
+    /* LOSS-28: a fresh entropy may hash onto the deepest queue of all,
+     * and `slowest`, smoothed, trails a queue that still grows. */
+    mroce_tstamp s = p->srtt ? slowest : 2 * slowest;
+    if (s > g)
+        g = s;
     return g ? g + qp->peer_ack_delay : 0;
 }
 

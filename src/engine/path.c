@@ -16,7 +16,8 @@
  * follows the ACK clock away from links that mark.
  *
  * Per-packet functions (pick, on_sent, on_ack, on_ecn_echo) are O(1) apart
- * from pick's amortised deficit and reuse loops; only init and retire scan the set.
+ * from pick's amortised deficit and reuse loops; only init, retire and a
+ * slot's move (PATH-32) scan the set.
  * No OS calls, no allocation, no floating point: randomness comes from the
  * endpoint's callback.
  *
@@ -167,6 +168,9 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
     ps->burst_left = 0;
     ps->ready_head = ps->ready_tail = MROCE_PATH_NONE;
     ps->reuses = 0;
+    ps->moves = 0;
+    ps->nmoving = 0;
+    ps->quiet_acks = 0;
     ps->reuse = 0; /* the QP sets it from its attributes */
     ps->reuse_run = 0;
     ps->mean_weight = MROCE_PATH_WMAX;
@@ -200,6 +204,7 @@ int mre_pathset_init(struct mre_pathset *ps, struct mre_path *paths,
         p->ready = 0;
         p->ready_next = MROCE_PATH_NONE;
         p->full = 0;
+        p->moving = 0;
         p->cwnd = MROCE_PATH_CWND_UNLIMITED;
         p->inflight = 0;
         p->next_seq = 0;
@@ -256,6 +261,15 @@ static inline int path_blocked(const struct mre_pathset *ps,
         return 0;
     i = (uint32_t)(p - ps->paths);
     return (int)((ps->held[i >> 6] >> (i & 63)) & 1);
+}
+
+/* A slot the round robin and reuse skip: held back (path_blocked) or
+ * draining before its move (PATH-32).  Recovery transmissions (PATH-15)
+ * may still take a draining slot. */
+static inline int path_unpickable(const struct mre_pathset *ps,
+                                  const struct mre_path *p)
+{
+    return p->moving || path_blocked(ps, p);
 }
 
 /*
@@ -347,7 +361,7 @@ static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
             ps->ready_tail = MROCE_PATH_NONE;
         p->ready = 0;
         p->ready_next = MROCE_PATH_NONE;
-        if (i != avoid && !path_blocked(ps, p) && !p->ce_last && !p->full &&
+        if (i != avoid && !path_unpickable(ps, p) && !p->ce_last && !p->full &&
             p->consec_losses == 0 && p->last_echo != 0 &&
             p->weight >= ps->mean_weight) {
             ps->reuses++;
@@ -360,7 +374,8 @@ static uint16_t path_ready_pop(struct mre_pathset *ps, uint16_t avoid)
 uint16_t mre_path_pick(struct mre_pathset *ps, uint16_t avoid)
 {
     if (ps->burst_left && ps->last != avoid && ps->last < ps->npaths &&
-        !path_blocked(ps, &ps->paths[ps->last]) && !ps->paths[ps->last].full) {
+        !path_unpickable(ps, &ps->paths[ps->last]) &&
+        !ps->paths[ps->last].full) {
         ps->burst_left--;
         return ps->last;
     }
@@ -415,7 +430,7 @@ static uint16_t path_pick_room(struct mre_pathset *ps, uint16_t avoid)
     uint32_t k, alt = MROCE_PATH_NONE;
 
     for (k = 0; k < ps->npaths; k++) {
-        if (ps->paths[k].full || path_blocked(ps, &ps->paths[k]))
+        if (ps->paths[k].full || path_unpickable(ps, &ps->paths[k]))
             continue;
         if (k != avoid)
             return (uint16_t)k;
@@ -425,7 +440,7 @@ static uint16_t path_pick_room(struct mre_pathset *ps, uint16_t avoid)
         return (uint16_t)alt;
     if (ps->planes_block)
         for (k = 0; k < ps->npaths; k++)
-            if (k != avoid && !path_blocked(ps, &ps->paths[k]))
+            if (k != avoid && !path_unpickable(ps, &ps->paths[k]))
                 return (uint16_t)k;
     return avoid < ps->npaths ? avoid : 0;
 }
@@ -449,7 +464,7 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
         if (c == 0)
             path_new_sweep(ps);
         c = (c + 1 == n) ? 0 : c + 1;
-        if (i == avoid || path_blocked(ps, p) || p->full)
+        if (i == avoid || path_unpickable(ps, p) || p->full)
             continue; /* no credit either: it is simply not visited */
         d = (uint32_t)p->deficit + p->weight;
         if (d >= ps->quantum) {
@@ -461,7 +476,7 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
     }
     ps->cursor = (uint16_t)c;
     for (k = 0; k < n; k++)
-        if (k != avoid && !path_blocked(ps, &ps->paths[k]))
+        if (k != avoid && !path_unpickable(ps, &ps->paths[k]))
             return (uint16_t)k;
     for (k = 0; k < n; k++)
         if (k != avoid)
@@ -493,6 +508,93 @@ static void path_weight_up(struct mre_pathset *ps, struct mre_path *p)
 }
 
 /*
+ * PATH-32: a slot whose sample pushes its weight below three quarters of
+ * the set's mean (mean_weight, taken at the sweep), while that mean is at least half the
+ * highest, hashes onto a link that queues more than its siblings'.  With
+ * a few entropies per link ECMP puts unequal numbers of a ToR's slots on
+ * its uplinks, and weights alone move only part of that load: a slot at
+ * weight 1 still sends an eighth of a full one's share.  Such a slot sends
+ * nothing more and, once nothing of it is in flight (so the move loses and
+ * reorders no packet), takes a fresh entropy of its plane and starts
+ * afresh, as a retired slot does but without counting as a retirement;
+ * ECMP then puts it on a random link, most likely a less loaded one.  A
+ * set whose mean is low (every path queues: the receiver's link, an
+ * incast) keeps its entropies, and so does one that lost a packet within
+ * its last MROCE_PATH_MOVE_QUIET acknowledgements per slot: a fresh entropy
+ * may land on a failed link, and while one is failing the moves would
+ * feed it (a black-holed spine takes its share of them).  A set of fewer
+ * than MROCE_PATH_MOVE_MIN slots keeps its entropies too: one slot is a
+ * large part of its spray and of its mean, so a move there is a new
+ * connection more than a correction.  Figures: sim/LOG.md.
+ */
+static void path_moving_clear(struct mre_pathset *ps, struct mre_path *p)
+{
+    if (p->moving) {
+        p->moving = 0;
+        ps->nmoving--;
+    }
+}
+
+static void path_move(struct mre_pathset *ps, uint16_t i)
+{
+    struct mre_path *p = &ps->paths[i];
+    int32_t e = path_fresh_entropy(ps, ps->npaths, p->plane);
+
+    path_moving_clear(ps, p);
+    if (e < 0)
+        return;
+    p->entropy = (uint16_t)e;
+    path_weight_set(ps, p, MROCE_PATH_WMAX);
+    path_reset_state(p);
+    mre_path_set_cwnd(ps, i, ps->cwnd_fresh);
+    path_srtt_noted(ps, i);
+    ps->moves++;
+}
+
+/* 1 if slot p's srtt is more than 5/4 of the mean srtt of the slots with
+ * a sample: its own queue stands out.  When every slot shares one queue
+ * (the receiver's link in an all-to-all) a move finds no better link.  A
+ * scan of the set, made only for a slot that the weight test already
+ * chose. */
+static int path_slower_than_set(const struct mre_pathset *ps,
+                                const struct mre_path *p)
+{
+    uint64_t sum = 0;
+    uint32_t n = 0, k;
+
+    for (k = 0; k < ps->npaths; k++)
+        if (ps->paths[k].srtt) {
+            sum += ps->paths[k].srtt;
+            n++;
+        }
+    return n != 0 && (uint64_t)p->srtt * 4 * n > sum * 5;
+}
+
+static void path_move_if_stuck(struct mre_pathset *ps, uint16_t i)
+{
+    struct mre_path *p = &ps->paths[i];
+
+    /* Below three quarters of the mean: a slot a little below it is as
+     * likely on an ordinary link as on a busy one. */
+    if (p->moving || (uint32_t)p->weight * 4 >= (uint32_t)ps->mean_weight * 3 ||
+        ps->mean_weight < MROCE_PATH_WMAX / 2 || path_blocked(ps, p) ||
+        ps->npaths < MROCE_PATH_MOVE_MIN ||
+        ps->quiet_acks < MROCE_PATH_MOVE_QUIET * (uint32_t)ps->npaths)
+        return;
+    if (!path_slower_than_set(ps, p))
+        return;
+    if (p->inflight == 0) {
+        path_move(ps, i);
+    } else if (ps->nmoving < (ps->npaths + 7u) / 8u) {
+        /* No new packets; it moves once they are out.  At most an eighth
+         * of the slots drain at a time, so the spray keeps most of them
+         * even when many samples run high at once (a failure's queues). */
+        p->moving = 1;
+        ps->nmoving++;
+    }
+}
+
+/*
  * RTT: RFC 6298 with alpha = 1/8, beta = 1/4, in integer nanoseconds (the
  * first sample sets srtt = R, rttvar = R/2).  srtt stays >= 1 once set, so 0
  * keeps meaning "no sample".
@@ -516,6 +618,8 @@ void mre_path_on_ack(struct mre_pathset *ps, uint16_t i, mroce_tstamp rtt,
         return;
     p = &ps->paths[i];
     p->acked_pkts++;
+    if (ps->quiet_acks < UINT32_MAX)
+        ps->quiet_acks++;
     p->consec_losses = 0;
     p->rto_losses = 0;
     if (rtt == 0)
@@ -534,10 +638,12 @@ void mre_path_on_ack(struct mre_pathset *ps, uint16_t i, mroce_tstamp rtt,
     }
     path_srtt_noted(ps, i);
 
-    if (base_rtt != 0 && rtt > base_rtt + ps->target_qdelay)
+    if (base_rtt != 0 && rtt > base_rtt + ps->target_qdelay) {
         path_weight_down(ps, p);
-    else if (!p->ce_last)
+        path_move_if_stuck(ps, i);
+    } else if (!p->ce_last) {
         path_weight_up(ps, p);
+    }
 }
 
 /*
@@ -609,6 +715,7 @@ int mre_path_on_loss(struct mre_pathset *ps, uint16_t i)
         return 0;
     p = &ps->paths[i];
     p->lost_pkts++;
+    ps->quiet_acks = 0; /* no moves for a while (PATH-32) */
     /* A lossy path gets less of the spray too (PATH-6): a degraded link
      * that loses a fraction of its packets rarely loses three in a row, so
      * retirement alone would keep feeding it. */
@@ -640,6 +747,7 @@ void mre_path_retire(struct mre_pathset *ps, uint16_t i)
     if (i >= ps->npaths)
         return;
     p = &ps->paths[i];
+    path_moving_clear(ps, p);
     e = path_fresh_entropy(ps, ps->npaths, p->plane);
     if (e >= 0)
         p->entropy = (uint16_t)e;
@@ -664,6 +772,7 @@ int mre_path_rehome(struct mre_pathset *ps, uint16_t i, uint8_t plane)
     e = path_fresh_entropy(ps, ps->npaths, plane);
     if (e < 0)
         return MROCE_EINVAL;
+    path_moving_clear(ps, p);
     p->entropy = (uint16_t)e;
     p->plane = plane;
     path_weight_set(ps, p, MROCE_PATH_WMAX);
@@ -800,6 +909,8 @@ void mre_path_inflight_sub(struct mre_pathset *ps, uint16_t i, uint32_t bytes)
     p = &ps->paths[i];
     p->inflight = p->inflight > bytes ? p->inflight - bytes : 0;
     path_full_update(ps, p);
+    if (p->moving && p->inflight == 0)
+        path_move(ps, i); /* PATH-32: drained */
 }
 
 void mre_path_inflight_reset(struct mre_pathset *ps)

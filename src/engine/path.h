@@ -16,6 +16,8 @@
 
 #define MROCE_PATH_WMAX 8          /* weight of a healthy path */
 #define MROCE_PATH_RETIRE_LOSSES 3 /* consecutive losses that retire a path */
+#define MROCE_PATH_MOVE_QUIET 4    /* acks per slot after a loss before moves */
+#define MROCE_PATH_MOVE_MIN 8      /* slots a set needs for moves (PATH-32) */
 #define MROCE_PATH_NONE 0xffffu    /* "no path" in path-list links */
 #define MROCE_PATH_WINDOW_PICKS \
     8 /* path picks a congestion window must
@@ -53,6 +55,7 @@ struct mre_path {
                                LOSS-19); kept by the engine, zeroed here on
                                ack and retirement */
     uint8_t ready;         /* queued for reuse (PATH-16) */
+    uint8_t moving;        /* drains to move to a fresh entropy (PATH-32) */
     uint32_t acked_pkts;   /* counters for mre_qp_path_stats(), as are
                                ecn_marks, lost_pkts and retirements */
     uint32_t ecn_ewma;     /* CE fraction of echoes, 16.16 fixed point */
@@ -99,6 +102,9 @@ struct mre_pathset {
                                  the cursor's sweep: reuse needs at least
                                  this much (PATH-16) */
     uint32_t reuses;       /* picks that reused a clean slot */
+    uint32_t moves;        /* slots moved off a queueing path (PATH-32) */
+    uint16_t nmoving;      /* slots draining before their move */
+    uint32_t quiet_acks;   /* acknowledgements since the last loss */
     uint32_t win_bytes;    /* the window that bounds bursts (PATH-3), */
     uint32_t win_pkt;      /* in packets of up to this many bytes; 0:
                                  no window known (mre_path_set_window) */
