@@ -36,8 +36,9 @@
  * other architectures only the table path is built.
  *
  * mrw_crc32c_copy() is the CRC of a buffer the caller also copies (the
- * sender's payload gather): on the pclmul path each lane is stored to the
- * destination as it is loaded for folding, so the source is read once.
+ * sender's payload gather): on the pclmul and vpclmul paths each lane is
+ * stored to the destination as it is loaded for folding, so the source is
+ * read once.
  */
 #include "mroce/wire.h"
 #include "wire_internal.h"
@@ -550,6 +551,87 @@ CRC32C_VPCLMUL_TARGET uint32_t mrw_crc32c_vpclmul(uint32_t crc,
     return ~crc32c_vpclmul_raw(~crc, (const uint8_t *)data, len);
 }
 
+/* ---- vpclmul with a copy ------------------------------------------------
+ *
+ * crc32c_vpclmul_raw() with every 64-byte lane stored to dst as it is
+ * loaded, and the head and tail that go through crc32 copied beside them.
+ * The head that brings the source to a cache-line boundary is the same as
+ * there, so the loads are whole lines; the stores then are as aligned as dst
+ * is relative to src (a packet's payload offset, the same for every packet).
+ */
+CRC32C_VPCLMUL_TARGET static inline __m512i ldst512(uint8_t *d,
+                                                    const uint8_t *p)
+{
+    __m512i v = ld512(p);
+    _mm512_storeu_si512((void *)d, v);
+    return v;
+}
+
+CRC32C_VPCLMUL_TARGET static uint32_t
+crc32c_copy_vpclmul_raw(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len)
+{
+    __m512i x0, k;
+    size_t t = len & 63;
+
+    if (len < 64) {
+        memcpy(d, p, len);
+        return crc32c_hw_raw(crc, p, len);
+    }
+    if (len >= CRC32C_VPCLMUL_ALIGN_MIN && ((uintptr_t)p & 63)) {
+        size_t h = (size_t)(-(uintptr_t)p & 63);
+        memcpy(d, p, h);
+        crc = crc32c_hw_small(crc, p, h);
+        p += h;
+        d += h;
+        len -= h;
+        t = len & 63;
+    }
+    len -= t;
+    x0 = _mm512_xor_si512(ldst512(d, p),
+                          _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
+    if (len >= 256) {
+        __m512i x1 = ldst512(d + 64, p + 64), x2 = ldst512(d + 128, p + 128),
+                x3 = ldst512(d + 192, p + 192);
+        p += 256;
+        d += 256;
+        len -= 256;
+        k = k512(CRC32C_K2048);
+        while (len >= 256) {
+            x0 = fold512(x0, k, ldst512(d, p));
+            x1 = fold512(x1, k, ldst512(d + 64, p + 64));
+            x2 = fold512(x2, k, ldst512(d + 128, p + 128));
+            x3 = fold512(x3, k, ldst512(d + 192, p + 192));
+            p += 256;
+            d += 256;
+            len -= 256;
+        }
+        x0 = fold512(x0, k512(CRC32C_K1536),
+                     fold512(x1, k512(CRC32C_K1024),
+                             fold512(x2, k512(CRC32C_K512), x3)));
+    } else {
+        p += 64;
+        d += 64;
+        len -= 64;
+    }
+    k = k512(CRC32C_K512);
+    while (len) {
+        x0 = fold512(x0, k, ldst512(d, p));
+        p += 64;
+        d += 64;
+        len -= 64;
+    }
+    memcpy(d, p, t);
+    return crc32c_fold_finish(crc32c_z_to_x(x0), p, t);
+}
+
+CRC32C_VPCLMUL_TARGET uint32_t mrw_crc32c_copy_vpclmul(uint32_t crc, void *dst,
+                                                       const void *src,
+                                                       size_t len)
+{
+    return ~crc32c_copy_vpclmul_raw(~crc, (uint8_t *)dst, (const uint8_t *)src,
+                                    len);
+}
+
 /* ---- dispatch ------------------------------------------------------------ */
 
 /* CPUID bits, spelled out rather than taken from <cpuid.h>, whose names
@@ -664,16 +746,17 @@ uint32_t mrw_crc32c(uint32_t crc, const void *data, size_t len)
     return mrw_crc32c_sw(crc, data, len);
 }
 
-/* Fused on the 128-bit folding path, which mrw_crc32c() itself takes
- * from 64 bytes on CPUs without VPCLMUL.  Where VPCLMUL is there, and below
- * 64 bytes, the CRC runs over dst right after the copy, while it is in L1:
- * a 512-bit fused path is not built, since no machine here can test it. */
+/* Fused on the folding path mrw_crc32c() would take for the same length
+ * (the same crossovers); below 64 bytes, or without PCLMUL, the CRC runs
+ * over dst right after the copy, while it is in L1. */
 uint32_t mrw_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
 {
     unsigned f = crc32c_features();
-    if (len >= CRC32C_PCLMUL_MIN && (f & MROCE_CRC32C_PCLMUL) &&
-        !(len >= CRC32C_VPCLMUL_MIN && (f & MROCE_CRC32C_VPCLMUL)))
+    if (len >= CRC32C_PCLMUL_MIN && (f & MROCE_CRC32C_PCLMUL)) {
+        if (len >= CRC32C_VPCLMUL_MIN && (f & MROCE_CRC32C_VPCLMUL))
+            return mrw_crc32c_copy_vpclmul(crc, dst, src, len);
         return mrw_crc32c_copy_pclmul(crc, dst, src, len);
+    }
     return mrw_crc32c_copy_twopass(crc, dst, src, len);
 }
 
@@ -718,6 +801,12 @@ uint32_t mrw_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
 
 uint32_t mrw_crc32c_copy_pclmul(uint32_t crc, void *dst, const void *src,
                                 size_t len)
+{
+    return mrw_crc32c_copy_twopass(crc, dst, src, len);
+}
+
+uint32_t mrw_crc32c_copy_vpclmul(uint32_t crc, void *dst, const void *src,
+                                 size_t len)
 {
     return mrw_crc32c_copy_twopass(crc, dst, src, len);
 }

@@ -40,14 +40,17 @@ uint32_t mrw_crc32c_pclmul(uint32_t crc, const void *data, size_t len);
 uint32_t mrw_crc32c_vpclmul(uint32_t crc, const void *data, size_t len);
 
 /*
- * The two ways mrw_crc32c_copy() may go, same contract as it: _twopass
- * copies, then runs mrw_crc32c() over the copy (any CPU); _pclmul loads
- * each 16-byte lane once, stores it to dst and folds it (PCLMUL bit
- * required, as for mrw_crc32c_pclmul(); off x86-64 it is _twopass).
+ * The ways mrw_crc32c_copy() may go, same contract as it: _twopass copies,
+ * then runs mrw_crc32c() over the copy (any CPU); _pclmul loads each
+ * 16-byte lane once, stores it to dst and folds it (PCLMUL bit required, as
+ * for mrw_crc32c_pclmul()); _vpclmul does the same with 64-byte lanes
+ * (VPCLMUL bit required).  Off x86-64 they are _twopass.
  */
 uint32_t mrw_crc32c_copy_twopass(uint32_t crc, void *dst, const void *src,
                                  size_t len);
 uint32_t mrw_crc32c_copy_pclmul(uint32_t crc, void *dst, const void *src,
                                 size_t len);
+uint32_t mrw_crc32c_copy_vpclmul(uint32_t crc, void *dst, const void *src,
+                                 size_t len);
 
 #endif /* MROCE_WIRE_INTERNAL_H */
