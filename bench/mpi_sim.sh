@@ -16,7 +16,8 @@
 # 2-core host): the 128-host all-to-all with 1 process and 2 ranks, then
 # the 1,024-host all-to-all (1 MiB per pair) with 2 ranks to completion
 # (no single process; stopped after LIMIT_S, default 660 s, if it has
-# not finished), results under OUT/goal128 and OUT/goal1024.
+# not finished: its run line then says rc=124 and has no proc lines),
+# results under OUT/goal128 and OUT/goal1024.
 #   usage: bench/mpi_sim.sh [SCENARIO] [RANKS...]
 #          bench/mpi_sim.sh goal
 #          (default sim/scenarios/ls128_alltoall.txt, ranks 2;
