@@ -12,18 +12,36 @@
 # lines per run: the CPU-time bound on the speed-up (CPU s of one process
 # over the busiest rank's: the wall speed-up if every rank had a core of
 # its own and waiting were free) and the memory per rank.
+# `goal` runs issue 19's two speed goals in one go (<= 13 min on a quiet
+# 2-core host): the 128-host all-to-all with 1 process and 2 ranks, then
+# the 1,024-host all-to-all (1 MiB per pair) with 2 ranks to completion
+# (no single process; stopped after LIMIT_S, default 660 s, if it has
+# not finished: its run line then says rc=124 and has no proc lines),
+# results under OUT/goal128 and OUT/goal1024.
 #   usage: bench/mpi_sim.sh [SCENARIO] [RANKS...]
+#          bench/mpi_sim.sh goal
 #          (default sim/scenarios/ls128_alltoall.txt, ranks 2;
 #           OUT=DIR for the output, default sim-out/mpi;
 #           SETS="-s k=v ..." extra mroce-sim options;
 #           WAITS="sleep spin" the wait modes, default sleep;
 #           SINGLE=0 to skip the single process;
+#           LIMIT_S=N to stop each multi-rank run after N s (timeout);
 #           MPI_OPTS="..." instead of --oversubscribe, e.g. "" to let
 #           Open MPI busy-poll when there are as many cores as ranks)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 out=${OUT:-$root/sim-out/mpi}
+if [ "${1:-}" = goal ]; then
+    OUT=$out/goal128 SINGLE=1 LIMIT_S='' "$0" \
+        "$root/sim/scenarios/ls128_alltoall.txt" 2
+    OUT=$out/goal1024 SINGLE=0 LIMIT_S=${LIMIT_S:-660} "$0" \
+        "$root/sim/scenarios/a2a1024.txt" 2
+    cat "$out/goal128/mpi_sim.txt" "$out/goal1024/mpi_sim.txt" \
+        > "$out/mpi_sim.txt"
+    exit 0
+fi
+limit=${LIMIT_S:-}
 sc=${1:-$root/sim/scenarios/ls128_alltoall.txt}
 [ $# -gt 0 ] && shift
 ranks=${*:-2}
@@ -52,15 +70,17 @@ for r in $ranks; do
     for w in $waits; do
         rm -rf "$out/r$r$w"
         t0=$(now)
+        rc=0
         # the rank number expands in each rank's shell, not here
         # shellcheck disable=SC2086,SC2016
-        MROCE_SIM_MPI_WAIT=$w mpirun $mpi_opts --bind-to none --mca pml ob1 \
+        MROCE_SIM_MPI_WAIT=$w ${limit:+timeout -s INT "$limit"} \
+            mpirun $mpi_opts --bind-to none --mca pml ob1 \
             --mca btl self,vader -x MROCE_SIM_MPI_WAIT -n "$r" \
             sh -c '/usr/bin/time -f "proc ranks='"$r-$w"' rank=$OMPI_COMM_WORLD_RANK maxrss_kb=%M cpu_s=%U sys_s=%S wall_s=%e" "$@"' \
             sh "$root/build/sim/mroce-sim-mpi" -q -o "$out/r$r$w" \
-            -s transports=mroce $sets "$sc" >> "$res" 2>&1
+            -s transports=mroce $sets "$sc" >> "$res" 2>&1 || rc=$?
         t1=$(now)
-        echo "run ranks=$r-$w wall_s=$(echo "$t1 - $t0" | bc) mpi_opts=$mpi_opts" >> "$res"
+        echo "run ranks=$r-$w wall_s=$(echo "$t1 - $t0" | bc) mpi_opts=$mpi_opts rc=$rc" >> "$res"
         if [ "$single" = 1 ]; then
             for a in "$out"/r0/*.csv; do
                 f=$(basename "$a")

@@ -492,7 +492,8 @@ struct sim {
      * (mroce-sim-mpi); NULL in one process */
     struct dist *dist;
     uint32_t dist_me;
-    struct host_conn *conn; /* host.c: the pairs being connected */
+    struct host_conn *conn;        /* host.c: the pairs being connected */
+    uint32_t conn_host, conn_peer; /* host.c: the first QP not connected */
     /* Run windows: the smallest link delay of the fabric.  A run stops at
      * the end of the window in which its measured workloads finish
      * (stop_at, T_INF before), whatever the partition. */

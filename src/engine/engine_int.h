@@ -381,11 +381,13 @@ struct mre_qp {
     uint32_t sack_span;
 };
 
-/* A timer heap entry carries its QP's deadline, so sifting compares and
- * moves entries of this array only (timers.c). */
+/* A timer heap entry carries its QP's deadline and slot, so sifting
+ * compares and moves entries of this array and writes positions by slot
+ * without reading the QPs it moves (timers.c). */
 struct mre_theap_ent {
     mroce_tstamp key;
-    mre_qp *qp;
+    uint32_t slot; /* the QP: ep->qps[slot] */
+    uint32_t pad_;
 };
 
 struct mre_ep {

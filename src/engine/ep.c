@@ -58,7 +58,13 @@ int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
     ep->theap = mre_mem_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->theap));
     ep->theap_pos = mre_mem_calloc(&ep->mem, cfg->max_qps,
                                    sizeof(*ep->theap_pos));
-    if (!ep->live || !ep->theap || !ep->theap_pos) {
+    ep->rh.act = mre_mem_calloc(&ep->mem, cfg->max_qps, sizeof(*ep->rh.act));
+    ep->rh.act_pos = mre_mem_calloc(&ep->mem, cfg->max_qps,
+                                    sizeof(*ep->rh.act_pos));
+    if (!ep->live || !ep->theap || !ep->theap_pos || !ep->rh.act ||
+        !ep->rh.act_pos) {
+        mre_mem_free(&ep->mem, ep->rh.act_pos);
+        mre_mem_free(&ep->mem, ep->rh.act);
         mre_mem_free(&ep->mem, ep->theap_pos);
         mre_mem_free(&ep->mem, ep->live);
         mre_mem_free(&ep->mem, ep->theap);
@@ -70,6 +76,8 @@ int mre_ep_new(mre_ep **pep, const struct mre_ep_config *cfg)
     if (mre_conntab_init(ep) < 0 || mre_sec_ep_init(ep) < 0) {
         mre_sec_ep_free(ep);
         mre_conntab_free(ep);
+        mre_mem_free(&ep->mem, ep->rh.act_pos);
+        mre_mem_free(&ep->mem, ep->rh.act);
         mre_mem_free(&ep->mem, ep->theap_pos);
         mre_mem_free(&ep->mem, ep->live);
         mre_mem_free(&ep->mem, ep->theap);
@@ -93,6 +101,8 @@ void mre_ep_del(mre_ep *ep)
     mre_mem_free(&ep->mem, ep->live);
     mre_mem_free(&ep->mem, ep->theap);
     mre_mem_free(&ep->mem, ep->theap_pos);
+    mre_mem_free(&ep->mem, ep->rh.act);
+    mre_mem_free(&ep->mem, ep->rh.act_pos);
     mre_conntab_free(ep);
     mre_sec_ep_free(ep);
     struct mre_mem mem = ep->mem;

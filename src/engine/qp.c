@@ -230,6 +230,7 @@ void mre_qp_del(mre_qp *qp)
         mre_conntab_listen_remove(ep, qp);
     mre_conntab_remove(ep, qp);
     mre_timer_remove(ep, qp);
+    mre_rh_forget(ep, qp);
     ep->qps[qp->slot] = NULL;
     if (qp->slot < ep->free_hint)
         ep->free_hint = qp->slot;

@@ -15,7 +15,10 @@
  * back, what is left is shared by all.  An interval holds at least
  * RH_INTERVAL_PKTS packets at the equal share.  Shares are rates, not windows, so senders of different
  * RTTs get the same share.  The passes are bounded (RH_PASSES): what is
- * still unfrozen after them shares the remainder equally.
+ * still unfrozen after them shares the remainder equally.  The active
+ * senders are kept in a list (ep->rh.act), so a recomputation reads them
+ * only, not every QP of an endpoint that may hold thousands (a simulated
+ * all-to-all); the division does not depend on their order.
  *
  * Sender: the hint caps the window at hint * srtt plus the packets a
  * receiver may hold before it acknowledges (it becomes peer_credit, which
@@ -138,11 +141,32 @@ static mroce_tstamp rh_ask_wait(const mre_qp *qp)
     return r + rh_gather_ns(qp->ep);
 }
 
+static void rh_act_add(mre_ep *ep, mre_qp *qp)
+{
+    ep->rh.act_pos[qp->slot] = ep->rh.nact;
+    ep->rh.act[ep->rh.nact++] = qp;
+}
+
+static void rh_act_remove(mre_ep *ep, mre_qp *qp)
+{
+    uint32_t i = ep->rh.act_pos[qp->slot];
+    mre_qp *last = ep->rh.act[--ep->rh.nact];
+    ep->rh.act[i] = last;
+    ep->rh.act_pos[last->slot] = i;
+}
+
+void mre_rh_forget(mre_ep *ep, mre_qp *qp)
+{
+    if (qp->rh.active)
+        rh_act_remove(ep, qp);
+}
+
 void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now)
 {
     if (!qp->rh.on)
         return;
     if (!qp->rh.active) {
+        rh_act_add(ep, qp);
         qp->rh.active = 1;
         qp->rh.intervals = 0;
         qp->rh.rate = 0;
@@ -188,11 +212,12 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
     uint64_t left, dt = now - ep->rh.start;
     uint32_t nleft = 0, i, pass;
 
-    for (i = 0; i < ep->nqps; i++) {
-        mre_qp *q = ep->live[i];
-        if (!q->rh.active)
-            continue;
+    /* from the end, so that a sender retired here (its place taken by
+     * the last one) is not skipped */
+    for (i = ep->rh.nact; i-- > 0;) {
+        mre_qp *q = ep->rh.act[i];
         if (q->rh.last + rh_active_for(q, q->rh.share) < now) {
+            rh_act_remove(ep, q);
             q->rh.active = 0;
             continue;
         }
@@ -225,10 +250,10 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
     for (pass = 0; pass < RH_PASSES && nleft; pass++) {
         uint64_t fair = left / nleft;
         int froze = 0;
-        for (i = 0; i < ep->nqps; i++) {
-            mre_qp *q = ep->live[i];
+        for (i = 0; i < ep->rh.nact; i++) {
+            mre_qp *q = ep->rh.act[i];
             uint64_t d;
-            if (!q->rh.active || q->rh.frozen || q->rh.intervals < RH_SETTLE)
+            if (q->rh.frozen || q->rh.intervals < RH_SETTLE)
                 continue;
             d = 4 * (uint64_t)q->rh.rate;
             if (d < fair / 4)
@@ -244,11 +269,9 @@ static void rh_recompute(mre_ep *ep, mroce_tstamp now, int measure)
         if (!froze)
             break;
     }
-    for (i = 0; i < ep->nqps; i++) {
-        mre_qp *q = ep->live[i];
+    for (i = 0; i < ep->rh.nact; i++) {
+        mre_qp *q = ep->rh.act[i];
         uint64_t s;
-        if (!q->rh.active)
-            continue;
         if (!q->rh.frozen)
             s = left / nleft;
         else if (nleft == 0) /* all held back: share what is left too */

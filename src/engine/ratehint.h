@@ -69,6 +69,13 @@ enum mre_rh_grant {
 
 /* Per endpoint. */
 struct mre_rh_ep {
+    /* The QPs whose rh.active is set, in no order (the water-filling
+     * does not depend on it), so a recomputation reads the active
+     * senders only, not every QP of the endpoint; act_pos: slot -> index
+     * in act.  Both max_qps long (ep.c). */
+    mre_qp **act;
+    uint32_t *act_pos;
+    uint32_t nact;
     uint32_t nactive;        /* senders counted active */
     uint8_t dirty;           /* a sender became active: recompute now */
     mroce_tstamp start;      /* start of the measurement interval */
@@ -83,6 +90,8 @@ struct mrw_conn_hdr;
 /* Negotiation (CC-24): the CONN flags to add, and the peer's CONNECT. */
 uint32_t mre_rh_conn_flags(const mre_qp *qp);
 void mre_rh_on_conn(mre_qp *qp, uint32_t peer_flags);
+/* A QP being deleted leaves the active senders' list. */
+void mre_rh_forget(mre_ep *ep, mre_qp *qp);
 /* Receiver: a data packet of len bytes from qp's peer (CC-25). */
 void mre_rh_on_data(mre_ep *ep, mre_qp *qp, size_t len, mroce_tstamp now);
 /* Receiver: the Credit for qp's next ACK, Mbit/s (CC-26). */

@@ -22,7 +22,7 @@
 static void heap_set(mre_ep *ep, uint32_t i, struct mre_theap_ent e)
 {
     ep->theap[i] = e;
-    ep->theap_pos[e.qp->slot] = i;
+    ep->theap_pos[e.slot] = i;
 }
 
 static void sift_up(mre_ep *ep, uint32_t i)
@@ -62,11 +62,11 @@ void mre_timer_remove(mre_ep *ep, mre_qp *qp)
         return;
     ep->theap_pos[qp->slot] = MROCE_NONE32;
     struct mre_theap_ent last = ep->theap[--ep->theap_n];
-    if (last.qp == qp)
+    if (last.slot == qp->slot)
         return;
     heap_set(ep, i, last);
     sift_up(ep, i);
-    sift_down(ep, ep->theap_pos[last.qp->slot]);
+    sift_down(ep, ep->theap_pos[last.slot]);
 }
 
 void mre_timer_update(mre_ep *ep, mre_qp *qp)
@@ -79,7 +79,7 @@ void mre_timer_update(mre_ep *ep, mre_qp *qp)
     uint32_t i = ep->theap_pos[qp->slot];
     if (i == MROCE_NONE32) {
         i = ep->theap_n++;
-        heap_set(ep, i, (struct mre_theap_ent){e, qp});
+        heap_set(ep, i, (struct mre_theap_ent){e, qp->slot, 0});
         sift_up(ep, i);
         return;
     }
@@ -105,7 +105,7 @@ void mre_ep_handle_expiry(mre_ep *ep, mroce_tstamp now)
      * afterwards waits for the next call rather than spinning here. */
     uint32_t budget = ep->theap_n;
     while (budget-- && ep->theap_n && ep->theap[0].key <= now) {
-        mre_qp *qp = ep->theap[0].qp;
+        mre_qp *qp = ep->qps[ep->theap[0].slot];
         mre_qp_ctrl_timer(qp, now);
         mre_resp_ack_timer(qp, now);
         mre_loss_timers(qp, now);
