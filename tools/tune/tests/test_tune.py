@@ -105,6 +105,23 @@ class Derive(unittest.TestCase):
                           if s.scope.startswith("queue@")],
                          ["queue@100G"] * 3)
 
+    def test_step_at_kmin_on_1to1_a_quarter_when_oversubscribed(self):
+        # mixed_vendor (1:1): the spines' step sits at the Kmin their
+        # buffer's ramp would have (a quarter of 256 KiB); small32_step
+        # (2:1) at a quarter of the ramp's Kmin
+        st = dv.derive(load(os.path.join(TUNE, "examples",
+                                         "mixed_vendor.json")))
+        spine = {t: (a, b, c) for t, a, b, c in
+                 dv.queue_profiles(st, "spine")}
+        pkt = 4096 + dv.DATA_OVERHEAD
+        self.assertEqual(spine["100G"], (64 * 1024, 64 * 1024 + 5 * 1024,
+                                         100))
+        st = dv.derive(load(os.path.join(TUNE, "examples",
+                                         "small32_step.json")))
+        k = {t: a for t, a, b, c in dv.queue_profiles(st)}["100G"]
+        self.assertEqual(k, dv._round_up(115 * 1024 / 4, 1024))
+        self.assertGreaterEqual(k, 4 * pkt)
+
     def test_mixed_vendor_roles(self):
         fab = load(os.path.join(TUNE, "examples", "mixed_vendor.json"))
         st = dv.derive(fab)
