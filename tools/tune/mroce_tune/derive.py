@@ -159,15 +159,24 @@ def queue_thresholds(fab, speed, rtt, scale=1.0, core=False):
     kmax = max(int(kmax * scale), kmin + pkt)
     pmax = 20
     if fab["marking"] == "step":
-        # A switch that marks on one threshold marks every packet above it:
-        # the threshold sits at a quarter of the ramp's start, written as a
-        # RED ramp one packet wide.
-        kmin = max(int(kmin / 4), 4 * pkt)
+        # A switch that marks on one threshold marks every packet above it,
+        # written as a RED ramp one packet wide.  In an oversubscribed core
+        # its marks steer paths (PATH-6) and it sits at a quarter of Kmin;
+        # on a 1:1 fabric no standing queue builds in the core, and a step
+        # below Kmin marks the queue that sprayed packets meeting leave,
+        # halving windows of paths that are not congested (CC-21), so it
+        # sits at Kmin.
+        part = 4 if oversubscription(fab) > 1 else 1
+        kmin = max(int(kmin / part), 4 * pkt)
         kmax, pmax = kmin + pkt, 100
-        rules["kmin"] = ("step marking: a quarter of the ramp's Kmin (one "
-                         "BDP, or the shallow-buffer cap), at least 4 "
-                         "packets: a step marks every packet above it, so "
-                         "it must sit low (DCTCP's guideline is BDP/7)")
+        rules["kmin"] = ("step marking: " + (
+            "a quarter of the ramp's Kmin (one BDP, or the shallow-buffer "
+            "cap), at least 4 packets: in an oversubscribed core the marks "
+            "steer paths, and a step marks every packet above it, so it "
+            "sits low (DCTCP's guideline is BDP/7)" if part == 4 else
+            "the ramp's Kmin (one BDP, or the shallow-buffer cap): on a 1:1 "
+            "fabric a lower step marks the transient of spraying, every "
+            "packet above it"))
         rules["kmax"] = ("step marking: K + one packet at 100%, a step "
                          "written as a RED ramp")
     return _round_up(kmin, 1024), _round_up(kmax, 1024), pmax, rules

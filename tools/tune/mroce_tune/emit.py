@@ -180,7 +180,7 @@ def nvue(fab, settings, role="leaf", index=0):
              f"nv set qos egress-queue-mapping default-global switch-priority "
              f"{q} traffic-class {q}",
              f"nv unset qos pfc default-global switch-priority {q}",
-             "nv set qos link-pause default-global state disable"]
+             "nv unset qos link-pause"]
     ports = _ports(fab, role, _tags(settings, role))
     for tag, kmin, kmax, pmax in queue_profiles(settings, role):
         sel = [i for i, t in ports if t == tag]
@@ -188,8 +188,9 @@ def nvue(fab, settings, role="leaf", index=0):
             continue
         prof = f"mroce-{tag.lower()}"
         pre = f"nv set qos congestion-control {prof} traffic-class {q}"
-        lines += [f"{pre} min-threshold {kmin // 1024}KB",
-                  f"{pre} max-threshold {kmax // 1024}KB",
+        # NVUE takes the thresholds in bytes
+        lines += [f"{pre} min-threshold {kmin}",
+                  f"{pre} max-threshold {kmax}",
                   f"{pre} probability {pmax}",
                   f"{pre} ecn enable",
                   f"{pre} red disable",
@@ -209,14 +210,15 @@ def eos(fab, settings, role="leaf", index=0):
     """Arista EOS configuration for one switch of `role`."""
     q = fab["queue"]
     lines = [f"! mroce-tune: {fab['name']}, {role}: MetaRoCE on a lossy "
-             f"tx-queue {q} with ECN (EOS)",
+             f"uc-tx-queue {q} with ECN (EOS)",
              f"qos map dscp {fab['dscp']} to traffic-class {q}",
              "!",
-             "! ECMP on the 5-tuple (Trident-family syntax; Jericho: "
-             "load-balance sand profile)",
+             "! Trident/Tomahawk-family syntax (7050X, 7060X, 7260X): "
+             "Jericho platforms",
+             "! (7280R, 7500R) hash with load-balance sand profile and "
+             "queue in tx-queue",
              "ip load-sharing trident fields ip source-ip destination-ip "
-             "ip-protocol",
-             "ip load-sharing trident fields l4 source-port destination-port",
+             "source-port destination-port",
              "!"]
     prof = {t: (a, b, p) for t, a, b, p in queue_profiles(settings, role)}
     for i, tag in _ports(fab, role, prof):
@@ -225,7 +227,7 @@ def eos(fab, settings, role="leaf", index=0):
                   "   mtu 9214",
                   "   qos trust dscp",
                   "   no priority-flow-control",
-                  f"   tx-queue {q}",
+                  f"   uc-tx-queue {q}",
                   f"      random-detect ecn minimum-threshold {kmin // 1024} "
                   f"kbytes maximum-threshold {kmax // 1024} kbytes "
                   f"max-mark-probability {pmax}",

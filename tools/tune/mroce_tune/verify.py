@@ -127,6 +127,11 @@ def switch_lines(fab, settings, physical=False):
 def run_one(sim, text, d):
     """Run one scenario in directory d; returns the summary row (dict)."""
     os.makedirs(d, exist_ok=True)
+    # mroce-sim appends to summary.csv: a run kept from before (--keep)
+    # must not add its rows to this one's
+    summ = os.path.join(d, "summary.csv")
+    if os.path.exists(summ):
+        os.remove(summ)
     path = os.path.join(d, "scenario.txt")
     with open(path, "w") as f:
         f.write(text)

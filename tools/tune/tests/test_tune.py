@@ -105,6 +105,23 @@ class Derive(unittest.TestCase):
                           if s.scope.startswith("queue@")],
                          ["queue@100G"] * 3)
 
+    def test_step_at_kmin_on_1to1_a_quarter_when_oversubscribed(self):
+        # mixed_vendor (1:1): the spines' step sits at the Kmin their
+        # buffer's ramp would have (a quarter of 256 KiB); small32_step
+        # (2:1) at a quarter of the ramp's Kmin
+        st = dv.derive(load(os.path.join(TUNE, "examples",
+                                         "mixed_vendor.json")))
+        spine = {t: (a, b, c) for t, a, b, c in
+                 dv.queue_profiles(st, "spine")}
+        pkt = 4096 + dv.DATA_OVERHEAD
+        self.assertEqual(spine["100G"], (64 * 1024, 64 * 1024 + 5 * 1024,
+                                         100))
+        st = dv.derive(load(os.path.join(TUNE, "examples",
+                                         "small32_step.json")))
+        k = {t: a for t, a, b, c in dv.queue_profiles(st)}["100G"]
+        self.assertEqual(k, dv._round_up(115 * 1024 / 4, 1024))
+        self.assertGreaterEqual(k, 4 * pkt)
+
     def test_mixed_vendor_roles(self):
         fab = load(os.path.join(TUNE, "examples", "mixed_vendor.json"))
         st = dv.derive(fab)
@@ -255,13 +272,39 @@ class Emit(unittest.TestCase):
                             capture_output=True, text=True).stdout
         for tag, kmin, kmax, pmax in prof:
             pre = f"congestion-control mroce-{tag.lower()} traffic-class 3"
-            self.assertIn(f"{pre} min-threshold {kmin // 1024}KB", nv)
-            self.assertIn(f"{pre} max-threshold {kmax // 1024}KB", nv)
+            # NVUE's thresholds are bytes; EOS's here kbytes
+            self.assertIn(f"{pre} min-threshold {kmin}\n", nv)
+            self.assertIn(f"{pre} max-threshold {kmax}\n", nv)
             self.assertIn(f"minimum-threshold {kmin // 1024} kbytes "
                           f"maximum-threshold {kmax // 1024} kbytes "
                           f"max-mark-probability {pmax}", eo)
         self.assertIn("nv unset qos pfc default-global switch-priority 3", nv)
         self.assertIn("qos map dscp 26 to traffic-class 3", eo)
+        # the command forms of the vendors' references (README, Output
+        # formats): every NVUE line one of them, the EOS queue and hash
+        # lines in Trident-family syntax
+        forms = (r"nv set qos mapping default-global (trust l3|dscp \d+ "
+                 r"switch-priority \d)",
+                 r"nv set qos egress-queue-mapping default-global "
+                 r"switch-priority \d traffic-class \d",
+                 r"nv unset qos pfc default-global switch-priority \d",
+                 r"nv unset qos link-pause",
+                 r"nv set qos congestion-control [a-z0-9-]+ traffic-class \d "
+                 r"(min-threshold \d+|max-threshold \d+|probability "
+                 r"(100|[1-9]\d?)|ecn enable|red disable)",
+                 r"nv set interface swp[0-9,swp-]+ qos congestion-control "
+                 r"profile [a-z0-9-]+",
+                 r"nv set system forwarding ecmp-hash (source-ip|"
+                 r"destination-ip|ip-protocol|source-port|destination-port) on",
+                 r"nv set system forwarding hash-seed \d+",
+                 r"nv set interface swp1-\d+ link mtu 9216", r"nv config apply")
+        for line in nv.splitlines():
+            if not line.startswith("#"):
+                self.assertTrue(any(re.fullmatch(f, line) for f in forms),
+                                line)
+        self.assertEqual(eo.count("   uc-tx-queue 3\n"), 32 + 16)
+        self.assertIn("ip load-sharing trident fields ip source-ip "
+                      "destination-ip source-port destination-port\n", eo)
         self.assertEqual(eo.count("no priority-flow-control"), 32 + 16)
         # the SONiC fragment through the command line and `check`
         with tempfile.TemporaryDirectory() as d:
