@@ -489,44 +489,75 @@ CRC32C_VPCLMUL_TARGET static inline __m128i crc32c_z_to_x(__m512i x)
                          _mm256_extracti128_si256(h, 1));
 }
 
+/* One 64-byte lane of src at p, also stored to dst at d when copying
+ * (d not NULL: crc32c_vpclmul_body's copying instance). */
+CRC32C_VPCLMUL_TARGET static inline __m512i lane512(uint8_t *d,
+                                                    const uint8_t *p)
+{
+    __m512i v = ld512(p);
+    if (d)
+        _mm512_storeu_si512((void *)d, v);
+    return v;
+}
+
 /* Shortest buffer worth aligning (bench_crc32c, misaligned rows). */
 #define CRC32C_VPCLMUL_ALIGN_MIN 512
 
-/* Same structure as crc32c_pclmul_raw(), with 256-byte rounds and single
- * 64-byte folds for the blocks left over from them. */
-CRC32C_VPCLMUL_TARGET static uint32_t
-crc32c_vpclmul_raw(uint32_t crc, const uint8_t *p, size_t len)
+/*
+ * Same structure as crc32c_pclmul_raw(), with 256-byte rounds and single
+ * 64-byte folds for the blocks left over from them.  With d not NULL every
+ * lane is also stored to d as it is loaded, and the head and tail that go
+ * through crc32 are copied beside them: the sender's gather reads its
+ * payload once.  The head that brings the source to a cache-line boundary
+ * is the same either way, so the loads are whole lines; the stores then
+ * are as aligned as dst is relative to src (a packet's payload offset, the
+ * same for every packet).  Always inlined into its two callers, each with
+ * d either NULL or not, so neither tests d at run time.
+ */
+CRC32C_VPCLMUL_TARGET static inline __attribute__((always_inline)) uint32_t
+crc32c_vpclmul_body(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len)
 {
     __m512i x0, k;
     size_t t = len & 63;
 
-    if (len < 64)
+    if (len < 64) {
+        if (d)
+            memcpy(d, p, len);
         return crc32c_hw_raw(crc, p, len);
+    }
     /* A misaligned 64-byte load straddles two cache lines and costs about
      * two loads; on a buffer long enough to keep the lanes below busy, the
      * bytes up to the next line boundary are cheaper through crc32 (its
      * chain overlaps with the folding of lanes 1-3, which do not need it). */
     if (len >= CRC32C_VPCLMUL_ALIGN_MIN && ((uintptr_t)p & 63)) {
         size_t h = (size_t)(-(uintptr_t)p & 63);
+        if (d) {
+            memcpy(d, p, h);
+            d += h;
+        }
         crc = crc32c_hw_small(crc, p, h);
         p += h;
         len -= h;
         t = len & 63;
     }
     len -= t;
-    x0 = _mm512_xor_si512(ld512(p),
+    x0 = _mm512_xor_si512(lane512(d, p),
                           _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
     if (len >= 256) {
-        __m512i x1 = ld512(p + 64), x2 = ld512(p + 128), x3 = ld512(p + 192);
+        __m512i x1 = lane512(d ? d + 64 : NULL, p + 64),
+                x2 = lane512(d ? d + 128 : NULL, p + 128),
+                x3 = lane512(d ? d + 192 : NULL, p + 192);
         p += 256;
+        d = d ? d + 256 : NULL;
         len -= 256;
         k = k512(CRC32C_K2048);
         while (len >= 256) {
-            x0 = fold512(x0, k, ld512(p));
-            x1 = fold512(x1, k, ld512(p + 64));
-            x2 = fold512(x2, k, ld512(p + 128));
-            x3 = fold512(x3, k, ld512(p + 192));
+            x0 = fold512(x0, k, lane512(d, p));
+            x1 = fold512(x1, k, lane512(d ? d + 64 : NULL, p + 64));
+            x2 = fold512(x2, k, lane512(d ? d + 128 : NULL, p + 128));
+            x3 = fold512(x3, k, lane512(d ? d + 192 : NULL, p + 192));
             p += 256;
+            d = d ? d + 256 : NULL;
             len -= 256;
         }
         x0 = fold512(x0, k512(CRC32C_K1536),
@@ -534,15 +565,25 @@ crc32c_vpclmul_raw(uint32_t crc, const uint8_t *p, size_t len)
                              fold512(x2, k512(CRC32C_K512), x3)));
     } else {
         p += 64;
+        d = d ? d + 64 : NULL;
         len -= 64;
     }
     k = k512(CRC32C_K512);
     while (len) {
-        x0 = fold512(x0, k, ld512(p));
+        x0 = fold512(x0, k, lane512(d, p));
         p += 64;
+        d = d ? d + 64 : NULL;
         len -= 64;
     }
+    if (d)
+        memcpy(d, p, t);
     return crc32c_fold_finish(crc32c_z_to_x(x0), p, t);
+}
+
+CRC32C_VPCLMUL_TARGET static uint32_t
+crc32c_vpclmul_raw(uint32_t crc, const uint8_t *p, size_t len)
+{
+    return crc32c_vpclmul_body(crc, NULL, p, len);
 }
 
 CRC32C_VPCLMUL_TARGET uint32_t mrw_crc32c_vpclmul(uint32_t crc,
@@ -551,77 +592,12 @@ CRC32C_VPCLMUL_TARGET uint32_t mrw_crc32c_vpclmul(uint32_t crc,
     return ~crc32c_vpclmul_raw(~crc, (const uint8_t *)data, len);
 }
 
-/* ---- vpclmul with a copy ------------------------------------------------
- *
- * crc32c_vpclmul_raw() with every 64-byte lane stored to dst as it is
- * loaded, and the head and tail that go through crc32 copied beside them.
- * The head that brings the source to a cache-line boundary is the same as
- * there, so the loads are whole lines; the stores then are as aligned as dst
- * is relative to src (a packet's payload offset, the same for every packet).
- */
-CRC32C_VPCLMUL_TARGET static inline __m512i ldst512(uint8_t *d,
-                                                    const uint8_t *p)
-{
-    __m512i v = ld512(p);
-    _mm512_storeu_si512((void *)d, v);
-    return v;
-}
+/* ---- vpclmul with a copy: crc32c_vpclmul_body() storing as it loads ----- */
 
 CRC32C_VPCLMUL_TARGET static uint32_t
 crc32c_copy_vpclmul_raw(uint32_t crc, uint8_t *d, const uint8_t *p, size_t len)
 {
-    __m512i x0, k;
-    size_t t = len & 63;
-
-    if (len < 64) {
-        memcpy(d, p, len);
-        return crc32c_hw_raw(crc, p, len);
-    }
-    if (len >= CRC32C_VPCLMUL_ALIGN_MIN && ((uintptr_t)p & 63)) {
-        size_t h = (size_t)(-(uintptr_t)p & 63);
-        memcpy(d, p, h);
-        crc = crc32c_hw_small(crc, p, h);
-        p += h;
-        d += h;
-        len -= h;
-        t = len & 63;
-    }
-    len -= t;
-    x0 = _mm512_xor_si512(ldst512(d, p),
-                          _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
-    if (len >= 256) {
-        __m512i x1 = ldst512(d + 64, p + 64), x2 = ldst512(d + 128, p + 128),
-                x3 = ldst512(d + 192, p + 192);
-        p += 256;
-        d += 256;
-        len -= 256;
-        k = k512(CRC32C_K2048);
-        while (len >= 256) {
-            x0 = fold512(x0, k, ldst512(d, p));
-            x1 = fold512(x1, k, ldst512(d + 64, p + 64));
-            x2 = fold512(x2, k, ldst512(d + 128, p + 128));
-            x3 = fold512(x3, k, ldst512(d + 192, p + 192));
-            p += 256;
-            d += 256;
-            len -= 256;
-        }
-        x0 = fold512(x0, k512(CRC32C_K1536),
-                     fold512(x1, k512(CRC32C_K1024),
-                             fold512(x2, k512(CRC32C_K512), x3)));
-    } else {
-        p += 64;
-        d += 64;
-        len -= 64;
-    }
-    k = k512(CRC32C_K512);
-    while (len) {
-        x0 = fold512(x0, k, ldst512(d, p));
-        p += 64;
-        d += 64;
-        len -= 64;
-    }
-    memcpy(d, p, t);
-    return crc32c_fold_finish(crc32c_z_to_x(x0), p, t);
+    return crc32c_vpclmul_body(crc, d, p, len);
 }
 
 CRC32C_VPCLMUL_TARGET uint32_t mrw_crc32c_copy_vpclmul(uint32_t crc, void *dst,
