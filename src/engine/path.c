@@ -535,6 +535,19 @@ static void path_moving_clear(struct mre_pathset *ps, struct mre_path *p)
     }
 }
 
+/* A slot under a new entropy is a new path, whatever moved it there
+ * (retirement, PATH-32's move, PATH-29's rehoming): fresh weight, RTT
+ * and ECN state, and the fresh window (CC-22). */
+static void path_start_afresh(struct mre_pathset *ps, uint16_t i)
+{
+    struct mre_path *p = &ps->paths[i];
+
+    path_weight_set(ps, p, MROCE_PATH_WMAX); /* as path_reset_state does */
+    path_reset_state(p);
+    mre_path_set_cwnd(ps, i, ps->cwnd_fresh);
+    path_srtt_noted(ps, i);
+}
+
 static void path_move(struct mre_pathset *ps, uint16_t i)
 {
     struct mre_path *p = &ps->paths[i];
@@ -544,10 +557,7 @@ static void path_move(struct mre_pathset *ps, uint16_t i)
     if (e < 0)
         return;
     p->entropy = (uint16_t)e;
-    path_weight_set(ps, p, MROCE_PATH_WMAX);
-    path_reset_state(p);
-    mre_path_set_cwnd(ps, i, ps->cwnd_fresh);
-    path_srtt_noted(ps, i);
+    path_start_afresh(ps, i);
     ps->moves++;
 }
 
@@ -751,10 +761,7 @@ void mre_path_retire(struct mre_pathset *ps, uint16_t i)
     e = path_fresh_entropy(ps, ps->npaths, p->plane);
     if (e >= 0)
         p->entropy = (uint16_t)e;
-    path_weight_set(ps, p, MROCE_PATH_WMAX); /* as path_reset_state does */
-    path_reset_state(p);
-    mre_path_set_cwnd(ps, i, ps->cwnd_fresh); /* a new path (CC-22) */
-    path_srtt_noted(ps, i);
+    path_start_afresh(ps, i);
     p->retirements++;
 }
 
@@ -775,10 +782,7 @@ int mre_path_rehome(struct mre_pathset *ps, uint16_t i, uint8_t plane)
     path_moving_clear(ps, p);
     p->entropy = (uint16_t)e;
     p->plane = plane;
-    path_weight_set(ps, p, MROCE_PATH_WMAX);
-    path_reset_state(p);
-    mre_path_set_cwnd(ps, i, ps->cwnd_fresh);
-    path_srtt_noted(ps, i);
+    path_start_afresh(ps, i);
     return 0;
 }
 
