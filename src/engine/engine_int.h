@@ -252,7 +252,10 @@ struct mre_qp {
     uint8_t probes_sent;
     uint8_t backoff;
     uint8_t consec_timeouts;
-    uint8_t rto_undo;                /* an RTO episode awaits its verdict */
+    uint8_t rto_undo; /* an RTO episode awaits its verdict */
+    /* listener: no packet from the peer since its CONNECT_RESP, and the
+     * CONNECT_RESPs its loss timer resent meanwhile (LOSS-30, loss.c) */
+    uint8_t hs_wait, hs_probes;
     uint64_t local_token;            /* packets to us must carry this */
     uint64_t peer_token;             /* we put this in packets to the peer */
     mre_qp *ready_prev, *ready_next; /* ep ready list */
@@ -313,7 +316,9 @@ struct mre_qp {
     mroce_tstamp srtt, rttvar, min_rtt;
     /* cold; here they put attr's RTO, ACK-delay and ooo_thresh fields
      * on one line where the simulator places a QP (16 B past a line) */
-    mroce_tstamp conn_start; /* handshake start (timeout) */
+    mroce_tstamp conn_start; /* handshake start: the requester's connect
+                                (CONN-6, LOSS-26), the listener's first
+                                CONNECT_RESP (LOSS-29) */
     mroce_tstamp ctrl_rto;   /* current control retransmit interval */
     mroce_tstamp rto_time;   /* first RTO of an episode (LOSS-13) */
     mroce_tstamp ka_time;    /* last keepalive asked for (liveness.c) */
@@ -359,8 +364,10 @@ struct mre_qp {
                                  the first inline WR on (NULL before) */
     uint32_t nrjobs;
     uint64_t rjob_seq;
-    /* ns from CONNECT_REQ to CONNECT_RESP on the active side, 0 if none
-     * (LOSS-26): bounds the RTO before the first RTT sample (loss.c) */
+    /* ns from CONNECT_REQ to CONNECT_RESP on the active side (LOSS-26),
+     * from the first CONNECT_RESP to the peer's first packet on the
+     * listener (LOSS-29), 0 if none: bounds the RTO before the first RTT
+     * sample (loss.c) */
     mroce_tstamp hs_rtt;
     struct mre_cc rto_cc; /* cc state just before rto_time's RTO */
     /* pending NAK (CTRL_NAK) and the sticky fatal NAK */
