@@ -252,10 +252,7 @@ struct mre_qp {
     uint8_t probes_sent;
     uint8_t backoff;
     uint8_t consec_timeouts;
-    uint8_t rto_undo; /* an RTO episode awaits its verdict */
-    /* listener: no packet from the peer since its CONNECT_RESP, and the
-     * CONNECT_RESPs its loss timer resent meanwhile (LOSS-30, loss.c) */
-    uint8_t hs_wait, hs_probes;
+    uint8_t rto_undo;                /* an RTO episode awaits its verdict */
     uint64_t local_token;            /* packets to us must carry this */
     uint64_t peer_token;             /* we put this in packets to the peer */
     mre_qp *ready_prev, *ready_next; /* ep ready list */
@@ -331,6 +328,10 @@ struct mre_qp {
     uint32_t ce_count, rx_count; /* cumulative, echoed in ACKs */
     uint8_t echo_flags;
     uint8_t ka; /* KA_* for the next ACK (liveness.c) */
+    /* listener: no packet from the peer since its CONNECT_RESP, and the
+     * CONNECT_RESPs its loss timer resent meanwhile (LOSS-30, loss.c);
+     * here, where the receive side's fields leave two bytes free */
+    uint8_t hs_wait, hs_probes;
     mroce_tstamp echo_arrival;
     mroce_tstamp credit_seen; /* last F_CREDIT data packet */
     mroce_tstamp heard;       /* the peer last showed it is there and
