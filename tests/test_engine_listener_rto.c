@@ -22,7 +22,8 @@
  * 4. a peer that goes silent after its CONNECT_REQ: the listener keeps
  *    resending its CONNECT_RESP, and fails the QP once more than
  *    retry_cnt of them went unanswered and the peer has been silent for
- *    peer_timeout (LOSS-14, REL-32), as it would after timeouts.
+ *    peer_timeout (LOSS-14, REL-32), as it would after timeouts; the
+ *    peer's later packets do not re-arm the failed QP's loss timer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,18 @@ static void silent_peer(void)
     struct mroce_wc wc;
     CHECK(mre_cq_poll(tb->h[0].scq, 1, &wc) == 1 &&
           wc.status == MROCE_WC_RETRY_EXC_ERR);
+    /* The requester's packets (its keepalives) now reach the failed
+     * listener: they confirm nothing and arm no timer there. */
+    h.mute = 0;
+    uint64_t rx0 = lq->cnt.rx_pkts;
+    struct mroce_netdrive_counters d0, d1;
+    mroce_netdrive_get_counters(tb->d, &d0);
+    mroce_netdrive_run_until(tb->d, mroce_netdrive_now(tb->d) + 300000000);
+    mroce_netdrive_get_counters(tb->d, &d1);
+    CHECK(lq->cnt.rx_pkts > rx0);
+    CHECK(mre_qp_state(lq) == MROCE_QPS_ERROR);
+    CHECK_EQ(lq->loss_deadline, MROCE_TSTAMP_INF);
+    CHECK_EQ(d1.expiry_stuck, d0.expiry_stuck);
     xfer_free(&x);
     mroce_tb_del(tb);
 }
