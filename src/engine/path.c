@@ -787,6 +787,12 @@ int mre_path_rehome(struct mre_pathset *ps, uint16_t i, uint8_t plane)
     path_moving_clear(ps, p);
     p->entropy = (uint16_t)e;
     p->plane = plane;
+    if (MROCE_SEEDED_FAULT(SLOT_MOVE_KEEPS_WEIGHT)) {
+        uint8_t w = p->weight;
+        path_start_afresh(ps, i);
+        path_weight_set(ps, p, w); /* the old plane's evidence */
+        return 0;
+    }
     path_start_afresh(ps, i);
     return 0;
 }

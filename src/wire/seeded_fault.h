@@ -100,7 +100,8 @@
     X(PATH_FRESH_FULL, "path_fresh_full")         \
     X(PATH_GROW_FAST, "path_grow_fast")           \
     X(PATH_NO_FLOOR, "path_no_floor")             \
-    X(RATEHINT_EARLY, "ratehint_early")
+    X(RATEHINT_EARLY, "ratehint_early")           \
+    X(SLOT_MOVE_KEEPS_WEIGHT, "slot_move_keeps_weight")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
