@@ -197,6 +197,58 @@ CT_CASE(planes_weight_share, "PATH-24 PATH-6",
     CT_REQUIRE(t, on[1] > 0, "plane 1 got nothing at weight 1");
 }
 
+CT_CASE(planes_unusable_never_sent, "PATH-24 PATH-29 CONN-30",
+        "DEVICE planes=2 (IPv4); the tester lists plane 1 at ::1, an address "
+        "the IUT cannot use: the IUT still agrees to two planes, and the "
+        "first transmissions of a 64-packet WRITE over 8 paths all arrive "
+        "on the tester's plane-0 port with even entropies (plane 0), 8 "
+        "distinct ones (every slot of the unusable plane moved, none "
+        "staying)")
+{
+    struct ct_mr mr;
+    struct ct_conn *c;
+    uint16_t ent[8];
+    unsigned nent = 0;
+    int got = 0;
+
+    ct_agent(t, "DEVICE planes=2");
+    mr = ct_mr_reg(t, 65536, "lw", 0);
+    c = ct_conn_new(t, "npaths=8 mtu=1024 path_reuse=0 path_burst=1 "
+                       "target_qdelay_us=100000");
+    c->par.nplanes = 2;
+    ct_plane_entry(t, -1, &c->par.planes[0]);
+    ct_plane_entry(t, 1, &c->par.planes[1]);
+    memset(c->par.planes[1].addr, 0, 16);
+    c->par.planes[1].addr[15] = 1; /* ::1, not IPv4-mapped */
+    ct_conn_connect(c);
+    CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
+    pp_post_write(t, c, &mr, 1, 64);
+    while (got < 64) {
+        const struct ct_rx *rx = ct_expect_data(c, RL_WAIT);
+        uint16_t e = rx->p.base.entropy;
+        unsigned k = 0;
+        if (rx->p.base.flags & MROCE_F_RETX)
+            continue;
+        CT_REQUIRE(t, rx->sock == -1 && e % 2u == 0,
+                   "PSN %u, Entropy %u (plane %u), arrived on %s%d: a plane "
+                   "whose peer address the IUT cannot use is never sent on "
+                   "(PATH-24)",
+                   rx->p.base.psn, e, e % 2u,
+                   rx->sock < 0 ? "the MetaRoCE port " : "entropy socket ",
+                   rx->sock);
+        while (k < nent && ent[k] != e)
+            k++;
+        if (k == nent && nent < 8)
+            ent[nent++] = e;
+        got++;
+    }
+    CT_REQUIRE(t, nent == 8,
+               "64 packets over 8 paths used %u entropies: the unusable "
+               "plane's slots move to plane 0, none staying (PATH-29)",
+               nent);
+    ct_expect_wc(t, c->aqp, "send", 1, "SUCCESS", RL_WAIT);
+}
+
 /* What moved_phase saw of plane 0: each entropy's count and where in
  * plane 0's packets it first and fourth appeared. */
 #define MV_MAX 64
@@ -265,6 +317,35 @@ static void moved_phase(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
     c->auto_ack = 1;
 }
 
+/* The median, over the entropies of l's plane 0 not in home[0..nhome),
+ * of the gap between their first and fourth packets (*ng: how many had
+ * 4). */
+static unsigned moved_median(const struct moved_log *l, const uint16_t *home,
+                             unsigned nhome, unsigned *ng, unsigned *lo,
+                             unsigned *hi)
+{
+    unsigned gaps[MV_MAX], n = 0;
+
+    for (unsigned i = 0; i < l->nent; i++) {
+        unsigned k = 0;
+        while (k < nhome && home[k] != l->ent[i])
+            k++;
+        if (k < nhome || l->cnt[i] < 4)
+            continue; /* a home slot of plane 0, or one seen too little */
+        gaps[n++] = l->fourth[i] - l->first[i];
+    }
+    for (unsigned i = 1; i < n; i++) /* sort the few gaps */
+        for (unsigned j = i; j > 0 && gaps[j - 1] > gaps[j]; j--) {
+            unsigned g = gaps[j];
+            gaps[j] = gaps[j - 1];
+            gaps[j - 1] = g;
+        }
+    *ng = n;
+    *lo = n ? gaps[0] : 0;
+    *hi = n ? gaps[n - 1] : 0;
+    return n ? gaps[n / 2] : 0;
+}
+
 CT_CASE(planes_moved_slot_fresh, "PATH-30 PATH-29 PATH-6",
         "two planes agreed, 8 paths, fixed window, no reuse, target_qdelay "
         "100 ms, min_rto 1 ms: during a 512-packet WRITE of the IUT every "
@@ -273,50 +354,51 @@ CT_CASE(planes_moved_slot_fresh, "PATH-30 PATH-29 PATH-6",
         "move to plane 0 (new even entropies) are new paths at weight 8, "
         "so each sends its first 4 packets within 50 of plane 0's (7 slots "
         "at full weight: about 21), not at weight 1's pace; the median over "
-        "the moved slots is judged")
+        "the moved slots is judged.  A run whose first WRITE saw other than "
+        "4 entropies on plane 0 (a loaded host's losses retired or moved "
+        "slots) says nothing and is repeated, up to 3 runs")
 {
     static struct moved_log l;
     struct ct_mr mr;
-    struct ct_conn *c;
     uint16_t home[MV_MAX];
-    unsigned nhome, gaps[MV_MAX], ng = 0;
 
     ct_agent(t, "DEVICE planes=2");
     mr = ct_mr_reg(t, 2u << 20, "lw", 0);
-    c = pp_two_plane_conn(t, "npaths=8 mtu=1024 cc=fixed path_reuse=0 "
-                             "path_burst=1 target_qdelay_us=100000 "
-                             "min_rto_us=1000");
-    moved_phase(t, c, &mr, 1, 512, 0, &l);
-    nhome = l.nent;
-    memcpy(home, l.ent, sizeof(home));
-    moved_phase(t, c, &mr, 2, 2048, 1, &l);
-    for (unsigned i = 0; i < l.nent; i++) {
-        unsigned k = 0;
-        while (k < nhome && home[k] != l.ent[i])
-            k++;
-        if (k < nhome || l.cnt[i] < 4)
-            continue; /* a home slot of plane 0, or one seen too little */
-        gaps[ng++] = l.fourth[i] - l.first[i];
-    }
-    for (unsigned i = 1; i < ng; i++) /* sort the few gaps */
-        for (unsigned j = i; j > 0 && gaps[j - 1] > gaps[j]; j--) {
-            unsigned g = gaps[j];
-            gaps[j] = gaps[j - 1];
-            gaps[j - 1] = g;
+    for (int run = 1; run <= 3; run++) {
+        struct ct_conn *c =
+            pp_two_plane_conn(t, "npaths=8 mtu=1024 cc=fixed path_reuse=0 "
+                                 "path_burst=1 target_qdelay_us=100000 "
+                                 "min_rto_us=1000");
+        unsigned nhome, ng, lo, hi, med;
+        moved_phase(t, c, &mr, 1, 512, 0, &l);
+        nhome = l.nent;
+        memcpy(home, l.ent, sizeof(home));
+        if (nhome != 4) {
+            ct_log(t, "run %d: %u entropies on plane 0 before the failure", run,
+                   nhome);
+            continue;
         }
-    ct_log(t,
-           "plane 0: %u entropies before, %u during the failure, %u of them "
-           "new with 4 packets; their first-to-fourth gaps: %u .. %u",
-           nhome, l.nent, ng, ng ? gaps[0] : 0, ng ? gaps[ng - 1] : 0);
-    CT_REQUIRE(t, ng >= 2,
-               "only %u new entropies on plane 0 carried 4 packets while "
-               "plane 1 was down: its slots but one move there (PATH-29)",
-               ng);
-    CT_REQUIRE(t, gaps[ng / 2] <= 50,
-               "the slots moved to plane 0 took a median of %u of its "
-               "packets to send their first 4 (7 slots at weight 8: about "
-               "21): a moved slot is a new path, at weight 8 (PATH-30)",
-               gaps[ng / 2]);
+        moved_phase(t, c, &mr, 2, 2048, 1, &l);
+        med = moved_median(&l, home, nhome, &ng, &lo, &hi);
+        ct_log(t,
+               "run %d: plane 0 had %u entropies during the failure, %u of "
+               "them new with 4 packets; their first-to-fourth gaps: %u .. "
+               "%u",
+               run, l.nent, ng, lo, hi);
+        CT_REQUIRE(t, ng >= 2,
+                   "only %u new entropies on plane 0 carried 4 packets while "
+                   "plane 1 was down: its slots but one move there (PATH-29)",
+                   ng);
+        CT_REQUIRE(t, med <= 50,
+                   "the slots moved to plane 0 took a median of %u of its "
+                   "packets to send their first 4 (7 slots at weight 8: "
+                   "about 21): a moved slot is a new path, at weight 8 "
+                   "(PATH-30)",
+                   med);
+        return;
+    }
+    ct_skip(t, "in 3 runs plane 0 never kept its 4 entropies through the "
+               "first WRITE");
 }
 
 CT_CASE(cc_path_burst_floor, "CC-23 CC-21 PATH-3",

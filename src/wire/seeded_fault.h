@@ -101,7 +101,8 @@
     X(PATH_GROW_FAST, "path_grow_fast")           \
     X(PATH_NO_FLOOR, "path_no_floor")             \
     X(RATEHINT_EARLY, "ratehint_early")           \
-    X(SLOT_MOVE_KEEPS_WEIGHT, "slot_move_keeps_weight")
+    X(SLOT_MOVE_KEEPS_WEIGHT, "slot_move_keeps_weight") \
+    X(PLANE_SEND_UNUSABLE, "plane_send_unusable")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
