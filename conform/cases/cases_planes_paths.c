@@ -1,26 +1,25 @@
 /*
- * cases_planes_paths.c - slot homes and plane shares (multipath.md section
- * 7: PATH-18, PATH-24) and the IUT's per-path windows and first window
- * (congestion.md sections 6 and 7: CC-22, CC-23, CC-29), judged from what
- * the IUT sends: which entropy (plane) each data packet uses, how many a
- * path carries while the tester withholds its ACKs, how long the bursts of
- * one path run, and how much leaves before any ACK.
+ * cases_planes_paths.c - the paths of a connection over planes
+ * (multipath.md section 7) judged from the entropies of the IUT's data
+ * packets: slot s at home on plane s mod P (PATH-18), planes shared in
+ * proportion to their slots' weights and a peer plane the IUT cannot
+ * address never sent on (PATH-24), and a slot that moves to another plane
+ * starting there as a new path, at full weight (PATH-30).
  *
  * As in cases_planes.c the tester plays a two-plane peer whose plane 1 is
- * its entropy socket 1 (DEVICE planes=2, AGENT-25).  The path-window cases
- * give the IUT target_qdelay 100 ms, so that only the tester's CE echoes
- * (not a loaded host's delays) lower weights and windows, and advertise a
- * max_ack_delay of 90 ms where ACKs are withheld, so that the withheld
- * packets wait out their loss guard (LOSS-7 (c)) and their timeout while
- * the case counts them.
+ * its entropy socket 1 (DEVICE planes=2, AGENT-25); a plane failure is the
+ * tester dropping what arrives there.  Packets of the two planes arrive on
+ * two sockets and are read in either order, so order within the spray is
+ * judged by PSN, or within one plane.  The IUT's QPs get target_qdelay
+ * 100 ms, so that only the tester's CE echoes (not a loaded host's
+ * delays) lower weights, and path_reuse 0, so that the round robin alone
+ * chooses (PATH-3).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "case_helpers.h"
 #include "conform.h"
-
-#define PKT (1024u + 80u) /* a full data packet on the wire (CC-2) */
 
 /* A connection of the IUT with `opts`, the tester's two planes agreed
  * (plane 0 on the MetaRoCE port, plane 1 on entropy socket 1). */
@@ -34,74 +33,6 @@ static struct ct_conn *pp_two_plane_conn(struct ct *t, const char *opts)
     ct_conn_connect(c);
     CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
     return c;
-}
-
-/* ACK of the IUT's data packet p, cumulative up to p only (so that the
- * echoes of later packets are still attributed to their paths, PATH-5),
- * echoing it with CE if ce (REL-17). */
-static void pp_ack(struct ct_conn *c, const struct mrw_pkt *p, int ce)
-{
-    struct mrw_pkt a;
-    unsigned words = 0;
-
-    c->rx_count++;
-    c->ce_count += ce != 0;
-    ct_pkt_ctl(c, &a, MROCE_OP_ACK);
-    if (mrw_psn_diff(c->rcv_cum, p->base.psn + 1) > 0) {
-        a.u.ack.cum_psn = p->base.psn + 1;
-    } else {
-        a.u.ack.cum_psn = c->rcv_cum;
-        for (unsigned k = 1; k < CT_RCV_BITS; k++)
-            if (c->rcv_bits[k / 8] & (1u << (k % 8))) {
-                unsigned b = k - 1;
-                a.u.ack.sack[b / 32] |= 1u << (b % 32);
-                words = b / 32 + 1;
-            }
-    }
-    a.u.ack.sack_words = (uint8_t)words;
-    a.u.ack.echo_psn = p->base.psn;
-    a.u.ack.echo_ts = p->base.tsval;
-    a.u.ack.echo_entropy = p->base.entropy;
-    a.u.ack.echo_flags = ce ? MROCE_ECHO_CE : 0;
-    a.u.ack.ce_count = c->ce_count;
-    a.u.ack.rx_count = c->rx_count;
-    a.u.ack.credit = MROCE_CREDIT_UNLIMITED;
-    a.base.entropy = p->base.entropy;
-    ct_send(c, &a);
-}
-
-static void pp_post_write(struct ct *t, struct ct_conn *c,
-                          const struct ct_mr *mr, uint64_t wrid, unsigned npk)
-{
-    ct_agent(t,
-             "POST_SEND qp=%d wrid=%llu op=WRITE mr=%d off=0 len=%u "
-             "raddr=0x40000 rkey=0x7a",
-             c->aqp, (unsigned long long)wrid, mr->id, 1024u * npk);
-}
-
-/* The next data packet of the IUT on c within RL_WAIT (a first
- * transmission unless it has RETX), or NULL once the WRITE wrid has
- * completed successfully; fails the case if neither happens in 20 s. */
-static const struct ct_rx *pp_next_data(struct ct *t, struct ct_conn *c,
-                                        uint64_t wrid, uint64_t end,
-                                        unsigned *n)
-{
-    for (;;) {
-        const struct ct_rx *rx = ct_next(c, 20);
-        if (!rx || ++*n % 64 == 0) {
-            struct ct_wc w = ct_poll(t, c->aqp, "send", 0);
-            if (w.n) {
-                CT_REQUIRE(t, w.wrid == wrid && !strcmp(w.status, "SUCCESS"),
-                           "WRITE completed with %s", w.status);
-                return NULL;
-            }
-            CT_REQUIRE(t, ct_now_ns() < end,
-                       "the IUT's WRITE did not complete in 20 s");
-        }
-        if (rx && mrw_opcode_has_psn(rx->p.base.opcode) &&
-            rx->p.base.opcode != MROCE_OP_ACK)
-            return rx;
-    }
 }
 
 CT_CASE(planes_slot_homes, "PATH-18 PATH-19 PATH-3",
@@ -121,7 +52,7 @@ CT_CASE(planes_slot_homes, "PATH-18 PATH-19 PATH-3",
     c = pp_two_plane_conn(t, "npaths=8 mtu=1024 path_reuse=0 path_burst=1 "
                              "target_qdelay_us=100000");
     psn0 = c->rcv_cum;
-    pp_post_write(t, c, &mr, 1, 32);
+    ch_post_write(t, c, &mr, 1, 0, 1024u * 32);
     /* The planes arrive on two sockets, read in either order: PSNs give
      * the order of sending. */
     while (got < 32) {
@@ -174,8 +105,8 @@ CT_CASE(planes_weight_share, "PATH-24 PATH-6",
            "target_qdelay_us=100000");
     c->auto_ack = 0;
     end = ct_now_ns() + (uint64_t)ct_ms(t, 20000) * 1000000u;
-    pp_post_write(t, c, &mr, 1, 1024);
-    while ((rx = pp_next_data(t, c, 1, end, &n)) != NULL) {
+    ch_post_write(t, c, &mr, 1, 0, 1024u * 1024);
+    while ((rx = ch_next_data_until_done(t, c, 1, end, &n)) != NULL) {
         struct mrw_pkt p = rx->p;
         int plane = rx->sock == 1;
         CT_REQUIRE(t, rx->sock == -1 || rx->sock == 1,
@@ -183,7 +114,7 @@ CT_CASE(planes_weight_share, "PATH-24 PATH-6",
         p.payload = NULL;
         if (++seen > 256)
             on[plane]++;
-        pp_ack(c, &p, plane);
+        ch_ack_upto(c, &p, plane);
     }
     c->auto_ack = 1;
     ct_log(t, "after the first 256 packets: plane 0 %u, plane 1 %u", on[0],
@@ -222,7 +153,7 @@ CT_CASE(planes_unusable_never_sent, "PATH-24 PATH-29 CONN-30",
     c->par.planes[1].addr[15] = 1; /* ::1, not IPv4-mapped */
     ct_conn_connect(c);
     CT_EQ(t, "CONNECT_RESP PLANES Count", 2, c->hs.u.conn.nplanes);
-    pp_post_write(t, c, &mr, 1, 64);
+    ch_post_write(t, c, &mr, 1, 0, 1024u * 64);
     while (got < 64) {
         const struct ct_rx *rx = ct_expect_data(c, RL_WAIT);
         uint16_t e = rx->p.base.entropy;
@@ -288,14 +219,14 @@ static void moved_phase(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
 
     memset(l, 0, sizeof(*l));
     c->auto_ack = 0;
-    pp_post_write(t, c, mr, wrid, npk);
+    ch_post_write(t, c, mr, wrid, 0, 1024u * npk);
     for (;;) {
         uint8_t bits[CT_RCV_BITS / 8];
         uint32_t cum = c->rcv_cum, rxn = c->rx_count, ce = c->ce_count;
         const struct ct_rx *rx;
         struct mrw_pkt p;
         memcpy(bits, c->rcv_bits, sizeof(bits));
-        rx = pp_next_data(t, c, wrid, end, &n);
+        rx = ch_next_data_until_done(t, c, wrid, end, &n);
         if (!rx)
             break;
         CT_REQUIRE(t, rx->sock == -1 || rx->sock == 1,
@@ -304,9 +235,9 @@ static void moved_phase(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
         p.payload = NULL;
         if (rx->sock != 1) {
             moved_note(l, p.base.entropy);
-            pp_ack(c, &p, 0);
+            ch_ack_upto(c, &p, 0);
         } else if (!drop) {
-            pp_ack(c, &p, 1);
+            ch_ack_upto(c, &p, 1);
         } else { /* lost on plane 1 */
             c->rcv_cum = cum;
             c->rx_count = rxn;
@@ -399,257 +330,4 @@ CT_CASE(planes_moved_slot_fresh, "PATH-30 PATH-29 PATH-6",
     }
     ct_skip(t, "in 3 runs plane 0 never kept its 4 entropies through the "
                "first WRITE");
-}
-
-CT_CASE(cc_path_burst_floor, "CC-23 CC-21 PATH-3",
-        "IUT requester over 4 paths with path_burst 4, no reuse, "
-        "target_qdelay 100 ms; the tester echoes every packet of one path X "
-        "with CE during a 1024-packet WRITE: each echo halves X's window, "
-        "which stays at its floor of path_burst x (MTU + 80), 4 packets, so "
-        "at least half of X's bursts (consecutive packets on X) after its "
-        "first two carry 2 or more (most carry 4; some find X's last burst "
-        "still in flight); without the floor X would hold one packet, its "
-        "bursts single packets")
-{
-    struct ct_mr mr = ct_mr_reg(t, 1u << 20, "lw", 0);
-    struct ct_conn *c;
-    uint64_t end;
-    unsigned n = 0, run = 0, runs = 0, full = 0, hist[6] = {0};
-    uint16_t x = 0;
-    int have_x = 0, prev_x = 0;
-    const struct ct_rx *rx;
-
-    c = ct_conn_new(t, "npaths=4 mtu=1024 path_burst=4 path_reuse=0 "
-                       "min_rto_us=200000 target_qdelay_us=100000");
-    c->par.max_ack_delay = 90000000; /* ns: no loss from a late ACK */
-    ct_conn_connect(c);
-    c->auto_ack = 0;
-    end = ct_now_ns() + (uint64_t)ct_ms(t, 20000) * 1000000u;
-    pp_post_write(t, c, &mr, 1, 1024);
-    while ((rx = pp_next_data(t, c, 1, end, &n)) != NULL) {
-        struct mrw_pkt p = rx->p;
-        int on_x;
-        p.payload = NULL;
-        if (!have_x) {
-            x = p.base.entropy;
-            have_x = 1;
-        }
-        on_x = p.base.entropy == x;
-        if (!(p.base.flags & MROCE_F_RETX)) {
-            if (on_x) {
-                run++;
-            } else if (prev_x) { /* X's burst ended */
-                if (++runs > 2) {
-                    hist[run < 5 ? run : 5]++;
-                    full += run >= 2;
-                }
-                run = 0;
-            }
-            prev_x = on_x;
-        }
-        pp_ack(c, &p, on_x);
-    }
-    c->auto_ack = 1;
-    ct_log(t,
-           "%u bursts on X after its first two: %u of 1 packet, %u of 2, %u "
-           "of 3, %u of 4, %u longer",
-           runs > 2 ? runs - 2 : 0, hist[1], hist[2], hist[3], hist[4],
-           hist[5]);
-    CT_REQUIRE(t, runs >= 6, "X had only %u bursts in 1024 packets", runs);
-    CT_REQUIRE(t, full * 2 >= runs - 2,
-               "only %u of X's %u bursts after its first two had 2 packets "
-               "or more: a path's window stays at least path_burst x (MTU + "
-               "80) (CC-23), so a burst fits it",
-               full, runs - 2);
-    CT_REQUIRE(t, hist[5] == 0,
-               "%u bursts on X were longer than path_burst 4 (PATH-3)",
-               hist[5]);
-}
-
-/* The tester has received the IUT's packet psn after all: its receive
- * state as expect.c keeps it (bit k: rcv_cum + k). */
-static void pp_mark_rcv(struct ct_conn *c, uint32_t psn)
-{
-    int32_t d = mrw_psn_diff(psn, c->rcv_cum);
-
-    if (d < 0 || d >= CT_RCV_BITS)
-        return;
-    c->rcv_bits[d / 8] |= (uint8_t)(1u << (d % 8));
-    c->rx_count++;
-    while (c->rcv_bits[0] & 1u) {
-        for (unsigned i = 0; i < sizeof(c->rcv_bits); i++)
-            c->rcv_bits[i] = (uint8_t)((c->rcv_bits[i] >> 1) |
-                                       (i + 1 < sizeof(c->rcv_bits)
-                                            ? c->rcv_bits[i + 1] << 7
-                                            : 0));
-        c->rcv_cum++;
-    }
-}
-
-#define FRESH_SPAN 200 /* PSNs per phase: within the 256 SACK bits */
-#define FRESH_MAX_B 256
-
-/* One phase of cc_path_fresh_window: ACKs every packet on path *a at
- * once, none on *b (lost to the tester's receive state, their PSNs kept in
- * bpsn), until the IUT's PSNs reach FRESH_SPAN beyond where the phase
- * began.  The first two entropies seen name a and b if unset.  Returns the
- * packets on b, or -1 if a retransmission or a third entropy appeared (a
- * loss or a retirement: the run says nothing about b's window). */
-static int fresh_phase(struct ct *t, struct ct_conn *c, int *have, uint16_t *a,
-                       uint16_t *b, uint32_t *bpsn, struct mrw_pkt *last_a)
-{
-    uint32_t from = c->rcv_cum;
-    int nb = 0;
-
-    for (;;) {
-        uint8_t bits[CT_RCV_BITS / 8];
-        uint32_t cum = c->rcv_cum, rxn = c->rx_count;
-        const struct ct_rx *rx;
-        struct mrw_pkt p;
-        memcpy(bits, c->rcv_bits, sizeof(bits));
-        rx = ct_next(c, ct_ms(t, 500));
-        CT_REQUIRE(t, rx != NULL, "the IUT sent nothing for 500 ms");
-        if (!mrw_opcode_has_psn(rx->p.base.opcode) ||
-            rx->p.base.opcode == MROCE_OP_ACK)
-            continue;
-        p = rx->p;
-        p.payload = NULL;
-        if (p.base.flags & MROCE_F_RETX)
-            return -1;
-        if (*have == 0) {
-            *a = p.base.entropy; /* the first path seen is A */
-            *have = 1;
-        } else if (*have == 1 && p.base.entropy != *a) {
-            *b = p.base.entropy;
-            *have = 2;
-        }
-        if (p.base.entropy == *a) {
-            ct_send_ack(c, &p);
-            *last_a = p;
-        } else if (*have == 2 && p.base.entropy == *b) {
-            c->rcv_cum = cum; /* withheld: lost to our receive state */
-            c->rx_count = rxn;
-            memcpy(c->rcv_bits, bits, sizeof(bits));
-            if (nb < FRESH_MAX_B)
-                bpsn[nb] = p.base.psn;
-            nb++;
-        } else {
-            return -1;
-        }
-        if (mrw_psn_diff(p.base.psn, from) >= FRESH_SPAN)
-            return nb;
-    }
-}
-
-CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
-        "IUT requester over 2 paths (init_cwnd 64 KiB, no reuse, "
-        "target_qdelay 100 ms) with a 512-packet WRITE to a tester that "
-        "advertises max_ack_delay 90 ms, ACKs every packet of path A at once "
-        "and none of path B: B, starting at cwnd / npaths = 32 KiB, holds "
-        "at most 34 packets (30 fit) where the connection's window allows "
-        "about 59; then one ACK covers B's packets (30 acknowledged on a "
-        "window of 30 grow it by one packet) and B, withheld again, holds "
-        "at most 4 more than before.  A run with a retransmission or a "
-        "retirement says nothing and is repeated, up to 3 runs")
-{
-    static uint32_t bpsn[FRESH_MAX_B];
-    int nb1 = -1, nb2 = -1;
-
-    for (int run = 1; run <= 3; run++) {
-        struct ct_mr mr = ct_mr_reg(t, 1u << 19, "lw", 0);
-        struct ct_conn *c =
-            ct_conn_new(t, "npaths=2 mtu=1024 path_reuse=0 path_burst=1 "
-                           "min_rto_us=200000 target_qdelay_us=100000");
-        struct mrw_pkt last_a;
-        uint16_t a = 0, b = 0;
-        int have = 0;
-
-        c->par.max_ack_delay = 90000000; /* ns: LOSS-7's floor, LOSS-8 */
-        ct_conn_connect(c);
-        c->auto_ack = 0;
-        pp_post_write(t, c, &mr, 1, 512);
-        nb1 = fresh_phase(t, c, &have, &a, &b, bpsn, &last_a);
-        if (nb1 < 0) {
-            ct_log(t, "run %d: a loss or retirement in phase 1", run);
-            continue;
-        }
-        for (int i = 0; i < nb1 && i < FRESH_MAX_B; i++)
-            pp_mark_rcv(c, bpsn[i]);
-        ct_send_ack(c, &last_a); /* B's packets acknowledged, cleanly */
-        nb2 = fresh_phase(t, c, &have, &a, &b, bpsn, &last_a);
-        ct_log(t, "run %d: path B held %d packets, %d once they were acked",
-               run, nb1, nb2);
-        if (nb2 < 0)
-            continue;
-        CT_REQUIRE(t, nb1 <= 34 && nb1 >= 20,
-                   "path B, never acknowledged, carried %d packets: a new "
-                   "path's window is cwnd / npaths, 32 KiB or 30 packets "
-                   "(CC-22, CC-20)",
-                   nb1);
-        CT_REQUIRE(t, nb2 <= nb1 + 4 && nb2 + 1 >= nb1,
-                   "path B held %d packets, then %d once they were "
-                   "acknowledged cleanly: a window acknowledged grows the "
-                   "path by one full packet (CC-22)",
-                   nb1, nb2);
-        return;
-    }
-    ct_skip(t, "3 runs each had a retransmission or a retirement");
-}
-
-/* Counts the IUT's new PSNs on c, no ACKs sent, until `want` or `ms`
- * (unscaled: a faulty IUT that paces must not gain from --slow). */
-static unsigned first_window(struct ct *t, struct ct_conn *c,
-                             const struct ct_mr *mr, unsigned want, int ms)
-{
-    uint64_t end = ct_now_ns() + (uint64_t)ms * 1000000u;
-    uint32_t hi = 0;
-    int any = 0;
-    unsigned n = 0;
-
-    c->auto_ack = 0;
-    pp_post_write(t, c, mr, 1, 100);
-    while (n < want && ct_now_ns() < end) {
-        const struct ct_rx *rx = ct_next(c, 20);
-        if (!rx || !mrw_opcode_has_psn(rx->p.base.opcode) ||
-            rx->p.base.opcode == MROCE_OP_ACK ||
-            (any && mrw_psn_diff(rx->p.base.psn, hi) <= 0))
-            continue;
-        hi = rx->p.base.psn;
-        any = 1;
-        n++;
-    }
-    return n;
-}
-
-CT_CASE(cc_rate_first_window, "CC-29 CC-2 CC-24",
-        "IUT requester (rate_hint 1, MTU 1024, init_cwnd 64 KiB: 59 packets) "
-        "with a 100-packet WRITE to a RATE peer that sends no ACK: before "
-        "its first hint only the window limits it, so at least 48 new "
-        "packets arrive within 300 ms; likewise to a peer without RATE (no "
-        "hints: CC-1..19 alone)")
-{
-    struct ct_mr mr = ct_mr_reg(t, 1u << 17, "lw", 0);
-    struct ct_conn *c = ct_conn_new(t, "mtu=1024 rate_hint=1 path_burst=1 "
-                                       "min_rto_us=200000");
-    struct ct_conn *d;
-    unsigned n;
-
-    c->par.flags = MROCE_CONN_RATE;
-    ct_conn_connect(c);
-    CT_REQUIRE(t, c->hs.u.conn.flags & MROCE_CONN_RATE,
-               "CONNECT_RESP Flags 0x%x lack RATE", c->hs.u.conn.flags);
-    n = first_window(t, c, &mr, 48, 300);
-    ct_log(t, "RATE peer: %u new packets before any ACK", n);
-    CT_REQUIRE(t, n >= 48,
-               "%u new packets in 300 ms before any hint: the first window "
-               "goes out as without hints (CC-29)",
-               n);
-    d = ct_conn_new(t, "mtu=1024 rate_hint=1 path_burst=1 min_rto_us=200000");
-    ct_conn_connect(d);
-    n = first_window(t, d, &mr, 48, 300);
-    ct_log(t, "peer without RATE: %u new packets before any ACK", n);
-    CT_REQUIRE(t, n >= 48,
-               "%u new packets in 300 ms to a peer without RATE: without "
-               "hints CC-1..19 alone apply (CC-29)",
-               n);
 }
