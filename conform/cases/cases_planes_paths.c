@@ -375,6 +375,6 @@ CT_CASE(planes_moved_slot_fresh, "PATH-30 PATH-29 PATH-6",
                    med);
         return;
     }
-    ct_skip(t, "in 8 runs plane 0 never kept its 4 slots through the first "
-               "WRITE with 3 slots moving to it together in the second");
+    ct_skip(t, "in 8 runs plane 0 was never on 4 entropies when plane 1 "
+               "failed with exactly 3 slots moving to it together");
 }
