@@ -168,7 +168,8 @@ CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
         "about 59; then one ACK covers B's packets (30 acknowledged on a "
         "window of 30 grow it by one packet) and B, withheld again, holds "
         "at most 4 more than before.  A run with a retransmission or a "
-        "retirement says nothing and is repeated, up to 3 runs")
+        "retirement, or where the IUT's min_rtt reached 1 ms (long-haul "
+        "rules, CC-51), says nothing and is repeated, up to 3 runs")
 {
     static uint32_t bpsn[FRESH_MAX_B];
     int nb1 = -1, nb2 = -1;
@@ -181,6 +182,7 @@ CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
         struct mrw_pkt last_a;
         uint16_t a = 0, b = 0;
         int have = 0;
+        int64_t min_rtt;
 
         c->par.max_ack_delay = 90000000; /* ns: LOSS-7's floor, LOSS-8 */
         ct_conn_connect(c);
@@ -195,9 +197,15 @@ CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
             mark_rcv(c, bpsn[i]);
         ct_send_ack(c, &last_a); /* B's packets acknowledged, cleanly */
         nb2 = fresh_phase(t, c, &have, &a, &b, bpsn, &last_a);
-        ct_log(t, "run %d: path B held %d packets, %d once they were acked",
-               run, nb1, nb2);
-        if (nb2 < 0)
+        min_rtt = ct_counter(t, c->aqp, "min_rtt");
+        ct_log(t,
+               "run %d: path B held %d packets, %d once they were acked "
+               "(min_rtt %lld ns)",
+               run, nb1, nb2, (long long)min_rtt);
+        /* A loaded host can hold the tester's ACKs for a millisecond: an
+         * IUT whose min_rtt is 1 ms or more runs under the long-haul rules
+         * (CC-51, CC-40 raises the windows), not the ones judged here. */
+        if (nb2 < 0 || min_rtt >= 1000000)
             continue;
         CT_REQUIRE(t, nb1 <= 34 && nb1 >= 20,
                    "path B, never acknowledged, carried %d packets: a new "
@@ -211,7 +219,8 @@ CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
                    nb1, nb2);
         return;
     }
-    ct_skip(t, "3 runs each had a retransmission or a retirement");
+    ct_skip(t, "3 runs each had a retransmission, a retirement or a "
+               "long-haul min_rtt");
 }
 
 /* Counts the IUT's new PSNs on c, no ACKs sent, until `want` or `ms`
