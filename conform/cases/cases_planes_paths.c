@@ -291,9 +291,10 @@ static void moved_phase(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
  * each with its first packet within a sweep of the others; a slot of
  * plane 0 retired meanwhile (a loaded host's losses) comes alone.  So the
  * moved ones are the first three new entropies of l (not in
- * home[0..nhome)) whose first packets lie within 16 of plane 0's.
+ * home[0..nhome)), if their first packets lie within 16 of plane 0's.
  * Returns the longest of their first-to-fourth gaps (also in *hi, the
- * shortest in *lo), or -1 if no such three had 4 packets each. */
+ * shortest in *lo), or -1 if they did not come so, or without 4 packets
+ * each. */
 static int moved_longest(const struct moved_log *l, const uint16_t *home,
                          unsigned nhome, unsigned *lo, unsigned *hi)
 {
@@ -306,10 +307,10 @@ static int moved_longest(const struct moved_log *l, const uint16_t *home,
         if (k == nhome)
             idx[n++] = i; /* in order of first appearance */
     }
-    for (unsigned a = 0; a + 2 < n; a++) {
-        const unsigned *e = &idx[a];
+    if (n >= 3) {
+        const unsigned *e = idx;
         if (l->first[e[2]] - l->first[e[0]] > 16)
-            continue;
+            return -1;
         if (l->cnt[e[0]] < 4 || l->cnt[e[1]] < 4 || l->cnt[e[2]] < 4)
             return -1;
         for (int k = 0; k < 3; k++)
@@ -323,24 +324,26 @@ static int moved_longest(const struct moved_log *l, const uint16_t *home,
     return -1;
 }
 
-CT_CASE(planes_moved_slot_fresh, "PATH-30 PATH-29 PATH-6",
-        "two planes agreed, 8 paths, fixed window, no reuse, target_qdelay "
-        "100 ms, min_rto 1 ms; a 2560-packet WRITE of the IUT: for its first "
-        "384 packets every echo of plane 1 is CE-marked (its slots fall to "
-        "weight 1), then plane 1 drops everything: the slots that move to "
-        "plane 0 (new even entropies) are new paths at weight 8, so each "
-        "sends its first 4 packets within 50 of plane 0's (7 slots at full "
-        "weight: about 21), not at weight 1's pace; the longest of the moved "
-        "slots (the first 3 new entropies whose first packets come within "
-        "16 of plane 0's) is judged (a slot retired on plane 1 before it "
-        "went down starts at 8 in any case).  A run where plane 0 was not on "
-        "4 entropies when plane 1 failed (its last 64 packets; earlier, "
-        "plane 1 can be down for a while from an earlier connection's "
-        "finding, PATH-27), plane 1 had other than 4 before (plane 0 was "
-        "down and moved slots there), or plane 0 had no such 3 or other new "
-        "ones after (a loaded host's losses retired slots, which then start "
-        "at weight 8 in any case), says nothing and is repeated, up to 8 "
-        "runs")
+CT_CASE(
+    planes_moved_slot_fresh, "PATH-30 PATH-29 PATH-6",
+    "two planes agreed, 8 paths, fixed window, no reuse, target_qdelay "
+    "100 ms, min_rto 1 ms; a 2560-packet WRITE of the IUT: for its first "
+    "384 packets every echo of plane 1 is CE-marked (its slots fall to "
+    "weight 1), then plane 1 drops everything: the slots that move to "
+    "plane 0 (new even entropies) are new paths at weight 8, so each "
+    "sends its first 4 packets within 50 of plane 0's (7 slots at full "
+    "weight: about 21), not at weight 1's pace; the longest of the moved "
+    "slots (the first 3 new entropies, whose first packets must come "
+    "within 16 of plane 0's) is judged (a slot retired on plane 1 before it "
+    "went down starts at 8 in any case).  A run where plane 0 was not on "
+    "4 entropies when plane 1 failed (its last 64 packets; earlier, "
+    "plane 1 can be down for a while from an earlier connection's "
+    "finding, PATH-27), plane 1 had other than 4 before (plane 0 was "
+    "down and moved slots there), or whose first 3 new entropies on "
+    "plane 0 did not come together with 4 packets each (a loaded host's "
+    "losses retired a slot of plane 0 first, whose fresh entropy starts "
+    "at weight 8 in any case), says nothing and is repeated, up to 8 "
+    "runs")
 {
     static struct moved_log l;
     struct ct_mr mr;
@@ -376,12 +379,11 @@ CT_CASE(planes_moved_slot_fresh, "PATH-30 PATH-29 PATH-6",
             continue;
         }
         med = moved_longest(&l, home, nhome, &lo, &hi);
-        if (med < 0 || l.nent != nhome + 3) {
+        if (med < 0) {
             ct_log(t,
-                   "run %d: plane 0 had %u entropies during the failure "
-                   "(the moved slots with 4 packets each and no other new "
-                   "one: %s)",
-                   run, l.nent, med < 0 ? "no" : "others too");
+                   "run %d: plane 0 had %u entropies during the failure, "
+                   "its first 3 new ones not together with 4 packets each",
+                   run, l.nent);
             continue;
         }
         ct_log(t,
