@@ -548,9 +548,12 @@ static int write_new_req(mre_qp *qp, uint8_t *buf, size_t cap,
         }
         /* Count packets with the negotiated MTU: a WR posted while
          * CONNECTING was counted with our own, and a smaller peer MTU would
-         * otherwise end the message early (and complete it successfully). */
+         * otherwise end the message early (and complete it successfully).
+         * A message of one packet (or none) needs no division. */
         if (!is_rd_atomic(w->opcode))
-            w->npkts = w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
+            w->npkts = w->length <= qp->mtu
+                           ? 1
+                           : (w->length + qp->mtu - 1) / qp->mtu;
     }
     uint32_t len = 0;
     if (!is_rd_atomic(w->opcode)) {
