@@ -241,7 +241,7 @@ struct mre_qp {
     uint8_t state;            /* enum mroce_qp_state */
     uint8_t ctrl;             /* CTRL_* packets to send */
     uint8_t on_ready;         /* in ep's ready list */
-    uint8_t ack_now;          /* send an ACK as soon as possible */
+    uint8_t rto_undo;         /* an RTO episode awaits its verdict */
     uint8_t cwnd_refused;     /* cwnd held back a packet (set by the
                                  requester, read by mre_ep_write_pkt) */
     uint8_t starved;          /* ... while the endpoint had nothing else
@@ -252,7 +252,12 @@ struct mre_qp {
     uint8_t probes_sent;
     uint8_t backoff;
     uint8_t consec_timeouts;
-    uint8_t rto_undo;                /* an RTO episode awaits its verdict */
+    /* Send an ACK as soon as possible.  Not in ctrl's 8-byte word: `ctrl ||
+     * ack_now`, tested after every packet, would compile to one wider load
+     * of both, which cannot be forwarded from the byte stores to them (or
+     * to on_ready) just before it and so waits for those stores to retire
+     * (bench/LOG.md, issue 21). */
+    uint8_t ack_now;
     uint64_t local_token;            /* packets to us must carry this */
     uint64_t peer_token;             /* we put this in packets to the peer */
     mre_qp *ready_prev, *ready_next; /* ep ready list */

@@ -83,11 +83,16 @@ void mre_timer_update(mre_ep *ep, mre_qp *qp)
         sift_up(ep, i);
         return;
     }
-    if (e == ep->theap[i].key)
+    mroce_tstamp old = ep->theap[i].key;
+    if (e == old)
         return;
     ep->theap[i].key = e;
-    sift_up(ep, i);
-    sift_down(ep, ep->theap_pos[qp->slot]);
+    /* An earlier deadline can only move up, a later one only down: the
+     * other sift would compare and move nothing. */
+    if (e < old)
+        sift_up(ep, i);
+    else
+        sift_down(ep, i);
 }
 
 mroce_tstamp mre_ep_expiry(const mre_ep *ep)
