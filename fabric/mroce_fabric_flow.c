@@ -22,6 +22,13 @@
  * key=value pairs (and the client one "path" line per path slot), which
  * the fabric/scenarios scripts parse.
  *
+ * With --interval MS the server also prints, every MS while the WRITEs
+ * arrive, one "rx" line: the bytes its QP has received since it sent the
+ * region, with a CLOCK_MONOTONIC time stamp.  All of a receiver's servers
+ * run on one host, so their lines share one clock and give each sender's
+ * arrival rate at the bottleneck without clock skew (the incast
+ * scenario's convergence measurement, fabric/scenarios/incast_conv.py).
+ *
  * Waiting uses mroce_cq_wait (the process sleeps until the engine's next
  * deadline), so several flows can share the two cores of a test machine.
  */
@@ -39,6 +46,7 @@
 #include <unistd.h>
 
 #include <mroce/mroce.h>
+#include <mroce/wire.h> /* MROCE_CREDIT_UNLIMITED: no rate hint */
 
 extern char **environ;
 
@@ -250,11 +258,36 @@ static void send_ctl(struct conn *c, const struct ctrl *m)
         die("post_send", rc);
 }
 
+/* The server's arrival samples (--interval): rx_bytes of the QP minus
+ * its value when the region was sent, so WRITE payload and headers only
+ * (plus the final DONE). */
+static struct {
+    int on;
+    uint64_t base;
+    double next;
+} rxs;
+
+static void rx_sample(struct conn *c, double t)
+{
+    struct mroce_qp_counters k;
+    mroce_qp_get_counters(c->qp, &k);
+    printf("rx label=%s t=%.6f bytes=%" PRIu64 "\n", O.label, t,
+           k.rx_bytes - rxs.base);
+    rxs.next += O.interval_ms / 1e3;
+    if (rxs.next < t) /* a starved process skips missed samples */
+        rxs.next = t + O.interval_ms / 1e3;
+}
+
 /* Waits for the control receive (and any control send completions). */
 static void wait_ctl(struct conn *c, uint32_t type, double deadline)
 {
     struct mroce_wc wc[16];
     for (;;) {
+        if (rxs.on) {
+            double t = now_s();
+            if (t >= rxs.next)
+                rx_sample(c, t);
+        }
         int n = mroce_poll_cq(c->cq, 16, wc);
         if (n < 0)
             die("poll_cq", n);
@@ -279,7 +312,7 @@ static void wait_ctl(struct conn *c, uint32_t type, double deadline)
                 dump_state(c, stop_sig ? "stopped" : "timeout");
                 exit(1);
             }
-            mroce_cq_wait(c->cq, 10);
+            mroce_cq_wait(c->cq, rxs.on ? 1 : 10);
         }
     }
 }
@@ -332,10 +365,20 @@ static int run_server(void)
                      .addr = (uintptr_t)region,
                      .rkey = mroce_mr_rkey(mr),
                      .bytes = hello.bytes};
-    send_ctl(&c, &m);
     double t0 = now_s();
+    if (O.interval_ms > 0) {
+        struct mroce_qp_counters k;
+        mroce_qp_get_counters(c.qp, &k);
+        rxs.base = k.rx_bytes;
+        rxs.next = t0;
+        rxs.on = 1;
+    }
+    send_ctl(&c, &m);
     wait_ctl(&c, MSG_DONE, now_s() + O.timeout + 60);
     double t1 = now_s();
+    if (rxs.on)
+        rx_sample(&c, t1);
+    rxs.on = 0;
     uint64_t bad = hello.verify ? check(region, hello.bytes, hello.seed) : 0;
     struct ctrl v = {.type = MSG_VERDICT,
                      .verify = hello.verify,
@@ -352,8 +395,9 @@ static int run_server(void)
         if (n == 0)
             mroce_cq_wait(c.cq, 10);
     }
-    printf("result role=server label=%s bytes=%" PRIu64 " secs=%.3f verify=%s",
-           O.label, hello.bytes, t1 - t0,
+    printf("result role=server label=%s bytes=%" PRIu64
+           " secs=%.3f region_t=%.6f done_t=%.6f verify=%s",
+           O.label, hello.bytes, t1 - t0, t0, t1,
            !hello.verify ? "off"
            : bad         ? "FAIL"
                          : "ok");
@@ -494,12 +538,19 @@ static int run_client(void)
         if (O.interval_ms > 0 && t >= next_iv) {
             struct mroce_qp_counters k;
             mroce_qp_get_counters(c.qp, &k);
-            printf("interval label=%s t=%.3f mbps=%.1f cwnd_kib=%.1f "
-                   "srtt_us=%.0f\n",
-                   O.label, t - t0,
+            /* The rate it may send at, as mroce-sim's trace has it: the
+             * smaller of the receiver's hint and cwnd / srtt. */
+            uint64_t hint = k.rate_hint == MROCE_CREDIT_UNLIMITED ? 0
+                                                                  : k.rate_hint;
+            uint64_t rate = k.srtt ? k.cwnd * 8000u / k.srtt : 0;
+            if (hint && (!rate || hint < rate))
+                rate = hint;
+            printf("interval label=%s t=%.3f tm=%.6f mbps=%.1f cwnd_kib=%.1f "
+                   "srtt_us=%.0f hint_mbps=%" PRIu64 " rate_mbps=%" PRIu64 "\n",
+                   O.label, t - t0, t,
                    (done - iv_done) * (double)O.msg * 8 /
                        (O.interval_ms / 1e3) / 1e6,
-                   k.cwnd / 1024.0, k.srtt / 1e3);
+                   k.cwnd / 1024.0, k.srtt / 1e3, hint, rate);
             iv_done = done;
             next_iv += O.interval_ms / 1e3;
         }
@@ -540,12 +591,12 @@ static int run_client(void)
     double secs = t1 - t0;
     printf("result role=client label=%s bytes=%" PRIu64 " secs=%.3f"
            " goodput_mbps=%.1f verify=%s max_stall_ms=%.2f stall_at_ms=%.1f"
-           " start=%.6f end=%.6f",
+           " start=%.6f end=%.6f start_t=%.6f",
            O.label, O.bytes, secs, O.bytes * 8 / secs / 1e6,
            !v.verify      ? "off"
            : v.mismatches ? "FAIL"
                           : "ok",
-           max_gap * 1e3, max_gap_at * 1e3, w0, w1);
+           max_gap * 1e3, max_gap_at * 1e3, w0, w1, t0);
     if (t_act >= 0) {
         double base = t_act; /* conservative: from the spawn of the action */
         /* RTTs of the connection as it was before the failure: the srtt at
@@ -630,7 +681,9 @@ static void usage(FILE *f)
         "      --seed=N          data pattern seed\n"
         "      --at=MS --run=CMD run CMD (sh -c) MS after the transfer "
         "started\n"
-        "      --interval=MS     print goodput, cwnd and srtt every MS\n"
+        "      --interval=MS     client: print goodput, cwnd, srtt, hint and\n"
+        "                        allowed rate every MS; server: the bytes\n"
+        "                        received so far every MS\n"
         "      --cc-none         fixed window instead of delay+ECN CC\n"
         "      --init-cwnd=N     initial window in bytes (K/M; with --cc-none "
         "the\n"
