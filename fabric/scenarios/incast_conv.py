@@ -2,8 +2,9 @@
 """incast_conv.py - convergence of one incast round of incast_hint.sh,
 from the outputs of its mroce-fabric-flow servers and clients.
 
-The receiver's servers (one per sender, all on the receiving host, one
-CLOCK_MONOTONIC) print "rx" lines: the bytes each has received so far.
+The receiver's server (one process with a connection per sender, or one
+process per sender, all on the receiving host: one CLOCK_MONOTONIC)
+prints "rx" lines: the bytes each connection has received so far.
 Resampled onto one grid (STEP ms, linear between samples) they give each
 sender's arrival rate at the bottleneck without clock skew.  The
 definitions are bench/incast_sim.sh's, so the two are comparable:
@@ -25,6 +26,12 @@ definitions are bench/incast_sim.sh's, so the two are comparable:
             t_end, the rate it may send at (the clients' rate_mbps: the
             smaller of its hint and cwnd / srtt) stays within 10% of the
             fair share; median and largest over the senders, from t_all
+  first10   the end of the first window in which every sender is within
+            10% of the window's mean, from t_all (not in incast_sim.sh:
+            conv needs every later window within the bound, which one
+            stall of a process on a shared host breaks; cannot be below W)
+  rx_gap_ms the receiver's longest gap between samples in [t_all, t_end]
+            (it samples every ms: how long the host kept it off the CPU)
   ok10_pct, ok20_pct  the share of the windows ending in [t_all + W,
             t_end] in which every sender is within 10% (20%) of the mean
   jain      over the senders' bytes in the middle 80% of [t_all, t_end];
@@ -32,11 +39,13 @@ definitions are bench/incast_sim.sh's, so the two are comparable:
             the non-overlapping windows of W in [t_all, t_end]
 
 Usage: incast_conv.py DIR MODE N LINK_MBPS [DATFILE]
-  DIR holds srv-MODE0.. and cli-MODE0..; prints one "conv key=value ..."
+  DIR holds srv-MODE* (the rx lines, any number of files) and
+  cli-MODE0..; prints one "conv key=value ..."
   line; DATFILE gets "t_ms rate_0 .. rate_N-1" (Mbit/s over the last W,
   time from t_all) for the plot.
 """
 import bisect
+import glob
 import statistics
 import sys
 
@@ -52,16 +61,17 @@ def main():
     d, mode, n, link = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     dat = sys.argv[5] if len(sys.argv) > 5 else None
     rx, minrtt, srtts, rates = [], [], [], []
-    for i in range(n):
-        pts = []
-        for line in open("%s/srv-%s%d" % (d, mode, i)):
+    per = {}  # the server's connections by label (one server or N)
+    for fn in sorted(glob.glob("%s/srv-%s*" % (d, mode))):
+        for line in open(fn):
             if line.startswith("rx "):
                 f = fields(line)
-                pts.append((float(f["t"]), int(f["bytes"])))
-        if len(pts) < 2:
-            print("conv error=no_samples sender=%d" % i)
-            return 1
-        rx.append(pts)
+                per.setdefault(f["label"], []).append((float(f["t"]), int(f["bytes"])))
+    rx = [p for p in per.values() if len(p) >= 2]
+    if len(rx) != n:
+        print("conv error=samples connections=%d of %d" % (len(rx), n))
+        return 1
+    for i in range(n):
         sm, rt = [], []
         for line in open("%s/cli-%s%d" % (d, mode, i)):
             f = fields(line)
@@ -122,6 +132,10 @@ def main():
             c = t
         return None if c is None else c - t_all
 
+    def first_in(tol):  # the end of the first window within the bound
+        c = next((t for t in grid if within(t, tol)), None)
+        return None if c is None else c - t_all
+
     def share(tol):  # percent of the windows within the bound
         return 100.0 * sum(within(t, tol) for t in grid) / len(grid) if grid else 0.0
 
@@ -158,11 +172,18 @@ def main():
     def rtts(v, r):
         return "never" if v is None else ("%.1f" % (v / (r * 1e-6)) if r > 0 else "?")
 
-    c10, c20 = conv(0.10), conv(0.20)
+    c10, c20, f10 = conv(0.10), conv(0.20), first_in(0.10)
+    # The receiver's longest gap between samples in [t_all, t_end]: how
+    # long the host kept the receiving process off the CPU.
+    gap = 0.0
+    for p in rx:
+        ts = [t for t, _ in p if t_all <= t <= t_end]
+        gap = max([gap] + [b - a for a, b in zip(ts, ts[1:])])
     print(
         "conv mode=%s n=%d rtt_us=%.1f srtt_run_us=%.1f win_ms=%.2f win_rtt=%.1f "
         "span_ms=%.1f skew_ms=%.1f conv_ms=%s conv_rtt=%s conv_srtt=%s "
         "conv20_ms=%s conv20_rtt=%s conv20_srtt=%s fair_p50_rtt=%s fair_max_rtt=%s "
+        "first10_ms=%s first10_rtt=%s first10_srtt=%s rx_gap_ms=%.1f "
         "ok10_pct=%.0f ok20_pct=%.0f jain=%.3f jain_w=%.3f jain_wmin=%.3f"
         % (
             mode, n, rtt_us, srtt_run, win * 1e3, win / (rtt_us * 1e-6) if rtt_us else 0,
@@ -170,7 +191,9 @@ def main():
             (t_all - min(active(p) for p in rx)) * 1e3,
             ms(c10), rtts(c10, rtt_us), rtts(c10, srtt_run),
             ms(c20), rtts(c20, rtt_us), rtts(c20, srtt_run),
-            rtts(p50, rtt_us), rtts(fmax, rtt_us), share(0.10), share(0.20),
+            rtts(p50, rtt_us), rtts(fmax, rtt_us),
+            ms(f10), rtts(f10, rtt_us), rtts(f10, srtt_run), gap * 1e3,
+            share(0.10), share(0.20),
             j, statistics.median(jw) if jw else 0.0, min(jw) if jw else 0.0,
         )
     )

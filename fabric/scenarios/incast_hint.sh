@@ -2,8 +2,10 @@
 # Scenario 6 - incast with the receiver's rate hint: N senders (default 6,
 # MRF_HINT_N) WRITE to one receiver at once over the last hop (500 Mbit/s,
 # ECN above 32 KiB, drop above 512 KiB), in rounds with the default hint
-# (rate_hint 2, CC-24..38: the receiver's servers give hints of its
-# receive rate, MROCE_RX_RATE = the last hop's 500 Mbit/s) and without
+# (rate_hint 2, CC-24..38: the receiver's server, one endpoint for all
+# senders, divides its receive rate, MROCE_RX_RATE = the last hop's
+# 500 Mbit/s, among them; MRF_HINT_RX=each: a server process per sender,
+# as before, whose hints are the whole rate) and without
 # hints (MROCE_RX_RATE=0: delay+ECN alone), MRF_HINT_REPS times each
 # (default 1), alternating, each on a fresh fabric.  The senders connect
 # first and start together (--start-at, as mroce-sim's incast starts
@@ -32,6 +34,13 @@ RX=h$N
 CONV=$(dirname "$0")/incast_conv.py
 command -v python3 >/dev/null || CONV=""
 IV=1 # ms between the drivers' samples
+# The receiver: one process, one device with a connection per sender
+# (one endpoint, whose hints divide its rate among the senders: CC-24..29
+# count the senders per endpoint), or MRF_HINT_RX=each: a process per
+# sender, each an endpoint of its own that hints the whole rate to its
+# one sender.
+RXMODE=${MRF_HINT_RX:-one}
+PSTEP=0; [ "$RXMODE" = one ] || PSTEP=6
 
 # round MODE RX_RATE: N senders at once on a fresh fabric (fresh
 # counters); prints one line per sender and the totals, and appends one
@@ -44,7 +53,11 @@ round() {
         ping=$("$F" exec h0 ping -q -c 5 -i 0.2 "$("$F" addr "$RX")" 2>/dev/null |
             sed -n 's|.* = \([0-9.]*\)/\([0-9.]*\)/.*|\1/\2|p')
     export MROCE_RX_RATE=$2
-    for i in $(seq 0 $((N - 1))); do start_server "$RX" $((5000 + 6 * i)) "$mode$i" --interval $IV; done
+    if [ "$RXMODE" = one ]; then
+        start_server "$RX" 5000 "$mode" --conns "$N" --interval $IV
+    else
+        for i in $(seq 0 $((N - 1))); do start_server "$RX" $((5000 + 6 * i)) "$mode$i" --interval $IV; done
+    fi
     unset MROCE_RX_RATE
     sleep 0.4
     if [ "$SHORT" != 1 ]; then
@@ -52,7 +65,7 @@ round() {
         start=(--start-at "$t0")
     fi
     for i in $(seq 0 $((N - 1))); do
-        run_client "h$i" "$RX" $((5000 + 6 * i)) "$mode$i" -b "$BYTES" --verify --interval $IV "${start[@]}" &
+        run_client "h$i" "$RX" $((5000 + PSTEP * i)) "$mode$i" -b "$BYTES" --verify --interval $IV "${start[@]}" &
     done
     wait
     st=$("$F" status --raw)
@@ -97,7 +110,7 @@ median() {
                   m = v[int((NR + 1) / 2)]; print (m == 1e300 ? "never" : m)}'
 }
 
-echo "== scenario 6: incast $N -> 1 ($RX), default rate hint against no hints, $REPS round(s) each"
+echo "== scenario 6: incast $N -> 1 ($RX, receiver: $RXMODE), default rate hint against no hints, $REPS round(s) each"
 VERIFY_BAD=0 CONV_BAD=0 DH=0 VH=0
 : >"$OUT/rounds"
 for rep in $(seq 1 "$REPS"); do
@@ -107,7 +120,7 @@ for rep in $(seq 1 "$REPS"); do
     [ "$SHORT" = 1 ] && break
     round "nohint${rep}_" 0
 done
-KEYS="load jain_goodput drops maxq_last_kib ping_ms rtt_us srtt_run_us win_rtt conv_ms conv_rtt conv_srtt conv20_rtt conv20_srtt fair_p50_rtt fair_max_rtt ok10_pct ok20_pct jain jain_w jain_wmin"
+KEYS="load jain_goodput drops maxq_last_kib ping_ms rtt_us srtt_run_us win_rtt conv_ms conv_rtt conv_srtt conv20_rtt conv20_srtt fair_p50_rtt fair_max_rtt first10_ms first10_rtt first10_srtt rx_gap_ms ok10_pct ok20_pct jain jain_w jain_wmin"
 echo "medians over the rounds (conv: bench/incast_sim.sh's definition, incast_conv.py):"
 printf "%-8s" kind; for k in $KEYS; do printf " %s" "$k"; done; echo
 for kind in hint nohint; do
