@@ -13,7 +13,11 @@ definitions are bench/incast_sim.sh's, so the two are comparable:
             mroce-sim starts every sender at 0)
   t_end     the time the first sender's last bytes arrived
   RTT       the median over the senders of the smallest RTT each QP saw
-            (the clients' min_rtt_us: the unloaded RTT); srtt_run is the
+            (the clients' min_rtt_us: the unloaded RTT), own_rtt_us; RTT_US
+            given, rtt_us is that instead (incast_hint.sh passes the round
+            with hints' own, as incast_sim.sh uses the first MetaRoCE
+            transport's for all: without hints the queue never drains, so
+            even the smallest samples hold it); srtt_run is the
             median of the clients' srtt samples in [t_all, t_end], the RTT
             under this run's load
   W         the larger of one RTT and the time 16 full packets take at the
@@ -26,6 +30,11 @@ definitions are bench/incast_sim.sh's, so the two are comparable:
             t_end, the rate it may send at (the clients' rate_mbps: the
             smaller of its hint and cwnd / srtt) stays within 10% of the
             fair share; median and largest over the senders, from t_all
+  hint_p50, hint_max  per sender, from t_all to the first interval
+            line (one per ms: the resolution) whose hint is within 10% of
+            the fair share (negative: before t_all, when the last sender's
+            request was answered before its first data arrived); median
+            and largest, in ms, hint_max_srtt in srtt_run
   first10   the end of the first window in which every sender is within
             10% of the window's mean, from t_all (not in incast_sim.sh:
             conv needs every later window within the bound, which one
@@ -38,7 +47,7 @@ definitions are bench/incast_sim.sh's, so the two are comparable:
             jain_w the median and jain_wmin the smallest Jain's index of
             the non-overlapping windows of W in [t_all, t_end]
 
-Usage: incast_conv.py DIR MODE N LINK_MBPS [DATFILE]
+Usage: incast_conv.py DIR MODE N LINK_MBPS [DATFILE [RTT_US]]
   DIR holds srv-MODE* (the rx lines, any number of files) and
   cli-MODE0..; prints one "conv key=value ..."
   line; DATFILE gets "t_ms rate_0 .. rate_N-1" (Mbit/s over the last W,
@@ -60,7 +69,7 @@ def fields(line):
 def main():
     d, mode, n, link = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     dat = sys.argv[5] if len(sys.argv) > 5 else None
-    rx, minrtt, srtts, rates = [], [], [], []
+    rx, minrtt, srtts, rates, hints = [], [], [], [], []
     per = {}  # the server's connections by label (one server or N)
     for fn in sorted(glob.glob("%s/srv-%s*" % (d, mode))):
         for line in open(fn):
@@ -72,16 +81,18 @@ def main():
         print("conv error=samples connections=%d of %d" % (len(rx), n))
         return 1
     for i in range(n):
-        sm, rt = [], []
+        sm, rt, hs = [], [], []
         for line in open("%s/cli-%s%d" % (d, mode, i)):
             f = fields(line)
             if line.startswith("interval "):
                 sm.append((float(f["tm"]), float(f["srtt_us"])))
                 rt.append((float(f["tm"]), float(f["rate_mbps"])))
+                hs.append((float(f["tm"]), float(f["hint_mbps"])))
             elif line.startswith("result role=client") and "min_rtt_us" in f:
                 minrtt.append(float(f["min_rtt_us"]))
         srtts.append(sm)
         rates.append(rt)
+        hints.append(hs)
     # The closing DONE adds a few bytes after the last WRITE: a sender's
     # last data is its last sample's value less that, rounded to where the
     # samples stop growing by more than a packet.
@@ -96,7 +107,8 @@ def main():
 
     t_all = max(active(p) for p in rx)
     t_end = min(finished(p) for p in rx)
-    rtt_us = statistics.median(minrtt) if minrtt else 0.0
+    own_us = statistics.median(minrtt) if minrtt else 0.0
+    rtt_us = float(sys.argv[6]) if len(sys.argv) > 6 and float(sys.argv[6]) > 0 else own_us
     run = [s for sm in srtts for t, s in sm if t_all <= t <= t_end and s > 0]
     srtt_run = statistics.median(run) if run else 0.0
     fair_mbps = link / n
@@ -162,6 +174,14 @@ def main():
             else:
                 first = None
         tf.append(None if first is None else max(0.0, first - t_all))
+    # first hint at the fair share (within 10%), from the sender's start
+    th = []
+    for hs in hints:
+        t = next((t for t, h in hs if abs(h - fair_mbps) <= 0.1 * fair_mbps), None)
+        th.append(None if t is None else t - t_all)
+    hd = sorted(v for v in th if v is not None)
+    hint_p50 = sorted(th, key=lambda v: float("inf") if v is None else v)[n // 2]
+    hint_max = hd[-1] if len(hd) == n else None
     done = sorted(v for v in tf if v is not None)
     p50 = sorted(tf, key=lambda v: float("inf") if v is None else v)[n // 2]
     fmax = done[-1] if len(done) == n else None
@@ -180,18 +200,20 @@ def main():
         ts = [t for t, _ in p if t_all <= t <= t_end]
         gap = max([gap] + [b - a for a, b in zip(ts, ts[1:])])
     print(
-        "conv mode=%s n=%d rtt_us=%.1f srtt_run_us=%.1f win_ms=%.2f win_rtt=%.1f "
+        "conv mode=%s n=%d rtt_us=%.1f own_rtt_us=%.1f srtt_run_us=%.1f win_ms=%.2f win_rtt=%.1f "
         "span_ms=%.1f skew_ms=%.1f conv_ms=%s conv_rtt=%s conv_srtt=%s "
         "conv20_ms=%s conv20_rtt=%s conv20_srtt=%s fair_p50_rtt=%s fair_max_rtt=%s "
+        "hint_p50_ms=%s hint_max_ms=%s hint_max_srtt=%s "
         "first10_ms=%s first10_rtt=%s first10_srtt=%s rx_gap_ms=%.1f "
         "ok10_pct=%.0f ok20_pct=%.0f jain=%.3f jain_w=%.3f jain_wmin=%.3f"
         % (
-            mode, n, rtt_us, srtt_run, win * 1e3, win / (rtt_us * 1e-6) if rtt_us else 0,
+            mode, n, rtt_us, own_us, srtt_run, win * 1e3, win / (rtt_us * 1e-6) if rtt_us else 0,
             (t_end - t_all) * 1e3,
             (t_all - min(active(p) for p in rx)) * 1e3,
             ms(c10), rtts(c10, rtt_us), rtts(c10, srtt_run),
             ms(c20), rtts(c20, rtt_us), rtts(c20, srtt_run),
             rtts(p50, rtt_us), rtts(fmax, rtt_us),
+            ms(hint_p50), ms(hint_max), rtts(hint_max, srtt_run),
             ms(f10), rtts(f10, rtt_us), rtts(f10, srtt_run), gap * 1e3,
             share(0.10), share(0.20),
             j, statistics.median(jw) if jw else 0.0, min(jw) if jw else 0.0,

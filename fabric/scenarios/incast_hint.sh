@@ -17,7 +17,8 @@
 # convergence time in RTTs (incast_conv.py: bench/incast_sim.sh's
 # definition, from the receiver's per-sender arrival samples).
 # MRF_HINT_PLOT=DIR draws the first round of each kind as
-# DIR/incast_hint.png and .svg (gnuplot).
+# DIR/incast_hint.png and .svg (gnuplot; the rates it draws are
+# $OUT/rate-*.dat, kept with MRF_KEEP_OUT=1).
 # MRF_HINT_SHORT=1 (ctest fabric_incast_hint): one round with hints, 1 MiB
 # per sender, started as they connect; it passes on data verified, no
 # drop on any link and a convergence line computed.  Transfers that short
@@ -42,7 +43,7 @@ IV=1 # ms between the drivers' samples
 RXMODE=${MRF_HINT_RX:-one}
 PSTEP=0; [ "$RXMODE" = one ] || PSTEP=6
 
-# round MODE RX_RATE: N senders at once on a fresh fabric (fresh
+# round MODE RX_RATE [RTT_US]: N senders at once on a fresh fabric (fresh
 # counters); prints one line per sender and the totals, and appends one
 # "round" line of key=value figures to $OUT/rounds.
 round() {
@@ -89,7 +90,7 @@ round() {
         "largest queue of any link $(awk '$10 > m {m = $10} END {print m + 0}' <<<"$st") KiB"
     [ -n "$ping" ] && echo "$mode: ping on the idle fabric h0 -> $RX min/avg ${ping} ms"
     if [ -n "$CONV" ]; then
-        c=$(python3 "$CONV" "$OUT" "$mode" "$N" "$RATE" "$OUT/rate-$mode.dat" 2>&1 | tail -1)
+        c=$(python3 "$CONV" "$OUT" "$mode" "$N" "$RATE" "$OUT/rate-$mode.dat" "${3:-0}" 2>&1 | tail -1)
         echo "$c"
     fi
     case $c in "conv mode="*) ;; *) CONV_BAD=1 ;; esac
@@ -118,9 +119,11 @@ for rep in $(seq 1 "$REPS"); do
     round "hint${rep}_" "$RATE"
     DH=$((DH + D)) VH=$((VH + VERIFY_BAD))
     [ "$SHORT" = 1 ] && break
-    round "nohint${rep}_" 0
+    # RTTs in the round with hints' own unit (its QPs' median min RTT),
+    # as bench/incast_sim.sh measures every transport in one
+    round "nohint${rep}_" 0 "$(sed -n "s/^round kind=hint .* rtt_us=\([^ ]*\) .*/\1/p" "$OUT/rounds" | tail -1)"
 done
-KEYS="load jain_goodput drops maxq_last_kib ping_ms rtt_us srtt_run_us win_rtt conv_ms conv_rtt conv_srtt conv20_rtt conv20_srtt fair_p50_rtt fair_max_rtt first10_ms first10_rtt first10_srtt rx_gap_ms ok10_pct ok20_pct jain jain_w jain_wmin"
+KEYS="load jain_goodput drops maxq_last_kib ping_ms rtt_us own_rtt_us srtt_run_us win_rtt conv_ms conv_rtt conv_srtt conv20_rtt conv20_srtt fair_p50_rtt fair_max_rtt hint_p50_ms hint_max_ms hint_max_srtt first10_ms first10_rtt first10_srtt rx_gap_ms ok10_pct ok20_pct jain jain_w jain_wmin"
 echo "medians over the rounds (conv: bench/incast_sim.sh's definition, incast_conv.py):"
 printf "%-8s" kind; for k in $KEYS; do printf " %s" "$k"; done; echo
 for kind in hint nohint; do
@@ -135,7 +138,7 @@ if [ -n "${MRF_HINT_PLOT:-}" ] && command -v gnuplot >/dev/null && [ -s "$OUT/ra
     for term in "pngcairo size 1100,750 font ',10'" "svg size 1100,750 font 'sans,10'"; do
         ext=png; case $term in svg*) ext=svg;; esac
         gnuplot <<GP
-set terminal $term
+set terminal $term noenhanced
 set output "$DEST/incast_hint.$ext"
 set multiplot layout 2,1 title "MetaRoCE incast $N -> 1, last hop $RATE Mbit/s: each sender's arrival rate at the receiver (over the last $w ms)"
 set xlabel "ms after all $N senders are active"
@@ -151,7 +154,6 @@ plot for [s=0:$((N - 1))] "$OUT/rate-nohint1_.dat" using 1:(column(s+2)) with li
 unset multiplot
 GP
     done
-    cp "$OUT"/rate-*.dat "$DEST/" 2>/dev/null
     echo "wrote $DEST/incast_hint.png and .svg"
 fi
 
