@@ -8,7 +8,8 @@
  * between completions, and when paths were retired relative to an action
  * (a link failure) the client triggers itself at a given time.
  *
- *   server:  mroce-fabric-flow server -B ADDR [-p PORT] [--timeout S]
+ *   server:  mroce-fabric-flow server -B ADDR [-p PORT] [--conns N]
+ *              [--interval MS] [--timeout S]
  *   client:  mroce-fabric-flow client SERVER -B ADDR [-p PORT] [-b BYTES]
  *              [-s MSG] [--paths N] [--sport BASE] [--sports COUNT]
  *              [--verify] [--at MS --run CMD] [--label NAME]
@@ -21,6 +22,10 @@
  * --verify was asked and SENDs the verdict.  Both print one "result" line of
  * key=value pairs (and the client one "path" line per path slot), which
  * the fabric/scenarios scripts parse.
+ *
+ * The server (flow_server.c) can take several connections on one device
+ * (--conns), as one receiver endpoint of an incast, and sample what each
+ * has received (--interval).
  *
  * Waiting uses mroce_cq_wait (the process sleeps until the engine's next
  * deadline), so several flows can share the two cores of a test machine.
@@ -38,45 +43,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <mroce/mroce.h>
+#include <mroce/wire.h> /* MROCE_CREDIT_UNLIMITED: no rate hint */
+
+#include "flow.h"
 
 extern char **environ;
 
-#define MSG_HELLO 0x48454c4fu
-#define MSG_REGION 0x52454749u
-#define MSG_DONE 0x444f4e45u
-#define MSG_VERDICT 0x56455244u
-
-struct ctrl {
-    uint32_t type;
-    uint32_t verify;
-    uint64_t bytes, seed;
-    uint64_t addr;
-    uint32_t rkey;
-    uint32_t pad;
-    uint64_t mismatches;
-};
-
-static struct {
-    int server;
-    const char *peer, *bind;
-    uint16_t port, local_port, sport, sports, paths;
-    uint64_t bytes;
-    uint32_t msg, depth;
-    int verify;
-    uint64_t seed;
-    double timeout;
-    long at_ms;
-    const char *run;
-    const char *label;
-    int interval_ms;
-    int cc_none;
-    uint32_t ooo_thresh, init_cwnd; /* 0: library default */
-    int path_burst;                 /* 0: library default */
-    double start_at;                /* CLOCK_REALTIME s; 0: at once */
-    double target_qdelay_us;        /* 0: library default */
-    double max_ack_delay_us;        /* 0: library default */
-} O = {
+struct flow_opts O = {
     .port = 4794,
     .sports = 256,
     .paths = 64,
@@ -87,9 +60,10 @@ static struct {
     .timeout = 20,
     .at_ms = -1,
     .label = "flow",
+    .conns = 1,
 };
 
-static double now_s(void)
+double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -125,7 +99,7 @@ static void fill(uint8_t *buf, uint64_t len, uint64_t seed)
         buf[w] = (uint8_t)w;
 }
 
-static uint64_t check(const uint8_t *buf, uint64_t len, uint64_t seed)
+uint64_t check(const uint8_t *buf, uint64_t len, uint64_t seed)
 {
     uint64_t bad = 0, w = 0;
     for (; w + 8 <= len; w += 8) {
@@ -138,30 +112,21 @@ static uint64_t check(const uint8_t *buf, uint64_t len, uint64_t seed)
     return bad;
 }
 
-static volatile sig_atomic_t stop_sig; /* SIGTERM/SIGINT: dump, then exit */
+volatile sig_atomic_t stop_sig; /* SIGTERM/SIGINT: dump, then exit */
 
 static void on_stop(int sig)
 {
     stop_sig = sig;
 }
 
-static void die(const char *what, int rc)
+void die(const char *what, int rc)
 {
     fprintf(stderr, "mroce-fabric-flow: %s: %s\n", what,
             rc < 0 ? mroce_strerror(rc) : strerror(errno));
     exit(1);
 }
 
-struct conn {
-    mroce_device *dev;
-    mroce_pd *pd;
-    mroce_cq *cq;
-    mroce_qp *qp;
-    struct ctrl *ctl; /* [0] receive, [1] send */
-    mroce_mr *ctl_mr;
-};
-
-static void setup(struct conn *c, uint16_t port)
+void setup(struct conn *c, uint16_t port)
 {
     struct mroce_device_attr a;
     mroce_device_attr_default(&a);
@@ -176,6 +141,12 @@ static void setup(struct conn *c, uint16_t port)
         die("pd_alloc", rc);
     if ((rc = mroce_create_cq(c->dev, 4096, &c->cq)) < 0)
         die("create_cq", rc);
+    add_qp(c);
+}
+
+void add_qp(struct conn *c)
+{
+    int rc;
     struct mroce_qp_init_attr qa;
     mroce_qp_init_attr_default(&qa);
     qa.send_cq = qa.recv_cq = c->cq;
@@ -204,7 +175,7 @@ static void setup(struct conn *c, uint16_t port)
 
 /* Everything known about a stuck connection, to stderr: the QP's state,
  * counters and path slots, the device's endpoint and UDP counters. */
-static void dump_state(struct conn *c, const char *why)
+void dump_state(struct conn *c, const char *why)
 {
     struct mroce_ep_counters e;
     struct mroce_udp_counters u;
@@ -224,7 +195,7 @@ static void dump_state(struct conn *c, const char *why)
     fflush(stderr);
 }
 
-static void post_ctl_recv(struct conn *c)
+void post_ctl_recv(struct conn *c)
 {
     struct mroce_sge sge = {(uintptr_t)&c->ctl[0], sizeof(struct ctrl),
                             mroce_mr_lkey(c->ctl_mr)};
@@ -234,7 +205,7 @@ static void post_ctl_recv(struct conn *c)
         die("post_recv", rc);
 }
 
-static void send_ctl(struct conn *c, const struct ctrl *m)
+void send_ctl(struct conn *c, const struct ctrl *m)
 {
     c->ctl[1] = *m;
     struct mroce_sge sge = {(uintptr_t)&c->ctl[1], sizeof(struct ctrl),
@@ -284,7 +255,7 @@ static void wait_ctl(struct conn *c, uint32_t type, double deadline)
     }
 }
 
-static void print_qp(const char *role, struct conn *c)
+void print_qp(const char *role, struct conn *c)
 {
     struct mroce_qp_counters k;
     struct mroce_udp_counters u;
@@ -301,68 +272,6 @@ static void print_qp(const char *role, struct conn *c)
            k.min_rtt / 1e3, k.tx_pkts, u.tx_errors, u.rx_icmp_errors,
            k.path_reuses, k.tx_data_pkts);
     (void)role;
-}
-
-static int run_server(void)
-{
-    struct conn c;
-    setup(&c, O.port);
-    post_ctl_recv(&c);
-    int rc = mroce_accept(c.qp, (int)(O.timeout * 1000));
-    if (rc < 0)
-        die("accept", rc);
-    double deadline = now_s() + O.timeout;
-    wait_ctl(&c, MSG_HELLO, deadline);
-    struct ctrl hello = c.ctl[0];
-    if (hello.bytes == 0 || hello.bytes > (1ull << 30)) {
-        fprintf(stderr, "mroce-fabric-flow: bad size\n");
-        return 1;
-    }
-    uint8_t *region = aligned_alloc(4096, (hello.bytes + 4095) & ~4095ull);
-    if (!region)
-        die("alloc", 0);
-    memset(region, 0, hello.bytes);
-    mroce_mr *mr;
-    if ((rc = mroce_reg_mr(c.pd, region, hello.bytes,
-                           MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
-                           &mr)) < 0)
-        die("reg_mr", rc);
-    post_ctl_recv(&c);
-    struct ctrl m = {.type = MSG_REGION,
-                     .addr = (uintptr_t)region,
-                     .rkey = mroce_mr_rkey(mr),
-                     .bytes = hello.bytes};
-    send_ctl(&c, &m);
-    double t0 = now_s();
-    wait_ctl(&c, MSG_DONE, now_s() + O.timeout + 60);
-    double t1 = now_s();
-    uint64_t bad = hello.verify ? check(region, hello.bytes, hello.seed) : 0;
-    struct ctrl v = {.type = MSG_VERDICT,
-                     .verify = hello.verify,
-                     .mismatches = bad};
-    send_ctl(&c, &v);
-    /* wait for the verdict's completion */
-    struct mroce_wc wc[4];
-    double dl = now_s() + 5;
-    for (int done = 0; !done && now_s() < dl;) {
-        int n = mroce_poll_cq(c.cq, 4, wc);
-        for (int i = 0; i < n; i++)
-            if (wc[i].wr_id == 2)
-                done = 1;
-        if (n == 0)
-            mroce_cq_wait(c.cq, 10);
-    }
-    printf("result role=server label=%s bytes=%" PRIu64 " secs=%.3f verify=%s",
-           O.label, hello.bytes, t1 - t0,
-           !hello.verify ? "off"
-           : bad         ? "FAIL"
-                         : "ok");
-    print_qp("server", &c);
-    printf(" mismatched_words=%" PRIu64 "\n", bad);
-    fflush(stdout);
-    mroce_disconnect(c.qp, 1000);
-    mroce_device_close(c.dev);
-    return bad ? 1 : 0;
 }
 
 static int run_client(void)
@@ -494,12 +403,19 @@ static int run_client(void)
         if (O.interval_ms > 0 && t >= next_iv) {
             struct mroce_qp_counters k;
             mroce_qp_get_counters(c.qp, &k);
-            printf("interval label=%s t=%.3f mbps=%.1f cwnd_kib=%.1f "
-                   "srtt_us=%.0f\n",
-                   O.label, t - t0,
+            /* The rate it may send at, as mroce-sim's trace has it: the
+             * smaller of the receiver's hint and cwnd / srtt. */
+            uint64_t hint = k.rate_hint == MROCE_CREDIT_UNLIMITED ? 0
+                                                                  : k.rate_hint;
+            uint64_t rate = k.srtt ? k.cwnd * 8000u / k.srtt : 0;
+            if (hint && (!rate || hint < rate))
+                rate = hint;
+            printf("interval label=%s t=%.3f tm=%.6f mbps=%.1f cwnd_kib=%.1f "
+                   "srtt_us=%.0f hint_mbps=%" PRIu64 " rate_mbps=%" PRIu64 "\n",
+                   O.label, t - t0, t,
                    (done - iv_done) * (double)O.msg * 8 /
                        (O.interval_ms / 1e3) / 1e6,
-                   k.cwnd / 1024.0, k.srtt / 1e3);
+                   k.cwnd / 1024.0, k.srtt / 1e3, hint, rate);
             iv_done = done;
             next_iv += O.interval_ms / 1e3;
         }
@@ -512,7 +428,11 @@ static int run_client(void)
             printf("result role=client label=%s error=timeout\n", O.label);
             return 1;
         }
-        if (n == 0 && posted - done >= O.depth)
+        /* Sleep while nothing can be posted: the window is full, or
+         * everything is posted (the tail of the transfer, which would
+         * otherwise spin and take the CPU from the other flows and the
+         * fabric's forwarding on a small host). */
+        if (n == 0 && (posted - done >= O.depth || posted == nmsg))
             mroce_cq_wait(c.cq, 1);
     }
     double t1 = now_s();
@@ -540,12 +460,12 @@ static int run_client(void)
     double secs = t1 - t0;
     printf("result role=client label=%s bytes=%" PRIu64 " secs=%.3f"
            " goodput_mbps=%.1f verify=%s max_stall_ms=%.2f stall_at_ms=%.1f"
-           " start=%.6f end=%.6f",
+           " start=%.6f end=%.6f start_t=%.6f",
            O.label, O.bytes, secs, O.bytes * 8 / secs / 1e6,
            !v.verify      ? "off"
            : v.mismatches ? "FAIL"
                           : "ok",
-           max_gap * 1e3, max_gap_at * 1e3, w0, w1);
+           max_gap * 1e3, max_gap_at * 1e3, w0, w1, t0);
     if (t_act >= 0) {
         double base = t_act; /* conservative: from the spawn of the action */
         /* RTTs of the connection as it was before the failure: the srtt at
@@ -613,7 +533,8 @@ static void usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: mroce-fabric-flow server -B ADDR [-p PORT] [--timeout S]\n"
+        "usage: mroce-fabric-flow server -B ADDR [-p PORT] [--conns N] "
+        "[--timeout S]\n"
         "       mroce-fabric-flow client SERVER -B ADDR [options]\n"
         "  -B, --bind=ADDR       local address (required)\n"
         "  -p, --port=PORT       server's UDP port (default 4794)\n"
@@ -630,7 +551,9 @@ static void usage(FILE *f)
         "      --seed=N          data pattern seed\n"
         "      --at=MS --run=CMD run CMD (sh -c) MS after the transfer "
         "started\n"
-        "      --interval=MS     print goodput, cwnd and srtt every MS\n"
+        "      --interval=MS     client: print goodput, cwnd, srtt, hint and\n"
+        "                        allowed rate every MS; server: the bytes\n"
+        "                        received so far every MS\n"
         "      --cc-none         fixed window instead of delay+ECN CC\n"
         "      --init-cwnd=N     initial window in bytes (K/M; with --cc-none "
         "the\n"
@@ -645,37 +568,29 @@ static void usage(FILE *f)
         "(CLOCK_REALTIME\n"
         "                        seconds, e.g. date +%%s.%%N) before the "
         "transfer\n"
+        "      --conns=N         server: N connections on one device, "
+        "labels\n"
+        "                        NAME0..NAME<N-1> (default 1: NAME)\n"
         "      --label=NAME      name in the result lines\n"
         "      --timeout=S       give up after S seconds (default 20)\n");
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option lo[] = {{"bind", 1, 0, 'B'},
-                                       {"port", 1, 0, 'p'},
-                                       {"local-port", 1, 0, 'L'},
-                                       {"bytes", 1, 0, 'b'},
-                                       {"size", 1, 0, 's'},
-                                       {"depth", 1, 0, 'd'},
-                                       {"paths", 1, 0, 'P'},
-                                       {"sport", 1, 0, 'S'},
-                                       {"sports", 1, 0, 'N'},
-                                       {"verify", 0, 0, 'V'},
-                                       {"seed", 1, 0, 'e'},
-                                       {"at", 1, 0, 'a'},
-                                       {"run", 1, 0, 'r'},
-                                       {"label", 1, 0, 'l'},
-                                       {"timeout", 1, 0, 't'},
-                                       {"interval", 1, 0, 'i'},
-                                       {"cc-none", 0, 0, 'c'},
-                                       {"init-cwnd", 1, 0, 'W'},
-                                       {"ooo-thresh", 1, 0, 'O'},
-                                       {"path-burst", 1, 0, 'U'},
-                                       {"start-at", 1, 0, 'T'},
-                                       {"target-qdelay", 1, 0, 'Q'},
-                                       {"max-ack-delay", 1, 0, 'M'},
-                                       {"help", 0, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"bind", 1, 0, 'B'},          {"port", 1, 0, 'p'},
+        {"local-port", 1, 0, 'L'},    {"bytes", 1, 0, 'b'},
+        {"size", 1, 0, 's'},          {"depth", 1, 0, 'd'},
+        {"paths", 1, 0, 'P'},         {"sport", 1, 0, 'S'},
+        {"sports", 1, 0, 'N'},        {"verify", 0, 0, 'V'},
+        {"seed", 1, 0, 'e'},          {"at", 1, 0, 'a'},
+        {"run", 1, 0, 'r'},           {"label", 1, 0, 'l'},
+        {"conns", 1, 0, 'C'},         {"timeout", 1, 0, 't'},
+        {"interval", 1, 0, 'i'},      {"cc-none", 0, 0, 'c'},
+        {"init-cwnd", 1, 0, 'W'},     {"ooo-thresh", 1, 0, 'O'},
+        {"path-burst", 1, 0, 'U'},    {"start-at", 1, 0, 'T'},
+        {"target-qdelay", 1, 0, 'Q'}, {"max-ack-delay", 1, 0, 'M'},
+        {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -733,6 +648,9 @@ int main(int argc, char **argv)
         case 'r':
             O.run = optarg;
             break;
+        case 'C':
+            O.conns = atoi(optarg);
+            break;
         case 'l':
             O.label = optarg;
             break;
@@ -779,8 +697,8 @@ int main(int argc, char **argv)
         O.peer = argv[optind];
     }
     if (!O.bind || O.bytes == 0 || O.bytes > (1ull << 30) || O.msg == 0 ||
-        O.paths == 0 || O.sports < O.paths || O.depth == 0 ||
-        O.path_burst < 0 || O.path_burst > 64) {
+        O.paths == 0 || O.sports < O.paths || O.depth == 0 || O.conns < 1 ||
+        O.conns > 256 || O.path_burst < 0 || O.path_burst > 64) {
         usage(stderr);
         return 2;
     }

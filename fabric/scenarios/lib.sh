@@ -66,11 +66,12 @@ dp_env() {
 # host may need more, fabric/README.md).
 TMO=${MRF_TIMEOUT:-15}
 
-# start_server HOST PORT LABEL -> background, output in $OUT/srv-LABEL
+# start_server HOST PORT LABEL [ARGS...] -> background, output in $OUT/srv-LABEL
 start_server() {
+    local h=$1 p=$2 l=$3; shift 3
     # shellcheck disable=SC2046
-    timeout $((TMO + 15)) "$F" exec "$1" env $(dp_env "$1") "$FLOW" server -B "$("$F" addr "$1")" \
-        -p "$2" --timeout $TMO --label "$3" >"$OUT/srv-$3" 2>&1 &
+    timeout $((TMO + 15)) "$F" exec "$h" env $(dp_env "$h") "$FLOW" server -B "$("$F" addr "$h")" \
+        -p "$p" --timeout $TMO --label "$l" "$@" >"$OUT/srv-$l" 2>&1 &
 }
 # run_client HOST SERVER_HOST PORT LABEL ARGS... -> output in $OUT/cli-LABEL
 run_client() {
