@@ -448,6 +448,15 @@ static void de_round(struct mre_cc *cc, mroce_tstamp now, mroce_tstamp interval)
 
     if (ce > rx)
         ce = rx; /* defensive: counts from a confused peer */
+    /* LOSS-32: losses count as marks only in a round that shows a queue
+     * (CE, or a smallest sample a target_qdelay above base_rtt) or has no
+     * sample at all.  A queue that overflows is full while it drops, so
+     * its round's samples carry it; losses without one are random (a
+     * flaky link, corruption), and at a high rate would hold alpha, and
+     * the window, down for nothing. */
+    if (ce == 0 && rmin != 0 && cc->base_rtt != 0 &&
+        rmin < cc->base_rtt + cc->target_qdelay)
+        lost = 0;
     if (ce != 0)
         CC_ECN_LEFT(cc) = CC_ECN_MEMORY;
     else if (CC_ECN_LEFT(cc) != 0)
