@@ -54,6 +54,13 @@
     X(STREAM_RECV_HOL, "stream_recv_hol")         \
     X(STREAM_SEND_HOL, "stream_send_hol")         \
     X(STREAM_RNR_NAK0, "stream_rnr_nak0")         \
+    /* shared stream state (cases_streams_shared.c): */ \
+    X(STREAM_RESP_ANY, "stream_resp_any")         \
+    X(STREAM_RESP_WAITS_OTHER, "stream_resp_waits_other") \
+    X(STREAM_DUP_NEW, "stream_dup_new")           \
+    X(STREAM_RQ_RING, "stream_rq_ring")           \
+    X(STREAM_POOL_HOG, "stream_pool_hog")         \
+    X(STREAM_RNR_HOLDS, "stream_rnr_holds")       \
     /* planes (cases_planes.c): */               \
     X(PLANES_ALWAYS, "planes_always")             \
     X(PLANES_RESP_UNASKED, "planes_resp_unasked") \
