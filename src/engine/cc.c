@@ -405,8 +405,9 @@ const struct mre_cc_ops mre_cc_fixed = {
  *    (the namespace fabric: slow links, host scheduling delays of up to a
  *    millisecond) the marking threshold is milliseconds of queue, so the
  *    high target would cut nearly every unmarked round.
- *  - Loss is counted like a mark (CC-12): random loss costs little,
- *    sustained overflow raises alpha.
+ *  - Loss is counted like a mark (CC-12), in a round that shows a queue
+ *    (LOSS-32): random loss costs nothing, sustained overflow raises
+ *    alpha.
  *  - The delay judged is the smallest sample of a round (the standing
  *    queue), not single samples that sprayed packets take through
  *    different transient queues.
@@ -427,7 +428,8 @@ static void de_init(struct mre_cc *cc)
 /*
  * End of a round (one interval after round_start; CC-9, CC-11, CC-12):
  *  - Marked fraction: F = (ce + lost) / (rx + lost), a packet reported lost
- *    counting as a marked one; if the round counted any packet,
+ *    counting as a marked one if the round shows a queue (LOSS-32, below);
+ *    if the round counted any packet,
  *    alpha = (1 - g) * alpha + g * F, and a round with CE or a loss asks
  *    for cwnd *= 1 - alpha/2 (DCTCP).  So a random loss costs what one mark
  *    costs, while a queue that overflows (many losses) drives alpha up.
