@@ -35,6 +35,7 @@ static void tu_rand(uint8_t *buf, size_t len, void *user)
 #define AI (3u * MTU) /* additive increase per window of acked bytes */
 #define TARGET (BASE + 2 * QDELAY) /* delay target in a round with CE */
 #define HIGH (BASE + 8 * QDELAY)   /* delay target in a round without */
+#define QUEUED (BASE + QDELAY)     /* a queue losses count with (LOSS-32) */
 #define FULL 0x01000000u           /* bytes in flight: the window is in use */
 
 static struct mre_cc_ack ack(uint32_t bytes, mroce_tstamp rtt, mroce_tstamp now)
@@ -519,9 +520,11 @@ static void test_ecn_memory(void)
     CHECK(cc.cwnd == w);
 }
 
-/* Loss counts as marked packets in the round's fraction (CC-12): a random
- * loss costs about what a mark costs, a round of losses halves cwnd like
- * a fully marked one; either ends slow start at once. */
+/* Loss counts as marked packets in the round's fraction (CC-12) in a round
+ * that shows a queue (LOSS-32; these rounds' samples are QUEUED): a loss
+ * costs about what a mark costs, a round of losses halves cwnd like a
+ * fully marked one; either ends slow start at once.  In a round whose
+ * samples are at base_rtt and without CE the losses count for nothing. */
 static void test_loss_timeout(void)
 {
     struct mre_cc cc;
@@ -531,21 +534,23 @@ static void test_loss_timeout(void)
 
     /* One lost packet among 10 received: F = 1/11, alpha 0 -> F/4, and
      * cwnd *= 1 - alpha/2, at the end of the round, not at once. */
-    round_setup(&cc, &now);
+    round_setup(&cc, &now); /* its opening sample is at base_rtt: */
+    round_of(&cc, &now, QUEUED, NULL, 0, 0); /* an empty round first */
     cc.alpha = 0;
     cc.ops->on_loss(&cc, MTU, now + 1);
     CHECK(cc.cwnd == INIT);
-    round_of(&cc, &now, BASE, NULL, 0, 10);
+    round_of(&cc, &now, QUEUED, NULL, 0, 10);
     CHECK(cc.alpha == (uint32_t)(((65536u * 1u) / 11u) >> 2));
     CHECK(cc.cwnd == INIT - (uint32_t)(((uint64_t)INIT * cc.alpha) >> 17));
     CHECK(cc.cwnd > INIT * 98 / 100); /* a random loss costs ~2% */
     /* lost_bytes are counted in packets of up to an MTU, rounded up:
      * 5 MTU + 1 byte = 6 packets, F = 6/16. */
     round_setup(&cc, &now);
+    round_of(&cc, &now, QUEUED, NULL, 0, 0);
     cc.alpha = 0;
     cc.ops->on_loss(&cc, 5 * MTU + 1, now + 1);
     cc.ops->on_loss(&cc, 0, now + 2); /* nothing lost: nothing counted */
-    round_of(&cc, &now, BASE, NULL, 0, 10);
+    round_of(&cc, &now, QUEUED, NULL, 0, 10);
     CHECK(cc.alpha == ((6u << 16) / 16u) >> 2);
     /* The next round without loss or CE: alpha decays, no cut. */
     w = cc.cwnd;
@@ -564,9 +569,24 @@ static void test_loss_timeout(void)
     round_setup(&cc, &now);
     for (k = 0; k < 60; k++) {
         cc.ops->on_loss(&cc, 10 * MTU, now + 1);
-        round_of(&cc, &now, BASE, NULL, 0, 0);
+        round_of(&cc, &now, QUEUED, NULL, 0, 0);
     }
     CHECK(cc.cwnd == MTU && cc.alpha == 65536);
+
+    /* LOSS-32: the same losses in rounds whose samples show no queue (at
+     * base_rtt, and one below QUEUED) and without CE: alpha decays, no
+     * cut; a round of CE still counts them. */
+    round_setup(&cc, &now);
+    cc.alpha = 65536 / 8;
+    w = cc.cwnd;
+    for (k = 0; k < 4; k++) {
+        cc.ops->on_loss(&cc, 3 * MTU, now + 1);
+        round_of(&cc, &now, k ? BASE : QUEUED - 1, NULL, 0, 10);
+    }
+    CHECK(cc.cwnd == w && cc.alpha == (65536u / 8) * 81 / 256);
+    cc.ops->on_loss(&cc, 3 * MTU, now + 1);
+    round_of(&cc, &now, BASE, NULL, 1, 10);
+    CHECK(cc.cwnd < w);
 
     /* A loss ends slow start at once (as a CE echo does). */
     setup(&cc);
@@ -636,7 +656,7 @@ static void test_loss_timeout(void)
         on_ack(&cc, 0, BASE, t1 + BASE); /* closes the round 9 us after */
         CHECK(cc.cwnd == w && cc.round_start == t1 + BASE);
         cc.ops->on_loss(&cc, 4 * MTU, t1 + BASE + 1);
-        on_ack(&cc, 0, BASE, now = t1 + 2 * BASE); /* the next round */
+        on_ack(&cc, 0, QUEUED, now = t1 + 2 * BASE); /* the next round */
         CHECK(cc.cwnd < w);
     }
 }

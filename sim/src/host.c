@@ -678,6 +678,18 @@ int host_pairs_connected(struct sim *s)
     return !open;
 }
 
+/* The duplicates host RX counted from host TX: retransmissions that were
+ * not needed. */
+static unsigned long long rx_dups_of(struct sim *s, uint32_t rx, uint32_t tx)
+{
+    mre_qp *qp = s->hosts[rx].qp_by_peer[tx];
+    struct mroce_qp_counters c;
+    if (!qp || !sim_host_here(s, rx))
+        return 0;
+    mre_qp_get_counters(qp, &c);
+    return (unsigned long long)c.rx_dups;
+}
+
 /* Diagnostics (MROCE_SIM_FLOWS=PREFIX): PREFIX.flows.csv, one row per QP
  * that sent data (its messages' completion times, counters), and
  * PREFIX.paths.csv, one row per path slot with the up link ECMP maps its
@@ -708,7 +720,8 @@ static void host_dump_flows(struct sim *s, const char *prefix)
             mx[k] = d;
     }
     fprintf(ff, "src,dst,src_tor,dst_tor,msgs,mct_mean_us,mct_max_us,tx_data,"
-                "retx,ce_echo,srtt_ns,min_rtt_ns,cwnd,timeouts,retired\n");
+                "retx,ce_echo,srtt_ns,min_rtt_ns,cwnd,timeouts,retired,"
+                "retx_path,retx_ooo,retx_probe,retx_rto,probes,rx_dups\n");
     fprintf(fp,
             "src,dst,slot,entropy,uplink,up_switch,weight,tx_pkts,ecn_marks,"
             "lost,srtt_ns,min_rtt_ns\n");
@@ -726,7 +739,7 @@ static void host_dump_flows(struct sim *s, const char *prefix)
             uint32_t dleaf = s->links[s->hosts[j].uplink].dst;
             fprintf(ff,
                     "%u,%u,%u,%u,%llu,%.3f,%.3f,%llu,%llu,%llu,%llu,%llu,"
-                    "%llu,%llu,%llu\n",
+                    "%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n",
                     i, j, leaf - H, dleaf - H, (unsigned long long)cnt[k],
                     cnt[k] ? (double)sum[k] / (double)cnt[k] / PS_PER_US : 0,
                     (double)mx[k] / PS_PER_US,
@@ -735,7 +748,13 @@ static void host_dump_flows(struct sim *s, const char *prefix)
                     (unsigned long long)c.rx_ecn_ce, (unsigned long long)c.srtt,
                     (unsigned long long)c.min_rtt, (unsigned long long)c.cwnd,
                     (unsigned long long)c.timeouts,
-                    (unsigned long long)c.paths_retired);
+                    (unsigned long long)c.paths_retired,
+                    (unsigned long long)c.retx_path,
+                    (unsigned long long)c.retx_ooo,
+                    (unsigned long long)c.retx_probe,
+                    (unsigned long long)c.retx_rto,
+                    (unsigned long long)c.probes,
+                    (unsigned long long)rx_dups_of(s, j, i));
             struct mroce_path_stats ps[256];
             int np = mre_qp_path_stats(qp, ps, 256);
             for (int q = 0; q < np && q < 256; q++) {

@@ -406,8 +406,9 @@ const struct mre_cc_ops mre_cc_fixed = {
  *    (the namespace fabric: slow links, host scheduling delays of up to a
  *    millisecond) the marking threshold is milliseconds of queue, so the
  *    high target would cut nearly every unmarked round.
- *  - Loss is counted like a mark (CC-12): random loss costs little,
- *    sustained overflow raises alpha.
+ *  - Loss is counted like a mark (CC-12), in a round that shows a queue
+ *    (LOSS-32): random loss costs nothing, sustained overflow raises
+ *    alpha.
  *  - The delay judged is the smallest sample of a round (the standing
  *    queue), not single samples that sprayed packets take through
  *    different transient queues.
@@ -428,7 +429,8 @@ static void de_init(struct mre_cc *cc)
 /*
  * End of a round (one interval after round_start; CC-9, CC-11, CC-12):
  *  - Marked fraction: F = (ce + lost) / (rx + lost), a packet reported lost
- *    counting as a marked one; if the round counted any packet,
+ *    counting as a marked one if the round shows a queue (LOSS-32, below);
+ *    if the round counted any packet,
  *    alpha = (1 - g) * alpha + g * F, and a round with CE or a loss asks
  *    for cwnd *= 1 - alpha/2 (DCTCP).  So a random loss costs what one mark
  *    costs, while a queue that overflows (many losses) drives alpha up.
@@ -449,6 +451,15 @@ static void de_round(struct mre_cc *cc, mroce_tstamp now, mroce_tstamp interval)
 
     if (ce > rx)
         ce = rx; /* defensive: counts from a confused peer */
+    /* LOSS-32: losses count as marks only in a round that shows a queue
+     * (CE, or a smallest sample a target_qdelay above base_rtt) or has no
+     * sample at all.  A queue that overflows is full while it drops, so
+     * its round's samples carry it; losses without one are random (a
+     * flaky link, corruption), and at a high rate would hold alpha, and
+     * the window, down for nothing. */
+    if (ce == 0 && rmin != 0 && cc->base_rtt != 0 &&
+        rmin < cc->base_rtt + cc->target_qdelay)
+        lost = 0;
     if (ce != 0)
         CC_ECN_LEFT(cc) = CC_ECN_MEMORY;
     else if (CC_ECN_LEFT(cc) != 0)

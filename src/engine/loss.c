@@ -167,13 +167,15 @@ void mre_loss_probe_proves(mre_qp *qp, struct mre_txent *e, uint32_t psn,
 /* The floor of LOSS-7's guards (c) for a packet on slot `path`: the larger
  * of its own path's RTO-style bound (srtt + 4 rttvar) and the slowest
  * path's srtt (`slowest`, from mre_pathset_max_srtt; twice that for a slot
- * with no sample yet, LOSS-28), plus max_ack_delay;
+ * with no sample yet, LOSS-28), plus `held`: max_ack_delay, the time the
+ * receiver may hold the ACK, or for the packet at snd_una, whose ACK is
+ * not held, 4 rttvar if that is less (LOSS-31);
  * 0 while neither has a sample.  The connection's srtt and min_rtt are
  * dominated by the fast paths; a packet sprayed onto a path with a deeper
  * queue (an oversubscribed spine link while another is idle) is late by
  * that queue, not lost, and a slot's own estimate can be a burst old. */
 static mroce_tstamp path_guard(const mre_qp *qp, uint16_t path,
-                               mroce_tstamp slowest)
+                               mroce_tstamp slowest, mroce_tstamp held)
 {
     const struct mre_path *p = &qp->path_slots[path];
     mroce_tstamp g = p->srtt ? p->srtt + 4 * p->rttvar : 0;
@@ -182,7 +184,7 @@ static mroce_tstamp path_guard(const mre_qp *qp, uint16_t path,
     mroce_tstamp s = p->srtt ? slowest : 2 * slowest;
     if (s > g)
         g = s;
-    return g ? g + qp->peer_ack_delay : 0;
+    return g ? g + held : 0;
 }
 
 /* LOSS-7 for one packet: declares it lost or notes its guard time; returns
@@ -195,10 +197,24 @@ static int ooo_judge(mre_qp *qp, uint32_t psn, mroce_tstamp now, uint32_t end,
     struct mre_txent *e = &qp->tx[psn & qp->tx_mask];
     if (e->state != TX_INFLIGHT)
         return 1;
+    /* LOSS-31: the packet at snd_una is the hole at the receiver's
+     * cumulative point (everything before it is acknowledged, and a later
+     * PSN is), so its arrival is acknowledged at once (REL-20 (d)): no
+     * ACK hold to wait for.  Its guards allow the connection's RTT
+     * variation (4 rttvar) instead of max_ack_delay, if that is less. */
+    int head = psn == qp->snd_una;
+    mroce_tstamp held = qp->peer_ack_delay;
+    if (head && 4 * qp->rttvar < held)
+        held = 4 * qp->rttvar;
     mroce_tstamp g = mrw_psn_diff(psn, end) < 0 ? guard : tguard;
     if (g == MROCE_TSTAMP_INF)
         return 1;
-    mroce_tstamp pg = nofloor ? 0 : path_guard(qp, e->path, slowest);
+    if (head && g == tguard && qp->srtt) {
+        g = 2 * qp->srtt + held;
+        if (g < guard)
+            g = guard;
+    }
+    mroce_tstamp pg = nofloor ? 0 : path_guard(qp, e->path, slowest, held);
     if (pg > g)
         g = pg;
     /* Only what was sent before something that has been acknowledged
