@@ -18,10 +18,12 @@
  * after an idle pause, path bursts, infinitely fast links.  Half the
  * scenarios run on P = 2, 4 or (rarely) 8 planes (docs/spec/multipath.md,
  * Planes), each plane with its own spines and host links, every endpoint
- * on all of them, and now and then plane events: a whole plane failing at
- * a random time (coming back later, or not), a second one failing, a gray
- * plane losing 5-50% on every spine; one plane on which every QP has a
- * home slot is never touched, so every run must complete.  P and the
+ * on all of them (one in ten on fewer, so that its connections use
+ * min(local, peer) planes or none, CONN-28), and now and then plane
+ * events: a whole plane failing at a random time (coming back later, or
+ * not), a second one failing, a gray plane losing 5-50% on every spine;
+ * one plane every QP uses and has a home slot on is never touched, so
+ * every run must complete.  P and the
  * events come from a generator of their own, so a scenario of one plane
  * is the one it was before planes existed (--one-plane runs every seed on
  * one plane).
@@ -40,7 +42,8 @@
  *   - on a pair of several streams (a third of the pairs, drawn from a
  *     generator of their own so other scenarios are unchanged), each
  *     stream completes in its own posting order, exactly once (SEM-33);
- *   - with planes: every connection uses all P (CONN-28); every packet
+ *   - with planes: every connection uses min(local, peer) planes
+ *     (CONN-28); every packet
  *     leaves on plane entropy % P (PATH-20) and towards the peer's address
  *     on that plane (the driver counts any other, PATH-17); a data packet
  *     on a plane its sender has marked down is a probe, with ACK_REQ, at
@@ -240,7 +243,8 @@ struct stats {
         drop_blackhole, drop_queue, drop_other, ecn_marks, timeouts,
         paths_retired, acks_checked, psns_checked;
     uint64_t pl_scen[4], pl_fails, pl_grays, pl_downs, pl_probes, pl_adopted,
-        pl_moved, pl_pkts; /* pl_scen: P = 1, 2, 4, 8 */
+        pl_moved, pl_pkts, pl_fewer; /* pl_scen: P = 1, 2, 4, 8; pl_fewer:
+                                        QP sides on fewer planes than P */
     mroce_tstamp max_model_time;
 };
 
@@ -270,11 +274,12 @@ struct scen {
     uint64_t slow_bps;
     int psn_wrap; /* start PSNs just below 2^32 */
     int late_recv, big, lossy;
-    int tight_rq; /* small receive queues, refilled on completion */
-    int streams;  /* some pair uses several streams */
-    int phased;   /* part of the work waits until t_phase */
-    int nplanes;  /* P: planes of the fabric and of every endpoint */
-    int survivor; /* a plane no plane event touches */
+    int tight_rq;          /* small receive queues, refilled on completion */
+    int streams;           /* some pair uses several streams */
+    int phased;            /* part of the work waits until t_phase */
+    int nplanes;           /* P: planes of the fabric */
+    int survivor;          /* a plane no plane event touches */
+    int host_planes[MAXH]; /* planes each host's endpoint attaches to */
     struct plev plev[MAXPLEV];
     int nplev, plane_fail;
     uint64_t rng_pl; /* the planes' own generator */
@@ -595,6 +600,8 @@ static void plane_draw(struct scen *S)
     unsigned c = below(r, 100);
     S->nplanes = c < 50 || one_plane ? 1 : c < 72 ? 2 : c < 94 ? 4 : 8;
     S->survivor = 0;
+    for (int h = 0; h < MAXH; h++)
+        S->host_planes[h] = S->nplanes;
     if (S->nplanes == 1)
         return;
     int nfail = chance(r, 70) + (S->nplanes >= 4 && chance(r, 30));
@@ -609,20 +616,39 @@ static void plane_draw(struct scen *S)
         e->plane = -1;
     }
     S->plane_fail = nfail > 0;
+    /* Now and then a host on fewer planes (1 .. P/2: the first ones), so
+     * that its connections use min(local, peer) planes (CONN-28), or one
+     * without the PLANES extension. */
+    for (int h = 0; h < MAXH; h++)
+        S->host_planes[h] = chance(r, 90)
+                                ? S->nplanes
+                                : 1 << below(r, S->nplanes == 2   ? 1
+                                                : S->nplanes == 4 ? 2
+                                                                  : 3);
 }
 
-/* The planes the events hit: never the survivor, a plane on which every
- * QP has a home slot (slot i's home is plane i % P), so that one plane
+/* The planes a QP side's connection uses. */
+static int qs_planes(const struct scen *S, const struct qs *x)
+{
+    int a = S->host_planes[x->host], b = S->host_planes[S->q[x->peer].host];
+    return a < b ? a : b;
+}
+
+/* The planes the events hit: never the survivor, a plane every QP uses
+ * and has a home slot on (slot i's home is plane i % P), so that one plane
  * every connection sprays over stays alive throughout. */
 static void plane_pick(struct scen *S)
 {
     uint64_t *r = &S->rng_pl;
     uint32_t m = (uint32_t)S->nplanes;
-    for (int i = 0; i < S->nqs; i++)
-        if (S->q[i].attr.npaths < m)
-            m = S->q[i].attr.npaths;
     if (S->nplanes == 1)
         return;
+    for (int i = 0; i < S->nqs; i++) {
+        if (S->q[i].attr.npaths < m)
+            m = S->q[i].attr.npaths;
+        if ((uint32_t)qs_planes(S, &S->q[i]) < m)
+            m = (uint32_t)qs_planes(S, &S->q[i]);
+    }
     S->survivor = (int)below(r, m);
     for (int i = 0; i < S->nplev; i++)
         S->plev[i].plane = (S->survivor + 1 +
@@ -805,6 +831,12 @@ static void gen(struct scen *S)
         if (i < 0) {
             snprintf(S->desc + n, sizeof(S->desc) - n, " planes %d survivor %d",
                      S->nplanes, S->survivor);
+            for (int h = 0; h < S->nhosts; h++)
+                if (S->host_planes[h] != S->nplanes) {
+                    n = strlen(S->desc);
+                    snprintf(S->desc + n, sizeof(S->desc) - n, " h%d:%d", h,
+                             S->host_planes[h]);
+                }
             continue;
         }
         const struct plev *e = &S->plev[i];
@@ -2125,8 +2157,8 @@ static int connect_all(struct scen *S)
         x->cum_checked = x->start_psn;
         if (x->qp->peer_start_psn != S->q[x->peer].qp->local_start_psn)
             fail(S, "q%d learned a wrong peer start PSN", i);
-        /* Every endpoint has the same planes and every npaths fits them
-         * (PATH-19), so each connection uses all of them (CONN-28). */
+        /* Every npaths fits the planes (PATH-19), so each connection uses
+         * min(local, peer) of them (CONN-28). */
         struct mroce_qp_counters qc;
         x->np = mre_qp_plane_stats(x->qp, x->pl_base, MAXPL);
         mre_qp_get_counters(x->qp, &qc);
@@ -2134,8 +2166,10 @@ static int connect_all(struct scen *S)
         x->base_rx_acks = qc.rx_acks + qc.rx_naks;
         for (int k = 0; k < x->np && k < MAXPL; k++)
             x->pl_probes[k] = x->pl_base[k].probes;
-        if (x->np != S->nplanes)
-            fail(S, "q%d uses %d planes of %d (CONN-28)", i, x->np, S->nplanes);
+        S->st.pl_fewer += x->np < S->nplanes;
+        if (x->np != qs_planes(S, x))
+            fail(S, "q%d uses %d planes, not %d (CONN-28)", i, x->np,
+                 qs_planes(S, x));
     }
     return 0;
 }
@@ -2200,6 +2234,13 @@ static void run_scenario(struct scen *S)
     if (S->slow_host >= 0)
         mroce_net_set_host_rate(net, (uint32_t)S->slow_host,
                                 S->ncfg.net.rate_bps, S->slow_bps);
+    /* Hosts on fewer planes: before any QP exists, the endpoint reads its
+     * plane count at each handshake. */
+    for (int hi = 0; hi < S->nhosts && S->nplanes > 1; hi++)
+        if (S->host_planes[hi] < S->nplanes)
+            S->tb->h[hi].ep->cfg.nplanes = (uint8_t)(S->host_planes[hi] > 1
+                                                         ? S->host_planes[hi]
+                                                         : 0);
     if (S->psn_wrap)
         for (int hi = 0; hi < S->nhosts; hi++) {
             S->tb->h[hi].ep->cfg.rand = wrap_rand;
@@ -2336,6 +2377,7 @@ static void add_stats(struct stats *a, const struct stats *b)
     a->pl_adopted += b->pl_adopted;
     a->pl_moved += b->pl_moved;
     a->pl_pkts += b->pl_pkts;
+    a->pl_fewer += b->pl_fewer;
     if (b->max_model_time > a->max_model_time)
         a->max_model_time = b->max_model_time;
 }
@@ -2429,13 +2471,14 @@ int main(int argc, char **argv)
            ", PSNs verified placed before their ACK %" PRIu64 "\n",
            tot.acks_checked, tot.psns_checked);
     printf("  planes: P = 1/2/4/8 in %" PRIu64 "/%" PRIu64 "/%" PRIu64
-           "/%" PRIu64 " scenarios; %" PRIu64 " plane failures, %" PRIu64
+           "/%" PRIu64 " scenarios (%" PRIu64
+           " QP sides on fewer planes); %" PRIu64 " plane failures, %" PRIu64
            " gray planes; marked down %" PRIu64 " times (%" PRIu64
            " adopted), %" PRIu64 " probes, %" PRIu64 " slots moved, %" PRIu64
            " packets checked for their plane\n",
            tot.pl_scen[0], tot.pl_scen[1], tot.pl_scen[2], tot.pl_scen[3],
-           tot.pl_fails, tot.pl_grays, tot.pl_downs, tot.pl_adopted,
-           tot.pl_probes, tot.pl_moved, tot.pl_pkts);
+           tot.pl_fewer, tot.pl_fails, tot.pl_grays, tot.pl_downs,
+           tot.pl_adopted, tot.pl_probes, tot.pl_moved, tot.pl_pkts);
     printf("test_engine_prop: %" PRIu64 " passed, %" PRIu64 " failed\n", passed,
            failed);
     return failed || !passed;
