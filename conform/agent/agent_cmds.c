@@ -536,7 +536,7 @@ static const struct {
     {"QP_CREATE",
      "mtu npaths window max_rd_atomic cc min_rto_us retry rnr_retry pd "
      "handshake_timeout_ms max_ack_delay_us peer_timeout_ms max_streams "
-     "rate_hint path_burst path_reuse target_qdelay_us",
+     "rate_hint path_burst path_reuse target_qdelay_us max_recv_wr",
      agent_cmd_qp_create},
     {"QP_LISTEN", "qp", agent_cmd_qp_listen},
     {"QP_CONNECT", "qp host port rqpn", agent_cmd_qp_connect},

@@ -39,7 +39,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     struct mre_qp_attr *e = &ia.eng;
     uint64_t mtu, npaths, window, rd, rto, retry, rnr, hs_ms, mad_us, pt_ms,
         nst;
-    uint64_t rate, burst, reuse, tq_us;
+    uint64_t rate, burst, reuse, tq_us, rwr;
     if (agent_arg_u64(c, "mtu", U32MAX, e->mtu, &mtu) < 0 ||
         agent_arg_u64(c, "npaths", U32MAX, e->npaths, &npaths) < 0 ||
         agent_arg_u64(c, "window", U32MAX, e->window, &window) < 0 ||
@@ -58,7 +58,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
         agent_arg_u64(c, "path_burst", U32MAX, e->path_burst, &burst) < 0 ||
         agent_arg_u64(c, "path_reuse", 1, e->path_reuse, &reuse) < 0 ||
         agent_arg_u64(c, "target_qdelay_us", U32MAX, e->target_qdelay / 1000,
-                      &tq_us) < 0) {
+                      &tq_us) < 0 ||
+        agent_arg_u64(c, "max_recv_wr", U32MAX, e->max_recv_wr, &rwr) < 0) {
         agent_reply_err(r, "EINVAL", "attributes are numbers");
         return -1;
     }
@@ -105,6 +106,8 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     else if (agent_arg(c, "target_qdelay_us") &&
              (tq_us == 0 || tq_us > 1000000))
         bad = "target_qdelay_us";
+    else if (rwr == 0 || rwr > 65536 || (rwr & (rwr - 1))) /* AGENT-27 */
+        bad = "max_recv_wr"; /* the engine rounds up to a power of two */
     if (bad) {
         agent_reply_err(r, "ENOTSUP", "%s out of the range libmroce supports",
                         bad);
@@ -132,6 +135,7 @@ int agent_cmd_qp_create(struct agent *a, struct agent_cmd *c,
     e->path_reuse = (uint8_t)reuse;
     if (agent_arg(c, "target_qdelay_us")) /* AGENT-24 */
         e->target_qdelay = tq_us * 1000;
+    e->max_recv_wr = (uint32_t)rwr; /* AGENT-27 */
     mroce_pd *pd = agent_find_pd(a, c, r);
     if (!pd)
         return -1;

@@ -585,6 +585,10 @@ static void test_malformed(void)
         {"QP_CREATE npaths=0", "ENOTSUP"},
         {"QP_CREATE cc=cubic", "EINVAL"},
         {"QP_CREATE retry=256", "ENOTSUP"},
+        {"QP_CREATE max_recv_wr=0", "ENOTSUP"},
+        {"QP_CREATE max_recv_wr=3", "ENOTSUP"},
+        {"QP_CREATE max_recv_wr=131072", "ENOTSUP"},
+        {"QP_CREATE max_recv_wr=x", "EINVAL"},
         {"POLL qp=1 cq=send", "ENOENT"},
         {"QUIT now=1", "EINVAL"},
     };

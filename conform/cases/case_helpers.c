@@ -329,3 +329,56 @@ struct ct_conn *ch_iut_sends(struct ct *t, const char *opts, int k,
     ct_rl_take_new(c, c->astart, pk, k, RL_WAIT);
     return c;
 }
+
+void ch_ack_upto(struct ct_conn *c, const struct mrw_pkt *p, int ce)
+{
+    struct mrw_pkt a;
+    unsigned words = 0;
+
+    c->rx_count++;
+    c->ce_count += ce != 0;
+    ct_pkt_ctl(c, &a, MROCE_OP_ACK);
+    if (mrw_psn_diff(c->rcv_cum, p->base.psn + 1) > 0) {
+        a.u.ack.cum_psn = p->base.psn + 1;
+    } else {
+        a.u.ack.cum_psn = c->rcv_cum;
+        for (unsigned k = 1; k < CT_RCV_BITS; k++)
+            if (c->rcv_bits[k / 8] & (1u << (k % 8))) {
+                unsigned b = k - 1;
+                a.u.ack.sack[b / 32] |= 1u << (b % 32);
+                words = b / 32 + 1;
+            }
+    }
+    a.u.ack.sack_words = (uint8_t)words;
+    a.u.ack.echo_psn = p->base.psn;
+    a.u.ack.echo_ts = p->base.tsval;
+    a.u.ack.echo_entropy = p->base.entropy;
+    a.u.ack.echo_flags = ce ? MROCE_ECHO_CE : 0;
+    a.u.ack.ce_count = c->ce_count;
+    a.u.ack.rx_count = c->rx_count;
+    a.u.ack.credit = MROCE_CREDIT_UNLIMITED;
+    a.base.entropy = p->base.entropy;
+    ct_send(c, &a);
+}
+
+const struct ct_rx *ch_next_data_until_done(struct ct *t, struct ct_conn *c,
+                                            uint64_t wrid, uint64_t end,
+                                            unsigned *n)
+{
+    for (;;) {
+        const struct ct_rx *rx = ct_next(c, 20);
+        if (!rx || ++*n % 64 == 0) {
+            struct ct_wc w = ct_poll(t, c->aqp, "send", 0);
+            if (w.n) {
+                CT_REQUIRE(t, w.wrid == wrid && !strcmp(w.status, "SUCCESS"),
+                           "WRITE completed with %s", w.status);
+                return NULL;
+            }
+            CT_REQUIRE(t, ct_now_ns() < end,
+                       "the IUT's WRITE did not complete in 20 s");
+        }
+        if (rx && mrw_opcode_has_psn(rx->p.base.opcode) &&
+            rx->p.base.opcode != MROCE_OP_ACK)
+            return rx;
+    }
+}

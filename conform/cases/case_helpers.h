@@ -91,4 +91,19 @@ void ch_post_write(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
 struct ct_conn *ch_iut_sends(struct ct *t, const char *opts, int k,
                              struct ct_rl_pkt *pk, struct ct_mr *mr);
 
+/* ACK of the IUT's data packet p, cumulative up to p only (so that the
+ * echoes of later packets are still attributed to their paths, PATH-5),
+ * echoing p with CE if ce (REL-17), with SACK of what else c received
+ * when p is beyond the cumulative point.  Counts p in c's RX Count (and
+ * CE Count if ce): for cases that acknowledge with auto_ack off. */
+void ch_ack_upto(struct ct_conn *c, const struct mrw_pkt *p, int ce);
+
+/* The next data packet of the IUT on c (any transmission), or NULL once
+ * the WRITE wrid has completed successfully (polled every 64 packets and
+ * whenever 20 ms pass without one; *n counts the packets); fails the case
+ * on another completion or once `end` (ct_now_ns) passes. */
+const struct ct_rx *ch_next_data_until_done(struct ct *t, struct ct_conn *c,
+                                            uint64_t wrid, uint64_t end,
+                                            unsigned *n);
+
 #endif /* MROCE_CONFORM_CASE_HELPERS_H */

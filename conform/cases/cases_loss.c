@@ -10,7 +10,9 @@
  *
  * The IUT is the connecting side in these cases (ct_accept): it has no RTT
  * sample until our first ACK, so its first probe timeout is 5 x min_rto
- * (LOSS-8, LOSS-9), which min_rto_us= sets.
+ * (LOSS-8, LOSS-9), which min_rto_us= sets.  The last case has it listen,
+ * to see what a listener's loss timer does before the requester has shown
+ * it has the CONNECT_RESP (LOSS-30).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,4 +562,74 @@ CT_CASE(loss_rtt_sample_from_echo, "LOSS-3 LOSS-4",
                "1/8 x %lld = %lld (LOSS-4)",
                (long long)s2, (long long)r1, (long long)r2, (long long)s1,
                (long long)r2, (long long)want);
+}
+
+/* The next packet for c within wait_ms, keepalives and other ACKs skipped
+ * (none is expected here, but none would say anything of LOSS-30). */
+static const struct ct_rx *next_not_ack(struct ct_conn *c, int wait_ms)
+{
+    const struct ct_rx *rx;
+
+    while ((rx = ct_rl_next(c, wait_ms)) != NULL &&
+           rx->p.base.opcode == MROCE_OP_ACK)
+        ;
+    return rx;
+}
+
+CT_CASE(loss_listener_resends_connect_resp, "LOSS-30 LOSS-29 CONN-9",
+        "the IUT listens (min_rto 1 ms), we connect and confirm nothing: "
+        "after its WRITE the IUT sends its CONNECT_RESP again (same CONN "
+        "Token and Start PSN), not the WRITE, at least 5 ms after the "
+        "WRITE and again at least 10 ms after that (IUT TSvals); once an "
+        "ACK that acknowledges nothing echoes it, the WRITE is resent, "
+        "and completes SUCCESS when acknowledged")
+{
+    struct ct_mr mr = ct_mr_reg(t, 4096, "lw", 0);
+    struct ct_conn *c = ct_conn_new(t, "min_rto_us=1000");
+    struct ct_rl_pkt data, r1, r2, again;
+    const struct ct_rx *rx;
+    uint32_t gap;
+
+    c->auto_ack = 0;
+    ct_conn_connect_unconfirmed(c);
+    ct_expect_qp_state(t, c->aqp, "RTS", CT_WAIT);
+    ct_agent(t,
+             "POST_SEND qp=%d wrid=1 op=WRITE mr=%d off=0 len=64 "
+             "raddr=0x100 rkey=1",
+             c->aqp, mr.id);
+    ct_rl_expect_data(c, 1, CT_WAIT, &data);
+    rx = next_not_ack(c, 2000);
+    CT_REQUIRE(t, rx != NULL, "nothing within 2 s of the unconfirmed WRITE");
+    CT_EQ(t, "opcode after the unconfirmed WRITE (LOSS-30)",
+          MROCE_OP_CONNECT_RESP, rx->p.base.opcode);
+    ct_rl_save(rx, &r1);
+    /* By the IUT's clock: 5 x min_rto, less 10% and 1 ms as for CONN-5 */
+    gap = ct_rl_ts_diff(data.p.base.tsval, r1.p.base.tsval);
+    CT_REQUIRE(t, gap + 1000000u >= 4500000u,
+               "CONNECT_RESP resent %.1f ms after the WRITE, expected 5 ms "
+               "(the initial RTO, LOSS-30)",
+               gap / 1e6);
+    CT_EQ(t, "resent CONNECT_RESP CONN Token (CONN-9)", c->atoken,
+          r1.p.u.conn.token);
+    CT_EQ(t, "resent CONNECT_RESP CONN Start PSN (CONN-9)", c->astart,
+          r1.p.u.conn.start_psn);
+    rx = next_not_ack(c, 2000);
+    CT_REQUIRE(t, rx != NULL, "no second CONNECT_RESP within 2 s");
+    CT_EQ(t, "opcode after the resent CONNECT_RESP (LOSS-30)",
+          MROCE_OP_CONNECT_RESP, rx->p.base.opcode);
+    ct_rl_save(rx, &r2);
+    gap = ct_rl_ts_diff(r1.p.base.tsval, r2.p.base.tsval);
+    CT_REQUIRE(t, gap + 1000000u >= 9000000u,
+               "second CONNECT_RESP %.1f ms after the first resend, "
+               "expected 10 ms (backed off, LOSS-30)",
+               gap / 1e6);
+    /* The confirming ACK as it would have come before the WRITE. */
+    ct_rl_send_ack(c, c->astart, NULL, 0, &r2.p, 0);
+    ct_rl_expect_data(c, 1, 2000, &again);
+    CT_EQ(t, "resent PSN", data.p.base.psn, again.p.base.psn);
+    CT_REQUIRE(t, (again.p.base.flags & MROCE_F_RETX) != 0,
+               "the WRITE's second transmission has no RETX flag");
+    c->auto_ack = 1;
+    ct_rl_send_ack(c, c->astart + 1, NULL, 0, &again.p, 0);
+    ct_expect_wc(t, c->aqp, "send", 1, "SUCCESS", CT_WAIT);
 }

@@ -2,7 +2,8 @@
 # check_ids.sh MROCE_CONFORM SPEC_README - every case of the conformance
 # suite cites at least one requirement, every cited ID (PREFIX-n) is a row
 # of the requirement table in docs/spec/README.md, case names are unique
-# and every case has a description.
+# and every case has a description.  The table's IDs are unique and the
+# README's "There are N requirements" line gives the number of its rows.
 set -eu
 bin=$1
 readme=$2
@@ -33,6 +34,18 @@ while IFS="$tab" read -r name reqs desc; do
 done <<EOT
 $list
 EOT
+ids=$(grep -o '^| [A-Z][A-Z]*-[0-9][0-9a-z]* ' "$readme" | cut -c3- | tr -d ' ')
+iddups=$(printf '%s\n' "$ids" | sort | uniq -d)
+if [ -n "$iddups" ]; then
+    echo "requirement IDs listed twice in $readme: $iddups"
+    bad=1
+fi
+rows=$(printf '%s\n' "$ids" | wc -l)
+said=$(sed -n 's/^There are \([0-9][0-9]*\) requirements.*/\1/p' "$readme")
+if [ "$said" != "$rows" ]; then
+    echo "$readme says there are ${said:-no count of} requirements; its table has $rows rows"
+    bad=1
+fi
 n=$(printf '%s\n' "$list" | wc -l)
 [ $bad -eq 0 ] && echo "$n cases, every cited requirement exists"
 exit $bad

@@ -223,6 +223,10 @@ void ct_conn_listen(struct ct_conn *c);
 /* Tester as requester: QP_LISTEN, CONNECT_REQ, CONNECT_RESP checked,
  * confirming ACK, QP must be in RTS. */
 void ct_conn_connect(struct ct_conn *c);
+/* ct_conn_connect without the confirming ACK (the IUT listener waits for
+ * one, LOSS-30); returns the CONNECT_RESP (buffer reused by the next
+ * receive). */
+const struct ct_rx *ct_conn_connect_unconfirmed(struct ct_conn *c);
 /* Records the IUT's CONN header from its CONNECT_REQ or CONNECT_RESP p
  * (fails the case on a zero Token or Src QPN): the peer's parameters,
  * the MTU, a fresh receive state and p as the handshake packet.  For

@@ -139,7 +139,7 @@ void ct_conn_listen(struct ct_conn *c)
     c->listening = 1;
 }
 
-void ct_conn_connect(struct ct_conn *c)
+const struct ct_rx *ct_conn_connect_unconfirmed(struct ct_conn *c)
 {
     struct ct *t = c->t;
     struct mrw_pkt req;
@@ -160,9 +160,16 @@ void ct_conn_connect(struct ct_conn *c)
     ct_conn_take_params(c, p);
     c->hs_sport = rx->sport;
     c->hs_sock = rx->sock;
-    ct_send_ack(c, p);
     c->connected = 1;
-    ct_expect_qp_state(t, c->aqp, "RTS", CT_WAIT);
+    return rx;
+}
+
+void ct_conn_connect(struct ct_conn *c)
+{
+    const struct ct_rx *rx = ct_conn_connect_unconfirmed(c);
+
+    ct_send_ack(c, &rx->p);
+    ct_expect_qp_state(c->t, c->aqp, "RTS", CT_WAIT);
 }
 
 void ct_conn_accept(struct ct_conn *c)

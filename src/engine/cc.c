@@ -23,6 +23,7 @@
  */
 #include "cc.h"
 #include "path.h"
+#include "../wire/seeded_fault.h"
 
 #define CC_ONE 65536u          /* 1.0 in 16.16 */
 #define CC_BETA 52429u         /* 0.8 in 16.16: delay decrease gain */
@@ -616,7 +617,8 @@ static uint32_t de_path_update(const struct mre_cc *cc, uint32_t pcwnd,
      * in slow start by the bytes acknowledged on it (doubling per round),
      * else by the connection's RTT-scaled step (cc_ai_scale_long) of
      * packets per window; in a data centre by a packet per window */
-    if (cc->base_rtt >= MROCE_CC_LONG_RTT && cc->cwnd < CC_SSTHRESH(cc))
+    if ((cc->base_rtt >= MROCE_CC_LONG_RTT && cc->cwnd < CC_SSTHRESH(cc)) ||
+        MROCE_SEEDED_FAULT(PATH_GROW_FAST))
         w += acked;
     else
         w += (pkt * acked * cc_ai_scale_long(cc) + w - 1) / w;
@@ -640,6 +642,8 @@ const struct mre_cc_ops mre_cc_delay_ecn = {
 static uint32_t cc_path_floor(const struct mre_cc *cc,
                               const struct mre_pathset *ps)
 {
+    if (MROCE_SEEDED_FAULT(PATH_NO_FLOOR))
+        return cc->mtu + CC_PKT_OVERHEAD; /* one packet, whatever the burst */
     return (cc->mtu + CC_PKT_OVERHEAD) * (ps->burst > 1 ? ps->burst : 1u);
 }
 
@@ -648,6 +652,8 @@ static uint32_t cc_path_fresh(const struct mre_cc *cc,
                               const struct mre_pathset *ps)
 {
     uint32_t w = ps->npaths ? cc->cwnd / ps->npaths : cc->cwnd;
+    if (MROCE_SEEDED_FAULT(PATH_FRESH_FULL))
+        w = cc->cwnd; /* the connection's whole window */
     return w < cc_path_floor(cc, ps) ? cc_path_floor(cc, ps) : w;
 }
 

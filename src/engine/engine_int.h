@@ -313,7 +313,9 @@ struct mre_qp {
     mroce_tstamp srtt, rttvar, min_rtt;
     /* cold; here they put attr's RTO, ACK-delay and ooo_thresh fields
      * on one line where the simulator places a QP (16 B past a line) */
-    mroce_tstamp conn_start; /* handshake start (timeout) */
+    mroce_tstamp conn_start; /* handshake start: the requester's connect
+                                (CONN-6, LOSS-26), the listener's first
+                                CONNECT_RESP (LOSS-29) */
     mroce_tstamp ctrl_rto;   /* current control retransmit interval */
     mroce_tstamp rto_time;   /* first RTO of an episode (LOSS-13) */
     mroce_tstamp ka_time;    /* last keepalive asked for (liveness.c) */
@@ -326,6 +328,10 @@ struct mre_qp {
     uint32_t ce_count, rx_count; /* cumulative, echoed in ACKs */
     uint8_t echo_flags;
     uint8_t ka; /* KA_* for the next ACK (liveness.c) */
+    /* listener: no packet from the peer since its CONNECT_RESP, and the
+     * CONNECT_RESPs its loss timer resent meanwhile (LOSS-30, loss.c);
+     * here, where the receive side's fields leave two bytes free */
+    uint8_t hs_wait, hs_probes;
     mroce_tstamp echo_arrival;
     mroce_tstamp credit_seen; /* last F_CREDIT data packet */
     mroce_tstamp heard;       /* the peer last showed it is there and
@@ -359,8 +365,10 @@ struct mre_qp {
                                  the first inline WR on (NULL before) */
     uint32_t nrjobs;
     uint64_t rjob_seq;
-    /* ns from CONNECT_REQ to CONNECT_RESP on the active side, 0 if none
-     * (LOSS-26): bounds the RTO before the first RTT sample (loss.c) */
+    /* ns from CONNECT_REQ to CONNECT_RESP on the active side (LOSS-26),
+     * from the first CONNECT_RESP to the peer's first packet on the
+     * listener (LOSS-29), 0 if none: bounds the RTO before the first RTT
+     * sample (loss.c) */
     mroce_tstamp hs_rtt;
     struct mre_cc rto_cc; /* cc state just before rto_time's RTO */
     /* pending NAK (CTRL_NAK) and the sticky fatal NAK */

@@ -271,6 +271,9 @@ int mre_ep_recv(mre_ep *ep, const uint8_t *buf, size_t len,
         qp->cnt.drop_token++;
         return 0;
     }
+    /* LOSS-29: the peer has the CONNECT_RESP that gave it our token. */
+    if (qp->hs_wait)
+        mre_loss_hs_confirmed(qp, now);
     /* REL-32: with nothing of ours outstanding, any packet shows the peer
      * is there; otherwise only an ACK that acknowledges something, an RNR
      * NAK (completer.c) or a response (responder.c) does. */

@@ -25,8 +25,8 @@
 
 /* Before the first RTT sample: five min_rto, or, if the handshake took
  * longer than that allows for (a long-haul path), three handshake times
- * plus the peer's ACK delay (LOSS-26), so the first window's ACKs are not
- * taken for a timeout. */
+ * plus the peer's ACK delay (LOSS-26; the listener's handshake time,
+ * LOSS-29), so the first window's ACKs are not taken for a timeout. */
 static mroce_tstamp rto_initial(const mre_qp *qp)
 {
     mroce_tstamp r = qp->attr.min_rto * 5;
@@ -42,10 +42,14 @@ static mroce_tstamp rto_base(const mre_qp *qp)
     return r < qp->attr.min_rto ? qp->attr.min_rto : r;
 }
 
+/* Backed off per timeout in a row (LOSS-8), and on a listener waiting for
+ * its CONNECT_RESP to be confirmed, per CONNECT_RESP resent (LOSS-30; no
+ * timeout happens then, so backoff is 0). */
 static mroce_tstamp cur_rto(const mre_qp *qp)
 {
     mroce_tstamp r = rto_base(qp);
-    for (int i = 0; i < qp->backoff && r < qp->attr.max_rto; i++)
+    int n = qp->backoff + qp->hs_probes;
+    for (int i = 0; i < n && r < qp->attr.max_rto; i++)
         r *= 2;
     return r > qp->attr.max_rto ? qp->attr.max_rto : r;
 }
@@ -57,6 +61,16 @@ static mroce_tstamp cur_pto(const mre_qp *qp)
     mroce_tstamp rto = cur_rto(qp);
     mroce_tstamp pto = qp->srtt ? 2 * qp->srtt + qp->peer_ack_delay : rto;
     return pto < rto ? pto : rto;
+}
+
+void mre_loss_hs_confirmed(mre_qp *qp, mroce_tstamp now)
+{
+    /* LOSS-29: from the first CONNECT_RESP, so an upper bound on the RTT
+     * when one was lost or the peer's first packet waited. */
+    qp->hs_rtt = now > qp->conn_start ? now - qp->conn_start : 1;
+    qp->hs_wait = 0;
+    qp->hs_probes = 0;
+    mre_loss_arm_timer(qp, now);
 }
 
 void mre_loss_arm_timer(mre_qp *qp, mroce_tstamp now)
@@ -335,6 +349,24 @@ void mre_loss_timers(mre_qp *qp, mroce_tstamp now)
     if (qp->loss_deadline <= now) {
         if (qp->snd_una == qp->snd_nxt || qp->inflight_pkts == 0) {
             qp->loss_deadline = MROCE_TSTAMP_INF;
+        } else if (qp->hs_wait && qp->state == MROCE_QPS_RTS) {
+            /* LOSS-30: nothing from the peer since the CONNECT_RESP, so
+             * nothing sent since can have been acknowledged: no loss can
+             * be told from the silence and the window stays.  Resending
+             * the CONNECT_RESP asks the peer for a confirming ACK
+             * (CONN-11), whose echo is the first RTT sample; a lost
+             * CONNECT_RESP is replaced too.  The peer's silence fails
+             * the QP as for timeouts (LOSS-14, REL-32). */
+            if (qp->hs_probes > qp->attr.retry_cnt &&
+                mre_live_expired(qp, now)) {
+                mre_live_fail(qp);
+                return;
+            }
+            qp->ctrl |= CTRL_CONN_RESP;
+            if (qp->hs_probes < 30)
+                qp->hs_probes++;
+            qp->last_progress = now;
+            qp->loss_deadline = now + cur_rto(qp);
         } else if (!qp->probes_sent) {
             /* Tail-loss probe: resend the newest packet still in flight
              * that the receiver can acknowledge (LOSS-12): one beyond the

@@ -18,6 +18,13 @@
  * then the backed-off RTO; INF when nothing is in flight. */
 void mre_loss_arm_timer(mre_qp *qp, mroce_tstamp now);
 
+/* LOSS-29: the listener's first packet from the peer since its
+ * CONNECT_RESP (it carries the token that CONNECT_RESP gave): the handshake
+ * time from the first CONNECT_RESP to now bounds the initial RTO (hs_rtt),
+ * the loss timer runs as LOSS-8 says from here on (hs_wait = 0), re-armed.
+ * Called before the packet is processed. */
+void mre_loss_hs_confirmed(mre_qp *qp, mroce_tstamp now);
+
 /* Path-order inference (LOSS-*, "path"): in-flight entry idx was just
  * acknowledged, so every packet sent before it on the same path and still
  * in flight was lost.  Skipped when idx was retransmitted, since which of
@@ -52,10 +59,12 @@ void mre_loss_rto_verdict(mre_qp *qp, const struct mrw_ack_hdr *a,
 
 /* Run the QP's due loss timers, in this order: the RNR hold (rnr_deadline:
  * RNR-NAKed packets become lost, cause RNR), the out-of-order re-check
- * (reo_deadline: a full mre_loss_ooo_scan()) and loss_deadline (a tail-loss
- * probe, or an RTO: losses, backoff, the congestion controller's
- * on_timeout, and, after retry_cnt timeouts with the peer silent for
- * peer_timeout, mre_live_fail()).  Only in RTS and CLOSING. */
+ * (reo_deadline: a full mre_loss_ooo_scan()) and loss_deadline (on a
+ * listener whose CONNECT_RESP is not confirmed yet, that CONNECT_RESP
+ * again, LOSS-30; else a tail-loss probe, or an RTO: losses, backoff, the
+ * congestion controller's on_timeout; and, after retry_cnt timeouts or
+ * resent CONNECT_RESPs with the peer silent for peer_timeout,
+ * mre_live_fail()).  Only in RTS and CLOSING. */
 void mre_loss_timers(mre_qp *qp, mroce_tstamp now);
 
 /* Disarm the loss timers of a flushed QP (loss, reo and rnr deadlines). */

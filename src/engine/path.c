@@ -240,6 +240,8 @@ int mre_pathset_set_planes(struct mre_pathset *ps, uint8_t nplanes)
         struct mre_path *p = &ps->paths[i];
         int32_t e;
         p->plane = (uint8_t)(i % nplanes);
+        if (MROCE_SEEDED_FAULT(PLANE_HOME_BLOCK))
+            p->plane = (uint8_t)(i * nplanes / ps->npaths); /* in blocks */
         e = path_fresh_entropy(ps, i, p->plane);
         if (e < 0)
             return MROCE_EINVAL;
@@ -500,6 +502,9 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
         if (i == avoid || path_unpickable(ps, p) || p->full)
             continue; /* no credit either: it is simply not visited */
         d = (uint32_t)p->deficit + p->weight;
+        if (MROCE_SEEDED_FAULT(PLANE_IGNORE_WEIGHT) && ps->nplanes > 1)
+            d = ps->quantum; /* every plane's slots in turn, whatever
+                                their weights */
         if (d >= ps->quantum) {
             p->deficit = (uint8_t)(d - ps->quantum);
             ps->cursor = (uint16_t)c;
@@ -812,6 +817,12 @@ int mre_path_rehome(struct mre_pathset *ps, uint16_t i, uint8_t plane)
     path_moving_clear(ps, p);
     p->entropy = (uint16_t)e;
     p->plane = plane;
+    if (MROCE_SEEDED_FAULT(SLOT_MOVE_KEEPS_WEIGHT)) {
+        uint8_t w = p->weight;
+        path_start_afresh(ps, i);
+        path_weight_set(ps, p, w); /* the old plane's evidence */
+        return 0;
+    }
     path_start_afresh(ps, i);
     return 0;
 }

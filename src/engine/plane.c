@@ -117,6 +117,10 @@ void mre_plane_negotiate(mre_qp *qp, const struct mrw_conn_hdr *c)
         if (!ep->cfg.plane_addr ||
             ep->cfg.plane_addr(&p->peer, &a, ep->cfg.plane_user) != 0 ||
             p->peer.len > sizeof(p->peer.data)) {
+            if (MROCE_SEEDED_FAULT(PLANE_SEND_UNUSABLE)) {
+                p->peer = qp->peer; /* sent on, towards plane 0's peer */
+                continue;
+            }
             p->unusable = 1; /* PATH-24: never sent on */
             pl->ndown++;
         }

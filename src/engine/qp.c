@@ -395,6 +395,11 @@ void mre_qp_on_connect_req(mre_ep *ep, const struct mrw_pkt *pkt,
     mre_live_start(qp, now);
     mre_conntab_insert(ep, qp);
     qp->ctrl |= CTRL_CONN_RESP;
+    /* LOSS-29, LOSS-30: the CONNECT_RESP leaves now; the loss timer waits
+     * for a packet from the peer that proves it arrived. */
+    qp->conn_start = now;
+    qp->hs_wait = 1;
+    qp->hs_probes = 0;
     qp->cnt.rx_pkts++;
     key_connection(qp, c);
     mre_ep_mark_ready(ep, qp);

@@ -316,7 +316,12 @@ uint32_t mre_rh_share(mre_ep *ep, mre_qp *qp, mroce_tstamp now)
  * rate is the hint. */
 static mroce_tstamp rh_pkt_time(const mre_qp *qp, size_t len)
 {
-    return (mroce_tstamp)len * 8000u / (qp->rh.pace ? qp->rh.pace : 1u);
+    uint32_t pace = qp->rh.pace;
+
+    if (MROCE_SEEDED_FAULT(RATEHINT_EARLY) &&
+        qp->rh.hint == MROCE_CREDIT_UNLIMITED)
+        pace = 1; /* paced without a hint */
+    return (mroce_tstamp)len * 8000u / (pace ? pace : 1u);
 }
 
 /* Packets a sender may send back to back: two, or a whole burst of a
@@ -499,7 +504,8 @@ int mre_rh_may_send(mre_qp *qp, mroce_tstamp now)
         qp->rh.grant = RH_G_OPEN;
         qp->rh.tx_last = now;
     }
-    if (qp->rh.hint == MROCE_CREDIT_UNLIMITED ||
+    if ((qp->rh.hint == MROCE_CREDIT_UNLIMITED &&
+         !MROCE_SEEDED_FAULT(RATEHINT_EARLY)) ||
         MROCE_SEEDED_FAULT(RATE_NO_PACE))
         return 1;
     slack = rh_slack(qp);
@@ -521,7 +527,8 @@ void mre_rh_on_sent(mre_qp *qp, size_t len, mroce_tstamp now)
     qp->rh.tx_last = now;
     if (qp->rh.grant == RH_G_ASKED && qp->rh.first && qp->rh.first != UINT8_MAX)
         qp->rh.first--;
-    if (qp->rh.hint == MROCE_CREDIT_UNLIMITED)
+    if (qp->rh.hint == MROCE_CREDIT_UNLIMITED &&
+        !MROCE_SEEDED_FAULT(RATEHINT_EARLY))
         return;
     slack = rh_slack(qp);
     /* An idle sender earns no more than the two packets of slack. */

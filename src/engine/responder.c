@@ -38,6 +38,9 @@ int mre_qp_post_recv(mre_qp *qp, struct mroce_recv_wr *wr,
             return MROCE_EINVAL; /* SEM-30 */
         if (qp->rq_tail - qp->rq_head > qp->rq_mask)
             return MROCE_EFULL;
+        if (MROCE_SEEDED_FAULT(STREAM_RQ_RING) && qp->streams_on &&
+            qp->rq[qp->rq_tail & qp->rq_mask].posted)
+            return MROCE_EFULL; /* stream_rq_ring (SEM-40) */
         uint32_t slot = qp->streams_on ? mre_stream_rq_slot(qp)
                                        : qp->rq_tail & qp->rq_mask;
         struct mre_rwqe *r = &qp->rq[slot];
@@ -554,7 +557,7 @@ int mre_resp_on_data(mre_qp *qp, const struct mrw_pkt *pkt,
                       (ce ? MROCE_ECHO_CE : 0));
         qp->echo_arrival = now;
         qp->ack_now = 1;
-        MROCE_SEEDED_FAULT_DUP(qp, pkt); /* atomic_twice, dup_send_twice */
+        MROCE_SEEDED_FAULT_DUP(qp, pkt); /* seeded_dup.c */
         return 0;
     }
     int is_req = pkt->base.opcode != MROCE_OP_READ_RESP &&

@@ -3,7 +3,8 @@
  * path (the fault list and selection: src/wire/seeded_fault.h).
  *
  * atomic_twice executes a duplicated atomic again, dup_send_twice delivers
- * a duplicated SEND into the next receive.  In normal builds the hook is
+ * a duplicated SEND into the next receive, stream_dup_new takes a
+ * duplicate PSN of a stream QP as its stream's next message.  In normal builds the hook is
  * the empty statement and nothing here defines a symbol.
  */
 #ifndef MROCE_SEEDED_DUP_H

@@ -96,6 +96,17 @@ void mre_stream_number_send(mre_qp *qp, struct mre_swqe *w, int consumes_recv)
 
 uint32_t mre_stream_rq_slot(mre_qp *qp)
 {
+    if (MROCE_SEEDED_FAULT(STREAM_RQ_RING)) {
+        /* stream_rq_ring: the ring's next slot, which the caller has
+         * found free; taken out of the free list (violates SEM-40). */
+        uint32_t slot = qp->rq_tail & qp->rq_mask;
+        for (uint32_t i = 0; i < qp->rq_nfree; i++)
+            if (qp->rq_free[i] == slot) {
+                qp->rq_free[i] = qp->rq_free[--qp->rq_nfree];
+                break;
+            }
+        return slot;
+    }
     /* The caller has checked that fewer than max_recv_wr receives are
      * outstanding, so a slot is free. */
     return qp->rq_free[--qp->rq_nfree];
@@ -121,7 +132,9 @@ struct mre_swqe *mre_stream_find_swqe(mre_qp *qp, uint16_t stream, uint32_t msn)
 {
     for (uint32_t i = qp->sq_head; i != qp->sq_tx; i++) {
         struct mre_swqe *w = &qp->sq[i & qp->sq_mask];
-        if (w->state == SWQE_POSTED && w->stream == stream && w->smsn == msn)
+        if (w->state == SWQE_POSTED &&
+            (w->stream == stream || MROCE_SEEDED_FAULT(STREAM_RESP_ANY)) &&
+            w->smsn == msn)
             return w;
     }
     return NULL;
@@ -157,7 +170,8 @@ int mre_stream_rx_admit(mre_qp *qp, const struct mrw_pkt *pkt)
     }
     if (d == 0 || find_msg(qp, h->stream, h->msn))
         return 0;
-    if (st->nmsgs < MRE_STREAM_MSGS_PER_STREAM) {
+    if (st->nmsgs < MRE_STREAM_MSGS_PER_STREAM ||
+        MROCE_SEEDED_FAULT(STREAM_POOL_HOG)) {
         for (uint32_t i = 0; i < MRE_STREAM_MSGS; i++) {
             struct mre_stream_msg *g = &qp->smsgs[i];
             if (!g->used) {
@@ -183,7 +197,7 @@ void mre_stream_rx_refused(mre_qp *qp, const struct mrw_pkt *pkt)
     /* Nothing of its message is placed yet: the record holds no state, and
      * kept it would pin the pool for as long as the receiver is not ready
      * on the stream (SEM-41). */
-    if (g && !g->seen) {
+    if (g && !g->seen && !MROCE_SEEDED_FAULT(STREAM_RNR_HOLDS)) {
         g->used = 0;
         qp->streams[h->stream].nmsgs--;
     }
@@ -258,7 +272,9 @@ void mre_stream_rx_placed(mre_qp *qp, const struct mrw_pkt *pkt)
 int mre_stream_rjob_ready(const mre_qp *qp, const struct mre_rjob *j)
 {
     /* Every earlier message of its stream is placed (SEM-35). */
-    return (int32_t)(qp->streams[j->stream].rx_msn - j->req_msn) > 0;
+    return (int32_t)(qp->streams[j->stream].rx_msn - j->req_msn) > 0 &&
+           !(MROCE_SEEDED_FAULT(STREAM_RESP_WAITS_OTHER) &&
+             mrw_psn_diff(qp->rxwin.cum, j->psn) <= 0);
 }
 
 void mre_stream_complete_recvs(mre_qp *qp, uint16_t stream)

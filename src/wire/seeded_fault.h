@@ -54,6 +54,13 @@
     X(STREAM_RECV_HOL, "stream_recv_hol")         \
     X(STREAM_SEND_HOL, "stream_send_hol")         \
     X(STREAM_RNR_NAK0, "stream_rnr_nak0")         \
+    /* shared stream state (cases_streams_shared.c): */ \
+    X(STREAM_RESP_ANY, "stream_resp_any")         \
+    X(STREAM_RESP_WAITS_OTHER, "stream_resp_waits_other") \
+    X(STREAM_DUP_NEW, "stream_dup_new")           \
+    X(STREAM_RQ_RING, "stream_rq_ring")           \
+    X(STREAM_POOL_HOG, "stream_pool_hog")         \
+    X(STREAM_RNR_HOLDS, "stream_rnr_holds")       \
     /* planes (cases_planes.c): */               \
     X(PLANES_ALWAYS, "planes_always")             \
     X(PLANES_RESP_UNASKED, "planes_resp_unasked") \
@@ -93,7 +100,16 @@
     X(SEC_ROTATE_STUCK, "sec_rotate_stuck")       \
     X(SEC_GEN_IGNORED, "sec_gen_ignored")         \
     /* the SACK span (cases_rel_sack.c): */       \
-    X(SACK_SPAN_UNNEGOTIATED, "sack_span_unnegotiated")
+    X(SACK_SPAN_UNNEGOTIATED, "sack_span_unnegotiated") \
+    /* slot homes, plane shares, path windows (cases_planes_paths.c): */ \
+    X(PLANE_HOME_BLOCK, "plane_home_block")       \
+    X(PLANE_IGNORE_WEIGHT, "plane_ignore_weight") \
+    X(PATH_FRESH_FULL, "path_fresh_full")         \
+    X(PATH_GROW_FAST, "path_grow_fast")           \
+    X(PATH_NO_FLOOR, "path_no_floor")             \
+    X(RATEHINT_EARLY, "ratehint_early")           \
+    X(SLOT_MOVE_KEEPS_WEIGHT, "slot_move_keeps_weight") \
+    X(PLANE_SEND_UNUSABLE, "plane_send_unusable")
 /* clang-format on */
 
 #ifdef MROCE_SEEDED_FAULTS
