@@ -1348,6 +1348,11 @@ static int rx_hook(void *user, struct mroce_netdrive_pkt *p)
 {
     struct scen *S = user;
     struct mrw_pkt pk;
+    /* Without -v only ACKs and NAKs are decoded (Opcode is the base
+     * header's second byte): no CRC pass over every data payload. */
+    if (!S->verbose && (p->len < 2 || (p->buf[1] != MROCE_OP_ACK &&
+                                       p->buf[1] != MROCE_OP_NAK)))
+        return MROCE_NETDRIVE_PASS;
     int rc = mrw_pkt_decode(&pk, p->buf, p->len);
     if (rc == 0 && S->nplanes > 1 &&
         (pk.base.opcode == MROCE_OP_ACK || pk.base.opcode == MROCE_OP_NAK)) {
