@@ -16,7 +16,10 @@
  *     back and carries data;
  *   - a second connection of the same endpoint, idle while the first one
  *     found plane 2 down, then sends nothing but probes on it (PATH-27) and
- *     has it back once the drop stops.
+ *     has it back once the drop stops;
+ *   - with fewer slots than planes, the last plane holding slots stays up
+ *     through a failure of its own, the slotless planes being no place to
+ *     send (PATH-21).
  *
  * Two endpoints, each attached to four made-up planes (10.k.0.id), pass
  * packets through a delay line of 5 us per direction that keeps each
@@ -108,6 +111,9 @@ static struct pkt *q;
 static uint32_t qhead, qtail;
 static struct end E[2];
 static int drop_plane = -1;
+static unsigned drop_also;   /* bit k: plane k drops everything too */
+static int watch_plane = -1; /* data packets sent on it are counted */
+static uint64_t watched, watched_no_ack_req;
 static uint64_t dropped, bad_to, sent_on[2][NPL];
 static int conn_len[2]; /* length of the last CONNECT each side sent */
 static int conn_nplanes[2];
@@ -135,7 +141,14 @@ static void send_all(int s, mroce_tstamp now, int max)
             bad_to++;
         if (ti.plane < NPL)
             sent_on[s][ti.plane]++;
-        if ((int)ti.plane == drop_plane) {
+        if (s == 0 && (int)ti.plane == watch_plane &&
+            mrw_pkt_decode(&d, p->buf, (size_t)n) == 0 &&
+            mrw_opcode_has_psn(d.base.opcode)) {
+            watched++;
+            watched_no_ack_req += !(d.base.flags & MROCE_F_ACK_REQ);
+        }
+        if ((int)ti.plane == drop_plane ||
+            (ti.plane < NPL && (drop_also >> ti.plane) & 1)) {
             dropped++;
             continue;
         }
@@ -275,6 +288,81 @@ static uint64_t sum(const uint64_t *v, int n)
     return t;
 }
 
+/* PATH-21 with fewer slots than planes: 4 planes, 2 slots (homes 0 and
+ * 1), so planes 2 and 3 hold none.  Plane 1 fails and goes down; then
+ * plane 0 drops everything for a while.  Plane 0 is the last plane with
+ * a slot to send data on, so it stays up (the slotless planes are no place
+ * to send), nothing but plane 1's probes goes on a down plane, and once
+ * the drop stops the transfer finishes. */
+static void few_slots(uint8_t *src, uint8_t *dst)
+{
+    mre_ep_del(E[0].ep);
+    mre_ep_del(E[1].ep);
+    qhead = qtail;
+    CHECK_EQ(end_planes(&E[0], 1, 31, NPL), 0);
+    CHECK_EQ(end_planes(&E[1], 2, 32, NPL), 0);
+    mre_qp *c = qp_new(&E[0], 2), *s = qp_new(&E[1], 2);
+    if (!CHECK(c && s))
+        return;
+    connect_pair(c, s);
+    mre_mr *ms, *md;
+    CHECK_EQ(mre_mr_reg(E[0].ep, src, CHUNK, MROCE_ACCESS_LOCAL_WRITE, &ms), 0);
+    CHECK_EQ(mre_mr_reg(E[1].ep, dst, CHUNK,
+                        MROCE_ACCESS_LOCAL_WRITE | MROCE_ACCESS_REMOTE_WRITE,
+                        &md),
+             0);
+    struct mre_plane_stats st[NPL];
+    uint32_t posted = 0, done = 0, failed = 0;
+    int phase = 0;
+    mroce_tstamp t_mark = 0;
+    drop_plane = 1;
+    for (int it = 0; it < 200000 && phase < 3; it++) {
+        while (phase < 2 && posted - done < 4) {
+            struct mroce_sge sg = {(uint64_t)(uintptr_t)src, CHUNK / 4,
+                                   mre_mr_lkey(ms)};
+            struct mroce_send_wr wr = {.wr_id = posted,
+                                       .opcode = MROCE_WR_WRITE,
+                                       .sg_list = &sg,
+                                       .num_sge = 1,
+                                       .send_flags = MROCE_SEND_SIGNALED,
+                                       .remote_addr = (uint64_t)(uintptr_t)dst,
+                                       .rkey = mre_mr_rkey(md)};
+            if (!CHECK(mre_qp_post_send(c, &wr, NULL, now) == 0))
+                break;
+            posted++;
+        }
+        step();
+        struct mroce_wc wc[16];
+        int n;
+        while ((n = mre_cq_poll(E[0].cq, 16, wc)) > 0)
+            for (int i = 0; i < n; i++) {
+                done++;
+                failed += wc[i].status != MROCE_WC_SUCCESS;
+            }
+        CHECK_EQ(mre_qp_plane_stats(c, st, NPL), NPL);
+        if (phase == 0 && !st[1].up) {
+            drop_also = 1u << 0; /* plane 0 too, for a while */
+            t_mark = now;
+            phase = 1;
+        } else if (phase == 1 && now - t_mark >= 2000000) {
+            drop_also = 0;
+            phase = 2;
+        } else if (phase == 2 && done == posted) {
+            phase = 3;
+        }
+    }
+    CHECK_EQ(phase, 3);
+    CHECK_EQ(failed, 0);
+    CHECK_EQ(st[0].downs, 0);
+    CHECK_EQ(st[0].probes, 0);
+    CHECK_EQ(st[1].downs, 1);
+    CHECK(st[1].probes <= (now - t_mark) / 200000 + 2);
+    CHECK(sent_on[0][2] == 0 && sent_on[0][3] == 0);
+    drop_plane = -1;
+    mre_mr_dereg(ms);
+    mre_mr_dereg(md);
+}
+
 int main(void)
 {
     q = calloc(QLEN, sizeof(*q));
@@ -388,6 +476,7 @@ int main(void)
                    st[2].paths, st[2].dead);
             memcpy(at_down, sent_on[0], sizeof(at_down));
             probes_at_down = st[2].probes;
+            watch_plane = 2;
             CHECK_EQ(st[2].downs, 1);
             for (int k = 0; k < NPL; k++)
                 if (k != 2)
@@ -427,6 +516,11 @@ int main(void)
             for (int k = 0; k < NPL; k++)
                 tx2 += st2[k].tx_pkts;
             CHECK(tx2 > 100);
+            /* PATH-22: each probe asks for its ACK at once, LAST packet
+             * of its message or not (most of a 1 MiB WRITE's are not). */
+            CHECK_EQ(watched, on2);
+            CHECK_EQ(watched_no_ack_req, 0);
+            watch_plane = -1;
             drop_plane = -1;
             t_heal = now;
             memcpy(at_heal, sent_on[0], sizeof(at_heal));
@@ -480,6 +574,8 @@ int main(void)
     negotiate(1, 4);
     negotiate(3, 3);
     negotiate_paths(4, 4, 256);
+    memset(sent_on, 0, sizeof(sent_on));
+    few_slots(src, dst);
     mre_ep_del(E[0].ep);
     mre_ep_del(E[1].ep);
     free(q);

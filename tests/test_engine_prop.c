@@ -15,7 +15,18 @@
  * fences) in both directions of every pair; also start PSNs just below
  * 2^32, a flapping blackhole, a lossy ("gray") spine, a slow receiver,
  * receive queues a few entries deep, receives posted late (RNR), work posted
- * after an idle pause, path bursts, infinitely fast links.
+ * after an idle pause, path bursts, infinitely fast links.  Half the
+ * scenarios run on P = 2, 4 or (rarely) 8 planes (docs/spec/multipath.md,
+ * Planes), each plane with its own spines and host links, every endpoint
+ * on all of them (one in ten on fewer, so that its connections use
+ * min(local, peer) planes or none, CONN-28), and now and then plane
+ * events: a whole plane failing at a random time (coming back later, or
+ * not), a second one failing, a gray plane losing 5-50% on every spine;
+ * one plane every QP uses and has a home slot on is never touched, so
+ * every run must complete.  P and the
+ * events come from a generator of their own, so a scenario of one plane
+ * is the one it was before planes existed (--one-plane runs every seed on
+ * one plane).
  * Properties checked:
  *   - every message is delivered exactly once and byte-identical; send and
  *     receive completions arrive in posting order, all SUCCESS, with the
@@ -31,6 +42,15 @@
  *   - on a pair of several streams (a third of the pairs, drawn from a
  *     generator of their own so other scenarios are unchanged), each
  *     stream completes in its own posting order, exactly once (SEM-33);
+ *   - with planes: every connection uses min(local, peer) planes
+ *     (CONN-28); every packet
+ *     leaves on plane entropy % P (PATH-20) and towards the peer's address
+ *     on that plane (the driver counts any other, PATH-17); a data packet
+ *     on a plane its sender has marked down is a probe, with ACK_REQ, at
+ *     least min_rto after the plane's previous one (PATH-21, PATH-22); the
+ *     engine's per-plane counts of packets sent and ACKs received match
+ *     what the fabric carried and sum to the QP's totals, and its planes'
+ *     slots sum to npaths (PATH-24, PATH-29);
  *   - the run completes within a model-time bound, then goes idle; QPs end
  *     in RTS with nothing outstanding and no error.
  * A failing scenario prints how to replay it; its first failure is usually
@@ -43,6 +63,7 @@
  *   test_engine_prop --seed N [-v]    one scenario; -v traces every packet
  *                                     sent and delivered, and each posting
  *                                     and completion
+ *   test_engine_prop --one-plane ...  the same seeds, all on one plane
  * Scenarios do not depend on each other: seed N is the same scenario in any
  * of these runs.  The summary counts what the network and the engine did
  * (retransmissions by cause, duplicates, drops by reason), so a run that
@@ -69,6 +90,8 @@
 #define MAXREG 3
 #define MAX_FAIL_MSGS 12 /* per scenario; the first failure matters most */
 #define MAXST 8          /* streams per QP pair in stream scenarios */
+#define MAXPL 8          /* planes (MROCE_NET_MAX_PLANES) */
+#define MAXPLEV 3        /* plane events per scenario */
 
 static const unsigned FULL_ACCESS = MROCE_ACCESS_LOCAL_WRITE |
                                     MROCE_ACCESS_REMOTE_WRITE |
@@ -184,6 +207,15 @@ struct qs {
     int nsidx[MAXST], capsidx[MAXST];
     int nrsn[MAXST];
     int next_cpl_s[MAXST], next_rcpl_s[MAXST], last_wr_s[MAXST];
+    /* planes: np negotiated (1: none); per plane, packets the fabric saw
+     * it send and ACKs/NAKs delivered to it, the engine's plane counters
+     * when the run began, the probe count last seen, the last probe */
+    int np;
+    uint64_t pl_tx[MAXPL], pl_rx[MAXPL];
+    struct mre_plane_stats pl_base[MAXPL];
+    uint64_t base_tx_pkts, base_rx_acks;
+    uint32_t pl_probes[MAXPL], pl_nprobe[MAXPL];
+    mroce_tstamp pl_last_probe[MAXPL];
 };
 
 struct region {
@@ -210,14 +242,27 @@ struct stats {
         retx_probe, retx_rnr, dups, rx_dups, drop_loss, drop_corrupt,
         drop_blackhole, drop_queue, drop_other, ecn_marks, timeouts,
         paths_retired, acks_checked, psns_checked;
+    uint64_t pl_scen[4], pl_fails, pl_grays, pl_downs, pl_probes, pl_adopted,
+        pl_moved, pl_pkts, pl_fewer; /* pl_scen: P = 1, 2, 4, 8; pl_fewer:
+                                        QP sides on fewer planes than P */
     mroce_tstamp max_model_time;
+};
+
+/* A plane event: the whole plane fails (every spine blackholed) or turns
+ * gray (every spine loses `loss`) from `on` to `off` (model time after t0;
+ * MROCE_TSTAMP_INF: to the end). */
+enum { PL_FAIL, PL_GRAY };
+struct plev {
+    int plane, kind, state; /* state: 0 before, 1 on, 2 over */
+    mroce_tstamp on, off;
+    double loss;
 };
 
 struct scen {
     uint64_t seed;
     int verbose;
     uint64_t rng, rng_run;
-    char desc[512];
+    char desc[768];
     struct mroce_netdrive_config ncfg;
     struct mre_ep_config ecfg;
     int blackhole;              /* spine index or -1 */
@@ -229,9 +274,15 @@ struct scen {
     uint64_t slow_bps;
     int psn_wrap; /* start PSNs just below 2^32 */
     int late_recv, big, lossy;
-    int tight_rq; /* small receive queues, refilled on completion */
-    int streams;  /* some pair uses several streams */
-    int phased;   /* part of the work waits until t_phase */
+    int tight_rq;          /* small receive queues, refilled on completion */
+    int streams;           /* some pair uses several streams */
+    int phased;            /* part of the work waits until t_phase */
+    int nplanes;           /* P: planes of the fabric */
+    int survivor;          /* a plane no plane event touches */
+    int host_planes[MAXH]; /* planes each host's endpoint attaches to */
+    struct plev plev[MAXPLEV];
+    int nplev, plane_fail;
+    uint64_t rng_pl; /* the planes' own generator */
     mroce_tstamp t_phase;
     mroce_tstamp spine_delay[8];
     uint64_t budget, used;
@@ -526,12 +577,83 @@ static void gen_attr(struct scen *S, struct mre_qp_attr *a)
      * tries about one new entropy per backed-off RTO (a slot retires after
      * 3 losses, cwnd is one packet after a timeout): it gets there, but may
      * need well over 30 RTOs. */
-    a->retry_cnt = S->blackhole >= 0 ? 200 : S->lossy ? 30 : 7;
+    a->retry_cnt = S->blackhole >= 0 || S->plane_fail ? 200 : S->lossy ? 30 : 7;
     /* The runs end by checking that the engines fall idle, which a
      * keepalive never lets a connected QP do: retry_cnt alone decides
      * (liveness has its own test, test_engine_liveness). */
     a->peer_timeout = 0;
     a->handshake_timeout = 20000000000ull;
+}
+
+/* Planes, from a generator of their own so that scenarios of one plane are
+ * the ones they were before planes existed: P = 1 for half the seeds, else
+ * 2, 4 or (rarely) 8 planes, each with the fabric's spine count and its own
+ * host links; and plane events, timed from t0: a plane failing (flapping
+ * back after a while, or not) and a gray plane, lossy on every spine.  The
+ * planes they hit are chosen once the QPs exist (plane_pick()). */
+static int one_plane; /* --one-plane: every seed as it was before planes */
+
+static void plane_draw(struct scen *S)
+{
+    uint64_t *r = &S->rng_pl;
+    *r = S->seed * 0xd1b54a32d192ed03ull ^ 0x706c616e6573ull;
+    unsigned c = below(r, 100);
+    S->nplanes = c < 50 || one_plane ? 1 : c < 72 ? 2 : c < 94 ? 4 : 8;
+    S->survivor = 0;
+    for (int h = 0; h < MAXH; h++)
+        S->host_planes[h] = S->nplanes;
+    if (S->nplanes == 1)
+        return;
+    int nfail = chance(r, 70) + (S->nplanes >= 4 && chance(r, 30));
+    int gray = chance(r, 35);
+    for (int i = 0; i < nfail + gray; i++) {
+        struct plev *e = &S->plev[S->nplev++];
+        e->kind = i < nfail ? PL_FAIL : PL_GRAY;
+        e->on = chance(r, 25) ? 0 : below(r, 300000);
+        e->off = chance(r, 50) ? MROCE_TSTAMP_INF
+                               : e->on + 1 + below(r, 3000000);
+        e->loss = 0.05 + 0.45 * unif(r);
+        e->plane = -1;
+    }
+    S->plane_fail = nfail > 0;
+    /* Now and then a host on fewer planes (1 .. P/2: the first ones), so
+     * that its connections use min(local, peer) planes (CONN-28), or one
+     * without the PLANES extension. */
+    for (int h = 0; h < MAXH; h++)
+        S->host_planes[h] = chance(r, 90)
+                                ? S->nplanes
+                                : 1 << below(r, S->nplanes == 2   ? 1
+                                                : S->nplanes == 4 ? 2
+                                                                  : 3);
+}
+
+/* The planes a QP side's connection uses. */
+static int qs_planes(const struct scen *S, const struct qs *x)
+{
+    int a = S->host_planes[x->host], b = S->host_planes[S->q[x->peer].host];
+    return a < b ? a : b;
+}
+
+/* The planes the events hit: never the survivor, a plane every QP uses
+ * and has a home slot on (slot i's home is plane i % P), so that one plane
+ * every connection sprays over stays alive throughout. */
+static void plane_pick(struct scen *S)
+{
+    uint64_t *r = &S->rng_pl;
+    uint32_t m = (uint32_t)S->nplanes;
+    if (S->nplanes == 1)
+        return;
+    for (int i = 0; i < S->nqs; i++) {
+        if (S->q[i].attr.npaths < m)
+            m = S->q[i].attr.npaths;
+        if ((uint32_t)qs_planes(S, &S->q[i]) < m)
+            m = (uint32_t)qs_planes(S, &S->q[i]);
+    }
+    S->survivor = (int)below(r, m);
+    for (int i = 0; i < S->nplev; i++)
+        S->plev[i].plane = (S->survivor + 1 +
+                            (int)below(r, (uint32_t)S->nplanes - 1)) %
+                           S->nplanes;
 }
 
 static void gen(struct scen *S)
@@ -540,6 +662,7 @@ static void gen(struct scen *S)
     struct mroce_net_config *c = &S->ncfg.net;
     mroce_netdrive_config_default(&S->ncfg);
     mre_ep_config_default(&S->ecfg);
+    plane_draw(S);
     c->seed = S->seed;
     S->nhosts = 2 + (int)below(r, 3);
     c->hosts = (uint32_t)S->nhosts;
@@ -591,7 +714,8 @@ static void gen(struct scen *S)
     if (chance(r, 20))
         S->ecfg.rx_credit_bytes = 8192 + log_uniform(r, 1u << 20);
     S->lossy = c->loss > 0.05 || c->corrupt > 0.02 || S->blackhole >= 0 ||
-               S->gray_spine >= 0;
+               S->gray_spine >= 0 || S->nplev > 0;
+    c->planes = (uint32_t)S->nplanes;
     S->big = chance(r, 4);
     S->budget = S->big ? (24u << 20) : 64 * 1024 + log_uniform(r, 2u << 20);
     /* RNR recovery (receives posted late) only on a network that loses
@@ -608,6 +732,8 @@ static void gen(struct scen *S)
     S->tight_rq = c->loss == 0 && c->corrupt == 0 && S->blackhole < 0 &&
                   S->gray_spine < 0 && S->slow_host < 0 &&
                   c->rate_bps >= 25000000000ull && !S->big && chance(r, 60);
+    if (S->nplev) /* plane events lose packets: as for loss, above */
+        S->late_recv = S->tight_rq = 0;
     if (S->late_recv || S->tight_rq)
         c->queue_limit = MROCE_NET_UNLIMITED;
 
@@ -678,6 +804,7 @@ static void gen(struct scen *S)
     for (int i = 0; i < S->nqs; i++)
         S->q[i].phase2 = S->phased ? (int)below(r, (uint32_t)S->q[i].nwr + 1)
                                    : S->q[i].nwr;
+    plane_pick(S);
 
     snprintf(S->desc, sizeof(S->desc),
              "hosts %d spines %u delay %" PRIu64 " rate %" PRIu64
@@ -698,6 +825,30 @@ static void gen(struct scen *S)
              S->psn_wrap, S->ecfg.rx_credit_bytes, S->late_recv, S->tight_rq,
              S->phased, (uint64_t)S->t_phase, S->big, S->budget, S->npairs,
              S->streams);
+    /* Only scenarios with planes say so: others print as before. */
+    for (int i = -1; S->nplanes > 1 && i < S->nplev; i++) {
+        size_t n = strlen(S->desc);
+        if (i < 0) {
+            snprintf(S->desc + n, sizeof(S->desc) - n, " planes %d survivor %d",
+                     S->nplanes, S->survivor);
+            for (int h = 0; h < S->nhosts; h++)
+                if (S->host_planes[h] != S->nplanes) {
+                    n = strlen(S->desc);
+                    snprintf(S->desc + n, sizeof(S->desc) - n, " h%d:%d", h,
+                             S->host_planes[h]);
+                }
+            continue;
+        }
+        const struct plev *e = &S->plev[i];
+        snprintf(S->desc + n, sizeof(S->desc) - n,
+                 " %s %d/%" PRIu64 "..%" PRId64, e->kind ? "gray" : "fail",
+                 e->plane, (uint64_t)e->on,
+                 e->off == MROCE_TSTAMP_INF ? (int64_t)-1 : (int64_t)e->off);
+        if (e->kind) {
+            n = strlen(S->desc);
+            snprintf(S->desc + n, sizeof(S->desc) - n, "/%.2f", e->loss);
+        }
+    }
 }
 
 /* Place every buffer in its host's arena: regions separated by unregistered
@@ -1083,6 +1234,60 @@ static void check_ack(struct scen *S, struct qs *x, uint32_t cum,
                 check_ack_psn(S, x, y, a->cum_psn + 1 + (uint32_t)(32 * j + i));
 }
 
+/* A packet x sent on plane p->plane.  PATH-20: every packet on plane
+ * entropy % P (data: its slot's; ACK/NAK: the echoed one's), so with one
+ * plane on plane 0.  PATH-21, PATH-22: a data packet on a plane x has
+ * marked down is a probe (the plane's probe count moved by one for it),
+ * asks for an immediate ACK, and comes at least an RTO (min_rto, its
+ * floor) after the plane's previous probe; on a plane up no probe is
+ * counted. */
+static void plane_tx(struct scen *S, struct qs *x,
+                     const struct mroce_netdrive_pkt *p,
+                     const struct mrw_pkt *pk)
+{
+    int xi = (int)(x - S->q);
+    uint8_t k = p->plane;
+    if (x->np <= 1) {
+        if (k != 0)
+            fail(S, "q%d (one plane) sent %s on plane %u", xi,
+                 mrw_opcode_name(pk->base.opcode), k);
+        return;
+    }
+    if (k >= x->np || pk->base.entropy % x->np != k) {
+        fail(S, "q%d sent %s psn %u entropy %u on plane %u of %d (PATH-20)", xi,
+             mrw_opcode_name(pk->base.opcode), pk->base.psn, pk->base.entropy,
+             k, x->np);
+        return;
+    }
+    x->pl_tx[k]++;
+    S->st.pl_pkts++;
+    if (!mrw_opcode_has_psn(pk->base.opcode))
+        return;
+    const struct mre_plane *pl = &x->qp->planes->p[k];
+    if (!pl->down) {
+        if (pl->probes != x->pl_probes[k])
+            fail(S, "q%d counted a probe on plane %u, which is up", xi, k);
+    } else if (pl->probes != x->pl_probes[k] + 1) {
+        fail(S,
+             "q%d sent %s psn %u on plane %u, marked down, not as a probe "
+             "(PATH-21)",
+             xi, mrw_opcode_name(pk->base.opcode), pk->base.psn, k);
+    } else {
+        if (!(pk->base.flags & MROCE_F_ACK_REQ))
+            fail(S, "q%d probe psn %u on plane %u without ACK_REQ (PATH-22)",
+                 xi, pk->base.psn, k);
+        if (x->pl_nprobe[k] &&
+            p->now - x->pl_last_probe[k] < x->qp->attr.min_rto)
+            fail(S,
+                 "q%d probes on plane %u %" PRIu64
+                 " ns apart, under min_rto (PATH-22)",
+                 xi, k, (uint64_t)(p->now - x->pl_last_probe[k]));
+        x->pl_last_probe[k] = p->now;
+        x->pl_nprobe[k]++;
+    }
+    x->pl_probes[k] = pl->probes;
+}
+
 static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
 {
     struct scen *S = user;
@@ -1099,6 +1304,8 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
                p->src, p->dst, x ? (int)(x - S->q) : -1,
                mrw_opcode_name(pk.base.opcode), pk.base.psn, pk.base.flags,
                pk.base.entropy);
+        if (S->nplanes > 1)
+            printf(" pl %u", p->plane);
         if (pk.base.opcode == MROCE_OP_ACK)
             printf(" cum %u sack %u:%08x echo %u%s", pk.u.ack.cum_psn,
                    pk.u.ack.sack_words,
@@ -1119,6 +1326,7 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
     }
     if (!x)
         return MROCE_NETDRIVE_PASS; /* handshake: QPs not known yet */
+    plane_tx(S, x, p, &pk);
     if (mrw_opcode_has_psn(pk.base.opcode)) {
         S->st.pkts++;
         record_tx(S, x, &pk);
@@ -1133,12 +1341,27 @@ static int tx_hook(void *user, struct mroce_netdrive_pkt *p)
     return MROCE_NETDRIVE_PASS;
 }
 
-/* -v only: what the fabric delivers (after loss, corruption, CE marks). */
-static int rx_trace_hook(void *user, struct mroce_netdrive_pkt *p)
+/* What the fabric delivers (after loss, corruption, CE marks): with -v,
+ * traced; with planes, each intact ACK and NAK counted for the QP and
+ * plane it arrives at, which the engine's per-plane rx_acks must match. */
+static int rx_hook(void *user, struct mroce_netdrive_pkt *p)
 {
+    struct scen *S = user;
     struct mrw_pkt pk;
-    (void)user;
+    /* Without -v only ACKs and NAKs are decoded (Opcode is the base
+     * header's second byte): no CRC pass over every data payload. */
+    if (!S->verbose && (p->len < 2 || (p->buf[1] != MROCE_OP_ACK &&
+                                       p->buf[1] != MROCE_OP_NAK)))
+        return MROCE_NETDRIVE_PASS;
     int rc = mrw_pkt_decode(&pk, p->buf, p->len);
+    if (rc == 0 && S->nplanes > 1 &&
+        (pk.base.opcode == MROCE_OP_ACK || pk.base.opcode == MROCE_OP_NAK)) {
+        struct qs *x = find_qs(S, p->dst, pk.base.dst_qpn);
+        if (x && x->np > 1 && p->plane < x->np)
+            x->pl_rx[p->plane]++;
+    }
+    if (!S->verbose)
+        return MROCE_NETDRIVE_PASS;
     printf("%10" PRIu64 "   rx h%u->h%u spine %u %s", p->now, p->src, p->dst,
            p->spine,
            rc < 0 ? mrw_wire_error_name(rc) : mrw_opcode_name(pk.base.opcode));
@@ -1472,6 +1695,30 @@ static void on_recv_wc(struct scen *S, int host, const struct mroce_wc *wc)
     x->next_rcpl = e + 1;
 }
 
+/* Each spine's blackhole and loss from the spine and plane events in force
+ * (plane k's spine i is global spine k * spines + i; the spine events hit
+ * plane 0's). */
+static void apply_spines(struct scen *S)
+{
+    mroce_net *net = mroce_netdrive_net(S->tb->d);
+    uint32_t ns = S->ncfg.net.spines;
+    for (uint32_t g = 0; g < ns * (uint32_t)S->nplanes; g++) {
+        int dead = (int)g == S->blackhole && S->bh_state == 1;
+        double loss = (int)g == S->gray_spine ? S->gray_loss : 0;
+        for (int i = 0; i < S->nplev; i++) {
+            const struct plev *e = &S->plev[i];
+            if (e->state != 1 || (uint32_t)e->plane != g / ns)
+                continue;
+            if (e->kind == PL_FAIL)
+                dead = 1;
+            else if (e->loss > loss)
+                loss = e->loss;
+        }
+        mroce_net_set_spine_blackhole(net, g, dead);
+        mroce_net_set_spine_loss(net, g, loss);
+    }
+}
+
 /* One round of the application between model steps; returns 1 when all
  * work has completed. */
 static int app_poll(struct scen *S)
@@ -1490,14 +1737,25 @@ static int app_poll(struct scen *S)
     }
     if (S->aborted)
         return 1;
+    int spines_changed = 0;
     if (S->blackhole >= 0 && S->bh_state < 2 &&
         now >= S->t0 + (S->bh_state ? S->bh_off : S->bh_on)) {
-        mroce_net_set_spine_blackhole(mroce_netdrive_net(S->tb->d),
-                                      (uint32_t)S->blackhole, !S->bh_state);
         trace(S, "%" PRIu64 " spine %d blackhole %s\n", now, S->blackhole,
               S->bh_state ? "off" : "on");
         S->bh_state++;
+        spines_changed = 1;
     }
+    for (int i = 0; i < S->nplev; i++) {
+        struct plev *e = &S->plev[i];
+        if (e->state < 2 && now >= S->t0 + (e->state ? e->off : e->on)) {
+            trace(S, "%" PRIu64 " plane %d %s %s\n", now, e->plane,
+                  e->kind ? "gray" : "failure", e->state ? "over" : "begins");
+            e->state++;
+            spines_changed = 1;
+        }
+    }
+    if (spines_changed)
+        apply_spines(S);
     if (S->late_recv && !S->late_done && now >= S->t_late)
         S->late_done = 1;
     if (!S->phase_done && now >= S->t_phase)
@@ -1738,6 +1996,59 @@ static void check_quiescent(struct scen *S)
             fail(S, "host %d: extra completions after all work completed", hi);
 }
 
+/* The engine's plane counters against what the fabric saw (PATH-24):
+ * per plane, the packets sent on it and the ACKs and NAKs that arrived
+ * over it, which sum to the QP's totals; the slots on the planes sum to
+ * npaths (PATH-29 moves slots, never loses one); and no packet went to
+ * another plane's address (the driver's tx_cross_plane, PATH-17). */
+static void check_planes(struct scen *S)
+{
+    struct mroce_netdrive_counters dc;
+    mroce_netdrive_get_counters(S->tb->d, &dc);
+    if (dc.tx_cross_plane || dc.tx_bad_addr)
+        fail(S,
+             "%" PRIu64 " packets to another plane's address, %" PRIu64
+             " to no host",
+             dc.tx_cross_plane, dc.tx_bad_addr);
+    for (int i = 0; i < S->nqs; i++) {
+        struct qs *x = &S->q[i];
+        struct mre_plane_stats st[MAXPL];
+        struct mroce_qp_counters qc;
+        if (x->np <= 1)
+            continue;
+        int n = mre_qp_plane_stats(x->qp, st, MAXPL);
+        uint64_t tx = 0, rx = 0;
+        uint32_t paths = 0;
+        mre_qp_get_counters(x->qp, &qc);
+        for (int k = 0; k < n && k < MAXPL; k++) {
+            uint64_t dtx = st[k].tx_pkts - x->pl_base[k].tx_pkts;
+            uint64_t drx = st[k].rx_acks - x->pl_base[k].rx_acks;
+            if (dtx != x->pl_tx[k] || drx != x->pl_rx[k])
+                fail(S,
+                     "q%d plane %d: engine counts %" PRIu64 " sent / %" PRIu64
+                     " ACKs in, the fabric carried %" PRIu64 " / %" PRIu64,
+                     i, k, dtx, drx, x->pl_tx[k], x->pl_rx[k]);
+            tx += dtx;
+            rx += drx;
+            paths += st[k].paths;
+            S->st.pl_downs += st[k].downs - x->pl_base[k].downs;
+            S->st.pl_probes += st[k].probes - x->pl_base[k].probes;
+            S->st.pl_adopted += st[k].adopted - x->pl_base[k].adopted;
+            S->st.pl_moved += st[k].moved - x->pl_base[k].moved;
+        }
+        if (tx != qc.tx_pkts - x->base_tx_pkts ||
+            rx != qc.rx_acks + qc.rx_naks - x->base_rx_acks)
+            fail(S,
+                 "q%d planes sum to %" PRIu64 " sent / %" PRIu64
+                 " ACKs in, the QP counts %" PRIu64 " / %" PRIu64,
+                 i, tx, rx, qc.tx_pkts - x->base_tx_pkts,
+                 qc.rx_acks + qc.rx_naks - x->base_rx_acks);
+        if (paths != x->attr.npaths)
+            fail(S, "q%d: %u slots on its planes, npaths %u", i, paths,
+                 x->attr.npaths);
+    }
+}
+
 static void collect_stats(struct scen *S)
 {
     struct stats *t = &S->st;
@@ -1776,6 +2087,14 @@ static void collect_stats(struct scen *S)
             t->msgs++;
             t->bytes += S->q[i].wr[j].len;
         }
+    t->pl_scen[S->nplanes == 1   ? 0
+               : S->nplanes == 2 ? 1
+               : S->nplanes == 4 ? 2
+                                 : 3]++;
+    for (int i = 0; i < S->nplev; i++) {
+        t->pl_fails += S->plev[i].kind == PL_FAIL;
+        t->pl_grays += S->plev[i].kind == PL_GRAY;
+    }
 }
 
 /* The endpoints' random source: the driver's, except that in psn_wrap
@@ -1843,6 +2162,19 @@ static int connect_all(struct scen *S)
         x->cum_checked = x->start_psn;
         if (x->qp->peer_start_psn != S->q[x->peer].qp->local_start_psn)
             fail(S, "q%d learned a wrong peer start PSN", i);
+        /* Every npaths fits the planes (PATH-19), so each connection uses
+         * min(local, peer) of them (CONN-28). */
+        struct mroce_qp_counters qc;
+        x->np = mre_qp_plane_stats(x->qp, x->pl_base, MAXPL);
+        mre_qp_get_counters(x->qp, &qc);
+        x->base_tx_pkts = qc.tx_pkts;
+        x->base_rx_acks = qc.rx_acks + qc.rx_naks;
+        for (int k = 0; k < x->np && k < MAXPL; k++)
+            x->pl_probes[k] = x->pl_base[k].probes;
+        S->st.pl_fewer += x->np < S->nplanes;
+        if (x->np != qs_planes(S, x))
+            fail(S, "q%d uses %d planes, not %d (CONN-28)", i, x->np,
+                 qs_planes(S, x));
     }
     return 0;
 }
@@ -1899,13 +2231,21 @@ static void run_scenario(struct scen *S)
         return;
     }
     mroce_net *net = mroce_netdrive_net(S->tb->d);
-    for (uint32_t i = 0; i < S->ncfg.net.spines; i++)
-        mroce_net_set_spine_delay(net, i, S->spine_delay[i]);
+    for (uint32_t i = 0; i < S->ncfg.net.spines * (uint32_t)S->nplanes; i++)
+        mroce_net_set_spine_delay(net, i,
+                                  S->spine_delay[i % S->ncfg.net.spines]);
     if (S->gray_spine >= 0)
         mroce_net_set_spine_loss(net, (uint32_t)S->gray_spine, S->gray_loss);
     if (S->slow_host >= 0)
         mroce_net_set_host_rate(net, (uint32_t)S->slow_host,
                                 S->ncfg.net.rate_bps, S->slow_bps);
+    /* Hosts on fewer planes: before any QP exists, the endpoint reads its
+     * plane count at each handshake. */
+    for (int hi = 0; hi < S->nhosts && S->nplanes > 1; hi++)
+        if (S->host_planes[hi] < S->nplanes)
+            S->tb->h[hi].ep->cfg.nplanes = (uint8_t)(S->host_planes[hi] > 1
+                                                         ? S->host_planes[hi]
+                                                         : 0);
     if (S->psn_wrap)
         for (int hi = 0; hi < S->nhosts; hi++) {
             S->tb->h[hi].ep->cfg.rand = wrap_rand;
@@ -1923,8 +2263,8 @@ static void run_scenario(struct scen *S)
     if (connect_all(S) < 0)
         return;
     mroce_netdrive_set_tx_hook(S->tb->d, tx_hook, S);
-    if (S->verbose)
-        mroce_netdrive_set_rx_hook(S->tb->d, rx_trace_hook, S);
+    if (S->verbose || S->nplanes > 1)
+        mroce_netdrive_set_rx_hook(S->tb->d, rx_hook, S);
     mroce_netdrive *d = S->tb->d;
     S->t0 = mroce_netdrive_now(d);
     S->t_late += S->t0;
@@ -1983,6 +2323,7 @@ static void run_scenario(struct scen *S)
         app_poll(S);
         check_quiescent(S);
         finalize(S);
+        check_planes(S);
     }
     if (t_done > S->st.max_model_time)
         S->st.max_model_time = t_done;
@@ -2032,6 +2373,16 @@ static void add_stats(struct stats *a, const struct stats *b)
     a->paths_retired += b->paths_retired;
     a->acks_checked += b->acks_checked;
     a->psns_checked += b->psns_checked;
+    for (int k = 0; k < 4; k++)
+        a->pl_scen[k] += b->pl_scen[k];
+    a->pl_fails += b->pl_fails;
+    a->pl_grays += b->pl_grays;
+    a->pl_downs += b->pl_downs;
+    a->pl_probes += b->pl_probes;
+    a->pl_adopted += b->pl_adopted;
+    a->pl_moved += b->pl_moved;
+    a->pl_pkts += b->pl_pkts;
+    a->pl_fewer += b->pl_fewer;
     if (b->max_model_time > a->max_model_time)
         a->max_model_time = b->max_model_time;
 }
@@ -2047,7 +2398,8 @@ static void usage(void)
 {
     fprintf(
         stderr,
-        "usage: test_engine_prop [--seeds N] [--start S] [--seed N] [-v]\n"
+        "usage: test_engine_prop [--seeds N] [--start S] [--seed N] [-v] "
+        "[--one-plane]\n"
         "  default: seeds 1..%d (the CI subset); full sweep: --seeds 10000\n",
         CI_SEEDS);
 }
@@ -2068,6 +2420,8 @@ int main(int argc, char **argv)
             one = 1;
         } else if (!strcmp(argv[i], "-v")) {
             verbose = 1;
+        } else if (!strcmp(argv[i], "--one-plane")) {
+            one_plane = 1;
         } else {
             usage();
             return 2;
@@ -2121,6 +2475,15 @@ int main(int argc, char **argv)
     printf("  ACKs checked %" PRIu64
            ", PSNs verified placed before their ACK %" PRIu64 "\n",
            tot.acks_checked, tot.psns_checked);
+    printf("  planes: P = 1/2/4/8 in %" PRIu64 "/%" PRIu64 "/%" PRIu64
+           "/%" PRIu64 " scenarios (%" PRIu64
+           " QP sides on fewer planes); %" PRIu64 " plane failures, %" PRIu64
+           " gray planes; marked down %" PRIu64 " times (%" PRIu64
+           " adopted), %" PRIu64 " probes, %" PRIu64 " slots moved, %" PRIu64
+           " packets checked for their plane\n",
+           tot.pl_scen[0], tot.pl_scen[1], tot.pl_scen[2], tot.pl_scen[3],
+           tot.pl_fewer, tot.pl_fails, tot.pl_grays, tot.pl_downs,
+           tot.pl_adopted, tot.pl_probes, tot.pl_moved, tot.pl_pkts);
     printf("test_engine_prop: %" PRIu64 " passed, %" PRIu64 " failed\n", passed,
            failed);
     return failed || !passed;

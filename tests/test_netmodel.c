@@ -3,7 +3,8 @@
  * netmodel.c) on its own, without the engine: determinism, the fault
  * probabilities, serialization timing, drop-tail and ECN marking under
  * incast, spine blackholes, loss and delay, per-spine (per-path) rates with
- * their queues, the ECMP spread, back-pressure figures and the buffer pool.
+ * their queues, the ECMP spread, back-pressure figures, the buffer pool,
+ * and planes (each its own spines and host links).
  *
  * Packets carry a 32-bit id in their first bytes and a payload derived from
  * it, so a test can recognise each delivery; where corruption could hit the
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "case_table.h"
+#include "netdrive.h"
 #include "netmodel.h"
 #include "testutil.h"
 
@@ -1273,6 +1275,96 @@ static void test_reentrant(void)
     mroce_net_del(e.net);
 }
 
+/* Planes: each its own spines and host links, packets stay on theirs. */
+static void test_planes(void)
+{
+    struct mroce_net_config cfg;
+    struct log lg;
+    uint8_t buf[1000];
+    mroce_net *net;
+    mroce_net_config_default(&cfg);
+    cfg.planes = MROCE_NET_MAX_PLANES + 1;
+    CHECK_EQ_INT(mroce_net_new(&net, &cfg), MROCE_EINVAL);
+    cfg.planes = 3;
+    cfg.spines = 2;
+    cfg.rate_bps = 10000000000ull; /* 1000 B: 800 ns per link */
+    cfg.delay = 1000;
+    net = mk(&cfg);
+    CHECK_EQ(mroce_net_planes(net), 3);
+    /* One packet on each plane at t=0 from host 0, and a second one on
+     * plane 0: the planes' uplinks serialize apart, so only that second
+     * packet waits. */
+    log_init(&lg);
+    for (uint32_t k = 0; k < 3; k++) {
+        fill(buf, sizeof(buf), k);
+        CHECK(mroce_net_tx_buf(net) != NULL);
+        memcpy(mroce_net_tx_buf(net), buf, sizeof(buf));
+        CHECK_EQ_INT(mroce_net_send_staged_plane(net, k, 0, 1, (uint16_t)k,
+                                                 MROCE_ECN_ECT0, sizeof(buf),
+                                                 0),
+                     0);
+    }
+    fill(buf, sizeof(buf), 3);
+    CHECK_EQ_INT(mroce_net_send(net, 0, 1, 3, MROCE_ECN_ECT0, buf, sizeof(buf),
+                                0),
+                 0);
+    CHECK_EQ(mroce_net_uplink_backlog(net, 0, 0), 2000);
+    CHECK_EQ(mroce_net_uplink_ready(net, 0, 0), 1600);
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    CHECK_EQ(lg.n, 4);
+    for (size_t i = 0; i < lg.n; i++) {
+        uint32_t id = lg.r[i].id, k = id < 3 ? id : 0;
+        CHECK_EQ(lg.r[i].time, id < 3 ? 2600u : 3400u);
+        CHECK_EQ(lg.r[i].spine,
+                 mroce_net_spine_of_plane(net, k, 0, 1, (uint16_t)id));
+        CHECK(lg.r[i].spine >= 2 * k && lg.r[i].spine < 2 * k + 2);
+    }
+    CHECK_EQ_INT(mroce_net_send_staged_plane(net, 3, 0, 1, 0, MROCE_ECN_ECT0,
+                                             10, 0),
+                 MROCE_EINVAL);
+    CHECK_EQ(mroce_net_spine_of(net, 0, 1, 77),
+             mroce_net_spine_of_plane(net, 0, 0, 1, 77));
+    log_free(&lg);
+    /* Plane 1 fails (both its spines): nothing sent on it arrives, the
+     * other planes lose nothing. */
+    CHECK_EQ_INT(mroce_net_set_spine_blackhole(net, 2, 1), 0);
+    CHECK_EQ_INT(mroce_net_set_spine_blackhole(net, 3, 1), 0);
+    CHECK_EQ_INT(mroce_net_set_spine_blackhole(net, 6, 1), MROCE_EINVAL);
+    log_init(&lg);
+    uint32_t got[3] = {0, 0, 0};
+    for (uint32_t i = 0; i < 300; i++) {
+        uint32_t k = i % 3;
+        fill(buf, 100, i);
+        memcpy(mroce_net_tx_buf(net), buf, 100);
+        mroce_net_send_staged_plane(net, k, 1, 0, (uint16_t)(i * 7), 0, 100,
+                                    10000 + i * 1000);
+    }
+    mroce_net_deliver_due(net, MROCE_TSTAMP_INF, on_pkt, &lg);
+    for (size_t i = 0; i < lg.n; i++)
+        got[lg.r[i].id % 3]++;
+    CHECK_EQ(got[0], 100);
+    CHECK_EQ(got[1], 0);
+    CHECK_EQ(got[2], 100);
+    struct mroce_net_host_counters hc;
+    CHECK_EQ_INT(mroce_net_get_host_counters(net, 1, &hc), 0);
+    CHECK_EQ(hc.up_pkts, 300);
+    CHECK_EQ(hc.down_pkts, 4);
+    log_free(&lg);
+    mroce_net_del(net);
+    /* The driver's plane addresses: plane 0 is the plain host address. */
+    struct mre_addr ad;
+    mroce_netdrive_plane_addr(70000, 0, &ad);
+    CHECK_EQ(ad.len, 4);
+    CHECK_EQ_INT(mroce_netdrive_host_of(&ad), 70000);
+    CHECK_EQ_INT(mroce_netdrive_plane_of(&ad), 0);
+    mroce_netdrive_plane_addr(70000, 5, &ad);
+    CHECK_EQ_INT(mroce_netdrive_host_of(&ad), 70000);
+    CHECK_EQ_INT(mroce_netdrive_plane_of(&ad), 5);
+    ad.data[4] = MROCE_NET_MAX_PLANES;
+    CHECK_EQ_INT(mroce_netdrive_plane_of(&ad), -1);
+    CHECK_EQ_INT(mroce_netdrive_host_of(&ad), -1);
+}
+
 static const struct test_case cases[] = {
     {"determinism", test_determinism},
     {"loss", test_loss},
@@ -1285,6 +1377,7 @@ static const struct test_case cases[] = {
     {"spine_rate", test_spine_rate},
     {"api", test_api},
     {"reentrant", test_reentrant},
+    {"planes", test_planes},
 };
 
 int main(int argc, char **argv)

@@ -1024,6 +1024,35 @@ static void test_path_cwnd(void)
     CHECK_EQ(ps.paths[mre_path_pick(&ps, 0)].plane, 0);
 }
 
+/* PATH-21: a plane held back (down) takes nothing the picker can put
+ * elsewhere, even when the only other slot is the one to avoid (a loss
+ * probe's, LOSS-12) or is held itself (PATH-26). */
+static void test_plane_block_last(void)
+{
+    struct mre_pathset ps;
+    struct prng r = {9};
+    unsigned k, ok = 1;
+
+    setup(&ps, &r, 2);
+    CHECK_EQ(mre_pathset_set_planes(&ps, 2), 0);
+    CHECK(ps.paths[0].plane == 0 && ps.paths[1].plane == 1);
+    ps.planes_block = 1u << 1;
+    for (k = 0; k < 20; k++)
+        ok &= mre_path_pick(&ps, 0) == 0 && mre_path_pick_proven(&ps, 0) == 0;
+    CHECK(ok);
+    /* Plane 0 held back and slot 1 held: slot 1, not plane 0's. */
+    ps.planes_block = 1u << 0;
+    ps.held[0] |= 1u << 1;
+    ps.nheld = 1;
+    ok = 1;
+    for (k = 0; k < 20; k++)
+        ok &= mre_path_pick(&ps, MROCE_PATH_NONE) == 1;
+    CHECK(ok);
+    /* With every slot on a plane held back there is nothing better. */
+    ps.planes_block = 3;
+    CHECK(mre_path_pick(&ps, 0) == 1);
+}
+
 static const struct test_case cases[] = {
     {"path_cwnd", test_path_cwnd},
     {"init_args", test_init_args},
@@ -1046,6 +1075,7 @@ static const struct test_case cases[] = {
     {"reuse", test_reuse},
     {"move", test_move},
     {"stats", test_stats},
+    {"plane_block_last", test_plane_block_last},
 };
 
 int main(int argc, char **argv)

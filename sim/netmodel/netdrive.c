@@ -39,7 +39,8 @@ struct mroce_netdrive {
     mroce_net *net;
     struct dhost *h;
     uint32_t nhosts;
-    uint32_t *hheap; /* host ids, min-heap on (key, id) */
+    uint32_t nplanes; /* the fabric's, at least 1 */
+    uint32_t *hheap;  /* host ids, min-heap on (key, id) */
     uint32_t nhheap;
     uint32_t *scratch; /* hosts due this step */
     uint32_t *dirty;   /* hosts that received packets this step */
@@ -188,14 +189,80 @@ void mroce_netdrive_addr(uint32_t host, struct mre_addr *addr)
     addr->data[3] = (uint8_t)host;
 }
 
+void mroce_netdrive_plane_addr(uint32_t host, uint32_t plane,
+                               struct mre_addr *addr)
+{
+    mroce_netdrive_addr(host, addr);
+    if (plane) {
+        addr->len = 5;
+        addr->data[4] = (uint8_t)plane;
+    }
+}
+
+int mroce_netdrive_plane_of(const struct mre_addr *addr)
+{
+    if (addr->len == 4)
+        return 0;
+    if (addr->len == 5 && addr->data[4] > 0 &&
+        addr->data[4] < MROCE_NET_MAX_PLANES)
+        return addr->data[4];
+    return -1;
+}
+
 int mroce_netdrive_host_of(const struct mre_addr *addr)
 {
     uint32_t h;
-    if (addr->len != 4)
+    if (mroce_netdrive_plane_of(addr) < 0)
         return -1;
     h = (uint32_t)addr->data[0] << 24 | (uint32_t)addr->data[1] << 16 |
         (uint32_t)addr->data[2] << 8 | addr->data[3];
     return h > INT32_MAX ? -1 : (int)h;
+}
+
+/* The PLANES entry of (host, plane): fc00::<plane>:0:<host>, port 4791. */
+static void plane_entry(uint32_t host, uint32_t plane, struct mre_plane_addr *a)
+{
+    memset(a->addr, 0, sizeof(a->addr));
+    a->addr[0] = 0xfc;
+    a->addr[9] = (uint8_t)plane;
+    a->addr[12] = (uint8_t)(host >> 24);
+    a->addr[13] = (uint8_t)(host >> 16);
+    a->addr[14] = (uint8_t)(host >> 8);
+    a->addr[15] = (uint8_t)host;
+    a->port = 4791;
+}
+
+/* The engine's plane_addr: a peer's PLANES entry back to its model
+ * address.  Anything plane_entry() does not write is refused (the bytes
+ * came from the network). */
+static int plane_to_addr(struct mre_addr *out, const struct mre_plane_addr *in,
+                         void *user)
+{
+    static const uint8_t zero[8];
+    uint32_t host;
+    (void)user;
+    if (in->addr[0] != 0xfc || memcmp(in->addr + 1, zero, 8) != 0 ||
+        in->addr[9] >= MROCE_NET_MAX_PLANES || in->addr[10] || in->addr[11] ||
+        in->port != 4791)
+        return -1;
+    host = (uint32_t)in->addr[12] << 24 | (uint32_t)in->addr[13] << 16 |
+           (uint32_t)in->addr[14] << 8 | in->addr[15];
+    if (host > INT32_MAX)
+        return -1;
+    mroce_netdrive_plane_addr(host, in->addr[9], out);
+    return 0;
+}
+
+void mroce_netdrive_ep_planes(struct mre_ep_config *cfg, uint32_t host,
+                              uint32_t nplanes)
+{
+    if (nplanes > MROCE_NET_MAX_PLANES)
+        nplanes = MROCE_NET_MAX_PLANES;
+    cfg->nplanes = (uint8_t)(nplanes > 1 ? nplanes : 0);
+    cfg->plane_addr = nplanes > 1 ? plane_to_addr : NULL;
+    cfg->plane_user = NULL;
+    for (uint32_t k = 0; k < nplanes && nplanes > 1; k++)
+        plane_entry(host, k, &cfg->planes[k]);
 }
 
 void mroce_netdrive_rand(uint8_t *buf, size_t len, void *user)
@@ -241,6 +308,7 @@ int mroce_netdrive_new(mroce_netdrive **pd,
         return rc;
     }
     d->nhosts = cfg->net.hosts;
+    d->nplanes = mroce_net_planes(d->net);
     d->h = calloc(d->nhosts, sizeof(*d->h));
     d->hheap = calloc(d->nhosts, sizeof(*d->hheap));
     d->scratch = calloc(d->nhosts, sizeof(*d->scratch));
@@ -355,6 +423,7 @@ static void on_deliver(void *user, const struct mroce_net_pkt *pk)
             .entropy = pk->entropy,
             .ecn = pk->ecn,
             .spine = pk->spine,
+            .plane = pk->plane,
             .qp_num = 0,
             .buf = pk->buf,
             .len = pk->len,
@@ -368,8 +437,9 @@ static void on_deliver(void *user, const struct mroce_net_pkt *pk)
         ecn = hp.ecn;
     }
     memset(&info, 0, sizeof info);
-    mroce_netdrive_addr(pk->src, &info.from);
+    mroce_netdrive_plane_addr(pk->src, pk->plane, &info.from);
     info.ecn = ecn;
+    info.plane = pk->plane;
     mre_ep_recv(x->ep, buf, len, &info, d->now);
     d->c.rx_pkts++;
     x->stalled = 0;
@@ -386,7 +456,7 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
     for (uint32_t burst = 0; burst < d->cfg.max_burst; burst++) {
         struct mre_tx_info info;
         uint8_t *buf;
-        int n, dst;
+        int n, dst, plane;
         uint16_t entropy;
         uint8_t ecn;
         size_t len;
@@ -414,9 +484,16 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
             return;
         }
         dst = mroce_netdrive_host_of(&info.to);
-        if (dst < 0 || (uint32_t)dst >= d->nhosts) {
+        plane = mroce_netdrive_plane_of(&info.to);
+        if (dst < 0 || (uint32_t)dst >= d->nhosts || info.plane >= d->nplanes) {
             d->c.tx_bad_addr++;
             continue; /* the staged buffer is reused for the next packet */
+        }
+        if (plane != info.plane) {
+            /* Planes are not cross-connected (PATH-17): from plane k, an
+             * address on another plane is unreachable. */
+            d->c.tx_cross_plane++;
+            continue;
         }
         entropy = info.entropy;
         ecn = info.ecn;
@@ -427,8 +504,10 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
                 .dst = (uint32_t)dst,
                 .entropy = entropy,
                 .ecn = ecn,
-                .spine = (uint16_t)mroce_net_spine_of(d->net, id, (uint32_t)dst,
-                                                      entropy),
+                .spine = (uint16_t)mroce_net_spine_of_plane(d->net, info.plane,
+                                                            id, (uint32_t)dst,
+                                                            entropy),
+                .plane = info.plane,
                 .qp_num = info.qp_num,
                 .buf = buf,
                 .len = len,
@@ -443,7 +522,8 @@ static void drain(mroce_netdrive *d, uint32_t id, mroce_tstamp t)
             len = hp.len < MROCE_NET_MAX_PKT ? hp.len : MROCE_NET_MAX_PKT;
         }
         d->c.tx_pkts++;
-        mroce_net_send_staged(d->net, id, (uint32_t)dst, entropy, ecn, len, t);
+        mroce_net_send_staged_plane(d->net, info.plane, id, (uint32_t)dst,
+                                    entropy, ecn, len, t);
     }
 }
 

@@ -16,6 +16,14 @@
  *
  * Addresses: host i is the mre_addr { len 4, data = i as 4 big-endian
  * bytes } (mroce_netdrive_addr()).  Endpoints treat it as opaque bytes.
+ * On a fabric of several planes (mroce_net_config.planes) that is host i's
+ * plane-0 address; on plane k > 0 it is { len 5, i, k }
+ * (mroce_netdrive_plane_addr()).  An endpoint sends on plane
+ * mre_tx_info.plane, and a packet addressed to another plane than the one
+ * it leaves on is discarded (tx_cross_plane: planes are not
+ * cross-connected); a delivered packet comes with its plane in
+ * mre_rx_info.plane and its sender's address on that plane.
+ * mroce_netdrive_ep_planes() gives an endpoint configuration its planes.
  *
  * Cached state: the driver keeps each endpoint's expiry and "wants to write"
  * state in a heap and re-reads them only after it has called into that
@@ -78,6 +86,7 @@ struct mroce_netdrive_pkt {
     uint16_t entropy;
     uint8_t ecn;
     uint16_t spine;  /* rx: the spine it crossed; tx: the one it will */
+    uint8_t plane;   /* the plane it is sent / was delivered on */
     uint32_t qp_num; /* tx: local QP that produced it; rx: 0 */
     uint8_t *buf;
     size_t len;
@@ -95,6 +104,7 @@ typedef int (*mroce_netdrive_hook_fn)(void *user,
     X(rx_pkts)         /* packets fed to mre_ep_recv() */                 \
     X(tx_hook_drops) X(rx_hook_drops)                                       \
     X(tx_bad_addr)     /* engine addressed a non-model host: discarded */   \
+    X(tx_cross_plane)  /* addressed to another plane than it left on */     \
     X(tx_errors)       /* write_pkt < 0 (e.g. ENOBUF), or pool exhausted */ \
     X(rx_no_host)      /* delivered to a host with no endpoint */           \
     X(expiries)        /* mre_ep_handle_expiry() calls */                 \
@@ -126,6 +136,16 @@ mre_ep *mroce_netdrive_ep(const mroce_netdrive *d, uint32_t host);
 /* The model address of a host, and back (-1: not a model address). */
 void mroce_netdrive_addr(uint32_t host, struct mre_addr *addr);
 int mroce_netdrive_host_of(const struct mre_addr *addr);
+/* Host's address on plane `plane` (plane 0: mroce_netdrive_addr()), and
+ * the plane a model address names (-1: none). */
+void mroce_netdrive_plane_addr(uint32_t host, uint32_t plane,
+                               struct mre_addr *addr);
+int mroce_netdrive_plane_of(const struct mre_addr *addr);
+/* Give cfg the planes of host `host` on a fabric of nplanes planes
+ * (nplanes <= 1: none): its PLANES entries and the plane_addr that turns
+ * a peer's entries into model addresses (refusing any other). */
+void mroce_netdrive_ep_planes(struct mre_ep_config *cfg, uint32_t host,
+                              uint32_t nplanes);
 /* Deterministic random bytes for mre_ep_config.rand (rand_user = d). */
 void mroce_netdrive_rand(uint8_t *buf, size_t len, void *user);
 

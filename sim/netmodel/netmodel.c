@@ -13,6 +13,12 @@
  * the time a link stays busy rather than from a byte counter, so it does not
  * depend on how simultaneous events happen to be ordered.
  *
+ * Planes: with P planes each host has P uplinks and P downlinks and
+ * each plane its own `spines` spines, all in flat arrays: host h's links on
+ * plane k are hosts[k * H + h], plane k's spine i is spines[k * S + i].
+ * With one plane that is the layout, and the hash, of a fabric without
+ * planes.
+ *
  * Every queue (uplinks, spine queues, downlinks) is the core's link
  * primitive (link.h) at a fixed-point rate, with its drop-tail and step
  * ECN rules; the spine faults and the global faults are this file's.
@@ -34,8 +40,8 @@
 #define PS_PER_NS 1000u
 #define PKTS_PER_CHUNK 32u
 #define MAX_HOSTS (1u << 20) /* the spine hash packs src/dst in 20 bits */
-#define MAX_SPINES 65535u
-#define P_ONE (1ull << 53) /* probability 1.0 as a threshold on 53 bits */
+#define MAX_SPINES 65535u    /* all planes' together */
+#define P_ONE (1ull << 53)   /* probability 1.0 as a threshold on 53 bits */
 
 enum { ST_ARRIVE = 0, ST_DELIVER = 1, ST_SPINE_OUT = 2 };
 
@@ -45,7 +51,8 @@ struct pkt {
     uint32_t src, dst;
     uint32_t len;
     uint16_t entropy;
-    uint16_t spine;
+    uint16_t spine; /* global index: plane * spines + spine in the plane */
+    uint8_t plane;
     uint8_t ecn;
     uint8_t stage;
     uint8_t data[MROCE_NET_MAX_PKT];
@@ -75,8 +82,9 @@ struct spine {
 
 struct mroce_net {
     struct mroce_net_config cfg;
-    struct host *hosts;
-    struct spine *spines;
+    uint32_t nplanes;     /* cfg.planes, at least 1 */
+    struct host *hosts;   /* hosts * nplanes: links of (plane, host) */
+    struct spine *spines; /* spines * nplanes */
 
     struct evq q;      /* ps; type = stage, idx = packet id */
     struct pkt **byid; /* packet table, npkts entries */
@@ -232,17 +240,21 @@ int mroce_net_new(mroce_net **pnet, const struct mroce_net_config *cfg)
         !prob_ok(cfg->loss) || !prob_ok(cfg->dup) || !prob_ok(cfg->corrupt) ||
         !prob_ok(cfg->reorder))
         return MROCE_EINVAL;
+    uint32_t np = cfg->planes ? cfg->planes : 1;
+    if (np > MROCE_NET_MAX_PLANES || cfg->spines * np > MAX_SPINES)
+        return MROCE_EINVAL;
     net = calloc(1, sizeof(*net));
     if (!net)
         return MROCE_ENOMEM;
     net->cfg = *cfg;
-    net->hosts = calloc(cfg->hosts, sizeof(*net->hosts));
-    net->spines = calloc(cfg->spines, sizeof(*net->spines));
+    net->nplanes = np;
+    net->hosts = calloc((size_t)cfg->hosts * np, sizeof(*net->hosts));
+    net->spines = calloc((size_t)cfg->spines * np, sizeof(*net->spines));
     if (!net->hosts || !net->spines || evq_init(&net->q, 64) < 0) {
         mroce_net_del(net);
         return MROCE_ENOMEM;
     }
-    for (uint32_t i = 0; i < cfg->hosts; i++)
+    for (uint32_t i = 0; i < cfg->hosts * np; i++)
         net->hosts[i].up.rate = net->hosts[i].down.rate = slink_rate_fixed(
             cfg->rate_bps);
     net->delay_ps = ns_to_ps(cfg->delay);
@@ -284,13 +296,33 @@ const struct mroce_net_config *mroce_net_config_get(const mroce_net *net)
 
 /* ---- sending ---- */
 
+uint32_t mroce_net_spine_of_plane(const mroce_net *net, uint32_t plane,
+                                  uint32_t src, uint32_t dst, uint16_t entropy)
+{
+    /* src and dst are < 2^20 and plane < 8, so the fields do not overlap;
+     * plane 0 hashes as a fabric without planes. */
+    uint64_t h = rng_mix64(net->hash_seed ^ ((uint64_t)plane << 60) ^
+                           ((uint64_t)src << 40) ^ ((uint64_t)dst << 16) ^
+                           entropy);
+    return plane * net->cfg.spines +
+           (uint32_t)(((h >> 32) * net->cfg.spines) >> 32);
+}
+
 uint32_t mroce_net_spine_of(const mroce_net *net, uint32_t src, uint32_t dst,
                             uint16_t entropy)
 {
-    /* src and dst are < 2^20, so the three fields do not overlap. */
-    uint64_t h = rng_mix64(net->hash_seed ^ ((uint64_t)src << 40) ^
-                           ((uint64_t)dst << 16) ^ entropy);
-    return (uint32_t)(((h >> 32) * net->cfg.spines) >> 32);
+    return mroce_net_spine_of_plane(net, 0, src, dst, entropy);
+}
+
+uint32_t mroce_net_planes(const mroce_net *net)
+{
+    return net->nplanes;
+}
+
+/* The links of host h on plane k. */
+static struct host *host_at(mroce_net *net, uint32_t plane, uint32_t h)
+{
+    return &net->hosts[(size_t)plane * net->cfg.hosts + h];
 }
 
 /* Send one copy from the end of the uplink (time t) towards the spine. */
@@ -321,13 +353,15 @@ uint8_t *mroce_net_tx_buf(mroce_net *net)
     return net->staged ? net->staged->data : NULL;
 }
 
-int mroce_net_send_staged(mroce_net *net, uint32_t src, uint32_t dst,
-                          uint16_t entropy, uint8_t ecn, size_t len,
-                          mroce_tstamp now)
+int mroce_net_send_staged_plane(mroce_net *net, uint32_t plane, uint32_t src,
+                                uint32_t dst, uint16_t entropy, uint8_t ecn,
+                                size_t len, mroce_tstamp now)
 {
     struct pkt *p = net->staged;
+    struct host *up;
     uint64_t t;
-    if (src >= net->cfg.hosts || dst >= net->cfg.hosts || !p)
+    if (src >= net->cfg.hosts || dst >= net->cfg.hosts ||
+        plane >= net->nplanes || !p)
         return MROCE_EINVAL;
     if (len > MROCE_NET_MAX_PKT) {
         net->c.drop_oversize++;
@@ -338,19 +372,22 @@ int mroce_net_send_staged(mroce_net *net, uint32_t src, uint32_t dst,
     p->dst = dst;
     p->len = (uint32_t)len;
     p->entropy = entropy;
+    p->plane = (uint8_t)plane;
     p->ecn = ecn & 3;
     net->c.tx_pkts++;
     net->c.tx_bytes += len;
-    net->hosts[src].c.up_pkts++;
-    net->hosts[src].c.up_bytes += len;
-    t = slink_tx(&net->hosts[src].up, ns_to_ps(now), p->len);
+    up = host_at(net, plane, src);
+    up->c.up_pkts++;
+    up->c.up_bytes += len;
+    t = slink_tx(&up->up, ns_to_ps(now), p->len);
 
     if (net->loss_th && rng_hit(&net->r_loss, net->loss_th)) {
         net->c.drop_loss++;
         pkt_put(net, p);
         return 0;
     }
-    p->spine = (uint16_t)mroce_net_spine_of(net, src, dst, entropy);
+    p->spine = (uint16_t)mroce_net_spine_of_plane(net, plane, src, dst,
+                                                  entropy);
     if (net->dup_th && rng_hit(&net->r_dup, net->dup_th)) {
         /* Copy before the original can be corrupted: each copy gets its
          * own corruption and reordering draws. */
@@ -368,6 +405,14 @@ int mroce_net_send_staged(mroce_net *net, uint32_t src, uint32_t dst,
     }
     inject(net, p, t);
     return 0;
+}
+
+int mroce_net_send_staged(mroce_net *net, uint32_t src, uint32_t dst,
+                          uint16_t entropy, uint8_t ecn, size_t len,
+                          mroce_tstamp now)
+{
+    return mroce_net_send_staged_plane(net, 0, src, dst, entropy, ecn, len,
+                                       now);
 }
 
 int mroce_net_send(mroce_net *net, uint32_t src, uint32_t dst, uint16_t entropy,
@@ -472,7 +517,7 @@ static void spine_out(mroce_net *net, uint64_t t, struct pkt *p)
 static void downlink(mroce_net *net, uint64_t t, struct pkt *p)
 {
     struct spine *sp = &net->spines[p->spine];
-    struct host *h = &net->hosts[p->dst];
+    struct host *h = host_at(net, p->plane, p->dst);
     uint32_t occ = 0;
     uint64_t fill;
 
@@ -521,7 +566,7 @@ size_t mroce_net_deliver_due(mroce_net *net, mroce_tstamp now,
             spine_out(net, e.t, p);
             continue;
         }
-        h = &net->hosts[p->dst];
+        h = host_at(net, p->plane, p->dst);
         h->c.down_pkts++;
         h->c.down_bytes += p->len;
         net->c.rx_pkts++;
@@ -533,6 +578,7 @@ size_t mroce_net_deliver_due(mroce_net *net, mroce_tstamp now,
         out.entropy = p->entropy;
         out.ecn = p->ecn;
         out.spine = p->spine;
+        out.plane = p->plane;
         out.buf = p->data;
         out.len = p->len;
         out.time = ps_to_ns_ceil(e.t);
@@ -554,17 +600,31 @@ size_t mroce_net_in_flight(const mroce_net *net)
 uint32_t mroce_net_uplink_backlog(const mroce_net *net, uint32_t host,
                                   mroce_tstamp now)
 {
+    uint32_t most = 0;
     if (host >= net->cfg.hosts)
         return 0;
-    return slink_backlog(&net->hosts[host].up, ns_to_ps(now));
+    for (uint32_t k = 0; k < net->nplanes; k++) {
+        uint32_t b = slink_backlog(&net->hosts[k * net->cfg.hosts + host].up,
+                                   ns_to_ps(now));
+        if (b > most)
+            most = b;
+    }
+    return most;
 }
 
 mroce_tstamp mroce_net_uplink_ready(const mroce_net *net, uint32_t host,
                                     uint32_t queue_bytes)
 {
+    uint64_t last = 0;
     if (host >= net->cfg.hosts)
         return MROCE_TSTAMP_INF;
-    return ps_to_ns_ceil(slink_ready_ps(&net->hosts[host].up, queue_bytes));
+    for (uint32_t k = 0; k < net->nplanes; k++) {
+        uint64_t r = slink_ready_ps(&net->hosts[k * net->cfg.hosts + host].up,
+                                    queue_bytes);
+        if (r > last)
+            last = r;
+    }
+    return ps_to_ns_ceil(last);
 }
 
 /* ---- settings ---- */
@@ -624,7 +684,7 @@ int mroce_net_set_rate(mroce_net *net, uint64_t rate_bps)
     if (!rate_ok(rate_bps))
         return MROCE_EINVAL;
     net->cfg.rate_bps = rate_bps;
-    for (uint32_t i = 0; i < net->cfg.hosts; i++)
+    for (uint32_t i = 0; i < net->cfg.hosts * net->nplanes; i++)
         net->hosts[i].up.rate = net->hosts[i].down.rate = slink_rate_fixed(
             rate_bps);
     return 0;
@@ -635,15 +695,17 @@ int mroce_net_set_host_rate(mroce_net *net, uint32_t host, uint64_t up_bps,
 {
     if (host >= net->cfg.hosts || !rate_ok(up_bps) || !rate_ok(down_bps))
         return MROCE_EINVAL;
-    net->hosts[host].up.rate = slink_rate_fixed(up_bps);
-    net->hosts[host].down.rate = slink_rate_fixed(down_bps);
+    for (uint32_t k = 0; k < net->nplanes; k++) {
+        host_at(net, k, host)->up.rate = slink_rate_fixed(up_bps);
+        host_at(net, k, host)->down.rate = slink_rate_fixed(down_bps);
+    }
     return 0;
 }
 
 int mroce_net_set_spine_delay(mroce_net *net, uint32_t spine,
                               mroce_tstamp extra)
 {
-    if (spine >= net->cfg.spines)
+    if (spine >= net->cfg.spines * net->nplanes)
         return MROCE_EINVAL;
     net->spines[spine].delay_ps = ns_to_ps(extra);
     return 0;
@@ -651,7 +713,7 @@ int mroce_net_set_spine_delay(mroce_net *net, uint32_t spine,
 
 int mroce_net_set_spine_loss(mroce_net *net, uint32_t spine, double p)
 {
-    if (spine >= net->cfg.spines || !prob_ok(p))
+    if (spine >= net->cfg.spines * net->nplanes || !prob_ok(p))
         return MROCE_EINVAL;
     net->spines[spine].loss = p;
     net->spines[spine].loss_th = prob_th(p);
@@ -660,7 +722,7 @@ int mroce_net_set_spine_loss(mroce_net *net, uint32_t spine, double p)
 
 int mroce_net_set_spine_blackhole(mroce_net *net, uint32_t spine, int on)
 {
-    if (spine >= net->cfg.spines)
+    if (spine >= net->cfg.spines * net->nplanes)
         return MROCE_EINVAL;
     net->spines[spine].blackhole = !!on;
     return 0;
@@ -670,7 +732,7 @@ int mroce_net_set_spine_rate(mroce_net *net, uint32_t spine, uint64_t rate_bps,
                              uint32_t queue_limit, uint32_t ecn_thresh)
 {
     struct spine *sp;
-    if (spine >= net->cfg.spines || !rate_ok(rate_bps))
+    if (spine >= net->cfg.spines * net->nplanes || !rate_ok(rate_bps))
         return MROCE_EINVAL;
     sp = &net->spines[spine];
     sp->link.rate = slink_rate_fixed(rate_bps);
@@ -689,7 +751,7 @@ void mroce_net_get_counters(const mroce_net *net, struct mroce_net_counters *c)
 int mroce_net_get_spine_counters(const mroce_net *net, uint32_t spine,
                                  struct mroce_net_spine_counters *c)
 {
-    if (spine >= net->cfg.spines)
+    if (spine >= net->cfg.spines * net->nplanes)
         return MROCE_EINVAL;
     *c = net->spines[spine].c;
     return 0;
@@ -700,15 +762,27 @@ int mroce_net_get_host_counters(const mroce_net *net, uint32_t host,
 {
     if (host >= net->cfg.hosts)
         return MROCE_EINVAL;
-    *c = net->hosts[host].c;
+    memset(c, 0, sizeof(*c));
+    for (uint32_t k = 0; k < net->nplanes; k++) {
+        const struct mroce_net_host_counters *x =
+            &net->hosts[k * net->cfg.hosts + host].c;
+        c->up_pkts += x->up_pkts;
+        c->up_bytes += x->up_bytes;
+        c->down_pkts += x->down_pkts;
+        c->down_bytes += x->down_bytes;
+        c->down_drops += x->down_drops;
+        c->down_ce_marks += x->down_ce_marks;
+        if (x->down_max_queue > c->down_max_queue)
+            c->down_max_queue = x->down_max_queue;
+    }
     return 0;
 }
 
 void mroce_net_reset_counters(mroce_net *net)
 {
     memset(&net->c, 0, sizeof(net->c));
-    for (uint32_t i = 0; i < net->cfg.hosts; i++)
+    for (uint32_t i = 0; i < net->cfg.hosts * net->nplanes; i++)
         memset(&net->hosts[i].c, 0, sizeof(net->hosts[i].c));
-    for (uint32_t i = 0; i < net->cfg.spines; i++)
+    for (uint32_t i = 0; i < net->cfg.spines * net->nplanes; i++)
         memset(&net->spines[i].c, 0, sizeof(net->spines[i].c));
 }

@@ -41,6 +41,14 @@
  *     shows here.  The downlink is FIFO, so packets that share a spine and a
  *     destination keep their order unless reordering is enabled (the engine's
  *     per-path loss detection relies on that).
+ *   - Planes (docs/spec/multipath.md, Planes; config `planes`, default 1):
+ *     P parallel fabrics of this shape.  Each host has an uplink and a
+ *     downlink on every plane, each plane its own `spines` spines (global
+ *     spine index plane * spines + i, for the spine calls and counters), and
+ *     a packet sent on plane k crosses only plane k's spines and links.
+ *     Planes are not cross-connected: a packet stays on the plane it was
+ *     sent on.  A plane fails as its spines do (blackhole every one of
+ *     them).  With one plane the fabric is the one above, hash and all.
  *   - Unloaded one-way latency = ser(len, uplink) + delay + spine delay +
  *     [ser(len, spine) if the spine has a rate +] ser(len, downlink).
  *
@@ -79,13 +87,18 @@ extern "C" {
 #define MROCE_NET_MAX_PKT 9216
 /* queue_limit / ecn_thresh value meaning "no limit" / "never mark". */
 #define MROCE_NET_UNLIMITED UINT32_MAX
+/* Most planes a fabric has (as MROCE_EP_MAX_PLANES). */
+#define MROCE_NET_MAX_PLANES 8
 
 typedef struct mroce_net mroce_net;
 
 struct mroce_net_config {
     uint64_t seed;        /* all randomness derives from it; default 1 */
     uint32_t hosts;       /* 1..2^20; default 2 */
-    uint32_t spines;      /* 1..65535; default 4 */
+    uint32_t spines;      /* per plane, 1..65535 (all planes' together);
+                             default 4 */
+    uint32_t planes;      /* parallel fabrics, 0 or 1 = one; at most
+                             MROCE_NET_MAX_PLANES */
     mroce_tstamp delay;   /* base one-way propagation delay, ns; 2000 */
     uint64_t rate_bps;    /* every host link, bits/s; 100e9; 0 = infinite
                                 (no serialization, no queueing); else >= 1000 */
@@ -161,7 +174,8 @@ struct mroce_net_pkt {
     uint32_t src, dst;
     uint16_t entropy;
     uint8_t ecn;    /* enum mre_ecn, CE if marked on the way */
-    uint16_t spine; /* the spine it crossed */
+    uint16_t spine; /* the spine it crossed (global index) */
+    uint8_t plane;  /* the plane it was sent and delivered on */
     uint8_t *buf;
     size_t len;
     mroce_tstamp time; /* delivery time, ns (rounded up) */
@@ -187,6 +201,11 @@ const struct mroce_net_config *mroce_net_config_get(const mroce_net *net);
 int mroce_net_send(mroce_net *net, uint32_t src, uint32_t dst, uint16_t entropy,
                    uint8_t ecn, const uint8_t *buf, size_t len,
                    mroce_tstamp now);
+/* The same on plane `plane` (< planes): src's uplink and dst's downlink
+ * there, one of the plane's spines.  mroce_net_send_staged() is plane 0. */
+int mroce_net_send_staged_plane(mroce_net *net, uint32_t plane, uint32_t src,
+                                uint32_t dst, uint16_t entropy, uint8_t ecn,
+                                size_t len, mroce_tstamp now);
 /* Zero-copy send: mroce_net_tx_buf() returns a buffer of MROCE_NET_MAX_PKT
  * bytes owned by the model (the same one until it is sent; NULL if the pool
  * is exhausted); fill it and hand it over with mroce_net_send_staged(), which
@@ -211,20 +230,27 @@ size_t mroce_net_deliver_due(mroce_net *net, mroce_tstamp now,
 size_t mroce_net_in_flight(const mroce_net *net);
 
 /* --- uplink back-pressure --- */
-/* Bytes on host's uplink not yet serialized at time now. */
+/* Bytes on host's uplink not yet serialized at time now (with planes: on
+ * the fullest of its uplinks). */
 uint32_t mroce_net_uplink_backlog(const mroce_net *net, uint32_t host,
                                   mroce_tstamp now);
 /* Earliest time (ns) at which host's uplink holds less than queue_bytes of
  * unsent data (queue_bytes 0: is completely idle).  May be in the past;
- * 0 for an infinite-rate link (with queue_bytes > 0). */
+ * 0 for an infinite-rate link (with queue_bytes > 0).  With planes: when
+ * every one of the host's uplinks does. */
 mroce_tstamp mroce_net_uplink_ready(const mroce_net *net, uint32_t host,
                                     uint32_t queue_bytes);
 
 /* --- routing --- */
 /* The spine that packets from src to dst with this entropy cross (ECMP hash,
- * keyed by the seed; the reverse direction hashes independently). */
+ * keyed by the seed; the reverse direction hashes independently), on plane
+ * 0 / on plane `plane`: a global spine index, one of that plane's. */
 uint32_t mroce_net_spine_of(const mroce_net *net, uint32_t src, uint32_t dst,
                             uint16_t entropy);
+uint32_t mroce_net_spine_of_plane(const mroce_net *net, uint32_t plane,
+                                  uint32_t src, uint32_t dst, uint16_t entropy);
+/* The fabric's plane count (at least 1). */
+uint32_t mroce_net_planes(const mroce_net *net);
 
 /* --- runtime settings (take effect for packets entering the fabric, or for
  * spine settings crossing the spine, from now on) --- */
@@ -238,7 +264,8 @@ void mroce_net_set_queue(mroce_net *net, uint32_t queue_limit,
                          uint32_t ecn_thresh);
 /* Rate of every host link (0 = infinite; else >= 1000). */
 int mroce_net_set_rate(mroce_net *net, uint64_t rate_bps);
-/* One host's uplink and downlink rates (asymmetric hosts, slow receivers). */
+/* One host's uplink and downlink rates (asymmetric hosts, slow receivers),
+ * on every plane. */
 int mroce_net_set_host_rate(mroce_net *net, uint32_t host, uint64_t up_bps,
                             uint64_t down_bps);
 int mroce_net_set_spine_delay(mroce_net *net, uint32_t spine,
@@ -260,6 +287,8 @@ int mroce_net_set_spine_rate(mroce_net *net, uint32_t spine, uint64_t rate_bps,
 void mroce_net_get_counters(const mroce_net *net, struct mroce_net_counters *c);
 int mroce_net_get_spine_counters(const mroce_net *net, uint32_t spine,
                                  struct mroce_net_spine_counters *c);
+/* A host's counters summed over its planes (down_max_queue: the peak of
+ * any one downlink). */
 int mroce_net_get_host_counters(const mroce_net *net, uint32_t host,
                                 struct mroce_net_host_counters *c);
 /* Zero every counter (e.g. after warm-up). */

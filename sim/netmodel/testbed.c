@@ -49,6 +49,10 @@ int mroce_tb_new(struct mroce_testbed **ptb,
         ec.mem = mroce_tb_stdmem;
         ec.rand = mroce_netdrive_rand;
         ec.rand_user = tb->d;
+        if (mroce_net_planes(mroce_netdrive_net(tb->d)) > 1)
+            mroce_netdrive_ep_planes(&ec, i,
+                                     mroce_net_planes(
+                                         mroce_netdrive_net(tb->d)));
         if ((rc = mre_ep_new(&tb->h[i].ep, &ec)) < 0 ||
             (rc = mre_cq_new(tb->h[i].ep, 1024, &tb->h[i].scq)) < 0 ||
             (rc = mre_cq_new(tb->h[i].ep, 1024, &tb->h[i].rcq)) < 0 ||

@@ -30,7 +30,9 @@ struct mroce_testbed {
 extern const struct mre_mem mroce_tb_stdmem;
 
 /* Create the driver from cfg (cfg->net.hosts hosts) and one endpoint per
- * host; epcfg may be NULL for defaults (its mem and rand are replaced). */
+ * host; epcfg may be NULL for defaults (its mem and rand are replaced, and
+ * on a fabric of several planes its planes: each endpoint attaches to
+ * every plane, mroce_netdrive_ep_planes()). */
 int mroce_tb_new(struct mroce_testbed **ptb,
                  const struct mroce_netdrive_config *cfg,
                  const struct mre_ep_config *epcfg);

@@ -250,6 +250,13 @@ int mre_pathset_set_planes(struct mre_pathset *ps, uint8_t nplanes)
     return 0;
 }
 
+/* A slot whose plane is held back (PATH-21, PATH-26), plane.c. */
+static inline int path_plane_blocked(const struct mre_pathset *ps,
+                                     const struct mre_path *p)
+{
+    return (ps->planes_block >> p->plane) & 1;
+}
+
 /* A slot the plane logic holds back: its plane (PATH-21) or the slot
  * itself (PATH-26), plane.c. */
 static inline int path_blocked(const struct mre_pathset *ps,
@@ -257,7 +264,7 @@ static inline int path_blocked(const struct mre_pathset *ps,
 {
     uint32_t i;
 
-    if ((ps->planes_block >> p->plane) & 1)
+    if (path_plane_blocked(ps, p))
         return 1;
     if (!ps->nheld)
         return 0;
@@ -423,10 +430,33 @@ static void path_new_sweep(struct mre_pathset *ps)
     ps->mean_weight = (uint8_t)(ps->wsum / ps->npaths);
 }
 
+/* Nothing pickable but `avoid`, if that: `avoid`, or a slot held (PATH-26)
+ * or draining, before a slot of a plane held back, since a down plane
+ * takes nothing but its probes (PATH-21), which come through its block's
+ * gaps; a blocked slot only when there is no other.  Without planes
+ * (planes_block 0) the first slot but `avoid`. */
+static uint16_t path_pick_last(const struct mre_pathset *ps, uint16_t avoid)
+{
+    uint32_t n = ps->npaths, k;
+
+    if (ps->planes_block) {
+        if (avoid < n && !path_plane_blocked(ps, &ps->paths[avoid]))
+            return avoid;
+        for (k = 0; k < n; k++)
+            if (k != avoid && !path_plane_blocked(ps, &ps->paths[k]))
+                return (uint16_t)k;
+    }
+    for (k = 0; k < n; k++)
+        if (k != avoid)
+            return (uint16_t)k;
+    return 0;
+}
+
 /* With every slot but at most one full (CC-21), the round robin would
  * sweep many times for nothing: take the slot with room (not `avoid` if
  * another has room) on a plane that is not held back, else, as pick_one
- * does, a slot of such a plane, else `avoid` or slot 0. */
+ * does, a slot of such a plane, else `avoid` or slot 0 (a plane held back
+ * only if nothing else is, path_pick_last). */
 static uint16_t path_pick_room(struct mre_pathset *ps, uint16_t avoid)
 {
     uint32_t k, alt = MROCE_PATH_NONE;
@@ -440,10 +470,13 @@ static uint16_t path_pick_room(struct mre_pathset *ps, uint16_t avoid)
     }
     if (alt != MROCE_PATH_NONE)
         return (uint16_t)alt;
-    if (ps->planes_block)
+    if (ps->planes_block) {
         for (k = 0; k < ps->npaths; k++)
             if (k != avoid && !path_unpickable(ps, &ps->paths[k]))
                 return (uint16_t)k;
+        if (avoid >= ps->npaths || path_plane_blocked(ps, &ps->paths[avoid]))
+            return path_pick_last(ps, avoid);
+    }
     return avoid < ps->npaths ? avoid : 0;
 }
 
@@ -483,10 +516,7 @@ static uint16_t path_pick_one(struct mre_pathset *ps, uint16_t avoid)
     for (k = 0; k < n; k++)
         if (k != avoid && !path_unpickable(ps, &ps->paths[k]))
             return (uint16_t)k;
-    for (k = 0; k < n; k++)
-        if (k != avoid)
-            return (uint16_t)k;
-    return 0;
+    return path_pick_last(ps, avoid);
 }
 
 uint32_t mre_path_on_sent(struct mre_pathset *ps, uint16_t i, uint32_t bytes)

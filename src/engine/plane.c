@@ -209,6 +209,19 @@ static int plane_open(const struct mre_planes *pl, uint8_t k)
     return !pl->p[k].down && !pl->p[k].unusable;
 }
 
+/* Bit k: plane k is open and holds slots, so data can go on it.  With
+ * npaths < P some planes hold none: another plane "up" is then no place
+ * to send. */
+static uint8_t plane_live(const struct mre_planes *pl)
+{
+    uint8_t live = 0;
+
+    for (uint8_t k = 0; k < pl->n; k++)
+        if (plane_open(pl, k) && pl->p[k].nslots)
+            live |= (uint8_t)(1u << k);
+    return live;
+}
+
 /* PATH-30: what is in flight on slot i went into a plane now down: lost
  * (cause path, no congestion signal, as for a retired slot's packets),
  * to be resent on the planes up, and no longer holding the window. */
@@ -388,15 +401,40 @@ static mroce_tstamp plane_probe_interval(const mre_qp *qp,
     return plane_rto(qp) << p->backoff;
 }
 
-/* Down (PATH-21, PATH-25, PATH-27), unless it is the last plane up;
- * returns 1 if it went down.  The plane's held slots go back to the plane
- * block, which now covers them, so that its probes can use any. */
+/* Whether the connection keeps a slot to send data on once plane k is
+ * down (PATH-21's last plane up): a slot on an open plane, or one of k's
+ * that moves to one, other than k's probe slot, slot k, which stays
+ * (PATH-29).  With npaths < P some planes hold no slot, and such a plane
+ * is up in name only: were every plane with slots down, each packet would
+ * go out on a down plane, as a probe or as none at all. */
+static int plane_down_leaves_slots(const mre_qp *qp,
+                                   const struct mre_planes *pl, uint8_t k)
+{
+    int open = 0;
+
+    for (uint8_t j = 0; j < pl->n; j++)
+        open |= j != k && plane_open(pl, j);
+    if (!open)
+        return 0;
+    for (uint32_t i = 0; i < qp->paths.npaths; i++) {
+        uint8_t j = qp->path_slots[i].plane;
+        if (i != k && (j == k || plane_open(pl, j)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Down (PATH-21, PATH-25, PATH-27), unless it is the last plane up, or
+ * the last with slots; returns 1 if it went down.  The plane's held slots
+ * go back to the plane block, which now covers them, so that its probes
+ * can use any. */
 static int plane_down(mre_qp *qp, struct mre_planes *pl, uint8_t plane,
                       mroce_tstamp now, int publish)
 {
     struct mre_plane *p = &pl->p[plane];
 
     if (p->down || p->unusable || pl->ndown + 1 >= pl->n ||
+        !plane_down_leaves_slots(qp, pl, plane) ||
         (publish && MROCE_SEEDED_FAULT(PLANES_NO_DOWN)))
         return 0;
     p->down = 1;
@@ -462,7 +500,7 @@ void mre_plane_on_loss(mre_qp *qp, uint16_t slot, int retired)
     /* PATH-26: a slot retired while its plane is under suspicion waits,
      * fresh entropy and all, for the plane to answer; never the last slot
      * of the last plane up. */
-    if (!p->down && pl->ndown + 1 < pl->n &&
+    if (!p->down && (plane_live(pl) & ~(1u << k)) &&
         !MROCE_SEEDED_FAULT(PLANES_NO_HOLD))
         slot_hold(&qp->paths, slot, 1);
     /* PATH-21: every slot of the plane retired since an ACK came over it;
@@ -537,7 +575,7 @@ void mre_plane_pick_begin(mre_qp *qp, mroce_tstamp now, int retx)
     /* PATH-26: a retransmission stays off a plane under suspicion too,
      * while another plane is open to it. */
     if (retx && pl->suspect && !MROCE_SEEDED_FAULT(PLANES_NO_HOLD) &&
-        ((block | pl->suspect) & ((1u << pl->n) - 1)) != (1u << pl->n) - 1)
+        (plane_live(pl) & ~(block | pl->suspect)))
         block |= pl->suspect;
     qp->paths.planes_block = block;
 }

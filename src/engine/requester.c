@@ -245,8 +245,9 @@ static uint8_t wr_to_opcode(unsigned op)
 #define FUSED_CRC_MIN 256
 
 /* Encode the packet described by tx entry psn (first transmission or not)
- * into buf, for path slot `path`.  Returns its length, 0 if the entry no
- * longer needs sending, or MROCE_ENOBUF. */
+ * into buf, for path slot `path`; ack_req 1 sets ACK_REQ if it is a LAST
+ * packet (REL-23), 2 whatever it is (a plane's probe, PATH-22).  Returns
+ * its length, 0 if the entry no longer needs sending, or MROCE_ENOBUF. */
 static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
                      size_t cap, int ack_req, mroce_tstamp now)
 {
@@ -334,7 +335,7 @@ static int build_pkt(mre_qp *qp, uint32_t psn, uint16_t path, uint8_t *buf,
         p.base.flags |= MROCE_F_RETX;
     if (e->probe)
         p.base.flags |= MROCE_F_PROBE | MROCE_F_ACK_REQ;
-    if (ack_req && (p.base.flags & MROCE_F_LAST))
+    if (ack_req > 1 || (ack_req && (p.base.flags & MROCE_F_LAST)))
         p.base.flags |= MROCE_F_ACK_REQ;
     if (qp->attr.credit_mode)
         p.base.flags |= MROCE_F_CREDIT;
@@ -392,7 +393,8 @@ static int send_entry(mre_qp *qp, uint32_t psn, uint16_t avoid, int recovery,
     uint16_t picked = recovery ? mre_path_pick_proven(&qp->paths, avoid)
                                : mre_path_pick(&qp->paths, avoid);
     if (mre_plane_picked(qp, picked, now))
-        ack_req = 1; /* a down plane's probe: its ACK brings it back */
+        ack_req = 2; /* a down plane's probe, LAST or not (PATH-22): its
+                        ACK, at once, brings the plane back */
     int n = build_pkt(qp, psn, picked, buf, cap, ack_req, now);
     if (n <= 0)
         return n;
