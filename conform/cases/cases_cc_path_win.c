@@ -11,7 +11,10 @@
  * echoes (not a loaded host's delays) trim windows, and where ACKs are
  * withheld or late the tester advertises a max_ack_delay of 90 ms: the
  * withheld packets then wait out their loss guard (LOSS-7 (c)) and their
- * timeout (LOSS-8) while the case counts them.
+ * timeout (LOSS-8) while the case counts them.  A withheld packet at
+ * snd_una waits only 4 rttvar for the ACK hold (LOSS-31), so
+ * cc_path_fresh_window keeps the IUT's rttvar at tens of milliseconds
+ * with late copies of its ACKs (a network that delays some ACKs).
  */
 #include <stdio.h>
 #include <string.h>
@@ -106,20 +109,87 @@ static void mark_rcv(struct ct_conn *c, uint32_t psn)
 
 #define FRESH_SPAN 200 /* PSNs per phase: within the 256 SACK bits */
 #define FRESH_MAX_B 256
+#define FRESH_STOP 40    /* new packets on A alone: B's window is full */
+#define FRESH_LATE_MS 20 /* how late the late copies of ACKs arrive */
+#define FRESH_WARM 4     /* one-packet WRITEs before the bulk */
+
+/* The late copies of the tester's ACKs: `cur`, a packet received at least
+ * FRESH_LATE_MS ago, whose ACK fresh_late() sends again, and `next`, the
+ * one that takes its place once that old. */
+struct fresh_late {
+    struct mrw_pkt cur, next;
+    uint64_t next_at;
+    int have_next;
+};
+
+/* An ACK of c's current receive state echoing late->cur, as a copy of
+ * cur's ACK delayed in the network would: an RTT sample of
+ * FRESH_LATE_MS or more (LOSS-3), nothing newly acknowledged, no path
+ * echo (cur is below snd_una).  Alternating with the immediate ACKs'
+ * samples of tens of microseconds, it holds the IUT's rttvar near half
+ * its srtt, about 10 ms (LOSS-4), so LOSS-31's 4 rttvar for the packet at
+ * snd_una stays tens of milliseconds, while min_rtt stays the immediate
+ * ACKs' (under 1 ms: no long-haul rules, CC-51).  p, just received, is
+ * the candidate for the next copies. */
+static void fresh_late(struct ct_conn *c, struct fresh_late *late,
+                       const struct mrw_pkt *p)
+{
+    uint64_t now = ct_now_ns();
+
+    if (late->have_next &&
+        now - late->next_at >= (uint64_t)FRESH_LATE_MS * 1000000u) {
+        late->cur = late->next;
+        late->have_next = 0;
+    }
+    if (!late->have_next) {
+        late->next = *p;
+        late->next_at = now;
+        late->have_next = 1;
+    }
+    ct_send_ack(c, &late->cur);
+}
+
+/* The warm-up of cc_path_fresh_window: FRESH_WARM one-packet WRITEs,
+ * each acknowledged at once and again FRESH_LATE_MS later (fresh_late's
+ * samples, from the start), so that the bulk starts with an rttvar of
+ * milliseconds.  Leaves the last packet as late->cur. */
+static void fresh_warm(struct ct *t, struct ct_conn *c, const struct ct_mr *mr,
+                       struct fresh_late *late)
+{
+    for (int i = 0; i < FRESH_WARM; i++) {
+        const struct ct_rx *rx;
+        struct mrw_pkt p;
+        uint64_t end;
+        ch_post_write(t, c, mr, 100 + (uint64_t)i, 0, 1024);
+        rx = ct_expect_data(c, CT_WAIT);
+        p = rx->p;
+        p.payload = NULL;
+        ct_send_ack(c, &p);
+        end = ct_now_ns() + (uint64_t)FRESH_LATE_MS * 1000000u;
+        while (ct_now_ns() < end)
+            (void)ct_next(c, 1);
+        ct_send_ack(c, &p);
+        late->cur = p;
+    }
+    late->have_next = 0;
+}
 
 /* One phase of cc_path_fresh_window: ACKs every packet on path *a at
- * once, none on *b (lost to the tester's receive state, their PSNs kept in
- * bpsn), until the IUT's PSNs reach FRESH_SPAN beyond where the phase
- * began.  The first two entropies seen name a and b if unset.  Returns the
- * packets on b; *early is 1 if the phase ended before that on a
- * retransmission or a third entropy (a loss, a probe or a retirement:
- * the count is then only a lower bound of what b may hold). */
+ * once (and a late copy, fresh_late), none on *b (lost to the tester's
+ * receive state, their PSNs kept in bpsn), until FRESH_STOP new packets
+ * in a row after b's latest went on a (b's window is full: nothing on b
+ * is acknowledged, so it cannot open again) or the IUT's PSNs reach
+ * FRESH_SPAN beyond where the phase began.  The first two entropies seen
+ * name a and b if unset.  Returns the packets on b; *early is 1 if the
+ * phase ended before that on a retransmission or a third entropy (a loss,
+ * a probe or a retirement: the count is then only a lower bound of what b
+ * may hold). */
 static int fresh_phase(struct ct *t, struct ct_conn *c, int *have, uint16_t *a,
                        uint16_t *b, uint32_t *bpsn, struct mrw_pkt *last_a,
-                       int *early)
+                       struct fresh_late *late, int *early)
 {
     uint32_t from = c->rcv_cum;
-    int nb = 0;
+    int nb = 0, only_a = 0;
 
     for (;;) {
         uint8_t bits[CT_RCV_BITS / 8];
@@ -147,7 +217,9 @@ static int fresh_phase(struct ct *t, struct ct_conn *c, int *have, uint16_t *a,
         }
         if (p.base.entropy == *a) {
             ct_send_ack(c, &p);
+            fresh_late(c, late, &p);
             *last_a = p;
+            only_a++;
         } else if (*have == 2 && p.base.entropy == *b) {
             c->rcv_cum = cum; /* withheld: lost to our receive state */
             c->rx_count = rxn;
@@ -155,21 +227,27 @@ static int fresh_phase(struct ct *t, struct ct_conn *c, int *have, uint16_t *a,
             if (nb < FRESH_MAX_B)
                 bpsn[nb] = p.base.psn;
             nb++;
+            only_a = 0;
         } else {
             *early = 1;
             return nb;
         }
-        if (mrw_psn_diff(p.base.psn, from) >= FRESH_SPAN)
+        if ((nb > 0 && only_a >= FRESH_STOP) ||
+            mrw_psn_diff(p.base.psn, from) >= FRESH_SPAN)
             return nb;
     }
 }
 
 CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
         "IUT requester over 2 paths (init_cwnd 64 KiB, no reuse, "
-        "target_qdelay 100 ms) with a 512-packet WRITE to a tester that "
-        "advertises max_ack_delay 90 ms, ACKs every packet of path A at once "
-        "and none of path B: B, starting at cwnd / npaths = 32 KiB, holds "
-        "at most 34 packets (30 fit) where the connection's window allows "
+        "target_qdelay 100 ms) to a tester that advertises max_ack_delay "
+        "90 ms and sends each ACK twice, at once and a copy 20-40 ms late "
+        "(the IUT's srtt and rttvar about 10 ms, its min_rtt the immediate "
+        "ACKs', so LOSS-31 leaves a withheld packet at snd_una tens of ms); "
+        "after 4 one-packet WRITEs, a 512-packet WRITE whose packets "
+        "on path A are acknowledged and none on path B until 40 new packets "
+        "in a row go on A: B, starting at cwnd / npaths = 32 KiB, holds at "
+        "most 34 packets (30 fit) where the connection's window allows "
         "about 59; then one ACK covers B's packets (30 acknowledged on a "
         "window of 30 grow it by one packet) and B, withheld again, holds "
         "at most 4 more than before.  A phase cut short by a retransmission "
@@ -186,6 +264,7 @@ CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
             ct_conn_new(t, "npaths=2 mtu=1024 path_reuse=0 path_burst=1 "
                            "min_rto_us=200000 target_qdelay_us=100000");
         struct mrw_pkt last_a;
+        struct fresh_late late;
         uint16_t a = 0, b = 0;
         int have = 0, early = 0;
         int64_t min_rtt;
@@ -193,11 +272,15 @@ CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
         c->par.max_ack_delay = 90000000; /* ns: LOSS-7's floor, LOSS-8 */
         ct_conn_connect(c);
         c->auto_ack = 0;
+        fresh_warm(t, c, &mr, &late);
         ch_post_write(t, c, &mr, 1, 0, 1024u * 512);
-        nb1 = fresh_phase(t, c, &have, &a, &b, bpsn, &last_a, &early);
+        nb1 = fresh_phase(t, c, &have, &a, &b, bpsn, &last_a, &late, &early);
         min_rtt = ct_counter(t, c->aqp, "min_rtt");
-        ct_log(t, "run %d: path B held %d packets%s (min_rtt %lld ns)", run,
-               nb1, early ? ", then a loss or probe" : "", (long long)min_rtt);
+        ct_log(t,
+               "run %d: path B held %d packets%s (min_rtt %lld ns, srtt %lld "
+               "ns)",
+               run, nb1, early ? ", then a loss or probe" : "",
+               (long long)min_rtt, (long long)ct_counter(t, c->aqp, "srtt"));
         /* A loaded host can hold the tester's ACKs for a millisecond: an
          * IUT whose min_rtt is 1 ms or more runs under the long-haul rules
          * (CC-51, CC-40 raises the windows), not the ones judged here. */
@@ -217,7 +300,7 @@ CT_CASE(cc_path_fresh_window, "CC-22 CC-23 CC-20",
         for (int i = 0; i < nb1 && i < FRESH_MAX_B; i++)
             mark_rcv(c, bpsn[i]);
         ct_send_ack(c, &last_a); /* B's packets acknowledged, cleanly */
-        nb2 = fresh_phase(t, c, &have, &a, &b, bpsn, &last_a, &early);
+        nb2 = fresh_phase(t, c, &have, &a, &b, bpsn, &last_a, &late, &early);
         min_rtt = ct_counter(t, c->aqp, "min_rtt");
         ct_log(t,
                "run %d: path B held %d packets once they were acked%s "
