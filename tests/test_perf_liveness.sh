@@ -113,7 +113,7 @@ $(tail -3 "$tmp/srv.txt")"
   check "$1 stall: verified" $r "client's verify line: '$v'"
   checked=$(cat "$tmp/cli.txt" "$tmp/srv.txt" | tr -d '\000' |
     sed -n 's/^ verify *: \([0-9]*\) bytes checked.*/\1/p' |
-    awk '{s += $1} END {print s + 0}')
+    awk '{s += $1} END {printf "%.0f\n", s}')
   check "$1 stall: data checked" $((checked == 0)) "no byte was checked"
   if [ "$crc" -eq 0 ] && [ "$src" -eq 0 ]; then r=completed; else r=FAILED; fi
   echo "stall: $1 with the $2 stopped for 2 s under 5% loss: $r," \
