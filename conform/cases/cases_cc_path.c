@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "case_helpers.h"
 #include "conform.h"
 
 #define RX_MBPS 100000u /* the IUT's default receive rate */
@@ -187,42 +188,6 @@ CT_CASE(cc_rate_caps_window, "CC-27 CC-2 CC-24",
     CT_REQUIRE(t, n >= 2, "only %u new packets after the last ACK", n);
 }
 
-/* ACK of the packet p, echoing it with CE if ce (PATH-5, REL-26). */
-static void ack_ce(struct ct_conn *c, const struct mrw_pkt *p, int ce)
-{
-    struct mrw_pkt a;
-    unsigned words = 0;
-
-    c->rx_count++;
-    c->ce_count += ce != 0;
-    ct_pkt_ctl(c, &a, MROCE_OP_ACK);
-    /* Cumulative up to p only: an ACK that also covered packets received
-     * after p would move the IUT's snd_una past them, and the next ACKs'
-     * echoes (of those packets) would no longer be attributed to a path
-     * (PATH-5), their CE lost to the test. */
-    if (mrw_psn_diff(c->rcv_cum, p->base.psn + 1) > 0) {
-        a.u.ack.cum_psn = p->base.psn + 1;
-    } else {
-        a.u.ack.cum_psn = c->rcv_cum;
-        for (unsigned k = 1; k < CT_RCV_BITS; k++)
-            if (c->rcv_bits[k / 8] & (1u << (k % 8))) {
-                unsigned b = k - 1;
-                a.u.ack.sack[b / 32] |= 1u << (b % 32);
-                words = b / 32 + 1;
-            }
-    }
-    a.u.ack.sack_words = (uint8_t)words;
-    a.u.ack.echo_psn = p->base.psn;
-    a.u.ack.echo_ts = p->base.tsval;
-    a.u.ack.echo_entropy = p->base.entropy;
-    a.u.ack.echo_flags = ce ? MROCE_ECHO_CE : 0;
-    a.u.ack.ce_count = c->ce_count;
-    a.u.ack.rx_count = c->rx_count;
-    a.u.ack.credit = MROCE_CREDIT_UNLIMITED;
-    a.base.entropy = p->base.entropy;
-    ct_send(c, &a);
-}
-
 /* A loaded host can hold the tester's ACKs for milliseconds: an IUT
  * whose min_rtt is 1 ms or more runs under the long-haul rules (CC-51: a
  * path's window regrows by up to 256 packets per window between marks,
@@ -253,7 +218,7 @@ static int64_t marked_warm(struct ct *t, struct ct_conn *c,
             rx = ct_expect_data(c, CT_WAIT);
             p = rx->p;
             p.payload = NULL;
-            ack_ce(c, &p, 0);
+            ch_ack_upto(c, &p, 0);
             *hi = p.base.psn;
         }
         /* the ACKs' RTT samples count once the IUT has taken them */
@@ -320,10 +285,10 @@ static int marked_run(struct ct *t, uint32_t *onx, uint32_t *other,
         }
         seen++;
         if (p.base.entropy == x) {
-            ack_ce(c, &p, toggle % 4 == 0);
+            ch_ack_upto(c, &p, toggle % 4 == 0);
             toggle++;
         } else {
-            ack_ce(c, &p, 0);
+            ch_ack_upto(c, &p, 0);
         }
     }
     CT_REQUIRE(t, seen >= 120, "only %u packets in 2 s", seen);
