@@ -474,8 +474,7 @@ static uint16_t path_pick_room(struct mre_pathset *ps, uint16_t avoid)
         for (k = 0; k < ps->npaths; k++)
             if (k != avoid && !path_unpickable(ps, &ps->paths[k]))
                 return (uint16_t)k;
-        if (avoid >= ps->npaths || path_plane_blocked(ps, &ps->paths[avoid]))
-            return path_pick_last(ps, avoid);
+        return path_pick_last(ps, avoid);
     }
     return avoid < ps->npaths ? avoid : 0;
 }
